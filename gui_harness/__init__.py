@@ -1,0 +1,1 @@
+"""gui_harness: the GUI agent built on openprogram."""

@@ -1,0 +1,1 @@
+"""openprogram: agents as ordinary decorated functions."""

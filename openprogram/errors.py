@@ -1,0 +1,122 @@
+"""Every error openprogram raises, split by who must act.
+
+    OpenProgramError
+    ├── UsageError (ValueError)            the developer called something wrongly
+    │   └── ConfigError                    a setting is missing or invalid
+    ├── RunError (RuntimeError)            something failed while running; carries .node_id
+    │   ├── ModelError                     the provider failed (after retries where they apply)
+    │   │   ├── ModelAuthError             bad or missing API key: never retried
+    │   │   ├── ModelBadRequest            the provider refused the request: never retried
+    │   │   ├── ModelUnavailable           transient failures outlasted the retries
+    │   │   ├── ModelOutputError (+ValueError)  the reply did not match response_format
+    │   │   └── ScriptExhausted            a ScriptedModel ran out of replies
+    │   ├── ReplayMismatch                 a ReplayModel met a call the recording lacks
+    │   ├── StoreError                     a session store failed
+    │   │   └── UnsupportedFormatVersion   the store was written by another format version
+    │   └── ResumeDivergence               a resumed program took a different path
+    └── RunStopped                         control signal: a gate or limit ended the run
+        └── BudgetExceeded                 the BudgetManager's cap was reached
+
+Third-party errors are translated in exactly one place each (litellm: runtime.py).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BudgetExceeded",
+    "ConfigError",
+    "ModelAuthError",
+    "ModelBadRequest",
+    "ModelError",
+    "ModelOutputError",
+    "ModelUnavailable",
+    "OpenProgramError",
+    "ReplayMismatch",
+    "ResumeDivergence",
+    "RunError",
+    "RunStopped",
+    "ScriptExhausted",
+    "StoreError",
+    "UnsupportedFormatVersion",
+    "UsageError",
+]
+
+
+class OpenProgramError(Exception):
+    """Base of every error openprogram raises."""
+
+
+class UsageError(OpenProgramError, ValueError):
+    """The developer called something wrongly; the message says how to call it."""
+
+
+class ConfigError(UsageError):
+    """A setting is missing or invalid (model name, store URL, environment)."""
+
+
+class RunError(OpenProgramError, RuntimeError):
+    """Something failed while a program ran. `node_id` names the node it is recorded on."""
+
+    def __init__(self, message: str, *, node_id: str | None = None) -> None:
+        super().__init__(message)
+        self.node_id = node_id
+
+
+class ModelError(RunError):
+    """The model provider failed. `retryable` says whether waiting could help."""
+
+    retryable: bool = False
+
+
+class ModelAuthError(ModelError):
+    """The provider rejected the credentials; fix the API key, retrying will not help."""
+
+
+class ModelBadRequest(ModelError):
+    """The provider refused the request as malformed or unsupported."""
+
+
+class ModelUnavailable(ModelError):
+    """Transient failures (rate limits, timeouts, 5xx) outlasted the retries."""
+
+    retryable = True
+
+
+class ModelOutputError(ModelError, ValueError):
+    """The model's reply did not validate against response_format, even after one repair."""
+
+    def __init__(self, message: str, *, node_id: str | None = None, reply: str = "") -> None:
+        super().__init__(message, node_id=node_id)
+        self.reply = reply
+
+
+class ScriptExhausted(ModelError):
+    """A ScriptedModel was asked for more replies than it was given."""
+
+
+class ReplayMismatch(RunError):
+    """A ReplayModel was asked something the recorded session does not hold."""
+
+
+class StoreError(RunError):
+    """A session store failed to read or write."""
+
+
+class UnsupportedFormatVersion(StoreError):
+    """The store was written in a format version this openprogram cannot read."""
+
+
+class ResumeDivergence(RunError):
+    """A resumed program called something different from what was recorded at that place."""
+
+
+class RunStopped(OpenProgramError):
+    """Control signal: a gate (budget, user callback, limit) ended the run cleanly."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class BudgetExceeded(RunStopped):
+    """The BudgetManager's max_cost was reached and raise_error=True."""
