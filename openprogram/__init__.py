@@ -1,1 +1,74 @@
-"""openprogram: agents as ordinary decorated functions."""
+"""openprogram: agents as ordinary decorated functions, with a context DAG that shows
+what every model call saw. Start with `agentic_function`, `llm` and `Session`."""
+
+from openprogram._context import current_session
+from openprogram.dag import ContextDAG, Expose, Node, RenderRange
+from openprogram.errors import (
+    BudgetExceeded,
+    ConfigError,
+    ModelAuthError,
+    ModelBadRequest,
+    ModelError,
+    ModelOutputError,
+    ModelUnavailable,
+    OpenProgramError,
+    ReplayMismatch,
+    ResumeDivergence,
+    RunError,
+    RunStopped,
+    ScriptExhausted,
+    StoreError,
+    UnsupportedFormatVersion,
+    UsageError,
+)
+from openprogram.function import agentic_function
+from openprogram.image import Image, ImageRef
+from openprogram.models import Model, ModelReply, ModelRequest, ScriptedModel
+from openprogram.render import RenderedContext, render_context
+from openprogram.runtime import Runtime, allm, current_runtime, llm
+from openprogram.session import Session
+from openprogram.usage import Usage
+
+__all__ = [
+    # recording
+    "agentic_function",
+    "Session",
+    "current_session",
+    # the DAG
+    "ContextDAG",
+    "Node",
+    "Expose",
+    "RenderRange",
+    "Image",
+    "ImageRef",
+    # what a call sees
+    "render_context",
+    "RenderedContext",
+    # models
+    "Runtime",
+    "llm",
+    "allm",
+    "current_runtime",
+    "Model",
+    "ModelRequest",
+    "ModelReply",
+    "ScriptedModel",
+    "Usage",
+    # errors
+    "OpenProgramError",
+    "UsageError",
+    "ConfigError",
+    "RunError",
+    "ModelError",
+    "ModelAuthError",
+    "ModelBadRequest",
+    "ModelUnavailable",
+    "ModelOutputError",
+    "ScriptExhausted",
+    "ReplayMismatch",
+    "StoreError",
+    "UnsupportedFormatVersion",
+    "ResumeDivergence",
+    "RunStopped",
+    "BudgetExceeded",
+]

@@ -1,0 +1,378 @@
+"""The context DAG: `Node` records and the `ContextDAG` that orders them by `seq`.
+
+Owns node creation and completion, the indexes render_context needs (children by seq,
+ordinals, branch heads, subtree extents) and the networkx view. Knows nothing of models
+or stores: a session listens through `ContextDAG.listeners`. Start at ContextDAG.add().
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any, Literal
+
+import networkx as nx
+from pydantic import BaseModel, Field
+
+from openprogram.errors import UsageError
+from openprogram.image import Image, ImageRef
+from openprogram.usage import Usage
+from openprogram.values import from_jsonable, to_jsonable
+
+__all__ = ["ContextDAG", "Expose", "Kind", "Node", "RenderRange", "Status"]
+
+Kind = Literal["user", "code", "llm"]
+"""user: input from outside; code: one call of a decorated function; llm: one model exchange."""
+Status = Literal["running", "completed", "error", "cancelled"]
+Expose = Literal["io", "llm", "full", "hidden"]
+"""What callers see of a function: io (its call and result), llm (only its llm exchanges),
+full (everything inside it), hidden (nothing)."""
+
+
+class RenderRange(BaseModel):
+    """How much history a function's own llm() calls read (DESIGN.md §4 rule 5)."""
+
+    callers: int | None = None
+    subcalls: int = -1
+
+
+class Node(BaseModel):
+    """One recorded event: a call (code), a model exchange (llm) or an outside input (user)."""
+
+    id: str
+    seq: int
+    kind: Kind
+    name: str
+    parent: str | None = None
+    predecessor: str | None = None
+    branch: str = "main"
+    input: Any = None
+    output: Any = None
+    status: Status = "running"
+    error: str | None = None
+    expose: Expose = "io"
+    render_range: RenderRange | None = None
+    hidden_inputs: list[str] = Field(default_factory=list)
+    system: str | None = None
+    reads: list[str] = Field(default_factory=list)
+    messages_hash: str | None = None
+    usage: Usage | None = None
+    started_at: float = 0.0
+    ended_at: float | None = None
+    end_seq: int | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def duration_s(self) -> float | None:
+        return None if self.ended_at is None else self.ended_at - self.started_at
+
+    def _repr_html_(self) -> str:
+        from openprogram.display.html import node_html
+
+        return node_html(self)
+
+
+Listener = Callable[[str, Node], None]
+"""Called with ("created" | "completed", node) after every change; a session persists here."""
+
+
+class ContextDAG:
+    """All nodes of a session, in seq order, with the indexes rendering needs.
+
+    Thread-safe for recording: seq assignment and index updates happen under one lock.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counter = itertools.count(1)
+        self._nodes: dict[str, Node] = {}
+        self._order: list[Node] = []
+        self._children: dict[str | None, list[Node]] = {}
+        self._ordinal: dict[str, int] = {}
+        self._name_counts: dict[tuple[str, str], int] = {}
+        self._last_seq: dict[str, int] = {}
+        self._heads: dict[str, list[Node]] = {}
+        self._branch_origin: dict[str, tuple[str, int, str] | None] = {"main": None}
+        self._graph: nx.DiGraph | None = None
+        self._graph_size = 0
+        self.blobs: dict[str, Image] = {}
+        self.branch = "main"
+        self.listeners: list[Listener] = []
+
+    # -- reading -------------------------------------------------------------------------
+    @property
+    def nodes(self) -> list[Node]:
+        """Every node in seq order."""
+        return list(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(list(self._order))
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self._nodes
+
+    def node(self, node_id: str) -> Node:
+        try:
+            return self._nodes[node_id]
+        except KeyError:
+            raise UsageError(f"no node {node_id!r} in this DAG") from None
+
+    def get(self, node_id: str | None) -> Node | None:
+        return None if node_id is None else self._nodes.get(node_id)
+
+    def children(self, node_id: str | None) -> list[Node]:
+        """Direct children of `node_id` in seq order (`None`: the top-level nodes)."""
+        return list(self._children.get(node_id, ()))
+
+    def _children_view(self, node_id: str | None) -> list[Node]:
+        return self._children.get(node_id, [])
+
+    def find(self, name: str | None = None, kind: Kind | None = None) -> list[Node]:
+        return [
+            n
+            for n in self._order
+            if (name is None or n.name == name) and (kind is None or n.kind == kind)
+        ]
+
+    def ordinal(self, node: Node | str) -> int:
+        """1-based index of the node among nodes of the same name and kind (the `#k`)."""
+        node_id = node if isinstance(node, str) else node.id
+        return self._ordinal[node_id]
+
+    def ancestors(self, node: Node) -> list[Node]:
+        """The node's enclosing frames, innermost first."""
+        chain = []
+        parent = self._nodes.get(node.parent) if node.parent else None
+        while parent is not None:
+            chain.append(parent)
+            parent = self._nodes.get(parent.parent) if parent.parent else None
+        return chain
+
+    def top_level_ancestor(self, node: Node) -> Node:
+        while node.parent is not None:
+            node = self._nodes[node.parent]
+        return node
+
+    def last_seq(self, node: Node) -> int:
+        """The largest seq in the node's subtree (itself included)."""
+        return self._last_seq.get(node.id, node.seq)
+
+    def head(self, branch: str | None = None, *, before: int | None = None) -> Node | None:
+        """The newest top-level node of `branch` (with seq < before, when given)."""
+        heads = self._heads.get(branch or self.branch, [])
+        if before is None:
+            return heads[-1] if heads else None
+        index = bisect.bisect_left(heads, before, key=lambda n: n.seq)
+        return heads[index - 1] if index else None
+
+    def on_branch(self, top: Node, branch: str, head_seq: int) -> bool:
+        """Whether top-level node `top` lies on the predecessor chain of `branch` up to seq."""
+        limit = head_seq
+        current: str | None = branch
+        while current is not None:
+            if top.branch == current:
+                return top.seq <= limit
+            origin = self._branch_origin.get(current)
+            if origin is None:
+                return False
+            current, limit = origin[0], min(limit, origin[1])
+        return False
+
+    # -- writing -------------------------------------------------------------------------
+    def add(
+        self,
+        kind: Kind,
+        name: str,
+        *,
+        parent: str | None = None,
+        input: Any = None,
+        status: Status = "running",
+        branch: str | None = None,
+        **fields: Any,
+    ) -> Node:
+        """Create a node with the next seq; top-level nodes are chained by predecessor."""
+        now = time.time()
+        with self._lock:
+            seq = next(self._counter)
+            node_branch = branch or self.branch
+            predecessor = None
+            if parent is None:
+                heads = self._heads.setdefault(node_branch, [])
+                if heads:
+                    predecessor = heads[-1].id
+                elif (origin := self._branch_origin.get(node_branch)) is not None:
+                    predecessor = origin[2]
+            node = Node.model_construct(
+                id=fields.pop("id", None) or uuid.uuid4().hex[:16],
+                seq=seq,
+                kind=kind,
+                name=name,
+                parent=parent,
+                predecessor=predecessor,
+                branch=node_branch,
+                input=input,
+                output=None,
+                status=status,
+                error=None,
+                expose=fields.pop("expose", "io"),
+                render_range=fields.pop("render_range", None),
+                hidden_inputs=fields.pop("hidden_inputs", []),
+                system=fields.pop("system", None),
+                reads=fields.pop("reads", []),
+                messages_hash=None,
+                usage=None,
+                started_at=now,
+                ended_at=now if status != "running" else None,
+                end_seq=seq if status != "running" else None,
+                meta=fields.pop("meta", {}),
+            )
+            if fields:
+                raise UsageError(f"unknown node fields {sorted(fields)!r}")
+            self._insert(node)
+        self._notify("created", node)
+        return node
+
+    def _insert(self, node: Node) -> None:
+        self._nodes[node.id] = node
+        self._order.append(node)
+        self._children.setdefault(node.parent, []).append(node)
+        key = (node.name, node.kind)
+        count = self._name_counts.get(key, 0) + 1
+        self._name_counts[key] = count
+        self._ordinal[node.id] = count
+        if node.parent is None:
+            self._heads.setdefault(node.branch, []).append(node)
+        parent_id = node.parent
+        while parent_id is not None:
+            self._last_seq[parent_id] = node.seq
+            parent = self._nodes.get(parent_id)
+            parent_id = parent.parent if parent is not None else None
+
+    def complete(
+        self, node: Node, output: Any = None, *, status: Status = "completed", error: str | None = None
+    ) -> Node:
+        """Finish a node in place: output or error, status, end time."""
+        node.output = output
+        node.status = status
+        node.error = error
+        node.ended_at = time.time()
+        with self._lock:
+            node.end_seq = self._peek_seq()
+        self._notify("completed", node)
+        return node
+
+    def _peek_seq(self) -> int:
+        return len(self._order) and self._order[-1].seq
+
+    def _notify(self, event: str, node: Node) -> None:
+        for listener in self.listeners:
+            listener(event, node)
+
+    def add_image(self, image: Any) -> ImageRef:
+        """Store an image once by content hash and return its reference."""
+        value = image if isinstance(image, Image) else Image(image)
+        ref = value.ref()
+        self.blobs.setdefault(ref.sha256, value)
+        return ref
+
+    def image(self, ref: ImageRef | str) -> Image:
+        sha = ref if isinstance(ref, str) else ref.sha256
+        try:
+            return self.blobs[sha]
+        except KeyError:
+            raise UsageError(f"image sha256:{sha[:12]} is not in this DAG's blob table") from None
+
+    def jsonable(self, value: Any) -> Any:
+        """`value` in JSON-able form, with images moved to the blob table as references."""
+        return to_jsonable(value, self.add_image)
+
+    def new_branch(self, at: Node, name: str | None = None) -> str:
+        """Start a branch whose history is the current chain up to top-level node `at`."""
+        top = self.top_level_ancestor(at)
+        branch = name or f"fork-{uuid.uuid4().hex[:8]}"
+        with self._lock:
+            if branch in self._branch_origin:
+                raise UsageError(f"branch {branch!r} exists already")
+            self._branch_origin[branch] = (top.branch, top.seq, top.id)
+        return branch
+
+    # -- views ---------------------------------------------------------------------------
+    @property
+    def graph(self) -> nx.DiGraph:
+        """A networkx view: parent→child edges kind="calls", predecessor→node kind="follows"."""
+        with self._lock:
+            if self._graph is None:
+                self._graph = nx.DiGraph()
+                self._graph_size = 0
+            graph = self._graph
+            for node in self._order[self._graph_size :]:
+                graph.add_node(node.id, kind=node.kind, name=node.name, seq=node.seq, node=node)
+                if node.parent is not None:
+                    graph.add_edge(node.parent, node.id, kind="calls")
+                if node.predecessor is not None:
+                    graph.add_edge(node.predecessor, node.id, kind="follows")
+            self._graph_size = len(self._order)
+            return graph
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form: nodes, branch origins and the images as base64 PNG."""
+        import base64
+
+        return {
+            "format": "openprogram.dag/1",
+            "branch": self.branch,
+            "branches": {k: list(v) if v else None for k, v in self._branch_origin.items()},
+            "nodes": [_node_json(node) for node in self._order],
+            "images": {
+                sha: base64.b64encode(image.png()).decode("ascii")
+                for sha, image in self.blobs.items()
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ContextDAG:
+        import base64
+
+        dag = cls()
+        for sha, encoded in data.get("images", {}).items():
+            image = Image(base64.b64decode(encoded))
+            image._sha256 = sha
+            dag.blobs[sha] = image
+        for name, origin in data.get("branches", {}).items():
+            dag._branch_origin[name] = (origin[0], origin[1], origin[2]) if origin else None
+        dag.branch = data.get("branch", "main")
+        for raw in data["nodes"]:
+            dag.restore(Node.model_validate({**raw, "input": None, "output": None}), raw)
+        return dag
+
+    def restore(self, node: Node, raw: dict[str, Any] | None = None) -> None:
+        """Insert an already-recorded node (from a store or a dict) keeping its seq."""
+        if raw is not None:
+            node.input = from_jsonable(raw.get("input"))
+            node.output = from_jsonable(raw.get("output"))
+        with self._lock:
+            if node.id in self._nodes:
+                raise UsageError(f"node {node.id!r} is in this DAG already")
+            if self._order and node.seq <= self._order[-1].seq:
+                raise UsageError(f"node {node.id!r} has seq {node.seq}, not after the last one")
+            self._insert(node)
+            self._counter = itertools.count(node.seq + 1)
+
+    def _repr_html_(self) -> str:
+        from openprogram.display.html import dag_html
+
+        return dag_html(self)
+
+
+def _node_json(node: Node) -> dict[str, Any]:
+    data = node.model_dump(mode="json", exclude={"input", "output"})
+    data["input"] = to_jsonable(node.input, None)
+    data["output"] = to_jsonable(node.output, None)
+    return data

@@ -1,0 +1,269 @@
+"""@agentic_function: turn a function into a recorded step of the context DAG.
+
+Owns decoration-time validation, the tool `.spec`, runtime injection and the recording
+of one `code` node per call (created at entry, completed in place at exit). Recording
+never changes what the function returns or raises. Start at agentic_function().
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, overload
+
+from pydantic import Field, create_model
+
+from openprogram import _context
+from openprogram.dag import Expose, Node, RenderRange
+
+__all__ = ["agentic_function"]
+
+log = logging.getLogger("openprogram")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_EXPOSE = ("io", "llm", "full", "hidden")
+_INPUT_KEYS = {"description", "options", "hidden"}
+
+
+@overload
+def agentic_function(fn: F) -> F: ...
+@overload
+def agentic_function(
+    fn: None = None,
+    *,
+    expose: Expose = "io",
+    render_range: Mapping[str, int | None] | None = None,
+    input: Mapping[str, Mapping[str, Any]] | None = None,
+    system: str | None = None,
+) -> Callable[[F], F]: ...
+
+
+def agentic_function(
+    fn: Callable[..., Any] | None = None,
+    *,
+    expose: Expose = "io",
+    render_range: Mapping[str, int | None] | None = None,
+    input: Mapping[str, Mapping[str, Any]] | None = None,
+    system: str | None = None,
+) -> Any:
+    """Record every call of `fn` as a `code` node; used bare or with settings.
+
+    expose: what callers' llm() calls see of this function (DESIGN.md §4).
+    render_range: `{"callers": None | int >= 0, "subcalls": int >= -1}` for this
+        function's own llm() calls.
+    input: per-parameter `{"description", "options", "hidden"}` for `.spec` and rendering.
+    system: text appended to the system message of this function's llm() calls.
+    Raises ValueError (UsageError) at decoration time for any invalid setting.
+    """
+    if fn is not None and not callable(fn):
+        raise _usage(f"@agentic_function got {fn!r}; use it bare or with keyword settings")
+    if expose not in _EXPOSE:
+        raise _usage(f"expose={expose!r} is not one of 'io', 'llm', 'full', 'hidden'")
+    checked_range = _check_render_range(render_range)
+    if system is not None and not isinstance(system, str):
+        raise _usage(f"system={system!r} must be a string or None")
+
+    def decorate(func: Callable[..., Any]) -> Any:
+        return _wrap(func, expose, checked_range, input or {}, system)
+
+    return decorate if fn is None else decorate(fn)
+
+
+def _usage(message: str) -> Exception:
+    from openprogram.errors import UsageError
+
+    return UsageError(message)
+
+
+def _check_render_range(value: Mapping[str, Any] | None) -> RenderRange | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise _usage(f"render_range={value!r} must be a dict with 'callers' and/or 'subcalls'")
+    unknown = set(value) - {"callers", "subcalls"}
+    if unknown:
+        raise _usage(
+            f"render_range key {sorted(unknown)[0]!r} is unknown; use 'callers' and 'subcalls'"
+        )
+    callers = value.get("callers")
+    subcalls = value.get("subcalls", -1)
+    if callers is not None and (
+        not isinstance(callers, int) or isinstance(callers, bool) or callers < 0
+    ):
+        raise _usage(f"render_range callers={callers!r} must be None or an int >= 0")
+    if not isinstance(subcalls, int) or isinstance(subcalls, bool) or subcalls < -1:
+        raise _usage(f"render_range subcalls={subcalls!r} must be an int >= -1")
+    return RenderRange(callers=callers, subcalls=subcalls)
+
+
+def _check_input(fn: Callable[..., Any], meta: Mapping[str, Mapping[str, Any]]) -> None:
+    params = inspect.signature(fn).parameters
+    for name, entry in meta.items():
+        if name not in params:
+            raise _usage(
+                f"input={{{name!r}: ...}} names no parameter of {fn.__qualname__}; "
+                f"its parameters are {list(params)!r}"
+            )
+        if not isinstance(entry, Mapping):
+            raise _usage(f"input[{name!r}]={entry!r} must be a dict")
+        unknown = set(entry) - _INPUT_KEYS
+        if unknown:
+            raise _usage(
+                f"input[{name!r}] key {sorted(unknown)[0]!r} is unknown; "
+                "use 'description', 'options', 'hidden'"
+            )
+        options = entry.get("options")
+        if options is not None and not isinstance(options, (list, tuple)):
+            raise _usage(f"input[{name!r}]['options']={options!r} must be a list")
+
+
+def _wrap(
+    fn: Callable[..., Any],
+    expose: Expose,
+    render_range: RenderRange | None,
+    meta: Mapping[str, Mapping[str, Any]],
+    system: str | None,
+) -> Any:
+    _check_input(fn, meta)
+    signature = inspect.signature(fn)
+    params = list(signature.parameters)
+    skipped = {"runtime"}
+    if params and params[0] in ("self", "cls") and "." in fn.__qualname__:
+        skipped.add(params[0])
+    has_runtime = "runtime" in signature.parameters
+    hidden = [name for name, entry in meta.items() if entry.get("hidden")]
+    name = fn.__name__
+    settings = {"expose": expose, "render_range": render_range, "hidden_inputs": hidden}
+    if system:
+        settings["system"] = system
+
+    def begin(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        runtime_token = None
+        if has_runtime:
+            given = kwargs.get("runtime")
+            if given is None and not _runtime_positional(signature, args):
+                from openprogram.runtime import current_runtime
+
+                kwargs["runtime"] = current_runtime()
+            elif given is not None:
+                runtime_token = _context.runtime_var.set(given)
+        session = _context.current_session()
+        try:
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            arguments = {k: v for k, v in bound.arguments.items() if k not in skipped}
+            node = session._enter_call(name, arguments, _context.frame_var.get(), settings)
+        except Exception:  # recording must never break the user's call
+            log.exception("openprogram: could not record a call of %s", name)
+            node = None
+        frame_token = _context.frame_var.set(node.id) if node is not None else None
+        return session, node, frame_token, runtime_token
+
+    def end(state: tuple[Any, ...], result: Any, exc: BaseException | None) -> None:
+        session, node, frame_token, runtime_token = state
+        if frame_token is not None:
+            _context.frame_var.reset(frame_token)
+        if runtime_token is not None:
+            _context.runtime_var.reset(runtime_token)
+        if node is None:
+            return
+        try:
+            session._exit_call(node, result, exc)
+        except Exception:
+            log.exception("openprogram: could not record the end of %s", name)
+
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def wrapper(*args: Any, **kwargs: Any) -> Any:
+            state = begin(args, kwargs)
+            try:
+                result = await fn(*args, **kwargs)
+            except BaseException as exc:
+                end(state, None, exc)
+                raise
+            end(state, result, None)
+            return result
+
+    else:
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            state = begin(args, kwargs)
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:
+                end(state, None, exc)
+                raise
+            end(state, result, None)
+            return result
+
+    wrapper.expose = expose  # type: ignore[attr-defined]
+    wrapper.render_range = (  # type: ignore[attr-defined]
+        render_range.model_dump() if render_range else {"callers": None, "subcalls": -1}
+    )
+    wrapper.input_meta = {k: dict(v) for k, v in meta.items()}  # type: ignore[attr-defined]
+    wrapper.system = system  # type: ignore[attr-defined]
+    wrapper.spec = _tool_spec(fn, signature, meta, skipped | set(hidden))  # type: ignore[attr-defined]
+    wrapper.__agentic__ = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _runtime_positional(signature: inspect.Signature, args: tuple[Any, ...]) -> bool:
+    index = list(signature.parameters).index("runtime")
+    return len(args) > index and args[index] is not None
+
+
+def _tool_spec(
+    fn: Callable[..., Any],
+    signature: inspect.Signature,
+    meta: Mapping[str, Mapping[str, Any]],
+    left_out: set[str],
+) -> dict[str, Any]:
+    """OpenAI-style tool spec `{"name", "description", "parameters"}` from the signature."""
+    try:
+        hints = inspect.get_annotations(fn, eval_str=True)
+    except Exception:  # forward references that do not resolve yet: fall back to Any
+        hints = {}
+    fields: dict[str, Any] = {}
+    for param in signature.parameters.values():
+        if param.name in left_out or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        entry = meta.get(param.name, {})
+        annotation = hints.get(param.name, Any)
+        extra: dict[str, Any] = {}
+        if entry.get("options") is not None:
+            extra["enum"] = list(entry["options"])
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[param.name] = (
+            annotation,
+            Field(
+                default=default,
+                description=entry.get("description"),
+                json_schema_extra=extra or None,
+            ),
+        )
+    try:
+        model = create_model(fn.__name__, **fields)
+        parameters = model.model_json_schema()
+    except Exception:  # an annotation pydantic cannot schema: describe it loosely
+        loose = {k: (Any, v[1]) for k, v in fields.items()}
+        parameters = create_model(fn.__name__, **loose).model_json_schema()
+    parameters.pop("title", None)
+    for schema in parameters.get("properties", {}).values():
+        schema.pop("title", None)
+    doc = inspect.getdoc(fn) or ""
+    description = doc.split("\n\n", 1)[0].replace("\n", " ").strip()
+    return {"name": fn.__name__, "description": description, "parameters": parameters}
+
+
+def is_agentic(fn: Any) -> bool:
+    return getattr(fn, "__agentic__", False) is True
+
+
+def frame_node(session: Any) -> Node | None:
+    frame = _context.frame_var.get()
+    return session.dag.get(frame) if frame else None

@@ -1,0 +1,210 @@
+"""Models: the protocol a model implements, the request it gets, and offline models.
+
+Owns `Model`, `ModelRequest`, `ModelReply` and `ScriptedModel` (replies from a list, a
+per-function dict or a callable). Provider models live in `_litellm.py`; `ReplayModel`
+answers from a recorded session (`replay.py`).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+from openprogram.errors import ScriptExhausted, UsageError
+from openprogram.usage import Usage
+
+if TYPE_CHECKING:
+    from openprogram.render import RenderedContext
+
+__all__ = ["Model", "ModelReply", "ModelRequest", "ScriptedModel"]
+
+
+@dataclass
+class ModelRequest:
+    """One exchange about to be sent: the rendered context and who asks.
+
+    `messages` is the chat in OpenAI format (images as data URLs, built on first use);
+    callbacks may replace it. `text` is the text of the current llm() content.
+    """
+
+    rendered: RenderedContext
+    function: str | None
+    node_id: str
+    response_format: type[BaseModel] | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    _messages: list[dict[str, Any]] | None = None
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        if self._messages is None:
+            return self.rendered.messages
+        return self._messages
+
+    @messages.setter
+    def messages(self, value: list[dict[str, Any]]) -> None:
+        self._messages = value
+
+    @property
+    def text(self) -> str:
+        content = self.rendered.content
+        if isinstance(content, str):
+            return content
+        return "\n".join(
+            str(p.get("text", "")) for p in content or () if isinstance(p, dict) and p.get("type") == "text"
+        )
+
+    @property
+    def history(self) -> str:
+        """The rendered history as text lines (what the model sees before the content)."""
+        return self.rendered.text()
+
+    @property
+    def images(self) -> list[Any]:
+        """The current content's images as PIL images."""
+        content = self.rendered.content
+        if not isinstance(content, list):
+            return []
+        dag = self.rendered.dag
+        return [
+            dag.image(p["image"]).pil
+            for p in content
+            if isinstance(p, dict) and p.get("type") == "image"
+        ]
+
+
+@dataclass
+class ModelReply:
+    """What a model answered: the text, its usage and the raw provider payload."""
+
+    text: str
+    usage: Usage = field(default_factory=Usage)
+    raw: dict[str, Any] | None = None
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Anything that answers a ModelRequest, synchronously and asynchronously."""
+
+    name: str
+
+    def complete(self, request: ModelRequest) -> ModelReply: ...
+
+    async def acomplete(self, request: ModelRequest) -> ModelReply: ...
+
+
+Reply = Any  # str | dict | list | BaseModel | BaseException
+
+
+class ScriptedModel:
+    """An offline model that answers from a script, for tests and demos.
+
+    replies: a list consumed in order; a dict `{function_name: [replies...]}` (key "*"
+    serves any other function); or a callable `(ModelRequest) -> str | dict`. A dict,
+    list or pydantic reply is sent as JSON; an exception instance is raised instead.
+    Every request is kept in `.requests`. Running out raises ScriptExhausted.
+    """
+
+    name = "scripted"
+
+    def __init__(
+        self,
+        replies: Iterable[Reply] | Mapping[str, Iterable[Reply]] | Callable[[ModelRequest], Reply],
+    ) -> None:
+        self._lock = threading.Lock()
+        self.requests: list[ModelRequest] = []
+        self._callable: Callable[[ModelRequest], Reply] | None = None
+        self._queue: deque[Reply] | None = None
+        self._by_function: dict[str, deque[Reply]] | None = None
+        if callable(replies) and not isinstance(replies, Mapping):
+            self._callable = replies
+        elif isinstance(replies, Mapping):
+            self._by_function = {str(k): deque(v) for k, v in replies.items()}
+        elif isinstance(replies, (str, bytes)):
+            raise UsageError("ScriptedModel(replies) wants a list of replies, not one string")
+        else:
+            self._queue = deque(replies)
+        self._given = self.remaining
+
+    @property
+    def remaining(self) -> int:
+        """Replies not yet used (0 for a callable script)."""
+        if self._queue is not None:
+            return len(self._queue)
+        if self._by_function is not None:
+            return sum(len(q) for q in self._by_function.values())
+        return 0
+
+    def complete(self, request: ModelRequest) -> ModelReply:
+        with self._lock:
+            self.requests.append(request)
+            reply = self._next(request)
+        if isinstance(reply, BaseException):
+            raise reply
+        text = _as_text(reply)
+        return ModelReply(
+            text=text,
+            usage=Usage(
+                input_tokens=_estimate_tokens(request),
+                output_tokens=max(1, len(text) // 4),
+                calls=1,
+            ),
+        )
+
+    async def acomplete(self, request: ModelRequest) -> ModelReply:
+        return self.complete(request)
+
+    def _next(self, request: ModelRequest) -> Reply:
+        if self._callable is not None:
+            return self._callable(request)
+        asked = len(self.requests)
+        if self._queue is not None:
+            if not self._queue:
+                raise ScriptExhausted(
+                    f"ScriptedModel ran out of replies at request #{asked} (from "
+                    f"{request.function!r}); it was given {self._given}. Add replies to the "
+                    "script, or check why the program asks more often than expected.",
+                    node_id=request.node_id,
+                )
+            return self._queue.popleft()
+        assert self._by_function is not None
+        function = request.function or ""
+        queue = self._by_function.get(function)
+        if queue is None:
+            queue = self._by_function.get("*")
+        if queue is None:
+            raise ScriptExhausted(
+                f"ScriptedModel has no replies for function {function!r}; the script names "
+                f"{sorted(self._by_function)!r}. Add a {function!r} entry or a '*' entry.",
+                node_id=request.node_id,
+            )
+        if not queue:
+            raise ScriptExhausted(
+                f"ScriptedModel ran out of replies for {function!r}. Add replies to its "
+                "list, or check why it is called more often than expected.",
+                node_id=request.node_id,
+            )
+        return queue.popleft()
+
+
+def _as_text(reply: Reply) -> str:
+    if isinstance(reply, str):
+        return reply
+    if isinstance(reply, BaseModel):
+        return reply.model_dump_json()
+    if isinstance(reply, (dict, list, int, float, bool)):
+        return json.dumps(reply, ensure_ascii=False)
+    raise UsageError(
+        f"a scripted reply must be a str, dict, list, pydantic model or exception, "
+        f"not {type(reply).__name__}"
+    )
+
+
+def _estimate_tokens(request: ModelRequest) -> int:
+    characters = len(request.rendered.system) + len(request.history) + len(request.text)
+    return max(1, characters // 4)

@@ -1,0 +1,414 @@
+"""Runtime and llm(): asking a model from inside an agentic function.
+
+Owns one exchange end to end: the llm node, the render of what the model sees, the
+callbacks around it, retries with backoff, usage and cost, and structured output
+(validated, one repair re-ask). Provider calls are in _litellm.py. Start at Runtime.llm().
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from openprogram import _context
+from openprogram.dag import ContextDAG, Node
+from openprogram.errors import (
+    ConfigError,
+    ModelError,
+    ModelOutputError,
+    ModelUnavailable,
+    RunError,
+    RunStopped,
+    UsageError,
+)
+from openprogram.image import Image, is_image
+from openprogram.models import Model, ModelReply, ModelRequest
+from openprogram.render import render_context
+from openprogram.usage import Usage
+
+__all__ = ["Runtime", "allm", "current_runtime", "llm"]
+
+T = TypeVar("T", bound=BaseModel)
+
+_BACKOFF_BASE_S = 0.5
+_BACKOFF_CAP_S = 30.0
+_TOP_LEVEL_NAME = "main"
+
+
+class Runtime:
+    """How llm() calls are made: the model, callbacks, retries and limits.
+
+    model: a litellm model string ("openai/gpt-4o", "anthropic/claude-...") or a Model
+        object such as ScriptedModel; default: the OPENPROGRAM_MODEL environment variable.
+    max_retries: extra attempts after a transient provider error (rate limit, timeout,
+        5xx, connection), with exponential backoff and jitter, honouring Retry-After.
+    timeout: seconds per provider request. max_images: history images kept per render.
+    system: system prompt for every call. Other keyword arguments go to litellm.
+    Use it as a context manager to make it ambient, or pass it as `runtime=`.
+    """
+
+    def __init__(
+        self,
+        model: str | Model | None = None,
+        *,
+        callbacks: Sequence[Any] = (),
+        max_retries: int = 2,
+        timeout: float | None = None,
+        max_images: int | None = 3,
+        system: str | None = None,
+        **litellm_kwargs: Any,
+    ) -> None:
+        if max_retries < 0:
+            raise UsageError(f"max_retries={max_retries!r} must be >= 0")
+        if max_images is not None and max_images < 0:
+            raise UsageError(f"max_images={max_images!r} must be >= 0 or None")
+        self.model = model
+        self.callbacks = list(callbacks)
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self.max_images = max_images
+        self.system = system
+        self.litellm_kwargs = litellm_kwargs
+        self.usage = Usage()
+        self._usage_lock = threading.Lock()
+        self._models: dict[str, Model] = {}
+        self._tokens: list[Any] = []
+        self._sleep: Callable[[float], None] = time.sleep
+        self._asleep: Callable[[float], Any] = asyncio.sleep
+
+    def __enter__(self) -> Runtime:
+        self._tokens.append(_context.runtime_var.set(self))
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        _context.runtime_var.reset(self._tokens.pop())
+
+    def __repr__(self) -> str:
+        return f"Runtime(model={self._model_name(None)!r})"
+
+    # -- models --------------------------------------------------------------------------
+    def _model_name(self, override: str | Model | None) -> str | None:
+        spec = override or self.model or os.environ.get("OPENPROGRAM_MODEL")
+        if spec is None:
+            return None
+        return spec if isinstance(spec, str) else getattr(spec, "name", type(spec).__name__)
+
+    def _resolve_model(self, override: str | Model | None) -> Model:
+        spec = override or self.model or os.environ.get("OPENPROGRAM_MODEL")
+        if spec is None:
+            raise ConfigError(
+                "no model is configured: pass Runtime(model='provider/model') or "
+                "ScriptedModel([...]), or set OPENPROGRAM_MODEL (e.g. 'openai/gpt-4o-mini')"
+            )
+        if not isinstance(spec, str):
+            return spec
+        model = self._models.get(spec)
+        if model is None:
+            from openprogram._litellm import LiteLLMModel
+
+            model = LiteLLMModel(spec, timeout=self.timeout, **self.litellm_kwargs)
+            self._models[spec] = model
+        return model
+
+    # -- the exchange --------------------------------------------------------------------
+    def llm(
+        self,
+        content: Any,
+        *,
+        response_format: type[T] | None = None,
+        model: str | Model | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Ask the model; returns the reply text, or a `response_format` instance.
+
+        Records one llm node per exchange (two when a repair re-ask is needed).
+        Raises ModelError subclasses on provider failure, ModelOutputError when the
+        reply does not validate after one repair, RunStopped when a gate says stop.
+        """
+        resolved = self._resolve_model(model)
+        node, request = self._prepare(content, resolved, response_format, kwargs)
+        reply = self._finish(node, self._call(resolved, request, node))
+        if response_format is None:
+            return reply
+        parsed, problem = _parse(reply, response_format)
+        if problem is None:
+            return parsed
+        self._mark_invalid(node, problem)
+        repair_node, repair = self._prepare(
+            _repair_prompt(problem), resolved, response_format, kwargs
+        )
+        second = self._finish(repair_node, self._call(resolved, repair, repair_node))
+        return self._parsed_or_raise(repair_node, second, response_format)
+
+    async def allm(
+        self,
+        content: Any,
+        *,
+        response_format: type[T] | None = None,
+        model: str | Model | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Async twin of llm()."""
+        resolved = self._resolve_model(model)
+        node, request = self._prepare(content, resolved, response_format, kwargs)
+        reply = self._finish(node, await self._acall(resolved, request, node))
+        if response_format is None:
+            return reply
+        parsed, problem = _parse(reply, response_format)
+        if problem is None:
+            return parsed
+        self._mark_invalid(node, problem)
+        repair_node, repair = self._prepare(
+            _repair_prompt(problem), resolved, response_format, kwargs
+        )
+        second = self._finish(repair_node, await self._acall(resolved, repair, repair_node))
+        return self._parsed_or_raise(repair_node, second, response_format)
+
+    def _prepare(
+        self,
+        content: Any,
+        model: Model,
+        response_format: type[BaseModel] | None,
+        options: dict[str, Any],
+    ) -> tuple[Node, ModelRequest]:
+        session = _context.current_session()
+        dag = session.dag
+        frame_id = _context.frame_var.get()
+        frame = dag.get(frame_id)
+        if frame_id is not None and frame is None:
+            frame_id = None
+        self._gate(kind="llm", frame=frame)
+        parts = _content_parts(content, dag)
+        if response_format is not None:
+            parts.append({"type": "text", "text": _schema_instruction(response_format)})
+        name = frame.name if frame is not None else _TOP_LEVEL_NAME
+        node = dag.add(
+            "llm",
+            name,
+            parent=frame_id,
+            input=parts,
+            meta={"model": getattr(model, "name", type(model).__name__)},
+        )
+        rendered = render_context(
+            dag,
+            frame_id,
+            before=node.seq,
+            content=parts,
+            system=self.system,
+            max_images=self.max_images,
+        )
+        node.reads = rendered.reads
+        node.messages_hash = rendered.messages_hash
+        node.system = rendered.system or None
+        if rendered.report:
+            node.meta["report"] = rendered.report
+        request = ModelRequest(
+            rendered=rendered,
+            function=frame.name if frame is not None else None,
+            node_id=node.id,
+            response_format=response_format,
+            options=options,
+        )
+        for callback in self.callbacks:
+            hook = getattr(callback, "on_llm_start", None)
+            if hook is not None:
+                request.messages = hook(request.messages)
+        return node, request
+
+    def _gate(self, **context: Any) -> None:
+        for callback in self.callbacks:
+            gate = getattr(callback, "on_run_continue", None)
+            if gate is not None and gate(self, **context) is False:
+                reason = getattr(callback, "stop_reason", None) or f"{type(callback).__name__} stopped the run"
+                raise RunStopped(reason)
+
+    def _call(self, model: Model, request: ModelRequest, node: Node) -> ModelReply:
+        for attempt in range(self.max_retries + 1):
+            try:
+                return model.complete(request)
+            except ModelError as exc:
+                delay = self._retry_delay(exc, attempt, node)
+                if delay is None:
+                    _raise(self._failed(node, exc), exc)
+                self._sleep(delay)
+            except Exception as exc:
+                _raise(self._failed(node, exc), exc)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _acall(self, model: Model, request: ModelRequest, node: Node) -> ModelReply:
+        for attempt in range(self.max_retries + 1):
+            try:
+                return await model.acomplete(request)
+            except ModelError as exc:
+                delay = self._retry_delay(exc, attempt, node)
+                if delay is None:
+                    _raise(self._failed(node, exc), exc)
+                await self._asleep(delay)
+            except Exception as exc:
+                _raise(self._failed(node, exc), exc)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _retry_delay(self, exc: ModelError, attempt: int, node: Node) -> float | None:
+        """Seconds to wait before the next attempt, or None to give up."""
+        node.meta.setdefault("attempts", []).append(f"{type(exc).__name__}: {exc}")
+        if not exc.retryable or attempt >= self.max_retries:
+            return None
+        retry_after = getattr(exc, "retry_after", None)
+        if retry_after is not None:
+            return min(float(retry_after), _BACKOFF_CAP_S * 4)
+        return min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2**attempt) * random.uniform(0.5, 1.5)
+
+    def _failed(self, node: Node, exc: Exception) -> Exception:
+        """Record the failed exchange on its node; the error to raise (with .node_id)."""
+        error: Exception = exc
+        if isinstance(exc, ModelError) and exc.retryable:
+            error = ModelUnavailable(
+                f"{exc} (gave up after {self.max_retries + 1} attempts; try again later "
+                "or raise Runtime(max_retries=...))",
+                node_id=node.id,
+            )
+        elif isinstance(exc, RunError) and exc.node_id is None:
+            exc.node_id = node.id
+        _context.current_session().dag.complete(
+            node, None, status="error", error=f"{type(exc).__name__}: {exc}"
+        )
+        return error
+
+    def _finish(self, node: Node, reply: ModelReply) -> str:
+        text = reply.text
+        node.usage = reply.usage
+        with self._usage_lock:
+            self.usage = self.usage + reply.usage
+        session = _context.current_session()
+        session.dag.complete(node, text)
+        for callback in self.callbacks:
+            hook = getattr(callback, "on_usage", None)
+            if hook is not None:
+                hook(node, reply.usage)
+        for callback in self.callbacks:
+            hook = getattr(callback, "on_llm_end", None)
+            if hook is not None:
+                text = hook(text)
+        return text
+
+    def _mark_invalid(self, node: Node, problem: str) -> None:
+        node.status = "error"
+        node.error = f"invalid structured output: {problem}"
+        _context.current_session().dag._notify("completed", node)
+
+    def _parsed_or_raise(self, node: Node, reply: str, response_format: type[T]) -> T:
+        parsed, problem = _parse(reply, response_format)
+        if problem is None:
+            return parsed  # type: ignore[return-value]
+        self._mark_invalid(node, problem)
+        raise ModelOutputError(
+            f"the model's reply did not match {response_format.__name__} even after one "
+            f"repair: {problem}. Check the prompt, or use a model that supports "
+            "structured output.",
+            node_id=node.id,
+            reply=reply,
+        )
+
+
+def _raise(error: Exception, cause: Exception) -> NoReturn:
+    if error is cause:
+        raise cause
+    raise error from cause
+
+
+def _content_parts(content: Any, dag: ContextDAG) -> list[dict[str, Any]]:
+    """llm() content as parts, images stored in the DAG and referenced."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if is_image(content):
+        return [{"type": "image", "image": dag.add_image(content)}]
+    if not isinstance(content, (list, tuple)):
+        raise UsageError(
+            f"llm() content must be a str or a list of parts, not {type(content).__name__}"
+        )
+    parts: list[dict[str, Any]] = []
+    for part in content:
+        if isinstance(part, str):
+            parts.append({"type": "text", "text": part})
+        elif is_image(part):
+            parts.append({"type": "image", "image": dag.add_image(part)})
+        elif isinstance(part, dict) and part.get("type") == "text":
+            parts.append({"type": "text", "text": str(part.get("text", ""))})
+        elif isinstance(part, dict) and part.get("type") == "image":
+            source = part.get("image", part.get("path"))
+            if source is None:
+                raise UsageError("an image part needs 'image' (a PIL image) or 'path'")
+            parts.append({"type": "image", "image": dag.add_image(Image(source))})
+        else:
+            raise UsageError(
+                f"unknown llm() content part {part!r}; use {{'type': 'text', 'text': ...}} "
+                "or {'type': 'image', 'image': PIL.Image | 'path': ...}"
+            )
+    return parts
+
+
+def _schema_instruction(response_format: type[BaseModel]) -> str:
+    schema = json.dumps(response_format.model_json_schema(), ensure_ascii=False)
+    return f"Reply with only a JSON object that matches this JSON schema:\n{schema}"
+
+
+def _repair_prompt(problem: str) -> str:
+    return (
+        "Your previous reply could not be used: "
+        f"{problem}\nReply again with only the corrected JSON object."
+    )
+
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+def _parse(reply: str, response_format: type[T]) -> tuple[T | None, str | None]:
+    text = reply.strip()
+    fenced = _FENCE.search(text)
+    if fenced:
+        text = fenced.group(1).strip()
+    elif not text.startswith(("{", "[")) and "{" in text:
+        text = text[text.index("{") : text.rindex("}") + 1]
+    try:
+        return response_format.model_validate_json(text), None
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'reply'}: {e['msg']}" for e in exc.errors()[:5]
+        )
+        return None, problems
+
+
+def current_runtime() -> Runtime:
+    """The ambient Runtime (innermost `with Runtime()`), else a process default one."""
+    runtime = _context.runtime_var.get()
+    if runtime is not None:
+        return runtime
+    with _default_lock:
+        if not _default:
+            _default.append(Runtime())
+        return _default[0]
+
+
+_default_lock = threading.Lock()
+_default: list[Runtime] = []
+
+
+def llm(content: Any, *, response_format: type[T] | None = None, model: str | Model | None = None, **kwargs: Any) -> Any:
+    """Ask the ambient runtime's model (see Runtime.llm)."""
+    return current_runtime().llm(content, response_format=response_format, model=model, **kwargs)
+
+
+async def allm(content: Any, *, response_format: type[T] | None = None, model: str | Model | None = None, **kwargs: Any) -> Any:
+    """Async twin of llm()."""
+    return await current_runtime().allm(
+        content, response_format=response_format, model=model, **kwargs
+    )
