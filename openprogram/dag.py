@@ -95,6 +95,7 @@ class ContextDAG:
         self._ordinal: dict[str, int] = {}
         self._name_counts: dict[tuple[str, str], int] = {}
         self._last_seq: dict[str, int] = {}
+        self._overlapped: dict[str | None, dict[str, Node]] = {}
         self._heads: dict[str, list[Node]] = {}
         self._branch_origin: dict[str, tuple[str, int, str] | None] = {"main": None}
         self._graph: nx.DiGraph | None = None
@@ -163,6 +164,11 @@ class ContextDAG:
     def last_seq(self, node: Node) -> int:
         """The largest seq in the node's subtree (itself included)."""
         return self._last_seq.get(node.id, node.seq)
+
+    def overlapped(self, parent: str | None) -> list[Node]:
+        """Children of `parent` whose subtree grew after a newer sibling had started
+        (concurrent work): the only ones whose descendants can outrun newer siblings."""
+        return list(self._overlapped.get(parent, {}).values())
 
     def head(self, branch: str | None = None, *, before: int | None = None) -> Node | None:
         """The newest top-level node of `branch` (with seq < before, when given)."""
@@ -249,11 +255,16 @@ class ContextDAG:
         self._ordinal[node.id] = count
         if node.parent is None:
             self._heads.setdefault(node.branch, []).append(node)
-        parent_id = node.parent
-        while parent_id is not None:
-            self._last_seq[parent_id] = node.seq
-            parent = self._nodes.get(parent_id)
-            parent_id = parent.parent if parent is not None else None
+        ancestor = self._nodes.get(node.parent) if node.parent is not None else None
+        while ancestor is not None:
+            self._last_seq[ancestor.id] = node.seq
+            if ancestor.parent is None:
+                newest = self._heads[ancestor.branch][-1]
+            else:
+                newest = self._children[ancestor.parent][-1]
+            if newest is not ancestor:  # its subtree grows after a newer sibling started
+                self._overlapped.setdefault(ancestor.parent, {})[ancestor.id] = ancestor
+            ancestor = self._nodes.get(ancestor.parent) if ancestor.parent is not None else None
 
     def complete(
         self, node: Node, output: Any = None, *, status: Status = "completed", error: str | None = None

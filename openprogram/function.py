@@ -224,10 +224,7 @@ def _tool_spec(
     left_out: set[str],
 ) -> dict[str, Any]:
     """OpenAI-style tool spec `{"name", "description", "parameters"}` from the signature."""
-    try:
-        hints = inspect.get_annotations(fn, eval_str=True)
-    except Exception:  # forward references that do not resolve yet: fall back to Any
-        hints = {}
+    hints = _annotations(fn)
     fields: dict[str, Any] = {}
     for param in signature.parameters.values():
         if param.name in left_out or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
@@ -258,6 +255,28 @@ def _tool_spec(
     doc = inspect.getdoc(fn) or ""
     description = doc.split("\n\n", 1)[0].replace("\n", " ").strip()
     return {"name": fn.__name__, "description": description, "parameters": parameters}
+
+
+def _annotations(fn: Callable[..., Any]) -> dict[str, Any]:
+    """Annotations resolved one by one; one that does not resolve (a local or forward
+    reference) counts as Any rather than spoiling the others."""
+    raw = inspect.get_annotations(fn)
+    namespace = {**getattr(fn, "__globals__", {})}
+    if fn.__closure__:
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+            try:
+                namespace[name] = cell.cell_contents
+            except ValueError:  # an empty cell: the name is not bound yet
+                pass
+    resolved: dict[str, Any] = {}
+    for name, annotation in raw.items():
+        if isinstance(annotation, str):
+            try:
+                annotation = eval(annotation, namespace)  # noqa: S307 - the module's own annotation text
+            except Exception:
+                annotation = Any
+        resolved[name] = annotation
+    return resolved
 
 
 def is_agentic(fn: Any) -> bool:

@@ -52,15 +52,18 @@ def render_context(
     if frame_node is not None and frame_node.kind != "code":
         raise UsageError(f"frame {frame!r} is a {frame_node.kind} node; frames are code nodes")
     window = _range(render_range, frame_node)
-    walk = _Walk(dag, before)
     stack = dag.ancestors(frame_node)[::-1] + [frame_node] if frame_node else []
+    walk = _Walk(dag, before, stack[0].branch if stack else dag.branch)
 
     in_frame: list[Node] = []
     if frame_node is not None:
         in_frame = walk.collect(
-            ((child, False) for child in walk.children(frame_node.id, None)), window.subcalls
+            ((child, False) for child in walk.children(frame_node.id, None)),
+            window.subcalls,
+            [(frame_node.id, None)],
         )
-    pre_frame = walk.collect(walk.pre_frame_roots(frame_node), window.callers)
+    levels = [(node.parent, node.seq) for node in stack] or [(None, None)]
+    pre_frame = walk.collect(walk.pre_frame_roots(frame_node), window.callers, levels)
 
     visible = pre_frame
     if frame_node is not None and frame_node.expose in _SHOW_SELF:
@@ -94,9 +97,14 @@ def _range(value: RenderRange | dict[str, Any] | None, frame: Node | None) -> Re
 class _Walk:
     """One render's view of the DAG as of `before`."""
 
-    def __init__(self, dag: ContextDAG, before: int | None) -> None:
+    def __init__(self, dag: ContextDAG, before: int | None, branch: str) -> None:
         self.dag = dag
         self.before = before
+        self.branch = branch
+
+    def on_branch(self, top: Node) -> bool:
+        head = self.dag.head(self.branch, before=self.before)
+        return head is not None and self.dag.on_branch(top, self.branch, head.seq)
 
     def exists(self, node: Node) -> bool:
         return self.before is None or node.seq < self.before
@@ -125,7 +133,7 @@ class _Walk:
             yield parent, True
             current = parent
         if current is None:  # top level: the branch's history up to its head
-            top = self.dag.head(before=self.before)
+            top = self.dag.head(self.branch, before=self.before)
             if top is None:
                 return
             yield top, False
@@ -155,11 +163,18 @@ class _Walk:
             if node.expose == "full" or child.kind == "llm":
                 self._expand(child, shown)
 
-    def collect(self, roots: Iterator[tuple[Node, bool]], limit: int | None) -> list[Node]:
+    def collect(
+        self,
+        roots: Iterator[tuple[Node, bool]],
+        limit: int | None,
+        levels: list[tuple[str | None, int | None]],
+    ) -> list[Node]:
         """Visible nodes of `roots` (newest first), keeping the last `limit` by seq.
 
         Stops early once `limit` nodes are held and no older root's subtree can reach
-        past the oldest of them, so the cost follows the window, not the DAG.
+        past the oldest of them; only roots of concurrent work (ContextDAG.overlapped)
+        at the given (parent, before-seq) `levels` can, and those are added then. So the
+        cost follows the window, not the DAG.
         """
         if limit == 0:
             return []
@@ -170,11 +185,25 @@ class _Walk:
                 found.sort(key=lambda n: n.seq)
                 del found[:-keep]
                 if self.dag.last_seq(root) < found[0].seq:
+                    for late in self._late_roots(levels, root.seq):
+                        found.extend(self.expand(late, False))
                     break
             found.extend(self.expand(root, is_stack))
         found.sort(key=lambda n: n.seq)
         return found if keep is None else found[-keep:]
 
+    def _late_roots(self, levels: list[tuple[str | None, int | None]], at_most: int) -> list[Node]:
+        roots = []
+        for parent, until in levels:
+            for node in self.dag.overlapped(parent):
+                if node.seq > at_most or (until is not None and node.seq >= until):
+                    continue
+                if not self.exists(node):
+                    continue
+                if parent is None and not self.on_branch(node):
+                    continue
+                roots.append(node)
+        return roots
 
 class RenderedContext:
     """The result of a render: visible nodes, chat messages, report and text lines."""

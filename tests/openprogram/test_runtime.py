@@ -1,0 +1,201 @@
+"""Runtime and llm(): retries, errors, structured output, usage, recording."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from pydantic import BaseModel
+
+from openprogram import (
+    ConfigError,
+    ModelAuthError,
+    ModelOutputError,
+    ModelUnavailable,
+    Runtime,
+    RunStopped,
+    ScriptedModel,
+    Session,
+    Usage,
+    agentic_function,
+    allm,
+    llm,
+)
+from openprogram.models import ModelReply
+
+
+class Verdict(BaseModel):
+    ok: bool
+    why: str
+
+
+def quiet(runtime: Runtime) -> list[float]:
+    """Record backoff delays instead of sleeping them."""
+    delays: list[float] = []
+    runtime._sleep = delays.append
+
+    async def asleep(seconds: float) -> None:
+        delays.append(seconds)
+
+    runtime._asleep = asleep
+    return delays
+
+
+def transient(retry_after=None):
+    error = ModelUnavailable("rate limited")
+    error.retry_after = retry_after
+    return error
+
+
+def test_llm_without_a_model_says_how_to_configure_one():
+    with Session(), pytest.raises(ConfigError, match="OPENPROGRAM_MODEL"):
+        llm("hi")
+
+
+def test_model_comes_from_the_environment_by_default(monkeypatch):
+    monkeypatch.setenv("OPENPROGRAM_MODEL", "openai/gpt-4o-mini")
+    assert repr(Runtime()) == "Runtime(model='openai/gpt-4o-mini')"
+
+
+def test_transient_errors_are_retried_with_backoff_then_succeed():
+    runtime = Runtime(ScriptedModel([transient(), transient(), "fine"]), max_retries=2)
+    delays = quiet(runtime)
+    with Session() as session, runtime:
+        assert llm("hello") == "fine"
+    assert len(delays) == 2
+    assert 0.25 <= delays[0] <= 0.75 and 0.5 <= delays[1] <= 1.5  # jittered exponential
+    (node,) = session.dag.find(kind="llm")
+    assert node.status == "completed"
+    assert len(node.meta["attempts"]) == 2
+
+
+def test_retry_after_is_honoured():
+    runtime = Runtime(ScriptedModel([transient(retry_after=7), "fine"]))
+    delays = quiet(runtime)
+    with Session(), runtime:
+        llm("hello")
+    assert delays == [7.0]
+
+
+def test_giving_up_after_retries_raises_model_unavailable_recorded_on_the_node():
+    runtime = Runtime(ScriptedModel([transient(), transient()]), max_retries=1)
+    quiet(runtime)
+    with Session() as session, runtime, pytest.raises(ModelUnavailable, match="gave up after 2") as caught:
+        llm("hello")
+    (node,) = session.dag.find(kind="llm")
+    assert caught.value.node_id == node.id
+    assert node.status == "error" and "rate limited" in node.error
+
+
+def test_auth_errors_fail_at_once():
+    runtime = Runtime(ScriptedModel([ModelAuthError("bad key"), "never"]))
+    delays = quiet(runtime)
+    with Session(), runtime, pytest.raises(ModelAuthError):
+        llm("hello")
+    assert delays == []
+
+
+def test_structured_output_is_validated():
+    model = ScriptedModel(['```json\n{"ok": true, "why": "saved"}\n```'])
+    with Session(), Runtime(model):
+        verdict = llm("judge", response_format=Verdict)
+    assert verdict == Verdict(ok=True, why="saved")
+    assert "JSON schema" in model.requests[0].text
+
+
+def test_invalid_structured_output_gets_one_repair_re_ask():
+    model = ScriptedModel(["sure! it worked", {"ok": False, "why": "typo"}])
+    with Session() as session, Runtime(model):
+        verdict = llm("judge", response_format=Verdict)
+    assert verdict.why == "typo"
+    first, repair = session.dag.find(kind="llm")
+    assert first.status == "error" and "invalid structured output" in first.error
+    assert repair.status == "completed"
+    assert "could not be used" in model.requests[1].text
+    assert first.id in repair.reads  # the repair sees the bad reply
+
+
+def test_a_second_invalid_reply_raises_model_output_error():
+    model = ScriptedModel(["nope", '{"ok": "maybe"}'])
+    with Session() as session, Runtime(model), pytest.raises(ModelOutputError) as caught:
+        llm("judge", response_format=Verdict)
+    assert caught.value.reply == '{"ok": "maybe"}'
+    assert caught.value.node_id == session.dag.find(kind="llm")[-1].id
+    assert isinstance(caught.value, ValueError)
+
+
+def test_usage_is_recorded_per_node_and_totalled_on_the_runtime():
+    class Priced:
+        name = "priced"
+
+        def complete(self, request):
+            usage = Usage(input_tokens=100, output_tokens=20, cost_usd=0.01, calls=1)
+            return ModelReply(text="ok", usage=usage)
+
+        async def acomplete(self, request):
+            return self.complete(request)
+
+    runtime = Runtime(Priced())
+    with Session() as session, runtime:
+        llm("a")
+        llm("b")
+    assert [n.usage.input_tokens for n in session.dag.find(kind="llm")] == [100, 100]
+    assert runtime.usage.cost_usd == pytest.approx(0.02)
+    assert runtime.usage.calls == 2
+
+
+def test_allm_records_like_llm_and_retries():
+    runtime = Runtime(ScriptedModel([transient(), "async ok"]))
+    delays = quiet(runtime)
+
+    @agentic_function
+    async def ask():
+        return await allm("hello")
+
+    with Session() as session, runtime:
+        assert asyncio.run(ask()) == "async ok"
+    assert len(delays) == 1
+    (node,) = session.dag.find(kind="llm")
+    assert node.name == "ask" and node.parent == session.dag.find(name="ask")[0].id
+
+
+def test_a_gate_saying_false_stops_the_run_before_the_model_is_called():
+    class Stop:
+        stop_reason = "enough"
+
+        def on_run_continue(self, runtime, **context):
+            return False
+
+    model = ScriptedModel(["never"])
+    with Session() as session, Runtime(model, callbacks=[Stop()]), pytest.raises(RunStopped, match="enough"):
+        llm("hello")
+    assert model.requests == [] and session.dag.find(kind="llm") == []
+
+
+def test_transformers_change_what_is_sent_but_not_the_dag():
+    class Shout:
+        def on_llm_start(self, messages):
+            return [{**m, "content": str(m["content"]).upper()} for m in messages]
+
+        def on_llm_end(self, reply):
+            return reply + "!"
+
+    model = ScriptedModel(["quiet"])
+    with Session() as session, Runtime(model, callbacks=[Shout()]):
+        assert llm("hello") == "quiet!"
+    assert model.requests[0].messages[-1]["content"] == "HELLO"
+    (node,) = session.dag.find(kind="llm")
+    assert node.input == [{"type": "text", "text": "hello"}] and node.output == "quiet"
+
+
+def test_image_paths_are_read_and_missing_ones_are_a_clear_error(tmp_path):
+    from PIL import Image as PILImage
+
+    path = tmp_path / "shot.png"
+    PILImage.new("RGB", (4, 4), "blue").save(path)
+    model = ScriptedModel(["seen"])
+    with Session() as session, Runtime(model):
+        llm(["look", {"type": "image", "path": str(path)}])
+        with pytest.raises(ValueError, match="does not exist"):
+            llm(["look", {"type": "image", "path": str(tmp_path / "missing.png")}])
+    assert len(session.dag.blobs) == 1
