@@ -2,6 +2,7 @@
 what every model call saw. Start with `agentic_function`, `llm` and `Session`."""
 
 from openprogram._context import current_session
+from openprogram.callbacks import Callback
 from openprogram.dag import ContextDAG, Expose, Node, RenderRange
 from openprogram.errors import (
     BudgetExceeded,
@@ -54,6 +55,7 @@ __all__ = [
     "ModelReply",
     "ScriptedModel",
     "Usage",
+    "Callback",
     # errors
     "OpenProgramError",
     "UsageError",

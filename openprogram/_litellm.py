@@ -193,6 +193,8 @@ class LiteLLMModel:
             cost = float(litellm.completion_cost(completion_response=response, model=self.name))
         except Exception:  # not in litellm's cost map: counted as unknown, not free
             cost = None
-        usage = usage_from_response(getattr(response, "usage", None), cost_usd=cost, latency_s=latency)
+        usage = usage_from_response(
+            getattr(response, "usage", None), cost_usd=cost, latency_s=latency
+        )
         raw = response.model_dump() if hasattr(response, "model_dump") else None
         return ModelReply(text=text, usage=usage, raw=raw)

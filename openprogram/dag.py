@@ -267,7 +267,12 @@ class ContextDAG:
             ancestor = self._nodes.get(ancestor.parent) if ancestor.parent is not None else None
 
     def complete(
-        self, node: Node, output: Any = None, *, status: Status = "completed", error: str | None = None
+        self,
+        node: Node,
+        output: Any = None,
+        *,
+        status: Status = "completed",
+        error: str | None = None,
     ) -> Node:
         """Finish a node in place: output or error, status, end time."""
         node.output = output

@@ -16,7 +16,9 @@ from typing import Any, TypeVar, overload
 from pydantic import Field, create_model
 
 from openprogram import _context
+from openprogram.callbacks.base import notify
 from openprogram.dag import Expose, Node, RenderRange
+from openprogram.errors import RunStopped
 
 __all__ = ["agentic_function"]
 
@@ -25,6 +27,7 @@ log = logging.getLogger("openprogram")
 F = TypeVar("F", bound=Callable[..., Any])
 
 _EXPOSE = ("io", "llm", "full", "hidden")
+_NOT_RESUMED = object()
 _INPUT_KEYS = {"description", "options", "hidden"}
 
 
@@ -140,17 +143,21 @@ def _wrap(
     if system:
         settings["system"] = system
 
-    def begin(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
-        runtime_token = None
+    def begin(args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Call:
+        call = _Call()
+        runtime = _context.runtime_var.get()
         if has_runtime:
             given = kwargs.get("runtime")
             if given is None and not _runtime_positional(signature, args):
-                from openprogram.runtime import current_runtime
+                if runtime is None:
+                    from openprogram.runtime import current_runtime
 
-                kwargs["runtime"] = current_runtime()
+                    runtime = current_runtime()
+                kwargs["runtime"] = runtime
             elif given is not None:
-                runtime_token = _context.runtime_var.set(given)
-        session = _context.current_session()
+                runtime = given
+                call.runtime_token = _context.runtime_var.set(given)
+        session = call.session = _context.current_session()
         try:
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
@@ -158,47 +165,69 @@ def _wrap(
             node = session._enter_call(name, arguments, _context.frame_var.get(), settings)
         except Exception:  # recording must never break the user's call
             log.exception("openprogram: could not record a call of %s", name)
-            node = None
-        frame_token = _context.frame_var.set(node.id) if node is not None else None
-        return session, node, frame_token, runtime_token
+            return call
+        if node.status == "completed":  # a resumed session's record: do not run again
+            call.resumed = session._resumed_output(node, fn)
+            return call
+        call.node = node
+        call.frame_token = _context.frame_var.set(node.id)
+        if runtime is not None and runtime.callbacks:
+            call.callbacks = runtime.callbacks
+            call.run = node if node.parent is None else session.dag.top_level_ancestor(node)
+            if node.parent is None:
+                notify(call.callbacks, "on_run_start", node, record_on=node)
+            notify(call.callbacks, "on_call_start", node, record_on=call.run)
+        return call
 
-    def end(state: tuple[Any, ...], result: Any, exc: BaseException | None) -> None:
-        session, node, frame_token, runtime_token = state
-        if frame_token is not None:
-            _context.frame_var.reset(frame_token)
-        if runtime_token is not None:
-            _context.runtime_var.reset(runtime_token)
+    def end(call: _Call, result: Any, exc: BaseException | None) -> None:
+        if call.frame_token is not None:
+            _context.frame_var.reset(call.frame_token)
+        if call.runtime_token is not None:
+            _context.runtime_var.reset(call.runtime_token)
+        node = call.node
         if node is None:
             return
         try:
-            session._exit_call(node, result, exc)
+            call.session._exit_call(node, result, exc)
         except Exception:
             log.exception("openprogram: could not record the end of %s", name)
+        if call.callbacks:
+            if isinstance(exc, RunStopped):
+                node.meta["stop_reason"] = exc.reason
+            notify(call.callbacks, "on_call_end", node, record_on=call.run)
+            if node.parent is None:
+                notify(call.callbacks, "on_run_end", node, record_on=node)
 
     if inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)
         async def wrapper(*args: Any, **kwargs: Any) -> Any:
-            state = begin(args, kwargs)
+            call = begin(args, kwargs)
+            if call.resumed is not _NOT_RESUMED:
+                end(call, None, None)
+                return call.resumed
             try:
                 result = await fn(*args, **kwargs)
             except BaseException as exc:
-                end(state, None, exc)
+                end(call, None, exc)
                 raise
-            end(state, result, None)
+            end(call, result, None)
             return result
 
     else:
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            state = begin(args, kwargs)
+            call = begin(args, kwargs)
+            if call.resumed is not _NOT_RESUMED:
+                end(call, None, None)
+                return call.resumed
             try:
                 result = fn(*args, **kwargs)
             except BaseException as exc:
-                end(state, None, exc)
+                end(call, None, exc)
                 raise
-            end(state, result, None)
+            end(call, result, None)
             return result
 
     wrapper.expose = expose  # type: ignore[attr-defined]
@@ -210,6 +239,21 @@ def _wrap(
     wrapper.spec = _tool_spec(fn, signature, meta, skipped | set(hidden))  # type: ignore[attr-defined]
     wrapper.__agentic__ = True  # type: ignore[attr-defined]
     return wrapper
+
+
+class _Call:
+    """Bookkeeping of one call between begin and end."""
+
+    __slots__ = ("callbacks", "frame_token", "node", "resumed", "run", "runtime_token", "session")
+
+    def __init__(self) -> None:
+        self.session: Any = None
+        self.node: Node | None = None
+        self.run: Node | None = None
+        self.frame_token: Any = None
+        self.runtime_token: Any = None
+        self.callbacks: Any = ()
+        self.resumed: Any = _NOT_RESUMED
 
 
 def _runtime_positional(signature: inspect.Signature, args: tuple[Any, ...]) -> bool:

@@ -102,7 +102,9 @@ class Image:
         """The image encoded as PNG (encoded once, then cached)."""
         if self._png is None:
             buffer = io.BytesIO()
-            image = self._pil if self._pil.mode in ("RGB", "RGBA", "L") else self._pil.convert("RGB")
+            image = (
+                self._pil if self._pil.mode in ("RGB", "RGBA", "L") else self._pil.convert("RGB")
+            )
             image.save(buffer, format="PNG", compress_level=1)
             self._png = buffer.getvalue()
         return self._png

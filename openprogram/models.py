@@ -56,7 +56,9 @@ class ModelRequest:
         if isinstance(content, str):
             return content
         return "\n".join(
-            str(p.get("text", "")) for p in content or () if isinstance(p, dict) and p.get("type") == "text"
+            str(p.get("text", ""))
+            for p in content or ()
+            if isinstance(p, dict) and p.get("type") == "text"
         )
 
     @property

@@ -205,6 +205,7 @@ class _Walk:
                 roots.append(node)
         return roots
 
+
 class RenderedContext:
     """The result of a render: visible nodes, chat messages, report and text lines."""
 
@@ -334,9 +335,7 @@ class RenderedContext:
     @property
     def messages_hash(self) -> str:
         """sha256 of the messages with images by hash: equal renders, equal hashes."""
-        canonical = [
-            [role, [_canonical_part(p) for p in parts]] for role, parts in self._parts
-        ]
+        canonical = [[role, [_canonical_part(p) for p in parts]] for role, parts in self._parts]
         return hashlib.sha256(
             json.dumps(canonical, ensure_ascii=False, sort_keys=True).encode()
         ).hexdigest()

@@ -20,6 +20,7 @@ from typing import Any, NoReturn, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from openprogram import _context
+from openprogram.callbacks.base import gate, notify, transform
 from openprogram.dag import ContextDAG, Node
 from openprogram.errors import (
     ConfigError,
@@ -136,7 +137,11 @@ class Runtime:
         """
         resolved = self._resolve_model(model)
         node, request = self._prepare(content, resolved, response_format, kwargs)
-        reply = self._finish(node, self._call(resolved, request, node))
+        reply = (
+            node.output
+            if request is None
+            else self._finish(node, self._call(resolved, request, node))
+        )
         if response_format is None:
             return reply
         parsed, problem = _parse(reply, response_format)
@@ -146,7 +151,11 @@ class Runtime:
         repair_node, repair = self._prepare(
             _repair_prompt(problem), resolved, response_format, kwargs
         )
-        second = self._finish(repair_node, self._call(resolved, repair, repair_node))
+        second = (
+            repair_node.output
+            if repair is None
+            else self._finish(repair_node, self._call(resolved, repair, repair_node))
+        )
         return self._parsed_or_raise(repair_node, second, response_format)
 
     async def allm(
@@ -160,7 +169,10 @@ class Runtime:
         """Async twin of llm()."""
         resolved = self._resolve_model(model)
         node, request = self._prepare(content, resolved, response_format, kwargs)
-        reply = self._finish(node, await self._acall(resolved, request, node))
+        if request is None:
+            reply = node.output
+        else:
+            reply = self._finish(node, await self._acall(resolved, request, node))
         if response_format is None:
             return reply
         parsed, problem = _parse(reply, response_format)
@@ -170,7 +182,10 @@ class Runtime:
         repair_node, repair = self._prepare(
             _repair_prompt(problem), resolved, response_format, kwargs
         )
-        second = self._finish(repair_node, await self._acall(resolved, repair, repair_node))
+        if repair is None:
+            second = repair_node.output
+        else:
+            second = self._finish(repair_node, await self._acall(resolved, repair, repair_node))
         return self._parsed_or_raise(repair_node, second, response_format)
 
     def _prepare(
@@ -179,7 +194,8 @@ class Runtime:
         model: Model,
         response_format: type[BaseModel] | None,
         options: dict[str, Any],
-    ) -> tuple[Node, ModelRequest]:
+    ) -> tuple[Node, ModelRequest | None]:
+        """Create the llm node and the request; no request when the exchange is replayed."""
         session = _context.current_session()
         dag = session.dag
         frame_id = _context.frame_var.get()
@@ -191,13 +207,11 @@ class Runtime:
         if response_format is not None:
             parts.append({"type": "text", "text": _schema_instruction(response_format)})
         name = frame.name if frame is not None else _TOP_LEVEL_NAME
-        node = dag.add(
-            "llm",
-            name,
-            parent=frame_id,
-            input=parts,
-            meta={"model": getattr(model, "name", type(model).__name__)},
+        node = session._enter_llm(
+            name, frame_id, parts, {"model": getattr(model, "name", type(model).__name__)}
         )
+        if node.status == "completed":  # replayed from a resumed session's record
+            return node, None
         rendered = render_context(
             dag,
             frame_id,
@@ -218,18 +232,17 @@ class Runtime:
             response_format=response_format,
             options=options,
         )
-        for callback in self.callbacks:
-            hook = getattr(callback, "on_llm_start", None)
-            if hook is not None:
-                request.messages = hook(request.messages)
+        if self.callbacks:
+            request.messages = transform(self.callbacks, "on_llm_start", request.messages)
         return node, request
 
     def _gate(self, **context: Any) -> None:
-        for callback in self.callbacks:
-            gate = getattr(callback, "on_run_continue", None)
-            if gate is not None and gate(self, **context) is False:
-                reason = getattr(callback, "stop_reason", None) or f"{type(callback).__name__} stopped the run"
-                raise RunStopped(reason)
+        reason = gate(self.callbacks, self, **context)
+        if reason is not None:
+            frame = context.get("frame")
+            if frame is not None:
+                frame.meta["stop_reason"] = reason
+            raise RunStopped(reason)
 
     def _call(self, model: Model, request: ModelRequest, node: Node) -> ModelReply:
         for attempt in range(self.max_retries + 1):
@@ -290,14 +303,10 @@ class Runtime:
             self.usage = self.usage + reply.usage
         session = _context.current_session()
         session.dag.complete(node, text)
-        for callback in self.callbacks:
-            hook = getattr(callback, "on_usage", None)
-            if hook is not None:
-                hook(node, reply.usage)
-        for callback in self.callbacks:
-            hook = getattr(callback, "on_llm_end", None)
-            if hook is not None:
-                text = hook(text)
+        if self.callbacks:
+            run = session.dag.top_level_ancestor(node)
+            notify(self.callbacks, "on_usage", node, reply.usage, record_on=run)
+            text = transform(self.callbacks, "on_llm_end", text)
         return text
 
     def _mark_invalid(self, node: Node, problem: str) -> None:
@@ -402,12 +411,24 @@ _default_lock = threading.Lock()
 _default: list[Runtime] = []
 
 
-def llm(content: Any, *, response_format: type[T] | None = None, model: str | Model | None = None, **kwargs: Any) -> Any:
+def llm(
+    content: Any,
+    *,
+    response_format: type[T] | None = None,
+    model: str | Model | None = None,
+    **kwargs: Any,
+) -> Any:
     """Ask the ambient runtime's model (see Runtime.llm)."""
     return current_runtime().llm(content, response_format=response_format, model=model, **kwargs)
 
 
-async def allm(content: Any, *, response_format: type[T] | None = None, model: str | Model | None = None, **kwargs: Any) -> Any:
+async def allm(
+    content: Any,
+    *,
+    response_format: type[T] | None = None,
+    model: str | Model | None = None,
+    **kwargs: Any,
+) -> Any:
     """Async twin of llm()."""
     return await current_runtime().allm(
         content, response_format=response_format, model=model, **kwargs

@@ -34,9 +34,7 @@ class Session:
         if store not in (None, "memory"):
             from openprogram.errors import UsageError
 
-            raise UsageError(
-                f"store={store!r} is not supported yet; use None or 'memory'"
-            )
+            raise UsageError(f"store={store!r} is not supported yet; use None or 'memory'")
         self.id = id or uuid.uuid4().hex[:12]
         self.dag = ContextDAG()
         self._tokens: list[Token[Session | None]] = []
@@ -64,6 +62,12 @@ class Session:
             "code", name, parent=parent, input=self.dag.jsonable(arguments), **settings
         )
 
+    def _enter_llm(
+        self, name: str, parent: str | None, parts: list[Any], meta: dict[str, Any]
+    ) -> Node:
+        """The llm node for an exchange about to be sent (a completed one when replayed)."""
+        return self.dag.add("llm", name, parent=parent, input=parts, meta=meta)
+
     def _exit_call(self, node: Node, result: Any, exc: BaseException | None) -> None:
         if exc is None:
             self.dag.complete(node, self.dag.jsonable(result))
@@ -71,6 +75,10 @@ class Session:
             self.dag.complete(node, None, status="cancelled", error=type(exc).__name__)
         else:
             self.dag.complete(node, None, status="error", error=f"{type(exc).__name__}: {exc}")
+
+    def _resumed_output(self, node: Node, fn: Any) -> Any:
+        """The value a resumed call returns instead of running: its recorded output."""
+        return node.output
 
     def submit(self, text: str, *, input_id: str | None = None) -> Node:
         """Record input from outside as a top-level `user` node.

@@ -80,9 +80,7 @@ def context_html(rendered: RenderedContext) -> str:
     for message in rendered.messages:
         content = message["content"]
         if isinstance(content, list):
-            shown = "\n".join(
-                p["text"] if p["type"] == "text" else "[image]" for p in content
-            )
+            shown = "\n".join(p["text"] if p["type"] == "text" else "[image]" for p in content)
         else:
             shown = content
         rows.append(

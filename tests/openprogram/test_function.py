@@ -295,7 +295,7 @@ def test_package_root_exports_are_pinned():
         "agentic_function", "Session", "current_session", "ContextDAG", "Node", "Expose",
         "RenderRange", "Image", "ImageRef", "render_context", "RenderedContext", "Runtime",
         "llm", "allm", "current_runtime", "Model", "ModelRequest", "ModelReply",
-        "ScriptedModel", "Usage", "OpenProgramError", "UsageError", "ConfigError", "RunError",
+        "ScriptedModel", "Usage", "Callback", "OpenProgramError", "UsageError", "ConfigError", "RunError",
         "ModelError", "ModelAuthError", "ModelBadRequest", "ModelUnavailable",
         "ModelOutputError", "ScriptExhausted", "ReplayMismatch", "StoreError",
         "UnsupportedFormatVersion", "ResumeDivergence", "RunStopped", "BudgetExceeded",

@@ -1,0 +1,86 @@
+"""The Callback base class and how hooks are called.
+
+Owns the three hook kinds of DESIGN.md §7 — observers (errors logged and recorded,
+fatal only for strict callbacks), transformers (chained, errors propagate) and gates
+(any False stops the run) — and the order: the runtime's callback list order.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from openprogram.dag import Node
+
+__all__ = ["Callback", "gate", "notify", "transform"]
+
+log = logging.getLogger("openprogram.callbacks")
+
+OBSERVERS = (
+    "on_run_start",
+    "on_run_end",
+    "on_call_start",
+    "on_call_end",
+    "on_usage",
+    "on_screenshot",
+    "on_action_start",
+    "on_action_end",
+)
+TRANSFORMERS = ("on_llm_start", "on_llm_end")
+GATES = ("on_run_continue",)
+
+
+class Callback:
+    """Base for lifecycle callbacks: define only the hooks you need.
+
+    Observers: on_run_start(run), on_run_end(run), on_call_start(node),
+    on_call_end(node), on_usage(node, usage), on_screenshot(image, step),
+    on_action_start(action), on_action_end(action, error).
+    Transformers: on_llm_start(messages) -> messages, on_llm_end(reply) -> reply.
+    Gate: on_run_continue(runtime, *, kind, frame) -> bool; set `stop_reason` to explain.
+    strict=True makes this callback's observer errors fatal.
+    """
+
+    strict: bool = False
+    stop_reason: str | None = None
+
+
+def notify(callbacks: Sequence[Any], hook: str, *args: Any, record_on: Node | None = None) -> None:
+    """Call observer `hook` on each callback defining it; errors are logged and recorded
+    on `record_on` (the run's node) unless the callback is strict."""
+    for callback in callbacks:
+        method = getattr(callback, hook, None)
+        if method is None:
+            continue
+        try:
+            method(*args)
+        except Exception as exc:
+            if getattr(callback, "strict", False):
+                raise
+            log.warning("callback %s.%s failed: %s", type(callback).__name__, hook, exc)
+            if record_on is not None:
+                record_on.meta.setdefault("callback_errors", []).append(
+                    f"{type(callback).__name__}.{hook}: {type(exc).__name__}: {exc}"
+                )
+
+
+def transform(callbacks: Sequence[Any], hook: str, value: Any) -> Any:
+    """Chain transformer `hook` through the callbacks in order; errors propagate."""
+    for callback in callbacks:
+        method = getattr(callback, hook, None)
+        if method is not None:
+            value = method(value)
+    return value
+
+
+def gate(callbacks: Sequence[Any], runtime: Any, **context: Any) -> str | None:
+    """None when every gate allows going on, else the first refusing gate's reason."""
+    for callback in callbacks:
+        method = getattr(callback, "on_run_continue", None)
+        if method is not None and method(runtime, **context) is False:
+            return getattr(callback, "stop_reason", None) or (
+                f"{type(callback).__name__} stopped the run"
+            )
+    return None
