@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Set up a checkout: system packages (Debian/Ubuntu, when root or sudo is available) and a
+# virtual environment in .venv with openprogram installed in editable mode.
+#   scripts/setup.sh        what the demo needs (Xvfb, xdotool, Tk; the gui extra)
+#   scripts/setup.sh --dev  also what the tests need (PostgreSQL, tesseract, Chromium, dev tools)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+dev=0
+[ "${1:-}" = "--dev" ] && dev=1
+
+packages=(xvfb xdotool x11-utils python3-tk fonts-dejavu-core)
+[ "$dev" = 1 ] && packages+=(postgresql tesseract-ocr chromium)
+
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "ok installed" || missing+=("$package")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if ! command -v apt-get >/dev/null; then
+    echo "setup: please install these system packages yourself: ${missing[*]}" >&2
+  else
+    sudo=""
+    [ "$(id -u)" != 0 ] && sudo="sudo"
+    echo "setup: installing ${missing[*]}"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+fi
+
+python=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$python" -m venv .venv
+fi
+extras="gui"
+[ "$dev" = 1 ] && extras="dev,postgres,otel"
+stamp=".venv/.installed-$extras-$(sha256sum pyproject.toml | cut -c1-16)"
+if [ ! -f "$stamp" ]; then
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e ".[$extras]"
+  touch "$stamp"
+fi

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Run the whole test suite with the real parts: an Xvfb display per test that needs one,
+# a throwaway PostgreSQL server on 127.0.0.1, litellm over HTTP to a local server.
+# Arguments are passed to pytest.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+export LITELLM_LOCAL_MODEL_COST_MAP=True
+cleanup=()
+if [ -z "${OPENPROGRAM_TEST_POSTGRES:-}" ] && [ -x scripts/postgres.sh ]; then
+  if url=$(scripts/postgres.sh start); then
+    export OPENPROGRAM_TEST_POSTGRES="$url"
+    cleanup+=("scripts/postgres.sh stop")
+  else
+    echo "test: could not start PostgreSQL; its tests will skip" >&2
+  fi
+fi
+
+.venv/bin/python -m pytest "$@"
+status=$?
+for command in "${cleanup[@]}"; do $command || true; done
+if [ "$status" = 5 ]; then
+  echo "test: pytest collected no tests (exit 5)" >&2
+fi
+exit "$status"
