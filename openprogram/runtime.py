@@ -218,7 +218,7 @@ class Runtime:
             before=node.seq,
             content=parts,
             system=self.system,
-            max_images=self.max_images,
+            max_images=self._max_images(),
         )
         node.reads = rendered.reads
         node.messages_hash = rendered.messages_hash
@@ -235,6 +235,12 @@ class Runtime:
         if self.callbacks:
             request.messages = transform(self.callbacks, "on_llm_start", request.messages)
         return node, request
+
+    def _max_images(self) -> int | None:
+        """The tightest image limit of the runtime and its callbacks (ImageRetention)."""
+        limits = [self.max_images] + [getattr(c, "max_images", None) for c in self.callbacks]
+        known = [limit for limit in limits if limit is not None]
+        return min(known) if known else None
 
     def _gate(self, **context: Any) -> None:
         reason = gate(self.callbacks, self, **context)
