@@ -1,0 +1,364 @@
+"""What the agent may do to a screen: the Action models, Transform, resolve and Policy.
+
+Owns the wire schema of DESIGN.md §8, the one image↔screen transform (`resolve`) and the
+pre-execution policy; model output is read by normalize.py. Desktops only ever see
+resolved, checked actions. Start at the models, then resolve() and Policy.check().
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    field_validator,
+    model_validator,
+)
+
+from gui_harness.errors import ActionRejected, InvalidAction
+from openprogram.errors import UsageError
+
+__all__ = [
+    "ACTION_TYPES",
+    "DEFAULT_DENY_KEYS",
+    "KEY_NAMES",
+    "Action",
+    "Click",
+    "Done",
+    "DoubleClick",
+    "Drag",
+    "Fail",
+    "Keypress",
+    "MouseButton",
+    "Move",
+    "Policy",
+    "Scroll",
+    "Transform",
+    "Type",
+    "Wait",
+    "action_adapter",
+    "canonical_key",
+    "resolve",
+]
+
+MouseButton = Literal["left", "right", "middle"]
+"""Which mouse button a click uses."""
+
+_MODIFIERS = ("ctrl", "alt", "shift", "super")
+_NAMED_KEYS = (
+    *("enter", "tab", "escape", "backspace", "delete", "up", "down", "left", "right"),
+    *("home", "end", "pageup", "pagedown", "space"),
+    *(f"f{n}" for n in range(1, 13)),
+)
+KEY_NAMES: frozenset[str] = frozenset((*_MODIFIERS, *_NAMED_KEYS))
+"""Canonical multi-character key names; any single character is a key too."""
+
+_KEY_ALIASES = {
+    "return": "enter", "ret": "enter", "kpenter": "enter", "newline": "enter",
+    "esc": "escape", "control": "ctrl", "ctl": "ctrl", "option": "alt", "opt": "alt",
+    "cmd": "super", "command": "super", "meta": "super", "win": "super",
+    "windows": "super", "os": "super", "del": "delete", "bksp": "backspace",
+    "bs": "backspace", "pgup": "pageup", "prior": "pageup", "pgdn": "pagedown",
+    "pgdown": "pagedown", "next": "pagedown", "spacebar": "space",
+    "arrowup": "up", "arrowdown": "down", "arrowleft": "left", "arrowright": "right",
+}  # fmt: skip
+_CHARACTER_KEYS = {" ": "space", "\n": "enter", "\t": "tab"}
+_SIDED_MODIFIER = re.compile(r"(\w+?)_?(l|r|left|right)")
+
+
+def canonical_key(name: str) -> str:
+    """The canonical lowercase name of one key ("Return" → "enter", "Control_L" → "ctrl").
+
+    Raises InvalidAction for a name that is neither a known key nor a single character.
+    """
+    if len(name) == 1:
+        return _CHARACTER_KEYS.get(name, name.lower())
+    key = name.strip().lower().replace("-", "_").replace(" ", "_")
+    if len(key) == 1:
+        return key
+    sided = _SIDED_MODIFIER.fullmatch(key)
+    if sided and _KEY_ALIASES.get(sided[1], sided[1]) in _MODIFIERS:
+        key = sided[1]
+    key = key.replace("_", "")
+    key = _KEY_ALIASES.get(key, key)
+    if key in KEY_NAMES:
+        return key
+    raise InvalidAction(
+        f"key {name!r} is not a known key; use one of {', '.join(_MODIFIERS + _NAMED_KEYS)}"
+        " or a single character"
+    )
+
+
+class _Base(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: str  # narrowed to a Literal by each action; declared here so it dumps first
+
+
+class _Pointer(_Base):
+    """An action aimed at a point: both x and y (image or screen pixels) or an element."""
+
+    x: int | None = None
+    y: int | None = None
+    element: int | None = Field(default=None, ge=0)
+
+    _target_optional: ClassVar[bool] = False
+
+    @model_validator(mode="after")
+    def _check_target(self) -> _Pointer:
+        kind = self.type
+        if (self.x is None) != (self.y is None):
+            raise ValueError(f"{kind} needs both x and y, got x={self.x!r}, y={self.y!r}")
+        if self.x is not None and self.element is not None:
+            raise ValueError(f"{kind} takes x, y or element, not both")
+        if self.x is None and self.element is None and not self._target_optional:
+            raise ValueError(f"{kind} needs a target: both x and y, or element=<number>")
+        return self
+
+
+class Click(_Pointer):
+    """Press and release a mouse button once."""
+
+    type: Literal["click"] = "click"
+    button: MouseButton = "left"
+
+
+class DoubleClick(_Pointer):
+    """Click the left button twice in quick succession."""
+
+    type: Literal["double_click"] = "double_click"
+
+
+class Move(_Pointer):
+    """Move the pointer without pressing anything (hover)."""
+
+    type: Literal["move"] = "move"
+
+
+class Scroll(_Pointer):
+    """Turn the wheel by (scroll_x, scroll_y) clicks at a point, or where the pointer is.
+
+    Positive scroll_y scrolls down, positive scroll_x scrolls right.
+    """
+
+    type: Literal["scroll"] = "scroll"
+    scroll_x: int = 0
+    scroll_y: int = 0
+
+    _target_optional: ClassVar[bool] = True
+
+    @model_validator(mode="after")
+    def _check_amount(self) -> Scroll:
+        if self.scroll_x == 0 and self.scroll_y == 0:
+            raise ValueError("scroll needs a non-zero scroll_x or scroll_y (wheel clicks)")
+        return self
+
+
+class Drag(_Base):
+    """Press the left button at path[0], move through the points, release at path[-1]."""
+
+    type: Literal["drag"] = "drag"
+    path: list[tuple[int, int]] = Field(min_length=2)
+
+
+class Type(_Base):
+    """Type text into whatever has the keyboard focus."""
+
+    type: Literal["type"] = "type"
+    text: str
+
+
+class Keypress(_Base):
+    """Press keys together as one chord (["ctrl", "s"]) and release them."""
+
+    type: Literal["keypress"] = "keypress"
+    keys: list[str] = Field(min_length=1)
+
+    @field_validator("keys")
+    @classmethod
+    def _canonical(cls, keys: list[str]) -> list[str]:
+        try:
+            return [canonical_key(key) for key in keys]
+        except InvalidAction as exc:
+            raise ValueError(str(exc)) from None
+
+
+class Wait(_Base):
+    """Do nothing for `ms` milliseconds (0..60000)."""
+
+    type: Literal["wait"] = "wait"
+    ms: int = Field(default=500, ge=0, le=60_000)
+
+
+class Done(_Base):
+    """Declare the task accomplished; `reason` says what shows it."""
+
+    type: Literal["done"] = "done"
+    reason: str = ""
+
+
+class Fail(_Base):
+    """Give up on the task; `reason` says why."""
+
+    type: Literal["fail"] = "fail"
+    reason: str = ""
+
+
+_MODELS = (Click, DoubleClick, Move, Drag, Scroll, Type, Keypress, Wait, Done, Fail)
+Action = Annotated[
+    Click | DoubleClick | Move | Drag | Scroll | Type | Keypress | Wait | Done | Fail,
+    Field(discriminator="type"),
+]
+"""Any action, discriminated on its `type`."""
+action_adapter: TypeAdapter[Action] = TypeAdapter(Action)
+"""Validates canonical action dicts (the wire format); use normalize_action for model output."""
+_BY_TYPE: dict[str, type[_Base]] = {model.model_fields["type"].default: model for model in _MODELS}
+ACTION_TYPES: tuple[str, ...] = tuple(_BY_TYPE)
+"""The canonical action kinds, the values of `type`."""
+
+# --- coordinates -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Transform:
+    """Maps image pixels to screen pixels: screen = origin + image * scale (rounded)."""
+
+    scale: float = 1.0
+    origin: tuple[int, int] = (0, 0)
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.scale) and self.scale > 0):
+            raise UsageError(f"Transform scale={self.scale!r} must be a positive number")
+
+    def to_screen(self, x: int, y: int) -> tuple[int, int]:
+        """Screen pixel of image pixel (x, y)."""
+        return (
+            math.floor(self.origin[0] + x * self.scale + 0.5),
+            math.floor(self.origin[1] + y * self.scale + 0.5),
+        )
+
+    def to_image(self, x: int, y: int) -> tuple[int, int]:
+        """Image pixel of screen pixel (x, y)."""
+        return (
+            math.floor((x - self.origin[0]) / self.scale + 0.5),
+            math.floor((y - self.origin[1]) / self.scale + 0.5),
+        )
+
+    def apply(self, action: Action) -> Action:
+        """The same action with every coordinate mapped from image to screen pixels."""
+        if isinstance(action, Drag):
+            return action.model_copy(update={"path": [self.to_screen(*p) for p in action.path]})
+        if isinstance(action, _Pointer) and action.x is not None and action.y is not None:
+            x, y = self.to_screen(action.x, action.y)
+            return action.model_copy(update={"x": x, "y": y})
+        return action
+
+
+def resolve(
+    action: Action, components: Iterable[Any] = (), transform: Transform | None = None
+) -> Action:
+    """Replace `element=k` by the centre of component k, then map image → screen pixels.
+
+    `components` are the numbered elements of the latest observation: objects or dicts
+    with `index` and `box` = (x, y, w, h) in image pixels. Returns an action with screen
+    x, y and element=None. Raises InvalidAction for an element that is not on screen.
+    """
+    if isinstance(action, _Pointer) and action.element is not None:
+        boxes = {_get(c, "index"): _get(c, "box") for c in components}
+        box = boxes.get(action.element)
+        if box is None:
+            valid = ", ".join(map(str, sorted(boxes))) or "none are on screen"
+            raise InvalidAction(
+                f"element={action.element!r} is not on the latest screen; valid elements:"
+                f" {valid}. Pick one of those or give x, y"
+            )
+        x, y, w, h = box
+        update = {"x": int(x + w // 2), "y": int(y + h // 2), "element": None}
+        action = action.model_copy(update=update)
+    return (transform or Transform()).apply(action)
+
+
+def _get(component: Any, name: str) -> Any:
+    return component[name] if isinstance(component, Mapping) else getattr(component, name)
+
+
+# --- policy ----------------------------------------------------------------------------
+
+DEFAULT_DENY_KEYS: frozenset[frozenset[str]] = frozenset(
+    frozenset(chord)
+    for chord in [
+        ("ctrl", "alt", "delete"),
+        ("ctrl", "alt", "backspace"),
+        ("ctrl", "alt", "l"),
+        ("super", "l"),
+        ("alt", "f4"),
+        *(("ctrl", "alt", f"f{n}") for n in range(1, 13)),
+    ]
+)
+"""Chords that lock, log out, kill the X server, switch VT or close windows."""
+
+
+@dataclass
+class Policy:
+    """Checks an action before it runs; `check` raises ActionRejected with the reason.
+
+    `deny_keys`: chords refused in any order, also inside a larger chord. `confirm`: asked
+    about every action that touches the screen (not wait/done/fail); False refuses it.
+    """
+
+    deny_keys: Iterable[Iterable[str]] = DEFAULT_DENY_KEYS
+    confirm: Callable[[Action], bool] | None = None
+    max_text: int = 10_000
+    _denied: frozenset[frozenset[str]] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._denied = frozenset(frozenset(map(canonical_key, c)) for c in self.deny_keys)
+
+    def check(self, action: Action, screen_size: tuple[int, int]) -> None:
+        """Raise ActionRejected unless `action` (screen pixels) may run on a screen this size."""
+        reason = self._refusal(action, screen_size)
+        if reason is not None:
+            raise ActionRejected(reason, action=action)
+
+    def _refusal(self, action: Action, screen_size: tuple[int, int]) -> str | None:
+        width, height = screen_size
+        if isinstance(action, _Pointer) and action.element is not None:
+            return (
+                f"{action.type} at element={action.element} is unresolved; call"
+                " gui_harness.actions.resolve() before Policy.check()"
+            )
+        points = list(action.path) if isinstance(action, Drag) else []
+        if isinstance(action, _Pointer) and action.x is not None and action.y is not None:
+            points = [(action.x, action.y)]
+        for x, y in points:
+            if not (0 <= x < width and 0 <= y < height):
+                return (
+                    f"{action.type} at ({x}, {y}) is outside the {width}x{height} screen;"
+                    f" pick a point with 0 <= x < {width} and 0 <= y < {height}"
+                )
+        if isinstance(action, Keypress):
+            denied = next((c for c in self._denied if c <= set(action.keys)), None)
+            if denied is not None:
+                pressed, listed = "+".join(action.keys), "+".join(sorted(denied))
+                return (
+                    f"keypress {pressed!r} is not allowed ({listed!r} is on the deny list);"
+                    " reach the goal another way"
+                )
+        if isinstance(action, Type) and not action.text:
+            return "type with empty text does nothing; give the text to type"
+        if isinstance(action, Type) and len(action.text) > self.max_text:
+            return (
+                f"type of {len(action.text)} characters is over the {self.max_text}-character"
+                " limit; type it in smaller parts"
+            )
+        touches_screen = not isinstance(action, (Wait, Done, Fail))
+        if touches_screen and self.confirm is not None and not self.confirm(action):
+            return f"{action.type} was declined by the confirm hook; try another way"
+        return None

@@ -1,0 +1,120 @@
+"""RemoteDesktop: the Desktop protocol over HTTP, the client of gui_harness.desktop.server.
+
+Owns the translation of HTTP and socket failures into gui_harness.errors, in this one
+place. Speaks protocol version 1; start at RemoteDesktop.execute().
+"""
+
+from __future__ import annotations
+
+import http.client
+import io
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+from PIL import Image
+
+from gui_harness.actions import Action
+from gui_harness.desktop.server import PROTOCOL_VERSION
+from gui_harness.errors import ActionRejected, DesktopError, DesktopTimeout, InvalidAction
+from openprogram.errors import UsageError
+
+__all__ = ["RemoteDesktop"]
+
+
+class RemoteDesktop:
+    """A desktop served by serve_desktop() at `url`; `timeout` is per request, in seconds.
+
+    Raises InvalidAction or ActionRejected when the server refuses an action, DesktopTimeout
+    when it does not answer in time, and DesktopError for everything else.
+    """
+
+    def __init__(self, url: str, *, timeout: float = 10.0) -> None:
+        parsed = urllib.parse.urlsplit(url)
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise UsageError(f"url={url!r} is not an http(s) URL like 'http://127.0.0.1:8765'")
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+        self._size: tuple[int, int] | None = None
+        # Loopback servers (the sandbox case) must not be routed through an HTTP proxy.
+        local = parsed.hostname in ("localhost", "127.0.0.1", "::1")
+        handlers = [urllib.request.ProxyHandler({})] if local else []
+        self._opener = urllib.request.build_opener(*handlers)
+
+    def __repr__(self) -> str:
+        return f"RemoteDesktop({self.url!r})"
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(width, height) of the remote screen in pixels, asked once and remembered."""
+        if self._size is None:
+            reply = json.loads(self._request("GET", "/v1/size"))
+            self._size = (int(reply["width"]), int(reply["height"]))
+        return self._size
+
+    def screenshot(self) -> Image.Image:
+        """A picture of the whole remote screen, RGB."""
+        data = self._request("GET", "/v1/screenshot")
+        try:
+            with Image.open(io.BytesIO(data)) as image:
+                return image.convert("RGB")
+        except (OSError, http.client.HTTPException) as exc:
+            raise DesktopError(f"the server at {self.url} sent an unreadable screenshot") from exc
+
+    def execute(self, action: Action) -> None:
+        """Send one action in screen pixels; the server validates, checks and performs it."""
+        body = {"version": PROTOCOL_VERSION, "action": action.model_dump(mode="json")}
+        self._request("POST", "/v1/execute", body, action=action)
+
+    def _request(
+        self, method: str, path: str, body: dict[str, Any] | None = None, *, action: Any = None
+    ) -> bytes:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.url + path, data=data, method=method)
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        try:
+            with self._opener.open(request, timeout=self.timeout) as response:
+                return response.read()
+        except urllib.error.HTTPError as exc:
+            with exc:
+                raise self._translate(exc, exc.read(), action) from exc
+        except urllib.error.URLError as exc:
+            if isinstance(exc.reason, TimeoutError):
+                raise self._timeout(method, path) from exc
+            raise DesktopError(
+                f"could not reach the desktop server for {method} {path}: {exc.reason};"
+                f" is the server running at {self.url}?"
+            ) from exc
+        except TimeoutError as exc:
+            raise self._timeout(method, path) from exc
+        except (OSError, http.client.HTTPException) as exc:
+            raise DesktopError(
+                f"the connection to {self.url} failed during {method} {path}: {exc};"
+                f" is the server running at {self.url}?"
+            ) from exc
+
+    def _timeout(self, method: str, path: str) -> DesktopTimeout:
+        return DesktopTimeout(
+            f"the desktop server at {self.url} did not answer {method} {path} within"
+            f" {self.timeout} s; raise timeout= or check the server"
+        )
+
+    def _translate(self, exc: urllib.error.HTTPError, raw: bytes, action: Any) -> Exception:
+        try:
+            payload = json.loads(raw)
+            message, kind = str(payload["error"]), str(payload.get("kind", ""))
+        except (ValueError, KeyError, TypeError):
+            message, kind = raw.decode("utf-8", "replace")[:500] or exc.reason, ""
+        if kind == "invalid_action":
+            return InvalidAction(message)
+        if kind == "action_rejected":
+            return ActionRejected(message, action=action)
+        if kind == "unsupported_version":
+            return DesktopError(
+                f"the server at {self.url} refused protocol version {PROTOCOL_VERSION}:"
+                f" {message}. Install the same gui_harness version on both sides"
+            )
+        return DesktopError(f"the desktop server at {self.url} answered {exc.code}: {message}")

@@ -1,0 +1,37 @@
+"""The errors gui_harness raises, grafted onto openprogram's tree (openprogram/errors.py).
+
+RunError (openprogram)
+├── InvalidAction (+ValueError)     the model proposed an action that does not parse
+├── ActionRejected                  the policy refused a well-formed action
+└── DesktopError                    a desktop backend failed
+    └── DesktopTimeout (+TimeoutError)  the backend did not answer in time
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openprogram.errors import RunError
+
+__all__ = ["ActionRejected", "DesktopError", "DesktopTimeout", "InvalidAction"]
+
+
+class InvalidAction(RunError, ValueError):
+    """An action (usually from a model) is malformed; the message says what valid looks like."""
+
+
+class ActionRejected(RunError):
+    """The policy refused an action. `action` is what was refused, `reason` says why."""
+
+    def __init__(self, reason: str, *, action: Any = None, node_id: str | None = None) -> None:
+        super().__init__(reason, node_id=node_id)
+        self.action = action
+        self.reason = reason
+
+
+class DesktopError(RunError):
+    """A desktop backend failed to capture the screen or to perform an action."""
+
+
+class DesktopTimeout(DesktopError, TimeoutError):
+    """A desktop backend did not answer within its timeout."""
