@@ -17,7 +17,7 @@ from openprogram.dag import ContextDAG, Node, RenderRange
 from openprogram.errors import UsageError
 from openprogram.image import ImageRef
 
-__all__ = ["RenderedContext", "render_context"]
+__all__ = ["RenderedContext", "render_context", "seen_by"]
 
 _SHOW_SELF = ("io", "full")
 _DEFAULT_RANGE = RenderRange()
@@ -81,6 +81,33 @@ def render_context(
         system="\n\n".join(s for s in (system, frame_node.system if frame_node else None) if s),
         max_images=max_images,
         max_line_chars=max_line_chars,
+    )
+
+
+def seen_by(dag: ContextDAG, node: Node | str) -> RenderedContext:
+    """Rebuild exactly what llm node `node` saw: history, its content and system message.
+
+    Uses what llm() recorded on the node (render_range override, image limit, system
+    text); the result's `messages_hash` equals the node's.
+    """
+    llm_node = dag.node(node) if isinstance(node, str) else node
+    if llm_node.kind != "llm":
+        raise UsageError(f"node {llm_node.id!r} is a {llm_node.kind} node, not an llm exchange")
+    frame = dag.get(llm_node.parent)
+    frame_system = frame.system if frame is not None else None
+    system = llm_node.system or None
+    if system and frame_system and system.endswith(frame_system):
+        system = system[: -len(frame_system)].rstrip("\n") or None
+    elif system == frame_system:
+        system = None
+    return render_context(
+        dag,
+        llm_node.parent,
+        llm_node.meta.get("render_range"),
+        before=llm_node.seq,
+        content=llm_node.input,
+        system=system,
+        max_images=llm_node.meta.get("max_images", 3),
     )
 
 

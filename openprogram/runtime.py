@@ -127,14 +127,19 @@ class Runtime:
         *,
         response_format: type[T] | None = None,
         model: str | Model | None = None,
+        render_range: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> Any:
         """Ask the model; returns the reply text, or a `response_format` instance.
+
+        render_range overrides the calling function's own setting for this call only.
 
         Records one llm node per exchange (two when a repair re-ask is needed).
         Raises ModelError subclasses on provider failure, ModelOutputError when the
         reply does not validate after one repair, RunStopped when a gate says stop.
         """
+        if render_range is not None:
+            kwargs["_render_range"] = render_range
         resolved = self._resolve_model(model)
         node, request = self._prepare(content, resolved, response_format, kwargs)
         reply = (
@@ -164,9 +169,12 @@ class Runtime:
         *,
         response_format: type[T] | None = None,
         model: str | Model | None = None,
+        render_range: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> Any:
         """Async twin of llm()."""
+        if render_range is not None:
+            kwargs["_render_range"] = render_range
         resolved = self._resolve_model(model)
         node, request = self._prepare(content, resolved, response_format, kwargs)
         if request is None:
@@ -196,6 +204,7 @@ class Runtime:
         options: dict[str, Any],
     ) -> tuple[Node, ModelRequest | None]:
         """Create the llm node and the request; no request when the exchange is replayed."""
+        options = dict(options)
         session = _context.current_session()
         dag = session.dag
         frame_id = _context.frame_var.get()
@@ -212,13 +221,20 @@ class Runtime:
         )
         if node.status == "completed":  # replayed from a resumed session's record
             return node, None
+        window = options.pop("_render_range", None)
+        if window is not None:
+            node.meta["render_range"] = window
+        limit = self._max_images()
+        if limit != 3:
+            node.meta["max_images"] = limit
         rendered = render_context(
             dag,
             frame_id,
+            window,
             before=node.seq,
             content=parts,
             system=self.system,
-            max_images=self._max_images(),
+            max_images=limit,
         )
         node.reads = rendered.reads
         node.messages_hash = rendered.messages_hash

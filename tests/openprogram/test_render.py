@@ -539,3 +539,22 @@ def test_system_message_is_the_runtime_prompt_then_the_frames():
     with Session(), Runtime(model, system="You are careful."):
         ask()
     assert model.requests[0].messages[0] == {"role": "system", "content": "You are careful.\n\nBe brief."}
+
+
+def test_seen_by_rebuilds_overrides_system_and_image_limits():
+    from openprogram.render import seen_by
+
+    model, _ = recorder()
+
+    @agentic_function(system="frame rules")
+    def ask():
+        llm("one")
+        return llm(["two", _picture("red")], render_range={"callers": 0, "subcalls": 1})
+
+    with Session() as session, Runtime(model, system="runtime rules", max_images=1):
+        session.submit("hello")
+        ask()
+    for node in session.dag.find(kind="llm"):
+        assert seen_by(session.dag, node).messages_hash == node.messages_hash
+    last = session.dag.find(kind="llm")[-1]
+    assert seen_by(session.dag, last).text().splitlines() == ["[ask #1] input={}", "assistant: ok"]
