@@ -1,0 +1,106 @@
+"""The scripted demo policy: a stand-in model that fills the demo form from what it sees.
+
+Owns `demo_policy`, a ScriptedModel callable answering verify_step, plan_next_action and
+conclusion. It plans from the numbered components in its prompt (kinds, boxes, labels)
+and from the steps so far in its rendered history, exactly what a real model gets.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from openprogram import ModelRequest
+
+__all__ = ["NAME", "TASK", "demo_policy"]
+
+TASK = "Type Alice in the Name field, tick Subscribe and press Save"
+NAME = "Alice"
+
+_COMPONENT = re.compile(r'^#(\d+) (\w+) at \((\d+), (\d+), (\d+)x(\d+)\)(?: (".*"))?$', re.M)
+_GOAL = re.compile(r'"goal": "([^"]*)"[^\n]*"status": "acted"')
+_PREVIOUS = re.compile(r"^Previous step: (.*)$", re.M)
+
+_STEPS = ("click the Name field", f"type {NAME}", "tick Subscribe", "press Save")
+
+
+@dataclass(frozen=True)
+class _Seen:
+    index: int
+    kind: str
+    x: int
+    y: int
+    w: int
+    h: int
+    label: str
+
+
+def _components(text: str) -> list[_Seen]:
+    return [
+        _Seen(int(i), kind, int(x), int(y), int(w), int(h), json.loads(label) if label else "")
+        for i, kind, x, y, w, h, label in _COMPONENT.findall(text)
+    ]
+
+
+def _labelled(components: list[_Seen], word: str) -> _Seen | None:
+    for component in components:
+        if word.lower() in component.label.lower():
+            return component
+    return None
+
+
+def _target(goal: str, components: list[_Seen]) -> _Seen | None:
+    """The component a goal is about: by its label when OCR or memory named it, else by
+    the form's shape (the widest field; the first checkbox; the lowest button)."""
+    if goal == "click the Name field":
+        fields = [c for c in components if c.kind == "field"]
+        return max(fields, key=lambda c: c.w, default=None)
+    if goal == "tick Subscribe":
+        boxes = [c for c in components if c.kind == "checkbox"]
+        named = _labelled(boxes, "subscribe")
+        return named or min(boxes, key=lambda c: (c.y, c.x), default=None)
+    if goal == "press Save":
+        buttons = [c for c in components if c.kind == "button"]
+        named = _labelled(buttons, "save")
+        return named or max(buttons, key=lambda c: (c.y, -c.x), default=None)
+    return None
+
+
+def _plan(request: ModelRequest) -> dict[str, Any]:
+    done = set(_GOAL.findall(request.history))
+    pending = [goal for goal in _STEPS if goal not in done]
+    if not pending:
+        return {"goal": "finish", "action": {"type": "done", "reason": "the form is saved"}}
+    goal = pending[0]
+    if goal == f"type {NAME}":
+        return {"goal": goal, "action": {"type": "type", "text": NAME}}
+    target = _target(goal, _components(request.text))
+    if target is None:
+        return {"goal": goal, "action": {"type": "fail", "reason": f"cannot see where to {goal}"}}
+    return {"goal": goal, "action": {"type": "click", "element": target.index}}
+
+
+def _verify(request: ModelRequest) -> dict[str, Any]:
+    match = _PREVIOUS.search(request.text)
+    previous = json.loads(match.group(1)) if match else {}
+    acted = previous.get("status") == "acted"
+    saved = acted and previous.get("goal") == "press Save"
+    return {
+        "success": acted,
+        "observation": "the form looks saved" if saved else f"after: {previous.get('goal')}",
+        "task_complete": saved,
+    }
+
+
+def demo_policy(request: ModelRequest) -> dict[str, Any] | str:
+    """Answer one of the GUI agent's model calls (see the module docstring)."""
+    if request.function == "plan_next_action":
+        return _plan(request)
+    if request.function == "verify_step":
+        return _verify(request)
+    if request.function == "conclusion":
+        count = len(_components(request.text))
+        return f"The demo form is on screen with {count} detected components; it was saved."
+    raise ValueError(f"the demo policy does not answer {request.function!r}")

@@ -1,0 +1,210 @@
+"""gui_agent on a FakeDesktop: the done gate, re-asks, limits, policy, errors, context."""
+
+from __future__ import annotations
+
+import pytest
+
+from gui_harness.actions import Policy
+from gui_harness.agent import gui_agent
+from gui_harness.demo.policy import NAME, TASK, demo_policy
+from gui_harness.desktop.fake import FakeDesktop
+from openprogram import ModelAuthError, Runtime, ScriptedModel, Session
+from openprogram.callbacks.base import Callback
+from openprogram.render import seen_by
+
+OK = {"success": True, "observation": "fine", "task_complete": False}
+COMPLETE = {"success": True, "observation": "saved", "task_complete": True}
+
+
+def plan(action, goal="g"):
+    return {"goal": goal, "action": action}
+
+
+def run(script, *, max_steps=6, **options):
+    desktop = FakeDesktop.demo_form()
+    model = ScriptedModel(script)
+    with Session() as session, Runtime(model):
+        result = gui_agent(
+            TASK, max_steps=max_steps, desktop=desktop, settle_timeout=0.2, **options
+        )
+    return result, desktop, model, session
+
+
+def test_the_demo_policy_fills_and_saves_the_form():
+    result, desktop, _, _ = run(demo_policy)
+    assert result.success and result.stop_reason == "done"
+    assert desktop.saved_state == {"name": NAME, "subscribe": True, "color": None, "save": 1}
+    assert [s["goal"] for s in result.steps][:4] == [
+        "click the Name field",
+        f"type {NAME}",
+        "tick Subscribe",
+        "press Save",
+    ]
+    assert result.usage.calls == 5 + 4 + 1  # plans, verifications, conclusion
+
+
+def test_done_without_a_confirming_verification_is_not_accepted():
+    script = {
+        "plan_next_action": [
+            plan({"type": "done"}),
+            plan({"type": "done"}),
+            plan({"type": "done"}),
+        ],
+        "verify_step": [OK, COMPLETE],
+        "conclusion": ["the form"],
+    }
+    result, _, _, _ = run(script)
+    assert [s["status"] for s in result.steps] == ["done_rejected", "done_rejected", "done"]
+    assert result.success and len(result.steps) == 3
+
+
+def test_an_invalid_action_gets_one_re_ask_and_a_second_is_recorded_not_done():
+    script = {
+        "plan_next_action": [
+            plan({"type": "teleport"}),
+            plan({"type": "click", "element": 2}),
+            plan({"type": "click", "element": 99}),
+            plan({"type": "fly"}),
+        ],
+        "verify_step": [OK],
+        "conclusion": ["c"],
+    }
+    result, desktop, model, session = run(script, max_steps=2)
+    first, second = result.steps
+    assert first["status"] == "acted" and first["action"]["element"] == 2
+    assert second["status"] == "invalid" and "invalid action" in second["error"]
+    assert not result.success and result.stop_reason == "max_steps"
+    reask = [r for r in model.requests if r.function == "plan_next_action"][1]
+    assert "cannot be used" in reask.text and "teleport" in reask.text
+
+
+def test_an_unreadable_plan_is_never_done():
+    script = {
+        "plan_next_action": ["I think we are done!", "still not json"],
+        "conclusion": ["c"],
+    }
+    result, _, _, _ = run(script, max_steps=1)
+    assert result.steps[0]["status"] == "invalid"
+    assert "unreadable plan" in result.steps[0]["error"]
+    assert not result.success
+
+
+def test_max_steps_stops_the_run():
+    script = {
+        "plan_next_action": [plan({"type": "wait", "ms": 1})] * 3,
+        "verify_step": [OK] * 2,
+        "conclusion": ["c"],
+    }
+    result, _, _, _ = run(script, max_steps=3)
+    assert result.stop_reason == "max_steps" and len(result.steps) == 3
+
+
+def test_timeout_stops_before_the_next_step():
+    script = {"plan_next_action": [plan({"type": "wait", "ms": 1})], "conclusion": ["c"]}
+    result, _, _, _ = run(script, max_steps=5, timeout_s=0)
+    assert result.stop_reason == "timeout" and result.steps == []
+
+
+def test_a_policy_rejection_is_recorded_and_fed_back():
+    script = {
+        "plan_next_action": [
+            plan({"type": "keypress", "keys": ["alt", "f4"]}),
+            plan({"type": "fail", "reason": "blocked"}),
+        ],
+        "verify_step": [
+            {"success": False, "observation": "nothing happened", "task_complete": False}
+        ],
+        "conclusion": ["c"],
+    }
+    result, desktop, model, _ = run(script)
+    assert result.steps[0]["status"] == "rejected"
+    assert "rejected by policy" in result.steps[0]["error"]
+    assert desktop.actions == []
+    assert result.stop_reason == "fail"
+    planner = [r for r in model.requests if r.function == "plan_next_action"][1]
+    assert "rejected by policy" in planner.history
+
+
+def test_a_confirm_hook_can_refuse_actions():
+    script = {
+        "plan_next_action": [plan({"type": "click", "element": 2}), plan({"type": "fail"})],
+        "verify_step": [OK],
+        "conclusion": ["c"],
+    }
+    result, desktop, _, _ = run(script, policy=Policy(confirm=lambda action: False))
+    assert result.steps[0]["status"] == "rejected" and desktop.actions == []
+
+
+def test_an_auth_error_stops_at_once():
+    script = {"plan_next_action": [ModelAuthError("bad key"), plan({"type": "wait"})]}
+    result, _, model, _ = run(script)
+    assert result.stop_reason == "error" and "bad key" in result.detail
+    assert len(model.requests) == 1  # no retries, no conclusion
+
+
+def test_a_callback_gate_stops_the_run_before_a_step():
+    class TwoSteps(Callback):
+        stop_reason = "two steps are enough"
+
+        def __init__(self):
+            self.steps = 0
+
+        def on_run_continue(self, runtime, *, kind, frame):
+            if kind == "gui_step":
+                self.steps += 1
+            return self.steps <= 2
+
+    desktop = FakeDesktop.demo_form()
+    with Session(), Runtime(ScriptedModel(demo_policy), callbacks=[TwoSteps()]):
+        result = gui_agent(TASK, desktop=desktop, settle_timeout=0.2)
+    assert result.stop_reason == "stopped" and result.detail == "two steps are enough"
+    assert len(result.steps) == 2
+
+
+def test_planner_sees_prior_steps_io_but_verifier_sees_only_its_own_call():
+    _, _, _, session = run(demo_policy)
+    dag = session.dag
+    plan_4 = dag.find(name="plan_next_action", kind="llm")[3]
+    planner_saw = seen_by(dag, plan_4).text()
+    assert (
+        '[gui_step #1] input={"step": 1} output={"step": 1, "goal": "click the Name field"'
+        in planner_saw
+    )
+    assert "[verify_step #3]" in planner_saw
+    assert "assistant:" not in planner_saw  # other leaves' exchanges stay hidden
+    verify_3 = dag.find(name="verify_step", kind="llm")[2]
+    verifier_saw = seen_by(dag, verify_3).text().splitlines()
+    assert len(verifier_saw) == 1 and verifier_saw[0].startswith("[verify_step #3] input=")
+
+
+def test_history_window_caps_the_planner_to_the_last_steps():
+    _, _, _, session = run(demo_policy, history_window=1)
+    dag = session.dag
+    plan_5 = dag.find(name="plan_next_action", kind="llm")[4]
+    lines = seen_by(dag, plan_5).text().splitlines()
+    assert [line.split("]")[0] + "]" for line in lines] == [
+        "[gui_step #4]",
+        "[gui_step #5]",
+        "[observe #5]",
+        "[verify_step #4]",
+        "[plan_next_action #5]",
+    ]
+
+
+def test_screenshots_are_stored_once_each_and_referenced():
+    _, _, _, session = run(demo_policy)
+    observe_nodes = session.dag.find(name="observe", kind="code")
+    refs = {n.output["screenshot"].sha256 for n in observe_nodes}
+    assert refs <= set(session.dag.blobs)
+
+
+def test_the_result_renders_in_a_notebook():
+    result, _, _, _ = run(demo_policy)
+    page = result._repr_html_()
+    assert "press Save" in page and "success" in page
+
+
+@pytest.mark.parametrize("bad", [{"max_steps": 0}, {"history_window": -1}])
+def test_bad_limits_are_usage_errors(bad):
+    with Session(), Runtime(ScriptedModel([])), pytest.raises(ValueError):
+        gui_agent(TASK, desktop=FakeDesktop.demo_form(), **bad)
