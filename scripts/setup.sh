@@ -9,8 +9,8 @@ cd "$(dirname "$0")/.."
 dev=0
 [ "${1:-}" = "--dev" ] && dev=1
 
-packages=(xvfb xdotool x11-utils python3-tk fonts-dejavu-core)
-[ "$dev" = 1 ] && packages+=(postgresql tesseract-ocr chromium)
+packages=(xvfb xdotool x11-utils python3-tk fonts-dejavu-core tesseract-ocr)
+[ "$dev" = 1 ] && packages+=(postgresql chromium)
 
 missing=()
 for package in "${packages[@]}"; do

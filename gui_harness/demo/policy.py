@@ -55,8 +55,21 @@ def _target(goal: str, components: list[_Seen]) -> _Seen | None:
     """The component a goal is about: by its label when OCR or memory named it, else by
     the form's shape (the widest field; the first checkbox; the lowest button)."""
     if goal == "click the Name field":
-        fields = [c for c in components if c.kind == "field"]
-        return max(fields, key=lambda c: c.w, default=None)
+        label = _labelled([c for c in components if c.kind == "text"], "name")
+        if label is not None:  # the box on the label's row, right of it
+            row = [
+                c
+                for c in components
+                if c.kind in ("field", "button")
+                and c.x > label.x + label.w
+                and c.y <= label.y + label.h / 2 <= c.y + c.h
+            ]
+            if row:
+                return min(row, key=lambda c: c.x)
+        boxes = [c for c in components if c.kind == "field"] or [
+            c for c in components if c.kind == "button"
+        ]
+        return max(boxes, key=lambda c: c.w, default=None)
     if goal == "tick Subscribe":
         boxes = [c for c in components if c.kind == "checkbox"]
         named = _labelled(boxes, "subscribe")

@@ -1,0 +1,148 @@
+"""`openprogram demo`: the whole GUI loop on a private Xvfb desktop, checked for real.
+
+Owns run_demo(): start a VirtualDesktop with the bundled Tk form, run gui_agent with the
+scripted demo policy (or a real model), show progress per step, write an HTML report,
+and judge success by the app's own saved state — not by what the agent claims.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from openprogram import Runtime, ScriptedModel, Session
+from openprogram.callbacks.base import Callback
+
+from gui_harness.agent import gui_agent
+from gui_harness.demo.app import demo_app, read_state
+from gui_harness.demo.policy import NAME, TASK, demo_policy
+from gui_harness.desktop.virtual import VirtualDesktop
+from gui_harness.result import GuiResult
+
+__all__ = ["DemoRun", "StepPrinter", "check_saved_state", "demo_run", "run_demo"]
+
+
+class StepPrinter(Callback):
+    """Prints one line per finished gui_step: the step counter the user watches."""
+
+    def __init__(self, out: TextIO | None = None, *, max_steps: int | None = None) -> None:
+        self.out = out or sys.stdout
+        self.max_steps = max_steps
+
+    def on_call_end(self, node: Any) -> None:
+        if node.name != "gui_step" or not isinstance(node.output, dict):
+            return
+        outcome = node.output
+        of = f"/{self.max_steps}" if self.max_steps else ""
+        action = outcome.get("action") or {}
+        what = action.get("type", "-")
+        if "element" in action:
+            what += f" #{action['element']}"
+        if "text" in action:
+            what += f" {action['text']!r}"
+        error = f" ({outcome['error']})" if outcome.get("error") else ""
+        print(
+            f"  step {outcome.get('step')}{of}: {outcome.get('goal')} → {what} "
+            f"[{outcome.get('status')}]{error}",
+            file=self.out,
+            flush=True,
+        )
+
+
+def check_saved_state(state: dict[str, Any] | None) -> str | None:
+    """None when the demo form was saved with the right values, else what is wrong."""
+    if not state or not state.get("saved"):
+        return "the form was never saved"
+    saved = state.get("state") or {}
+    if saved.get("name") != NAME:
+        return f"the saved name is {saved.get('name')!r}, not {NAME!r}"
+    if saved.get("subscribe") is not True:
+        return "Subscribe was not ticked when the form was saved"
+    return None
+
+
+def run_demo(
+    *,
+    model: str | None = None,
+    report: Path | None = None,
+    show_progress: bool = True,
+    size: tuple[int, int] = (1280, 800),
+    max_steps: int = 10,
+    out: TextIO | None = None,
+) -> int:
+    """Run the demo; returns the exit code: 0 only when the app saved the right state.
+
+    model: None uses the scripted demo policy (offline); else a litellm model name.
+    report: where to write the HTML report (default ./openprogram-demo-report.html).
+    """
+    out = out or sys.stdout
+    report = Path(report or "openprogram-demo-report.html")
+    callbacks: list[Any] = [StepPrinter(out, max_steps=max_steps)] if show_progress else []
+    print(f"Starting a private X display ({size[0]}x{size[1]}) with the demo form…", file=out)
+    print(f"Task: {TASK}", file=out, flush=True)
+    run = demo_run(model=model, size=size, max_steps=max_steps, callbacks=callbacks)
+    _write_report(report, run.session, run.result)
+    problem = check_saved_state(run.state)
+    result = run.result
+    print(f"\nAgent: {'done' if result.success else 'no success'} ({result.stop_reason})", file=out)
+    print(f"Summary: {result.summary}", file=out)
+    print(f"Report: {report.resolve()}", file=out)
+    if problem is None:
+        print(f"The app saved name={NAME!r}, subscribe=True: the demo passed.", file=out)
+        return 0
+    print(f"The demo failed: {problem}.", file=out)
+    return 1
+
+
+@dataclass
+class DemoRun:
+    """One demo run: the agent's result, the app's final report, the recorded session."""
+
+    result: GuiResult
+    state: dict[str, Any] | None
+    session: Session
+
+
+def demo_run(
+    *,
+    model: str | None = None,
+    size: tuple[int, int] = (1280, 800),
+    max_steps: int = 10,
+    callbacks: Sequence[Any] = (),
+    max_image_width: int = 1280,
+    session: Session | None = None,
+) -> DemoRun:
+    """Start the desktop and the form, run the agent, and return what happened."""
+    runtime = Runtime(model or ScriptedModel(demo_policy), callbacks=list(callbacks))
+    session = session or Session()
+    with tempfile.TemporaryDirectory(prefix="openprogram-demo-") as workdir:
+        state_path = Path(workdir) / "state.json"
+        with VirtualDesktop(size, apps=[demo_app(state_path)]) as desktop, session, runtime:
+            result = gui_agent(
+                TASK,
+                max_steps=max_steps,
+                desktop=desktop,
+                app="demo-form",
+                max_image_width=max_image_width,
+            )
+        state = read_state(state_path)
+    return DemoRun(result=result, state=state, session=session)
+
+
+def _write_report(path: Path, session: Session, result: GuiResult) -> None:
+    try:
+        from openprogram.display.report import write_report
+    except ImportError:
+        write_report = None
+    if write_report is not None:
+        write_report(session, path, extra_html=result._repr_html_())
+        return
+    page = (
+        "<!doctype html><meta charset=utf-8><title>openprogram demo</title>"
+        f"{result._repr_html_()}{session.dag._repr_html_()}"
+    )
+    path.write_text(page, encoding="utf-8")
