@@ -1,0 +1,286 @@
+"""A local OpenAI-compatible chat-completions server for tests: OpenAIServer.
+
+Owns the HTTP fake on 127.0.0.1 that litellm (or any OpenAI client) talks to: scripted
+replies and failures, and a record of every chat request. Leaves retries and error
+translation to the code under test. Start at OpenAIServer.reply() and .fail().
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+__all__ = ["OpenAIServer", "RecordedRequest"]
+
+_CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
+_MODELS_PATHS = frozenset({"/v1/models", "/models"})
+
+# (type, code) of the error body the real API sends for each status.
+_ERROR_KINDS: dict[int, tuple[str, str | None]] = {
+    400: ("invalid_request_error", None),
+    401: ("invalid_request_error", "invalid_api_key"),
+    403: ("permission_error", None),
+    404: ("invalid_request_error", "model_not_found"),
+    408: ("timeout_error", None),
+    429: ("requests", "rate_limit_exceeded"),
+    500: ("server_error", None),
+    502: ("server_error", None),
+    503: ("server_error", None),
+}
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One chat-completions request as the server received it; header names lower-cased."""
+
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _Reply:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
+class _Failure:
+    status: int
+    message: str
+    retry_after: float | str | None
+
+
+class OpenAIServer:
+    """An OpenAI-compatible chat-completions server on 127.0.0.1, started on construction.
+
+    Scripted responses (`reply`, `fail`) are served first in, first out, one per chat
+    request. When the script is empty the server answers with `responder(body)` if given,
+    else with `default_reply`, else (``default_reply=None``) with a 500 saying the script
+    ran out. Streaming requests (``"stream": true``) get a 400 and consume nothing.
+
+    Use it as a context manager, or call `stop()`; either joins every thread it started.
+    """
+
+    def __init__(
+        self,
+        *,
+        default_reply: str | None = "ok",
+        responder: Callable[[dict[str, Any]], str] | None = None,
+    ) -> None:
+        self._default_reply = default_reply
+        self._responder = responder
+        self._script: deque[_Reply | _Failure] = deque()
+        self._requests: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._stopped = False
+        self._http = _HTTPServer(("127.0.0.1", 0), _Handler, fake=self)
+        self._thread = threading.Thread(
+            target=self._http.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"OpenAIServer:{self.port}",
+            daemon=True,
+        )
+        self._thread.start()
+
+    @property
+    def port(self) -> int:
+        """The TCP port the server listens on."""
+        return int(self._http.server_address[1])
+
+    @property
+    def url(self) -> str:
+        """Base URL for an OpenAI client, e.g. ``http://127.0.0.1:PORT/v1``."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """A snapshot of the chat requests received so far, oldest first."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def pending(self) -> int:
+        """How many scripted responses have not been served yet."""
+        with self._lock:
+            return len(self._script)
+
+    def reply(self, text: str, *, prompt_tokens: int = 10, completion_tokens: int = 5) -> None:
+        """Script a successful completion whose assistant message is `text`."""
+        with self._lock:
+            self._script.append(_Reply(text, prompt_tokens, completion_tokens))
+
+    def fail(
+        self,
+        status: int,
+        *,
+        retry_after: float | str | None = None,
+        message: str = "scripted failure",
+    ) -> None:
+        """Script an HTTP error `status` with an OpenAI-shaped error body.
+
+        `retry_after` (seconds, or an HTTP date string) is sent as the Retry-After header.
+        """
+        if not 400 <= status <= 599:
+            raise ValueError(f"status={status!r} is not an HTTP error status; use 400-599")
+        with self._lock:
+            self._script.append(_Failure(status, message, retry_after))
+
+    def stop(self) -> None:
+        """Stop serving, close the socket and join all threads; safe to call twice."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self._http.shutdown()
+        self._http.server_close()
+        self._thread.join()
+
+    def __enter__(self) -> OpenAIServer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "stopped" if self._stopped else self.url
+        return f"<OpenAIServer {state} requests={len(self.requests)} pending={self.pending}>"
+
+    def _record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self._requests.append(request)
+
+    def _next_response(self, body: dict[str, Any]) -> _Reply | _Failure:
+        with self._lock:
+            if self._script:
+                return self._script.popleft()
+        if self._responder is not None:
+            try:
+                return _Reply(self._responder(body), 10, 5)
+            except Exception as exc:
+                return _Failure(500, f"OpenAIServer responder raised {exc!r}", None)
+        if self._default_reply is not None:
+            return _Reply(self._default_reply, 10, 5)
+        return _Failure(500, "OpenAIServer script ran out: no reply() or fail() left", None)
+
+    def _completion(self, reply: _Reply, model: str) -> dict[str, Any]:
+        return {
+            "id": f"chatcmpl-test-{next(self._ids)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": reply.text},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": reply.prompt_tokens,
+                "completion_tokens": reply.completion_tokens,
+                "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+            },
+        }
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    # Non-daemon handler threads so server_close() joins them: no thread outlives stop().
+    daemon_threads = False
+    block_on_close = True
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type[BaseHTTPRequestHandler],
+        *,
+        fake: OpenAIServer,
+    ) -> None:
+        self.fake = fake
+        super().__init__(address, handler)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _HTTPServer
+    # A client that connects and never sends must not block server_close() forever.
+    timeout = 10
+
+    def do_POST(self) -> None:
+        path = self.path.split("?", 1)[0]
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        if path not in _CHAT_PATHS:
+            self._send_error(404, f"no route for POST {path!r}; use /v1/chat/completions")
+            return
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError as exc:
+            self._send_error(400, f"request body is not valid JSON: {exc}")
+            return
+        if not isinstance(body, dict):
+            self._send_error(400, f"request body must be a JSON object, got {body!r}")
+            return
+        fake = self.server.fake
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        fake._record(RecordedRequest(path, headers, body))
+        if body.get("stream"):
+            self._send_error(400, "OpenAIServer does not support stream=true")
+            return
+        response = fake._next_response(body)
+        if isinstance(response, _Failure):
+            self._send_error(response.status, response.message, response.retry_after)
+            return
+        self._send_json(200, fake._completion(response, str(body.get("model", "test-model"))))
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0]
+        if path not in _MODELS_PATHS:
+            self._send_error(404, f"no route for GET {path!r}; use /v1/models")
+            return
+        model = {"id": "test-model", "object": "model", "created": 0, "owned_by": "openprogram"}
+        self._send_json(200, {"object": "list", "data": [model]})
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _send_error(
+        self, status: int, message: str, retry_after: float | str | None = None
+    ) -> None:
+        error_type, code = _ERROR_KINDS.get(
+            status, ("server_error" if status >= 500 else "invalid_request_error", None)
+        )
+        body = {"error": {"message": message, "type": error_type, "param": None, "code": code}}
+        headers = {} if retry_after is None else {"Retry-After": _header_value(retry_after)}
+        self._send_json(status, body, headers)
+
+    def _send_json(
+        self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def _header_value(retry_after: float | str) -> str:
+    if isinstance(retry_after, float) and retry_after.is_integer():
+        return str(int(retry_after))
+    return str(retry_after)
