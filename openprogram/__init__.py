@@ -2,7 +2,14 @@
 what every model call saw. Start with `agentic_function`, `llm` and `Session`."""
 
 from openprogram._context import current_session
-from openprogram.callbacks import Callback
+from openprogram.callbacks import (
+    BudgetManager,
+    Callback,
+    ImageRetention,
+    LoggingCallback,
+    PIIRedactor,
+    TrajectorySaver,
+)
 from openprogram.dag import ContextDAG, Expose, Node, RenderRange
 from openprogram.errors import (
     BudgetExceeded,
@@ -26,8 +33,10 @@ from openprogram.function import agentic_function
 from openprogram.image import Image, ImageRef
 from openprogram.models import Model, ModelReply, ModelRequest, ScriptedModel
 from openprogram.render import RenderedContext, render_context
+from openprogram.replay import ReplayModel
 from openprogram.runtime import Runtime, allm, current_runtime, llm
 from openprogram.session import Session
+from openprogram.store import Store
 from openprogram.usage import Usage
 
 __all__ = [
@@ -35,6 +44,7 @@ __all__ = [
     "agentic_function",
     "Session",
     "current_session",
+    "Store",
     # the DAG
     "ContextDAG",
     "Node",
@@ -54,8 +64,15 @@ __all__ = [
     "ModelRequest",
     "ModelReply",
     "ScriptedModel",
+    "ReplayModel",
     "Usage",
+    # callbacks
     "Callback",
+    "BudgetManager",
+    "ImageRetention",
+    "PIIRedactor",
+    "TrajectorySaver",
+    "LoggingCallback",
     # errors
     "OpenProgramError",
     "UsageError",

@@ -7,6 +7,7 @@ provider's usual environment variables and never appear in errors we raise.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import time
@@ -176,13 +177,10 @@ class LiteLLMModel:
         return self._reply(response, time.perf_counter() - started)
 
     async def acomplete(self, request: ModelRequest) -> ModelReply:
-        litellm = import_litellm()
-        started = time.perf_counter()
-        try:
-            response = await litellm.acompletion(**self._arguments(request))
-        except Exception as exc:
-            raise translate_error(exc, self.name) from exc
-        return self._reply(response, time.perf_counter() - started)
+        # litellm.acompletion leaves a background logging task on the caller's event loop
+        # that outlives it ("Task was destroyed but it is pending" when the loop closes);
+        # the blocking call on a worker thread gives the same concurrency without it.
+        return await asyncio.to_thread(self.complete, request)
 
     def _reply(self, response: Any, latency: float) -> ModelReply:
         litellm = import_litellm()

@@ -249,7 +249,10 @@ class Runtime:
             options=options,
         )
         if self.callbacks:
-            request.messages = transform(self.callbacks, "on_llm_start", request.messages)
+            try:
+                request.messages = transform(self.callbacks, "on_llm_start", request.messages)
+            except Exception as exc:  # the exchange never started: record it, then raise
+                _raise(self._failed(node, exc), exc)
         return node, request
 
     def _max_images(self) -> int | None:

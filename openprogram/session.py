@@ -1,21 +1,37 @@
-"""Session: the DAG of one run and where it is recorded.
+"""Session: the DAG of one run, where it is recorded, and how it is reopened.
 
-Owns entering a session (making it the recorder for this context), recording calls
-and inputs into its ContextDAG, and handing every change to its store. Start at
-Session.__init__ and Session._enter_call.
+Owns entering a session (making it the recorder for this context), recording calls and
+inputs into its ContextDAG, the store it writes through (store/), reopening, resuming a
+re-run (matching in _resume.py), forking and idempotent inputs. Start at
+Session.__init__, Session.open and Session._enter_call.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
+import json
 import logging
 import threading
+import time
 import uuid
+from collections.abc import Callable
+from contextlib import suppress
 from contextvars import Token
 from typing import Any
 
+from pydantic import ConfigDict, TypeAdapter
+
 from openprogram import _context
-from openprogram.dag import ContextDAG, Node
+from openprogram._resume import Divergence, Resumer, call_path, input_hash, path_text
+from openprogram.dag import ContextDAG, Kind, Node
+from openprogram.errors import ResumeDivergence, RunStopped, StoreError, UsageError
+from openprogram.image import ImageRef
+from openprogram.store.base import Store
+from openprogram.store.blobs import StoredBlobs
+from openprogram.store.format import SessionInfo, decode_node, image_refs
+from openprogram.store.open import open_store
+from openprogram.store.recorder import Recorder
 
 __all__ = ["Session", "current_session"]
 
@@ -23,23 +39,106 @@ log = logging.getLogger("openprogram")
 
 current_session = _context.current_session
 
+_INTERRUPTED = (
+    "interrupted: the process ended during this call, and the resumed run did not call it again"
+)
+_NO_ADAPTER = object()
+
 
 class Session:
     """A recorded run: `with Session(): ...` makes every decorated call record here.
 
-    store: None or "memory" keeps the DAG in memory only.
+    store: None or "memory" keeps the DAG in memory only; a file path or
+        "sqlite:///file.db" records into SQLite; "postgresql://..." into PostgreSQL; a
+        Store object (e.g. MemoryStore()) into that store.
+    id: the session's id in the store (default: a new random id); raises UsageError
+        when the store has it already (reopen it with Session.open).
     """
 
     def __init__(self, store: Any = None, id: str | None = None) -> None:
-        if store not in (None, "memory"):
-            from openprogram.errors import UsageError
+        resolved, owns = open_store(store)
+        self._setup(resolved, owns, id or uuid.uuid4().hex[:12])
+        if self.store is not None:
+            try:
+                self.store.create_session(self.info)
+            except BaseException:
+                self.close()
+                raise
+            self._record_into_store(())
 
-            raise UsageError(f"store={store!r} is not supported yet; use None or 'memory'")
-        self.id = id or uuid.uuid4().hex[:12]
+    def _setup(self, store: Store | None, owns: bool, id: str) -> None:
+        self.id = id
         self.dag = ContextDAG()
+        self.store = store
+        self.info = SessionInfo(id=id, created_at=time.time())
+        self._owns_store = owns
         self._tokens: list[Token[Session | None]] = []
         self._inputs: dict[str, str] = {}
         self._lock = threading.Lock()
+        self._recorder: Recorder | None = None
+        self._resumer: Resumer | None = None
+        self._adapters: dict[Callable[..., Any], Any] = {}
+
+    def _record_into_store(self, stored_blobs: Any) -> None:
+        assert self.store is not None
+        self._recorder = Recorder(self.store, self.id, self.dag, stored_blobs)
+        self.dag.listeners.append(self._recorder)
+
+    # -- reopening -----------------------------------------------------------------------
+    @classmethod
+    def open(cls, store: Any, id: str, *, resume: bool = False) -> Session:
+        """Reopen recorded session `id` of `store`, with its DAG loaded.
+
+        resume=True: a program re-run inside `with session:` gets the recorded outputs
+        of completed calls without running them, replays recorded llm exchanges and
+        continues live after the recorded prefix (docs/sessions.md). Raises UsageError
+        when the store has no such session, ResumeDivergence (during the re-run) when a
+        call's input differs from the recording at the same place.
+        """
+        resolved, owns = open_store(store)
+        if resolved is None:
+            raise UsageError(
+                f"Session.open({store!r}, ...) needs a store: a session without one keeps "
+                "nothing to reopen. Record with Session('run.db') or Session(MemoryStore())"
+            )
+        session = cls.__new__(cls)
+        session._setup(resolved, owns, id)
+        try:
+            info = resolved.session(id)
+            if info is None:
+                known = [s.id for s in resolved.list_sessions()][-10:]
+                raise UsageError(f"no session {id!r} in {resolved.url}; recent ones: {known!r}")
+            session.info = info
+            session._load(info)
+        except BaseException:
+            session.close()
+            raise
+        if resume:
+            session._resumer = Resumer(session.dag)
+        return session
+
+    def _load(self, info: SessionInfo) -> None:
+        assert self.store is not None
+        dag = _load_dag(self.store, info)
+        stored: set[str] = set()
+        for node in dag.nodes:
+            image_refs(node.input, stored)
+            image_refs(node.output, stored)
+            if node.kind == "user" and node.meta.get("input_id") is not None:
+                self._inputs.setdefault(node.meta["input_id"], node.id)
+        dag.blobs = StoredBlobs(self.store.blob, stored)
+        self.dag = dag
+        self._record_into_store(stored)
+
+    @property
+    def failed_writes(self) -> int:
+        """Records the store refused so far (each is logged; the program ran on)."""
+        return 0 if self._recorder is None else self._recorder.failures
+
+    @property
+    def resuming(self) -> bool:
+        """Whether calls are matched against the recording (Session.open(resume=True))."""
+        return self._resumer is not None
 
     # -- entering ------------------------------------------------------------------------
     def __enter__(self) -> Session:
@@ -51,6 +150,16 @@ class Session:
         _context.pop_session(self)
         if self._tokens:
             _context.session_var.reset(self._tokens.pop())
+        if not self._tokens:
+            if self._resumer is not None:
+                self._cancel_leftovers(None)
+            self.close()
+
+    def close(self) -> None:
+        """Release the store's connection if this session opened it (a later record
+        reconnects). Called when the outermost `with` block ends."""
+        if self.store is not None and self._owns_store:
+            self.store.close()
 
     # -- recording -----------------------------------------------------------------------
     def _enter_call(
@@ -58,32 +167,133 @@ class Session:
     ) -> Node:
         if parent is not None and parent not in self.dag:
             parent = None
-        return self.dag.add(
-            "code", name, parent=parent, input=self.dag.jsonable(arguments), **settings
-        )
+        value = self.dag.jsonable(arguments)
+        if self._resumer is not None:
+            resumed = self._resume("code", name, parent, value, settings)
+            if resumed is not None:
+                return resumed
+        return self.dag.add("code", name, parent=parent, input=value, **settings)
 
     def _enter_llm(
         self, name: str, parent: str | None, parts: list[Any], meta: dict[str, Any]
     ) -> Node:
         """The llm node for an exchange about to be sent (a completed one when replayed)."""
+        if self._resumer is not None:
+            resumed = self._resume("llm", name, parent, parts, meta)
+            if resumed is not None:
+                return resumed
         return self.dag.add("llm", name, parent=parent, input=parts, meta=meta)
 
     def _exit_call(self, node: Node, result: Any, exc: BaseException | None) -> None:
+        if self._resumer is not None and node.id in self._resumer.reused:
+            self._cancel_leftovers(node.id)
         if exc is None:
             self.dag.complete(node, self.dag.jsonable(result))
         elif isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit)):
             self.dag.complete(node, None, status="cancelled", error=type(exc).__name__)
         else:
+            if isinstance(exc, RunStopped):
+                node.meta["stop_reason"] = exc.reason
             self.dag.complete(node, None, status="error", error=f"{type(exc).__name__}: {exc}")
 
     def _resumed_output(self, node: Node, fn: Any) -> Any:
-        """The value a resumed call returns instead of running: its recorded output."""
-        return node.output
+        """The value a resumed call returns instead of running: its recorded output,
+        validated into `fn`'s return annotation when it has one (so a pydantic model
+        comes back as that model), images as PIL images."""
+        divergence = node.meta.get("divergence")
+        if isinstance(divergence, ResumeDivergence):
+            raise divergence
+        output = self._revive(node.output)
+        adapter = self._adapter(fn)
+        if adapter is None:
+            return output
+        try:
+            return adapter.validate_python(output)
+        except Exception as exc:
+            log.warning(
+                "openprogram: recorded output of %s (node %s) does not validate as its "
+                "return annotation; returning it as recorded: %s", node.name, node.id, exc,
+            )  # fmt: skip
+            return output
 
+    def _adapter(self, fn: Any) -> Any:
+        adapter = self._adapters.get(fn, _NO_ADAPTER)
+        if adapter is _NO_ADAPTER:
+            adapter = self._adapters[fn] = _return_adapter(fn)
+        return adapter
+
+    def _revive(self, value: Any) -> Any:
+        if isinstance(value, ImageRef):
+            image = self.dag.blobs.get(value.sha256)
+            return value if image is None else image.pil
+        if isinstance(value, dict):
+            return {k: self._revive(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._revive(v) for v in value]
+        return value
+
+    # -- resuming ------------------------------------------------------------------------
+    def _resume(
+        self, kind: Kind, name: str, parent: str | None, value: Any, extra: dict[str, Any]
+    ) -> Node | None:
+        """The recorded node standing for this call, made live again when it did not
+        finish; None to run the call live with a new node. `extra`: the decorator's
+        settings (code) or the node's meta (llm)."""
+        assert self._resumer is not None
+        hidden = extra.get("hidden_inputs", ()) if kind == "code" else ()
+        found = self._resumer.match(kind, name, parent, input_hash(value, hidden))
+        if found is None:
+            return None
+        if isinstance(found, Divergence):
+            error = self._divergence(found.recorded, value)
+            if kind == "llm":
+                raise error
+            # function.py logs errors of _enter_call; a completed stand-in makes it ask
+            # _resumed_output, which raises outside that guard.
+            return Node.model_construct(status="completed", meta={"divergence": error})
+        node = found
+        if node.status == "completed":
+            return node
+        if kind == "llm" and node.output is not None and node.status == "error":
+            node.status, node.error = "completed", None  # a reply that failed validation:
+            self._write(node)  # replay it; llm() marks it invalid again and re-asks
+            return node
+        if node.status != "running":
+            node.meta.setdefault("previous_errors", []).append(node.error or node.status)
+        node.meta["resumed"] = int(node.meta.get("resumed", 0)) + 1
+        if kind == "llm":
+            node.meta.update(extra)
+        node.status, node.output, node.error = "running", None, None
+        node.ended_at = node.end_seq = None
+        self._resumer.reused.add(node.id)
+        self._write(node)
+        return node
+
+    def _divergence(self, recorded: Node, value: Any) -> ResumeDivergence:
+        where = path_text(call_path(self.dag, recorded))
+        return ResumeDivergence(
+            f"the resumed run diverged at {where} (node {recorded.id}): the recording has "
+            f"input {_preview(recorded.input)}, this run {_preview(value)}. Re-run the "
+            "recorded program unchanged, or fork the session before that node "
+            "(session.fork(at=...)) and run the changed program on the fork.",
+            node_id=recorded.id,
+        )
+
+    def _cancel_leftovers(self, parent: str | None) -> None:
+        assert self._resumer is not None
+        for node in self._resumer.unclaimed_running(parent):
+            self.dag.complete(node, None, status="cancelled", error=_INTERRUPTED)
+
+    def _write(self, node: Node) -> None:
+        if self._recorder is not None:
+            self._recorder("created", node)
+
+    # -- inputs and forks ----------------------------------------------------------------
     def submit(self, text: str, *, input_id: str | None = None) -> Node:
         """Record input from outside as a top-level `user` node.
 
-        Submitting an `input_id` seen before records nothing and returns the first node.
+        Submitting an `input_id` seen before (also in an earlier process, once reopened)
+        records nothing and returns the first node.
         """
         with self._lock:
             if input_id is not None and input_id in self._inputs:
@@ -94,5 +304,139 @@ class Session:
                 self._inputs[input_id] = node.id
             return node
 
+    def fork(self, at: str, *, id: str | None = None) -> Session:
+        """A new session on a branch that shares this one's history up to node `at`.
+
+        The fork holds the DAG as it was when `at` finished: the top-level calls up to
+        the one containing `at`, with calls still open then (at's callers) shown as
+        running. New top-level nodes of the fork follow that call on branch
+        "fork-<id>". Neither session ever sees the other's later nodes. In a store, the
+        fork is recorded as a session of its own that refers to this one.
+        Raises UsageError for an unknown node or one still running.
+        """
+        node = self.dag.node(at)
+        if node.status == "running":
+            raise UsageError(
+                f"cannot fork at node {at!r} ({node.name}): it is still running; "
+                "fork at a finished node"
+            )
+        fork_id = id or uuid.uuid4().hex[:12]
+        cut = node.end_seq if node.end_seq is not None else node.seq
+        info = SessionInfo(
+            id=fork_id, created_at=time.time(), parent=self.id, at=at, cut=cut,
+            branch=f"fork-{fork_id}",
+        )  # fmt: skip
+        child = Session.__new__(Session)
+        child._setup(self.store, self._owns_store, fork_id)
+        child.info = info
+        refs: set[str] = set()
+        for copy in _shared_history(self.dag, node, cut):
+            child.dag.restore(copy)
+            image_refs(copy.input, refs)
+            image_refs(copy.output, refs)
+            if copy.kind == "user" and copy.meta.get("input_id") is not None:
+                child._inputs.setdefault(copy.meta["input_id"], copy.id)
+        _restore_branches(child.dag, info)
+        parent_blobs = self.dag.blobs
+        child.dag.blobs = StoredBlobs(parent_blobs.get, refs)
+        if self.store is not None:
+            self.store.create_session(info)
+            sent = set(self._recorder.sent) if self._recorder is not None else set()
+            if isinstance(parent_blobs, StoredBlobs):
+                sent |= parent_blobs.stored
+            child._record_into_store(refs & sent)
+        return child
+
     def __repr__(self) -> str:
-        return f"Session(id={self.id!r}, nodes={len(self.dag)})"
+        where = "" if self.store is None else f", store={self.store.url!r}"
+        return f"Session(id={self.id!r}, nodes={len(self.dag)}{where})"
+
+
+def _preview(value: Any, limit: int = 200) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _return_adapter(fn: Any) -> Any:
+    """A pydantic TypeAdapter for fn's return annotation, or None when it has none
+    (or one pydantic cannot validate)."""
+    from openprogram.function import _annotations
+
+    try:
+        annotation = _annotations(inspect.unwrap(fn)).get("return", inspect.Signature.empty)
+    except Exception:
+        return None
+    if annotation in (inspect.Signature.empty, Any):
+        return None
+    for config in (None, ConfigDict(arbitrary_types_allowed=True)):
+        try:
+            return TypeAdapter(annotation, config=config)
+        except Exception:  # a BaseModel refuses config; an arbitrary class needs it
+            continue
+    return None
+
+
+def _shared_history(source: ContextDAG, at: Node, cut: int) -> list[Node]:
+    """Copies of `source`'s nodes as they were when seq `cut` was the newest: the
+    top-level chain up to at's top-level call, each with its nodes up to `cut`.
+    Nodes that finished later (and at's callers) are copied as running."""
+    top = source.top_level_ancestor(at)
+    callers = {n.id for n in source.ancestors(at)}
+    chain = [
+        n
+        for n in source.children(None)
+        if n.seq <= top.seq and source.on_branch(n, top.branch, top.seq)
+    ]
+    copies: list[Node] = []
+    stack = list(chain)
+    while stack:
+        node = stack.pop()
+        if node.seq > cut:
+            continue
+        copy = node.model_copy(update={"meta": dict(node.meta)})
+        if node.id in callers or (node.end_seq is not None and node.end_seq > cut):
+            copy.status, copy.output, copy.error = "running", None, None
+            copy.ended_at = copy.end_seq = None
+        copies.append(copy)
+        stack.extend(source.children(node.id))
+    return sorted(copies, key=lambda n: n.seq)
+
+
+def _load_dag(store: Store, info: SessionInfo, depth: int = 0) -> ContextDAG:
+    """The DAG of `info`: for a fork, its parent's shared history (recursively), then
+    the session's own rows, which override inherited nodes of the same id."""
+    nodes: dict[str, Node] = {}
+    if info.parent is not None:
+        parent = store.session(info.parent)
+        if parent is None or depth > 100 or info.at is None or info.cut is None:
+            raise StoreError(
+                f"session {info.id!r} is a fork of {info.parent!r}, which {store.url} "
+                "does not hold (or not as recorded); it cannot be loaded"
+            )
+        source = _load_dag(store, parent, depth + 1)
+        for copy in _shared_history(source, source.node(info.at), info.cut):
+            nodes[copy.id] = copy
+    for row in store.rows(info.id):
+        node = decode_node(row)
+        nodes[node.id] = node
+    dag = ContextDAG()
+    for node in sorted(nodes.values(), key=lambda n: n.seq):
+        dag.restore(node)
+    _restore_branches(dag, info)
+    return dag
+
+
+def _restore_branches(dag: ContextDAG, info: SessionInfo) -> None:
+    """Register the branches the nodes are on: the session's own (a fork's) from its
+    info, any other from the predecessor of its first top-level node."""
+    if info.branch != "main" and info.at is not None:
+        dag.new_branch(dag.node(info.at), info.branch)
+    firsts: dict[str, Node] = {}
+    for node in dag.children(None):
+        if node.branch not in ("main", info.branch):
+            firsts.setdefault(node.branch, node)
+    for branch, first in firsts.items():
+        if first.predecessor is not None and first.predecessor in dag:
+            with suppress(UsageError):  # registered already
+                dag.new_branch(dag.node(first.predecessor), branch)
+    dag.branch = info.branch

@@ -1,24 +1,31 @@
 """Token and cost accounting: one normalised `Usage` record per model exchange.
 
-Owns `Usage` and its extraction from the usage block of provider responses (OpenAI,
-Anthropic and Gemini shapes as litellm returns them). Roll-ups are plain additions.
+Owns `Usage`, its extraction from provider responses (OpenAI, Anthropic and Gemini
+shapes, raw or as litellm returns them) and the per-frame roll-up `frame_usage`. The
+per-run total is `Runtime.usage`. Start at usage_from_response().
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-__all__ = ["Usage", "usage_from_response"]
+if TYPE_CHECKING:
+    from openprogram.dag import ContextDAG
+
+__all__ = ["Usage", "frame_usage", "usage_from_response"]
 
 
 class Usage(BaseModel):
     """Tokens, cost in USD and latency in seconds of one exchange, or a sum of several.
 
-    `cost_known` is False when at least one exchange's price was unknown to litellm's
-    cost map: its cost counts as 0 and `unpriced_calls` says how many such calls there were.
+    `input_tokens` counts every prompt token, cached ones included (`cached_tokens` says
+    how many were read from a cache); `output_tokens` counts every generated token,
+    reasoning included (`reasoning_tokens` says how many). `cost_known` is False when at
+    least one exchange's price was unknown to litellm's cost map: its cost counts as 0
+    and `unpriced_calls` says how many such calls there were.
     """
 
     input_tokens: int = 0
@@ -57,37 +64,74 @@ def _get(block: Any, key: str) -> Any:
     return getattr(block, key, None)
 
 
-def _first_int(block: Any, *keys: str) -> int:
+def _int(block: Any, key: str) -> int | None:
+    value = _get(block, key)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return int(value)
+    return None
+
+
+def _first(block: Any, *keys: str) -> int | None:
     for key in keys:
-        value = _get(block, key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return int(value)
-    return 0
+        value = _int(block, key)
+        if value is not None:
+            return value
+    return None
+
+
+def _usage_block(response: Any) -> Any:
+    """The usage part of a whole response (`usage`, Gemini's `usageMetadata`), or the
+    value itself when it already is one."""
+    for key in ("usage", "usageMetadata", "usage_metadata"):
+        block = _get(response, key)
+        if block is not None and not isinstance(block, (int, float, str)):
+            return block
+    return response
 
 
 def usage_from_response(
-    usage_block: Any, *, cost_usd: float | None, latency_s: float = 0.0
+    response: Any, *, cost_usd: float | None = None, latency_s: float = 0.0
 ) -> Usage:
-    """Normalise a response's usage block; `cost_usd=None` means the price is unknown.
+    """Normalise a response, or just its usage block, into one `Usage`.
 
-    Understands OpenAI (`prompt_tokens`, `prompt_tokens_details.cached_tokens`,
-    `completion_tokens_details.reasoning_tokens`), Anthropic (`input_tokens`,
-    `cache_read_input_tokens`) and Gemini (`promptTokenCount`, `candidatesTokenCount`,
-    `cachedContentTokenCount`, `thoughtsTokenCount`) shapes.
+    Accepts dicts or objects (litellm's ModelResponse and Usage) in the shapes of OpenAI
+    (`prompt_tokens`, `prompt_tokens_details.cached_tokens`,
+    `completion_tokens_details.reasoning_tokens`; Responses API `input_tokens_details`),
+    Anthropic (`input_tokens` without the cache: `cache_read_input_tokens` and
+    `cache_creation_input_tokens` are added to it) and Gemini (`usageMetadata` with
+    `promptTokenCount`, `candidatesTokenCount`, `thoughtsTokenCount`,
+    `cachedContentTokenCount`; thoughts count as output). `cost_usd=None` means the
+    price is unknown: the record says `cost_known=False`, `unpriced_calls=1`.
     """
-    prompt_details = _get(usage_block, "prompt_tokens_details")
-    completion_details = _get(usage_block, "completion_tokens_details")
-    cached = _first_int(prompt_details, "cached_tokens") or _first_int(
-        usage_block, "cache_read_input_tokens", "cachedContentTokenCount"
+    block = _usage_block(response)
+    cached = (
+        _int(_get(block, "prompt_tokens_details"), "cached_tokens")
+        or _int(_get(block, "input_tokens_details"), "cached_tokens")
+        or _first(block, "cache_read_input_tokens", "cachedContentTokenCount")
+        or 0
     )
-    reasoning = _first_int(completion_details, "reasoning_tokens") or _first_int(
-        usage_block, "reasoning_tokens", "thoughtsTokenCount"
+    reasoning = (
+        _int(_get(block, "completion_tokens_details"), "reasoning_tokens")
+        or _int(_get(block, "output_tokens_details"), "reasoning_tokens")
+        or _first(block, "reasoning_tokens", "thoughtsTokenCount")
+        or 0
     )
+    input_tokens = _first(block, "prompt_tokens", "promptTokenCount")
+    if input_tokens is None:
+        input_tokens = (_int(block, "input_tokens") or 0) + sum(
+            _int(block, key) or 0
+            for key in ("cache_read_input_tokens", "cache_creation_input_tokens")
+        )
+    output_tokens = _int(block, "completion_tokens")
+    if output_tokens is None:
+        candidates = _int(block, "candidatesTokenCount")
+        if candidates is not None:
+            output_tokens = candidates + (_int(block, "thoughtsTokenCount") or 0)
+        else:
+            output_tokens = _int(block, "output_tokens") or 0
     return Usage(
-        input_tokens=_first_int(usage_block, "prompt_tokens", "input_tokens", "promptTokenCount"),
-        output_tokens=_first_int(
-            usage_block, "completion_tokens", "output_tokens", "candidatesTokenCount"
-        ),
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
         cached_tokens=cached,
         reasoning_tokens=reasoning,
         cost_usd=cost_usd or 0.0,
@@ -96,3 +140,23 @@ def usage_from_response(
         latency_s=latency_s,
         calls=1,
     )
+
+
+def frame_usage(dag: ContextDAG, node_id: str | None = None) -> Usage:
+    """The summed usage of every llm exchange inside frame `node_id`, at any depth.
+
+    `node_id=None` sums the whole session (every top-level subtree); an llm node's own
+    id gives its own usage.
+    """
+    total = Usage()
+    if node_id is not None:
+        node = dag.node(node_id)
+        if node.kind == "llm":
+            return total + node.usage if node.usage is not None else total
+    pending: list[str | None] = [node_id]
+    while pending:
+        for child in dag.children(pending.pop()):
+            if child.kind == "llm" and child.usage is not None:
+                total = total + child.usage
+            pending.append(child.id)
+    return total

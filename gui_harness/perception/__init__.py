@@ -1,0 +1,39 @@
+"""Perception: what is on the screen, as numbered components (DESIGN.md §8)."""
+
+from gui_harness.perception.detect import KINDS, Component, Kind, detect_components, reading_order
+from gui_harness.perception.marks import KIND_COLOURS, describe, draw_marks
+from gui_harness.perception.memory import (
+    FORMAT_VERSION,
+    SCALES,
+    ComponentMemory,
+    MemoryEntry,
+    default_data_dir,
+)
+from gui_harness.perception.ocr import label_with_ocr, ocr_available, read_text
+from gui_harness.perception.perceive import Observation, Perception
+
+__all__ = [  # noqa: RUF022 - grouped by topic, as STYLE.md asks of package roots
+    # detection
+    "KINDS",
+    "Component",
+    "Kind",
+    "detect_components",
+    "reading_order",
+    # the planner's view
+    "KIND_COLOURS",
+    "describe",
+    "draw_marks",
+    # memory
+    "FORMAT_VERSION",
+    "SCALES",
+    "ComponentMemory",
+    "MemoryEntry",
+    "default_data_dir",
+    # OCR
+    "label_with_ocr",
+    "ocr_available",
+    "read_text",
+    # the whole step
+    "Observation",
+    "Perception",
+]

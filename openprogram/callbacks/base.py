@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from openprogram.dag import Node
+from openprogram import _context
+from openprogram.dag import Node
 
-__all__ = ["Callback", "gate", "notify", "transform"]
+__all__ = ["Callback", "current_run", "gate", "notify", "transform"]
 
 log = logging.getLogger("openprogram.callbacks")
 
@@ -40,7 +40,10 @@ class Callback:
     on_action_start(action), on_action_end(action, error).
     Transformers: on_llm_start(messages) -> messages, on_llm_end(reply) -> reply.
     Gate: on_run_continue(runtime, *, kind, frame) -> bool; set `stop_reason` to explain.
-    strict=True makes this callback's observer errors fatal.
+    `kind` says what is about to happen ("llm" before a model call, "gui_step" before a
+    GUI step); `frame` is the code node it happens in (None at top level).
+    A run is the top-level code node of a call tree; `current_run()` finds it from
+    hooks that are not given it. strict=True makes this callback's observer errors fatal.
     """
 
     strict: bool = False
@@ -76,11 +79,37 @@ def transform(callbacks: Sequence[Any], hook: str, value: Any) -> Any:
 
 
 def gate(callbacks: Sequence[Any], runtime: Any, **context: Any) -> str | None:
-    """None when every gate allows going on, else the first refusing gate's reason."""
+    """None when every gate allows going on, else the first refusing gate's reason.
+
+    Gates are asked in list order and the first refusal wins; its reason is recorded as
+    `meta["stop_reason"]` on `context["frame"]` (a Node) and on that frame's run.
+    Errors raised by a gate (BudgetExceeded, bugs) propagate.
+    """
     for callback in callbacks:
         method = getattr(callback, "on_run_continue", None)
         if method is not None and method(runtime, **context) is False:
-            return getattr(callback, "stop_reason", None) or (
+            reason = getattr(callback, "stop_reason", None) or (
                 f"{type(callback).__name__} stopped the run"
             )
+            _record_stop(context.get("frame"), reason)
+            return reason
     return None
+
+
+def _record_stop(frame: Any, reason: str) -> None:
+    if not isinstance(frame, Node):
+        return
+    frame.meta["stop_reason"] = reason
+    dag = _context.current_session().dag
+    if frame.id in dag:
+        dag.top_level_ancestor(frame).meta.setdefault("stop_reason", reason)
+
+
+def current_run() -> Node | None:
+    """The run (top-level code node) of the calling context, or None outside any call."""
+    frame_id = _context.frame_var.get()
+    if frame_id is None:
+        return None
+    dag = _context.current_session().dag
+    frame = dag.get(frame_id)
+    return None if frame is None else dag.top_level_ancestor(frame)

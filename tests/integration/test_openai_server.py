@@ -91,23 +91,6 @@ def test_scripted_reply_round_trips_through_litellm(server: OpenAIServer) -> Non
     assert server.pending == 0
 
 
-def test_scripted_reply_round_trips_through_litellm_acompletion(server: OpenAIServer) -> None:
-    server.reply("async hi")
-
-    response = run(
-        litellm.acompletion(
-            model="openai/test-model",
-            api_base=server.url,
-            api_key="sk-test",
-            messages=MESSAGES,
-            num_retries=0,
-            max_retries=0,
-        )
-    )
-
-    assert response.choices[0].message.content == "async hi"
-
-
 def test_request_body_and_headers_are_recorded_with_image_parts_unchanged(
     server: OpenAIServer,
 ) -> None:

@@ -1,0 +1,214 @@
+"""Core benchmarks: the cost of recording a call, and of one llm step as the DAG grows.
+
+(a) one recorded call with no model, in a memory session, minus the same function
+    undecorated (target: <= 15 us of overhead per call);
+(b) one llm step with ScriptedModel and render_range={"callers": 20} after 10 and after
+    1000 prior steps, in two DAG shapes (target: ratio <= 1.3).
+
+A plain script, not a test: `python benchmarks/bench_core.py [--quick]`. Results go into
+docs/performance.md by hand, with the machine and the date.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from openprogram import Runtime, ScriptedModel, Session, agentic_function, llm  # noqa: E402
+
+OVERHEAD_TARGET_US = 15.0
+RATIO_TARGET = 1.3
+WINDOW = {"callers": 20}
+
+# CPU time of this thread: other processes on a shared machine inflate wall time, not this.
+clock = time.thread_time
+
+
+# -- (a) recording overhead --------------------------------------------------------------
+
+
+def plain(x: int) -> int:
+    return x
+
+
+recorded = agentic_function(plain)
+
+
+def per_call_us(function: Callable[[int], int], calls: int) -> float:
+    """CPU microseconds per call of `function`, over `calls` calls in a fresh memory session."""
+    with Session():
+        started = clock()
+        for i in range(calls):
+            function(i)
+        elapsed = clock() - started
+    return elapsed / calls * 1e6
+
+
+def bench_overhead(calls: int, runs: int) -> dict[str, float]:
+    per_call_us(recorded, 1000)  # warm up: first-call imports and caches
+    plain_runs, recorded_runs = [], []
+    for _ in range(runs):
+        gc.collect()
+        plain_runs.append(per_call_us(plain, calls))
+        gc.collect()
+        recorded_runs.append(per_call_us(recorded, calls))
+    plain_us = statistics.median(plain_runs)
+    recorded_us = statistics.median(recorded_runs)
+    return {
+        "plain_us": plain_us,
+        "recorded_us": recorded_us,
+        "overhead_us": recorded_us - plain_us,
+        "low_us": min(recorded_runs) - plain_us,
+        "high_us": max(recorded_runs) - plain_us,
+    }
+
+
+# -- (b) llm step vs DAG size ------------------------------------------------------------
+
+
+@agentic_function(render_range=WINDOW)
+def flat_step(i: int) -> str:
+    """A top-level step: one llm() call reading the last 20 visible nodes."""
+    return llm(f"step {i}")
+
+
+@agentic_function
+def observe(i: int) -> dict[str, int]:
+    return {"components": i}
+
+
+@agentic_function(render_range=WINDOW)
+def plan(i: int) -> str:
+    return llm(f"plan step {i}")
+
+
+@agentic_function
+def loop_step(i: int) -> str:
+    observe(i)
+    return plan(i)
+
+
+def flat_samples(prior: int, steps: int) -> list[float]:
+    """`prior` top-level steps done; each timed unit is one more top-level step."""
+    samples: list[float] = []
+    with Session(), Runtime(ScriptedModel(lambda request: "ok")):
+        for i in range(prior):
+            flat_step(i)
+        gc.collect()
+        for i in range(prior, prior + steps):
+            started = clock()
+            flat_step(i)
+            samples.append((clock() - started) * 1e6)
+    return samples
+
+
+def loop_samples(prior: int, steps: int) -> list[float]:
+    """A GUI-shaped loop: inside one running agent frame, `prior` steps (observe + plan)
+    done; each timed unit is plan() of a further step, its observe already done."""
+    samples: list[float] = []
+
+    @agentic_function
+    def agent() -> None:
+        for i in range(prior):
+            loop_step(i)
+        gc.collect()
+        for i in range(prior, prior + steps):
+            observe(i)
+            started = clock()
+            plan(i)
+            samples.append((clock() - started) * 1e6)
+
+    with Session(), Runtime(ScriptedModel(lambda request: "ok")):
+        agent()
+    return samples
+
+
+CASES = [
+    # label, sampler, small, large
+    ("flat steps, 10 vs 1000 prior", flat_samples, 10, 1000),
+    ("flat steps, 30 vs 1000 prior", flat_samples, 30, 1000),
+    ("loop steps, 10 vs 1000 prior", loop_samples, 10, 1000),
+]
+
+
+def bench_steps(reps: int, steps: int) -> list[dict[str, Any]]:
+    """Median step cost for each case; small and large sessions are built in alternation
+    so that drift in machine load affects both alike."""
+    results = []
+    for label, sampler, small, large in CASES:
+        sampler(small, steps)  # warm up
+        small_samples: list[float] = []
+        large_samples: list[float] = []
+        for _ in range(reps):
+            small_samples += sampler(small, steps)
+            large_samples += sampler(large, steps)
+        small_us = statistics.median(small_samples)
+        large_us = statistics.median(large_samples)
+        results.append(
+            {
+                "label": label,
+                "small_us": small_us,
+                "large_us": large_us,
+                "ratio": large_us / small_us,
+                "samples": len(small_samples),
+            }
+        )
+    return results
+
+
+# -- report ------------------------------------------------------------------------------
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} CPUs ({model}), Python {platform.python_version()}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer iterations (a smoke run)")
+    args = parser.parse_args()
+    calls, runs, reps, per_rep = (2_000, 3, 3, 5) if args.quick else (50_000, 7, 40, 5)
+
+    print(f"bench_core on {machine()}; times are CPU time of the benchmark thread")
+    overhead = bench_overhead(calls, runs)
+    ok_a = overhead["overhead_us"] <= OVERHEAD_TARGET_US
+    print(
+        f"(a) recorded call: {overhead['recorded_us']:.2f} us, plain {overhead['plain_us']:.3f} us"
+        f" -> overhead {overhead['overhead_us']:.2f} us/call (target <= {OVERHEAD_TARGET_US:g})"
+        f" [{'ok' if ok_a else 'MISSED'}]; median of {runs} runs x {calls} calls"
+        f" (runs ranged {overhead['low_us']:.2f}-{overhead['high_us']:.2f} us)"
+    )
+    ok_b = True
+    for result in bench_steps(reps, per_rep):
+        ok = result["ratio"] <= RATIO_TARGET
+        ok_b = ok_b and ok
+        print(
+            f"(b) llm step, callers=20, {result['label']}: {result['small_us']:.1f} us vs"
+            f" {result['large_us']:.1f} us -> ratio {result['ratio']:.2f}"
+            f" (target <= {RATIO_TARGET:g}) [{'ok' if ok else 'MISSED'}];"
+            f" medians of {result['samples']} steps each"
+        )
+    return 0 if ok_a and ok_b else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

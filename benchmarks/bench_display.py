@@ -1,0 +1,160 @@
+"""Benchmark of the inspection views: a 10 000-node GUI-shaped DAG to HTML.
+
+Records a real run (ScriptedModel, so offline) shaped like the GUI loop: gui_agent →
+gui_step × N → observe (a screenshot every 10th step), verify_step, plan_next_action
+(each with an llm node) and dispatch_action. Then times dag_html (cold: thumbnails
+encoded; warm: cached), write_report, one CallView, and, when Chromium is installed,
+how long a browser takes to load the report and build the tree.
+
+    python benchmarks/bench_display.py                 # plan reads the last 40 nodes
+    python benchmarks/bench_display.py --full-history  # plan reads all history (slow to record)
+
+Copy the printed table into docs/performance.md ("## Inspecting") with machine and date.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from PIL import Image as PILImage
+from PIL import ImageDraw
+
+from openprogram import Runtime, ScriptedModel, Session, agentic_function, llm
+from openprogram.display import CallView, dag_html, write_report
+
+NODES_PER_STEP = 7
+
+
+def record(nodes: int, history: int | None) -> Session:
+    """A recorded GUI-shaped run of about `nodes` nodes."""
+
+    @agentic_function(render_range={"callers": 0})
+    def observe(step: int) -> dict:
+        shot = None
+        if step % 10 == 0:
+            shot = PILImage.new("RGB", (1280, 800), (236, 239, 243))
+            draw = ImageDraw.Draw(shot)
+            draw.rectangle((step % 900, 120, step % 900 + 320, 360), fill=(step * 7 % 255, 90, 160))
+            draw.text((40, 40), f"step {step}", fill="black")
+        return {"screenshot": shot, "components": [f"button {i}" for i in range(8)]}
+
+    @agentic_function(render_range={"callers": 0})
+    def verify_step(step: int) -> dict:
+        return {"ok": llm(f"Did step {step - 1} work?")}
+
+    @agentic_function(render_range={"callers": history})
+    def plan_next_action(step: int) -> dict:
+        return {"action": llm(f"Plan step {step}.")}
+
+    @agentic_function
+    def dispatch_action(action: dict) -> dict:
+        return {"executed": True}
+
+    @agentic_function
+    def gui_step(step: int) -> dict:
+        observe(step)
+        verify_step(step)
+        return dispatch_action(plan_next_action(step))
+
+    @agentic_function
+    def gui_agent(task: str, steps: int) -> str:
+        for step in range(1, steps + 1):
+            gui_step(step)
+        return "done"
+
+    reply = '{"type": "click", "element": 3, "reason": "the Save button"}'
+    with Session() as session, Runtime(ScriptedModel(lambda request: reply)):
+        gui_agent("fill in the form", nodes // NODES_PER_STEP)
+    return session
+
+
+def timed(work, repeat: int = 1) -> tuple[float, object]:
+    times, result = [], None
+    for _ in range(repeat):
+        started = time.perf_counter()
+        result = work()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times), result
+
+
+def browser_load(report: Path) -> float | None:
+    """Seconds for headless Chromium to load the report and run its script."""
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    if binary is None:
+        return None
+    with tempfile.TemporaryDirectory() as profile:
+        command = [
+            binary, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--disable-quic", f"--user-data-dir={profile}", "--dump-dom",
+        ]  # fmt: skip
+        blank = report.with_name("blank.html")
+        blank.write_text("<!doctype html><title>blank</title>")
+        base, _ = timed(lambda: subprocess.run([*command, blank.as_uri()], capture_output=True))
+        took, _ = timed(lambda: subprocess.run([*command, report.as_uri()], capture_output=True))
+    return max(0.0, took - base)
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.system()}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=10_000)
+    parser.add_argument("--full-history", action="store_true")
+    options = parser.parse_args()
+
+    history = None if options.full_history else 40
+    print(f"recording ~{options.nodes:,} nodes (plan reads {history or 'all'} callers)…")
+    took, session = timed(lambda: record(options.nodes, history))
+    dag = session.dag  # type: ignore[attr-defined]
+    print(f"recorded {len(dag):,} nodes, {len(dag.blobs)} screenshots in {took:.1f} s")
+
+    cold, html = timed(lambda: dag_html(dag))
+    warm, _ = timed(lambda: dag_html(dag), repeat=5)
+    size = len(str(html).encode("utf-8"))
+    with tempfile.TemporaryDirectory() as folder:
+        report_s, report = timed(lambda: write_report(session, Path(folder) / "run.html"))
+        loaded = browser_load(report)  # type: ignore[arg-type]
+    last_plan = dag.find(name="plan_next_action", kind="llm")[-1]
+    call_s, _ = timed(lambda: CallView(dag, last_plan), repeat=3)
+
+    rows = [
+        ("nodes (llm)", f"{len(dag):,} ({len(dag.find(kind='llm')):,})"),
+        ("dag_html, cold (thumbnails encoded)", f"{cold:.2f} s"),
+        ("dag_html, warm (median of 5)", f"{warm:.2f} s"),
+        ("HTML size", f"{size / 1e6:.2f} MB"),
+        ("write_report", f"{report_s:.2f} s"),
+        (
+            "Chromium: load report and build the tree",
+            "n/a" if loaded is None else f"{loaded:.2f} s",
+        ),
+        ("CallView of the last plan call", f"{call_s * 1000:.0f} ms"),
+    ]
+    print(f"\n{time.strftime('%Y-%m-%d')}, {machine()}")
+    print(f"history: plan reads {history or 'all'} callers\n")
+    print("| measure | result |\n|---|---|")
+    for name, value in rows:
+        print(f"| {name} | {value} |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

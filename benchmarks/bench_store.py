@@ -1,0 +1,269 @@
+"""Store benchmarks: the cost and the size of durable sessions.
+
+(a) one recorded call on SQLite vs the same call in a memory session (target: <= 60 us
+    per recorded call);
+(b) bytes per node on SQLite beyond the node's payload (target: <= 400);
+(c) identical screenshots are stored once;
+(d) storage over a 500-step GUI-shaped run (gui_agent > gui_step > observe with a
+    screenshot, verify_step and plan_next_action with an llm exchange each, dispatch):
+    it should grow linearly, and the session should reopen and resume quickly.
+
+A plain script, not a test: `python benchmarks/bench_store.py [--quick]`. Results go into
+docs/performance.md by hand, with the machine and the date.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from PIL import Image, ImageDraw  # noqa: E402
+
+from openprogram import Runtime, ScriptedModel, Session, agentic_function, llm  # noqa: E402
+
+CALL_TARGET_US = 60.0
+BYTES_TARGET = 400
+
+
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def _file_size(path: Path) -> int:
+    """Bytes of the database once its WAL is folded in."""
+    with closing(sqlite3.connect(path)) as connection:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return path.stat().st_size
+
+
+# -- (a) the cost of a recorded call ---------------------------------------------------------
+
+
+@agentic_function
+def step(x: int) -> int:
+    return x
+
+
+def per_call_us(store: Any, calls: int) -> float:
+    with Session(store):
+        for i in range(200):  # warm up caches and the prepared statement
+            step(i)
+        gc.collect()
+        started = time.perf_counter()
+        for i in range(calls):
+            step(i)
+        elapsed = time.perf_counter() - started
+    return elapsed / calls * 1e6
+
+
+def bench_calls(folder: Path, calls: int, runs: int) -> dict[str, float]:
+    memory, sqlite, full = [], [], []
+    for run in range(runs):
+        memory.append(per_call_us(None, calls))
+        sqlite.append(per_call_us(folder / f"calls-{run}.db", calls))
+        full.append(per_call_us(f"sqlite:///{folder}/full-{run}.db?synchronous=FULL", calls // 10))
+    return {
+        "memory_us": statistics.median(memory),
+        "sqlite_us": statistics.median(sqlite),
+        "sqlite_min_us": min(sqlite),
+        "added_us": statistics.median(s - m for s, m in zip(sqlite, memory, strict=True)),
+        "full_us": statistics.median(full),
+    }
+
+
+# -- (b) bytes per node ----------------------------------------------------------------------
+
+
+def bench_bytes(folder: Path, nodes: int) -> dict[str, float]:
+    path = folder / "bytes.db"
+    Session(path, id="empty").close()
+    empty = _file_size(path)
+    payload = 0
+    with Session(path, id="bytes"):
+        for i in range(nodes):
+            step(i)
+            payload += len(json.dumps({"x": i}, separators=(",", ":"))) + len(str(i))
+    size = _file_size(path) - empty
+    return {"nodes": nodes, "bytes_per_node": size / nodes, "payload_per_node": payload / nodes}
+
+
+# -- (c), (d) a GUI-shaped run ---------------------------------------------------------------
+
+
+def screen(variant: int, size: tuple[int, int] = (1280, 800)) -> Image.Image:
+    """A desktop-like picture: a window with fields; `variant` changes the contents."""
+    image = Image.new("RGB", size, (236, 236, 236))
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((80, 60, 1200, 740), fill="white", outline=(120, 120, 120))
+    for row in range(8):
+        top = 120 + row * 70
+        draw.rectangle((140, top, 700, top + 36), outline=(90, 90, 90))
+        draw.text((150, top + 10), f"field {row}: value {variant * (row + 1)}", fill="black")
+    draw.rectangle((900, 640, 1100, 690), fill=(40, 110, 200))
+    draw.text((960, 655), f"Save {variant}", fill="white")
+    return image
+
+
+SCREENS = [screen(v) for v in range(10)]
+
+
+@agentic_function(render_range={"callers": 0})
+def observe(step: int) -> dict[str, Any]:
+    return {"step": step, "components": 12, "screenshot": SCREENS[step % len(SCREENS)]}
+
+
+@agentic_function(render_range={"callers": 0})
+def verify_step(task: str, step: int) -> dict[str, Any]:
+    return json.loads(llm(f"did step {step - 1} of {task!r} work?"))
+
+
+@agentic_function
+def plan_next_action(task: str, step: int) -> dict[str, Any]:
+    return json.loads(llm(f"plan step {step} of {task!r}"))
+
+
+@agentic_function
+def dispatch_action(action: dict[str, Any], step: int) -> dict[str, Any]:
+    return {"executed": True, "action": action}
+
+
+@agentic_function
+def gui_step(task: str, step: int) -> dict[str, Any]:
+    observe(step)
+    if step > 1:
+        verify_step(task, step)
+    plan = plan_next_action(task, step)
+    dispatch_action(plan["action"], step)
+    return {"step": step, "status": "acted", "goal": plan["goal"]}
+
+
+@agentic_function
+def gui_agent(task: str, max_steps: int, sizes: list[tuple[int, int]], path: str) -> int:
+    for number in range(1, max_steps + 1):
+        gui_step(task, number)
+        if number % 50 == 0:
+            sizes.append((number, _file_size(Path(path))))
+    return max_steps
+
+
+def reply(request: Any) -> str:
+    if request.text.startswith("did"):
+        return json.dumps({"success": True, "observation": "the field changed"})
+    x = 100 + len(request.text) % 500
+    return json.dumps({"goal": "click the next field", "action": {"type": "click", "x": x, "y": 200}})
+
+
+def bench_gui(folder: Path, steps: int) -> dict[str, Any]:
+    path = folder / "gui.db"
+    Session(path, id="empty").close()
+    empty = _file_size(path)
+    sizes: list[tuple[int, int]] = []
+    started = time.perf_counter()
+    with Session(path, id="gui") as session, Runtime(ScriptedModel(reply), max_images=1):
+        gui_agent("fill in the form", steps, sizes, str(path))
+    elapsed = time.perf_counter() - started
+    with closing(sqlite3.connect(path)) as connection:
+        blobs, blob_bytes = connection.execute(
+            "SELECT count(*), sum(length(data)) FROM openprogram_blobs"
+        ).fetchone()
+        payload = connection.execute(
+            "SELECT sum(coalesce(length(input), 0) + coalesce(length(output), 0) "
+            "+ coalesce(length(data), 0)) FROM openprogram_nodes"
+        ).fetchone()[0]
+    screenshots = sum(1 for n in session.dag.nodes if n.name == "observe" and n.kind == "code")
+    growth = [
+        (later - earlier) / (later_step - earlier_step)
+        for (earlier_step, earlier), (later_step, later) in zip(sizes, sizes[1:], strict=False)
+    ]
+    started = time.perf_counter()
+    reopened = Session.open(path, "gui")
+    load_s = time.perf_counter() - started
+    started = time.perf_counter()
+    with Session.open(path, "gui", resume=True), Runtime(ScriptedModel([])):
+        gui_agent("fill in the form", steps, [], str(path))
+    resume_s = time.perf_counter() - started
+    nodes = len(reopened.dag)
+    reopened.close()
+    return {
+        "steps": steps,
+        "nodes": nodes,
+        "seconds": elapsed,
+        "screenshots": screenshots,
+        "blobs": blobs,
+        "blob_bytes": blob_bytes,
+        "size": sizes[-1][1] - empty if sizes else 0,
+        "rows_payload": payload,
+        "sizes": sizes,
+        "growth_per_step": growth,
+        "load_s": load_s,
+        "resume_s": resume_s,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer calls and steps")
+    options = parser.parse_args()
+    calls, runs, nodes, steps = (2000, 3, 2000, 100) if options.quick else (20000, 5, 20000, 500)
+    print(f"bench_store on {os.cpu_count()} CPUs ({_cpu()}), Python {platform.python_version()}, "
+          f"SQLite {sqlite3.sqlite_version}, {time.strftime('%Y-%m-%d %H:%M')}, "
+          f"load average {os.getloadavg()[0]:.2f}")  # fmt: skip
+    with tempfile.TemporaryDirectory() as temporary:
+        folder = Path(temporary)
+        a = bench_calls(folder, calls, runs)
+        verdict = "met" if a["sqlite_us"] <= CALL_TARGET_US else "MISSED"
+        print(
+            f"(a) recorded call: memory {a['memory_us']:.1f} us, SQLite {a['sqlite_us']:.1f} us "
+            f"(best run {a['sqlite_min_us']:.1f}; store adds {a['added_us']:.1f}) "
+            f"[target <= {CALL_TARGET_US:.0f}: {verdict}]; SQLite synchronous=FULL "
+            f"{a['full_us']:.0f} us; median of {runs} runs x {calls} calls"
+        )
+        b = bench_bytes(folder, nodes)
+        overhead = b["bytes_per_node"] - b["payload_per_node"]
+        verdict = "met" if overhead <= BYTES_TARGET else "MISSED"
+        print(
+            f"(b) {b['bytes_per_node']:.0f} bytes per node on disk, {b['payload_per_node']:.0f} "
+            f"of them payload: {overhead:.0f} bytes of overhead [target <= {BYTES_TARGET}: "
+            f"{verdict}]; {nodes} nodes"
+        )
+        g = bench_gui(folder, steps)
+        print(
+            f"(c) {g['screenshots']} screenshots of {len(SCREENS)} distinct screens -> "
+            f"{g['blobs']} blobs, {g['blob_bytes'] / 1e3:.0f} kB of PNG"
+        )
+        growth = g["growth_per_step"]
+        spread = (max(growth) - min(growth)) / statistics.mean(growth) if growth else 0.0
+        print(
+            f"(d) {g['steps']} GUI steps, {g['nodes']} nodes in {g['seconds']:.1f} s: "
+            f"{g['size'] / 1e6:.2f} MB, of which {g['blob_bytes'] / 1e6:.2f} MB images and "
+            f"{g['rows_payload'] / 1e6:.2f} MB row payload; growth per step "
+            f"{statistics.mean(growth) / 1e3 if growth else 0:.2f} kB "
+            f"(min {min(growth, default=0) / 1e3:.2f}, max {max(growth, default=0) / 1e3:.2f}, "
+            f"spread {spread:.0%}); reopen {g['load_s'] * 1e3:.0f} ms, resume (all replayed) "
+            f"{g['resume_s'] * 1e3:.0f} ms"
+        )
+        print("    size by step: " + ", ".join(f"{s}: {b / 1e6:.2f} MB" for s, b in g["sizes"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,293 @@
+"""VirtualDesktop: a private Xvfb display with its apps, started and torn down as one.
+
+Owns the processes (Xvfb, then each App) and their readiness; capture and input are
+delegated to an X11Desktop on the new display. Start at VirtualDesktop.start().
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING
+
+from gui_harness.desktop.x11 import X11Desktop
+from gui_harness.errors import DesktopError, DesktopTimeout
+from openprogram.errors import UsageError
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+    from gui_harness.actions import Action
+
+__all__ = ["App", "AppSpec", "VirtualDesktop"]
+
+_XVFB_START_TIMEOUT_S = 10.0
+# -noreset: keep server state when the last client leaves; -br: a black root instead of
+# the default stipple, which a detector would take for texture; -dpi: stable font sizes.
+_XVFB_OPTIONS = ("-nolisten", "tcp", "-noreset", "-br", "-dpi", "96")
+_STOP_TIMEOUT_S = 5.0
+_POLL_S = 0.05
+_TAIL_CHARS = 2000
+
+
+@dataclass(frozen=True)
+class App:
+    """One program to run on a VirtualDesktop.
+
+    `ready` is polled (no arguments) until it returns True; by default the app is ready
+    once a viewable top-level window belongs to its process group. `timeout` is seconds.
+    `env` is added to the inherited environment; DISPLAY is always the virtual one.
+    """
+
+    argv: Sequence[str]
+    ready: Callable[[], bool] | None = None
+    timeout: float = 15.0
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+
+
+AppSpec = App | Sequence[str] | Callable[[str], App | Sequence[str]]
+"""An App, a bare argv, or a callable given the display name (":N") returning either."""
+
+
+class VirtualDesktop:
+    """A private Xvfb screen of `size` pixels running `apps`, usable as a Desktop.
+
+    Use it as a context manager (or call start() and close()). Starting waits for Xvfb
+    (through -displayfd, no fixed sleeps) and then for each app to be ready, in order.
+    On any failure while starting, and on close, every process it started is stopped
+    (apps in reverse order, then Xvfb). Raises DesktopError when Xvfb is missing or an
+    app exits early, DesktopTimeout when something is not ready in time.
+    """
+
+    def __init__(
+        self,
+        size: tuple[int, int] = (1280, 800),
+        apps: Sequence[AppSpec] = (),
+        *,
+        depth: int = 24,
+    ) -> None:
+        width, height = size
+        if width <= 0 or height <= 0:
+            raise UsageError(f"size={size!r} must be two positive pixel counts")
+        if depth not in (8, 16, 24):
+            raise UsageError(f"depth={depth!r} is not one of 8, 16, 24")
+        self._requested_size = (int(width), int(height))
+        self._depth = depth
+        self._specs = list(apps)
+        self.display: str | None = None
+        """The X display name (":N") once started."""
+        self.pids: list[int] = []
+        """Every process started, Xvfb first; kept after close() for inspection."""
+        self._xvfb: subprocess.Popen[bytes] | None = None
+        self._apps: list[subprocess.Popen[bytes]] = []
+        self._logs: list[IO[bytes]] = []
+        self._desktop: X11Desktop | None = None
+        self._started = False
+
+    def __repr__(self) -> str:
+        return f"VirtualDesktop(size={self._requested_size!r}, display={self.display!r})"
+
+    def __enter__(self) -> VirtualDesktop:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def desktop(self) -> X11Desktop:
+        """The X11Desktop on this display; raises DesktopError before start()."""
+        if self._desktop is None:
+            raise DesktopError(f"{self!r} is not running; call start() or use it in a with block")
+        return self._desktop
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(width, height) of the screen in pixels."""
+        return self.desktop.size if self._desktop is not None else self._requested_size
+
+    def screenshot(self) -> Image.Image:
+        """Capture the whole virtual screen as an RGB image."""
+        return self.desktop.screenshot()
+
+    def execute(self, action: Action) -> None:
+        """Perform one action in screen pixels (see X11Desktop.execute)."""
+        self.desktop.execute(action)
+
+    def start(self) -> None:
+        """Start Xvfb and every app, waiting for each to be ready; stop them all on failure."""
+        if self._started:
+            raise UsageError(f"{self!r} was already started; a VirtualDesktop runs once")
+        self._started = True
+        try:
+            self._start_xvfb()
+            assert self.display is not None
+            self._desktop = X11Desktop(self.display)
+            for spec in self._specs:
+                self._start_app(_resolve(spec, self.display))
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Stop every app (terminate, then kill), then Xvfb, and close pipes and logs."""
+        if self._desktop is not None:
+            self._desktop.close()
+            self._desktop = None
+        while self._apps:
+            _stop(self._apps.pop(), group=True)
+        if self._xvfb is not None:
+            _stop(self._xvfb, group=False)
+            self._xvfb = None
+        while self._logs:
+            self._logs.pop().close()
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _new_log(self) -> IO[bytes]:
+        log = tempfile.TemporaryFile()  # noqa: SIM115 - lives until close(), which closes it
+        self._logs.append(log)
+        return log
+
+    def _start_xvfb(self) -> None:
+        xvfb = shutil.which("Xvfb")
+        if xvfb is None:
+            raise DesktopError(
+                "Xvfb is not installed (no 'Xvfb' on PATH); install it with `apt-get install xvfb`"
+            )
+        width, height = self._requested_size
+        screen = f"{width}x{height}x{self._depth}"
+        log = self._new_log()
+        read_fd, write_fd = os.pipe()
+        try:
+            self._xvfb = subprocess.Popen(
+                [xvfb, "-displayfd", str(write_fd), *_XVFB_OPTIONS, "-screen", "0", screen],
+                pass_fds=(write_fd,),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+            self.pids.append(self._xvfb.pid)
+            os.close(write_fd)
+            write_fd = -1
+            number = _read_display_number(read_fd, self._xvfb, log)
+        finally:
+            os.close(read_fd)
+            if write_fd >= 0:
+                os.close(write_fd)
+        self.display = f":{number}"
+
+    def _start_app(self, app: App) -> None:
+        assert self.display is not None and self._desktop is not None
+        argv = [str(arg) for arg in app.argv]
+        log = self._new_log()
+        try:
+            process = subprocess.Popen(
+                argv,
+                env={**os.environ, **app.env, "DISPLAY": self.display},
+                cwd=app.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise DesktopError(f"cannot start app {argv!r}: {exc}") from exc
+        self.pids.append(process.pid)
+        self._apps.append(process)
+        ready = app.ready or (lambda: self._has_window(process.pid))
+        deadline = time.monotonic() + app.timeout
+        while not ready():
+            code = process.poll()
+            if code is not None:
+                raise DesktopError(
+                    f"app {argv!r} exited with code {code} before it was ready on "
+                    f"{self.display}; output tail:\n{_tail(log)}\n"
+                    f"hint: run it by hand with DISPLAY={self.display} to see why"
+                )
+            if time.monotonic() > deadline:
+                raise DesktopTimeout(
+                    f"app {argv!r} was not ready within {app.timeout}s on {self.display}; "
+                    f"output tail:\n{_tail(log)}\nhint: raise App(timeout=...), or pass "
+                    "App(ready=...) if it opens no top-level window of its own"
+                )
+            time.sleep(_POLL_S)
+
+    def _has_window(self, pid: int) -> bool:
+        assert self._desktop is not None
+        for window in self._desktop.visible_windows():
+            if window.pid is None:
+                continue
+            with contextlib.suppress(ProcessLookupError):
+                if window.pid == pid or os.getpgid(window.pid) == pid:
+                    return True
+        return False
+
+
+def _resolve(spec: AppSpec, display: str) -> App:
+    if isinstance(spec, App):
+        return spec
+    if isinstance(spec, str):
+        raise UsageError(f"app {spec!r} is a string; pass an argv list such as {spec.split()!r}")
+    if callable(spec):
+        return _resolve(spec(display), display)
+    return App(argv=list(spec))
+
+
+def _read_display_number(fd: int, process: subprocess.Popen[bytes], log: IO[bytes]) -> int:
+    """Read the display number Xvfb writes to -displayfd once it accepts connections."""
+    deadline = time.monotonic() + _XVFB_START_TIMEOUT_S
+    data = b""
+    while not data.endswith(b"\n"):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise DesktopTimeout(
+                f"Xvfb did not report a display within {_XVFB_START_TIMEOUT_S}s; "
+                f"output tail:\n{_tail(log)}"
+            )
+        readable, _, _ = select.select([fd], [], [], remaining)
+        if not readable:
+            continue
+        chunk = os.read(fd, 64)
+        if not chunk:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(_STOP_TIMEOUT_S)
+            raise DesktopError(
+                f"Xvfb exited (code {process.returncode}) while starting; output tail:\n"
+                f"{_tail(log)}"
+            )
+        data += chunk
+    return int(data.strip())
+
+
+def _stop(process: subprocess.Popen[bytes], *, group: bool) -> None:
+    """Terminate, wait, then kill. `group` signals the process group an app leads."""
+    if process.returncode is None:
+        # The unreaped leader keeps its pid (and so its group id) reserved: signalling is safe.
+        send = (lambda sig: os.killpg(process.pid, sig)) if group else process.send_signal
+        with contextlib.suppress(ProcessLookupError):
+            send(signal.SIGTERM)
+        try:
+            process.wait(_STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                send(signal.SIGKILL)
+            process.wait()
+
+
+def _tail(log: IO[bytes]) -> str:
+    log.flush()
+    log.seek(0, os.SEEK_END)
+    size = log.tell()
+    log.seek(max(0, size - _TAIL_CHARS))
+    text = log.read().decode(errors="replace").strip()
+    return text or "(no output)"

@@ -1,0 +1,465 @@
+"""X11Desktop: a real X display, captured with mss and driven with XTest input events.
+
+Owns the translation of actions (already in screen pixels) into XTest events and of X11
+and mss errors into DesktopError. Starting a private display is virtual.py's job; waiting
+for the screen to settle is settle.py's. Start at X11Desktop.execute().
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import math
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gui_harness.errors import DesktopError, InvalidAction
+
+try:
+    import mss
+    import mss.exception
+    import Xlib.display
+    import Xlib.error
+    from PIL import Image
+    from Xlib import XK, X
+    from Xlib.ext import res
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise ImportError(
+        f'X11Desktop needs the gui extra ({exc.name} is missing): pip install "openprogram[gui]"'
+    ) from exc
+
+if TYPE_CHECKING:
+    from gui_harness.actions import Action
+
+__all__ = ["Window", "X11Desktop"]
+
+_KEYSYM_NAMES = {
+    "ctrl": "Control_L",
+    "alt": "Alt_L",
+    "shift": "Shift_L",
+    "super": "Super_L",
+    "enter": "Return",
+    "tab": "Tab",
+    "escape": "Escape",
+    "backspace": "BackSpace",
+    "delete": "Delete",
+    "insert": "Insert",
+    "up": "Up",
+    "down": "Down",
+    "left": "Left",
+    "right": "Right",
+    "home": "Home",
+    "end": "End",
+    "pageup": "Prior",
+    "pagedown": "Next",
+    "space": "space",
+    **{f"f{n}": f"F{n}" for n in range(1, 13)},
+}
+_CHAR_KEYSYMS = {"\n": "Return", "\r": "Return", "\t": "Tab", " ": "space"}
+_BUTTONS = {"left": 1, "middle": 2, "right": 3}
+_SCROLL_BUTTONS = {(0, -1): 4, (0, 1): 5, (-1, 0): 6, (1, 0): 7}
+_DRAG_STEP_PIXELS = 20
+_DRAG_STEP_PAUSE_S = 0.005
+_REMAP_PAUSE_S = 0.05
+_EVICT_PAUSE_S = 0.25
+
+
+@dataclass(frozen=True)
+class Window:
+    """A viewable top-level window: its X id, owning process (None if unknown) and geometry."""
+
+    id: int
+    pid: int | None
+    title: str
+    x: int
+    y: int
+    width: int
+    height: int
+
+
+class X11Desktop:
+    """The X display `display` (default: $DISPLAY) as a Desktop.
+
+    Input goes through the XTest extension, so applications see ordinary device events.
+    Characters the keyboard map lacks are typed on borrowed spare keycodes (restored on
+    close). Safe to share between threads: each thread gets its own mss grabber, and input
+    is serialised. Raises DesktopError when the display cannot be opened or lacks XTest.
+    """
+
+    def __init__(self, display: str | None = None) -> None:
+        name = display if display is not None else os.environ.get("DISPLAY", "")
+        if not name:
+            raise DesktopError("no X display given and $DISPLAY is unset; pass display=':N'")
+        self.display = name
+        with _translate_errors(name):
+            self._x = Xlib.display.Display(name)
+        try:
+            if not self._x.has_extension("XTEST"):
+                raise DesktopError(f"X display {name!r} lacks the XTEST extension needed for input")
+            screen = self._x.screen()
+            self._size = (int(screen.width_in_pixels), int(screen.height_in_pixels))
+            self._root = screen.root
+        except BaseException:
+            self._x.close()
+            raise
+        self._input_lock = threading.Lock()
+        self._grabbers_lock = threading.Lock()
+        self._grabbers: list[Any] = []
+        self._local = threading.local()
+        # keysym -> (keycode, needs_shift) on borrowed keycodes, least recently used first
+        self._borrowed: dict[int, tuple[int, bool]] = {}
+        self._spare: list[int] | None = None
+        self._keys_sent = False
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"X11Desktop(display={self.display!r})"
+
+    def __enter__(self) -> X11Desktop:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(width, height) of the X screen in pixels."""
+        return self._size
+
+    def screenshot(self) -> Image.Image:
+        """Capture the whole screen as an RGB image of exactly `size` pixels."""
+        grabber = self._grabber()
+        width, height = self._size
+        with _translate_errors(self.display):
+            shot = grabber.grab({"left": 0, "top": 0, "width": width, "height": height})
+        return Image.frombytes("RGB", shot.size, shot.bgra, "raw", "BGRX")
+
+    def execute(self, action: Action) -> None:
+        """Perform one action whose coordinates are screen pixels; returns once it is sent.
+
+        `wait` sleeps for its `ms`; `done` and `fail` do nothing. Raises InvalidAction for
+        an unknown action type or key name, DesktopError when the X server fails.
+        """
+        kind = action.type
+        if kind == "wait":
+            time.sleep(max(0, action.ms) / 1000)  # type: ignore[union-attr]  # kind narrows it
+            return
+        if kind in ("done", "fail"):
+            return
+        handler = _HANDLERS.get(kind)
+        if handler is None:
+            raise InvalidAction(f"action type {kind!r} is not one X11Desktop can perform")
+        self._check_open()
+        with self._input_lock, _translate_errors(self.display):
+            handler(self, action)
+            self._x.sync()
+
+    def visible_windows(self) -> list[Window]:
+        """The viewable children of the root window, bottom to top, with their owners' pids.
+
+        The pid comes from the X-Resource extension, so it works for clients (Tk among
+        them) that do not set _NET_WM_PID.
+        """
+        self._check_open()
+        windows = []
+        with self._input_lock, _translate_errors(self.display):
+            for child in self._root.query_tree().children:
+                try:
+                    if child.get_attributes().map_state != X.IsViewable:
+                        continue
+                    geometry = child.get_geometry()
+                    title = child.get_wm_name() or ""
+                except Xlib.error.XError:  # destroyed while we looked: not a window any more
+                    continue
+                windows.append(
+                    Window(
+                        id=child.id,
+                        pid=self._window_pid(child.id),
+                        title=title if isinstance(title, str) else title.decode(errors="replace"),
+                        x=geometry.x,
+                        y=geometry.y,
+                        width=geometry.width,
+                        height=geometry.height,
+                    )
+                )
+        return windows
+
+    def close(self) -> None:
+        """Close the X connection and every thread's grabber. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        with self._grabbers_lock:
+            grabbers, self._grabbers = self._grabbers, []
+        for grabber in grabbers:
+            with contextlib.suppress(mss.exception.ScreenShotError):  # the server is gone
+                grabber.close()
+        with contextlib.suppress(Xlib.error.XError, Xlib.error.ConnectionClosedError, OSError):
+            for code in {code for code, _ in self._borrowed.values()}:
+                self._x.change_keyboard_mapping(code, [(X.NoSymbol, X.NoSymbol)])
+            self._x.sync()
+        self._x.close()
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise DesktopError(f"{self!r} is closed")
+
+    def _grabber(self) -> Any:
+        """This thread's mss instance: mss keeps per-thread X state, so one per thread."""
+        self._check_open()
+        grabber = getattr(self._local, "grabber", None)
+        if grabber is None:
+            with _translate_errors(self.display):
+                grabber = _new_grabber(self.display)
+            with self._grabbers_lock:
+                self._grabbers.append(grabber)
+            self._local.grabber = grabber
+        return grabber
+
+    def _window_pid(self, window_id: int) -> int | None:
+        try:
+            reply = self._x.res_query_client_ids(
+                [{"client": window_id, "mask": res.LocalClientPIDMask}]
+            )
+        except (Xlib.error.XError, AttributeError):
+            return None
+        for client in reply.ids:
+            if client.value:
+                return int(client.value[0])
+        return None
+
+    def _motion(self, x: int, y: int) -> None:
+        self._x.xtest_fake_input(X.MotionNotify, x=int(x), y=int(y))
+
+    def _button(self, button: int, *, press: bool) -> None:
+        self._x.xtest_fake_input(X.ButtonPress if press else X.ButtonRelease, button)
+
+    def _key(self, keycode: int, *, press: bool) -> None:
+        self._keys_sent = True
+        self._x.xtest_fake_input(X.KeyPress if press else X.KeyRelease, keycode)
+
+    def _click(self, action: Any) -> None:
+        button = _BUTTONS.get(getattr(action, "button", "left") or "left")
+        if button is None:
+            raise InvalidAction(f"button={action.button!r} is not one of 'left', 'right', 'middle'")
+        self._motion(action.x, action.y)
+        self._button(button, press=True)
+        self._button(button, press=False)
+
+    def _double_click(self, action: Any) -> None:
+        self._motion(action.x, action.y)
+        for _ in range(2):
+            self._button(1, press=True)
+            self._button(1, press=False)
+
+    def _move(self, action: Any) -> None:
+        self._motion(action.x, action.y)
+
+    def _drag(self, action: Any) -> None:
+        path = [(int(x), int(y)) for x, y in action.path]
+        if len(path) < 2:
+            raise InvalidAction(f"a drag needs at least two points, got path={action.path!r}")
+        self._motion(*path[0])
+        self._button(1, press=True)
+        self._x.sync()
+        for (x0, y0), (x1, y1) in itertools.pairwise(path):
+            steps = max(1, math.ceil(math.dist((x0, y0), (x1, y1)) / _DRAG_STEP_PIXELS))
+            for step in range(1, steps + 1):
+                fraction = step / steps
+                self._motion(round(x0 + (x1 - x0) * fraction), round(y0 + (y1 - y0) * fraction))
+                self._x.sync()
+                time.sleep(_DRAG_STEP_PAUSE_S)
+        self._button(1, press=False)
+
+    def _scroll(self, action: Any) -> None:
+        if action.x is not None and action.y is not None:
+            self._motion(action.x, action.y)
+        for axis, amount in (((0, 1), action.scroll_y), ((1, 0), action.scroll_x)):
+            if not amount:
+                continue
+            sign = 1 if amount > 0 else -1
+            button = _SCROLL_BUTTONS[(axis[0] * sign, axis[1] * sign)]
+            for _ in range(abs(int(amount))):
+                self._button(button, press=True)
+                self._button(button, press=False)
+
+    def _keypress(self, action: Any) -> None:
+        keys = [self._keycode(name) for name in action.keys]
+        if not keys:
+            raise InvalidAction("a keypress needs at least one key, got keys=[]")
+        shift = self._keycode("shift")[0]
+        wants_shift = any(needs_shift for _, needs_shift in keys)
+        pressed = [shift] if wants_shift and shift not in (code for code, _ in keys) else []
+        pressed += [code for code, _ in keys]
+        for code in pressed:
+            self._key(code, press=True)
+        for code in reversed(pressed):
+            self._key(code, press=False)
+
+    def _type(self, action: Any) -> None:
+        shift = self._keycode("shift")[0]
+        text, start = action.text, 0
+        while start < len(text):
+            keys = self._prepare(text, start)
+            for code, needs_shift in keys:
+                if needs_shift:
+                    self._key(shift, press=True)
+                self._key(code, press=True)
+                self._key(code, press=False)
+                if needs_shift:
+                    self._key(shift, press=False)
+            start += len(keys)
+
+    def _prepare(self, text: str, start: int) -> list[tuple[int, bool]]:
+        """Keys for text[start:], as far as borrowing never evicts a key already chosen."""
+        keys: list[tuple[int, bool]] = []
+        borrowed = False
+        for char in text[start:]:
+            keysym = _char_keysym(char)
+            key = self._mapped(keysym)
+            if key is None:
+                key = self._borrow(keysym, char, keep={code for code, _ in keys})
+                if key is None:
+                    break
+                borrowed = True
+            keys.append(key)
+        if borrowed:
+            self._let_clients_remap()
+        return keys
+
+    def _keycode(self, name: str) -> tuple[int, bool]:
+        """The keycode for a key name and whether Shift must be held to get it."""
+        key = name if len(name) == 1 else name.lower()
+        if key in _KEYSYM_NAMES:
+            keysym = XK.string_to_keysym(_KEYSYM_NAMES[key])
+        elif len(key) == 1:
+            keysym = _char_keysym(key)
+        else:
+            keysym = XK.string_to_keysym(name)  # an X keysym name such as "Caps_Lock"
+        if not keysym:
+            raise InvalidAction(
+                f"key {name!r} is not a key name; use a single character or one of "
+                f"{', '.join(sorted(_KEYSYM_NAMES))}"
+            )
+        return self._lookup(keysym)
+
+    def _lookup(self, keysym: int) -> tuple[int, bool]:
+        """(keycode, needs_shift) for a keysym, borrowing a spare keycode if it has none."""
+        key = self._mapped(keysym)
+        if key is None:
+            key = self._borrow(keysym, None, keep=set())
+            assert key is not None  # with nothing to keep, something can always be evicted
+            self._let_clients_remap()
+        return key
+
+    def _mapped(self, keysym: int) -> tuple[int, bool] | None:
+        """(keycode, needs_shift) if the keyboard map has the keysym on its first two levels."""
+        if keysym in self._borrowed:
+            self._borrowed[keysym] = self._borrowed.pop(keysym)  # most recently used last
+            return self._borrowed[keysym]
+        code = self._x.keysym_to_keycode(keysym)
+        if code:
+            if self._x.keycode_to_keysym(code, 0) == keysym:
+                return code, False
+            if self._x.keycode_to_keysym(code, 1) == keysym:
+                return code, True
+        return None
+
+    def _borrow(self, keysym: int, char: str | None, *, keep: set[int]) -> tuple[int, bool] | None:
+        """Map `keysym` (with its other case on the shift level) onto a keycode with no symbols.
+
+        Takes a never-used spare, else evicts the least recently used borrowed keycode not
+        in `keep`; returns None when every candidate is kept. Borrowed keycodes stay mapped
+        until close(): restoring right after typing, as `xdotool type` does, loses keys in
+        clients that read the new map late.
+        """
+        if self._spare is None:
+            info = self._x.display.info
+            first, count = info.min_keycode, info.max_keycode - info.min_keycode + 1
+            rows = self._x.get_keyboard_mapping(first, count)
+            self._spare = [first + i for i, row in enumerate(rows) if not any(row)]
+        if self._spare:
+            code = self._spare.pop()
+        else:
+            codes = [code for code, _ in self._borrowed.values()]
+            if not codes:
+                raise DesktopError(
+                    f"cannot type keysym {keysym:#x}: the keyboard map of {self.display} has "
+                    "no key for it and no spare keycode to borrow"
+                )
+            code = next((code for code in codes if code not in keep), 0)
+            if not code:
+                return None
+            self._borrowed = {k: v for k, v in self._borrowed.items() if v[0] != code}
+            if self._keys_sent:
+                # Clients translate keys with the map they hold when they process them, so
+                # keys already sent must be consumed before a keycode changes meaning.
+                self._x.sync()
+                time.sleep(_EVICT_PAUSE_S)
+                self._keys_sent = False
+        lower, upper = _case_pair(keysym, char)
+        self._x.change_keyboard_mapping(code, [(lower, upper)])
+        self._borrowed[lower] = (code, False)
+        if upper != lower:
+            self._borrowed[upper] = (code, True)
+        return self._borrowed[keysym]
+
+    def _let_clients_remap(self) -> None:
+        # Clients such as Tk translate key events as they read them, possibly before they
+        # handle the MappingNotify queued just ahead; a pause lets them fetch the new map.
+        self._x.sync()
+        time.sleep(_REMAP_PAUSE_S)
+
+
+_HANDLERS = {
+    "click": X11Desktop._click,
+    "double_click": X11Desktop._double_click,
+    "move": X11Desktop._move,
+    "drag": X11Desktop._drag,
+    "scroll": X11Desktop._scroll,
+    "keypress": X11Desktop._keypress,
+    "type": X11Desktop._type,
+}
+
+
+def _char_keysym(char: str) -> int:
+    if char in _CHAR_KEYSYMS:
+        return XK.string_to_keysym(_CHAR_KEYSYMS[char])
+    code = ord(char)
+    if 0x20 <= code <= 0x7E or 0xA0 <= code <= 0xFF:
+        return code  # Latin-1 keysyms equal their code points
+    return 0x01000000 | code  # the Unicode keysym range
+
+
+def _case_pair(keysym: int, char: str | None) -> tuple[int, int]:
+    """The (unshifted, shifted) keysyms to borrow a key for: a letter's two cases, or twice it."""
+    lower, upper = (char.lower(), char.upper()) if char is not None else ("", "")
+    if len(lower) == 1 and len(upper) == 1 and lower != upper:
+        return _char_keysym(lower), _char_keysym(upper)
+    return keysym, keysym
+
+
+def _new_grabber(display: str) -> Any:
+    # mss 10.2 deprecated the mss.mss() factory in favour of mss.MSS; 9.x only has the factory.
+    factory = getattr(mss, "MSS", None) or mss.mss
+    return factory(display=display)
+
+
+@contextmanager
+def _translate_errors(display: str) -> Iterator[None]:
+    """The one place X11 and mss failures become DesktopError."""
+    try:
+        yield
+    except (Xlib.error.DisplayError, Xlib.error.ConnectionClosedError) as exc:
+        raise DesktopError(f"X display {display!r} is not reachable: {exc}") from exc
+    except Xlib.error.XError as exc:
+        raise DesktopError(f"X display {display!r} refused a request: {exc}") from exc
+    except mss.exception.ScreenShotError as exc:
+        raise DesktopError(f"cannot capture X display {display!r}: {exc}") from exc

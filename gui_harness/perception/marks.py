@@ -1,0 +1,124 @@
+"""Set-of-marks for the planner: `draw_marks()` numbers the boxes on a screenshot copy,
+`describe()` lists the same components as text.
+
+Both read components from detect.py and change nothing. The colour of a box tells its
+kind (see KIND_COLOURS); its tag shows the index the planner refers to.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+from PIL import Image, ImageDraw, ImageFont
+
+from gui_harness.perception._pixels import ImageLike, pil_image
+from gui_harness.perception.detect import Component, Kind
+
+__all__ = ["KIND_COLOURS", "describe", "draw_marks"]
+
+KIND_COLOURS: dict[Kind, tuple[int, int, int]] = {
+    "button": (220, 40, 40),
+    "field": (20, 150, 50),
+    "checkbox": (235, 130, 0),
+    "icon": (150, 50, 200),
+    "text": (20, 100, 230),
+}
+"""RGB outline and tag colour of each component kind."""
+
+_FONT_FILES = (
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf",
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+)
+
+_Rect = tuple[int, int, int, int]  # x0, y0, x1, y1 (exclusive)
+
+
+def draw_marks(
+    image: ImageLike, components: Sequence[Component], *, line_width: int = 2, font_size: int = 13
+) -> Image.Image:
+    """A copy of `image` with each component's box outlined and a numbered tag.
+
+    Outlines are drawn just outside the boxes, so they cover no text. Tags sit above a
+    box's top-left corner when there is room and no earlier tag is there, else at the
+    next free spot around it. `font_size` is in pixels.
+    """
+    marked = pil_image(image).copy()
+    draw = ImageDraw.Draw(marked)
+    font = _font(font_size)
+    for component in components:
+        x, y, w, h = _outline(component, line_width)
+        draw.rectangle(
+            (x, y, x + w - 1, y + h - 1),
+            outline=KIND_COLOURS[component.kind],
+            width=line_width,
+        )
+    placed: list[_Rect] = []
+    for component in components:
+        text = str(component.index)
+        left, top, right, bottom = (round(v) for v in draw.textbbox((0, 0), text, font=font))
+        tag_w, tag_h = right - left + 6, bottom - top + 4
+        tag = _place(_outline(component, line_width), (tag_w, tag_h), marked.size, placed)
+        placed.append(tag)
+        draw.rectangle((tag[0], tag[1], tag[2] - 1, tag[3] - 1), fill=KIND_COLOURS[component.kind])
+        draw.text((tag[0] + 3 - left, tag[1] + 2 - top), text, font=font, fill=(255, 255, 255))
+    return marked
+
+
+def describe(components: Sequence[Component]) -> str:
+    """One line per component for the planner, e.g. ``#3 field at (120, 84, 200x28) "Name"``.
+
+    The numbers are x, y, width x height in image pixels; the label, when known, is quoted
+    as a JSON string. No components give an empty string.
+    """
+    lines = []
+    for component in components:
+        x, y, w, h = component.box
+        line = f"#{component.index} {component.kind} at ({x}, {y}, {w}x{h})"
+        if component.label:
+            line += " " + json.dumps(component.label, ensure_ascii=False)
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _outline(component: Component, line_width: int) -> tuple[int, int, int, int]:
+    x, y, w, h = component.box
+    return (x - line_width, y - line_width, w + 2 * line_width, h + 2 * line_width)
+
+
+def _place(
+    box: tuple[int, int, int, int], tag: tuple[int, int], size: tuple[int, int], placed: list[_Rect]
+) -> _Rect:
+    x, y, w, h = box
+    tag_w, tag_h = tag
+    spots = [
+        (x, y - tag_h),  # above the top-left corner
+        (x - tag_w, y),  # left of it
+        (x, y + h),  # below the bottom-left corner
+        (x + w - tag_w, y - tag_h),  # above the top-right corner
+        (x, y),  # inside the top-left corner
+    ]
+    limit_x, limit_y = max(size[0] - tag_w, 0), max(size[1] - tag_h, 0)
+    inside = [(sx, sy) for sx, sy in spots if 0 <= sx <= limit_x and 0 <= sy <= limit_y]
+    # Spots pushed back onto the image would cover the box's own content: try them last.
+    pushed = [(min(max(sx, 0), limit_x), min(max(sy, 0), limit_y)) for sx, sy in spots]
+    for sx, sy in inside + pushed:
+        rect = (sx, sy, sx + tag_w, sy + tag_h)
+        if not any(_overlaps(rect, other) for other in placed):
+            return rect
+    sx, sy = pushed[0]
+    return (sx, sy, sx + tag_w, sy + tag_h)
+
+
+def _overlaps(a: _Rect, b: _Rect) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+@lru_cache(maxsize=8)
+def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+    for file in _FONT_FILES:
+        if Path(file).exists():
+            return ImageFont.truetype(file, size)
+    return ImageFont.load_default(size=size)

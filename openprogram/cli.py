@@ -1,0 +1,482 @@
+"""The `openprogram` command: inspect recorded sessions, and run the GUI agent.
+
+Owns the command line (click): `sessions list | show | render | report | export | fork`
+over a session store, and `demo` / `gui`, which hand over to gui_harness (imported only
+when used). Every failure ends as a ClickException saying what to do. Start at main().
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from openprogram.dag import ContextDAG, Node
+from openprogram.errors import OpenProgramError
+
+__all__ = ["DEFAULT_STORE", "cli", "main"]
+
+DEFAULT_STORE = "openprogram.db"
+"""The store the session commands read when neither --store nor OPENPROGRAM_STORE is set."""
+
+F = TypeVar("F", bound=Callable[..., Any])
+_MARK = {"completed": "✓", "error": "✗", "running": "…", "cancelled": "⊘"}
+_COLOUR = {"completed": "green", "error": "red", "running": "yellow", "cancelled": "bright_black"}
+_SHOW_LIMIT = 300
+
+
+def _default_store() -> str:
+    from openprogram import store
+
+    return str(getattr(store, "DEFAULT_STORE", DEFAULT_STORE))
+
+
+def store_option(command: F) -> F:
+    return click.option(
+        "--store",
+        "store_spec",
+        envvar="OPENPROGRAM_STORE",
+        default=_default_store,
+        show_default=DEFAULT_STORE,
+        metavar="PATH|URL",
+        help="Session store: a SQLite file, sqlite:///file.db or postgresql://… "
+        "(env OPENPROGRAM_STORE).",
+    )(command)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="openprogram", prog_name="openprogram")
+def cli() -> None:
+    """openprogram: agents as decorated functions, with a context DAG you can inspect.
+
+    \b
+    Inspect recorded sessions:
+      openprogram sessions list
+      openprogram sessions show ID
+      openprogram sessions render ID plan_next_action#3
+      openprogram sessions report ID -o run.html
+    Run the GUI agent:
+      openprogram demo
+      openprogram gui "fill in the form" --model openai/gpt-4o
+    """
+
+
+# -- opening sessions ----------------------------------------------------------------------
+@contextmanager
+def _opened_store(spec: str) -> Iterator[Any]:
+    from openprogram.store import open_store
+
+    if "://" not in spec and spec != "memory" and not Path(spec).expanduser().exists():
+        raise click.ClickException(
+            f"no session store at {spec!r}. Record runs into it with Session({spec!r}), "
+            "or point --store (or OPENPROGRAM_STORE) at an existing store."
+        )
+    try:
+        store, _ = open_store(spec)
+    except OpenProgramError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if store is None:
+        raise click.ClickException(
+            "an in-memory store keeps nothing between processes; pass --store with a "
+            "SQLite file or a postgresql:// URL"
+        )
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def _resolve_id(store: Any, session_id: str) -> str:
+    if store.session(session_id) is not None:
+        return session_id
+    known = [info.id for info in store.list_sessions()]
+    matches = [s for s in known if s.startswith(session_id)]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise click.ClickException(
+            f"{session_id!r} matches {len(matches)} sessions ({', '.join(matches[:5])}); "
+            "give more characters"
+        )
+    recent = ", ".join(known[-5:]) or "none"
+    raise click.ClickException(
+        f"no session {session_id!r} in {store.url} (recent: {recent}). "
+        "List them with `openprogram sessions list`."
+    )
+
+
+@contextmanager
+def _session(spec: str, session_id: str) -> Iterator[Any]:
+    from openprogram.session import Session
+
+    with _opened_store(spec) as store:
+        full_id = _resolve_id(store, session_id)
+        started = time.perf_counter()
+        try:
+            session = Session.open(store, full_id)
+        except OpenProgramError as exc:
+            raise click.ClickException(str(exc)) from exc
+        took = time.perf_counter() - started
+        if took > 1:
+            click.echo(f"loaded {len(session.dag):,} nodes in {took:.1f} s", err=True)
+        yield session
+
+
+def _node(dag: ContextDAG, reference: str) -> Node:
+    from openprogram.display.calls import node_or_raise
+
+    try:
+        return node_or_raise(dag, reference)
+    except OpenProgramError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+# -- sessions ------------------------------------------------------------------------------
+@cli.group()
+def sessions() -> None:
+    """List, inspect, report on and fork recorded sessions.
+
+    NODE arguments take a node id (or a unique prefix), NAME#K for the K-th call of a
+    function, llm:NAME#K for its K-th model exchange, or user#K.
+    """
+
+
+@sessions.command("list")
+@store_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def list_command(store_spec: str, as_json: bool) -> None:
+    """List the sessions in a store, oldest first."""
+    with _opened_store(store_spec) as store:
+        infos = store.list_sessions()
+    if as_json:
+        rows = [
+            {
+                "id": i.id,
+                "created_at": i.created_at,
+                "nodes": i.nodes,
+                "parent": i.parent,
+                "at": i.at,
+                "branch": i.branch,
+            }
+            for i in infos
+        ]
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not infos:
+        click.echo(f"no sessions in {store_spec}")
+        return
+    width = max(len(i.id) for i in infos)
+    click.echo(f"{'ID':<{width}}  {'CREATED':<19}  {'NODES':>7}  FORKED FROM")
+    for info in infos:
+        created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info.created_at))
+        origin = f"{info.parent} at {info.at}" if info.parent else ""
+        click.echo(f"{info.id:<{width}}  {created}  {info.nodes:>7,}  {origin}")
+
+
+@sessions.command("show")
+@click.argument("session_id", metavar="ID")
+@store_option
+@click.option("--depth", type=click.IntRange(min=1), help="Show calls down to this depth only.")
+@click.option("--all", "show_all", is_flag=True, help=f"Show every node (default: {_SHOW_LIMIT}).")
+@click.option("--values", is_flag=True, help="Show each node's output (or error) too.")
+def show_command(
+    session_id: str, store_spec: str, depth: int | None, show_all: bool, values: bool
+) -> None:
+    """Print a session's call tree: status, duration, tokens and cost per node."""
+    from openprogram.display._payload import summary, value_text
+
+    with _session(store_spec, session_id) as session:
+        dag = session.dag
+        total = summary(dag)
+        statuses = total["statuses"]
+        click.echo(
+            click.style(f"session {session.id}", bold=True)
+            + f"  {total['nodes']:,} nodes · {total['kinds']['llm']:,} llm calls · "
+            f"{total['input_tokens'] + total['output_tokens']:,} tokens · "
+            f"${total['cost_usd']:.4f} · {_duration(total['duration_s'])}"
+            + (click.style(f" · {statuses['error']} errors", fg="red") if statuses["error"] else "")
+        )
+        for shown, (node, level) in enumerate(_walk(dag, depth)):
+            if not show_all and shown >= _SHOW_LIMIT:
+                click.echo(f"… {len(dag) - shown:,} more nodes (use --all or --depth)")
+                break
+            line = _tree_line(dag, node, level)
+            if values:
+                out = node.error or value_text(node)[1] or value_text(node)[0]
+                out = " ".join(out.split())
+                line += click.style(f"  {out[:120]}{'…' if len(out) > 120 else ''}", dim=True)
+            click.echo(line)
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def _walk(dag: ContextDAG, depth: int | None) -> Iterator[tuple[Node, int]]:
+    stack = [(node, 0) for node in reversed(dag.children(None))]
+    while stack:
+        node, level = stack.pop()
+        yield node, level
+        if depth is None or level + 1 < depth:
+            stack.extend((child, level + 1) for child in reversed(dag.children(node.id)))
+
+
+def _tree_line(dag: ContextDAG, node: Node, level: int) -> str:
+    mark = click.style(_MARK.get(node.status, "?"), fg=_COLOUR.get(node.status))
+    name = f"{node.name} #{dag.ordinal(node)}" + (" (llm)" if node.kind == "llm" else "")
+    parts = ["  " * level + mark, click.style(name, bold=node.kind == "code")]
+    if node.duration_s is not None and node.kind != "user":
+        parts.append(_duration(node.duration_s))
+    if node.usage is not None:
+        parts.append(
+            f"{node.usage.input_tokens}→{node.usage.output_tokens} tok ${node.usage.cost_usd:.4f}"
+        )
+    if node.status == "error" and node.error:
+        parts.append(click.style(node.error[:100], fg="red"))
+    return "  ".join(parts)
+
+
+@sessions.command("render")
+@click.argument("session_id", metavar="ID")
+@click.argument("reference", metavar="NODE")
+@store_option
+@click.option("--diff", is_flag=True, help="Also show what changed since the previous call.")
+@click.option("--json", "as_json", is_flag=True, help="Print the messages as JSON.")
+def render_command(
+    session_id: str, store_spec: str, reference: str, diff: bool, as_json: bool
+) -> None:
+    """Show exactly what a model call saw: the messages, its reply, and what was hidden.
+
+    For an llm node, its context is rebuilt as it was when the call was made. For a
+    call (code node), shows what an llm() call inside it would see now.
+    """
+    from openprogram.display.calls import CallView, label
+    from openprogram.render import render_context
+
+    with _session(store_spec, session_id) as session:
+        dag = session.dag
+        node = _node(dag, reference)
+        if node.kind == "user":
+            raise click.ClickException(
+                f"{reference!r} is user input, which sees nothing; give an llm node "
+                "(llm:NAME#K) or a call (NAME#K)"
+            )
+        if node.kind == "code":
+            rendered = render_context(dag, node.id)
+            if as_json:
+                click.echo(json.dumps(_plain_messages(rendered), ensure_ascii=False, indent=2))
+                return
+            click.echo(
+                click.style(f"what an llm() call in {label(dag, node)} would see", bold=True)
+            )
+            _echo_messages(rendered)
+            return
+        view = CallView(dag, node)
+        if as_json:
+            click.echo(json.dumps(_plain_messages(view.rendered), ensure_ascii=False, indent=2))
+            return
+        verdict = {True: "matches the recorded hash", False: "DIFFERS from the recorded hash"}
+        click.echo(
+            click.style(f"what {label(dag, node)} saw", bold=True)
+            + f"  ({len(node.reads)} nodes read; rebuilt context "
+            f"{verdict.get(view.verified, 'has no recorded hash')})"  # type: ignore[arg-type]
+        )
+        _echo_messages(view.rendered)
+        click.echo(click.style("── reply", fg="magenta"))
+        click.echo(node.output if node.output is not None else "(none)")
+        if node.error:
+            click.echo(click.style(node.error, fg="red"))
+        groups = view.hidden_by_reason()
+        click.echo(click.style(f"── hidden from it: {len(view.hidden)} earlier nodes", dim=True))
+        for reason, nodes in groups.items():
+            names = ", ".join(label(dag, n) for n in nodes[:6])
+            more = f" and {len(nodes) - 6} more" if len(nodes) > 6 else ""
+            click.echo(f"  {reason} ({len(nodes)}): {names}{more}")
+        if diff and view.previous is not None:
+            click.echo(click.style(f"── diff vs {label(dag, view.previous)}", dim=True))
+            colours = {"+": "green", "-": "red", " ": None}
+            for line in view.diff:
+                click.echo(click.style(f"{line.op} {line.text}", fg=colours[line.op]))
+
+
+def _plain_messages(rendered: Any) -> list[dict[str, Any]]:
+    """The messages with images as `<image sha256:…>` text instead of data URLs."""
+    plain = []
+    for role, parts in rendered._parts:
+        texts = [str(p["image"]) if p.get("type") == "image" else p["text"] for p in parts]
+        plain.append({"role": role, "content": "\n".join(texts)})
+    return plain
+
+
+def _echo_messages(rendered: Any) -> None:
+    colours = {"system": "yellow", "user": "blue", "assistant": "magenta"}
+    for message in _plain_messages(rendered):
+        click.echo(click.style(f"── {message['role']}", fg=colours.get(message["role"])))
+        click.echo(message["content"])
+    for entry in rendered.report:
+        click.echo(click.style(f"({entry['kind']}: {entry['reason']})", fg="yellow"))
+
+
+@sessions.command("report")
+@click.argument("session_id", metavar="ID")
+@store_option
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The HTML file to write (default: openprogram-ID.html here).",
+)
+@click.option("--title", help="Heading of the report (default: the session id).")
+def report_command(
+    session_id: str, store_spec: str, output: Path | None, title: str | None
+) -> None:
+    """Write a session's report: one self-contained HTML file (no network needed)."""
+    from openprogram.display.report import write_report
+
+    with _session(store_spec, session_id) as session:
+        target = output or Path(f"openprogram-{session.id}.html")
+        click.echo(f"writing the report of {len(session.dag):,} nodes…", err=True)
+        try:
+            written = write_report(session, target, title=title)
+        except OpenProgramError as exc:
+            raise click.ClickException(str(exc)) from exc
+        except OSError as exc:
+            raise click.ClickException(f"cannot write {str(target)!r}: {exc.strerror}") from exc
+    size = written.stat().st_size
+    click.echo(f"wrote {written} ({size / 1e6:.1f} MB)")
+
+
+@sessions.command("export")
+@click.argument("session_id", metavar="ID")
+@store_option
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="File to write; the suffix picks the format (.graphml, .mmd, .dot, .json).",
+)
+@click.option(
+    "-f",
+    "--format",
+    "export_format",
+    type=click.Choice(["graphml", "mermaid", "dot", "json"]),
+    help="Format, when the suffix does not say.",
+)
+def export_command(
+    session_id: str, store_spec: str, output: Path, export_format: str | None
+) -> None:
+    """Export a session's DAG as GraphML, Mermaid, DOT or JSON."""
+    from openprogram.display.export import write_export
+
+    with _session(store_spec, session_id) as session:
+        try:
+            written = write_export(session.dag, output, format=export_format)  # type: ignore[arg-type]
+        except OpenProgramError as exc:
+            raise click.ClickException(str(exc)) from exc
+    click.echo(f"wrote {written}")
+
+
+@sessions.command("fork")
+@click.argument("session_id", metavar="ID")
+@click.argument("reference", metavar="NODE")
+@store_option
+@click.option("--id", "new_id", help="Id of the new session (default: a random one).")
+def fork_command(session_id: str, store_spec: str, reference: str, new_id: str | None) -> None:
+    """Start a new session that shares ID's history up to NODE (the original is untouched).
+
+    Run a program inside Session.open(store, NEW_ID) to continue on the fork.
+    """
+    with _session(store_spec, session_id) as session:
+        node = _node(session.dag, reference)
+        try:
+            fork = session.fork(at=node.id, id=new_id)
+        except OpenProgramError as exc:
+            raise click.ClickException(str(exc)) from exc
+        click.echo(fork.id)
+        click.echo(
+            f"forked {session.id} at {node.name} #{session.dag.ordinal(node)} ({node.id}); "
+            f"inspect it with `openprogram sessions show {fork.id}`",
+            err=True,
+        )
+
+
+# -- running the GUI agent -----------------------------------------------------------------
+def _gui_entry(module: str, name: str) -> Callable[..., int]:
+    import importlib
+
+    try:
+        return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
+    except ImportError as exc:
+        raise click.ClickException(
+            f"the GUI agent could not be loaded ({exc}). Install its extra: "
+            "pip install 'openprogram[gui]'; on Debian/Ubuntu also: "
+            "apt-get install xvfb xdotool python3-tk"
+        ) from exc
+    except AttributeError as exc:
+        raise click.ClickException(
+            f"{module}.{name} is missing: this install of gui_harness is incomplete"
+        ) from exc
+
+
+@cli.command()
+@click.option(
+    "--model", help="A litellm model to plan with (default: the scripted offline policy)."
+)
+@click.option(
+    "--report",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write an HTML report of the run here.",
+)
+@click.option("--quiet", is_flag=True, help="Do not show step progress.")
+def demo(model: str | None, report: Path | None, quiet: bool) -> None:
+    """Run the bundled GUI demo end to end: a Tk form on a private X display, real
+    screenshots and clicks, offline unless --model is given."""
+    run_demo = _gui_entry("gui_harness.demo.run", "run_demo")
+    sys.exit(_run(lambda: run_demo(model=model, report=report, show_progress=not quiet)))
+
+
+@cli.command()
+@click.argument("task")
+@click.option(
+    "--model",
+    envvar="OPENPROGRAM_MODEL",
+    help="litellm model string, e.g. openai/gpt-4o (env OPENPROGRAM_MODEL).",
+)
+@click.option("--max-steps", default=15, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--report",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write an HTML report of the run here.",
+)
+def gui(task: str, model: str | None, max_steps: int, report: Path | None) -> None:
+    """Let the GUI agent do TASK on this desktop (the X display in $DISPLAY)."""
+    if not model:
+        raise click.UsageError(
+            "no model: pass --model provider/name (e.g. openai/gpt-4o, with OPENAI_API_KEY "
+            "set) or set OPENPROGRAM_MODEL"
+        )
+    run_task = _gui_entry("gui_harness.run", "run_task")
+    sys.exit(_run(lambda: run_task(task, model=model, max_steps=max_steps, report=report)))
+
+
+def _run(start: Callable[[], int]) -> int:
+    try:
+        code = start()
+    except OpenProgramError as exc:
+        raise click.ClickException(str(exc)) from exc
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        return 130
+    return int(code or 0)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the `openprogram` script."""
+    cli.main(args=argv, prog_name="openprogram")

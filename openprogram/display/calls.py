@@ -1,0 +1,292 @@
+"""What one llm call saw: its rebuilt context, what was hidden from it and why, and how
+it differs from the previous call of the same function.
+
+Owns the Python side of DESIGN.md §9's "for any llm node exactly what it saw"; the
+notebook and report views show the same from the DAG payload in the browser. Start at
+CallView.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Literal
+
+from openprogram.dag import ContextDAG, Node, RenderRange
+from openprogram.errors import UsageError
+from openprogram.render import RenderedContext, render_context
+
+__all__ = [
+    "CallView",
+    "DiffLine",
+    "HiddenNode",
+    "context_diff",
+    "hidden_nodes",
+    "previous_call",
+    "rebuild_context",
+]
+
+_MAX_IMAGES_TRIED = (3, None, 0, 1, 2, 4, 5, 6, 8, 10)
+
+
+def rebuild_context(dag: ContextDAG, node: Node | str) -> RenderedContext:
+    """Rebuild exactly what llm node `node` saw: its history, system text and content.
+
+    The runtime's image limit is not recorded, so the default (3) is tried first and
+    others until the recorded messages hash matches. Raises UsageError for non-llm nodes.
+    """
+    llm_node = _llm_node(dag, node)
+    system = runtime_system(dag, llm_node)
+    first: RenderedContext | None = None
+    for max_images in _MAX_IMAGES_TRIED:
+        rendered = render_context(
+            dag,
+            llm_node.parent,
+            before=llm_node.seq,
+            content=llm_node.input,
+            system=system,
+            max_images=max_images,
+        )
+        if llm_node.messages_hash is None or rendered.messages_hash == llm_node.messages_hash:
+            return rendered
+        first = first or rendered
+    assert first is not None
+    return first
+
+
+def runtime_system(dag: ContextDAG, node: Node) -> str | None:
+    """The runtime's part of an llm node's recorded system text (the frame's part removed)."""
+    recorded = node.system
+    frame = dag.get(node.parent)
+    own = frame.system if frame is not None else None
+    if not recorded or not own:
+        return recorded
+    if recorded == own:
+        return None
+    if recorded.endswith("\n\n" + own):
+        return recorded[: -len(own) - 2]
+    return recorded
+
+
+def _llm_node(dag: ContextDAG, node: Node | str) -> Node:
+    found = dag.node(node) if isinstance(node, str) else node
+    if found.kind != "llm":
+        raise UsageError(
+            f"node {found.id!r} is a {found.kind} node ({found.name}); pass an llm node, e.g. "
+            f"dag.find(name={found.name!r}, kind='llm')[0]"
+        )
+    return found
+
+
+@dataclass(frozen=True)
+class HiddenNode:
+    """A node that existed when a call was made but was not in its context, and why."""
+
+    node: Node
+    reason: str
+
+
+def hidden_nodes(dag: ContextDAG, node: Node | str) -> list[HiddenNode]:
+    """Nodes older than llm node `node` that it did not read, each with the rule that
+    hid it: another branch, a frame's expose, the node's own expose, concurrency, or the
+    render_range window. In seq order."""
+    llm_node = _llm_node(dag, node)
+    reads = set(llm_node.reads)
+    frame = dag.get(llm_node.parent)
+    stack = ([frame, *dag.ancestors(frame)] if frame is not None else [])[::-1]
+    stack_ids = {n.id for n in stack}
+    branch = stack[0].branch if stack else llm_node.branch
+    head = dag.head(branch, before=llm_node.seq)
+    window = frame.render_range if frame is not None and frame.render_range else None
+    hidden = []
+    for candidate in dag.nodes:
+        if candidate.seq >= llm_node.seq:
+            break
+        if candidate.id in reads:
+            continue
+        reason = _why(dag, candidate, llm_node, stack, stack_ids, branch, head, window)
+        hidden.append(HiddenNode(candidate, reason))
+    return hidden
+
+
+def label(dag: ContextDAG, node: Node) -> str:
+    """`name #k`, with the kind for llm and user nodes: how views name a node."""
+    suffix = " (llm)" if node.kind == "llm" else ""
+    return f"{node.name} #{dag.ordinal(node)}{suffix}"
+
+
+def _why(
+    dag: ContextDAG,
+    node: Node,
+    llm_node: Node,
+    stack: list[Node],
+    stack_ids: set[str],
+    branch: str,
+    head: Node | None,
+    window: RenderRange | None,
+) -> str:
+    top = dag.top_level_ancestor(node)
+    if head is None or not dag.on_branch(top, branch, head.seq):
+        return "on another branch"
+    if node.id in stack_ids and node.expose in ("llm", "hidden"):
+        return f"its call line is not shown (expose={node.expose!r})"
+    chain: list[Node] = []
+    anchor: Node | None = None
+    if node.id in stack_ids:  # a caller's call line, cut by the callers window
+        return f"outside render_range (callers={_callers(window)})"
+    parent = dag.get(node.parent)
+    while parent is not None:
+        if parent.id in stack_ids:
+            anchor = parent
+            break
+        chain.append(parent)
+        parent = dag.get(parent.parent)
+    inner = [node, *chain]
+    for position in range(len(chain) - 1, -1, -1):
+        frame, child = chain[position], inner[position]
+        if frame.expose in ("io", "hidden"):
+            return f"inside {label(dag, frame)} (expose={frame.expose!r})"
+        if frame.expose == "llm" and child.kind != "llm":
+            return f"inside {label(dag, frame)} (expose='llm' shows only its llm exchanges)"
+    if node.kind == "code" and node.expose in ("llm", "hidden"):
+        return f"expose={node.expose!r}: its own line is not shown"
+    root = inner[-1]
+    if anchor is not None:
+        position = next(i for i, s in enumerate(stack) if s.id == anchor.id)
+        current = stack[position + 1] if position + 1 < len(stack) else llm_node
+        if root.seq > current.seq:
+            return f"concurrent: started after {label(dag, current)}"
+    if stack and anchor is not None and anchor.id == stack[-1].id:
+        subcalls = -1 if window is None else window.subcalls
+        return f"outside render_range (subcalls={subcalls})"
+    return f"outside render_range (callers={_callers(window)})"
+
+
+def _callers(window: RenderRange | None) -> int | None:
+    return None if window is None else window.callers
+
+
+def previous_call(dag: ContextDAG, node: Node | str) -> Node | None:
+    """The llm node before `node` made by the same function (same name), if any."""
+    llm_node = _llm_node(dag, node)
+    earlier = None
+    for candidate in dag.find(name=llm_node.name, kind="llm"):
+        if candidate.seq >= llm_node.seq:
+            break
+        earlier = candidate
+    return earlier
+
+
+@dataclass(frozen=True)
+class DiffLine:
+    """One line of a context diff: kept (" "), removed ("-") or added ("+")."""
+
+    op: Literal[" ", "-", "+"]
+    text: str
+
+
+def context_diff(before: RenderedContext, after: RenderedContext) -> list[DiffLine]:
+    """Line diff of two renders' text (history lines plus the content)."""
+    old, new = _diff_lines(before), _diff_lines(after)
+    lines: list[DiffLine] = []
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    for tag, a0, a1, b0, b1 in matcher.get_opcodes():
+        if tag == "equal":
+            lines.extend(DiffLine(" ", text) for text in old[a0:a1])
+            continue
+        lines.extend(DiffLine("-", text) for text in old[a0:a1])
+        lines.extend(DiffLine("+", text) for text in new[b0:b1])
+    return lines
+
+
+def _diff_lines(rendered: RenderedContext) -> list[str]:
+    from openprogram.display._payload import _parts_text
+
+    lines = rendered.text().splitlines() if rendered.nodes else []
+    if rendered.content is not None:
+        lines.append("content: " + _parts_text(rendered.content).replace("\n", " "))
+    return lines
+
+
+class CallView:
+    """Everything about one llm call: what it saw, what it replied, what was hidden, and
+    what changed since the previous call of the same function. Renders in a notebook.
+
+    >>> view = CallView(dag, dag.find(name="review", kind="llm")[0])  # doctest: +SKIP
+    >>> view.rendered.messages, view.hidden, view.diff                # doctest: +SKIP
+    """
+
+    def __init__(self, dag: ContextDAG, node: Node | str) -> None:
+        self.dag = dag
+        self.node = _llm_node(dag, node)
+        self.rendered = rebuild_context(dag, self.node)
+        self.hidden = hidden_nodes(dag, self.node)
+        self.previous = previous_call(dag, self.node)
+        self._diff: list[DiffLine] | None = None
+
+    @property
+    def verified(self) -> bool | None:
+        """Whether the rebuilt messages hash equals the recorded one (None: none recorded)."""
+        if self.node.messages_hash is None:
+            return None
+        return self.rendered.messages_hash == self.node.messages_hash
+
+    @property
+    def diff(self) -> list[DiffLine]:
+        """What changed since the previous call of the same function (empty if none)."""
+        if self._diff is None:
+            if self.previous is None:
+                self._diff = []
+            else:
+                self._diff = context_diff(rebuild_context(self.dag, self.previous), self.rendered)
+        return self._diff
+
+    def hidden_by_reason(self) -> dict[str, list[Node]]:
+        """The hidden nodes grouped by reason, groups in order of their first node."""
+        groups: dict[str, list[Node]] = {}
+        for entry in self.hidden:
+            groups.setdefault(entry.reason, []).append(entry.node)
+        return groups
+
+    def __repr__(self) -> str:
+        return (
+            f"CallView({label(self.dag, self.node)}: read {len(self.node.reads)} nodes, "
+            f"{len(self.hidden)} hidden)"
+        )
+
+    def _repr_html_(self) -> str:
+        from openprogram.display.html import call_html
+
+        return call_html(self)
+
+
+def node_or_raise(dag: ContextDAG, reference: str) -> Node:
+    """A node by id, unique id prefix, or `name#k` / `llm:name#k` / `user#k`."""
+    if reference in dag:
+        return dag.node(reference)
+    kind = "code"
+    text = reference
+    if ":" in text:
+        kind, text = text.split(":", 1)
+    if "#" in text:
+        name, _, number = text.rpartition("#")
+        if name == "user":
+            kind = "user"
+        if number.isdigit() and kind in ("code", "llm", "user"):
+            matches = dag.find(name=name, kind=kind)  # type: ignore[arg-type]
+            k = int(number)
+            if 1 <= k <= len(matches):
+                return matches[k - 1]
+            raise UsageError(
+                f"{reference!r}: there are {len(matches)} {kind} nodes named {name!r}; "
+                f"use #1 to #{len(matches)}"
+            )
+    prefixed = [n for n in dag.nodes if n.id.startswith(reference)]
+    if len(prefixed) == 1:
+        return prefixed[0]
+    if prefixed:
+        raise UsageError(f"{reference!r} matches {len(prefixed)} node ids; give more characters")
+    raise UsageError(
+        f"no node {reference!r}: give a node id (or a unique prefix), 'name#k' for the k-th "
+        "call of a function, 'llm:name#k' for its k-th model exchange, or 'user#k'"
+    )

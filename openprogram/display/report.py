@@ -1,0 +1,109 @@
+"""The HTML report: a session's DAG view as one static, self-contained HTML file.
+
+Owns the page around the DAG view (html.dag_html) and writing it where the caller asked,
+atomically. Used by `openprogram sessions report` and by agents' report options.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from openprogram.dag import ContextDAG
+from openprogram.display.html import dag_html
+from openprogram.errors import UsageError
+
+__all__ = ["report_html", "write_report"]
+
+_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width,initial-scale=1">
+<meta name="generator" content="openprogram">
+<title>{title}</title>
+<style>body{{margin:0;padding:16px 20px;background:#f6f8fa}}
+body>.opv,.op-extra{{max-width:1400px;margin:0 auto 12px}}
+.op-extra{{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:10px 12px}}</style>
+</head><body>
+{view}
+<noscript><p>This report needs JavaScript to show the call tree.</p></noscript>
+</body></html>
+"""
+
+
+def _dag_of(source: Any) -> tuple[ContextDAG, str | None]:
+    if isinstance(source, ContextDAG):
+        return source, None
+    dag = getattr(source, "dag", None)
+    if isinstance(dag, ContextDAG):
+        session_id = getattr(source, "id", None)
+        return dag, str(session_id) if session_id is not None else None
+    raise UsageError(
+        f"cannot make a report of {type(source).__name__}; pass a Session or a ContextDAG"
+    )
+
+
+def report_html(
+    source: Any,
+    *,
+    title: str | None = None,
+    focus: str | None = None,
+    facts: Mapping[str, Any] | None = None,
+    extra_html: str | None = None,
+    thumbnail_px: int = 320,
+) -> str:
+    """The report page of a Session or ContextDAG, as a string (see write_report)."""
+    dag, session_id = _dag_of(source)
+    heading = title or (f"session {session_id}" if session_id else "openprogram run")
+    view = dag_html(dag, focus=focus, title=heading, facts=facts, thumbnail_px=thumbnail_px)
+    if extra_html:
+        view = f'<div class="op-extra">{extra_html}</div>{view}'
+    return _PAGE.format(title=html.escape(heading), view=view)
+
+
+def write_report(
+    source: Any,
+    path: str | os.PathLike[str],
+    *,
+    title: str | None = None,
+    focus: str | None = None,
+    facts: Mapping[str, Any] | None = None,
+    extra_html: str | None = None,
+    thumbnail_px: int = 320,
+) -> Path:
+    """Write the HTML report of a Session or ContextDAG to exactly `path`; returns it.
+
+    focus: show only that node's subtree (e.g. one agent run); facts: `{label: value}`
+    lines under the heading; extra_html: trusted HTML placed above the tree (e.g. a
+    result's `_repr_html_()`).
+    The file is self-contained (inline CSS, JS and thumbnails; no network). It is
+    written to a temporary file beside `path` and renamed, so a reader never sees half
+    a report. Raises UsageError when the folder does not exist or `path` is a folder.
+    """
+    target = Path(path).expanduser()
+    if target.is_dir():
+        raise UsageError(f"{str(target)!r} is a folder; give a file name such as run.html")
+    folder = target.parent
+    if not folder.is_dir():
+        raise UsageError(f"folder {str(folder)!r} does not exist; create it or pick another path")
+    page = report_html(
+        source,
+        title=title,
+        focus=focus,
+        facts=facts,
+        extra_html=extra_html,
+        thumbnail_px=thumbnail_px,
+    )
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(page)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return target

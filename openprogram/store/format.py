@@ -1,0 +1,245 @@
+"""The stored form of a session: format version, session info and node rows.
+
+Owns FORMAT_VERSION, the version check every store runs when it opens, and the
+Node <-> row encoding shared by all backends, so stores only move rows and bytes.
+The format is described in docs/sessions.md; start at encode_node().
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from json.encoder import (  # type: ignore[attr-defined]  # private C helpers, no stubs
+    c_make_encoder,
+    encode_basestring,
+)
+from typing import Any, NamedTuple
+
+from pydantic import BaseModel
+
+from openprogram.dag import Node
+from openprogram.errors import UnsupportedFormatVersion
+from openprogram.image import ImageRef
+from openprogram.values import from_jsonable
+
+__all__ = [
+    "FORMAT_VERSION",
+    "ROW_COLUMNS",
+    "NodeRow",
+    "SessionInfo",
+    "check_format_version",
+    "decode_node",
+    "encode_json",
+    "encode_node",
+    "image_refs",
+]
+
+FORMAT_VERSION = 1
+"""Version of the stored layout (tables, row encoding). Bump on any change an older
+reader would misread; add a migration from the previous version (docs/sessions.md)."""
+
+
+class NodeRow(NamedTuple):
+    """One node as stored: the fields every node has as columns, the rest as JSON text.
+
+    `input` and `output` are JSON (None when the value is None); `data` is a JSON object
+    of the remaining Node fields that differ from their defaults (None when none do).
+    """
+
+    seq: int
+    id: str
+    kind: str
+    name: str
+    parent: str | None
+    status: str
+    started_at: float
+    ended_at: float | None
+    end_seq: int | None
+    input: str | None
+    output: str | None
+    data: str | None
+
+
+ROW_COLUMNS = (
+    "seq, id, kind, name, parent, status, started_at, ended_at, end_seq, input, output, data"
+)
+"""NodeRow's fields as SQL column names, in order."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """A session's entry in a store. A fork names its `parent`, the node it was forked
+    `at`, the `cut` seq (the parent's history as of then) and its own `branch`."""
+
+    id: str
+    created_at: float
+    parent: str | None = None
+    at: str | None = None
+    cut: int | None = None
+    branch: str = "main"
+    nodes: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        """The JSON stored beside the id and creation time (fork details, extras)."""
+        data: dict[str, Any] = {}
+        if self.parent is not None:
+            data.update(parent=self.parent, at=self.at, cut=self.cut)
+        if self.branch != "main":
+            data["branch"] = self.branch
+        if self.extra:
+            data["extra"] = self.extra
+        return json.dumps(data, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, id: str, created_at: float, text: str, nodes: int = 0) -> SessionInfo:
+        data = json.loads(text) if text else {}
+        return cls(
+            id=id,
+            created_at=created_at,
+            parent=data.get("parent"),
+            at=data.get("at"),
+            cut=data.get("cut"),
+            branch=data.get("branch", "main"),
+            nodes=nodes,
+            extra=data.get("extra", {}),
+        )
+
+
+def check_format_version(found: object, where: str) -> int:
+    """The store's version as an int; raises UnsupportedFormatVersion unless this code
+    reads it (only FORMAT_VERSION today: version 1 is the first format)."""
+    try:
+        version = int(str(found))
+    except ValueError:
+        version = -1
+    if version != FORMAT_VERSION:
+        raise UnsupportedFormatVersion(
+            f"{where} has format_version {found!r}, but this openprogram reads "
+            f"format_version {FORMAT_VERSION}. "
+            + (
+                "Upgrade openprogram to open it."
+                if version > FORMAT_VERSION
+                else "It was not written by a known openprogram version; nothing was changed."
+            )
+        )
+    return version
+
+
+def _default(item: Any) -> Any:
+    if isinstance(item, ImageRef):
+        return item.to_json()
+    if isinstance(item, BaseModel):
+        return item.model_dump(mode="json")
+    if isinstance(item, (set, frozenset, tuple)):
+        return list(item)
+    return repr(item)
+
+
+_encode: Callable[[Any], str]
+if c_make_encoder is not None:  # one reusable C encoder: json.dumps builds one per call
+    _C_ENCODE = c_make_encoder(
+        None, _default, encode_basestring, None, ":", ",", False, False, True
+    )
+
+    def _encode(value: Any) -> str:
+        return "".join(_C_ENCODE(value, 0))
+
+else:  # pragma: no cover - interpreters without the C accelerator
+    _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_default).encode
+
+_IMAGE = re.compile(r'"\$image":"([0-9a-f]{64})"')
+
+
+def encode_json(value: Any, refs: list[str]) -> str:
+    """Compact JSON of a node value; image references become `{"$image": sha256, ...}`
+    and their hashes are appended to `refs` (so the store can save the blobs with it)."""
+    try:
+        text = _encode(value)
+    except (TypeError, ValueError, RecursionError):  # keys JSON cannot hold, cycles
+        from openprogram.values import to_jsonable
+
+        text = json.dumps(
+            to_jsonable(value, None), default=repr, ensure_ascii=False, separators=(",", ":")
+        )
+    if '"$image"' in text:
+        refs.extend(_IMAGE.findall(text))
+    return text
+
+
+def encode_node(node: Node, refs: list[str], input_json: str | None = None) -> NodeRow:
+    """The row for `node` as it is now; `input_json` reuses an earlier encoding of its input."""
+    data: dict[str, Any] = {}
+    if node.predecessor is not None:
+        data["predecessor"] = node.predecessor
+    if node.branch != "main":
+        data["branch"] = node.branch
+    if node.error is not None:
+        data["error"] = node.error
+    if node.expose != "io":
+        data["expose"] = node.expose
+    if node.render_range is not None:
+        data["render_range"] = node.render_range.model_dump()
+    if node.hidden_inputs:
+        data["hidden_inputs"] = node.hidden_inputs
+    if node.system is not None:
+        data["system"] = node.system
+    if node.reads:
+        data["reads"] = node.reads
+    if node.messages_hash is not None:
+        data["messages_hash"] = node.messages_hash
+    if node.usage is not None:
+        data["usage"] = node.usage.model_dump(exclude_defaults=True)
+    if node.meta:
+        data["meta"] = node.meta
+    if input_json is None and node.input is not None:
+        input_json = encode_json(node.input, refs)
+    return NodeRow(
+        node.seq,
+        node.id,
+        node.kind,
+        node.name,
+        node.parent,
+        node.status,
+        node.started_at,
+        node.ended_at,
+        node.end_seq,
+        input_json,
+        None if node.output is None else encode_json(node.output, refs),
+        encode_json(data, refs) if data else None,
+    )
+
+
+def decode_node(row: NodeRow) -> Node:
+    """The Node a row holds (images as ImageRef); raises pydantic's ValidationError on
+    a row that is not a node."""
+    data = json.loads(row.data) if row.data else {}
+    data.update(
+        id=row.id,
+        seq=row.seq,
+        kind=row.kind,
+        name=row.name,
+        parent=row.parent,
+        status=row.status,
+        started_at=row.started_at,
+        ended_at=row.ended_at,
+        end_seq=row.end_seq,
+    )
+    node = Node.model_validate(data)
+    node.input = None if row.input is None else from_jsonable(json.loads(row.input))
+    node.output = None if row.output is None else from_jsonable(json.loads(row.output))
+    return node
+
+
+def image_refs(value: Any, into: set[str]) -> None:
+    """Add the sha256 of every ImageRef inside a decoded value to `into`."""
+    if isinstance(value, ImageRef):
+        into.add(value.sha256)
+    elif isinstance(value, dict):
+        for item in value.values():
+            image_refs(item, into)
+    elif isinstance(value, list):
+        for item in value:
+            image_refs(item, into)

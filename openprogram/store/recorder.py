@@ -1,0 +1,73 @@
+"""Recorder: the DAG listener that makes a session durable.
+
+Writes a node when it is created and again when it completes (one store transaction
+each, images first), so a killed process loses at most what was in flight. A failing
+store is logged, never raised: recording must not change the program's behaviour.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from openprogram.dag import ContextDAG, Node
+from openprogram.store.base import Store
+from openprogram.store.format import encode_node
+
+__all__ = ["Recorder"]
+
+log = logging.getLogger("openprogram.store")
+
+
+class Recorder:
+    """Append to `dag.listeners`: records every "created"/"completed" event of `dag`
+    into session `session` of `store`. `failures` counts writes that failed."""
+
+    def __init__(
+        self, store: Store, session: str, dag: ContextDAG, stored_blobs: Iterable[str] = ()
+    ) -> None:
+        self.store = store
+        self.session = session
+        self.dag = dag
+        self.failures = 0
+        self._sent: set[str] = set(stored_blobs)
+        self._inputs: dict[str, tuple[str, list[str]]] = {}
+
+    @property
+    def sent(self) -> set[str]:
+        """Hashes of the images this recorder knows to be in the store."""
+        return self._sent
+
+    def __call__(self, event: str, node: Node) -> None:
+        try:
+            self.write(node, created=event == "created")
+        except Exception as exc:
+            self.failures += 1
+            if self.failures & (self.failures - 1) == 0:  # the 1st, 2nd, 4th, 8th...: no flood
+                log.error(
+                    "openprogram: could not record node %s (%s #%s) of session %s in %s "
+                    "(%d failed writes so far): %s",
+                    node.id, node.name, node.seq, self.session, self.store.url,
+                    self.failures, exc, exc_info=self.failures == 1,
+                )  # fmt: skip
+
+    def write(self, node: Node, *, created: bool) -> None:
+        """Write the node as it is now; raises what the store raises."""
+        refs: list[str] = []
+        cached = None if created else self._inputs.pop(node.id, None)
+        if cached is not None:
+            refs.extend(cached[1])
+            row = encode_node(node, refs, cached[0])
+        else:
+            row = encode_node(node, refs)
+            if created and node.status == "running" and row.input is not None:
+                self._inputs[node.id] = (row.input, list(refs))
+        blobs: dict[str, bytes] = {}
+        for sha in refs:
+            if sha in self._sent or sha in blobs:
+                continue
+            image = self.dag.blobs.get(sha)
+            if image is not None:
+                blobs[sha] = image.png()
+        self.store.write(self.session, row, blobs)
+        self._sent.update(blobs)

@@ -1,0 +1,93 @@
+"""Detection on a real screenshot: classic Tk widgets on a private Xvfb display."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from gui_harness.perception import Perception
+
+pytestmark = [
+    pytest.mark.x11,
+    pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed"),
+]
+
+FORM = """
+import tkinter as tk
+root = tk.Tk()
+root.geometry("640x400+0+0")
+tk.Label(root, text="Name:").grid(row=0, column=0, padx=10, pady=10, sticky="w")
+tk.Entry(root, width=30).grid(row=0, column=1, padx=10, pady=10)
+tk.Checkbutton(root, text="Subscribe", variable=tk.IntVar()).grid(row=1, column=1, sticky="w")
+tk.Checkbutton(root, text="Remember me", variable=tk.IntVar(value=1)).grid(
+    row=2, column=1, sticky="w")
+tk.Button(root, text="Save").grid(row=3, column=1, sticky="w", pady=10)
+tk.Button(root, text="Cancel").grid(row=3, column=1, sticky="e", pady=10)
+tk.Label(root, text="Status: idle").grid(row=4, column=0, columnspan=2, sticky="w", padx=10)
+root.mainloop()
+"""
+
+
+@pytest.fixture(scope="module")
+def tk_screenshot() -> Iterator[Image.Image]:
+    """A screenshot of FORM running on its own Xvfb display."""
+    pytest.importorskip("tkinter")
+    mss = pytest.importorskip("mss")
+    read, write = os.pipe()
+    xvfb = subprocess.Popen(
+        ["Xvfb", "-displayfd", str(write), "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
+        pass_fds=(write,),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    os.close(write)
+    app = None
+    try:
+        with os.fdopen(read) as answer:
+            display = f":{answer.readline().strip()}"
+        env = {**os.environ, "DISPLAY": display}
+        app = subprocess.Popen([sys.executable, "-c", FORM], env=env)
+        factory = getattr(mss, "MSS", None) or mss.mss
+        with factory(display=display) as grabber:
+            deadline = time.monotonic() + 20
+            while True:
+                shot = grabber.grab(grabber.monitors[1])
+                image = Image.frombytes("RGB", shot.size, shot.rgb)
+                # Wait until the widgets are drawn: the window's corner is not blank.
+                if np.asarray(image.convert("L"))[:240, :400].std() > 20:
+                    time.sleep(0.3)
+                    shot = grabber.grab(grabber.monitors[1])
+                    yield Image.frombytes("RGB", shot.size, shot.rgb)
+                    break
+                if time.monotonic() > deadline:
+                    pytest.fail("the Tk form did not appear on Xvfb within 20 s")
+                time.sleep(0.1)
+    finally:
+        for process in (app, xvfb):
+            if process is not None:
+                process.terminate()
+                process.wait(timeout=10)
+
+
+def test_tk_widgets_are_found_with_their_kinds(tk_screenshot):
+    observation = Perception(ocr=False).perceive(tk_screenshot)
+    kinds = [c.kind for c in observation.components]
+    assert kinds.count("field") == 1
+    assert kinds.count("checkbox") == 2
+    assert kinds.count("button") == 2
+    assert kinds.count("text") == 4  # Name:, Subscribe, Remember me, Status: idle
+
+
+@pytest.mark.skipif(shutil.which("tesseract") is None, reason="tesseract is not installed")
+def test_tk_widgets_get_their_labels_by_ocr(tk_screenshot):
+    observation = Perception(ocr=True).perceive(tk_screenshot)
+    labels = {(c.kind, c.label) for c in observation.components}
+    assert {("button", "Save"), ("button", "Cancel"), ("checkbox", "Remember me")} <= labels

@@ -1,0 +1,79 @@
+"""ImageRetention: the renderer's max_images, with placeholders and report entries."""
+
+from __future__ import annotations
+
+import pytest
+from PIL import Image as PILImage
+
+from openprogram import (
+    ImageRetention,
+    Runtime,
+    ScriptedModel,
+    Session,
+    UsageError,
+    agentic_function,
+    llm,
+)
+
+
+def shot(color: str) -> PILImage.Image:
+    return PILImage.new("RGB", (8, 8), color)
+
+
+@agentic_function
+def look_three_times() -> None:
+    for color in ("red", "green", "blue"):
+        llm(["what changed?", shot(color)])
+
+
+def image_parts(messages: list[dict]) -> list[dict]:
+    return [
+        part
+        for message in messages
+        if isinstance(message["content"], list)
+        for part in message["content"]
+        if part["type"] == "image_url"
+    ]
+
+
+def text_of(messages: list[dict]) -> str:
+    return str(messages)
+
+
+def test_older_history_images_become_placeholders_with_omitted_report_entries():
+    model = ScriptedModel(["a", "b", "c"])
+    with Session() as session, Runtime(model, max_images=None, callbacks=[ImageRetention(1)]):
+        look_three_times()
+    third = model.requests[2].messages
+    assert len(image_parts(third)) == 2  # the newest history image and the current one
+    assert text_of(third).count("[image omitted: <image sha256:") == 1
+    node = session.dag.find(kind="llm")[2]
+    (entry,) = node.meta["report"]
+    assert entry["kind"] == "omitted"
+    assert entry["node_id"] == session.dag.find(kind="llm")[0].id
+    assert "only the 1 most recent history images" in entry["reason"]
+    assert len(image_parts(model.requests[1].messages)) == 2  # nothing to drop yet
+
+
+def test_zero_keeps_only_the_current_images_and_the_dag_keeps_every_image():
+    model = ScriptedModel(["a", "b", "c"])
+    with Session() as session, Runtime(model, callbacks=[ImageRetention(0)]):
+        look_three_times()
+    assert len(image_parts(model.requests[2].messages)) == 1
+    assert len(session.dag.find(kind="llm")[2].meta["report"]) == 2
+    assert all(n.input[1]["type"] == "image" for n in session.dag.find(kind="llm"))
+    assert len(session.dag.blobs) == 3
+
+
+def test_the_tighter_of_runtime_and_callback_limits_applies():
+    assert (
+        Runtime(ScriptedModel([]), max_images=1, callbacks=[ImageRetention(5)])._max_images() == 1
+    )
+    assert (
+        Runtime(ScriptedModel([]), max_images=5, callbacks=[ImageRetention(2)])._max_images() == 2
+    )
+
+
+def test_a_negative_limit_is_rejected():
+    with pytest.raises(UsageError, match="n=-1"):
+        ImageRetention(-1)

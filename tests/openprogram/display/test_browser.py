@@ -1,0 +1,129 @@
+"""A generated report opened in headless Chromium: it paints, and its script builds the
+tree and the panels of an llm call exactly as the Python side explains them."""
+
+from __future__ import annotations
+
+import html
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from PIL import Image as PILImage
+
+from openprogram.display import CallView, write_report
+from openprogram.display.calls import label
+
+pytestmark = pytest.mark.browser
+
+_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+)
+
+
+@pytest.fixture
+def chromium(tmp_path: Path):
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    if binary is None:
+        pytest.skip("needs Chromium: apt-get install chromium (scripts/setup.sh --dev does)")
+    runs = iter(range(1000))
+
+    def run(*arguments: str) -> str:
+        profile = tmp_path / f"profile-{next(runs)}"  # a fresh profile per run
+        result = subprocess.run(
+            [binary, *_FLAGS, f"--user-data-dir={profile}", *arguments],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr[-2000:]
+        return result.stdout
+
+    return run
+
+
+def rendered_names(dom: str) -> set[str]:
+    """`name #k` of every row the script built (the static fallback has no carets)."""
+    import re
+
+    return set(
+        re.findall(
+            r'data-a="tog">[▸▾]?</span><span[^>]*></span><span class="opv-name">'
+            r'([\w]+) <span class="opv-k">(#\d+)</span>',
+            dom,
+        )
+    )
+
+
+def test_report_paints_a_non_blank_page_with_the_call_tree(tagline_session, tmp_path, chromium):
+    report = write_report(tagline_session, tmp_path / "run.html")
+    screenshot = tmp_path / "shot.png"
+
+    chromium("--window-size=1280,900", f"--screenshot={screenshot}", report.as_uri())
+    dom = chromium("--dump-dom", report.as_uri())
+
+    image = PILImage.open(screenshot).convert("RGB")
+    assert image.size == (1280, 900)
+    colours = image.getcolors(maxcolors=1 << 16) or []
+    assert len(colours) > 50  # text, status dots and borders, not a blank page
+    dark = sum(count for count, rgb in colours if sum(rgb) < 200)
+    assert dark > 500
+    assert {
+        ("user", "#1"),
+        ("write_tagline", "#1"),
+        ("look", "#1"),
+        ("look", "#3"),
+    } <= rendered_names(dom)
+    assert 'class="opv-static" hidden=""' in dom  # the script replaced the fallback
+
+
+def test_a_deep_link_opens_an_llm_call_with_the_messages_it_saw(
+    tagline_session, tmp_path, chromium
+):
+    dag = tagline_session.dag
+    redraft = dag.find(name="write_tagline", kind="llm")[1]
+    report = write_report(tagline_session, tmp_path / "run.html")
+
+    dom = chromium("--dump-dom", f"{report.as_uri()}#n={redraft.id}")
+
+    assert ("review", "#1") in rendered_names(dom)  # the path to the node was expanded
+    view = CallView(dag, redraft)
+    for line in view.rendered.text().splitlines():
+        if not line.startswith("assistant: "):
+            assert html.escape(line, quote=False) in dom
+    assert "this call's content" in dom and "Shorter, please." in dom
+
+
+def test_the_hidden_panel_gives_the_same_rules_as_python(rules_session, tmp_path, chromium):
+    dag = rules_session.dag
+    decide = dag.find(name="decide", kind="llm")[0]
+    report = write_report(rules_session, tmp_path / "rules.html")
+
+    dom = chromium("--dump-dom", f"{report.as_uri()}#n={decide.id}&t=hid")
+
+    groups = CallView(dag, decide).hidden_by_reason()
+    assert groups
+    for reason, nodes in groups.items():
+        assert f"<b>{html.escape(reason, quote=False)}</b>" in dom
+        for node in nodes:
+            assert f">{html.escape(label(dag, node), quote=False)}</span>" in dom
+
+
+def test_the_diff_panel_compares_with_the_previous_call(tagline_session, tmp_path, chromium):
+    dag = tagline_session.dag
+    redraft = dag.find(name="write_tagline", kind="llm")[1]
+    report = write_report(tagline_session, tmp_path / "run.html")
+
+    dom = chromium("--dump-dom", f"{report.as_uri()}#n={redraft.id}&t=diff")
+
+    assert "compared with write_tagline #1 (llm)" in dom
+    added = [line.text for line in CallView(dag, redraft).diff if line.op == "+"]
+    for text in added:
+        assert f'<div class="opv-add">+ {html.escape(text, quote=False)}</div>' in dom

@@ -1,0 +1,34 @@
+"""Reading a DAG view back: the embedded payload, and its reads decoded."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+_DATA = re.compile(
+    r'<script type="application/json" id="(opv-[0-9a-f]+)-data">(.*?)</script>', re.S
+)
+
+
+def payload(html: str) -> dict[str, Any]:
+    found = _DATA.search(html)
+    assert found, "no embedded payload"
+    return json.loads(found.group(2))
+
+
+def decoded_reads(data: dict[str, Any]) -> dict[int, list[int]]:
+    """Row index -> full reads, undoing the diff encoding as the browser does."""
+    full: dict[int, list[int]] = {}
+    for index, row in enumerate(data["nodes"]):
+        encoded = row[14]
+        if row[1] != "l":
+            continue
+        if not encoded:
+            full[index] = []
+        elif encoded[0] < 0:
+            full[index] = list(encoded[2])
+        else:
+            removed = set(encoded[1])
+            full[index] = sorted([r for r in full[encoded[0]] if r not in removed] + encoded[2])
+    return full

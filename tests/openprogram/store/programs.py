@@ -1,0 +1,126 @@
+"""The programs the store tests record, kill, resume and fork.
+
+Imported by the tests, and run as a child process by the kill tests:
+    python programs.py agent STORE SESSION KILL_AT   (blocks at KILL_AT until killed)
+    python programs.py loop STORE SESSION CALLS      (prints each finished call)
+The child says "ready" on stdout when it reaches KILL_AT, so the parent kills it at a
+known point without sleeping.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+if __name__ == "__main__":  # a child process: import openprogram from this checkout
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+
+from pydantic import BaseModel
+
+from openprogram import ModelRequest, Runtime, ScriptedModel, Session, agentic_function, llm
+
+executed: list[str] = []
+"""What the decorated functions below really ran, in order (not what was replayed)."""
+asked: list[str] = []
+"""The llm() contents the model was really asked."""
+
+
+def _no_stop(label: str) -> None:
+    return None
+
+
+checkpoint: Callable[[str], None] = _no_stop
+"""Called at labelled points ("tool 2", "plan 2 thought", "llm: plan step 2"); tests
+replace it to stop the program there."""
+
+
+class Plan(BaseModel):
+    action: str
+    step: int
+
+
+@agentic_function
+def tool(i: int) -> int:
+    """Observe: a side effect that must not be repeated."""
+    executed.append(f"tool {i}")
+    checkpoint(f"tool {i}")
+    return i * i
+
+
+@agentic_function
+def plan(i: int, observation: int) -> Plan:
+    """Think, then plan: two llm exchanges."""
+    executed.append(f"plan {i}")
+    thought = llm(f"think about step {i}")
+    checkpoint(f"plan {i} thought")
+    return llm(f"plan step {i} after {thought}", response_format=Plan)
+
+
+@agentic_function
+def step(i: int) -> dict:
+    observation = tool(i)
+    return {"observation": observation, "plan": plan(i, observation).model_dump()}
+
+
+@agentic_function
+def agent(task: str, steps: int = 4) -> list[dict]:
+    return [step(i) for i in range(steps)]
+
+
+def reply(request: ModelRequest) -> str:
+    """The scripted model of these programs (answers depend only on the question)."""
+    text = request.text
+    asked.append(text.splitlines()[0])
+    checkpoint(f"llm: {text.splitlines()[0]}")
+    number = int(re.search(r"step (\d+)", text).group(1))  # type: ignore[union-attr]
+    if text.startswith("think"):
+        return f"thought {number}"
+    return json.dumps({"action": f"act {number}", "step": number})
+
+
+def model() -> ScriptedModel:
+    return ScriptedModel(reply)
+
+
+EXPECTED = [{"observation": i * i, "plan": {"action": f"act {i}", "step": i}} for i in range(4)]
+"""agent("task") when nothing goes wrong."""
+
+
+@agentic_function
+def count(i: int) -> int:
+    return i
+
+
+def _block_at(label: str) -> Callable[[str], None]:
+    def stop(reached: str) -> None:
+        if reached == label:
+            print("ready", flush=True)
+            sys.stdin.read()  # the parent kills us here
+
+    return stop
+
+
+def main(argv: list[str]) -> None:
+    mode, store, session = argv[:3]
+    global checkpoint
+    if mode == "agent":
+        checkpoint = _block_at(argv[3])
+        with Session(store, id=session), Runtime(model()):
+            agent("task")
+    elif mode == "loop":
+        print("ready", flush=True)
+        if sys.stdin.readline().strip() != "go":
+            return
+        with Session(store, id=session):
+            for i in range(int(argv[3])):
+                count(i)
+                print(i, flush=True)
+    else:
+        raise SystemExit(f"unknown mode {mode!r}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

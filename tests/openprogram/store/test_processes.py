@@ -1,0 +1,139 @@
+"""Real processes: killed with SIGKILL mid-run, and two writing one SQLite file at once.
+
+Children run tests/openprogram/store/programs.py and say "ready" on stdout at the point
+where the test acts, so nothing here waits on a timer.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openprogram import Runtime, Session
+from tests.openprogram.store import programs
+
+PROGRAM = Path(programs.__file__)
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uses SIGKILL")
+
+
+def start(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, str(PROGRAM), *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def kill(child: subprocess.Popen[str]) -> None:
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait(timeout=60)
+    assert child.returncode == -signal.SIGKILL
+    for stream in (child.stdin, child.stdout, child.stderr):
+        assert stream is not None
+        stream.close()
+
+
+def wait_ready(child: subprocess.Popen[str]) -> None:
+    assert child.stdout is not None
+    line = child.stdout.readline()
+    if line.strip() != "ready":
+        child.kill()
+        _, errors = child.communicate(timeout=60)
+        pytest.fail(f"the child did not get ready: {line!r}\n{errors}")
+
+
+def assert_coherent(session: Session) -> None:
+    """Every parent and predecessor exists and came first; seqs strictly increase."""
+    seqs = [n.seq for n in session.dag.nodes]
+    assert seqs == sorted(set(seqs))
+    for node in session.dag.nodes:
+        for link in (node.parent, node.predecessor):
+            if link is not None:
+                assert session.dag.node(link).seq < node.seq
+
+
+def test_a_killed_process_loses_only_the_exchange_in_flight_and_resumes(durable_store: Any):
+    child = start("agent", durable_store, "killed", "llm: plan step 2 after thought 2")
+    wait_ready(child)
+    kill(child)
+
+    crashed = Session.open(durable_store, "killed")
+    assert_coherent(crashed)
+    steps = crashed.dag.find(name="step")
+    assert [s.status for s in steps] == ["completed", "completed", "running"]
+    thought, in_flight = crashed.dag.children(crashed.dag.find(name="plan", kind="code")[2].id)
+    assert (thought.status, thought.output) == ("completed", "thought 2")
+    assert (in_flight.status, in_flight.output) == ("running", None)
+    crashed.close()
+
+    with Session.open(durable_store, "killed", resume=True), Runtime(programs.model()):
+        assert programs.agent("task") == programs.EXPECTED
+    assert programs.executed == ["plan 2", "tool 3", "plan 3"]
+    assert programs.asked == [
+        "plan step 2 after thought 2",
+        "think about step 3",
+        "plan step 3 after thought 3",
+    ]
+    resumed = Session.open(durable_store, "killed")
+    assert_coherent(resumed)
+    assert {n.status for n in resumed.dag.nodes} == {"completed"}
+    assert resumed.dag.find(kind="llm")[5].id == in_flight.id  # asked again in place
+    resumed.close()
+
+
+@pytest.mark.parametrize("after", [1, 37, 150])
+def test_a_process_killed_at_any_instant_leaves_a_store_that_opens_cleanly(
+    durable_store: Any, after: int
+):
+    child = start("loop", durable_store, "loop", "100000")
+    wait_ready(child)
+    assert child.stdin is not None and child.stdout is not None
+    child.stdin.write("go\n")
+    child.stdin.flush()
+    for _ in range(after):  # the kill lands while the child keeps writing
+        child.stdout.readline()
+    kill(child)
+    if not durable_store.startswith("postgresql://"):
+        with closing(sqlite3.connect(durable_store)) as connection:
+            assert connection.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    session = Session.open(durable_store, "loop")
+    assert_coherent(session)
+    finished = [n for n in session.dag.nodes if n.status == "completed"]
+    assert len(finished) >= after
+    assert [n.input["i"] for n in session.dag.nodes] == list(range(len(session.dag)))
+    assert all(n.output == n.input["i"] for n in finished)
+    assert len(session.dag) - len(finished) <= 1  # at most the call in flight
+    with session:  # and it takes new records
+        programs.count(-1)
+    assert Session.open(durable_store, "loop").dag.nodes[-1].input == {"i": -1}
+
+
+def test_two_processes_write_different_sessions_into_one_sqlite_file(tmp_path: Path):
+    path = str(tmp_path / "shared.db")
+    Session(path, id="setup").close()  # create the file once, so both children open it
+    children = [start("loop", path, name, "300") for name in ("left", "right")]
+    for child in children:
+        wait_ready(child)
+    for child in children:  # both start writing together
+        assert child.stdin is not None
+        child.stdin.write("go\n")
+        child.stdin.flush()
+    for child in children:
+        _, errors = child.communicate(timeout=300)
+        assert child.returncode == 0, errors
+        assert "could not record" not in errors
+    for name in ("left", "right"):
+        session = Session.open(path, name)
+        assert [n.output for n in session.dag.nodes] == list(range(300))
+        assert {n.status for n in session.dag.nodes} == {"completed"}
+        session.close()

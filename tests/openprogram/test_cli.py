@@ -1,0 +1,185 @@
+"""The `openprogram` command over a real SQLite store: every command, and its errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import networkx as nx
+import pytest
+from click.testing import CliRunner
+
+from openprogram import Runtime, ScriptedModel, Session, agentic_function, llm
+from openprogram.cli import cli
+
+
+@agentic_function(render_range={"callers": 0})
+def review(draft: str) -> str:
+    return llm(f"Review: {draft}")
+
+
+@agentic_function
+def write(product: str) -> str:
+    draft = llm(f"Tagline for {product}.")
+    review(draft)
+    return llm("Shorter.")
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A SQLite store with session "tagline01", named by OPENPROGRAM_STORE."""
+    path = tmp_path / "runs.db"
+    script = ScriptedModel({"write": ["Long tagline here.", "Short."], "review": ["too long"]})
+    with Session(str(path), id="tagline01") as session, Runtime(script):
+        session.submit("We need a tagline.")
+        write("coffee")
+    monkeypatch.setenv("OPENPROGRAM_STORE", str(path))
+    monkeypatch.chdir(tmp_path)
+    return path
+
+
+def run(*arguments: str, code: int = 0):
+    result = CliRunner().invoke(cli, list(arguments), prog_name="openprogram")
+    assert result.exit_code == code, result.output
+    return result
+
+
+def all_commands(group: click.Group, prefix: tuple[str, ...] = ()):
+    yield prefix
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            yield from all_commands(command, (*prefix, name))
+        else:
+            yield (*prefix, name)
+
+
+@pytest.mark.parametrize("command", list(all_commands(cli)), ids=" ".join)
+def test_every_command_has_help(command):
+    result = run(*command, "--help")
+
+    assert result.output.startswith(f"Usage: openprogram {' '.join(command)}".rstrip())
+
+
+def test_list_shows_each_session_with_its_node_count(store):
+    result = run("sessions", "list")
+
+    assert "tagline01" in result.output and "      6  " in result.output
+    rows = json.loads(run("sessions", "list", "--json").output)
+    assert rows[0]["id"] == "tagline01" and rows[0]["nodes"] == 6
+
+
+def test_show_prints_the_call_tree_with_tokens(store):
+    output = run("sessions", "show", "tagline01").output
+
+    assert "session tagline01  6 nodes · 3 llm calls" in output
+    assert "✓  write #1  " in output
+    assert "\n    ✓  review #1 (llm)  " in output and " tok $0.0000" in output
+    shallow = run("sessions", "show", "tag", "--depth", "1", "--values").output
+    assert "review" not in shallow and '"Short."' in shallow
+
+
+def test_render_shows_what_an_llm_call_saw_and_why_nodes_were_hidden(store):
+    output = run("sessions", "render", "tagline01", "llm:write#2", "--diff").output
+
+    assert (
+        "what write #2 (llm) saw  (4 nodes read; rebuilt context matches the recorded hash)"
+        in output
+    )
+    assert "[review #1] input=" in output and "Shorter." in output
+    assert "── reply\nShort.\n" in output
+    assert "inside review #1 (expose='io') (1): review #1 (llm)" in output
+    assert "+ content: Shorter." in output and "- content: Tagline for coffee." in output
+
+
+DRAFT = '"draft": "Long tagline here."'
+
+
+def test_render_as_json_gives_the_messages(store):
+    messages = json.loads(run("sessions", "render", "tagline01", "llm:review#1", "--json").output)
+
+    assert messages == [
+        {"role": "user", "content": f"[review #1] input={{{DRAFT}}}\nReview: Long tagline here."}
+    ]
+
+
+def test_render_of_a_call_shows_what_a_call_inside_it_would_see_now(store):
+    output = run("sessions", "render", "tagline01", "write#1").output
+
+    assert output.startswith("what an llm() call in write #1 would see")
+    assert "assistant" in output and "Short." in output
+
+
+def test_report_writes_exactly_the_file_asked_for(store, tmp_path):
+    target = tmp_path / "out" / "run.html"
+    target.parent.mkdir()
+
+    result = run("sessions", "report", "tagline01", "-o", str(target))
+
+    assert f"wrote {target}" in result.output
+    assert [p.name for p in target.parent.iterdir()] == ["run.html"]
+    assert target.read_text(encoding="utf-8").startswith("<!doctype html>")
+    run("sessions", "report", "tagline01")
+    assert (tmp_path / "openprogram-tagline01.html").is_file()
+
+
+def test_export_writes_graphml(store, tmp_path):
+    run("sessions", "export", "tagline01", "-o", str(tmp_path / "dag.graphml"))
+
+    assert nx.read_graphml(tmp_path / "dag.graphml").number_of_nodes() == 6
+
+
+def test_fork_records_a_new_session_sharing_history(store):
+    result = run("sessions", "fork", "tagline01", "review#1", "--id", "fork01")
+
+    assert result.stdout.strip() == "fork01"
+    listed = {row["id"]: row for row in json.loads(run("sessions", "list", "--json").output)}
+    assert listed["fork01"]["parent"] == "tagline01"
+    assert "review #1" in run("sessions", "show", "fork01").output
+
+
+def test_the_default_store_is_openprogram_db_in_the_current_folder(store, monkeypatch):
+    monkeypatch.delenv("OPENPROGRAM_STORE")
+    store.rename(store.with_name("openprogram.db"))
+
+    assert "tagline01" in run("sessions", "list").output
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (("sessions", "show", "nothing"), "no session 'nothing'"),
+        (("sessions", "render", "tagline01", "write#7"), "use #1 to #1"),
+        (("sessions", "render", "tagline01", "user#1"), "is user input, which sees nothing"),
+        (("sessions", "list", "--store", "missing.db"), "no session store at 'missing.db'"),
+        (("sessions", "list", "--store", "mysql://x"), "scheme openprogram does not know"),
+        (("sessions", "export", "tagline01", "-o", "dag.txt"), "use a .graphml, .mmd"),
+        (("sessions", "report", "tagline01", "-o", "nowhere/run.html"), "does not exist"),
+    ],
+)
+def test_errors_say_what_to_do(store, arguments, message):
+    result = run(*arguments, code=1)
+
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_gui_needs_a_model(monkeypatch):
+    monkeypatch.delenv("OPENPROGRAM_MODEL", raising=False)
+
+    result = run("gui", "open the settings", code=2)
+
+    assert "pass --model provider/name" in result.output
+
+
+def test_the_entry_point_runs_as_a_program():
+    result = subprocess.run(
+        [sys.executable, "-c", "from openprogram.cli import main; main()", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert result.returncode == 0 and result.stdout.startswith("openprogram, version ")
