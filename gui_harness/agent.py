@@ -30,7 +30,7 @@ from gui_harness.prompts import (
 from gui_harness.result import GuiResult
 from openprogram import agentic_function, llm
 from openprogram._context import current_session, frame_var
-from openprogram.callbacks.base import gate, notify
+from openprogram.callbacks.base import current_run, gate, notify
 from openprogram.errors import ModelAuthError, ModelError, ModelOutputError, RunStopped, UsageError
 from openprogram.runtime import Runtime, current_runtime
 
@@ -94,7 +94,7 @@ def observe(step: int) -> dict[str, Any]:
     run.transform = Transform(scale=scale)
     observation = run.perception.perceive(image)
     run.observation = observation
-    notify(run.runtime.callbacks, "on_screenshot", screenshot, step, record_on=None)
+    notify(run.runtime.callbacks, "on_screenshot", screenshot, step, record_on=current_run())
     return {
         "step": step,
         "size": list(observation.size),
@@ -164,13 +164,13 @@ def dispatch_action(action: dict[str, Any], step: int) -> dict[str, Any]:
     except ActionRejected as exc:
         return {"executed": False, "error": f"rejected by policy: {exc.reason}"}
     callbacks = run.runtime.callbacks
-    notify(callbacks, "on_action_start", screen_action, record_on=None)
+    notify(callbacks, "on_action_start", screen_action, record_on=current_run())
     try:
         run.desktop.execute(screen_action)
     except DesktopError as exc:
-        notify(callbacks, "on_action_end", screen_action, exc, record_on=None)
+        notify(callbacks, "on_action_end", screen_action, exc, record_on=current_run())
         raise
-    notify(callbacks, "on_action_end", screen_action, None, record_on=None)
+    notify(callbacks, "on_action_end", screen_action, None, record_on=current_run())
     settled = wait_until_stable(run.desktop, timeout=run.settle_timeout)
     return {"executed": True, "settled": settled}
 

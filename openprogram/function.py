@@ -174,9 +174,13 @@ def _wrap(
         if runtime is not None and runtime.callbacks:
             call.callbacks = runtime.callbacks
             call.run = node if node.parent is None else session.dag.top_level_ancestor(node)
-            if node.parent is None:
-                notify(call.callbacks, "on_run_start", node, record_on=node)
-            notify(call.callbacks, "on_call_start", node, record_on=call.run)
+            try:
+                if node.parent is None:
+                    notify(call.callbacks, "on_run_start", node, record_on=node)
+                notify(call.callbacks, "on_call_start", node, record_on=call.run)
+            except BaseException as exc:  # a strict observer refused: the call never runs
+                end(call, None, exc)
+                raise
         return call
 
     def end(call: _Call, result: Any, exc: BaseException | None) -> None:

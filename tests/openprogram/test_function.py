@@ -304,3 +304,29 @@ def test_package_root_exports_are_pinned():
     }
     for name in openprogram.__all__:
         assert hasattr(openprogram, name)
+
+
+def test_a_strict_observer_failing_at_call_start_ends_the_call_cleanly():
+    from openprogram import Callback, current_session
+
+    class Refuses(Callback):
+        strict = True
+
+        def on_call_start(self, node):
+            raise RuntimeError("not today")
+
+    ran = []
+
+    @agentic_function
+    def work():
+        ran.append(1)
+
+    with Session() as session, Runtime(ScriptedModel([]), callbacks=[Refuses()]):
+        with pytest.raises(RuntimeError, match="not today"):
+            work()
+        assert current_session() is session
+    (node,) = session.dag.nodes
+    assert ran == [] and node.status == "error"
+    from openprogram._context import frame_var
+
+    assert frame_var.get() is None
