@@ -171,7 +171,8 @@ def dispatch_action(action: dict[str, Any], step: int) -> dict[str, Any]:
         notify(callbacks, "on_action_end", screen_action, exc, record_on=current_run())
         raise
     notify(callbacks, "on_action_end", screen_action, None, record_on=current_run())
-    settled = wait_until_stable(run.desktop, timeout=run.settle_timeout)
+    # frames=3: one matching pair can come before the app has redrawn
+    settled = wait_until_stable(run.desktop, timeout=run.settle_timeout, frames=3)
     return {"executed": True, "settled": settled}
 
 

@@ -33,9 +33,8 @@ def rgb_array(image: ImageLike) -> np.ndarray:
 def grey_array(image: ImageLike) -> np.ndarray:
     """An HxW uint8 grey array of `image` (luma, as cv2 computes it)."""
     if isinstance(image, Image.Image):
-        if image.mode == "L":
-            return np.asarray(image)
-        return cv2.cvtColor(rgb_array(image), cv2.COLOR_RGB2GRAY)
+        # Pillow's own conversion (same ITU-R 601 weights) skips a 3-channel copy.
+        return np.asarray(image if image.mode == "L" else image.convert("L"))
     array = _checked(image)
     if array.ndim == 2:
         return array
