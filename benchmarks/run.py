@@ -1,8 +1,12 @@
 """Run every benchmarks/bench_*.py script in turn (what `make bench` calls).
 
+    python benchmarks/run.py                    all scripts
+    python benchmarks/run.py core store         only bench_core.py and bench_store.py
+    python benchmarks/run.py core -- --quick    arguments after `--` go to each script
+
 Each script runs in its own process with this interpreter, so one benchmark's imports
-and heap never skew the next. Arguments (e.g. --quick) are passed to every script.
-Exits non-zero when any script does (a missed target or a crash), after running all.
+and heap never skew the next. Exits non-zero when any script does (a missed target or a
+crash), after running them all.
 """
 
 from __future__ import annotations
@@ -16,16 +20,23 @@ HERE = Path(__file__).resolve().parent
 
 
 def main(argv: list[str]) -> int:
-    scripts = sorted(HERE.glob("bench_*.py"))
+    names, script_args = argv, []
+    if "--" in argv:
+        split = argv.index("--")
+        names, script_args = argv[:split], argv[split + 1 :]
+    available = sorted(HERE.glob("bench_*.py"))
+    scripts = [s for s in available if not names or s.stem.removeprefix("bench_") in names]
     if not scripts:
-        print(f"no bench_*.py scripts in {HERE}", file=sys.stderr)
-        return 1
+        known = [s.stem.removeprefix("bench_") for s in available]
+        print(f"no benchmark matches {names!r}; there are {known!r}", file=sys.stderr)
+        return 2
     failed = []
     for script in scripts:
         print(f"== {script.name}", flush=True)
         started = time.perf_counter()
-        code = subprocess.call([sys.executable, str(script), *argv], cwd=HERE.parent)
-        print(f"== {script.name}: exit {code} in {time.perf_counter() - started:.0f} s\n")
+        code = subprocess.call([sys.executable, str(script), *script_args], cwd=HERE.parent)
+        elapsed = time.perf_counter() - started
+        print(f"== {script.name}: exit {code} after {elapsed:.0f} s\n", flush=True)
         if code != 0:
             failed.append(script.name)
     if failed:

@@ -154,9 +154,11 @@ class Resumer:
             for node in candidates:
                 if node.id not in self._claimed and self._hash(node) == digest:
                     return self._claim(node)
-            if preferred is not None and preferred.id not in self._claimed:
-                return Divergence(preferred, k)
-            return None
+            if preferred is None:  # more calls here than recorded: the live part
+                return None
+            if preferred.id in self._claimed:  # taken out of order; compare with the rest
+                preferred = next((n for n in candidates if n.id not in self._claimed), None)
+            return None if preferred is None else Divergence(preferred, k)
 
     def _claim(self, node: Node) -> Node:
         self._claimed.add(node.id)

@@ -257,6 +257,7 @@ def render_command(
     call (code node), shows what an llm() call inside it would see now.
     """
     from openprogram.display.calls import CallView, label
+    from openprogram.display.html import _counted, _names
     from openprogram.render import render_context
 
     with _session(store_spec, session_id) as session:
@@ -292,12 +293,9 @@ def render_command(
         click.echo(node.output if node.output is not None else "(none)")
         if node.error:
             click.echo(click.style(node.error, fg="red"))
-        groups = view.hidden_by_reason()
         click.echo(click.style(f"── hidden from it: {len(view.hidden)} earlier nodes", dim=True))
-        for reason, nodes in groups.items():
-            names = ", ".join(label(dag, n) for n in nodes[:6])
-            more = f" and {len(nodes) - 6} more" if len(nodes) > 6 else ""
-            click.echo(f"  {reason} ({len(nodes)}): {names}{more}")
+        for group in view.hidden_groups():
+            click.echo(f"  {group.rule} ({_counted(group)}): {_names(dag, group, limit=6)}")
         if diff and view.previous is not None:
             click.echo(click.style(f"── diff vs {label(dag, view.previous)}", dim=True))
             colours = {"+": "green", "-": "red", " ": None}

@@ -37,8 +37,13 @@ free_port() {
 
 start() {
   if [ -f "$state" ]; then
-    echo "postgres.sh: a server is already running ($state); run 'scripts/postgres.sh stop'" >&2
-    return 1
+    # shellcheck disable=SC1090
+    source "$state"
+    if as_owner "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
+      echo "postgres.sh: a server is already running ($state); run 'scripts/postgres.sh stop'" >&2
+      return 1
+    fi
+    rm -rf "$dir" "$state"  # left over by a run that never stopped it
   fi
   local bin dir port
   bin=$(find_bin)

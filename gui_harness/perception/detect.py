@@ -329,18 +329,17 @@ def _text_lines(edges: np.ndarray, controls: list[_Found]) -> list[_Found]:
     """Lines of text and icons: the edges outside controls, joined horizontally."""
     free = _scratch.get("free", edges.shape, np.uint8)
     np.copyto(free, edges)
-    for _, (x, y, w, h), _ in controls:
-        free[max(0, y - 2) : y + h + 2, max(0, x - 2) : x + w + 2] = 0
+    for _, (cx, cy, cw, ch), _ in controls:
+        free[max(0, cy - 2) : cy + ch + 2, max(0, cx - 2) : cx + cw + 2] = 0
     joined = cv2.dilate(free, _TEXT_KERNEL, dst=_scratch.get("joined", edges.shape, np.uint8))
     boxes = _boxes(joined)[0]
     if not len(boxes):
         return []
     boxes[:, 0] += 3  # undo the kernel's growth: 3 px each side
     boxes[:, 2] -= 6
-    h = boxes[:, 3]
-    boxes = _join_words(boxes[(h >= _TEXT_H[0]) & (h <= _TEXT_H[1])])
-    w, h = boxes[:, 2], boxes[:, 3]
-    keep = (w >= 4) & (w * h >= 40)
+    tall = boxes[:, 3]
+    boxes = _join_words(boxes[(tall >= _TEXT_H[0]) & (tall <= _TEXT_H[1])])
+    keep = (boxes[:, 2] >= 4) & (boxes[:, 2] * boxes[:, 3] >= 40)
     found: list[_Found] = []
     for bx, by, bw, bh in boxes[keep].tolist():
         if bh >= 16 and 0.6 <= bw / bh <= 1.6:

@@ -246,7 +246,7 @@ def build_payload(
         "v": 1,
         "title": title,
         "facts": [[str(k), _fact(v)] for k, v in (facts or {}).items()],
-        "summary": summary(dag, nodes),
+        "summary": summary(dag, _subtree(dag, focus) if focus is not None else nodes),
         "names": list(names),
         "nodes": rows,
         "images": images,
@@ -255,6 +255,15 @@ def build_payload(
         "cap": cap,
         "created": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
+
+
+def _subtree(dag: ContextDAG, root: str) -> list[Node]:
+    found, stack = [], [dag.node(root)]
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        stack.extend(dag.children(node.id))
+    return found
 
 
 def _fact(value: Any) -> str:

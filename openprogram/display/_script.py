@@ -226,7 +226,8 @@ function detail(n) {
   const r = n.roll;
   if (n.kids.length) {
     h += `<div class="opv-meta">inside: ${plural(r.size - 1, "node")} · `
-      + `${plural(r.calls, "llm call")} · ${r.tin} tokens in, ${r.tout} out · ${usd(r.cost)}</div>`;
+      + `${plural(r.calls, "llm call")} · ${r.tin} tokens in, ${r.tout} out · ${usd(r.cost)}`
+      + `</div>`;
   }
   return h + thumbs(n.img);
 }
@@ -324,11 +325,11 @@ function onBranch(top, branch, limit) {
 function why(c, n, stack, stackList, branch, head, rr) {
   let top = c;
   while (top.parent >= 0) top = N[top.parent];
-  if (!head || !onBranch(top, branch, head.seq)) return "on another branch";
+  if (!head || !onBranch(top, branch, head.seq)) return ["on another branch", -1];
   const callers = `outside render_range (callers=${rr && rr[0] !== null ? rr[0] : "None"})`;
   if (stack.has(c.i)) {
-    return c.ex === "l" || c.ex === "h" ? `its call line is not shown (expose='${EX[c.ex]}')`
-      : callers;
+    return [c.ex === "l" || c.ex === "h" ? `its call line is not shown (expose='${EX[c.ex]}')`
+      : callers, -1];
   }
   const chain = [];
   let anchor = -1;
@@ -340,25 +341,27 @@ function why(c, n, stack, stackList, branch, head, rr) {
   for (let p = chain.length - 1; p >= 0; p--) {
     const frame = chain[p], child = inner[p];
     if (frame.ex === "i" || frame.ex === "h") {
-      return `inside ${label(frame)} (expose='${EX[frame.ex]}')`;
+      return [`inside ${label(frame)} (expose='${EX[frame.ex]}')`, frame.i];
     }
     if (frame.ex === "l" && child.kind !== "l") {
-      return `inside ${label(frame)} (expose='llm' shows only its llm exchanges)`;
+      return [`inside ${label(frame)} (expose='llm' shows only its llm exchanges)`, frame.i];
     }
   }
   if (c.kind === "c" && (c.ex === "l" || c.ex === "h")) {
-    return `expose='${EX[c.ex]}': its own line is not shown`;
+    return [`expose='${EX[c.ex]}': its own line is not shown`, -1];
   }
   const outermost = inner[inner.length - 1];
   if (anchor >= 0) {
     const position = stackList.indexOf(anchor);
     const current = position + 1 < stackList.length ? N[stackList[position + 1]] : n;
-    if (outermost.seq > current.seq) return `concurrent: started after ${label(current)}`;
+    if (outermost.seq > current.seq) {
+      return [`concurrent: started after ${label(current)}`, current.i];
+    }
   }
   if (stackList.length && anchor === stackList[stackList.length - 1]) {
-    return `outside render_range (subcalls=${rr ? rr[1] : -1})`;
+    return [`outside render_range (subcalls=${rr ? rr[1] : -1})`, -1];
   }
-  return callers;
+  return [callers, -1];
 }
 function hidden(n) {
   const seen = new Set(reads(n)), stack = stackOf(n), stackList = [...stack].reverse();
@@ -370,25 +373,31 @@ function hidden(n) {
     if ((m.x.br || "main") === branch) head = m;
   }
   const rr = n.parent >= 0 ? N[n.parent].x.rr : null, groups = new Map();
+  let total = 0;
   for (const c of N) {
     if (c.seq >= n.seq) break;
     if (seen.has(c.i)) continue;
-    const reason = why(c, n, stack, stackList, branch, head, rr);
-    if (!groups.has(reason)) groups.set(reason, []);
-    groups.get(reason).push(c.i);
+    const [reason, frame] = why(c, n, stack, stackList, branch, head, rr);
+    const rule = frame >= 0 ? reason.replace(label(N[frame]), N[frame].name) : reason;
+    if (!groups.has(rule)) groups.set(rule, {nodes: [], frames: [], named: new Set()});
+    const group = groups.get(rule);
+    group.nodes.push(c.i);
+    if (frame >= 0 && !group.named.has(frame)) { group.named.add(frame); group.frames.push(frame); }
+    total++;
   }
   if (!groups.size) {
     return `<div class="opv-meta">nothing: this call read every node that existed before it</div>`;
   }
-  let total = 0;
-  groups.forEach(list => { total += list.length; });
   let h = `<div class="opv-meta">${plural(total, "earlier node")} not in this call's context, `
     + `by rule:</div>`;
-  groups.forEach((list, reason) => {
-    h += `<div class="opv-group"><b>${esc(reason)}</b> <span class="opv-meta">(${list.length})`
-      + `</span> ` + list.slice(0, 12).map(j => `<span class="opv-chip" data-a="go" `
-      + `data-i="${j}">${esc(label(N[j]))}</span>`).join("")
-      + (list.length > 12 ? ` <span class="opv-meta">and ${list.length - 12} more</span>` : "")
+  groups.forEach((group, rule) => {
+    const shown = group.frames.length ? group.frames : group.nodes;
+    const count = plural(group.nodes.length, "node")
+      + (group.frames.length ? " in " + plural(group.frames.length, "call") : "");
+    h += `<div class="opv-group"><b>${esc(rule)}</b> <span class="opv-meta">(${count})</span> `
+      + shown.slice(0, 12).map(j => `<span class="opv-chip" data-a="go" data-i="${j}">`
+      + `${esc(label(N[j]))}</span>`).join("")
+      + (shown.length > 12 ? ` <span class="opv-meta">and ${shown.length - 12} more</span>` : "")
       + `</div>`;
   });
   return h;
@@ -470,7 +479,7 @@ function go(i) {
   if (!div) return;
   toggleDetail(div, true);
   div.firstChild.classList.add("opv-hit");
-  div.scrollIntoView({block: "nearest"});
+  div.firstChild.scrollIntoView({block: "center"});
 }
 const found = bar.querySelector(".opv-found");
 function mark(list, what) {
@@ -482,7 +491,7 @@ function mark(list, what) {
   found.textContent = !list.length ? `no ${what}`
     : `${list.length} ${what}${list.length > 50 ? " (first 50 shown)" : ""}`;
   const first = tree.querySelector(".opv-hit");
-  if (first) first.scrollIntoView({block: "nearest"});
+  if (first) first.scrollIntoView({block: "center"});
 }
 function expandAll() {
   let rows = tree.querySelectorAll(".opv-node").length;
@@ -538,5 +547,6 @@ if (link && byId[link[1]] !== undefined) {
   go(byId[link[1]]);
   const button = tab && nodeDiv(byId[link[1]]).querySelector(`[data-t="${tab[1]}"]`);
   if (button) button.click();
+  nodeDiv(byId[link[1]]).firstChild.scrollIntoView({block: "start"});
 }
 })("%ID%");</script>"""

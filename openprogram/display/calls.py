@@ -19,8 +19,10 @@ from openprogram.render import RenderedContext, render_context
 __all__ = [
     "CallView",
     "DiffLine",
+    "HiddenGroup",
     "HiddenNode",
     "context_diff",
+    "group_hidden",
     "hidden_nodes",
     "previous_call",
     "rebuild_context",
@@ -80,10 +82,42 @@ def _llm_node(dag: ContextDAG, node: Node | str) -> Node:
 
 @dataclass(frozen=True)
 class HiddenNode:
-    """A node that existed when a call was made but was not in its context, and why."""
+    """A node that existed when a call was made but was not in its context, and why.
+
+    `frame` is the call the reason names, if any: the finished call whose expose hid
+    the node, or the caller's call the node's concurrent subtree started after.
+    """
 
     node: Node
     reason: str
+    frame: Node | None = None
+
+
+@dataclass(frozen=True)
+class HiddenGroup:
+    """Hidden nodes sharing a rule; `rule` names the frames' function, not each call
+    (`inside gui_step (expose='io')`), and `frames` lists those calls."""
+
+    rule: str
+    frames: list[Node]
+    nodes: list[Node]
+
+
+def group_hidden(dag: ContextDAG, hidden: list[HiddenNode]) -> list[HiddenGroup]:
+    """Hidden nodes grouped by rule, in order of each group's first node."""
+    groups: dict[str, HiddenGroup] = {}
+    frames: dict[str, set[str]] = {}
+    for entry in hidden:
+        rule = entry.reason
+        if entry.frame is not None:
+            rule = rule.replace(label(dag, entry.frame), entry.frame.name, 1)
+        group = groups.setdefault(rule, HiddenGroup(rule, [], []))
+        group.nodes.append(entry.node)
+        seen = frames.setdefault(rule, set())
+        if entry.frame is not None and entry.frame.id not in seen:
+            seen.add(entry.frame.id)
+            group.frames.append(entry.frame)
+    return list(groups.values())
 
 
 def hidden_nodes(dag: ContextDAG, node: Node | str) -> list[HiddenNode]:
@@ -104,8 +138,8 @@ def hidden_nodes(dag: ContextDAG, node: Node | str) -> list[HiddenNode]:
             break
         if candidate.id in reads:
             continue
-        reason = _why(dag, candidate, llm_node, stack, stack_ids, branch, head, window)
-        hidden.append(HiddenNode(candidate, reason))
+        reason, named = _why(dag, candidate, llm_node, stack, stack_ids, branch, head, window)
+        hidden.append(HiddenNode(candidate, reason, named))
     return hidden
 
 
@@ -124,16 +158,16 @@ def _why(
     branch: str,
     head: Node | None,
     window: RenderRange | None,
-) -> str:
+) -> tuple[str, Node | None]:
     top = dag.top_level_ancestor(node)
     if head is None or not dag.on_branch(top, branch, head.seq):
-        return "on another branch"
+        return "on another branch", None
     if node.id in stack_ids and node.expose in ("llm", "hidden"):
-        return f"its call line is not shown (expose={node.expose!r})"
+        return f"its call line is not shown (expose={node.expose!r})", None
     chain: list[Node] = []
     anchor: Node | None = None
     if node.id in stack_ids:  # a caller's call line, cut by the callers window
-        return f"outside render_range (callers={_callers(window)})"
+        return f"outside render_range (callers={_callers(window)})", None
     parent = dag.get(node.parent)
     while parent is not None:
         if parent.id in stack_ids:
@@ -145,21 +179,24 @@ def _why(
     for position in range(len(chain) - 1, -1, -1):
         frame, child = chain[position], inner[position]
         if frame.expose in ("io", "hidden"):
-            return f"inside {label(dag, frame)} (expose={frame.expose!r})"
+            return f"inside {label(dag, frame)} (expose={frame.expose!r})", frame
         if frame.expose == "llm" and child.kind != "llm":
-            return f"inside {label(dag, frame)} (expose='llm' shows only its llm exchanges)"
+            return (
+                f"inside {label(dag, frame)} (expose='llm' shows only its llm exchanges)",
+                frame,
+            )
     if node.kind == "code" and node.expose in ("llm", "hidden"):
-        return f"expose={node.expose!r}: its own line is not shown"
+        return f"expose={node.expose!r}: its own line is not shown", None
     root = inner[-1]
     if anchor is not None:
         position = next(i for i, s in enumerate(stack) if s.id == anchor.id)
         current = stack[position + 1] if position + 1 < len(stack) else llm_node
         if root.seq > current.seq:
-            return f"concurrent: started after {label(dag, current)}"
+            return f"concurrent: started after {label(dag, current)}", current
     if stack and anchor is not None and anchor.id == stack[-1].id:
         subcalls = -1 if window is None else window.subcalls
-        return f"outside render_range (subcalls={subcalls})"
-    return f"outside render_range (callers={_callers(window)})"
+        return f"outside render_range (subcalls={subcalls})", None
+    return f"outside render_range (callers={_callers(window)})", None
 
 
 def _callers(window: RenderRange | None) -> int | None:
@@ -240,6 +277,10 @@ class CallView:
             else:
                 self._diff = context_diff(rebuild_context(self.dag, self.previous), self.rendered)
         return self._diff
+
+    def hidden_groups(self) -> list[HiddenGroup]:
+        """The hidden nodes grouped by rule (see group_hidden)."""
+        return group_hidden(self.dag, self.hidden)
 
     def hidden_by_reason(self) -> dict[str, list[Node]]:
         """The hidden nodes grouped by reason, groups in order of their first node."""

@@ -27,7 +27,7 @@ from openprogram.display._style import STYLE
 
 if TYPE_CHECKING:
     from openprogram.dag import ContextDAG, Node
-    from openprogram.display.calls import CallView
+    from openprogram.display.calls import CallView, HiddenGroup
     from openprogram.render import RenderedContext
 
 __all__ = ["call_html", "context_html", "dag_html", "node_html"]
@@ -282,6 +282,21 @@ def _messages_html(rendered: RenderedContext) -> str:
     return "".join(out)
 
 
+def _counted(group: HiddenGroup) -> str:
+    nodes = f"{len(group.nodes)} node{'s' if len(group.nodes) != 1 else ''}"
+    if not group.frames:
+        return nodes
+    return f"{nodes} in {len(group.frames)} call{'s' if len(group.frames) != 1 else ''}"
+
+
+def _names(dag: ContextDAG, group: HiddenGroup, limit: int = 12) -> str:
+    from openprogram.display.calls import label
+
+    shown = group.frames or group.nodes
+    names = ", ".join(label(dag, n) for n in shown[:limit])
+    return names + (f" and {len(shown) - limit} more" if len(shown) > limit else "")
+
+
 def call_html(view: CallView) -> str:
     """One llm call: its reply, the messages it saw (rebuilt), what was hidden from it
     and why, and the diff to the previous call of the same function."""
@@ -314,16 +329,13 @@ def call_html(view: CallView) -> str:
     parts.append(_messages_html(view.rendered))
     for entry in view.rendered.report:
         parts.append(f'<div class="opv-warn">{_e(entry["kind"])}: {_e(entry["reason"])}</div>')
-    groups = view.hidden_by_reason()
     parts.append(
         f"<details><summary><b>hidden from it</b> ({len(view.hidden)} earlier nodes)</summary>"
     )
-    for reason, nodes in groups.items():
-        names = ", ".join(label(dag, n) for n in nodes[:12])
-        more = f" and {len(nodes) - 12} more" if len(nodes) > 12 else ""
+    for group in view.hidden_groups():
         parts.append(
-            f'<div class="opv-group"><b>{_e(reason)}</b> <span class="opv-meta">'
-            f"({len(nodes)})</span> {_e(names)}{more}</div>"
+            f'<div class="opv-group"><b>{_e(group.rule)}</b> <span class="opv-meta">'
+            f"({_counted(group)})</span> {_e(_names(dag, group))}</div>"
         )
     parts.append("</details>")
     if view.previous is not None:

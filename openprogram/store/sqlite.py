@@ -100,33 +100,34 @@ class SQLiteStore:
                     check_same_thread=False,
                 )  # fmt: skip
                 try:
+                    known = self._version(connection)  # before anything writes to the file
                     connection.execute("PRAGMA journal_mode=WAL")
                     connection.execute(f"PRAGMA synchronous={self.synchronous}")
                     # checkpoints (and their fsync) run in _Checkpointer, off the hot path
                     connection.execute("PRAGMA wal_autocheckpoint=0")
-                    self._prepare(connection)
+                    if not known:
+                        self._create(connection)
                 except BaseException:
                     connection.close()
                     raise
             self._connection = connection
             return connection
 
-    def _prepare(self, connection: sqlite3.Connection) -> None:
-        """Create the schema in an empty file; check the format version of any other."""
-        if not self._version(connection):
-            connection.execute("BEGIN IMMEDIATE")
-            try:
-                if not self._version(connection):  # nobody created it while we waited
-                    for statement in _SCHEMA:
-                        connection.execute(statement)
-                    connection.execute(
-                        "INSERT INTO openprogram_meta VALUES ('format_version', ?)",
-                        (str(FORMAT_VERSION),),
-                    )
-                connection.execute("COMMIT")
-            except BaseException:
-                connection.execute("ROLLBACK")
-                raise
+    def _create(self, connection: sqlite3.Connection) -> None:
+        """Create the schema in an empty file (unless another process just did)."""
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            if not self._version(connection):  # nobody created it while we waited
+                for statement in _SCHEMA:
+                    connection.execute(statement)
+                connection.execute(
+                    "INSERT INTO openprogram_meta VALUES ('format_version', ?)",
+                    (str(FORMAT_VERSION),),
+                )
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
 
     def _version(self, connection: sqlite3.Connection) -> bool:
         tables = {

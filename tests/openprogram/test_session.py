@@ -345,3 +345,27 @@ def test_a_resumed_session_replays_top_level_llm_calls(use_async):
     with Session.open(store, "top", resume=True), Runtime(ScriptedModel([])):
         again = asyncio.run(allm("hi")) if use_async else llm("hi")
     assert first == again == "one"
+
+
+def test_a_call_whose_place_was_taken_out_of_order_still_diverges():
+    store, runs, values = MemoryStore(), [], [1, 2]
+
+    @agentic_function
+    def each(i: int) -> int:
+        runs.append(i)
+        return i
+
+    @agentic_function
+    def loop() -> list[int]:
+        done = [each(i) for i in list(values)]
+        checkpoint()
+        return done
+
+    session_id = _killed_session(store, loop)
+    values[:] = [2, 3]
+    with (
+        Session.open(store, session_id, resume=True),
+        pytest.raises(ResumeDivergence, match=r"loop #1 / each #1 .*\{\"i\": 1\}.*\{\"i\": 3\}"),
+    ):
+        loop()
+    assert runs == [1, 2]  # nothing ran again: each(2) was replayed, each(3) refused

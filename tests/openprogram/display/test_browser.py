@@ -108,12 +108,37 @@ def test_the_hidden_panel_gives_the_same_rules_as_python(rules_session, tmp_path
 
     dom = chromium("--dump-dom", f"{report.as_uri()}#n={decide.id}&t=hid")
 
-    groups = CallView(dag, decide).hidden_by_reason()
+    groups = CallView(dag, decide).hidden_groups()
     assert groups
-    for reason, nodes in groups.items():
-        assert f"<b>{html.escape(reason, quote=False)}</b>" in dom
-        for node in nodes:
+    for group in groups:
+        assert f"<b>{html.escape(group.rule, quote=False)}</b>" in dom
+        for node in (group.frames or group.nodes)[:12]:
             assert f">{html.escape(label(dag, node), quote=False)}</span>" in dom
+
+
+def test_hidden_calls_of_one_function_are_one_group(tmp_path, chromium):
+    from openprogram import Runtime, ScriptedModel, Session, agentic_function, llm
+
+    @agentic_function
+    def step(n: int) -> str:
+        return llm(f"step {n}")
+
+    @agentic_function
+    def loop() -> None:
+        for n in range(20):
+            step(n)
+
+    with Session() as session, Runtime(ScriptedModel(lambda r: "ok")):
+        loop()
+    last = session.dag.find(name="step", kind="llm")[-1]
+    report = write_report(session, tmp_path / "loop.html")
+
+    dom = chromium("--dump-dom", f"{report.as_uri()}#n={last.id}&t=hid")
+
+    (group,) = CallView(session.dag, last).hidden_groups()
+    assert group.rule == "inside step (expose='io')" and len(group.frames) == 19
+    assert "<b>inside step (expose='io')</b>" in dom and "(19 nodes in 19 calls)" in dom
+    assert "and 7 more" in dom
 
 
 def test_the_diff_panel_compares_with_the_previous_call(tagline_session, tmp_path, chromium):

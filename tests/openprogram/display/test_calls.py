@@ -71,6 +71,19 @@ def test_hidden_nodes_name_the_rule_that_hid_each_node(rules_session):
     ]
 
 
+def test_hidden_nodes_group_by_rule_with_the_calls_that_hid_them(rules_session):
+    dag = rules_session.dag
+    view = CallView(dag, dag.find(name="decide", kind="llm")[0])
+
+    groups = {g.rule: (names(dag, g.frames), names(dag, g.nodes)) for g in view.hidden_groups()}
+
+    assert groups == {
+        "outside render_range (callers=2)": ([], ["user #1", "agent #1", "research #1"]),
+        "expose='hidden': its own line is not shown": ([], ["lookup_secret #1"]),
+        "inside summarise (expose='io')": (["summarise #1"], ["summarise #1 (llm)"]),
+    }
+
+
 def test_hidden_nodes_and_reads_together_cover_every_earlier_node(tagline_session):
     dag = tagline_session.dag
     for node in dag.find(kind="llm"):

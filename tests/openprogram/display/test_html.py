@@ -172,6 +172,8 @@ def test_focus_limits_the_tree_to_one_subtree(tagline_session):
     data = payload(dag_html(dag, focus=frame.id, title="one run", facts={"success": True}))
 
     assert data["nodes"][data["focus"]][ROW_ID] == frame.id
+    assert data["summary"]["nodes"] == 7  # the frame's subtree, not the whole session
+    assert data["summary"]["kinds"] == {"code": 3, "llm": 4, "user": 0}
     assert data["facts"] == [["success", "true"]]
     assert data["title"] == "one run"
 

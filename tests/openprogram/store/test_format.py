@@ -57,8 +57,10 @@ def test_files_that_are_not_session_stores_are_refused_untouched(tmp_path):
     other = tmp_path / "other.db"
     with closing(sqlite3.connect(other)) as connection:
         connection.execute("CREATE TABLE notes (text TEXT)")
+    before = other.read_bytes()
     with pytest.raises(StoreError, match="not an openprogram session store"):
         SQLiteStore(other)
+    assert other.read_bytes() == before and not Path(f"{other}-wal").exists()
     garbage = tmp_path / "garbage.db"
     garbage.write_bytes(b"this is not a database at all" * 100)
     with pytest.raises(StoreError, match="could not open"):

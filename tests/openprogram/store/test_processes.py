@@ -120,11 +120,10 @@ def test_a_process_killed_at_any_instant_leaves_a_store_that_opens_cleanly(
 
 def test_two_processes_write_different_sessions_into_one_sqlite_file(tmp_path: Path):
     path = str(tmp_path / "shared.db")
-    Session(path, id="setup").close()  # create the file once, so both children open it
     children = [start("loop", path, name, "300") for name in ("left", "right")]
     for child in children:
         wait_ready(child)
-    for child in children:  # both start writing together
+    for child in children:  # both create the file and start writing together
         assert child.stdin is not None
         child.stdin.write("go\n")
         child.stdin.flush()
