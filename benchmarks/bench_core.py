@@ -3,7 +3,11 @@
 (a) one recorded call with no model, in a memory session, minus the same function
     undecorated (target: <= 15 us of overhead per call);
 (b) one llm step with ScriptedModel and render_range={"callers": 20} after 10 and after
-    1000 prior steps, in two DAG shapes (target: ratio <= 1.3).
+    1000 prior steps (target: ratio <= 1.3), for top-level steps and for steps inside a
+    running GUI-shaped loop; and after 30 vs 1000 steps, where the 20-node window is full
+    in both, which separates the DAG's size from the window filling up.
+
+Times are CPU time of the benchmark thread (time.thread_time), medians of many runs.
 
 A plain script, not a test: `python benchmarks/bench_core.py [--quick]`. Results go into
 docs/performance.md by hand, with the machine and the date.
@@ -25,7 +29,7 @@ from typing import Any
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from openprogram import Runtime, ScriptedModel, Session, agentic_function, llm  # noqa: E402
+from openprogram import Runtime, ScriptedModel, Session, agentic_function, llm
 
 OVERHEAD_TARGET_US = 15.0
 RATIO_TARGET = 1.3

@@ -1,15 +1,9 @@
-"""Benchmark of the inspection views: a 10 000-node GUI-shaped DAG to HTML.
+"""Benchmark of the inspection views: a 10 000-node GUI-shaped DAG to HTML and a report.
 
-Records a real run (ScriptedModel, so offline) shaped like the GUI loop: gui_agent →
-gui_step × N → observe (a screenshot every 10th step), verify_step, plan_next_action
-(each with an llm node) and dispatch_action. Then times dag_html (cold: thumbnails
-encoded; warm: cached), write_report, one CallView, and, when Chromium is installed,
-how long a browser takes to load the report and build the tree.
-
-    python benchmarks/bench_display.py                 # plan reads the last 40 nodes
-    python benchmarks/bench_display.py --full-history  # plan reads all history (slow to record)
-
-Copy the printed table into docs/performance.md ("## Inspecting") with machine and date.
+Times dag_html (cold and warm), write_report, Chromium loading the report, one CallView.
+Targets: 10 000 nodes to HTML in <= 2 s and <= 5 MB (exit 1 when missed). Run:
+python benchmarks/bench_display.py [--full-history] [--quick]; copy the table into
+docs/performance.md under "## Inspecting" with the machine and date.
 """
 
 from __future__ import annotations
@@ -32,6 +26,8 @@ from openprogram import Runtime, ScriptedModel, Session, agentic_function, llm
 from openprogram.display import CallView, dag_html, write_report
 
 NODES_PER_STEP = 7
+TIME_TARGET_S = 2.0
+SIZE_TARGET_BYTES = 5_000_000
 
 
 def record(nodes: int, history: int | None) -> Session:
@@ -116,11 +112,14 @@ def machine() -> str:
     return f"{cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.system()}"
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=10_000)
-    parser.add_argument("--full-history", action="store_true")
+    parser.add_argument("--full-history", action="store_true", help="plan reads all history")
+    parser.add_argument("--quick", action="store_true", help="2 000 nodes (a smoke run)")
     options = parser.parse_args()
+    if options.quick:
+        options.nodes = 2_000
 
     history = None if options.full_history else 40
     print(f"recording ~{options.nodes:,} nodes (plan reads {history or 'all'} callers)…")
@@ -154,6 +153,12 @@ def main() -> None:
     print("| measure | result |\n|---|---|")
     for name, value in rows:
         print(f"| {name} | {value} |")
+    met = cold <= TIME_TARGET_S and size <= SIZE_TARGET_BYTES
+    print(
+        f"\ntarget: <= {TIME_TARGET_S:g} s and <= {SIZE_TARGET_BYTES / 1e6:g} MB (cold): "
+        f"{'ok' if met else 'MISSED'}"
+    )
+    return 0 if met else 1
 
 
 if __name__ == "__main__":

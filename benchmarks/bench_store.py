@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import itertools
 import json
 import os
 import platform
@@ -31,9 +32,9 @@ from typing import Any
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from PIL import Image, ImageDraw  # noqa: E402
+from PIL import Image, ImageDraw
 
-from openprogram import Runtime, ScriptedModel, Session, agentic_function, llm  # noqa: E402
+from openprogram import Runtime, ScriptedModel, Session, agentic_function, llm
 
 CALL_TARGET_US = 60.0
 BYTES_TARGET = 400
@@ -170,7 +171,9 @@ def reply(request: Any) -> str:
     if request.text.startswith("did"):
         return json.dumps({"success": True, "observation": "the field changed"})
     x = 100 + len(request.text) % 500
-    return json.dumps({"goal": "click the next field", "action": {"type": "click", "x": x, "y": 200}})
+    return json.dumps(
+        {"goal": "click the next field", "action": {"type": "click", "x": x, "y": 200}}
+    )
 
 
 def bench_gui(folder: Path, steps: int) -> dict[str, Any]:
@@ -193,7 +196,7 @@ def bench_gui(folder: Path, steps: int) -> dict[str, Any]:
     screenshots = sum(1 for n in session.dag.nodes if n.name == "observe" and n.kind == "code")
     growth = [
         (later - earlier) / (later_step - earlier_step)
-        for (earlier_step, earlier), (later_step, later) in zip(sizes, sizes[1:], strict=False)
+        for (earlier_step, earlier), (later_step, later) in itertools.pairwise(sizes)
     ]
     started = time.perf_counter()
     reopened = Session.open(path, "gui")
@@ -223,6 +226,9 @@ def bench_gui(folder: Path, steps: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer calls and steps")
+    parser.add_argument(
+        "--postgres", metavar="URL", help="also time a recorded call on this PostgreSQL server"
+    )
     options = parser.parse_args()
     calls, runs, nodes, steps = (2000, 3, 2000, 100) if options.quick else (20000, 5, 20000, 500)
     print(f"bench_store on {os.cpu_count()} CPUs ({_cpu()}), Python {platform.python_version()}, "
@@ -238,6 +244,12 @@ def main() -> None:
             f"[target <= {CALL_TARGET_US:.0f}: {verdict}]; SQLite synchronous=FULL "
             f"{a['full_us']:.0f} us; median of {runs} runs x {calls} calls"
         )
+        if options.postgres:
+            times = [per_call_us(options.postgres, calls // 4) for _ in range(runs)]
+            print(
+                f"    PostgreSQL on {options.postgres.split('@')[-1]}: "
+                f"{statistics.median(times):.0f} us per recorded call"
+            )
         b = bench_bytes(folder, nodes)
         overhead = b["bytes_per_node"] - b["payload_per_node"]
         verdict = "met" if overhead <= BYTES_TARGET else "MISSED"

@@ -79,7 +79,7 @@ def _opened_store(spec: str) -> Iterator[Any]:
         )
     try:
         store, _ = open_store(spec)
-    except OpenProgramError as exc:
+    except (OpenProgramError, ImportError) as exc:  # ImportError names the extra to install
         raise click.ClickException(str(exc)) from exc
     if store is None:
         raise click.ClickException(
@@ -88,6 +88,8 @@ def _opened_store(spec: str) -> Iterator[Any]:
         )
     try:
         yield store
+    except OpenProgramError as exc:  # a store failing mid-command: its message says why
+        raise click.ClickException(str(exc)) from exc
     finally:
         store.close()
 
@@ -129,10 +131,10 @@ def _session(spec: str, session_id: str) -> Iterator[Any]:
 
 
 def _node(dag: ContextDAG, reference: str) -> Node:
-    from openprogram.display.calls import node_or_raise
+    from openprogram.display.calls import resolve_node
 
     try:
-        return node_or_raise(dag, reference)
+        return resolve_node(dag, reference)
     except OpenProgramError as exc:
         raise click.ClickException(str(exc)) from exc
 

@@ -1,8 +1,7 @@
 """Downscaled thumbnails of the DAG's images, as data URLs for the HTML views.
 
-Owns the encoding (JPEG for photos and screens, PNG for small images) and a small cache
-keyed by content hash, so a notebook re-displaying a DAG does not re-encode. Views call
-thumbnail_url(); nothing here touches the DAG's blob table.
+Owns the encoding (JPEG, or PNG when tiny) and a cache keyed by content hash, so a
+notebook re-displaying a DAG does not encode again. Start at thumbnail_url().
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """The compact JSON a DAG view embeds: one row per node, images once, reads diff-encoded.
 
-Owns the size budget that keeps a 10 000-node DAG under a few megabytes: long values are
-cut (longest first), thumbnails stop at an image budget, and an llm node's `reads` are
-stored as a change against the previous call of the same function. The browser side
-(_script.py) decodes it. Start at build_payload().
+Owns the size budgets (longest values cut first; thumbnails up to a byte budget) and
+stores an llm node's reads as a change against the previous call of the same function.
+_script.py reads it. Start at build_payload().
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """The script every DAG view inlines: builds the call tree from the embedded payload.
 
-Rows are created only when a frame is expanded (200 at a time), and an llm node's
-panels (what it saw, what was hidden and why, the diff to the previous call of the same
-function) only when opened, so a 10 000-node DAG opens at once. The payload format is
-written by _payload.py; the hiding rules mirror calls.hidden_nodes(). A report URL
-ending in `#n=NODE_ID` opens that node (`&t=hid` or `&t=diff` picks a panel).
+Rows are built when a frame opens (200 at a time), an llm node's panels when it opens;
+the hiding rules mirror calls.hidden_nodes(). `#n=NODE_ID&t=hid|diff` opens a node.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
-"""What one llm call saw: its rebuilt context, what was hidden from it and why, and how
-it differs from the previous call of the same function.
+"""What one llm call saw: its rebuilt context, what was hidden from it and why, and the
+diff to the previous call of the same function.
 
-Owns the Python side of DESIGN.md §9's "for any llm node exactly what it saw"; the
-notebook and report views show the same from the DAG payload in the browser. Start at
-CallView.
+The Python side of DESIGN.md §9 "exactly what it saw"; the DAG view shows the same in
+the browser (_script.py). Start at CallView.
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ __all__ = [
     "hidden_nodes",
     "previous_call",
     "rebuild_context",
+    "resolve_node",
 ]
 
 _MAX_IMAGES_TRIED = (3, None, 0, 1, 2, 4, 5, 6, 8, 10)
@@ -249,8 +249,8 @@ class CallView:
     """Everything about one llm call: what it saw, what it replied, what was hidden, and
     what changed since the previous call of the same function. Renders in a notebook.
 
-    >>> view = CallView(dag, dag.find(name="review", kind="llm")[0])  # doctest: +SKIP
-    >>> view.rendered.messages, view.hidden, view.diff                # doctest: +SKIP
+    `CallView(dag, dag.find(name="review", kind="llm")[0])`, then `.rendered.messages`,
+    `.verified`, `.hidden` (or `.hidden_groups()`), `.previous` and `.diff`.
     """
 
     def __init__(self, dag: ContextDAG, node: Node | str) -> None:
@@ -301,8 +301,9 @@ class CallView:
         return call_html(self)
 
 
-def node_or_raise(dag: ContextDAG, reference: str) -> Node:
-    """A node by id, unique id prefix, or `name#k` / `llm:name#k` / `user#k`."""
+def resolve_node(dag: ContextDAG, reference: str) -> Node:
+    """A node by id, unique id prefix, `name#k` (k-th call of a function), `llm:name#k`
+    (its k-th model exchange) or `user#k`; UsageError saying how to name one otherwise."""
     if reference in dag:
         return dag.node(reference)
     kind = "code"

@@ -330,7 +330,8 @@ def call_html(view: CallView) -> str:
     for entry in view.rendered.report:
         parts.append(f'<div class="opv-warn">{_e(entry["kind"])}: {_e(entry["reason"])}</div>')
     parts.append(
-        f"<details><summary><b>hidden from it</b> ({len(view.hidden)} earlier nodes)</summary>"
+        f"<details><summary><b>hidden from it</b> ({len(view.hidden)} earlier "
+        f"node{'' if len(view.hidden) == 1 else 's'})</summary>"
     )
     for group in view.hidden_groups():
         parts.append(

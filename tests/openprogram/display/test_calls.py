@@ -8,7 +8,7 @@ import pytest
 
 from openprogram import Runtime, ScriptedModel, Session, agentic_function, allm, llm
 from openprogram.display import CallView, context_diff, hidden_nodes, previous_call, rebuild_context
-from openprogram.display.calls import label, node_or_raise
+from openprogram.display.calls import label, resolve_node
 from openprogram.errors import UsageError
 
 
@@ -229,20 +229,20 @@ def test_call_views_are_for_llm_nodes_only(tagline_session):
 def test_nodes_are_found_by_name_and_ordinal(tagline_session, reference, expected):
     dag = tagline_session.dag
 
-    assert label(dag, node_or_raise(dag, reference)) == expected
+    assert label(dag, resolve_node(dag, reference)) == expected
 
 
 def test_nodes_are_found_by_id_and_unique_prefix(tagline_session):
     dag = tagline_session.dag
     node = dag.nodes[3]
 
-    assert node_or_raise(dag, node.id) is node
+    assert resolve_node(dag, node.id) is node
     prefix = next(
         node.id[:k]
         for k in range(4, 17)
         if sum(n.id.startswith(node.id[:k]) for n in dag.nodes) == 1
     )
-    assert node_or_raise(dag, prefix) is node
+    assert resolve_node(dag, prefix) is node
 
 
 @pytest.mark.parametrize(
@@ -251,4 +251,4 @@ def test_nodes_are_found_by_id_and_unique_prefix(tagline_session):
 )
 def test_unknown_node_references_say_how_to_name_a_node(tagline_session, reference, message):
     with pytest.raises(UsageError, match=message):
-        node_or_raise(tagline_session.dag, reference)
+        resolve_node(tagline_session.dag, reference)
