@@ -11,6 +11,7 @@ import bisect
 import itertools
 import threading
 import time
+import os
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
@@ -76,6 +77,20 @@ class Node(BaseModel):
         return node_html(self)
 
 
+_NODE_FIELDS = frozenset(Node.model_fields)
+
+
+def _new_node(values: dict[str, Any]) -> Node:
+    """A Node from trusted values without validation (what model_construct does, minus
+    its per-field bookkeeping): recording a call must stay within microseconds."""
+    node = Node.__new__(Node)
+    object.__setattr__(node, "__dict__", values)
+    object.__setattr__(node, "__pydantic_fields_set__", set(_NODE_FIELDS))
+    object.__setattr__(node, "__pydantic_extra__", None)
+    object.__setattr__(node, "__pydantic_private__", None)
+    return node
+
+
 Listener = Callable[[str, Node], None]
 """Called with ("created" | "completed", node) after every change; a session persists here."""
 
@@ -101,6 +116,7 @@ class ContextDAG:
         self._graph: nx.DiGraph | None = None
         self._graph_size = 0
         self.blobs: dict[str, Image] = {}
+        self._text_cache: dict[str, str] = {}  # render's formatted io, by node id
         self.branch = "main"
         self.listeners: list[Listener] = []
 
@@ -215,29 +231,31 @@ class ContextDAG:
                     predecessor = heads[-1].id
                 elif (origin := self._branch_origin.get(node_branch)) is not None:
                     predecessor = origin[2]
-            node = Node.model_construct(
-                id=fields.pop("id", None) or uuid.uuid4().hex[:16],
-                seq=seq,
-                kind=kind,
-                name=name,
-                parent=parent,
-                predecessor=predecessor,
-                branch=node_branch,
-                input=input,
-                output=None,
-                status=status,
-                error=None,
-                expose=fields.pop("expose", "io"),
-                render_range=fields.pop("render_range", None),
-                hidden_inputs=fields.pop("hidden_inputs", []),
-                system=fields.pop("system", None),
-                reads=fields.pop("reads", []),
-                messages_hash=None,
-                usage=None,
-                started_at=now,
-                ended_at=now if status != "running" else None,
-                end_seq=seq if status != "running" else None,
-                meta=fields.pop("meta", {}),
+            node = _new_node(
+                {
+                    "id": fields.pop("id", None) or os.urandom(8).hex(),
+                    "seq": seq,
+                    "kind": kind,
+                    "name": name,
+                    "parent": parent,
+                    "predecessor": predecessor,
+                    "branch": node_branch,
+                    "input": input,
+                    "output": None,
+                    "status": status,
+                    "error": None,
+                    "expose": fields.pop("expose", "io"),
+                    "render_range": fields.pop("render_range", None),
+                    "hidden_inputs": fields.pop("hidden_inputs", []),
+                    "system": fields.pop("system", None),
+                    "reads": fields.pop("reads", []),
+                    "messages_hash": None,
+                    "usage": None,
+                    "started_at": now,
+                    "ended_at": now if status != "running" else None,
+                    "end_seq": seq if status != "running" else None,
+                    "meta": fields.pop("meta", {}),
+                }
             )
             if fields:
                 raise UsageError(f"unknown node fields {sorted(fields)!r}")
@@ -275,12 +293,14 @@ class ContextDAG:
         error: str | None = None,
     ) -> Node:
         """Finish a node in place: output or error, status, end time."""
-        node.output = output
-        node.status = status
-        node.error = error
-        node.ended_at = time.time()
-        with self._lock:
-            node.end_seq = self._peek_seq()
+        # one dict update instead of five validated assignments: this is the hot path
+        node.__dict__.update(
+            output=output,
+            status=status,
+            error=error,
+            ended_at=time.time(),
+            end_seq=self._peek_seq(),
+        )
         self._notify("completed", node)
         return node
 

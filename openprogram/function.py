@@ -143,6 +143,8 @@ def _wrap(
     if system:
         settings["system"] = system
 
+    bind = _binder(signature, skipped)
+
     def begin(args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Call:
         call = _Call()
         runtime = _context.runtime_var.get()
@@ -159,9 +161,10 @@ def _wrap(
                 call.runtime_token = _context.runtime_var.set(given)
         session = call.session = _context.current_session()
         try:
-            bound = signature.bind(*args, **kwargs)
-            bound.apply_defaults()
-            arguments = {k: v for k, v in bound.arguments.items() if k not in skipped}
+            arguments = bind(args, kwargs)
+        except TypeError:  # a wrong call: Python raises it when the function is called
+            return call
+        try:
             node = session._enter_call(name, arguments, _context.frame_var.get(), settings)
         except Exception:  # recording must never break the user's call
             log.exception("openprogram: could not record a call of %s", name)
@@ -243,6 +246,52 @@ def _wrap(
     wrapper.spec = _tool_spec(fn, signature, meta, skipped | set(hidden))  # type: ignore[attr-defined]
     wrapper.__agentic__ = True  # type: ignore[attr-defined]
     return wrapper
+
+
+def _binder(
+    signature: inspect.Signature, skipped: set[str]
+) -> Callable[[tuple[Any, ...], dict[str, Any]], dict[str, Any]]:
+    """A function giving the bound arguments (defaults applied, `skipped` left out).
+
+    Plain signatures (no *args, **kwargs or positional-only parameters) bind by hand,
+    several times faster than Signature.bind; anything unusual falls back to it, which
+    also raises the same TypeError Python would."""
+    params = list(signature.parameters.values())
+    plain = all(p.kind is p.POSITIONAL_OR_KEYWORD or p.kind is p.KEYWORD_ONLY for p in params)
+    positional = [p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
+    names = [p.name for p in params]
+    defaults = {p.name: p.default for p in params if p.default is not p.empty}
+    known = set(names)
+
+    def slow(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return {k: v for k, v in bound.arguments.items() if k not in skipped}
+
+    if not plain:
+        return slow
+
+    def fast(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        if len(args) > len(positional) or not known.issuperset(kwargs):
+            return slow(args, kwargs)
+        given = dict(zip(positional, args))
+        for key, value in kwargs.items():
+            if key in given:
+                return slow(args, kwargs)
+            given[key] = value
+        arguments = {}
+        for name in names:
+            if name in given:
+                value = given[name]
+            elif name in defaults:
+                value = defaults[name]
+            else:
+                return slow(args, kwargs)
+            if name not in skipped:
+                arguments[name] = value
+        return arguments
+
+    return fast
 
 
 class _Call:

@@ -273,15 +273,21 @@ class RenderedContext:
         elif node.kind == "llm":
             line = f"assistant: {node.output if node.output is not None else ''}"
         else:
-            k = self.dag.ordinal(node)
-            hidden = node.hidden_inputs
-            shown = node.input
-            if hidden and isinstance(shown, dict):
-                shown = {key: v for key, v in shown.items() if key not in hidden}
-            line = f"[{node.name} #{k}] input={_json(shown)}"
+            cache = self.dag._text_cache
+            line = cache.get(node.id)
+            if line is None:  # inputs never change once recorded: format them once
+                hidden = node.hidden_inputs
+                shown = node.input
+                if hidden and isinstance(shown, dict):
+                    shown = {key: v for key, v in shown.items() if key not in hidden}
+                line = f"[{node.name} #{self.dag.ordinal(node)}] input={_json(shown)}"
+                cache[node.id] = line
             if node.id not in self._stack_ids and self._walk.done(node):
                 if node.status == "completed":
-                    line += f" output={_json(node.output)}"
+                    output = cache.get(node.id + ":out")
+                    if output is None:
+                        output = cache[node.id + ":out"] = f" output={_json(node.output)}"
+                    line += output
                 else:
                     line += f" error={node.error or node.status}"
         return self._cut(line, node.id)
@@ -380,8 +386,11 @@ class RenderedContext:
         return context_html(self)
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+
+
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return _ENCODER.encode(value)
 
 
 def _parts(content: Any, cut: Any, node_id: str | None) -> list[dict[str, Any]]:

@@ -441,10 +441,13 @@ def llm(
     *,
     response_format: type[T] | None = None,
     model: str | Model | None = None,
+    render_range: dict[str, Any] | None = None,
     **kwargs: Any,
 ) -> Any:
-    """Ask the ambient runtime's model (see Runtime.llm)."""
-    return current_runtime().llm(content, response_format=response_format, model=model, **kwargs)
+    """Ask the ambient runtime's model (see Runtime.llm); records one llm node."""
+    return current_runtime().llm(
+        content, response_format=response_format, model=model, render_range=render_range, **kwargs
+    )
 
 
 async def allm(
@@ -452,9 +455,10 @@ async def allm(
     *,
     response_format: type[T] | None = None,
     model: str | Model | None = None,
+    render_range: dict[str, Any] | None = None,
     **kwargs: Any,
 ) -> Any:
     """Async twin of llm()."""
     return await current_runtime().allm(
-        content, response_format=response_format, model=model, **kwargs
+        content, response_format=response_format, model=model, render_range=render_range, **kwargs
     )

@@ -292,15 +292,50 @@ def test_a_failing_recorder_never_breaks_the_call(caplog):
 
 def test_package_root_exports_are_pinned():
     assert set(openprogram.__all__) == {
-        "agentic_function", "Session", "current_session", "ContextDAG", "Node", "Expose",
-        "RenderRange", "Image", "ImageRef", "render_context", "RenderedContext", "Runtime",
-        "llm", "allm", "current_runtime", "Model", "ModelRequest", "ModelReply",
-        "ScriptedModel", "ReplayModel", "Store", "Usage", "Callback", "BudgetManager",
-        "ImageRetention", "PIIRedactor", "TrajectorySaver", "LoggingCallback",
-        "OpenProgramError", "UsageError", "ConfigError", "RunError",
-        "ModelError", "ModelAuthError", "ModelBadRequest", "ModelUnavailable",
-        "ModelOutputError", "ScriptExhausted", "ReplayMismatch", "StoreError",
-        "UnsupportedFormatVersion", "ResumeDivergence", "RunStopped", "BudgetExceeded",
+        "agentic_function",
+        "Session",
+        "current_session",
+        "ContextDAG",
+        "Node",
+        "Expose",
+        "RenderRange",
+        "Image",
+        "ImageRef",
+        "render_context",
+        "RenderedContext",
+        "Runtime",
+        "llm",
+        "allm",
+        "current_runtime",
+        "Model",
+        "ModelRequest",
+        "ModelReply",
+        "ScriptedModel",
+        "ReplayModel",
+        "Store",
+        "Usage",
+        "Callback",
+        "BudgetManager",
+        "ImageRetention",
+        "PIIRedactor",
+        "TrajectorySaver",
+        "LoggingCallback",
+        "OpenProgramError",
+        "UsageError",
+        "ConfigError",
+        "RunError",
+        "ModelError",
+        "ModelAuthError",
+        "ModelBadRequest",
+        "ModelUnavailable",
+        "ModelOutputError",
+        "ScriptExhausted",
+        "ReplayMismatch",
+        "StoreError",
+        "UnsupportedFormatVersion",
+        "ResumeDivergence",
+        "RunStopped",
+        "BudgetExceeded",
     }
     for name in openprogram.__all__:
         assert hasattr(openprogram, name)
@@ -330,3 +365,28 @@ def test_a_strict_observer_failing_at_call_start_ends_the_call_cleanly():
     from openprogram._context import frame_var
 
     assert frame_var.get() is None
+
+
+def test_arguments_are_bound_like_python_binds_them():
+    @agentic_function
+    def f(a, b=2, *, c, d=4):
+        return a + b + c + d
+
+    @agentic_function
+    def g(a, *rest, **extra):
+        return a
+
+    with Session() as session:
+        assert f(1, c=3) == 10
+        assert f(c=3, a=1, b=5) == 13
+        assert g(1, 2, 3, x=4) == 1
+        with pytest.raises(TypeError):
+            f(1)  # missing c: Python's own error, unchanged
+        with pytest.raises(TypeError):
+            f(1, 2, 3, c=1)
+    recorded = [n.input for n in session.dag.nodes if n.status == "completed"]
+    assert recorded == [
+        {"a": 1, "b": 2, "c": 3, "d": 4},
+        {"a": 1, "b": 5, "c": 3, "d": 4},
+        {"a": 1, "rest": [2, 3], "extra": {"x": 4}},
+    ]
