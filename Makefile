@@ -3,7 +3,7 @@
 
 demo:
 	@scripts/setup.sh
-	.venv/bin/python examples/quickstart.py
+	.venv/bin/openprogram demo
 
 test:
 	@scripts/setup.sh --dev

@@ -435,11 +435,17 @@ def _gui_entry(module: str, name: str) -> Callable[..., int]:
     help="Also write an HTML report of the run here.",
 )
 @click.option("--quiet", is_flag=True, help="Do not show step progress.")
-def demo(model: str | None, report: Path | None, quiet: bool) -> None:
+@store_option
+def demo(model: str | None, report: Path | None, quiet: bool, store_spec: str) -> None:
     """Run the bundled GUI demo end to end: a Tk form on a private X display, real
-    screenshots and clicks, offline unless --model is given."""
+    screenshots and clicks, offline unless --model is given. The run is recorded in
+    the session store and written as an HTML report."""
     run_demo = _gui_entry("gui_harness.demo.run", "run_demo")
-    sys.exit(_run(lambda: run_demo(model=model, report=report, show_progress=not quiet)))
+    sys.exit(
+        _run(
+            lambda: run_demo(model=model, report=report, show_progress=not quiet, store=store_spec)
+        )
+    )
 
 
 @cli.command()
@@ -455,15 +461,34 @@ def demo(model: str | None, report: Path | None, quiet: bool) -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Also write an HTML report of the run here.",
 )
-def gui(task: str, model: str | None, max_steps: int, report: Path | None) -> None:
-    """Let the GUI agent do TASK on this desktop (the X display in $DISPLAY)."""
+@click.option(
+    "--app",
+    help="A command to start on a private Xvfb display, where the agent then acts "
+    "(default: act on the X display in $DISPLAY).",
+)
+@store_option
+def gui(
+    task: str,
+    model: str | None,
+    max_steps: int,
+    report: Path | None,
+    app: str | None,
+    store_spec: str,
+) -> None:
+    """Let the GUI agent do TASK, on a private display running --app or on $DISPLAY."""
     if not model:
         raise click.UsageError(
             "no model: pass --model provider/name (e.g. openai/gpt-4o, with OPENAI_API_KEY "
             "set) or set OPENPROGRAM_MODEL"
         )
     run_task = _gui_entry("gui_harness.run", "run_task")
-    sys.exit(_run(lambda: run_task(task, model=model, max_steps=max_steps, report=report)))
+    sys.exit(
+        _run(
+            lambda: run_task(
+                task, model=model, max_steps=max_steps, report=report, app=app, store=store_spec
+            )
+        )
+    )
 
 
 def _run(start: Callable[[], int]) -> int:

@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from openprogram import Runtime, ScriptedModel, Session
 from openprogram.callbacks.base import Callback
+from openprogram.display.report import write_report
 
 from gui_harness.agent import gui_agent
 from gui_harness.demo.app import demo_app, read_state
@@ -23,7 +24,14 @@ from gui_harness.demo.policy import NAME, TASK, demo_policy
 from gui_harness.desktop.virtual import VirtualDesktop
 from gui_harness.result import GuiResult
 
-__all__ = ["DemoRun", "StepPrinter", "check_saved_state", "demo_run", "run_demo"]
+__all__ = [
+    "DemoRun",
+    "StepPrinter",
+    "check_saved_state",
+    "demo_run",
+    "run_demo",
+    "write_run_report",
+]
 
 
 class StepPrinter(Callback):
@@ -73,24 +81,31 @@ def run_demo(
     size: tuple[int, int] = (1280, 800),
     max_steps: int = 10,
     out: TextIO | None = None,
+    store: str | None = None,
 ) -> int:
     """Run the demo; returns the exit code: 0 only when the app saved the right state.
 
     model: None uses the scripted demo policy (offline); else a litellm model name.
     report: where to write the HTML report (default ./openprogram-demo-report.html).
+    store: record the session there too (e.g. "openprogram.db"), for `openprogram sessions`.
     """
     out = out or sys.stdout
     report = Path(report or "openprogram-demo-report.html")
     callbacks: list[Any] = [StepPrinter(out, max_steps=max_steps)] if show_progress else []
     print(f"Starting a private X display ({size[0]}x{size[1]}) with the demo form…", file=out)
     print(f"Task: {TASK}", file=out, flush=True)
-    run = demo_run(model=model, size=size, max_steps=max_steps, callbacks=callbacks)
-    _write_report(report, run.session, run.result)
+    session = Session(store)
+    run = demo_run(
+        model=model, size=size, max_steps=max_steps, callbacks=callbacks, session=session
+    )
+    write_run_report(report, run.session, run.result)
     problem = check_saved_state(run.state)
     result = run.result
     print(f"\nAgent: {'done' if result.success else 'no success'} ({result.stop_reason})", file=out)
     print(f"Summary: {result.summary}", file=out)
     print(f"Report: {report.resolve()}", file=out)
+    if store is not None:
+        print(f"Session {session.id} recorded in {store}", file=out)
     if problem is None:
         print(f"The app saved name={NAME!r}, subscribe=True: the demo passed.", file=out)
         return 0
@@ -133,16 +148,11 @@ def demo_run(
     return DemoRun(result=result, state=state, session=session)
 
 
-def _write_report(path: Path, session: Session, result: GuiResult) -> None:
-    try:
-        from openprogram.display.report import write_report
-    except ImportError:
-        write_report = None
-    if write_report is not None:
-        write_report(session, path, extra_html=result._repr_html_())
-        return
-    page = (
-        "<!doctype html><meta charset=utf-8><title>openprogram demo</title>"
-        f"{result._repr_html_()}{session.dag._repr_html_()}"
+def write_run_report(path: Path, session: Session, result: GuiResult) -> None:
+    """Write the HTML report of a GUI run: the result, then the session's DAG views."""
+    write_report(
+        session,
+        path,
+        title=f"gui_agent: {result.stop_reason}",
+        extra_html=result._repr_html_(),
     )
-    path.write_text(page, encoding="utf-8")

@@ -61,3 +61,25 @@ def test_run_demo_prints_progress_and_writes_a_report(tmp_path):
     assert "step 1/10: click the Name field" in text
     assert "the demo passed" in text
     assert report.stat().st_size > 0 and "gui_step" in report.read_text(encoding="utf-8")
+
+
+def test_run_task_without_a_display_says_what_to_do(monkeypatch):
+    from gui_harness.run import run_task
+    from openprogram import ConfigError
+
+    monkeypatch.delenv("DISPLAY", raising=False)
+    with pytest.raises(ConfigError, match="--app"):
+        run_task("anything", model="openai/test-model")
+
+
+def test_openprogram_demo_records_the_session_in_the_store(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from openprogram.cli import cli
+
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["demo", "--store", "runs.db", "--report", "r.html"])
+    assert result.exit_code == 0, result.output
+    assert "the demo passed" in result.output
+    listed = CliRunner().invoke(cli, ["sessions", "list", "--store", "runs.db"])
+    assert listed.exit_code == 0 and len(listed.output.strip().splitlines()) == 2
