@@ -58,7 +58,7 @@ def bench_loop(runs: int = 5) -> None:
             result = gui_agent(TASK, desktop=desktop, settle_timeout=0.0)
             elapsed = time.perf_counter() - t0
         per_step.append(elapsed / len(result.steps))
-    print(f"loop per step on FakeDesktop (model scripted, OCR on if installed, settle off):")
+    print("loop per step on FakeDesktop (model scripted, OCR on if installed, settle off):")
     print(f"  {median_ms(per_step):6.1f} ms per step over {len(result.steps)} steps")
 
 

@@ -21,7 +21,9 @@ class Review(BaseModel):
 @agentic_function(render_range={"callers": 0})
 def review(draft: str) -> Review:
     """Judge a draft on its own, without the conversation so far."""
-    return llm(f"Review this tagline; approve it if it is under 8 words:\n{draft}", response_format=Review)
+    return llm(
+        f"Review this tagline; approve it if it is under 8 words:\n{draft}", response_format=Review
+    )
 
 
 @agentic_function

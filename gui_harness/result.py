@@ -38,7 +38,7 @@ class GuiResult(BaseModel):
             "<tr>"
             f"<td>{step.get('step')}</td>"
             f"<td>{html.escape(str(step.get('goal', '')))}</td>"
-            f"<td><code>{html.escape(json.dumps(step.get('action'), ensure_ascii=False))}</code></td>"
+            f"<td><code>{html.escape(json.dumps(step.get('action')))}</code></td>"
             f"<td>{html.escape(str(step.get('status', '')))}</td>"
             f"<td>{html.escape(str(step.get('error') or ''))}</td>"
             "</tr>"

@@ -12,12 +12,11 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from openprogram import Runtime, Session
-from openprogram.errors import ConfigError
-
 from gui_harness.agent import gui_agent
 from gui_harness.demo.run import StepPrinter, write_run_report
 from gui_harness.desktop.base import Desktop
+from openprogram import Runtime, Session
+from openprogram.errors import ConfigError
 
 __all__ = ["run_task"]
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import os
 import threading
 import time
-import os
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any, Literal

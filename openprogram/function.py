@@ -7,6 +7,7 @@ never changes what the function returns or raises. Start at agentic_function().
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import logging
@@ -139,7 +140,11 @@ def _wrap(
     has_runtime = "runtime" in signature.parameters
     hidden = [name for name, entry in meta.items() if entry.get("hidden")]
     name = fn.__name__
-    settings = {"expose": expose, "render_range": render_range, "hidden_inputs": hidden}
+    settings: dict[str, Any] = {
+        "expose": expose,
+        "render_range": render_range,
+        "hidden_inputs": hidden,
+    }
     if system:
         settings["system"] = system
 
@@ -274,7 +279,7 @@ def _binder(
     def fast(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         if len(args) > len(positional) or not known.issuperset(kwargs):
             return slow(args, kwargs)
-        given = dict(zip(positional, args))
+        given = dict(zip(positional, args, strict=False))
         for key, value in kwargs.items():
             if key in given:
                 return slow(args, kwargs)
@@ -341,11 +346,11 @@ def _tool_spec(
             ),
         )
     try:
-        model = create_model(fn.__name__, **fields)
+        model = create_model(fn.__name__, **fields)  # type: ignore[call-overload]  # dynamic fields
         parameters = model.model_json_schema()
     except Exception:  # an annotation pydantic cannot schema: describe it loosely
         loose = {k: (Any, v[1]) for k, v in fields.items()}
-        parameters = create_model(fn.__name__, **loose).model_json_schema()
+        parameters = create_model(fn.__name__, **loose).model_json_schema()  # type: ignore[call-overload]  # dynamic fields
     parameters.pop("title", None)
     for schema in parameters.get("properties", {}).values():
         schema.pop("title", None)
@@ -360,16 +365,14 @@ def _annotations(fn: Callable[..., Any]) -> dict[str, Any]:
     raw = inspect.get_annotations(fn)
     namespace = {**getattr(fn, "__globals__", {})}
     if fn.__closure__:
-        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
-            try:
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__, strict=True):
+            with contextlib.suppress(ValueError):  # an empty cell: not bound yet
                 namespace[name] = cell.cell_contents
-            except ValueError:  # an empty cell: the name is not bound yet
-                pass
     resolved: dict[str, Any] = {}
     for name, annotation in raw.items():
         if isinstance(annotation, str):
             try:
-                annotation = eval(annotation, namespace)  # noqa: S307 - the module's own annotation text
+                annotation = eval(annotation, namespace)
             except Exception:
                 annotation = Any
         resolved[name] = annotation

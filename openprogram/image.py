@@ -56,6 +56,7 @@ class Image:
     __slots__ = ("_pil", "_png", "_sha256")
 
     def __init__(self, source: Any) -> None:
+        self._pil: Any
         self._png: bytes | None = None
         self._sha256: str | None = None
         if isinstance(source, Image):

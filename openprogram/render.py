@@ -52,7 +52,7 @@ def render_context(
     if frame_node is not None and frame_node.kind != "code":
         raise UsageError(f"frame {frame!r} is a {frame_node.kind} node; frames are code nodes")
     window = _range(render_range, frame_node)
-    stack = dag.ancestors(frame_node)[::-1] + [frame_node] if frame_node else []
+    stack = [*dag.ancestors(frame_node)[::-1], frame_node] if frame_node else []
     walk = _Walk(dag, before, stack[0].branch if stack else dag.branch)
 
     in_frame: list[Node] = []
@@ -62,7 +62,8 @@ def render_context(
             window.subcalls,
             [(frame_node.id, None)],
         )
-    levels = [(node.parent, node.seq) for node in stack] or [(None, None)]
+    levels: list[tuple[str | None, int | None]] = [(n.parent, n.seq) for n in stack]
+    levels = levels or [(None, None)]
     pre_frame = walk.collect(walk.pre_frame_roots(frame_node), window.callers, levels)
 
     visible = pre_frame
@@ -274,8 +275,10 @@ class RenderedContext:
             line = f"assistant: {node.output if node.output is not None else ''}"
         else:
             cache = self.dag._text_cache
-            line = cache.get(node.id)
-            if line is None:  # inputs never change once recorded: format them once
+            cached = cache.get(node.id)
+            if cached is not None:
+                line = cached
+            else:  # inputs never change once recorded: format them once
                 hidden = node.hidden_inputs
                 shown = node.input
                 if hidden and isinstance(shown, dict):
@@ -314,7 +317,7 @@ class RenderedContext:
         turns: list[tuple[str, list[dict[str, Any]], str | None]] = []
         if self.system:
             turns.append(("system", [{"type": "text", "text": self.system}], None))
-        for node, line in zip(self.nodes, self._lines):
+        for node, line in zip(self.nodes, self._lines, strict=True):
             if node.kind == "llm":
                 turns.append(("user", _parts(node.input, self._cut, node.id), node.id))
                 if node.output is not None:

@@ -14,15 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from openprogram import Runtime, ScriptedModel, Session
-from openprogram.callbacks.base import Callback
-from openprogram.display.report import write_report
-
 from gui_harness.agent import gui_agent
 from gui_harness.demo.app import demo_app, read_state
 from gui_harness.demo.policy import NAME, TASK, demo_policy
 from gui_harness.desktop.virtual import VirtualDesktop
 from gui_harness.result import GuiResult
+from openprogram import Runtime, ScriptedModel, Session
+from openprogram.callbacks.base import Callback
+from openprogram.display.report import write_report
 
 __all__ = [
     "DemoRun",

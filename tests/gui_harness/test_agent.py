@@ -69,7 +69,7 @@ def test_an_invalid_action_gets_one_re_ask_and_a_second_is_recorded_not_done():
         "verify_step": [OK],
         "conclusion": ["c"],
     }
-    result, desktop, model, session = run(script, max_steps=2)
+    result, _, model, _ = run(script, max_steps=2)
     first, second = result.steps
     assert first["status"] == "acted" and first["action"]["element"] == 2
     assert second["status"] == "invalid" and "invalid action" in second["error"]

@@ -31,7 +31,7 @@ def check_clicks_landed(run) -> None:
     clicks = run.state["clicks"]
     acted = [s for s in run.result.steps if s["action"]["type"] == "click"]
     assert len(clicks) == len(acted)
-    for step, click in zip(acted, clicks):
+    for step, click in zip(acted, clicks, strict=True):
         widget = INTENDED[step["goal"]]
         assert click["widget"] == widget, (step, click)
         assert inside((click["x_root"], click["y_root"]), run.state["widgets"][widget])

@@ -34,11 +34,19 @@ def test_no_litellm_exception_is_unmapped():
 
 @pytest.mark.parametrize(
     ("status", "expected"),
-    [(401, ModelAuthError), (403, ModelAuthError), (429, ModelUnavailable), (500, ModelUnavailable), (404, ModelBadRequest)],
+    [
+        (401, ModelAuthError),
+        (403, ModelAuthError),
+        (429, ModelUnavailable),
+        (500, ModelUnavailable),
+        (404, ModelBadRequest),
+    ],
 )
 def test_plain_api_errors_map_by_status(status, expected):
     litellm = import_litellm()
-    error = litellm.exceptions.APIError(status_code=status, message="x", llm_provider="openai", model="m")
+    error = litellm.exceptions.APIError(
+        status_code=status, message="x", llm_provider="openai", model="m"
+    )
     assert type(translate_error(error, "m")) is expected
 
 

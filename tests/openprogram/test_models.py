@@ -68,15 +68,17 @@ def test_running_out_is_a_clear_error_recorded_on_the_node():
 
 
 def test_a_function_missing_from_the_dict_is_named():
-    with Session(), Runtime(ScriptedModel({"planner": ["x"]})):
-        with pytest.raises(ScriptExhausted, match="'checker'"):
-            checker()
+    with (
+        Session(),
+        Runtime(ScriptedModel({"planner": ["x"]})),
+        pytest.raises(ScriptExhausted, match="'checker'"),
+    ):
+        checker()
 
 
 def test_an_exception_in_the_script_is_raised():
-    with Session(), Runtime(ScriptedModel([TimeoutError("slow")])):
-        with pytest.raises(TimeoutError):
-            planner()
+    with Session(), Runtime(ScriptedModel([TimeoutError("slow")])), pytest.raises(TimeoutError):
+        planner()
 
 
 def test_a_single_string_is_refused():

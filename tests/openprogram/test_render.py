@@ -143,7 +143,9 @@ def test_forked_branch_never_sees_the_other_branches_nodes():
 # -- rule 2: stack nodes ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("expose", "shown"), [("io", True), ("full", True), ("llm", False), ("hidden", False)])
+@pytest.mark.parametrize(
+    ("expose", "shown"), [("io", True), ("full", True), ("llm", False), ("hidden", False)]
+)
 def test_stack_frames_show_as_call_lines_unless_llm_or_hidden(expose, shown):
     model, seen = recorder()
 
@@ -210,7 +212,11 @@ def test_full_child_shows_everything_inside_it():
 
 
 def test_llm_child_shows_only_its_direct_llm_exchanges():
-    assert _finished_child("llm") == ["[parent #1] input={}", "assistant: ok", "[later #1] input={}"]
+    assert _finished_child("llm") == [
+        "[parent #1] input={}",
+        "assistant: ok",
+        "[later #1] input={}",
+    ]
 
 
 def test_hidden_child_shows_nothing():
@@ -322,7 +328,11 @@ def _history(n_steps, render_range, inner_calls=0):
 
 def test_callers_n_keeps_the_last_n_visible_pre_frame_nodes():
     lines, _ = _history(6, {"callers": 2})
-    assert lines == ["[step #5] input={\"i\": 4} output=4", "[step #6] input={\"i\": 5} output=5", "[asker #1] input={}"]
+    assert lines == [
+        '[step #5] input={"i": 4} output=4',
+        '[step #6] input={"i": 5} output=5',
+        "[asker #1] input={}",
+    ]
 
 
 def test_callers_zero_walls_off_everything_before_but_keeps_the_own_line():
@@ -405,7 +415,11 @@ def test_a_running_frame_sees_its_own_earlier_exchanges():
 @settings(max_examples=80, deadline=None)
 @given(
     shape=st.lists(
-        st.tuples(st.integers(0, 30), st.sampled_from(["code", "llm"]), st.sampled_from(["io", "llm", "full", "hidden"])),
+        st.tuples(
+            st.integers(0, 30),
+            st.sampled_from(["code", "llm"]),
+            st.sampled_from(["io", "llm", "full", "hidden"]),
+        ),
         min_size=1,
         max_size=40,
     ),
@@ -418,7 +432,13 @@ def test_render_invariants(shape, frame_pick, callers, subcalls):
     codes: list = []
     for parent_pick, kind, expose in shape:
         parent = codes[parent_pick % len(codes)].id if codes and parent_pick % 3 else None
-        node = dag.add(kind, "f", parent=parent, expose=expose, status="completed" if kind == "llm" else "running")
+        node = dag.add(
+            kind,
+            "f",
+            parent=parent,
+            expose=expose,
+            status="completed" if kind == "llm" else "running",
+        )
         if kind == "code":
             codes.append(node)
     if not codes:
@@ -466,7 +486,10 @@ def test_failed_calls_show_their_error_and_hidden_inputs_are_not_rendered():
         with pytest.raises(PermissionError):
             login("ann", "hunter2")
         after()
-    assert seen["after"][0].splitlines()[0] == '[login #1] input={"user": "ann"} error=PermissionError: denied'
+    assert (
+        seen["after"][0].splitlines()[0]
+        == '[login #1] input={"user": "ann"} error=PermissionError: denied'
+    )
     assert session.dag.find(name="login")[0].input["secret"] == "hunter2"
 
 
@@ -494,7 +517,10 @@ def test_images_are_stored_once_referenced_and_sent_as_data_urls():
     stored = str(dag.to_dict()["nodes"])
     assert "base64" not in stored and "iVBOR" not in stored
     sent = model.requests[0].messages[-1]["content"]
-    assert sent[0] == {"type": "text", "text": f'[look #1] input={{"picture": "<image sha256:{sha[:12]} 8x6>"}}'}
+    assert sent[0] == {
+        "type": "text",
+        "text": f'[look #1] input={{"picture": "<image sha256:{sha[:12]} 8x6>"}}',
+    }
     assert sent[2]["type"] == "image_url"
     assert sent[2]["image_url"]["url"].startswith("data:image/png;base64,")
 
@@ -515,7 +541,10 @@ def test_only_the_newest_max_images_history_images_survive_with_omitted_entries(
     assert len(omitted) == 2
     assert len(last.rendered.images()) == 3  # two from history + the current one
     placeholders = [
-        p for m in last.messages if isinstance(m["content"], list) for p in m["content"]
+        p
+        for m in last.messages
+        if isinstance(m["content"], list)
+        for p in m["content"]
         if p["type"] == "text" and p["text"].startswith("[image omitted")
     ]
     assert len(placeholders) == 2
@@ -538,7 +567,10 @@ def test_system_message_is_the_runtime_prompt_then_the_frames():
 
     with Session(), Runtime(model, system="You are careful."):
         ask()
-    assert model.requests[0].messages[0] == {"role": "system", "content": "You are careful.\n\nBe brief."}
+    assert model.requests[0].messages[0] == {
+        "role": "system",
+        "content": "You are careful.\n\nBe brief.",
+    }
 
 
 def test_seen_by_rebuilds_overrides_system_and_image_limits():

@@ -12,8 +12,8 @@ from openprogram import (
     ModelAuthError,
     ModelOutputError,
     ModelUnavailable,
-    Runtime,
     RunStopped,
+    Runtime,
     ScriptedModel,
     Session,
     Usage,
@@ -80,7 +80,11 @@ def test_retry_after_is_honoured():
 def test_giving_up_after_retries_raises_model_unavailable_recorded_on_the_node():
     runtime = Runtime(ScriptedModel([transient(), transient()]), max_retries=1)
     quiet(runtime)
-    with Session() as session, runtime, pytest.raises(ModelUnavailable, match="gave up after 2") as caught:
+    with (
+        Session() as session,
+        runtime,
+        pytest.raises(ModelUnavailable, match="gave up after 2") as caught,
+    ):
         llm("hello")
     (node,) = session.dag.find(kind="llm")
     assert caught.value.node_id == node.id
@@ -167,7 +171,11 @@ def test_a_gate_saying_false_stops_the_run_before_the_model_is_called():
             return False
 
     model = ScriptedModel(["never"])
-    with Session() as session, Runtime(model, callbacks=[Stop()]), pytest.raises(RunStopped, match="enough"):
+    with (
+        Session() as session,
+        Runtime(model, callbacks=[Stop()]),
+        pytest.raises(RunStopped, match="enough"),
+    ):
         llm("hello")
     assert model.requests == [] and session.dag.find(kind="llm") == []
 
