@@ -29,7 +29,7 @@ from openprogram.errors import ResumeDivergence, RunStopped, StoreError, UsageEr
 from openprogram.image import ImageRef
 from openprogram.store.base import Store
 from openprogram.store.blobs import StoredBlobs
-from openprogram.store.format import SessionInfo, decode_node, image_refs
+from openprogram.store.format import SessionInfo, decode_rows, image_refs
 from openprogram.store.open import open_store
 from openprogram.store.recorder import Recorder
 
@@ -416,8 +416,7 @@ def _load_dag(store: Store, info: SessionInfo, depth: int = 0) -> ContextDAG:
         source = _load_dag(store, parent, depth + 1)
         for copy in _shared_history(source, source.node(info.at), info.cut):
             nodes[copy.id] = copy
-    for row in store.rows(info.id):
-        node = decode_node(row)
+    for node in decode_rows(store.rows(info.id)):
         nodes[node.id] = node
     dag = ContextDAG()
     for node in sorted(nodes.values(), key=lambda n: n.seq):

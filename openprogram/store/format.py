@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from json.encoder import (  # type: ignore[attr-defined]  # private C helpers, no stubs
     c_make_encoder,
@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel
 
 from openprogram.dag import Node
-from openprogram.errors import UnsupportedFormatVersion
+from openprogram.errors import StoreError, UnsupportedFormatVersion
 from openprogram.image import ImageRef
 from openprogram.values import from_jsonable
 
@@ -31,14 +31,20 @@ __all__ = [
     "SessionInfo",
     "check_format_version",
     "decode_node",
+    "decode_rows",
     "encode_json",
     "encode_node",
     "image_refs",
+    "reads_overlap",
 ]
 
 FORMAT_VERSION = 1
 """Version of the stored layout (tables, row encoding). Bump on any change an older
 reader would misread; add a migration from the previous version (docs/sessions.md)."""
+
+
+ReadsBase = tuple[str, int, int]
+"""(node id, start, count): the first `count` reads are that node's reads[start:start+count]."""
 
 
 class NodeRow(NamedTuple):
@@ -169,8 +175,15 @@ def encode_json(value: Any, refs: list[str]) -> str:
     return text
 
 
-def encode_node(node: Node, refs: list[str], input_json: str | None = None) -> NodeRow:
-    """The row for `node` as it is now; `input_json` reuses an earlier encoding of its input."""
+def encode_node(
+    node: Node,
+    refs: list[str],
+    input_json: str | None = None,
+    reads_base: ReadsBase | None = None,
+) -> NodeRow:
+    """The row for `node` as it is now; `input_json` reuses an earlier encoding of its
+    input; `reads_base` stores its `reads` as a slice of an earlier node's plus the rest
+    (see reads_overlap)."""
     data: dict[str, Any] = {}
     if node.predecessor is not None:
         data["predecessor"] = node.predecessor
@@ -186,7 +199,10 @@ def encode_node(node: Node, refs: list[str], input_json: str | None = None) -> N
         data["hidden_inputs"] = node.hidden_inputs
     if node.system is not None:
         data["system"] = node.system
-    if node.reads:
+    if reads_base is not None:
+        data["reads_base"] = list(reads_base)
+        data["reads"] = node.reads[reads_base[2] :]
+    elif node.reads:
         data["reads"] = node.reads
     if node.messages_hash is not None:
         data["messages_hash"] = node.messages_hash
@@ -213,9 +229,54 @@ def encode_node(node: Node, refs: list[str], input_json: str | None = None) -> N
 
 
 def decode_node(row: NodeRow) -> Node:
-    """The Node a row holds (images as ImageRef); raises pydantic's ValidationError on
-    a row that is not a node."""
+    """The Node a row holds (images as ImageRef). Raises pydantic's ValidationError on a
+    row that is not a node, StoreError on one whose reads refer to another row (use
+    decode_rows)."""
+    node, base = _decode(row)
+    if base is not None:
+        raise StoreError(f"node {row.id!r} stores its reads relative to {base[0]!r}")
+    return node
+
+
+def decode_rows(rows: Iterable[NodeRow]) -> list[Node]:
+    """The Nodes of one session's rows, with reads stored relative to another row rebuilt.
+
+    A reads base missing from `rows` (a damaged store) leaves that node with the reads it
+    stored itself and `meta["reads_incomplete"] = True`; nothing else is affected.
+    """
+    nodes: dict[str, Node] = {}
+    pending: dict[str, ReadsBase] = {}
+    for row in rows:
+        node, base = _decode(row)
+        nodes[node.id] = node
+        if base is not None:
+            pending[node.id] = base
+    done: set[str] = set()
+    for node_id in pending:
+        chain: list[str] = []  # this node and the unresolved bases below it
+        current = node_id
+        while current in pending and current not in done and current not in chain:
+            chain.append(current)
+            current = pending[current][0]
+        for unresolved in reversed(chain):
+            base_id, start, count = pending[unresolved]
+            base_node = nodes.get(base_id)
+            node = nodes[unresolved]
+            if (
+                base_node is None
+                or (base_id in pending and base_id not in done)
+                or base_node.meta.get("reads_incomplete")
+            ):
+                node.meta["reads_incomplete"] = True  # a damaged store: keep what is there
+            else:
+                node.reads = [*base_node.reads[start : start + count], *node.reads]
+            done.add(unresolved)
+    return list(nodes.values())
+
+
+def _decode(row: NodeRow) -> tuple[Node, ReadsBase | None]:
     data = json.loads(row.data) if row.data else {}
+    base = data.pop("reads_base", None)
     data.update(
         id=row.id,
         seq=row.seq,
@@ -230,7 +291,27 @@ def decode_node(row: NodeRow) -> Node:
     node = Node.model_validate(data)
     node.input = None if row.input is None else from_jsonable(json.loads(row.input))
     node.output = None if row.output is None else from_jsonable(json.loads(row.output))
-    return node
+    return node, None if base is None else (str(base[0]), int(base[1]), int(base[2]))
+
+
+def reads_overlap(base: list[str], reads: list[str]) -> tuple[int, int] | None:
+    """(start, count) when `reads` begins with base[start:start+count] for a count worth
+    referring to (an llm call in a loop reads what the previous one read, plus a little:
+    storing only the difference keeps a long run's storage linear), else None."""
+    if len(reads) < _MIN_SHARED_READS:
+        return None
+    try:
+        start = base.index(reads[0])
+    except ValueError:
+        return None
+    limit = min(len(base) - start, len(reads))
+    count = 0
+    while count < limit and base[start + count] == reads[count]:
+        count += 1
+    return (start, count) if count >= _MIN_SHARED_READS else None
+
+
+_MIN_SHARED_READS = 4
 
 
 def image_refs(value: Any, into: set[str]) -> None:

@@ -181,23 +181,29 @@ class PostgresStore:
     # -- rows and blobs ------------------------------------------------------------------
     def write(self, session: str, row: NodeRow, blobs: Mapping[str, bytes]) -> None:
         with self._lock, self._translate(f"record node {row.id!r}"):
-            connection = self._connect()
-            key = self._key(connection, session)
-            values = (key, *row)
-            if not blobs:
-                changed = connection.execute(_UPSERT, values).rowcount
-            else:
-                with connection.transaction() as transaction:
-                    with connection.cursor() as cursor:
-                        cursor.executemany(_BLOB, list(blobs.items()))
-                    changed = connection.execute(_UPSERT, values).rowcount
-                    if not changed:
-                        raise self._psycopg.Rollback(transaction)  # leaves the block quietly
+            try:
+                changed = self._upsert(session, row, blobs)
+            except self._psycopg.OperationalError:  # the connection dropped: reconnect once
+                self.close()  # (an upsert can be repeated safely)
+                changed = self._upsert(session, row, blobs)
+        if not changed:
+            raise StoreError(
+                f"seq {row.seq} of session {session!r} in {self.url} belongs to another "
+                f"node than {row.id!r}: two writers are recording into one session"
+            )
+
+    def _upsert(self, session: str, row: NodeRow, blobs: Mapping[str, bytes]) -> int:
+        connection = self._connect()
+        values = (self._key(connection, session), *row)
+        if not blobs:
+            return int(connection.execute(_UPSERT, values).rowcount)
+        with connection.transaction() as transaction:
+            with connection.cursor() as cursor:
+                cursor.executemany(_BLOB, list(blobs.items()))
+            changed = int(connection.execute(_UPSERT, values).rowcount)
             if not changed:
-                raise StoreError(
-                    f"seq {row.seq} of session {session!r} in {self.url} belongs to another "
-                    f"node than {row.id!r}: two writers are recording into one session"
-                )
+                raise self._psycopg.Rollback(transaction)  # leaves the block quietly
+        return changed
 
     def rows(self, session: str) -> list[NodeRow]:
         with self._lock, self._translate(f"read session {session!r}"):

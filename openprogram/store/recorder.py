@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from openprogram.dag import ContextDAG, Node
 from openprogram.store.base import Store
-from openprogram.store.format import encode_node
+from openprogram.store.format import ReadsBase, encode_node, reads_overlap
 
 __all__ = ["Recorder"]
 
@@ -32,6 +32,7 @@ class Recorder:
         self.failures = 0
         self._sent: set[str] = set(stored_blobs)
         self._inputs: dict[str, tuple[str, list[str]]] = {}
+        self._reads: dict[str, tuple[str, list[str]]] = {}  # function -> newest llm reads
 
     @property
     def sent(self) -> set[str]:
@@ -55,11 +56,12 @@ class Recorder:
         """Write the node as it is now; raises what the store raises."""
         refs: list[str] = []
         cached = None if created else self._inputs.pop(node.id, None)
+        reads_base = self._reads_base(node)
         if cached is not None:
             refs.extend(cached[1])
-            row = encode_node(node, refs, cached[0])
+            row = encode_node(node, refs, cached[0], reads_base)
         else:
-            row = encode_node(node, refs)
+            row = encode_node(node, refs, reads_base=reads_base)
             if created and node.status == "running" and row.input is not None:
                 self._inputs[node.id] = (row.input, list(refs))
         blobs: dict[str, bytes] = {}
@@ -71,3 +73,15 @@ class Recorder:
                 blobs[sha] = image.png()
         self.store.write(self.session, row, blobs)
         self._sent.update(blobs)
+        if node.kind == "llm" and node.status == "completed" and node.reads:
+            self._reads[node.name] = (node.id, node.reads)  # a completed node's reads stay
+
+    def _reads_base(self, node: Node) -> ReadsBase | None:
+        """Where `node`'s reads can be stored as a slice of an earlier, recorded node's."""
+        if node.kind != "llm" or not node.reads:
+            return None
+        base = self._reads.get(node.name)
+        if base is None or base[0] == node.id:
+            return None
+        overlap = reads_overlap(base[1], node.reads)
+        return None if overlap is None else (base[0], *overlap)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -12,7 +13,12 @@ from openprogram import Session, StoreError, UnsupportedFormatVersion
 from openprogram.dag import ContextDAG
 from openprogram.image import Image
 from openprogram.store import FORMAT_VERSION, SQLiteStore
-from openprogram.store.format import check_format_version, decode_node, encode_node
+from openprogram.store.format import (
+    check_format_version,
+    decode_node,
+    decode_rows,
+    encode_node,
+)
 
 
 def test_the_current_version_is_accepted_and_others_are_named_with_ours():
@@ -93,3 +99,65 @@ def test_a_node_row_holds_its_fields_compactly_and_decodes_back():
     assert (llm_row.kind, llm_row.parent, llm_row.status) == ("llm", top.id, "completed")
     assert llm_row.data == f'{{"reads":["{top.id}"],"messages_hash":"{"ab" * 32}"}}'
     assert decode_node(row) == top and decode_node(llm_row) == node
+
+
+@pytest.mark.postgres
+def test_a_dropped_postgres_connection_is_reopened_without_losing_a_record(postgres_url):
+    import psycopg
+
+    from tests.openprogram.store import programs
+
+    with Session(postgres_url, id="dropped") as session:
+        programs.count(1)
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            pid = session.store._connection.info.backend_pid
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        programs.count(2)
+    assert session.failed_writes == 0
+    reopened = Session.open(postgres_url, "dropped")
+    assert [n.output for n in reopened.dag.nodes] == [1, 2]
+    reopened.close()
+
+
+def test_reads_that_repeat_an_earlier_exchange_are_stored_as_a_slice_of_it(tmp_path):
+    from openprogram import Runtime, ScriptedModel, agentic_function, llm
+
+    @agentic_function
+    def turn(i: int) -> str:
+        return llm(f"turn {i}")
+
+    path = tmp_path / "loop.db"
+    with Session(path, id="loop") as session, Runtime(ScriptedModel(lambda r: "ok")):
+        for i in range(30):
+            turn(i)
+    with closing(sqlite3.connect(path)) as connection:
+        data = [
+            json.loads(text)
+            for (text,) in connection.execute(
+                "SELECT data FROM openprogram_nodes WHERE kind = 'llm' ORDER BY seq"
+            )
+        ]
+    assert "reads_base" not in data[0] and data[-1]["reads_base"][2] == 29
+    assert len(data[-1]["reads"]) == 1  # only this turn's own call line is new
+    reopened = Session.open(path, "loop")
+    assert [n.reads for n in reopened.dag.nodes] == [n.reads for n in session.dag.nodes]
+    reopened.close()
+
+
+def test_rows_whose_reads_base_is_missing_keep_what_they_have_and_say_so():
+    dag = ContextDAG()
+    nodes = [dag.add("llm", "f", input=[]) for _ in range(3)]
+    nodes[0].reads = ["a", "b", "c", "d", "e"]
+    nodes[1].reads = ["b", "c", "d", "e", "x"]
+    nodes[2].reads = ["b", "c", "d", "e", "x", "y"]
+    rows = [
+        encode_node(nodes[0], []),
+        encode_node(nodes[1], [], reads_base=(nodes[0].id, 1, 4)),
+        encode_node(nodes[2], [], reads_base=(nodes[1].id, 0, 5)),
+    ]
+    assert [n.reads for n in decode_rows(reversed(rows))][::-1] == [n.reads for n in nodes]
+    broken = decode_rows(rows[1:])
+    assert broken[0].meta["reads_incomplete"] and broken[0].reads == ["x"]
+    assert broken[1].meta["reads_incomplete"]
+    with pytest.raises(StoreError, match="relative to"):
+        decode_node(rows[1])
