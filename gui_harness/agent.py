@@ -62,6 +62,7 @@ class _Run:
     observation: Observation | None = None
     transform: Transform = field(default_factory=Transform)
     verification: dict[str, Any] | None = None
+    seen: dict[str, Any] | None = None
 
 
 _run: contextvars.ContextVar[_Run | None] = contextvars.ContextVar("gui_run", default=None)
@@ -95,12 +96,25 @@ def observe(step: int) -> dict[str, Any]:
     observation = run.perception.perceive(image)
     run.observation = observation
     notify(run.runtime.callbacks, "on_screenshot", screenshot, step, record_on=current_run())
-    return {
+    run.seen = {
         "step": step,
         "size": list(observation.size),
+        "scale": scale,
         "components": len(observation.components),
         "screenshot": image,
     }
+    return run.seen
+
+
+def _observed(run: _Run, seen: dict[str, Any]) -> None:
+    """Make `run` hold the observation `observe` returned. A replayed observe (resuming
+    a crashed run) ran nothing, so perceive its recorded screenshot again: the same
+    picture gives the same numbered components the recorded plan refers to."""
+    if seen is run.seen:  # observe ran live and set everything itself
+        return
+    run.seen = seen
+    run.transform = Transform(scale=float(seen.get("scale", 1.0)))
+    run.observation = run.perception.perceive(seen["screenshot"])
 
 
 @agentic_function(render_range={"callers": 0})
@@ -111,8 +125,7 @@ def verify_step(task: str, previous: dict[str, Any], step: int) -> dict[str, Any
     assert observation is not None
     prompt = verify_prompt(task, previous, observation.size, observation.text)
     verdict = llm(_image_content(prompt, observation), response_format=Verification)
-    run.verification = verdict.model_dump()
-    return run.verification
+    return verdict.model_dump()
 
 
 @agentic_function
@@ -210,9 +223,9 @@ def _model_image(run: _Run) -> Any:
 def gui_step(task: str, step: int, feedback: dict[str, Any] | None) -> dict[str, Any]:
     """One round: observe, verify the previous step, plan, gate done, dispatch."""
     run = _current()
-    observe(step)
+    _observed(run, observe(step))
     if step > 1 and feedback is not None:
-        verify_step(task, feedback, step)
+        run.verification = verify_step(task, feedback, step)
     plan = plan_next_action(task, step)
     outcome: dict[str, Any] = {"step": step, "goal": plan["goal"], "action": plan["action"]}
     action = plan["action"]

@@ -181,6 +181,11 @@ class ContextDAG:
         """The largest seq in the node's subtree (itself included)."""
         return self._last_seq.get(node.id, node.seq)
 
+    def fork_point(self, branch: str) -> Node | None:
+        """The top-level node `branch` was forked after (None for a root branch)."""
+        origin = self._branch_origin.get(branch)
+        return None if origin is None else self._nodes.get(origin[2])
+
     def overlapped(self, parent: str | None) -> list[Node]:
         """Children of `parent` whose subtree grew after a newer sibling had started
         (concurrent work): the only ones whose descendants can outrun newer siblings."""

@@ -131,7 +131,7 @@ class _Walk:
         self.branch = branch
 
     def on_branch(self, top: Node) -> bool:
-        head = self.dag.head(self.branch, before=self.before)
+        head = self.dag.head(self.branch, before=self.before) or self.dag.fork_point(self.branch)
         return head is not None and self.dag.on_branch(top, self.branch, head.seq)
 
     def exists(self, node: Node) -> bool:
@@ -162,8 +162,10 @@ class _Walk:
             current = parent
         if current is None:  # top level: the branch's history up to its head
             top = self.dag.head(self.branch, before=self.before)
-            if top is None:
-                return
+            if top is None:  # a fresh fork: its history is the chain it forked from
+                top = self.dag.fork_point(self.branch)
+                if top is None or not self.exists(top):
+                    return
             yield top, False
         else:
             top = current

@@ -590,3 +590,12 @@ def test_seen_by_rebuilds_overrides_system_and_image_limits():
         assert seen_by(session.dag, node).messages_hash == node.messages_hash
     last = session.dag.find(kind="llm")[-1]
     assert seen_by(session.dag, last).text().splitlines() == ["[ask #1] input={}", "assistant: ok"]
+
+
+def test_a_top_level_call_on_a_fresh_fork_sees_the_history_it_forked_from():
+    dag = ContextDAG()
+    a = dag.add("user", "user", input="hello", status="completed")
+    dag.add("user", "user", input="not on the fork", status="completed")
+    dag.branch = dag.new_branch(a)
+    ask = dag.add("llm", "main", input="and now?")
+    assert render_context(dag, before=ask.seq).reads == [a.id]
