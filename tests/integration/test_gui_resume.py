@@ -46,7 +46,8 @@ class DieAfterStepTwo(Callback):
             Path(marker).write_text("step 2 recorded")
             threading.Event().wait()  # the test kills this process here
 
-with Session(store, id=session_id), Runtime(ScriptedModel(demo_policy), callbacks=[DieAfterStepTwo()]):
+runtime = Runtime(ScriptedModel(demo_policy), callbacks=[DieAfterStepTwo()])
+with Session(store, id=session_id), runtime:
     gui_agent(TASK, desktop=RemoteDesktop(url), app="demo-form", settle_timeout=1.0)
 """
 
