@@ -1,1 +1,83 @@
-"""gui_harness: the GUI agent built on openprogram."""
+"""gui_harness: the GUI agent built on openprogram. Start with `gui_agent(task)`."""
+
+from gui_harness.actions import (
+    Action,
+    Click,
+    Done,
+    DoubleClick,
+    Drag,
+    Fail,
+    Keypress,
+    Move,
+    Policy,
+    Scroll,
+    Transform,
+    Type,
+    Wait,
+    resolve,
+)
+from gui_harness.agent import (
+    conclusion,
+    dispatch_action,
+    gui_agent,
+    gui_step,
+    observe,
+    plan_next_action,
+    verify_step,
+)
+from gui_harness.desktop.base import Desktop
+from gui_harness.desktop.fake import FakeDesktop
+from gui_harness.desktop.remote import RemoteDesktop
+from gui_harness.desktop.server import serve_desktop
+from gui_harness.desktop.virtual import App, VirtualDesktop
+from gui_harness.desktop.x11 import X11Desktop
+from gui_harness.errors import ActionRejected, DesktopError, DesktopTimeout, InvalidAction
+from gui_harness.normalize import normalize_action
+from gui_harness.perception import ComponentMemory, Observation, Perception
+from gui_harness.result import GuiResult, StopReason
+
+__all__ = [
+    # the agent
+    "gui_agent",
+    "GuiResult",
+    "StopReason",
+    "gui_step",
+    "observe",
+    "verify_step",
+    "plan_next_action",
+    "dispatch_action",
+    "conclusion",
+    # desktops
+    "Desktop",
+    "VirtualDesktop",
+    "App",
+    "X11Desktop",
+    "FakeDesktop",
+    "RemoteDesktop",
+    "serve_desktop",
+    # actions
+    "Action",
+    "Click",
+    "DoubleClick",
+    "Move",
+    "Drag",
+    "Scroll",
+    "Type",
+    "Keypress",
+    "Wait",
+    "Done",
+    "Fail",
+    "normalize_action",
+    "resolve",
+    "Transform",
+    "Policy",
+    # perception
+    "Perception",
+    "Observation",
+    "ComponentMemory",
+    # errors
+    "InvalidAction",
+    "ActionRejected",
+    "DesktopError",
+    "DesktopTimeout",
+]

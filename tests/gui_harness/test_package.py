@@ -1,0 +1,26 @@
+"""The gui_harness package root: its public names are pinned."""
+
+import gui_harness
+
+
+def test_package_root_exports_are_pinned():
+    assert set(gui_harness.__all__) == {
+        "gui_agent", "GuiResult", "StopReason", "gui_step", "observe", "verify_step",
+        "plan_next_action", "dispatch_action", "conclusion", "Desktop", "VirtualDesktop",
+        "App", "X11Desktop", "FakeDesktop", "RemoteDesktop", "serve_desktop", "Action",
+        "Click", "DoubleClick", "Move", "Drag", "Scroll", "Type", "Keypress", "Wait", "Done",
+        "Fail", "normalize_action", "resolve", "Transform", "Policy", "Perception",
+        "Observation", "ComponentMemory", "InvalidAction", "ActionRejected", "DesktopError",
+        "DesktopTimeout",
+    }  # fmt: skip
+    for name in gui_harness.__all__:
+        assert hasattr(gui_harness, name)
+
+
+def test_openprogram_never_imports_gui_harness():
+    import subprocess
+    import sys
+
+    code = "import sys, openprogram, openprogram.cli; print('gui_harness' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
