@@ -325,7 +325,8 @@ def _loop(run: _Run, task: str, max_steps: int, timeout_s: float | None) -> GuiR
     usage_before = run.runtime.usage
     steps: list[dict[str, Any]] = []
     feedback: dict[str, Any] | None = None
-    stop, detail, success = "max_steps", f"reached max_steps={max_steps}", False
+    stop, success = "max_steps", False
+    detail: str | None = f"reached max_steps={max_steps}"
     errors = 0
     frame = current_session().dag.get(frame_var.get())
     for step in range(1, max_steps + 1):
