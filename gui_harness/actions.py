@@ -54,7 +54,7 @@ MouseButton = Literal["left", "right", "middle"]
 _MODIFIERS = ("ctrl", "alt", "shift", "super")
 _NAMED_KEYS = (
     *("enter", "tab", "escape", "backspace", "delete", "up", "down", "left", "right"),
-    *("home", "end", "pageup", "pagedown", "space"),
+    *("home", "end", "pageup", "pagedown", "space", "insert"),
     *(f"f{n}" for n in range(1, 13)),
 )
 KEY_NAMES: frozenset[str] = frozenset((*_MODIFIERS, *_NAMED_KEYS))

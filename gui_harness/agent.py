@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextvars
 import time
+from pathlib import Path
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -180,13 +181,29 @@ def dispatch_action(action: dict[str, Any], step: int) -> dict[str, Any]:
     notify(callbacks, "on_action_start", screen_action, record_on=current_run())
     try:
         run.desktop.execute(screen_action)
+    except ActionRejected as exc:  # a remote desktop's own policy refused it
+        notify(callbacks, "on_action_end", screen_action, str(exc), record_on=current_run())
+        return {"executed": False, "error": f"rejected by the desktop: {exc.reason}"}
     except DesktopError as exc:
-        notify(callbacks, "on_action_end", screen_action, exc, record_on=current_run())
+        notify(callbacks, "on_action_end", screen_action, str(exc), record_on=current_run())
         raise
     notify(callbacks, "on_action_end", screen_action, None, record_on=current_run())
+    _learn(run, planned)
     # frames=3: one matching pair can come before the app has redrawn
     settled = wait_until_stable(run.desktop, timeout=run.settle_timeout, frames=3)
     return {"executed": True, "settled": settled}
+
+
+def _learn(run: _Run, action: Any) -> None:
+    """Remember the labelled component an action used, so the app's memory can name it
+    next time without OCR."""
+    element = getattr(action, "element", None)
+    memory = run.perception.memory
+    if element is None or memory is None or run.observation is None:
+        return
+    component = run.observation.component(element)
+    if component.label and not memory.match(run.observation.image, [component]):
+        run.perception.remember(run.observation, element, component.label)
 
 
 def _restore(callbacks: Sequence[Any], action: dict[str, Any]) -> dict[str, Any]:
@@ -293,29 +310,31 @@ def gui_agent(
         raise UsageError(f"max_steps={max_steps!r} must be at least 1")
     if history_window is not None and history_window < 0:
         raise UsageError(f"history_window={history_window!r} must be >= 0 or None")
+    memory_name = app if isinstance(app, str) else (Path(app[0]).name if app else None)
+    perception = Perception(ComponentMemory(memory_name) if memory_name else None)
     owned = None
     if desktop is None:
         from gui_harness.desktop.virtual import VirtualDesktop
 
         apps = [list(app)] if app is not None and not isinstance(app, str) else []
         owned = desktop = VirtualDesktop(apps=apps)
-        owned.start()
-    memory_name = app if isinstance(app, str) else (app[0] if app else None)
-    perception = Perception(ComponentMemory(memory_name) if memory_name else None)
-    run = _Run(
-        desktop=desktop,
-        perception=perception,
-        policy=policy or Policy(),
-        runtime=runtime or current_runtime(),
-        max_image_width=max_image_width,
-        settle_timeout=settle_timeout,
-        history_window=history_window,
-    )
-    token = _run.set(run)
+        owned.start()  # stops whatever it started if it fails
     try:
-        return _loop(run, task, max_steps, timeout_s)
+        run = _Run(
+            desktop=desktop,
+            perception=perception,
+            policy=policy or Policy(),
+            runtime=runtime or current_runtime(),
+            max_image_width=max_image_width,
+            settle_timeout=settle_timeout,
+            history_window=history_window,
+        )
+        token = _run.set(run)
+        try:
+            return _loop(run, task, max_steps, timeout_s)
+        finally:
+            _run.reset(token)
     finally:
-        _run.reset(token)
         if owned is not None:
             owned.close()
 
@@ -333,7 +352,10 @@ def _loop(run: _Run, task: str, max_steps: int, timeout_s: float | None) -> GuiR
         if timeout_s is not None and time.monotonic() - started > timeout_s:
             stop, detail = "timeout", f"timeout_s={timeout_s} passed"
             break
-        reason = gate(run.runtime.callbacks, run.runtime, kind="gui_step", frame=frame)
+        try:
+            reason = gate(run.runtime.callbacks, run.runtime, kind="gui_step", frame=frame)
+        except RunStopped as exc:  # e.g. BudgetManager(raise_error=True)
+            reason = exc.reason
         if reason is not None:
             stop, detail = "stopped", reason
             break

@@ -58,7 +58,13 @@ def run_task(
         runtime = Runtime(model, callbacks=[StepPrinter(out, max_steps=max_steps)])
         with Session(store) as session, runtime:
             print(f"Task: {task}  (session {session.id})", file=out, flush=True)
-            result = gui_agent(task, max_steps=max_steps, desktop=desktop, runtime=runtime)
+            result = gui_agent(
+                task,
+                max_steps=max_steps,
+                desktop=desktop,
+                app=Path(shlex.split(app)[0]).name if app else None,
+                runtime=runtime,
+            )
     finally:
         owned.close()
     print(

@@ -208,3 +208,40 @@ def test_the_result_renders_in_a_notebook():
 def test_bad_limits_are_usage_errors(bad):
     with Session(), Runtime(ScriptedModel([])), pytest.raises(ValueError):
         gui_agent(TASK, desktop=FakeDesktop.demo_form(), **bad)
+
+
+def test_a_remote_desktops_own_policy_refusal_is_fed_back_not_fatal():
+    from gui_harness.desktop.remote import RemoteDesktop
+    from gui_harness.desktop.server import serve_desktop
+
+    fake = FakeDesktop.demo_form()
+    script = {
+        "plan_next_action": [plan({"type": "click", "element": 2}), plan({"type": "fail"})],
+        "verify_step": [OK],
+        "conclusion": ["c"],
+    }
+    strict = Policy(confirm=lambda action: False)
+    with serve_desktop(fake, policy=strict) as server, Session(), Runtime(ScriptedModel(script)):
+        result = gui_agent(TASK, desktop=RemoteDesktop(server.url), settle_timeout=0.2)
+    assert result.steps[0]["status"] == "rejected"
+    assert "rejected by the desktop" in result.steps[0]["error"]
+    assert fake.actions == []
+
+
+def test_a_raising_budget_gate_ends_the_run_as_stopped():
+    from openprogram import BudgetManager
+
+    with (
+        Session(),
+        Runtime(ScriptedModel(demo_policy), callbacks=[BudgetManager(0, raise_error=True)]),
+    ):
+        result = gui_agent(TASK, desktop=FakeDesktop.demo_form(), settle_timeout=0.2)
+    assert result.stop_reason == "stopped" and result.steps == []
+
+
+def test_used_components_are_remembered_for_next_time():
+    from gui_harness.perception import ComponentMemory
+
+    run(demo_policy, app="demo-form")
+    labels = {entry.label for entry in ComponentMemory("demo-form").entries}
+    assert {"Subscribe", "Save"} <= labels
