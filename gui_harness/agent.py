@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import contextvars
 import time
-from pathlib import Path
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from gui_harness.actions import Done, Fail, Policy, Transform, resolve

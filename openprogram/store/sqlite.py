@@ -11,18 +11,13 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
 from openprogram.errors import StoreError, UsageError
-from openprogram.store.format import (
-    FORMAT_VERSION,
-    ROW_COLUMNS,
-    NodeRow,
-    SessionInfo,
-    check_format_version,
-)
+from openprogram.store._sql import SQLStore, statements
+from openprogram.store.format import NodeRow
 
 __all__ = ["SQLiteStore"]
 
@@ -42,23 +37,9 @@ _SCHEMA = (
     "input TEXT, output TEXT, data TEXT, PRIMARY KEY (session, seq)) WITHOUT ROWID",
     "CREATE TABLE openprogram_blobs (sha256 TEXT PRIMARY KEY, data BLOB NOT NULL)",
 )
-_UPSERT = (
-    f"INSERT INTO openprogram_nodes (session, {ROW_COLUMNS}) "
-    f"VALUES ({', '.join(['?'] * 13)}) "
-    "ON CONFLICT (session, seq) DO UPDATE SET status = excluded.status, "
-    "ended_at = excluded.ended_at, end_seq = excluded.end_seq, output = excluded.output, "
-    "data = excluded.data, input = coalesce(openprogram_nodes.input, excluded.input) "
-    "WHERE openprogram_nodes.id = excluded.id"
-)
-_BLOB = "INSERT INTO openprogram_blobs (sha256, data) VALUES (?, ?) ON CONFLICT DO NOTHING"
-_SESSIONS = (
-    "SELECT s.id, s.created_at, s.info, "
-    "(SELECT count(*) FROM openprogram_nodes n WHERE n.session = s.key) "
-    "FROM openprogram_sessions s"
-)
 
 
-class SQLiteStore:
+class SQLiteStore(SQLStore):
     """A session store in one SQLite file (created when missing).
 
     synchronous: "NORMAL" (durable against process crashes) or "FULL" (also against
@@ -67,21 +48,22 @@ class SQLiteStore:
     a file that is not an openprogram store.
     """
 
+    _statements = statements("?")
+    _connection: sqlite3.Connection | None
+
     def __init__(
         self, path: str | Path, *, synchronous: Synchronous = "NORMAL", timeout_s: float = 30.0
     ) -> None:
         if synchronous not in ("NORMAL", "FULL"):
             raise UsageError(f"synchronous={synchronous!r} is not one of 'NORMAL', 'FULL'")
+        super().__init__()
         self.path = Path(path).expanduser().resolve()
         self.url = f"sqlite:///{self.path}"
+        self._where = repr(str(self.path))
         self.synchronous = synchronous
         self.timeout_s = timeout_s
-        self.format_version = FORMAT_VERSION
-        self._lock = threading.RLock()
-        self._connection: sqlite3.Connection | None = None
         self._checkpointer: _Checkpointer | None = None
         self._writes = 0
-        self._keys: dict[str, int] = {}
         self._connect()
 
     # -- connection ----------------------------------------------------------------------
@@ -92,7 +74,7 @@ class SQLiteStore:
             with self._translate("open"):
                 if not self.path.parent.is_dir():
                     raise UsageError(
-                        f"cannot create a session store at {str(self.path)!r}: "
+                        f"cannot create a session store at {self._where}: "
                         f"the folder {str(self.path.parent)!r} does not exist"
                     )
                 connection = sqlite3.connect(
@@ -106,62 +88,49 @@ class SQLiteStore:
                     # checkpoints (and their fsync) run in _Checkpointer, off the hot path
                     connection.execute("PRAGMA wal_autocheckpoint=0")
                     if not known:
-                        self._create(connection)
+                        with self._transaction(connection):
+                            self._create_tables(connection, _SCHEMA)
                 except BaseException:
                     connection.close()
                     raise
             self._connection = connection
             return connection
 
-    def _create(self, connection: sqlite3.Connection) -> None:
-        """Create the schema in an empty file (unless another process just did)."""
+    @contextmanager
+    def _transaction(self, connection: sqlite3.Connection) -> Iterator[None]:
         connection.execute("BEGIN IMMEDIATE")
         try:
-            if not self._version(connection):  # nobody created it while we waited
-                for statement in _SCHEMA:
-                    connection.execute(statement)
-                connection.execute(
-                    "INSERT INTO openprogram_meta VALUES ('format_version', ?)",
-                    (str(FORMAT_VERSION),),
-                )
+            yield
             connection.execute("COMMIT")
-        except BaseException:
-            connection.execute("ROLLBACK")
-            raise
+        finally:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
 
-    def _version(self, connection: sqlite3.Connection) -> bool:
+    def _has_schema(self, connection: sqlite3.Connection) -> bool:
         tables = {
             name
             for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")
         }
-        if "openprogram_meta" not in tables:
-            if tables:
-                raise StoreError(
-                    f"{str(self.path)!r} is a SQLite database but not an openprogram session "
-                    f"store (it has tables {sorted(tables)!r}); use another file"
-                )
-            return False
-        found = connection.execute(
-            "SELECT value FROM openprogram_meta WHERE key = 'format_version'"
-        ).fetchone()
-        check_format_version(found[0] if found else None, f"session store {str(self.path)!r}")
-        return True
+        if tables and "openprogram_meta" not in tables:
+            raise StoreError(
+                f"{self._where} is a SQLite database but not an openprogram session "
+                f"store (it has tables {sorted(tables)!r}); use another file"
+            )
+        return "openprogram_meta" in tables
 
     @contextmanager
     def _translate(self, action: str) -> Iterator[None]:
         try:
             yield
         except sqlite3.Error as exc:
-            raise StoreError(f"SQLite store {str(self.path)!r} could not {action}: {exc}") from exc
+            raise StoreError(f"SQLite store {self._where} could not {action}: {exc}") from exc
 
     def close(self) -> None:
         with self._lock:
             if self._checkpointer is not None:
                 self._checkpointer.stop()
                 self._checkpointer = None
-            if self._connection is not None:
-                self._connection.close()
-                self._connection = None
+            super().close()
 
     def _written(self) -> None:
         """Count a write; every _CHECKPOINT_EVERY of them, fold the WAL into the file."""
@@ -172,97 +141,24 @@ class SQLiteStore:
                 self._checkpointer.start()
             self._checkpointer.wake()
 
-    def __del__(self) -> None:  # a dropped store closes its connection, quietly
-        with suppress(Exception):
-            self.close()
+    # -- writes --------------------------------------------------------------------------
+    def _add_session(
+        self, connection: sqlite3.Connection, values: tuple[str, float, str]
+    ) -> int | None:
+        try:
+            cursor = connection.execute(self._statements.insert_session, values)
+        except sqlite3.IntegrityError:  # the id exists already
+            return None
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
 
-    # -- sessions ------------------------------------------------------------------------
-    def create_session(self, info: SessionInfo) -> None:
-        with self._lock, self._translate(f"create session {info.id!r}"):
-            connection = self._connect()
-            try:
-                cursor = connection.execute(
-                    "INSERT INTO openprogram_sessions (id, created_at, info) VALUES (?, ?, ?)",
-                    (info.id, info.created_at, info.to_json()),
-                )
-            except sqlite3.IntegrityError:
-                raise UsageError(
-                    f"session {info.id!r} exists already in {str(self.path)!r}; reopen it "
-                    "with Session.open(store, id)"
-                ) from None
-            assert cursor.lastrowid is not None
-            self._keys[info.id] = cursor.lastrowid
-
-    def session(self, id: str) -> SessionInfo | None:
-        with self._lock, self._translate(f"read session {id!r}"):
-            found = self._connect().execute(_SESSIONS + " WHERE s.id = ?", (id,)).fetchone()
-        return None if found is None else SessionInfo.from_json(*found)
-
-    def list_sessions(self) -> list[SessionInfo]:
-        with self._lock, self._translate("list sessions"):
-            found = self._connect().execute(_SESSIONS + " ORDER BY s.created_at").fetchall()
-        return [SessionInfo.from_json(*row) for row in found]
-
-    def _key(self, connection: sqlite3.Connection, session: str) -> int:
-        key = self._keys.get(session)
-        if key is None:
-            found = connection.execute(
-                "SELECT key FROM openprogram_sessions WHERE id = ?", (session,)
-            ).fetchone()
-            if found is None:
-                raise StoreError(f"no session {session!r} in {str(self.path)!r}")
-            key = self._keys[session] = found[0]
-        return key
-
-    # -- rows and blobs ------------------------------------------------------------------
-    def write(self, session: str, row: NodeRow, blobs: Mapping[str, bytes]) -> None:
-        with self._lock:
-            try:
-                connection = self._connection or self._connect()
-                values = (self._keys.get(session) or self._key(connection, session), *row)
-                if not blobs:
-                    changed = connection.execute(_UPSERT, values).rowcount
-                else:
-                    connection.execute("BEGIN IMMEDIATE")
-                    try:
-                        connection.executemany(_BLOB, blobs.items())
-                        changed = connection.execute(_UPSERT, values).rowcount
-                        if changed:
-                            connection.execute("COMMIT")
-                    finally:
-                        if connection.in_transaction:
-                            connection.execute("ROLLBACK")
-            except sqlite3.Error as exc:
-                raise StoreError(
-                    f"SQLite store {str(self.path)!r} could not record node {row.id!r}: {exc}"
-                ) from exc
-            self._written()
-        if not changed:
-            raise StoreError(
-                f"seq {row.seq} of session {session!r} in {str(self.path)!r} belongs to "
-                f"another node than {row.id!r}: two writers are recording into one session"
-            )
-
-    def rows(self, session: str) -> list[NodeRow]:
-        with self._lock, self._translate(f"read session {session!r}"):
-            connection = self._connect()
-            found = connection.execute(
-                f"SELECT {ROW_COLUMNS} FROM openprogram_nodes WHERE session = ? ORDER BY seq",
-                (self._key(connection, session),),
-            ).fetchall()
-        return [NodeRow(*values) for values in found]
-
-    def blob(self, sha256: str) -> bytes | None:
-        with self._lock, self._translate(f"read image {sha256[:12]}"):
-            found = (
-                self._connect()
-                .execute("SELECT data FROM openprogram_blobs WHERE sha256 = ?", (sha256,))
-                .fetchone()
-            )
-        return None if found is None else bytes(found[0])
+    def _record(self, session: str, row: NodeRow, blobs: Mapping[str, bytes]) -> int:
+        changed = self._upsert(self._connection or self._connect(), session, row, blobs)
+        self._written()
+        return changed
 
     def __repr__(self) -> str:
-        return f"SQLiteStore({str(self.path)!r})"
+        return f"SQLiteStore({self._where})"
 
 
 _CHECKPOINT_EVERY = 500
