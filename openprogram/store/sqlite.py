@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -83,7 +84,7 @@ class SQLiteStore(SQLStore):
                 )  # fmt: skip
                 try:
                     known = self._version(connection)  # before anything writes to the file
-                    connection.execute("PRAGMA journal_mode=WAL")
+                    self._enable_wal(connection)
                     connection.execute(f"PRAGMA synchronous={self.synchronous}")
                     # checkpoints (and their fsync) run in _Checkpointer, off the hot path
                     connection.execute("PRAGMA wal_autocheckpoint=0")
@@ -95,6 +96,22 @@ class SQLiteStore(SQLStore):
                     raise
             self._connection = connection
             return connection
+
+    def _enable_wal(self, connection: sqlite3.Connection) -> None:
+        """Switch the file to WAL. When two processes open a new file at once, SQLite can
+        answer "database is locked" at once instead of waiting out its busy timeout, so
+        retry until timeout_s has passed."""
+        deadline = time.monotonic() + self.timeout_s
+        delay = 0.005
+        while True:
+            try:
+                connection.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.2)
 
     @contextmanager
     def _transaction(self, connection: sqlite3.Connection) -> Iterator[None]:
