@@ -77,7 +77,9 @@ class Node(BaseModel):
         return node_html(self)
 
 
-_NODE_FIELDS = frozenset(Node.model_fields)
+# Every node has every field set; one shared set serves them all (pydantic only ever
+# adds names to it, which are all in it already), saving a set per recorded node.
+_ALL_FIELDS_SET = set(Node.model_fields)
 
 
 def _new_node(values: dict[str, Any]) -> Node:
@@ -85,7 +87,7 @@ def _new_node(values: dict[str, Any]) -> Node:
     its per-field bookkeeping): recording a call must stay within microseconds."""
     node = Node.__new__(Node)
     object.__setattr__(node, "__dict__", values)
-    object.__setattr__(node, "__pydantic_fields_set__", set(_NODE_FIELDS))
+    object.__setattr__(node, "__pydantic_fields_set__", _ALL_FIELDS_SET)
     object.__setattr__(node, "__pydantic_extra__", None)
     object.__setattr__(node, "__pydantic_private__", None)
     return node
