@@ -21,6 +21,7 @@ from gui_harness.errors import ActionRejected, DesktopError, InvalidAction
 from gui_harness.normalize import normalize_action
 from gui_harness.perception import ComponentMemory, Observation, Perception
 from gui_harness.prompts import (
+    Conclusion,
     Plan,
     Verification,
     conclusion_prompt,
@@ -221,7 +222,8 @@ def conclusion(task: str, outcome: str) -> str:
     run = _current()
     observe_final = run.perception.perceive(_model_image(run))
     prompt = conclusion_prompt(task, outcome, observe_final.size, observe_final.text)
-    return str(llm(_image_content(prompt, observe_final)))
+    reply = llm(_image_content(prompt, observe_final), response_format=Conclusion)
+    return reply.summary
 
 
 def _model_image(run: _Run) -> Any:
@@ -385,7 +387,7 @@ def _loop(run: _Run, task: str, max_steps: int, timeout_s: float | None) -> GuiR
             stop, detail = "fail", outcome.get("error")
             break
     summary = _conclude(run, task, stop, detail)
-    return GuiResult(
+    result = GuiResult(
         success=success,
         summary=summary,
         stop_reason=stop,  # type: ignore[arg-type]
@@ -394,6 +396,9 @@ def _loop(run: _Run, task: str, max_steps: int, timeout_s: float | None) -> GuiR
         usage=_usage_since(run.runtime, usage_before),
         session_id=current_session().id,
     )
+    result._dag = current_session().dag
+    result._node_id = frame.id if frame is not None else None
+    return result
 
 
 def _conclude(run: _Run, task: str, stop: str, detail: str | None) -> str:

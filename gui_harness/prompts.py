@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 __all__ = [
+    "Conclusion",
     "Plan",
     "Verification",
     "conclusion_prompt",
@@ -41,6 +42,13 @@ class Verification(BaseModel):
     task_complete: bool = Field(
         default=False, description="the screen shows the whole task is complete"
     )
+
+
+class Conclusion(BaseModel):
+    """conclusion's reply: what the final screen shows, and whether the task looks done."""
+
+    summary: str = Field(description="what the final screen visibly shows, quoting its text")
+    task_appears_complete: bool = Field(description="the screen shows the task is done")
 
 
 class Plan(BaseModel):

@@ -10,7 +10,7 @@ import html
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from openprogram.usage import Usage
 
@@ -31,8 +31,25 @@ class GuiResult(BaseModel):
     steps: list[dict[str, Any]] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     session_id: str | None = None
+    _dag: Any = PrivateAttr(default=None)
+    _node_id: str | None = PrivateAttr(default=None)
 
     def _repr_html_(self) -> str:
+        """The step table, then the run's call tree (with screenshot thumbnails and what
+        every model call saw) when the run's DAG is at hand."""
+        page = self._steps_html()
+        if self._dag is not None:
+            from openprogram.display.html import dag_html
+
+            page += dag_html(
+                self._dag,
+                focus=self._node_id,
+                title="gui_agent run",
+                facts={"success": self.success, "stop reason": self.stop_reason},
+            )
+        return page
+
+    def _steps_html(self) -> str:
         colour = "#1a7f37" if self.success else "#cf222e"
         rows = "".join(
             "<tr>"

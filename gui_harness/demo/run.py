@@ -153,5 +153,5 @@ def write_run_report(path: Path, session: Session, result: GuiResult) -> None:
         session,
         path,
         title=f"gui_agent: {result.stop_reason}",
-        extra_html=result._repr_html_(),
+        extra_html=result._steps_html(),
     )

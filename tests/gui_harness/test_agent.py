@@ -14,6 +14,7 @@ from openprogram.render import seen_by
 
 OK = {"success": True, "observation": "fine", "task_complete": False}
 COMPLETE = {"success": True, "observation": "saved", "task_complete": True}
+END = {"summary": "the form", "task_appears_complete": False}
 
 
 def plan(action, goal="g"):
@@ -51,11 +52,12 @@ def test_done_without_a_confirming_verification_is_not_accepted():
             plan({"type": "done"}),
         ],
         "verify_step": [OK, COMPLETE],
-        "conclusion": ["the form"],
+        "conclusion": [END],
     }
     result, _, _, _ = run(script)
     assert [s["status"] for s in result.steps] == ["done_rejected", "done_rejected", "done"]
     assert result.success and len(result.steps) == 3
+    assert result.summary == "the form"
 
 
 def test_an_invalid_action_gets_one_re_ask_and_a_second_is_recorded_not_done():
@@ -67,7 +69,7 @@ def test_an_invalid_action_gets_one_re_ask_and_a_second_is_recorded_not_done():
             plan({"type": "fly"}),
         ],
         "verify_step": [OK],
-        "conclusion": ["c"],
+        "conclusion": [END],
     }
     result, _, model, _ = run(script, max_steps=2)
     first, second = result.steps
@@ -81,7 +83,7 @@ def test_an_invalid_action_gets_one_re_ask_and_a_second_is_recorded_not_done():
 def test_an_unreadable_plan_is_never_done():
     script = {
         "plan_next_action": ["I think we are done!", "still not json"],
-        "conclusion": ["c"],
+        "conclusion": [END],
     }
     result, _, _, _ = run(script, max_steps=1)
     assert result.steps[0]["status"] == "invalid"
@@ -93,14 +95,14 @@ def test_max_steps_stops_the_run():
     script = {
         "plan_next_action": [plan({"type": "wait", "ms": 1})] * 3,
         "verify_step": [OK] * 2,
-        "conclusion": ["c"],
+        "conclusion": [END],
     }
     result, _, _, _ = run(script, max_steps=3)
     assert result.stop_reason == "max_steps" and len(result.steps) == 3
 
 
 def test_timeout_stops_before_the_next_step():
-    script = {"plan_next_action": [plan({"type": "wait", "ms": 1})], "conclusion": ["c"]}
+    script = {"plan_next_action": [plan({"type": "wait", "ms": 1})], "conclusion": [END]}
     result, _, _, _ = run(script, max_steps=5, timeout_s=0)
     assert result.stop_reason == "timeout" and result.steps == []
 
@@ -114,7 +116,7 @@ def test_a_policy_rejection_is_recorded_and_fed_back():
         "verify_step": [
             {"success": False, "observation": "nothing happened", "task_complete": False}
         ],
-        "conclusion": ["c"],
+        "conclusion": [END],
     }
     result, desktop, model, _ = run(script)
     assert result.steps[0]["status"] == "rejected"
@@ -129,7 +131,7 @@ def test_a_confirm_hook_can_refuse_actions():
     script = {
         "plan_next_action": [plan({"type": "click", "element": 2}), plan({"type": "fail"})],
         "verify_step": [OK],
-        "conclusion": ["c"],
+        "conclusion": [END],
     }
     result, desktop, _, _ = run(script, policy=Policy(confirm=lambda action: False))
     assert result.steps[0]["status"] == "rejected" and desktop.actions == []
@@ -198,10 +200,11 @@ def test_screenshots_are_stored_once_each_and_referenced():
     assert refs <= set(session.dag.blobs)
 
 
-def test_the_result_renders_in_a_notebook():
+def test_the_result_renders_in_a_notebook_with_the_runs_tree_and_thumbnails():
     result, _, _, _ = run(demo_policy)
     page = result._repr_html_()
     assert "press Save" in page and "success" in page
+    assert "gui_step" in page and "data:image/" in page
 
 
 @pytest.mark.parametrize("bad", [{"max_steps": 0}, {"history_window": -1}])
@@ -218,7 +221,7 @@ def test_a_remote_desktops_own_policy_refusal_is_fed_back_not_fatal():
     script = {
         "plan_next_action": [plan({"type": "click", "element": 2}), plan({"type": "fail"})],
         "verify_step": [OK],
-        "conclusion": ["c"],
+        "conclusion": [END],
     }
     strict = Policy(confirm=lambda action: False)
     with serve_desktop(fake, policy=strict) as server, Session(), Runtime(ScriptedModel(script)):

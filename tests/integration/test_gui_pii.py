@@ -28,7 +28,7 @@ def model_side(body: dict) -> str:
             prompt.index("<EMAIL_") : prompt.index(">", prompt.index("<EMAIL_")) + 1
         ]
         return json.dumps({"goal": "type it", "action": {"type": "type", "text": placeholder}})
-    return "The Name field shows the address."
+    return json.dumps({"summary": "The Name field shows it.", "task_appears_complete": True})
 
 
 def test_http_bodies_carry_no_raw_pii_but_the_type_action_types_the_real_value():
