@@ -63,8 +63,12 @@ def tk_screenshot() -> Iterator[Image.Image]:
                 image = Image.frombytes("RGB", shot.size, shot.rgb)
                 # Wait until the widgets are drawn: the window's corner is not blank.
                 if np.asarray(image.convert("L"))[:240, :400].std() > 20:
-                    time.sleep(0.3)
-                    shot = grabber.grab(grabber.monitors[1])
+                    # then until three grabs in a row agree: Tk has finished drawing
+                    same, previous = 0, shot.rgb
+                    while same < 2 and time.monotonic() < deadline:
+                        shot = grabber.grab(grabber.monitors[1])
+                        same = same + 1 if shot.rgb == previous else 0
+                        previous = shot.rgb
                     yield Image.frombytes("RGB", shot.size, shot.rgb)
                     break
                 if time.monotonic() > deadline:

@@ -135,14 +135,20 @@ def test_a_quiet_function_and_the_insides_of_a_finished_call_are_explained():
 
 
 def test_a_concurrent_sibling_that_started_later_is_explained():
+    second_done = asyncio.Event()
+
     @agentic_function
-    async def worker(n: int, delay: float) -> str:
-        await asyncio.sleep(delay)
-        return await allm(f"work {n}")
+    async def worker(n: int) -> str:
+        if n == 1:  # starts first, asks last: after the later sibling has asked
+            await second_done.wait()
+            return await allm(f"work {n}")
+        reply = await allm(f"work {n}")
+        second_done.set()
+        return reply
 
     @agentic_function
     async def outer() -> list[str]:
-        return await asyncio.gather(worker(1, 0.05), worker(2, 0))
+        return await asyncio.gather(worker(1), worker(2))
 
     async def run() -> None:
         with Runtime(ScriptedModel(lambda r: "ok")):
