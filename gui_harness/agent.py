@@ -30,8 +30,7 @@ from gui_harness.prompts import (
     verify_prompt,
 )
 from gui_harness.result import GuiResult
-from openprogram import agentic_function, llm
-from openprogram._context import current_session, frame_var
+from openprogram import agentic_function, current_frame, current_session, llm
 from openprogram.callbacks.base import current_run, gate, notify
 from openprogram.errors import ModelAuthError, ModelError, ModelOutputError, RunStopped, UsageError
 from openprogram.runtime import Runtime, current_runtime
@@ -349,7 +348,7 @@ def _loop(run: _Run, task: str, max_steps: int, timeout_s: float | None) -> GuiR
     stop, success = "max_steps", False
     detail: str | None = f"reached max_steps={max_steps}"
     errors = 0
-    frame = current_session().dag.get(frame_var.get())
+    frame = current_frame()
     for step in range(1, max_steps + 1):
         if timeout_s is not None and time.monotonic() - started > timeout_s:
             stop, detail = "timeout", f"timeout_s={timeout_s} passed"
@@ -386,6 +385,8 @@ def _loop(run: _Run, task: str, max_steps: int, timeout_s: float | None) -> GuiR
         if outcome["status"] == "fail":
             stop, detail = "fail", outcome.get("error")
             break
+    if frame is not None and stop in ("stopped", "error"):
+        frame.meta["stop_reason"] = detail
     summary = _conclude(run, task, stop, detail)
     result = GuiResult(
         success=success,

@@ -35,7 +35,7 @@ from openprogram.models import Model, ModelReply, ModelRequest, ScriptedModel
 from openprogram.render import RenderedContext, render_context
 from openprogram.replay import ReplayModel
 from openprogram.runtime import Runtime, allm, current_runtime, llm
-from openprogram.session import Session
+from openprogram.session import Session, current_frame
 from openprogram.store import Store
 from openprogram.usage import Usage
 
@@ -44,6 +44,7 @@ __all__ = [
     "agentic_function",
     "Session",
     "current_session",
+    "current_frame",
     "Store",
     # the DAG
     "ContextDAG",

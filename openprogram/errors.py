@@ -17,7 +17,7 @@
     └── RunStopped                         control signal: a gate or limit ended the run
         └── BudgetExceeded                 the BudgetManager's cap was reached
 
-Third-party errors are translated in exactly one place each (litellm: runtime.py).
+Third-party errors are translated in exactly one place each (litellm: _litellm.py).
 """
 
 from __future__ import annotations

@@ -327,10 +327,12 @@ class Runtime:
         with self._usage_lock:
             self.usage = self.usage + reply.usage
         session = _context.current_session()
-        session.dag.complete(node, text)
-        if self.callbacks:
+        if self.callbacks:  # before completing, so what observers note is stored with it
+            node.output = text
             run = session.dag.top_level_ancestor(node)
             notify(self.callbacks, "on_usage", node, reply.usage, record_on=run)
+        session.dag.complete(node, text)
+        if self.callbacks:
             text = transform(self.callbacks, "on_llm_end", text)
         return text
 

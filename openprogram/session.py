@@ -33,11 +33,18 @@ from openprogram.store.format import SessionInfo, decode_rows, image_refs
 from openprogram.store.open import open_store
 from openprogram.store.recorder import Recorder
 
-__all__ = ["Session", "current_session"]
+__all__ = ["Session", "current_frame", "current_session"]
 
 log = logging.getLogger("openprogram")
 
 current_session = _context.current_session
+
+
+def current_frame() -> Node | None:
+    """The code node of the agentic function running here, or None at top level."""
+    frame = _context.frame_var.get()
+    return None if frame is None else current_session().dag.get(frame)
+
 
 _INTERRUPTED = (
     "interrupted: the process ended during this call, and the resumed run did not call it again"

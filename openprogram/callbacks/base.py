@@ -67,6 +67,17 @@ def notify(callbacks: Sequence[Any], hook: str, *args: Any, record_on: Node | No
                 record_on.meta.setdefault("callback_errors", []).append(
                     f"{type(callback).__name__}.{hook}: {type(exc).__name__}: {exc}"
                 )
+                _persist_late(record_on)
+
+
+def _persist_late(node: Node) -> None:
+    """A node already completed was written without what was just noted on it: write it
+    again (stores upsert by seq), so nothing recorded is lost."""
+    if node.status == "running":
+        return
+    dag = _context.current_session().dag
+    if node.id in dag:
+        dag._notify("completed", node)
 
 
 def transform(callbacks: Sequence[Any], hook: str, value: Any) -> Any:

@@ -295,6 +295,7 @@ def test_package_root_exports_are_pinned():
         "agentic_function",
         "Session",
         "current_session",
+        "current_frame",
         "ContextDAG",
         "Node",
         "Expose",
