@@ -141,27 +141,13 @@ class Runtime:
         if render_range is not None:
             kwargs["_render_range"] = render_range
         resolved = self._resolve_model(model)
-        node, request = self._prepare(content, resolved, response_format, kwargs)
-        reply = (
-            node.output
-            if request is None
-            else self._finish(node, self._call(resolved, request, node))
-        )
-        if response_format is None:
-            return reply
-        parsed, problem = _parse(reply, response_format)
+        node, reply = self._ask(content, resolved, response_format, kwargs)
+        result, problem = self._check(node, reply, response_format)
         if problem is None:
-            return parsed
-        self._mark_invalid(node, problem)
-        repair_node, repair = self._prepare(
-            _repair_prompt(problem), resolved, response_format, kwargs
-        )
-        second = (
-            repair_node.output
-            if repair is None
-            else self._finish(repair_node, self._call(resolved, repair, repair_node))
-        )
-        return self._parsed_or_raise(repair_node, second, response_format)
+            return result
+        assert response_format is not None  # only structured replies need repairing
+        node, reply = self._ask(_repair_prompt(problem), resolved, response_format, kwargs)
+        return self._parsed_or_raise(node, reply, response_format)
 
     async def allm(
         self,
@@ -176,25 +162,41 @@ class Runtime:
         if render_range is not None:
             kwargs["_render_range"] = render_range
         resolved = self._resolve_model(model)
-        node, request = self._prepare(content, resolved, response_format, kwargs)
-        if request is None:
-            reply = node.output
-        else:
-            reply = self._finish(node, await self._acall(resolved, request, node))
-        if response_format is None:
-            return reply
-        parsed, problem = _parse(reply, response_format)
+        node, reply = await self._aask(content, resolved, response_format, kwargs)
+        result, problem = self._check(node, reply, response_format)
         if problem is None:
-            return parsed
-        self._mark_invalid(node, problem)
-        repair_node, repair = self._prepare(
-            _repair_prompt(problem), resolved, response_format, kwargs
-        )
-        if repair is None:
-            second = repair_node.output
-        else:
-            second = self._finish(repair_node, await self._acall(resolved, repair, repair_node))
-        return self._parsed_or_raise(repair_node, second, response_format)
+            return result
+        assert response_format is not None  # only structured replies need repairing
+        node, reply = await self._aask(_repair_prompt(problem), resolved, response_format, kwargs)
+        return self._parsed_or_raise(node, reply, response_format)
+
+    def _ask(
+        self, content: Any, model: Model, response_format: Any, options: dict[str, Any]
+    ) -> tuple[Node, str]:
+        """One recorded exchange; a replayed one (resuming) returns its recorded reply."""
+        node, request = self._prepare(content, model, response_format, options)
+        if request is None:
+            return node, node.output
+        return node, self._finish(node, self._call(model, request, node))
+
+    async def _aask(
+        self, content: Any, model: Model, response_format: Any, options: dict[str, Any]
+    ) -> tuple[Node, str]:
+        node, request = self._prepare(content, model, response_format, options)
+        if request is None:
+            return node, node.output
+        return node, self._finish(node, await self._acall(model, request, node))
+
+    def _check(
+        self, node: Node, reply: str, response_format: type[BaseModel] | None
+    ) -> tuple[Any, str | None]:
+        """(the value to return, None), or (None, what to repair) after marking the node."""
+        if response_format is None:
+            return reply, None
+        parsed, problem = _parse(reply, response_format)
+        if problem is not None:
+            self._mark_invalid(node, problem)
+        return parsed, problem
 
     def _prepare(
         self,
