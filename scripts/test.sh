@@ -20,6 +20,9 @@ fi
 status=$?
 for command in "${cleanup[@]}"; do $command || true; done
 if [ "$status" = 5 ]; then
-  echo "test: pytest collected no tests (exit 5)" >&2
+  # pytest's "no tests collected": nothing failed, but say so loudly (a selection with
+  # -k/-m that matches nothing, say) rather than failing the whole run
+  echo "test: WARNING: pytest collected no tests (exit 5); nothing was tested" >&2
+  status=0
 fi
 exit "$status"
