@@ -237,7 +237,8 @@ def _controls(grey: np.ndarray, thick: np.ndarray) -> list[_Found]:
     # The dilation grew each outline by a pixel, and Canny marks the outer side of a step.
     boxes = boxes + np.array([2, 2, -3, -3])
     x, y, w, h = boxes.T
-    inset = np.where(h >= 24, 4, 3)
+    # deep enough to clear a sunken 3D border and a focus ring (Tk: 2 px + 2 px)
+    inset = np.where(h >= 30, 6, np.where(h >= 24, 4, 3))
     ix0, iy0, ix1, iy1 = x + inset, y + inset, x + w - inset, y + h - inset
     # Inside, and the 4 px ring just outside the outline, in one pass over the integral.
     total, area = _Sums(grey, "grey sums").sums(

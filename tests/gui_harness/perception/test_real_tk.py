@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -95,3 +96,26 @@ def test_tk_widgets_get_their_labels_by_ocr(tk_screenshot):
     observation = Perception(ocr=True).perceive(tk_screenshot)
     labels = {(c.kind, c.label) for c in observation.components}
     assert {("button", "Save"), ("button", "Cancel"), ("checkbox", "Remember me")} <= labels
+
+
+def test_the_demo_forms_entry_is_a_field_and_save_a_button(tmp_path):
+    from gui_harness.demo.app import demo_app
+    from gui_harness.desktop.virtual import VirtualDesktop
+    from gui_harness.perception import Perception
+
+    with VirtualDesktop(apps=[demo_app(tmp_path / "state.json")]) as desktop:
+        observation = Perception(ocr=False).perceive(desktop.screenshot())
+        geometry = json.loads((tmp_path / "state.json").read_text())["widgets"]
+
+    def kind_at(widget: str) -> str:
+        box = geometry[widget]
+        cx, cy = box["x"] + box["w"] // 2, box["y"] + box["h"] // 2
+        hits = [
+            c for c in observation.components
+            if c.box[0] <= cx < c.box[0] + c.box[2] and c.box[1] <= cy < c.box[1] + c.box[3]
+        ]  # fmt: skip
+        return hits[0].kind if hits else "missing"
+
+    assert kind_at("name") == "field"
+    assert kind_at("save") == "button"
+    assert kind_at("subscribe") == "checkbox"
