@@ -118,4 +118,10 @@ def test_the_demo_forms_entry_is_a_field_and_save_a_button(tmp_path):
 
     assert kind_at("name") == "field"
     assert kind_at("save") == "button"
-    assert kind_at("subscribe") == "checkbox"
+    box = geometry["subscribe"]  # the whole Checkbutton: its indicator and its text
+    inside = [
+        c.kind for c in observation.components
+        if box["x"] <= c.box[0] and c.box[0] + c.box[2] <= box["x"] + box["w"] + 2
+        and box["y"] <= c.box[1] and c.box[1] + c.box[3] <= box["y"] + box["h"] + 2
+    ]  # fmt: skip
+    assert "checkbox" in inside
