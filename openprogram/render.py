@@ -96,11 +96,12 @@ def seen_by(dag: ContextDAG, node: Node | str) -> RenderedContext:
         raise UsageError(f"node {llm_node.id!r} is a {llm_node.kind} node, not an llm exchange")
     frame = dag.get(llm_node.parent)
     frame_system = frame.system if frame is not None else None
-    system = llm_node.system or None
-    if system and frame_system and system.endswith(frame_system):
-        system = system[: -len(frame_system)].rstrip("\n") or None
-    elif system == frame_system:
-        system = None
+    system = llm_node.system or None  # recorded: the runtime's prompt, then the frame's
+    if system and frame_system:
+        if system == frame_system:
+            system = None
+        elif system.endswith("\n\n" + frame_system):
+            system = system[: -len(frame_system) - 2]
     return render_context(
         dag,
         llm_node.parent,

@@ -13,7 +13,7 @@ from typing import Literal
 
 from openprogram.dag import ContextDAG, Node, RenderRange
 from openprogram.errors import UsageError
-from openprogram.render import RenderedContext, render_context
+from openprogram.render import RenderedContext, seen_by
 
 __all__ = [
     "CallView",
@@ -28,46 +28,8 @@ __all__ = [
     "resolve_node",
 ]
 
-_MAX_IMAGES_TRIED = (3, None, 0, 1, 2, 4, 5, 6, 8, 10)
-
-
-def rebuild_context(dag: ContextDAG, node: Node | str) -> RenderedContext:
-    """Rebuild exactly what llm node `node` saw: its history, system text and content.
-
-    The runtime's image limit is not recorded, so the default (3) is tried first and
-    others until the recorded messages hash matches. Raises UsageError for non-llm nodes.
-    """
-    llm_node = _llm_node(dag, node)
-    system = runtime_system(dag, llm_node)
-    first: RenderedContext | None = None
-    for max_images in _MAX_IMAGES_TRIED:
-        rendered = render_context(
-            dag,
-            llm_node.parent,
-            before=llm_node.seq,
-            content=llm_node.input,
-            system=system,
-            max_images=max_images,
-        )
-        if llm_node.messages_hash is None or rendered.messages_hash == llm_node.messages_hash:
-            return rendered
-        first = first or rendered
-    assert first is not None
-    return first
-
-
-def runtime_system(dag: ContextDAG, node: Node) -> str | None:
-    """The runtime's part of an llm node's recorded system text (the frame's part removed)."""
-    recorded = node.system
-    frame = dag.get(node.parent)
-    own = frame.system if frame is not None else None
-    if not recorded or not own:
-        return recorded
-    if recorded == own:
-        return None
-    if recorded.endswith("\n\n" + own):
-        return recorded[: -len(own) - 2]
-    return recorded
+rebuild_context = seen_by
+"""What llm node `node` saw, exactly (hash-checked): openprogram.render.seen_by."""
 
 
 def _llm_node(dag: ContextDAG, node: Node | str) -> Node:

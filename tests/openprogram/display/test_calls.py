@@ -258,3 +258,18 @@ def test_nodes_are_found_by_id_and_unique_prefix(tagline_session):
 def test_unknown_node_references_say_how_to_name_a_node(tagline_session, reference, message):
     with pytest.raises(UsageError, match=message):
         resolve_node(tagline_session.dag, reference)
+
+
+def test_the_call_view_shows_a_per_call_render_range_override():
+    @agentic_function
+    def asker() -> str:
+        llm("first")
+        return llm("second", render_range={"callers": 0, "subcalls": 0})
+
+    with Session() as session, Runtime(ScriptedModel(["a", "b"])):
+        session.submit("hello")
+        asker()
+    second = session.dag.find(kind="llm")[-1]
+    view = CallView(session.dag, second)
+    assert view.verified
+    assert view.rendered.text().splitlines() == ["[asker #1] input={}"]
