@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gui_harness.actions import Done, Fail, Policy, Transform, resolve
+from gui_harness.actions import Policy, Transform, resolve
 from gui_harness.desktop.base import Desktop
 from gui_harness.desktop.settle import wait_until_stable
 from gui_harness.errors import ActionRejected, DesktopError, InvalidAction
@@ -250,7 +250,7 @@ def gui_step(task: str, step: int, feedback: dict[str, Any] | None) -> dict[str,
     if action is None:
         return {**outcome, "status": "invalid", "success": False, "error": plan["error"]}
     kind = action["type"]
-    if kind == Done.model_fields["type"].default:
+    if kind == "done":
         if run.verification is not None and run.verification.get("task_complete"):
             return {**outcome, "status": "done", "success": True}
         return {
@@ -260,7 +260,7 @@ def gui_step(task: str, step: int, feedback: dict[str, Any] | None) -> dict[str,
             "error": "done was not accepted: the latest verification does not show the task "
             "complete; check the screen and continue",
         }
-    if kind == Fail.model_fields["type"].default:
+    if kind == "fail":
         return {**outcome, "status": "fail", "success": False, "error": action.get("reason")}
     result = dispatch_action(action, step)
     if not result["executed"]:

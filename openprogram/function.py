@@ -377,12 +377,3 @@ def _annotations(fn: Callable[..., Any]) -> dict[str, Any]:
                 annotation = Any
         resolved[name] = annotation
     return resolved
-
-
-def is_agentic(fn: Any) -> bool:
-    return getattr(fn, "__agentic__", False) is True
-
-
-def frame_node(session: Any) -> Node | None:
-    frame = _context.frame_var.get()
-    return session.dag.get(frame) if frame else None
