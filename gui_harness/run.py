@@ -1,7 +1,8 @@
 """`openprogram gui "task"`: run gui_agent on a desktop from the command line.
 
 Owns choosing the desktop (a private Xvfb running --app, or the display in $DISPLAY),
-the durable session the run is recorded in, progress on the terminal and the report.
+the durable session the run is recorded in, progress on the terminal (StepPrinter) and
+the HTML report of a GUI run (write_run_report); the demo uses both.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from gui_harness.agent import gui_agent
-from gui_harness.demo.run import StepPrinter, write_run_report
 from gui_harness.desktop.base import Desktop
+from gui_harness.result import GuiResult
 from openprogram import Runtime, Session
+from openprogram.callbacks.base import Callback
+from openprogram.display.report import write_report
 from openprogram.errors import ConfigError
 
-__all__ = ["run_task"]
+__all__ = ["StepPrinter", "run_task", "write_run_report"]
 
 
 def run_task(
@@ -75,3 +78,40 @@ def run_task(
         write_run_report(report, session, result)
         print(f"Report: {report.resolve()}", file=out)
     return 0 if result.success else 1
+
+
+class StepPrinter(Callback):
+    """Prints one line per finished gui_step: the step counter the user watches."""
+
+    def __init__(self, out: TextIO | None = None, *, max_steps: int | None = None) -> None:
+        self.out = out or sys.stdout
+        self.max_steps = max_steps
+
+    def on_call_end(self, node: Any) -> None:
+        if node.name != "gui_step" or not isinstance(node.output, dict):
+            return
+        outcome = node.output
+        of = f"/{self.max_steps}" if self.max_steps else ""
+        action = outcome.get("action") or {}
+        what = action.get("type", "-")
+        if "element" in action:
+            what += f" #{action['element']}"
+        if "text" in action:
+            what += f" {action['text']!r}"
+        error = f" ({outcome['error']})" if outcome.get("error") else ""
+        print(
+            f"  step {outcome.get('step')}{of}: {outcome.get('goal')} → {what} "
+            f"[{outcome.get('status')}]{error}",
+            file=self.out,
+            flush=True,
+        )
+
+
+def write_run_report(path: Path, session: Session, result: GuiResult) -> None:
+    """Write the HTML report of a GUI run: the result, then the session's DAG views."""
+    write_report(
+        session,
+        path,
+        title=f"gui_agent: {result.stop_reason}",
+        extra_html=result._steps_html(),
+    )

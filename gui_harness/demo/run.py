@@ -19,45 +19,15 @@ from gui_harness.demo.app import demo_app, read_state
 from gui_harness.demo.policy import NAME, TASK, demo_policy
 from gui_harness.desktop.virtual import VirtualDesktop
 from gui_harness.result import GuiResult
+from gui_harness.run import StepPrinter, write_run_report
 from openprogram import Runtime, ScriptedModel, Session
-from openprogram.callbacks.base import Callback
-from openprogram.display.report import write_report
 
 __all__ = [
     "DemoRun",
-    "StepPrinter",
     "check_saved_state",
     "demo_run",
     "run_demo",
-    "write_run_report",
 ]
-
-
-class StepPrinter(Callback):
-    """Prints one line per finished gui_step: the step counter the user watches."""
-
-    def __init__(self, out: TextIO | None = None, *, max_steps: int | None = None) -> None:
-        self.out = out or sys.stdout
-        self.max_steps = max_steps
-
-    def on_call_end(self, node: Any) -> None:
-        if node.name != "gui_step" or not isinstance(node.output, dict):
-            return
-        outcome = node.output
-        of = f"/{self.max_steps}" if self.max_steps else ""
-        action = outcome.get("action") or {}
-        what = action.get("type", "-")
-        if "element" in action:
-            what += f" #{action['element']}"
-        if "text" in action:
-            what += f" {action['text']!r}"
-        error = f" ({outcome['error']})" if outcome.get("error") else ""
-        print(
-            f"  step {outcome.get('step')}{of}: {outcome.get('goal')} → {what} "
-            f"[{outcome.get('status')}]{error}",
-            file=self.out,
-            flush=True,
-        )
 
 
 def check_saved_state(state: dict[str, Any] | None) -> str | None:
@@ -145,13 +115,3 @@ def demo_run(
             )
         state = read_state(state_path)
     return DemoRun(result=result, state=state, session=session)
-
-
-def write_run_report(path: Path, session: Session, result: GuiResult) -> None:
-    """Write the HTML report of a GUI run: the result, then the session's DAG views."""
-    write_report(
-        session,
-        path,
-        title=f"gui_agent: {result.stop_reason}",
-        extra_html=result._steps_html(),
-    )
