@@ -1,8 +1,9 @@
 """Runtime and llm(): asking a model from inside an agentic function.
 
 Owns one exchange end to end: the llm node, the render of what the model sees, the
-callbacks around it, retries with backoff, usage and cost, and structured output
-(validated, one repair re-ask). Provider calls are in _litellm.py. Start at Runtime.llm().
+callbacks around it, retries with backoff, usage and cost, structured output
+(validated, one repair re-ask), the tool loop (tools run in tools.py) and opening a
+stream (streaming.py). Provider calls are in _litellm.py. Start at Runtime.llm().
 """
 
 from __future__ import annotations
@@ -32,8 +33,17 @@ from openprogram.errors import (
     UsageError,
 )
 from openprogram.image import Image, is_image
-from openprogram.models import Model, ModelReply, ModelRequest
+from openprogram.models import Model, ModelReply, ModelRequest, ToolCall
 from openprogram.render import render_context
+from openprogram.streaming import (
+    AsyncTextStream,
+    TextStream,
+    aiterate,
+    aprepend,
+    prepend,
+    threaded,
+)
+from openprogram.tools import ToolLoop
 from openprogram.usage import Usage
 
 __all__ = ["Runtime", "allm", "current_runtime", "llm"]
@@ -128,25 +138,40 @@ class Runtime:
         response_format: type[T] | None = None,
         model: str | Model | None = None,
         render_range: dict[str, Any] | None = None,
+        tools: Sequence[Callable[..., Any]] | None = None,
+        max_tool_turns: int = 8,
+        stream: bool = False,
         **kwargs: Any,
     ) -> Any:
         """Ask the model; returns the reply text, or a `response_format` instance.
 
         render_range overrides the calling function's own setting for this call only.
+        tools: functions the model may call (agentic functions, or plain ones, which are
+        wrapped); each call runs and is recorded as a code node, its result goes back to
+        the model, until it answers with content. max_tool_turns caps the rounds.
+        stream=True returns a TextStream of text chunks instead (no tools or
+        response_format); its llm node completes when the stream ends.
 
-        Records one llm node per exchange (two when a repair re-ask is needed).
-        Raises ModelError subclasses on provider failure, ModelOutputError when the
-        reply does not validate after one repair, RunStopped when a gate says stop.
+        Records one llm node per exchange (two when a repair re-ask is needed, one more
+        per tool round). Raises ModelError subclasses on provider failure (and when the
+        model still asks for tools after max_tool_turns rounds), ModelOutputError when
+        the reply does not validate after one repair, RunStopped when a gate says stop.
         """
         if render_range is not None:
             kwargs["_render_range"] = render_range
         resolved = self._resolve_model(model)
-        node, reply = self._ask(content, resolved, response_format, kwargs)
+        if stream:
+            _check_stream(tools, response_format)
+            return self._stream(content, resolved, kwargs)
+        loop = ToolLoop(tools, max_tool_turns)
+        node, reply = self._turns(content, resolved, response_format, kwargs, loop)
         result, problem = self._check(node, reply, response_format)
         if problem is None:
             return result
         assert response_format is not None  # only structured replies need repairing
-        node, reply = self._ask(_repair_prompt(problem), resolved, response_format, kwargs)
+        node, reply = self._turns(
+            _repair_prompt(problem), resolved, response_format, kwargs, loop
+        )
         return self._parsed_or_raise(node, reply, response_format)
 
     async def allm(
@@ -156,36 +181,168 @@ class Runtime:
         response_format: type[T] | None = None,
         model: str | Model | None = None,
         render_range: dict[str, Any] | None = None,
+        tools: Sequence[Callable[..., Any]] | None = None,
+        max_tool_turns: int = 8,
+        stream: bool = False,
         **kwargs: Any,
     ) -> Any:
-        """Async twin of llm()."""
+        """Async twin of llm(); tool calls of one reply run concurrently, and
+        stream=True gives an AsyncTextStream (`async for chunk in await allm(...)`)."""
         if render_range is not None:
             kwargs["_render_range"] = render_range
         resolved = self._resolve_model(model)
-        node, reply = await self._aask(content, resolved, response_format, kwargs)
+        if stream:
+            _check_stream(tools, response_format)
+            return await self._astream(content, resolved, kwargs)
+        loop = ToolLoop(tools, max_tool_turns)
+        node, reply = await self._aturns(content, resolved, response_format, kwargs, loop)
         result, problem = self._check(node, reply, response_format)
         if problem is None:
             return result
         assert response_format is not None  # only structured replies need repairing
-        node, reply = await self._aask(_repair_prompt(problem), resolved, response_format, kwargs)
+        node, reply = await self._aturns(
+            _repair_prompt(problem), resolved, response_format, kwargs, loop
+        )
         return self._parsed_or_raise(node, reply, response_format)
 
-    def _ask(
-        self, content: Any, model: Model, response_format: Any, options: dict[str, Any]
+    def _turns(
+        self,
+        content: Any,
+        model: Model,
+        response_format: Any,
+        options: dict[str, Any],
+        loop: ToolLoop,
     ) -> tuple[Node, str]:
+        """Exchanges until the model answers with content, running the tools it asks for."""
+        node, reply = self._ask(content, model, response_format, options, loop)
+        while reply.tool_calls:
+            loop.next_round(node, reply.tool_calls, self._mark_error)
+            loop.nodes.extend(loop.toolbox.run(reply.tool_calls, node))  # type: ignore[union-attr]
+            node, reply = self._ask([], model, response_format, options, loop)
+        return node, reply.text
+
+    async def _aturns(
+        self,
+        content: Any,
+        model: Model,
+        response_format: Any,
+        options: dict[str, Any],
+        loop: ToolLoop,
+    ) -> tuple[Node, str]:
+        node, reply = await self._aask(content, model, response_format, options, loop)
+        while reply.tool_calls:
+            loop.next_round(node, reply.tool_calls, self._mark_error)
+            loop.nodes.extend(await loop.toolbox.arun(reply.tool_calls, node))  # type: ignore[union-attr]
+            node, reply = await self._aask([], model, response_format, options, loop)
+        return node, reply.text
+
+    def _ask(
+        self,
+        content: Any,
+        model: Model,
+        response_format: Any,
+        options: dict[str, Any],
+        loop: ToolLoop | None = None,
+    ) -> tuple[Node, ModelReply]:
         """One recorded exchange; a replayed one (resuming) returns its recorded reply."""
-        node, request = self._prepare(content, model, response_format, options)
+        node, request = self._prepare(content, model, response_format, options, loop)
+        if loop is not None:
+            loop.asked(node)
         if request is None:
-            return node, node.output
+            return node, _recorded_reply(node)
         return node, self._finish(node, self._call(model, request, node))
 
     async def _aask(
-        self, content: Any, model: Model, response_format: Any, options: dict[str, Any]
-    ) -> tuple[Node, str]:
-        node, request = self._prepare(content, model, response_format, options)
+        self,
+        content: Any,
+        model: Model,
+        response_format: Any,
+        options: dict[str, Any],
+        loop: ToolLoop | None = None,
+    ) -> tuple[Node, ModelReply]:
+        node, request = self._prepare(content, model, response_format, options, loop)
+        if loop is not None:
+            loop.asked(node)
         if request is None:
-            return node, node.output
+            return node, _recorded_reply(node)
         return node, self._finish(node, await self._acall(model, request, node))
+
+    # -- streams -------------------------------------------------------------------------
+    def _stream(self, content: Any, model: Model, options: dict[str, Any]) -> TextStream:
+        node, request = self._prepare(content, model, None, options)
+        if request is None:  # replayed: the recorded text, in one piece
+            return TextStream(iter([str(node.output or "")]), node, self, finished=True)
+        opener = getattr(model, "stream", None)
+        for attempt in range(self.max_retries + 1):
+            try:
+                if opener is None:
+                    source = iter([model.complete(request)])
+                else:
+                    source = iter(opener(request))
+                first = next(source, None)
+                break
+            except ModelError as exc:
+                delay = self._retry_delay(exc, attempt, node)
+                if delay is None:
+                    _raise(self._failed(node, exc), exc)
+                self._sleep(delay)
+            except Exception as exc:
+                _raise(self._failed(node, exc), exc)
+        return TextStream(prepend(first, source), node, self)
+
+    async def _astream(
+        self, content: Any, model: Model, options: dict[str, Any]
+    ) -> AsyncTextStream:
+        node, request = self._prepare(content, model, None, options)
+        if request is None:
+            return AsyncTextStream(aiterate([str(node.output or "")]), node, self, finished=True)
+        opener = getattr(model, "stream", None)
+        for attempt in range(self.max_retries + 1):
+            try:
+                if opener is None:
+                    source = aiterate([await model.acomplete(request)])
+                else:
+                    source = threaded(opener(request))
+                first = await anext(source, None)
+                break
+            except ModelError as exc:
+                delay = self._retry_delay(exc, attempt, node)
+                if delay is None:
+                    _raise(self._failed(node, exc), exc)
+                await self._asleep(delay)
+            except Exception as exc:
+                _raise(self._failed(node, exc), exc)
+        return AsyncTextStream(aprepend(first, source), node, self)
+
+    def _stream_ended(self, node: Node, text: str, reply: ModelReply | None) -> str:
+        """Complete a stream's node with the whole text; the text after on_llm_end."""
+        final = ModelReply(text=text, usage=reply.usage if reply is not None else Usage())
+        return self._finish(node, final).text
+
+    def _stream_broken(self, node: Node, text: str, exc: BaseException | None) -> Exception | None:
+        """Mark a stream's node as failed, keeping the partial text; the error to raise
+        (None when the consumer stopped reading)."""
+        dag = _context.current_session().dag
+        if exc is None:
+            reason = f"the consumer stopped reading after {len(text)} characters"
+            dag.complete(node, text, status="error", error=reason)
+            return None
+        dag.complete(
+            node,
+            text,
+            status="error",
+            error=f"{type(exc).__name__}: {exc} (the stream broke off after {len(text)} characters)",
+        )
+        if not isinstance(exc, Exception):
+            return None
+        if isinstance(exc, RunError) and exc.node_id is None:
+            exc.node_id = node.id
+        if isinstance(exc, ModelError):
+            return exc
+        return ModelUnavailable(
+            f"the stream broke off after {len(text)} characters: {type(exc).__name__}: {exc}",
+            node_id=node.id,
+        )
 
     def _check(
         self, node: Node, reply: str, response_format: type[BaseModel] | None
@@ -204,6 +361,7 @@ class Runtime:
         model: Model,
         response_format: type[BaseModel] | None,
         options: dict[str, Any],
+        loop: ToolLoop | None = None,
     ) -> tuple[Node, ModelRequest | None]:
         """Create the llm node and the request; no request when the exchange is replayed."""
         options = dict(options)
@@ -215,12 +373,14 @@ class Runtime:
             frame_id = None
         self._gate(kind="llm", frame=frame)
         parts = _content_parts(content, dag)
-        if response_format is not None:
+        if response_format is not None and (loop is None or not loop.nodes):
             parts.append({"type": "text", "text": _schema_instruction(response_format)})
         name = frame.name if frame is not None else _TOP_LEVEL_NAME
-        node = session._enter_llm(
-            name, frame_id, parts, {"model": getattr(model, "name", type(model).__name__)}
-        )
+        meta: dict[str, Any] = {"model": getattr(model, "name", type(model).__name__)}
+        earlier = loop.nodes if loop is not None and loop.toolbox is not None else []
+        if earlier:
+            meta["tool_loop"] = list(earlier)
+        node = session._enter_llm(name, frame_id, parts, meta)
         if node.status == "completed":  # replayed from a resumed session's record
             return node, None
         window = options.pop("_render_range", None)
@@ -237,6 +397,7 @@ class Runtime:
             content=parts,
             system=self.system,
             max_images=limit,
+            include=earlier,
         )
         node.reads = rendered.reads
         node.messages_hash = rendered.messages_hash
@@ -249,6 +410,7 @@ class Runtime:
             node_id=node.id,
             response_format=response_format,
             options=options,
+            tools=loop.toolbox.specs if loop is not None and loop.toolbox is not None else None,
         )
         if self.callbacks:
             try:
@@ -323,8 +485,10 @@ class Runtime:
         )
         return error
 
-    def _finish(self, node: Node, reply: ModelReply) -> str:
+    def _finish(self, node: Node, reply: ModelReply) -> ModelReply:
         text = reply.text
+        if reply.tool_calls:
+            node.meta["tool_calls"] = [call.to_json() for call in reply.tool_calls]
         node.usage = reply.usage
         with self._usage_lock:
             self.usage = self.usage + reply.usage
@@ -336,11 +500,15 @@ class Runtime:
         session.dag.complete(node, text)
         if self.callbacks:
             text = transform(self.callbacks, "on_llm_end", text)
-        return text
+        return ModelReply(text=text, usage=reply.usage, raw=reply.raw, tool_calls=reply.tool_calls)
 
     def _mark_invalid(self, node: Node, problem: str) -> None:
+        self._mark_error(node, f"invalid structured output: {problem}")
+
+    def _mark_error(self, node: Node, error: str) -> None:
+        """A completed exchange whose reply cannot be used: error status, reply kept."""
         node.status = "error"
-        node.error = f"invalid structured output: {problem}"
+        node.error = error
         _context.current_session().dag._notify("completed", node)
 
     def _parsed_or_raise(self, node: Node, reply: str, response_format: type[T]) -> T:
@@ -354,6 +522,25 @@ class Runtime:
             "structured output.",
             node_id=node.id,
             reply=reply,
+        )
+
+
+def _recorded_reply(node: Node) -> ModelReply:
+    """A replayed exchange's reply as recorded (text and tool calls)."""
+    calls = [ToolCall.from_json(call) for call in node.meta.get("tool_calls") or ()]
+    return ModelReply(text=str(node.output or ""), tool_calls=calls or None)
+
+
+def _check_stream(tools: Any, response_format: Any) -> None:
+    if tools:
+        raise UsageError(
+            "stream=True does not combine with tools=; stream the final answer in a "
+            "separate llm() call, or use stream=False"
+        )
+    if response_format is not None:
+        raise UsageError(
+            "stream=True returns text chunks and does not combine with response_format=; "
+            "use stream=False to get a validated instance"
         )
 
 
@@ -446,11 +633,22 @@ def llm(
     response_format: type[T] | None = None,
     model: str | Model | None = None,
     render_range: dict[str, Any] | None = None,
+    tools: Sequence[Callable[..., Any]] | None = None,
+    max_tool_turns: int = 8,
+    stream: bool = False,
     **kwargs: Any,
 ) -> Any:
-    """Ask the ambient runtime's model (see Runtime.llm); records one llm node."""
+    """Ask the ambient runtime's model (see Runtime.llm); records one llm node per
+    exchange, and one code node per tool call."""
     return current_runtime().llm(
-        content, response_format=response_format, model=model, render_range=render_range, **kwargs
+        content,
+        response_format=response_format,
+        model=model,
+        render_range=render_range,
+        tools=tools,
+        max_tool_turns=max_tool_turns,
+        stream=stream,
+        **kwargs,
     )
 
 
@@ -460,9 +658,19 @@ async def allm(
     response_format: type[T] | None = None,
     model: str | Model | None = None,
     render_range: dict[str, Any] | None = None,
+    tools: Sequence[Callable[..., Any]] | None = None,
+    max_tool_turns: int = 8,
+    stream: bool = False,
     **kwargs: Any,
 ) -> Any:
     """Async twin of llm()."""
     return await current_runtime().allm(
-        content, response_format=response_format, model=model, render_range=render_range, **kwargs
+        content,
+        response_format=response_format,
+        model=model,
+        render_range=render_range,
+        tools=tools,
+        max_tool_turns=max_tool_turns,
+        stream=stream,
+        **kwargs,
     )
