@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from openprogram._resume import Step, all_call_paths, call_path, input_hash, path_text
 from openprogram.dag import ContextDAG, Node
 from openprogram.errors import ModelError, ReplayMismatch
-from openprogram.models import ModelReply, ModelRequest
+from openprogram.models import ModelReply, ModelRequest, ToolCall
 from openprogram.usage import Usage
 
 if TYPE_CHECKING:
@@ -27,7 +27,8 @@ class ReplayModel:
     A request matches the recorded exchange at its call path (e.g. `gui_agent #1 /
     gui_step #3 / llm plan_next_action #1`) when the rendered messages hash equal the
     recorded `messages_hash` (strict=True, the default: the model sees exactly what it
-    saw then) or, with strict=False, when the llm() content alone is the same.
+    saw then) or, with strict=False, when the llm() content alone is the same. Recorded
+    tool calls are asked again (the tools themselves run live).
     The recording is read once, when the model is made. Raises ReplayMismatch (with the
     new node's id) when the path is not recorded or the content differs; a recorded
     provider failure is raised again as ModelError. Replies cost nothing.
@@ -86,6 +87,8 @@ class ReplayModel:
                 calls=1,
             ),
             raw={"replayed_from": recorded.id},
+            tool_calls=[ToolCall.from_json(c) for c in recorded.meta.get("tool_calls") or ()]
+            or None,
         )
 
     async def acomplete(self, request: ModelRequest) -> ModelReply:
