@@ -454,6 +454,22 @@ class RenderedContext:
             ]
         return self._messages
 
+    def _display_turns(self) -> list[tuple[str, list[dict[str, Any]]]]:
+        """(label, parts) per message for views: tool calls as text lines, and a tool
+        result labelled with its call id."""
+        turns = []
+        for (role, parts), extra in zip(self._parts, self._extras, strict=True):
+            if extra and "tool_calls" in extra:
+                asked = [
+                    f"→ {c['function']['name']}({c['function']['arguments']})  [{c['id']}]"
+                    for c in extra["tool_calls"]
+                ]
+                parts = [*parts, {"type": "text", "text": "\n".join(asked)}]
+            elif extra and "tool_call_id" in extra:
+                role = f"tool [{extra['tool_call_id']}]"
+            turns.append((role, parts))
+        return turns
+
     @property
     def messages_hash(self) -> str:
         """sha256 of the messages with images by hash: equal renders, equal hashes."""

@@ -100,6 +100,7 @@ function row(n) {
     + `<span class="opv-dot" title="${ST[n.st]}"></span>`
     + `<span class="opv-name">${esc(n.name)} <span class="opv-k">#${n.k}</span></span>`;
   if (n.kind !== "c") h += `<span class="opv-tag opv-tag-${KIND[n.kind]}">${KIND[n.kind]}</span>`;
+  if (n.x.tc) h += `<span class="opv-tag opv-tag-tool" title="answers ${esc(n.x.tc)}">tool</span>`;
   if (n.st === "r") h += `<span class="opv-num">running</span>`;
   else if (n.dur >= 0 && n.kind !== "u") h += `<span class="opv-num">${dur(n.dur)}</span>`;
   if (n.u) {
@@ -206,6 +207,7 @@ function detail(n) {
   if (n.dur >= 0) h += ` · took ${dur(n.dur)}`;
   if (n.x.br) h += ` · branch ${esc(n.x.br)}`;
   if (n.x.model) h += ` · model ${esc(n.x.model)}`;
+  if (n.x.tc) h += ` · tool call <code>${esc(n.x.tc)}</code>`;
   h += `</div>`;
   if (n.x.stop) h += `<div class="opv-warn">stopped: ${esc(n.x.stop)}</div>`;
   if (n.kind === "l") return h + llmDetail(n);

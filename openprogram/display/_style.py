@@ -43,7 +43,7 @@ align-self:center;background:var(--off)}
 .opv-name{font-weight:600}.opv-k{color:var(--mute);font-weight:400}
 .opv-tag{font-size:11px;padding:0 5px;border-radius:8px;border:1px solid var(--line);
 color:var(--mute)}
-.opv-tag-llm{border-color:#8250df;color:#8250df}.opv-tag-user{border-color:#bf3989;color:#bf3989}
+.opv-tag-llm{border-color:#8250df;color:#8250df}.opv-tag-tool{border-color:#1a7f37;color:#1a7f37}.opv-tag-user{border-color:#bf3989;color:#bf3989}
 .opv-num{color:var(--mute);font-variant-numeric:tabular-nums}
 .opv-roll{color:#8250df}
 .opv-prev{color:var(--mute);overflow:hidden;text-overflow:ellipsis;min-width:0}
@@ -63,7 +63,7 @@ color:var(--mute);font-size:12px}
 .opv-tabs button.opv-on{background:#fff;border-color:var(--accent);color:var(--accent)}
 .opv-msg{border-left:3px solid var(--line);padding:2px 0 2px 8px;margin:6px 0}
 .opv-msg-system{border-color:#bf8700}.opv-msg-user{border-color:var(--accent)}
-.opv-msg-assistant{border-color:#8250df}
+.opv-msg-assistant{border-color:#8250df}.opv-msg-tool{border-color:#1a7f37}
 .opv-role{font-weight:600;font-size:12px}
 .opv-from{font-size:11px;color:var(--accent);cursor:pointer;text-decoration:underline dotted}
 .opv-group{margin:4px 0}.opv-chip{display:inline-block;margin:1px 3px;padding:0 5px;
