@@ -31,12 +31,13 @@ from openprogram.errors import (
 )
 from openprogram.function import agentic_function
 from openprogram.image import Image, ImageRef
-from openprogram.models import Model, ModelReply, ModelRequest, ScriptedModel
+from openprogram.models import Model, ModelReply, ModelRequest, ScriptedModel, ToolCall
 from openprogram.render import RenderedContext, render_context
 from openprogram.replay import ReplayModel
 from openprogram.runtime import Runtime, allm, current_runtime, llm
 from openprogram.session import Session, current_frame
 from openprogram.store import Store
+from openprogram.streaming import AsyncTextStream, TextStream
 from openprogram.usage import Usage
 
 __all__ = [
@@ -66,6 +67,9 @@ __all__ = [
     "ModelReply",
     "ScriptedModel",
     "ReplayModel",
+    "ToolCall",
+    "TextStream",
+    "AsyncTextStream",
     "Usage",
     # callbacks
     "Callback",

@@ -297,13 +297,17 @@ def _wrap(
     return wrapper
 
 
-def _note_render_output(session: Any, node: Node, render: Callable[[Any], Any], result: Any) -> None:
+def _note_render_output(
+    session: Any, node: Node, render: Callable[[Any], Any], result: Any
+) -> None:
     """What later calls see of this call's output, noted on its node before it completes;
     a failing render_output is logged and the whole output is shown instead."""
     try:
         node.meta["render_output"] = session.dag.jsonable(render(result))
     except Exception:
-        log.exception("openprogram: render_output of %s failed; showing its whole output", node.name)
+        log.exception(
+            "openprogram: render_output of %s failed; showing its whole output", node.name
+        )
 
 
 def _binder(

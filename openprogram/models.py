@@ -216,8 +216,13 @@ class ScriptedModel:
                 )
             self._call_ids += 1
             arguments = call.get("arguments", {})
-            found.append(ToolCall(str(call.get("id") or f"call_{self._call_ids}"), call["name"],
-                                  arguments if isinstance(arguments, (dict, str)) else str(arguments)))
+            found.append(
+                ToolCall(
+                    str(call.get("id") or f"call_{self._call_ids}"),
+                    call["name"],
+                    arguments if isinstance(arguments, (dict, str)) else str(arguments),
+                )
+            )
         return found
 
     def _next(self, request: ModelRequest) -> Reply:

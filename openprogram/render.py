@@ -319,7 +319,7 @@ class RenderedContext:
         text = cache.get(key)
         if text is None:
             meta = node.meta
-            value = meta["render_output"] if "render_output" in meta else node.output
+            value = meta.get("render_output", node.output)
             limit = self._max_line_chars
             budget = None if limit is None else max(limit - used - 200, 200)
             text, cut = _shown(value, budget, node.name, as_json)
@@ -366,7 +366,7 @@ class RenderedContext:
                 turns.append(("user", [{"type": "text", "text": line}], node.id, None))
                 continue
             turns.append(("user", _parts(node.input, self._cut, node.id), node.id, None))
-            calls = node.meta.get("tool_calls")
+            calls: list[dict[str, Any]] = node.meta.get("tool_calls") or []
             answers = self._answers(node, calls, results) if calls else None
             if answers is not None:  # the provider's shape: the calls, then each result
                 text = self._cut(str(node.output or ""), node.id)
@@ -407,7 +407,7 @@ class RenderedContext:
         one is missing (then the calls show as text and the results as lines)."""
         answers = []
         for call in calls:
-            answer = results.get((node.id, call.get("id")))
+            answer = results.get((node.id, str(call.get("id"))))
             if answer is None or answer.id in self._stack_ids or not self._walk.done(answer):
                 return None
             answers.append(answer)
@@ -483,9 +483,7 @@ class RenderedContext:
 
     def images(self) -> list[ImageRef]:
         """The image references that are sent, in order."""
-        return [
-            p["image"] for _, parts in self._parts for p in parts if p.get("type") == "image"
-        ]
+        return [p["image"] for _, parts in self._parts for p in parts if p.get("type") == "image"]
 
     def __repr__(self) -> str:
         return f"RenderedContext(nodes={len(self.nodes)}, messages={len(self._parts)})"

@@ -169,9 +169,7 @@ class Runtime:
         if problem is None:
             return result
         assert response_format is not None  # only structured replies need repairing
-        node, reply = self._turns(
-            _repair_prompt(problem), resolved, response_format, kwargs, loop
-        )
+        node, reply = self._turns(_repair_prompt(problem), resolved, response_format, kwargs, loop)
         return self._parsed_or_raise(node, reply, response_format)
 
     async def allm(
@@ -331,7 +329,8 @@ class Runtime:
             node,
             text,
             status="error",
-            error=f"{type(exc).__name__}: {exc} (the stream broke off after {len(text)} characters)",
+            error=f"{type(exc).__name__}: {exc} (the stream broke off after {len(text)} "
+            "characters)",
         )
         if not isinstance(exc, Exception):
             return None

@@ -9,6 +9,7 @@ opens the stream (with retries before the first chunk). Start at TextStream.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -142,11 +143,9 @@ class TextStream(_Stream):
         self.close()
 
     def __del__(self) -> None:
-        try:
-            if not self._done:
+        if not self._done:
+            with contextlib.suppress(Exception):  # at interpreter exit the DAG may be gone
                 self.close()
-        except Exception:  # at interpreter exit the DAG may be gone; nothing to record
-            pass
 
 
 class AsyncTextStream(_Stream):
@@ -199,10 +198,8 @@ class AsyncTextStream(_Stream):
         await self.aclose()
 
     def __del__(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # at interpreter exit the DAG may be gone
             self._break(None)
-        except Exception:  # at interpreter exit the DAG may be gone; nothing to record
-            pass
 
 
 def prepend(first: Any, rest: Iterator[Any]) -> Iterator[Any]:

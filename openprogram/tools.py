@@ -9,6 +9,7 @@ and results to the next turn. Start at Toolbox.run().
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import re
 import weakref
@@ -101,10 +102,8 @@ def _wrap_plain(fn: Callable[..., Any]) -> Callable[..., Any]:
         wrapped = agentic_function(fn)
     except (TypeError, ValueError) as exc:  # no signature (a builtin)
         raise UsageError(f"cannot use {fn!r} as a tool ({exc}); wrap it in a `def`") from exc
-    try:
+    with contextlib.suppress(TypeError):  # not weak-referenceable: wrapped again next time
         _wrapped[fn] = wrapped
-    except TypeError:  # not weak-referenceable: wrapped again next time
-        pass
     return wrapped  # type: ignore[no-any-return]
 
 
@@ -184,9 +183,13 @@ class Toolbox:
     def _resolve(self, call: ToolCall) -> tuple[_Tool | None, dict[str, Any], str | None]:
         tool = self.tools.get(call.name)
         if tool is None:
-            return None, {}, (
-                f"there is no tool {call.name!r}; the tools are {sorted(self.tools)!r}. "
-                "Call one of those."
+            return (
+                None,
+                {},
+                (
+                    f"there is no tool {call.name!r}; the tools are {sorted(self.tools)!r}. "
+                    "Call one of those."
+                ),
             )
         arguments, problem = tool.validate(call.arguments)
         return (None if problem else tool), arguments, problem
@@ -196,8 +199,10 @@ class ToolLoop:
     """The tool rounds of one llm() call: its toolbox, the nodes so far, the rounds run."""
 
     def __init__(self, tools: Sequence[Callable[..., Any]] | None, max_tool_turns: int) -> None:
-        if not isinstance(max_tool_turns, int) or isinstance(max_tool_turns, bool) or (
-            max_tool_turns < 1
+        if (
+            not isinstance(max_tool_turns, int)
+            or isinstance(max_tool_turns, bool)
+            or (max_tool_turns < 1)
         ):
             raise UsageError(f"max_tool_turns={max_tool_turns!r} must be an int >= 1")
         self.toolbox = Toolbox(tools) if tools else None
@@ -246,9 +251,7 @@ def _refuse(call: ToolCall, asked_by: Node, problem: str) -> str:
     return node.id
 
 
-def _unrecorded(
-    slot: _ToolCallSlot, call: ToolCall, asked_by: Node, exc: Exception | None
-) -> str:
+def _unrecorded(slot: _ToolCallSlot, call: ToolCall, asked_by: Node, exc: Exception | None) -> str:
     """The node of a tool call that ran; one is made when the call was not recorded (a
     call Python refused before the function ran), so the model still gets the error."""
     if slot.node is not None:

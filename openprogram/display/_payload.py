@@ -47,9 +47,7 @@ def value_text(node: Node) -> tuple[str, str]:
         out = "" if node.output is None else str(node.output)
         calls = (node.meta or {}).get("tool_calls")
         if calls:
-            asked = ", ".join(
-                f"{c.get('name')}({_json(c.get('arguments'))})" for c in calls
-            )
+            asked = ", ".join(f"{c.get('name')}({_json(c.get('arguments'))})" for c in calls)
             out = f"{out} [calls {asked}]" if out else f"[calls {asked}]"
     elif node.kind == "user":
         text = "" if node.input is None else str(node.input)

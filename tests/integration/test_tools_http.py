@@ -100,7 +100,11 @@ def test_unknown_tools_and_invalid_arguments_go_back_over_http(server):
 def test_max_tool_turns_over_http(server):
     for _ in range(4):
         server.reply(tool_calls=[{"name": "add", "arguments": {"a": 1, "b": 1}}])
-    with Session() as session, runtime_for(server), pytest.raises(ModelError, match="max_tool_turns=3"):
+    with (
+        Session() as session,
+        runtime_for(server),
+        pytest.raises(ModelError, match="max_tool_turns=3"),
+    ):
         solve("loop forever")
     assert len(server.requests) == 4
     assert len(session.dag.find(name="add", kind="code")) == 3
@@ -158,11 +162,10 @@ def test_a_stream_that_breaks_off_marks_the_node_and_keeps_the_partial_text(serv
 
 def test_a_consumer_that_stops_early_leaves_the_partial_text(server):
     server.reply("one two three four five")
-    with Session() as session, runtime_for(server):
-        with llm("talk", stream=True) as stream:
-            for chunk in stream:
-                if "two" in chunk:
-                    break
+    with Session() as session, runtime_for(server), llm("talk", stream=True) as stream:
+        for chunk in stream:
+            if "two" in chunk:
+                break
     (node,) = session.dag.find(kind="llm")
     assert node.status == "error" and node.output == "one two"
     assert node.error == "the consumer stopped reading after 7 characters"

@@ -26,7 +26,10 @@ def test_render_output_is_what_later_calls_see_and_the_output_stays_whole():
     (node,) = session.dag.find(name="search", kind="code")
     assert len(node.output) == 100  # stored whole
     assert node.meta["render_output"] == {"count": 100, "first": ["cats result 0", "cats result 1"]}
-    line = '[search #1] input={"query": "cats"} output={"count": 100, "first": ["cats result 0", "cats result 1"]}'
+    line = (
+        '[search #1] input={"query": "cats"} '
+        'output={"count": 100, "first": ["cats result 0", "cats result 1"]}'
+    )
     assert line in model.requests[0].history
     llm_node = session.dag.find(kind="llm")[0]
     assert line in seen_by(session.dag, llm_node).text()
@@ -73,12 +76,14 @@ def test_the_default_cut_keeps_whole_items_and_says_how_much_was_left_out():
     line = rendered.text()
     assert len(line) < 1200
     assert line.startswith('[listing #1] input={} output=["item 0000", "item 0001",')
-    assert ', …] [cut: output: showing ' in line
+    assert ", …] [cut: output: showing " in line
     kept = line.count('"item ')
     assert f"showing {kept} of 2000 items" in line
     assert "characters left out; set render_output= on listing" in line
     (entry,) = rendered.report
-    assert entry["kind"] == "truncated" and entry["reason"].startswith(f"output: showing {kept} of 2000")
+    assert entry["kind"] == "truncated" and entry["reason"].startswith(
+        f"output: showing {kept} of 2000"
+    )
 
 
 def test_a_long_string_output_is_cut_by_characters_saying_how_many():

@@ -140,7 +140,11 @@ def test_stream_refuses_response_format():
     class Out(BaseModel):
         x: int
 
-    with Session(), Runtime(ScriptedModel(["x"])), pytest.raises(UsageError, match="response_format"):
+    with (
+        Session(),
+        Runtime(ScriptedModel(["x"])),
+        pytest.raises(UsageError, match="response_format"),
+    ):
         llm("go", stream=True, response_format=Out)
 
 
@@ -157,9 +161,9 @@ def test_a_resumed_run_replays_a_recorded_stream_without_asking_again(tmp_path):
         return text
 
     store = str(tmp_path / "s.db")
-    with Session(store) as first, Runtime(ScriptedModel(["recorded words"])):
-        with pytest.raises(RunStopped):
-            story()
+    recording = ScriptedModel(["recorded words"])
+    with Session(store) as first, Runtime(recording), pytest.raises(RunStopped):
+        story()
     crash["on"] = False
     model = ScriptedModel([])
     with Session.open(store, first.id, resume=True), Runtime(model):

@@ -51,7 +51,9 @@ def test_a_tool_call_runs_the_tool_and_the_model_answers_with_its_result():
     frame = session.dag.find(name="solve", kind="code")[0]
     first, tool, second = session.dag.children(frame.id)
     assert (first.kind, tool.kind, second.kind) == ("llm", "code", "llm")
-    assert first.meta["tool_calls"] == [{"id": "call_1", "name": "add", "arguments": {"a": 2, "b": 3}}]
+    assert first.meta["tool_calls"] == [
+        {"id": "call_1", "name": "add", "arguments": {"a": 2, "b": 3}}
+    ]
     assert first.output == "" and first.status == "completed"
     assert (tool.name, tool.input, tool.output) == ("add", {"a": 2, "b": 3}, 5)
     assert tool.meta["tool_call_id"] == "call_1" and tool.meta["asked_by"] == first.id
@@ -103,7 +105,10 @@ def test_parallel_calls_each_get_a_result_message_in_order():
     ]
     tail = model.requests[1].messages[-3:]
     assert [m["role"] for m in tail] == ["assistant", "tool", "tool"]
-    assert [(m["tool_call_id"], m["content"]) for m in tail[1:]] == [("call_1", "3"), ("call_2", "3.0")]
+    assert [(m["tool_call_id"], m["content"]) for m in tail[1:]] == [
+        ("call_1", "3"),
+        ("call_2", "3.0"),
+    ]
 
 
 def test_a_failing_tool_tells_the_model_and_the_run_goes_on():
@@ -132,9 +137,16 @@ def test_an_unknown_tool_and_invalid_arguments_go_back_to_the_model_as_errors():
     refused = [n for n in session.dag.find(kind="code") if n.meta.get("refused")]
     assert [n.name for n in refused] == ["multiply", "add", "add", "add"]
     assert all(n.status == "error" for n in refused)
-    unknown, invalid, extra, broken = (m["content"] for m in model.requests[2].messages if m["role"] == "tool")
-    assert unknown == "error: there is no tool 'multiply'; the tools are ['add', 'divide']. Call one of those."
-    assert invalid.startswith("error: invalid arguments for add: a: Input should be a valid integer")
+    unknown, invalid, extra, broken = (
+        m["content"] for m in model.requests[2].messages if m["role"] == "tool"
+    )
+    assert (
+        unknown
+        == "error: there is no tool 'multiply'; the tools are ['add', 'divide']. Call one of those."
+    )
+    assert invalid.startswith(
+        "error: invalid arguments for add: a: Input should be a valid integer"
+    )
     assert "(got 'two')" in invalid
     assert extra.startswith("error: add has no parameter 'c'")
     assert broken.startswith("error: the arguments of add are not a JSON object: '{\"a\": 2'")

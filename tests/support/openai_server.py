@@ -137,9 +137,7 @@ class OpenAIServer:
         """
         calls = tuple(_tool_call(call, next(self._ids)) for call in tool_calls or ())
         with self._lock:
-            self._script.append(
-                _Reply(text, prompt_tokens, completion_tokens, calls, break_after)
-            )
+            self._script.append(_Reply(text, prompt_tokens, completion_tokens, calls, break_after))
 
     def fail(
         self,

@@ -40,4 +40,4 @@ def test_what_a_call_saw_shows_the_tool_call_and_the_labelled_result():
     assert "tool [call_1]" in html and "opv-msg-tool" in html
     from openprogram.display.export import to_mermaid
 
-    assert '[calls add' in to_mermaid(session.dag, values=True)
+    assert "[calls add" in to_mermaid(session.dag, values=True)
