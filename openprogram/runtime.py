@@ -9,20 +9,19 @@ stream (streaming.py). Provider calls are in _litellm.py. Start at Runtime.llm()
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import random
-import re
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from openprogram import _context
+from openprogram._content import content_parts, parse, repair_prompt, schema_instruction
 from openprogram.callbacks.base import gate, notify, transform
-from openprogram.dag import ContextDAG, Node
+from openprogram.dag import Node
 from openprogram.errors import (
     ConfigError,
     ModelError,
@@ -32,17 +31,9 @@ from openprogram.errors import (
     RunStopped,
     UsageError,
 )
-from openprogram.image import Image, is_image
 from openprogram.models import Model, ModelReply, ModelRequest, ToolCall
 from openprogram.render import render_context
-from openprogram.streaming import (
-    AsyncTextStream,
-    TextStream,
-    aiterate,
-    aprepend,
-    prepend,
-    threaded,
-)
+from openprogram.streaming import aopen_stream, open_stream
 from openprogram.tools import ToolLoop
 from openprogram.usage import Usage
 
@@ -162,14 +153,14 @@ class Runtime:
         resolved = self._resolve_model(model)
         if stream:
             _check_stream(tools, response_format)
-            return self._stream(content, resolved, kwargs)
+            return open_stream(self, content, resolved, kwargs)
         loop = ToolLoop(tools, max_tool_turns)
         node, reply = self._turns(content, resolved, response_format, kwargs, loop)
         result, problem = self._check(node, reply, response_format)
         if problem is None:
             return result
         assert response_format is not None  # only structured replies need repairing
-        node, reply = self._turns(_repair_prompt(problem), resolved, response_format, kwargs, loop)
+        node, reply = self._turns(repair_prompt(problem), resolved, response_format, kwargs, loop)
         return self._parsed_or_raise(node, reply, response_format)
 
     async def allm(
@@ -191,7 +182,7 @@ class Runtime:
         resolved = self._resolve_model(model)
         if stream:
             _check_stream(tools, response_format)
-            return await self._astream(content, resolved, kwargs)
+            return await aopen_stream(self, content, resolved, kwargs)
         loop = ToolLoop(tools, max_tool_turns)
         node, reply = await self._aturns(content, resolved, response_format, kwargs, loop)
         result, problem = self._check(node, reply, response_format)
@@ -199,7 +190,7 @@ class Runtime:
             return result
         assert response_format is not None  # only structured replies need repairing
         node, reply = await self._aturns(
-            _repair_prompt(problem), resolved, response_format, kwargs, loop
+            repair_prompt(problem), resolved, response_format, kwargs, loop
         )
         return self._parsed_or_raise(node, reply, response_format)
 
@@ -265,91 +256,13 @@ class Runtime:
             return node, _recorded_reply(node)
         return node, self._finish(node, await self._acall(model, request, node))
 
-    # -- streams -------------------------------------------------------------------------
-    def _stream(self, content: Any, model: Model, options: dict[str, Any]) -> TextStream:
-        node, request = self._prepare(content, model, None, options)
-        if request is None:  # replayed: the recorded text, in one piece
-            return TextStream(iter([str(node.output or "")]), node, self, finished=True)
-        opener = getattr(model, "stream", None)
-        for attempt in range(self.max_retries + 1):
-            try:
-                if opener is None:
-                    source = iter([model.complete(request)])
-                else:
-                    source = iter(opener(request))
-                first = next(source, None)
-                break
-            except ModelError as exc:
-                delay = self._retry_delay(exc, attempt, node)
-                if delay is None:
-                    _raise(self._failed(node, exc), exc)
-                self._sleep(delay)
-            except Exception as exc:
-                _raise(self._failed(node, exc), exc)
-        return TextStream(prepend(first, source), node, self)
-
-    async def _astream(
-        self, content: Any, model: Model, options: dict[str, Any]
-    ) -> AsyncTextStream:
-        node, request = self._prepare(content, model, None, options)
-        if request is None:
-            return AsyncTextStream(aiterate([str(node.output or "")]), node, self, finished=True)
-        opener = getattr(model, "stream", None)
-        for attempt in range(self.max_retries + 1):
-            try:
-                if opener is None:
-                    source = aiterate([await model.acomplete(request)])
-                else:
-                    source = threaded(opener(request))
-                first = await anext(source, None)
-                break
-            except ModelError as exc:
-                delay = self._retry_delay(exc, attempt, node)
-                if delay is None:
-                    _raise(self._failed(node, exc), exc)
-                await self._asleep(delay)
-            except Exception as exc:
-                _raise(self._failed(node, exc), exc)
-        return AsyncTextStream(aprepend(first, source), node, self)
-
-    def _stream_ended(self, node: Node, text: str, reply: ModelReply | None) -> str:
-        """Complete a stream's node with the whole text; the text after on_llm_end."""
-        final = ModelReply(text=text, usage=reply.usage if reply is not None else Usage())
-        return self._finish(node, final).text
-
-    def _stream_broken(self, node: Node, text: str, exc: BaseException | None) -> Exception | None:
-        """Mark a stream's node as failed, keeping the partial text; the error to raise
-        (None when the consumer stopped reading)."""
-        dag = _context.current_session().dag
-        if exc is None:
-            reason = f"the consumer stopped reading after {len(text)} characters"
-            dag.complete(node, text, status="error", error=reason)
-            return None
-        dag.complete(
-            node,
-            text,
-            status="error",
-            error=f"{type(exc).__name__}: {exc} (the stream broke off after {len(text)} "
-            "characters)",
-        )
-        if not isinstance(exc, Exception):
-            return None
-        if isinstance(exc, RunError) and exc.node_id is None:
-            exc.node_id = node.id
-        if isinstance(exc, ModelError):
-            return exc
-        return ModelUnavailable(
-            f"the stream broke off after {len(text)} characters: {type(exc).__name__}: {exc}",
-            node_id=node.id,
-        )
-
     def _check(
         self, node: Node, reply: str, response_format: type[BaseModel] | None
     ) -> tuple[Any, str | None]:
         """(the value to return, None), or (None, what to repair) after marking the node."""
         if response_format is None:
             return reply, None
-        parsed, problem = _parse(reply, response_format)
+        parsed, problem = parse(reply, response_format)
         if problem is not None:
             self._mark_invalid(node, problem)
         return parsed, problem
@@ -371,9 +284,9 @@ class Runtime:
         if frame_id is not None and frame is None:
             frame_id = None
         self._gate(kind="llm", frame=frame)
-        parts = _content_parts(content, dag)
+        parts = content_parts(content, dag)
         if response_format is not None and (loop is None or not loop.nodes):
-            parts.append({"type": "text", "text": _schema_instruction(response_format)})
+            parts.append({"type": "text", "text": schema_instruction(response_format)})
         name = frame.name if frame is not None else _TOP_LEVEL_NAME
         meta: dict[str, Any] = {"model": getattr(model, "name", type(model).__name__)}
         earlier = loop.nodes if loop is not None and loop.toolbox is not None else []
@@ -511,7 +424,7 @@ class Runtime:
         _context.current_session().dag._notify("completed", node)
 
     def _parsed_or_raise(self, node: Node, reply: str, response_format: type[T]) -> T:
-        parsed, problem = _parse(reply, response_format)
+        parsed, problem = parse(reply, response_format)
         if problem is None:
             return parsed  # type: ignore[return-value]
         self._mark_invalid(node, problem)
@@ -547,68 +460,6 @@ def _raise(error: Exception, cause: Exception) -> NoReturn:
     if error is cause:
         raise cause
     raise error from cause
-
-
-def _content_parts(content: Any, dag: ContextDAG) -> list[dict[str, Any]]:
-    """llm() content as parts, images stored in the DAG and referenced."""
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    if is_image(content):
-        return [{"type": "image", "image": dag.add_image(content)}]
-    if not isinstance(content, (list, tuple)):
-        raise UsageError(
-            f"llm() content must be a str or a list of parts, not {type(content).__name__}"
-        )
-    parts: list[dict[str, Any]] = []
-    for part in content:
-        if isinstance(part, str):
-            parts.append({"type": "text", "text": part})
-        elif is_image(part):
-            parts.append({"type": "image", "image": dag.add_image(part)})
-        elif isinstance(part, dict) and part.get("type") == "text":
-            parts.append({"type": "text", "text": str(part.get("text", ""))})
-        elif isinstance(part, dict) and part.get("type") == "image":
-            source = part.get("image", part.get("path"))
-            if source is None:
-                raise UsageError("an image part needs 'image' (a PIL image) or 'path'")
-            parts.append({"type": "image", "image": dag.add_image(Image(source))})
-        else:
-            raise UsageError(
-                f"unknown llm() content part {part!r}; use {{'type': 'text', 'text': ...}} "
-                "or {'type': 'image', 'image': PIL.Image | 'path': ...}"
-            )
-    return parts
-
-
-def _schema_instruction(response_format: type[BaseModel]) -> str:
-    schema = json.dumps(response_format.model_json_schema(), ensure_ascii=False)
-    return f"Reply with only a JSON object that matches this JSON schema:\n{schema}"
-
-
-def _repair_prompt(problem: str) -> str:
-    return (
-        "Your previous reply could not be used: "
-        f"{problem}\nReply again with only the corrected JSON object."
-    )
-
-
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
-
-
-def _parse(reply: str, response_format: type[T]) -> tuple[T | None, str | None]:
-    text = reply.strip()
-    fenced = _FENCE.search(text)
-    if fenced:
-        text = fenced.group(1).strip()
-    elif not text.startswith(("{", "[")) and "{" in text:
-        text = text[text.index("{") : text.rindex("}") + 1]
-    try:
-        return response_format.model_validate_json(text), None
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'reply'}: {e['msg']}" for e in exc.errors()[:5]
-        )
-        return None, problems
 
 
 def current_runtime() -> Runtime:

@@ -3,7 +3,7 @@
 Owns reading a model's chunks: the llm node completes with the whole text when the
 stream ends, and is marked error with the partial text kept when the stream breaks off
 or the consumer stops early. Callbacks watch chunks through `on_llm_chunk`. runtime.py
-opens the stream (with retries before the first chunk). Start at TextStream.
+calls open_stream (retries before the first chunk). Start at open_stream().
 """
 
 from __future__ import annotations
@@ -12,17 +12,19 @@ import asyncio
 import contextlib
 import contextvars
 from collections.abc import AsyncIterator, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from openprogram import _context
 from openprogram.callbacks.base import notify
 from openprogram.dag import Node
-from openprogram.models import ModelReply
+from openprogram.errors import ModelError, ModelUnavailable, RunError
+from openprogram.models import Model, ModelReply
+from openprogram.usage import Usage
 
 if TYPE_CHECKING:
     from openprogram.runtime import Runtime
 
-__all__ = ["AsyncTextStream", "TextStream"]
+__all__ = ["AsyncTextStream", "TextStream", "aopen_stream", "open_stream"]
 
 
 class _Stream:
@@ -74,7 +76,7 @@ class _Stream:
             return
         self._done = True
         self._final = self._context.run(
-            self._runtime._stream_ended, self.node, "".join(self._parts), self._reply
+            _ended, self._runtime, self.node, "".join(self._parts), self._reply
         )
 
     def _break(self, exc: BaseException | None) -> Exception | None:
@@ -82,7 +84,7 @@ class _Stream:
             return None
         self._done = True
         return self._context.run(  # type: ignore[no-any-return]
-            self._runtime._stream_broken, self.node, "".join(self._parts), exc
+            _broken, self._runtime, self.node, "".join(self._parts), exc
         )
 
     def __repr__(self) -> str:
@@ -200,6 +202,94 @@ class AsyncTextStream(_Stream):
     def __del__(self) -> None:
         with contextlib.suppress(Exception):  # at interpreter exit the DAG may be gone
             self._break(None)
+
+
+def open_stream(
+    runtime: Runtime, content: Any, model: Model, options: dict[str, Any]
+) -> TextStream:
+    """Create the llm node and open the model's stream, retrying transient errors until
+    the first chunk arrives; a replayed exchange streams its recorded text."""
+    node, request = runtime._prepare(content, model, None, options)
+    if request is None:  # replayed: the recorded text, in one piece
+        return TextStream(iter([str(node.output or "")]), node, runtime, finished=True)
+    opener = getattr(model, "stream", None)
+    for attempt in range(runtime.max_retries + 1):
+        try:
+            source = iter(opener(request) if opener else [model.complete(request)])
+            first = next(source, None)
+            break
+        except ModelError as exc:
+            delay = runtime._retry_delay(exc, attempt, node)
+            if delay is None:
+                _reraise(runtime._failed(node, exc), exc)
+            runtime._sleep(delay)
+        except Exception as exc:
+            _reraise(runtime._failed(node, exc), exc)
+    return TextStream(prepend(first, source), node, runtime)
+
+
+async def aopen_stream(
+    runtime: Runtime, content: Any, model: Model, options: dict[str, Any]
+) -> AsyncTextStream:
+    """Async twin of open_stream; a sync model stream is read on worker threads."""
+    node, request = runtime._prepare(content, model, None, options)
+    if request is None:
+        return AsyncTextStream(aiterate([str(node.output or "")]), node, runtime, finished=True)
+    opener = getattr(model, "stream", None)
+    for attempt in range(runtime.max_retries + 1):
+        try:
+            if opener is None:
+                source = aiterate([await model.acomplete(request)])
+            else:
+                source = threaded(opener(request))
+            first = await anext(source, None)
+            break
+        except ModelError as exc:
+            delay = runtime._retry_delay(exc, attempt, node)
+            if delay is None:
+                _reraise(runtime._failed(node, exc), exc)
+            await runtime._asleep(delay)
+        except Exception as exc:
+            _reraise(runtime._failed(node, exc), exc)
+    return AsyncTextStream(aprepend(first, source), node, runtime)
+
+
+def _ended(runtime: Runtime, node: Node, text: str, reply: ModelReply | None) -> str:
+    """Complete a stream's node with the whole text; the text after on_llm_end."""
+    final = ModelReply(text=text, usage=reply.usage if reply is not None else Usage())
+    return runtime._finish(node, final).text
+
+
+def _broken(runtime: Runtime, node: Node, text: str, exc: BaseException | None) -> Exception | None:
+    """Mark a stream's node as failed, keeping the partial text; the error to raise
+    (None when the consumer stopped reading)."""
+    dag = _context.current_session().dag
+    if exc is None:
+        reason = f"the consumer stopped reading after {len(text)} characters"
+        dag.complete(node, text, status="error", error=reason)
+        return None
+    dag.complete(
+        node,
+        text,
+        status="error",
+        error=f"{type(exc).__name__}: {exc} (the stream broke off after {len(text)} characters)",
+    )
+    if not isinstance(exc, Exception):
+        return None
+    if isinstance(exc, RunError) and exc.node_id is None:
+        exc.node_id = node.id
+    if isinstance(exc, ModelError):
+        return exc
+    return ModelUnavailable(
+        f"the stream broke off after {len(text)} characters: {type(exc).__name__}: {exc}",
+        node_id=node.id,
+    )
+
+
+def _reraise(error: Exception, cause: Exception) -> NoReturn:
+    if error is cause:
+        raise cause
+    raise error from cause
 
 
 def prepend(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
