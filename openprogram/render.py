@@ -321,7 +321,8 @@ class RenderedContext:
             meta = node.meta
             value = meta.get("render_output", node.output)
             limit = self._max_line_chars
-            budget = None if limit is None else max(limit - used - 200, 200)
+            # room for the line so far and the note saying what was cut
+            budget = None if limit is None else max(limit - used - 160 - len(node.name), 20)
             text, cut = _shown(value, budget, node.name, as_json)
             cache[key] = text
             if cut is not None:
