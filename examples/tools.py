@@ -89,7 +89,8 @@ def main() -> None:
     for node in dag.nodes:
         depth = len(dag.ancestors(node))
         tool = f" (tool call {node.meta['tool_call_id']})" if "tool_call_id" in node.meta else ""
-        print(f"  {'  ' * depth}{node.kind:5} {node.name} #{dag.ordinal(node)} [{node.status}]{tool}")
+        label = f"{node.kind:5} {node.name} #{dag.ordinal(node)} [{node.status}]"
+        print(f"  {'  ' * depth}{label}{tool}")
 
     second_turn = dag.find(name="research", kind="llm")[1]
     print("\nwhat the second turn saw (the tool call, and the tool's render_output):")

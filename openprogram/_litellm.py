@@ -194,25 +194,31 @@ class LiteLLMModel:
         arguments = {**self._arguments(request), "stream": True}
         arguments.setdefault("stream_options", {"include_usage": True})
         try:
-            chunks = iter(litellm.completion(**arguments))
+            response = litellm.completion(**arguments)
         except Exception as exc:
             raise translate_error(exc, self.name) from exc
+        chunks = iter(response)
         parts: list[str] = []
         usage = None
-        while True:
-            try:
-                chunk = next(chunks)
-            except StopIteration:
-                break
-            except Exception as exc:
-                raise translate_error(exc, self.name) from exc
-            if getattr(chunk, "usage", None) is not None:
-                usage = chunk.usage
-            choices = getattr(chunk, "choices", None) or ()
-            text = choices[0].delta.content if choices else None
-            if text:
-                parts.append(text)
-                yield text
+        try:
+            while True:
+                try:
+                    chunk = next(chunks)
+                except StopIteration:
+                    break
+                except Exception as exc:
+                    raise translate_error(exc, self.name) from exc
+                if getattr(chunk, "usage", None) is not None:
+                    usage = chunk.usage
+                choices = getattr(chunk, "choices", None) or ()
+                text = choices[0].delta.content if choices else None
+                if text:
+                    parts.append(text)
+                    yield text
+        finally:  # a reader that stops early: release the connection now
+            close = getattr(response, "close", None)
+            if callable(close):
+                close()
         yield ModelReply(
             text="".join(parts),
             usage=usage_from_response(

@@ -182,3 +182,18 @@ def test_allm_streams_over_http(server):
     chunks, session = asyncio.run(main())
     assert "".join(chunks) == "async words here"
     assert session.dag.find(kind="llm")[0].output == "async words here"
+
+
+def test_a_stream_is_retried_until_its_first_chunk_and_refused_keys_fail_at_once(server):
+    from openprogram import ModelAuthError
+
+    server.fail(503)
+    server.reply("after a retry")
+    with Session() as session, runtime_for(server):
+        assert "".join(llm("talk", stream=True)) == "after a retry"
+        server.fail(401)
+        with pytest.raises(ModelAuthError):
+            llm("again", stream=True)
+    first, failed = session.dag.find(kind="llm")
+    assert first.status == "completed" and len(first.meta["attempts"]) == 1
+    assert failed.status == "error"
