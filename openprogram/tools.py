@@ -20,13 +20,16 @@ from pydantic import BaseModel, ValidationError
 
 from openprogram import _context
 from openprogram.dag import Node
-from openprogram.errors import ModelError, RunStopped, UsageError
+from openprogram.errors import ModelError, ReplayMismatch, ResumeDivergence, RunStopped, UsageError
 from openprogram.function import _tool_call, _ToolCallSlot, agentic_function
 from openprogram.models import ToolCall
 
 __all__ = ["ToolLoop", "Toolbox"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_PROPAGATE = (RunStopped, UsageError, ResumeDivergence, ReplayMismatch)
+"""Raised by a tool, these end the loop instead of going back to the model: a stop, a
+programming mistake, or a re-run that no longer matches its recording."""
 _wrapped: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
@@ -133,8 +136,8 @@ class Toolbox:
 
     def run(self, calls: Sequence[ToolCall], asked_by: Node) -> list[str]:
         """Run the calls in order; the ids of their code nodes. Exceptions of a tool go
-        back to the model (recorded as the node's error), except RunStopped and
-        UsageError, which propagate."""
+        back to the model (recorded as the node's error), except RunStopped, UsageError,
+        ResumeDivergence and ReplayMismatch, which propagate."""
         return [self._run(call, asked_by) for call in calls]
 
     async def arun(self, calls: Sequence[ToolCall], asked_by: Node) -> list[str]:
@@ -155,7 +158,7 @@ class Toolbox:
         token = _tool_call.set(slot)
         try:
             tool.fn(**arguments)
-        except (RunStopped, UsageError):
+        except _PROPAGATE:
             raise
         except Exception as exc:  # the node records it; the model is told
             return _unrecorded(slot, call, asked_by, exc)
@@ -174,7 +177,7 @@ class Toolbox:
                 await tool.fn(**arguments)
             else:
                 await asyncio.to_thread(tool.fn, **arguments)
-        except (RunStopped, UsageError):
+        except _PROPAGATE:
             raise
         except Exception as exc:
             return _unrecorded(slot, call, asked_by, exc)

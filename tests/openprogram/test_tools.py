@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from openprogram import (
     ModelError,
     ReplayModel,
+    ResumeDivergence,
     RunStopped,
     Runtime,
     ScriptedModel,
@@ -195,6 +196,14 @@ def test_run_stopped_and_usage_errors_from_a_tool_propagate():
     model = ScriptedModel([calls(("halt", {}))])
     with Session(), Runtime(model), pytest.raises(RunStopped, match="enough"):
         llm("go", tools=[halt])
+
+    @agentic_function
+    def diverged() -> str:
+        raise ResumeDivergence("the re-run took another path")
+
+    model = ScriptedModel([calls(("diverged", {}))])
+    with Session(), Runtime(model), pytest.raises(ResumeDivergence):
+        llm("go", tools=[diverged])
 
 
 def test_bad_tools_and_limits_are_usage_errors():
