@@ -199,11 +199,14 @@ def context_diff(before: RenderedContext, after: RenderedContext) -> list[DiffLi
 
 
 def _diff_lines(rendered: RenderedContext) -> list[str]:
+    """The render as diffable lines: each history line, then `content:` and the content's
+    text split at its line breaks (images as `<image sha256:…>`, so compared by hash)."""
     from openprogram.display._payload import _parts_text
 
     lines = rendered.text().splitlines() if rendered.nodes else []
     if rendered.content is not None:
-        lines.append("content: " + _parts_text(rendered.content).replace("\n", " "))
+        lines.append("content:")
+        lines.extend("  " + line for line in _parts_text(rendered.content).splitlines())
     return lines
 
 

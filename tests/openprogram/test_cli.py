@@ -91,7 +91,7 @@ def test_render_shows_what_an_llm_call_saw_and_why_nodes_were_hidden(store):
     assert "[review #1] input=" in output and "Shorter." in output
     assert "── reply\nShort.\n" in output
     assert "inside review (expose='io') (1 node in 1 call): review #1" in output
-    assert "+ content: Shorter." in output and "- content: Tagline for coffee." in output
+    assert "  content:\n-   Tagline for coffee.\n+   Shorter.\n" in output
 
 
 DRAFT = '"draft": "Long tagline here."'
