@@ -367,6 +367,11 @@ def export_command(
     """Export a session's DAG as GraphML, Mermaid, DOT or JSON."""
     from openprogram.display.export import write_export
 
+    if export_format is None and output.suffix.lower() not in (".graphml", ".mmd", ".dot", ".json"):
+        raise click.ClickException(
+            f"cannot tell the export format from {str(output)!r}; use a .graphml, .mmd, .dot or "
+            ".json file name, or pass --format graphml|mermaid|dot|json"
+        )
     with _session(store_spec, session_id) as session:
         try:
             written = write_export(session.dag, output, format=export_format)  # type: ignore[arg-type]

@@ -284,6 +284,11 @@ def resolve_node(dag: ContextDAG, reference: str) -> Node:
             k = int(number)
             if 1 <= k <= len(matches):
                 return matches[k - 1]
+            if not matches:
+                names = sorted({n.name for n in dag.nodes if n.kind == kind})
+                known = ", ".join(repr(n) for n in names[:10]) + (", …" if len(names) > 10 else "")
+                here = f"{kind} nodes here are named {known}" if names else f"no {kind} nodes here"
+                raise UsageError(f"{reference!r}: no {kind} node is named {name!r}; {here}")
             raise UsageError(
                 f"{reference!r}: there are {len(matches)} {kind} nodes named {name!r}; "
                 f"use #1 to #{len(matches)}"

@@ -156,6 +156,8 @@ def test_the_default_store_is_openprogram_db_in_the_current_folder(store, monkey
         (("sessions", "list", "--store", "missing.db"), "no session store at 'missing.db'"),
         (("sessions", "list", "--store", "mysql://x"), "scheme openprogram does not know"),
         (("sessions", "export", "tagline01", "-o", "dag.txt"), "use a .graphml, .mmd"),
+        (("sessions", "export", "tagline01", "-o", "dag.txt"), "pass --format graphml|mermaid"),
+        (("sessions", "render", "tagline01", "nope#1"), "no code node is named 'nope'; code"),
         (("sessions", "report", "tagline01", "-o", "nowhere/run.html"), "does not exist"),
     ],
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 from hypothesis import given, settings
@@ -124,10 +125,8 @@ def test_print_dag_gives_the_call_tree_of_a_session_in_memory():
     @agentic_function
     def write(product: str) -> str:
         secret()
-        try:
+        with contextlib.suppress(ValueError):
             broken()
-        except ValueError:
-            pass
         return llm(f"Tagline for {product}")
 
     with Session() as session, Runtime(ScriptedModel(["Smart coffee."])):
