@@ -325,8 +325,15 @@ def _echo_messages(rendered: Any) -> None:
     help="The HTML file to write (default: openprogram-ID.html here).",
 )
 @click.option("--title", help="Heading of the report (default: the session id).")
+@click.option(
+    "--thumbnail-px",
+    type=click.IntRange(min=16),
+    default=320,
+    show_default=True,
+    help="Size screenshots show at in the tree (a click opens them at full size).",
+)
 def report_command(
-    session_id: str, store_spec: str, output: Path | None, title: str | None
+    session_id: str, store_spec: str, output: Path | None, title: str | None, thumbnail_px: int
 ) -> None:
     """Write a session's report: one self-contained HTML file (no network needed)."""
     from openprogram.display.report import write_report
@@ -335,7 +342,7 @@ def report_command(
         target = output or Path(f"openprogram-{session.id}.html")
         click.echo(f"writing the report of {len(session.dag):,} nodes…", err=True)
         try:
-            written = write_report(session, target, title=title)
+            written = write_report(session, target, title=title, thumbnail_px=thumbnail_px)
         except OpenProgramError as exc:
             raise click.ClickException(str(exc)) from exc
         except OSError as exc:
