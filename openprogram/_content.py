@@ -54,6 +54,13 @@ def content_parts(content: Any, dag: ContextDAG) -> list[dict[str, Any]]:
 
 
 def schema_instruction(response_format: type[BaseModel]) -> str:
+    if not (isinstance(response_format, type) and issubclass(response_format, BaseModel)):
+        shown = getattr(response_format, "__name__", None) or repr(response_format)
+        raise UsageError(
+            f"response_format={shown} is not a pydantic model class; pass a BaseModel "
+            "subclass (class Answer(BaseModel): text: str), or leave it out to get the "
+            "reply as text"
+        )
     schema = json.dumps(response_format.model_json_schema(), ensure_ascii=False)
     return f"Reply with only a JSON object that matches this JSON schema:\n{schema}"
 
