@@ -270,10 +270,32 @@ def test_a_later_call_sees_the_finished_loop_as_calls_and_results():
         llm("sum?", tools=[add])
         return llm("thanks")
 
-    with Session(), Runtime(model):
+    with Session() as session, Runtime(model):
         twice()
     roles = [m["role"] for m in model.requests[2].messages]
     assert roles == ["user", "assistant", "tool", "assistant", "user"]
+    for node in session.dag.find(kind="llm"):
+        assert seen_by(session.dag, node).messages_hash == node.messages_hash
+
+
+def test_a_tool_that_asks_the_model_itself_sees_the_pending_call_as_text():
+    @agentic_function
+    def helper(topic: str) -> str:
+        return llm(f"one fact about {topic}")
+
+    model = ScriptedModel([calls(("helper", {"topic": "tea"})), "tea is old", "done"])
+    with Session() as session, Runtime(model):
+        assert llm("tell me", tools=[helper]) == "done"
+    inner = model.requests[1].messages
+    assert all("tool_calls" not in m and m["role"] != "tool" for m in inner)
+    assert 'assistant: [calls helper({"topic": "tea"})]' in model.requests[1].history
+    assert model.requests[2].messages[-1] == {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "content": "tea is old",
+    }
+    for node in session.dag.find(kind="llm"):
+        assert seen_by(session.dag, node).messages_hash == node.messages_hash
 
 
 def test_a_tool_loop_replays_offline_and_tools_run_again():
