@@ -156,7 +156,7 @@ class Runtime:
         if stream:
             _check_stream(tools, response_format)
             return open_stream(self, content, resolved, kwargs)
-        loop = ToolLoop(tools, max_tool_turns)
+        loop = ToolLoop(tools, max_tool_turns, self.callbacks)
         node, reply = self._turns(content, resolved, response_format, kwargs, loop)
         result, problem = self._check(node, reply, response_format)
         if problem is None:
@@ -185,7 +185,7 @@ class Runtime:
         if stream:
             _check_stream(tools, response_format)
             return await aopen_stream(self, content, resolved, kwargs)
-        loop = ToolLoop(tools, max_tool_turns)
+        loop = ToolLoop(tools, max_tool_turns, self.callbacks)
         node, reply = await self._aturns(content, resolved, response_format, kwargs, loop)
         result, problem = self._check(node, reply, response_format)
         if problem is None:

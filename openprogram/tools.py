@@ -114,12 +114,17 @@ class Toolbox:
     """The tools of one llm() call, by name, and how their calls run.
 
     tools: agentic functions (their `.spec` is the schema) or plain functions, which
-    are wrapped with @agentic_function. Raises UsageError for duplicate or unusable ones.
+    are wrapped with @agentic_function. callbacks: the runtime's; one with a
+    `restore(value)` method (PIIRedactor) puts the originals back into the arguments
+    before they are validated. Raises UsageError for duplicate or unusable tools.
     """
 
-    def __init__(self, tools: Sequence[Callable[..., Any]]) -> None:
+    def __init__(self, tools: Sequence[Callable[..., Any]], callbacks: Sequence[Any] = ()) -> None:
         if isinstance(tools, (str, bytes)) or not isinstance(tools, Sequence):
             raise UsageError(f"tools={tools!r} must be a list of functions")
+        self._restorers = [
+            restore for c in callbacks if callable(restore := getattr(c, "restore", None))
+        ]
         self.tools: dict[str, _Tool] = {}
         for fn in tools:
             tool = _Tool(fn)
@@ -194,21 +199,29 @@ class Toolbox:
                     "Call one of those."
                 ),
             )
-        arguments, problem = tool.validate(call.arguments)
+        given = call.arguments
+        for restore in self._restorers:  # the model saw placeholders; the tool gets originals
+            given = restore(given)
+        arguments, problem = tool.validate(given)
         return (None if problem else tool), arguments, problem
 
 
 class ToolLoop:
     """The tool rounds of one llm() call: its toolbox, the nodes so far, the rounds run."""
 
-    def __init__(self, tools: Sequence[Callable[..., Any]] | None, max_tool_turns: int) -> None:
+    def __init__(
+        self,
+        tools: Sequence[Callable[..., Any]] | None,
+        max_tool_turns: int,
+        callbacks: Sequence[Any] = (),
+    ) -> None:
         if (
             not isinstance(max_tool_turns, int)
             or isinstance(max_tool_turns, bool)
             or (max_tool_turns < 1)
         ):
             raise UsageError(f"max_tool_turns={max_tool_turns!r} must be an int >= 1")
-        self.toolbox = Toolbox(tools) if tools else None
+        self.toolbox = Toolbox(tools, callbacks) if tools else None
         self.max_turns = max_tool_turns
         self.rounds = 0
         self.nodes: list[str] = []

@@ -343,3 +343,27 @@ def test_resume_replays_the_loop_without_running_a_completed_tool_again(tmp_path
     assert fragile_node.output == 20 and fragile_node.meta["tool_call_id"] == "call_2"
     last = again.dag.find(kind="llm")[-1]
     assert seen_by(again.dag, last).messages_hash == last.messages_hash
+
+
+def test_pii_placeholders_in_tool_arguments_are_restored_for_the_tool():
+    from openprogram import PIIRedactor
+
+    sent: list[str] = []
+
+    @agentic_function
+    def send_mail(to: str) -> str:
+        sent.append(to)
+        return "sent"
+
+    def script(request):
+        if request.tools and not sent:
+            placeholder = request.messages[-1]["content"].split()[-1]  # what the model saw
+            assert placeholder.startswith("<EMAIL_")
+            return calls(("send_mail", {"to": placeholder}))
+        return "done"
+
+    with Session() as session, Runtime(ScriptedModel(script), callbacks=[PIIRedactor()]):
+        assert llm("Mail ada@example.com", tools=[send_mail]) == "done"
+    assert sent == ["ada@example.com"]
+    asking = session.dag.find(kind="llm")[0]
+    assert asking.meta["tool_calls"][0]["arguments"]["to"].startswith("<EMAIL_")  # as replied
