@@ -367,3 +367,55 @@ def test_pii_placeholders_in_tool_arguments_are_restored_for_the_tool():
     assert sent == ["ada@example.com"]
     asking = session.dag.find(kind="llm")[0]
     assert asking.meta["tool_calls"][0]["arguments"]["to"].startswith("<EMAIL_")  # as replied
+
+
+def _provider_shape_ok(messages) -> bool:
+    """Every assistant tool_calls message is followed by exactly one tool message per
+    call, in order, and every tool message answers such a call."""
+    position = 0
+    while position < len(messages):
+        message = messages[position]
+        if message["role"] == "tool":
+            return False
+        if "tool_calls" in message:
+            ids = [call["id"] for call in message["tool_calls"]]
+            answers = messages[position + 1 : position + 1 + len(ids)]
+            if [m.get("tool_call_id") for m in answers] != ids:
+                return False
+            position += len(ids)
+        position += 1
+    return True
+
+
+def test_every_render_window_keeps_tool_messages_in_the_providers_shape():
+    from openprogram.render import render_context
+
+    model = ScriptedModel(
+        [
+            calls(("add", {"a": 1, "b": 2}), ("divide", {"a": 1, "b": 0})),
+            "first",
+            calls(("add", {"a": 3, "b": 4})),
+            "second",
+        ]
+    )
+
+    @agentic_function
+    def agent():
+        llm("one", tools=[add, divide])
+        add(5, 6)
+        return llm("two", tools=[add])
+
+    with Session() as session, Runtime(model):
+        agent()
+    dag = session.dag
+    frame = dag.find(name="agent", kind="code")[0]
+    whole = render_context(dag, frame.id, content="next?").messages
+    assert sum("tool_calls" in m for m in whole) == 2 and _provider_shape_ok(whole)
+    for subcalls in range(-1, len(dag) + 1):
+        for callers in (None, 0):
+            window = {"callers": callers, "subcalls": subcalls}
+            rendered = render_context(dag, frame.id, window, content="next?")
+            assert _provider_shape_ok(rendered.messages), (window, rendered.messages)
+        for llm_node in dag.find(kind="llm"):
+            rendered = render_context(dag, frame.id, {"subcalls": subcalls}, before=llm_node.seq)
+            assert _provider_shape_ok(rendered.messages)
