@@ -30,6 +30,7 @@ from openprogram.image import ImageRef
 from openprogram.store.base import Store
 from openprogram.store.blobs import StoredBlobs
 from openprogram.store.format import SessionInfo, decode_rows, image_refs
+from openprogram.store.lease import heartbeat, new_owner
 from openprogram.store.open import open_store
 from openprogram.store.recorder import Recorder
 
@@ -60,6 +61,9 @@ class Session:
         Store object (e.g. MemoryStore()) into that store.
     id: the session's id in the store (default: a new random id); raises UsageError
         when the store has it already (reopen it with Session.open).
+
+    A session takes its store's writer lease when it is entered or records an input,
+    and gives it up when closed: a second writer of the same session gets SessionLocked.
     """
 
     def __init__(self, store: Any = None, id: str | None = None) -> None:
@@ -85,6 +89,8 @@ class Session:
         self._recorder: Recorder | None = None
         self._resumer: Resumer | None = None
         self._adapters: dict[Callable[..., Any], Any] = {}
+        self._owner = new_owner()
+        self._holding = False
 
     def _record_into_store(self, stored_blobs: Any) -> None:
         assert self.store is not None
@@ -149,6 +155,8 @@ class Session:
 
     # -- entering ------------------------------------------------------------------------
     def __enter__(self) -> Session:
+        if not self._tokens:
+            self._claim()
         self._tokens.append(_context.session_var.set(self))
         _context.push_session(self)
         return self
@@ -163,10 +171,32 @@ class Session:
             self.close()
 
     def close(self) -> None:
-        """Release the store's connection if this session opened it (a later record
-        reconnects). Called when the outermost `with` block ends."""
+        """Give up the writer lease, and release the store's connection if this session
+        opened it (a later record reconnects). Called when the outermost `with` ends."""
+        self._release()
         if self.store is not None and self._owns_store:
             self.store.close()
+
+    # -- the writer lease ----------------------------------------------------------------
+    def _claim(self) -> None:
+        """Take the session's writer lease (once); SessionLocked when another writer has it."""
+        with self._lock:
+            if self.store is None or self._holding:
+                return
+            self.store.acquire(self.id, self._owner)
+            self._holding = True
+            heartbeat().keep(self.store, self.id, self._owner)
+
+    def _release(self) -> None:
+        with self._lock:
+            if self.store is None or not self._holding:
+                return
+            self._holding = False
+            heartbeat().drop(self.store, self.id)
+            try:
+                self.store.release(self.id, self._owner)
+            except StoreError as exc:  # it expires on its own once this process ends
+                log.warning("openprogram: could not release the writer lease of %s: %s", self.id, exc)
 
     # -- recording -----------------------------------------------------------------------
     def _enter_call(
@@ -302,6 +332,7 @@ class Session:
         Submitting an `input_id` seen before (also in an earlier process, once reopened)
         records nothing and returns the first node.
         """
+        self._claim()
         with self._lock:
             if input_id is not None and input_id in self._inputs:
                 return self.dag.node(self._inputs[input_id])
@@ -423,7 +454,7 @@ def _load_dag(store: Store, info: SessionInfo, depth: int = 0) -> ContextDAG:
         source = _load_dag(store, parent, depth + 1)
         for copy in _shared_history(source, source.node(info.at), info.cut):
             nodes[copy.id] = copy
-    for node in decode_rows(store.rows(info.id)):
+    for node in decode_rows(store.rows(info.id), info.id):
         nodes[node.id] = node
     dag = ContextDAG()
     for node in sorted(nodes.values(), key=lambda n: n.seq):
