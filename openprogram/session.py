@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import suppress
 from contextvars import Token
 from typing import Any
@@ -25,7 +25,13 @@ from pydantic import ConfigDict, TypeAdapter
 from openprogram import _context
 from openprogram._resume import Divergence, Resumer, call_path, input_hash, path_text
 from openprogram.dag import ContextDAG, Kind, Node
-from openprogram.errors import ResumeDivergence, RunStopped, StoreError, UsageError
+from openprogram.errors import (
+    ResumeDivergence,
+    RunStopped,
+    SessionLocked,
+    StoreError,
+    UsageError,
+)
 from openprogram.image import ImageRef
 from openprogram.store.base import Store
 from openprogram.store.blobs import StoredBlobs
@@ -92,9 +98,9 @@ class Session:
         self._owner = new_owner()
         self._holding = False
 
-    def _record_into_store(self, stored_blobs: Any) -> None:
+    def _record_into_store(self, stored_blobs: Any, rows: Iterable[int] = ()) -> None:
         assert self.store is not None
-        self._recorder = Recorder(self.store, self.id, self.dag, stored_blobs)
+        self._recorder = Recorder(self.store, self.id, self.dag, stored_blobs, rows)
         self.dag.listeners.append(self._recorder)
 
     # -- reopening -----------------------------------------------------------------------
@@ -132,7 +138,8 @@ class Session:
 
     def _load(self, info: SessionInfo) -> None:
         assert self.store is not None
-        dag = _load_dag(self.store, info)
+        rows: set[int] = set()
+        dag = _load_dag(self.store, info, rows=rows)
         stored: set[str] = set()
         for node in dag.nodes:
             image_refs(node.input, stored)
@@ -141,7 +148,7 @@ class Session:
                 self._inputs.setdefault(node.meta["input_id"], node.id)
         dag.blobs = StoredBlobs(self.store.blob, stored)
         self.dag = dag
-        self._record_into_store(stored)
+        self._record_into_store(stored, rows)
 
     @property
     def failed_writes(self) -> int:
@@ -184,6 +191,17 @@ class Session:
             if self.store is None or self._holding:
                 return
             self.store.acquire(self.id, self._owner)
+            stored = self.store.session(self.id)
+            known = self._recorder.rows if self._recorder is not None else set()
+            if stored is not None and stored.nodes != len(known):
+                self.store.release(self.id, self._owner)
+                raise SessionLocked(
+                    f"session {self.id!r} in {self.store.url} was recorded into by another "
+                    f"writer after this Session loaded it (the store holds {stored.nodes} of "
+                    f"its nodes, this Session knows {len(known)}): recording on would mix the "
+                    f"two. Reopen it with Session.open(store, {self.id!r}) to go on from what "
+                    "is stored, or fork it."
+                )
             self._holding = True
             heartbeat().keep(self.store, self.id, self._owner)
 
@@ -196,7 +214,9 @@ class Session:
             try:
                 self.store.release(self.id, self._owner)
             except StoreError as exc:  # it expires on its own once this process ends
-                log.warning("openprogram: could not release the writer lease of %s: %s", self.id, exc)
+                log.warning(
+                    "openprogram: could not release the writer lease of %s: %s", self.id, exc
+                )
 
     # -- recording -----------------------------------------------------------------------
     def _enter_call(
@@ -440,9 +460,12 @@ def _shared_history(source: ContextDAG, at: Node, cut: int) -> list[Node]:
     return sorted(copies, key=lambda n: n.seq)
 
 
-def _load_dag(store: Store, info: SessionInfo, depth: int = 0) -> ContextDAG:
+def _load_dag(
+    store: Store, info: SessionInfo, depth: int = 0, rows: set[int] | None = None
+) -> ContextDAG:
     """The DAG of `info`: for a fork, its parent's shared history (recursively), then
-    the session's own rows, which override inherited nodes of the same id."""
+    the session's own rows, which override inherited nodes of the same id (their seqs
+    are added to `rows`)."""
     nodes: dict[str, Node] = {}
     if info.parent is not None:
         parent = store.session(info.parent)
@@ -456,6 +479,8 @@ def _load_dag(store: Store, info: SessionInfo, depth: int = 0) -> ContextDAG:
             nodes[copy.id] = copy
     for node in decode_rows(store.rows(info.id), info.id):
         nodes[node.id] = node
+        if rows is not None:
+            rows.add(node.seq)
     dag = ContextDAG()
     for node in sorted(nodes.values(), key=lambda n: n.seq):
         dag.restore(node)

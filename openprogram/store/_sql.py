@@ -153,16 +153,14 @@ class SQLStore(ABC):
         """Insert (id, created_at, info) and return the new key, or None if the id exists."""
 
     @abstractmethod
-    def _record(
-        self, session: str, row: NodeRow, blobs: Mapping[str, bytes], owner: str
-    ) -> int:
+    def _record(self, session: str, row: NodeRow, blobs: Mapping[str, bytes], owner: str) -> int:
         """Connect and _upsert(), returning how many rows changed (0 or 1)."""
 
     @abstractmethod
     def _lock_session(self, connection: Any, key: int) -> None:
         """Inside a transaction: make other writers of session `key`'s lease wait."""
 
-    def _check_writable(self, action: str) -> None:
+    def _check_writable(self, action: str) -> None:  # noqa: B027 - most stores can
         """Raise StoreError when this store cannot `action` (a read-only file, say)."""
 
     # -- connection ----------------------------------------------------------------------

@@ -7,12 +7,11 @@ resumed and forked within the process) and loses them when the process ends.
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import replace
-
-import os
-import time
 
 from openprogram.errors import StoreError, UsageError
 from openprogram.store.format import FORMAT_VERSION, NodeRow, SessionInfo

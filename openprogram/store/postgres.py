@@ -124,9 +124,7 @@ class PostgresStore(SQLStore):
             return None
         return found[0]
 
-    def _record(
-        self, session: str, row: NodeRow, blobs: Mapping[str, bytes], owner: str
-    ) -> int:
+    def _record(self, session: str, row: NodeRow, blobs: Mapping[str, bytes], owner: str) -> int:
         try:
             return self._upsert(self._connect(), session, row, blobs, owner)
         except self._psycopg.OperationalError:  # the connection dropped: reconnect once

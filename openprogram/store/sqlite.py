@@ -128,9 +128,8 @@ class SQLiteStore(SQLStore):
 
     def _open(self) -> sqlite3.Connection:
         """Connect: in memory, to the file for writing, or read-only when it must be."""
-        options = {"timeout": self.timeout_s, "isolation_level": None, "check_same_thread": False}
         if self.memory:
-            return sqlite3.connect(MEMORY, **options)  # type: ignore[arg-type]
+            return self._sqlite(MEMORY)
         if not self.path.parent.is_dir():
             raise UsageError(
                 f"cannot create a session store at {self._where}: "
@@ -143,8 +142,14 @@ class SQLiteStore(SQLStore):
             log.info("openprogram: opening %s read-only: %s", self._where, why)
             self.read_only = True
         if not self.read_only:
-            return sqlite3.connect(self.path, **options)  # type: ignore[arg-type]
-        return sqlite3.connect(self._read_only_uri(), uri=True, **options)  # type: ignore[arg-type]
+            return self._sqlite(str(self.path))
+        return self._sqlite(self._read_only_uri(), uri=True)
+
+    def _sqlite(self, database: str, *, uri: bool = False) -> sqlite3.Connection:
+        return sqlite3.connect(
+            database, timeout=self.timeout_s, isolation_level=None, check_same_thread=False,
+            uri=uri,
+        )  # fmt: skip
 
     def _unwritable(self) -> str | None:
         """Why this process cannot write the store, or None when it can."""
@@ -290,9 +295,7 @@ class SQLiteStore(SQLStore):
         assert cursor.lastrowid is not None
         return cursor.lastrowid
 
-    def _record(
-        self, session: str, row: NodeRow, blobs: Mapping[str, bytes], owner: str
-    ) -> int:
+    def _record(self, session: str, row: NodeRow, blobs: Mapping[str, bytes], owner: str) -> int:
         changed = self._upsert(self._connection or self._connect(), session, row, blobs, owner)
         if not self.memory:
             self._written()
