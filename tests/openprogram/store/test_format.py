@@ -42,7 +42,9 @@ def test_a_sqlite_store_of_a_newer_version_is_refused_naming_both(tmp_path):
     path = tmp_path / "future.db"
     Session(path, id="old").close()
     _set_sqlite_version(path, "3")
-    with pytest.raises(UnsupportedFormatVersion, match=r"format_version '3'.*format_version 1 to 2"):
+    with pytest.raises(
+        UnsupportedFormatVersion, match=r"format_version '3'.*format_version 1 to 2"
+    ):
         Session.open(path, "old")
     with pytest.raises(UnsupportedFormatVersion, match="'3'"):
         Session(path)
@@ -55,7 +57,9 @@ def test_a_postgres_store_of_a_newer_version_is_refused_naming_both(postgres_url
     Session(postgres_url, id="old").close()
     with psycopg.connect(postgres_url, autocommit=True) as connection:
         connection.execute("UPDATE openprogram_meta SET value = '7'")
-    with pytest.raises(UnsupportedFormatVersion, match=r"format_version '7'.*format_version 1 to 2"):
+    with pytest.raises(
+        UnsupportedFormatVersion, match=r"format_version '7'.*format_version 1 to 2"
+    ):
         Session.open(postgres_url, "old")
 
 
