@@ -82,7 +82,8 @@ def test_the_lease_is_released_on_close_and_a_stale_session_cannot_take_it_again
         programs.count(10)
     with pytest.raises(
         SessionLocked,
-        match=r"recorded into by another writer after this Session loaded it \(the store holds 3 .* knows 2\)",
+        match=r"recorded into by another writer after this Session loaded it "
+        r"\(the store holds 3 .* knows 2\)",
     ):
         session.__enter__()
     with Session.open(store, "again"):  # what the message says to do
@@ -121,20 +122,24 @@ def _foreign_holder(store: Any, session: str, heartbeat_age_s: float) -> None:
 def test_a_live_writer_on_another_machine_holds_the_lease(sql_store: Any):
     Session(sql_store, id="remote").close()
     _foreign_holder(sql_store, "remote", heartbeat_age_s=2)
-    with pytest.raises(
-        SessionLocked, match=r"process 4242 on host 'elsewhere'.*heartbeat \d+ s ago"
+    with (
+        pytest.raises(
+            SessionLocked, match=r"process 4242 on host 'elsewhere'.*heartbeat \d+ s ago"
+        ),
+        Session.open(sql_store, "remote"),
     ):
-        with Session.open(sql_store, "remote"):
-            pass
+        pass
 
 
 def test_an_expired_lease_is_taken_over(sql_store: Any, caplog):
     with Session(sql_store, id="stale"):
         programs.count(1)
     _foreign_holder(sql_store, "stale", heartbeat_age_s=3600)  # a writer elsewhere died
-    with caplog.at_level(logging.WARNING, logger="openprogram.store"):
-        with Session.open(sql_store, "stale") as new:
-            programs.count(2)
+    with (
+        caplog.at_level(logging.WARNING, logger="openprogram.store"),
+        Session.open(sql_store, "stale") as new,
+    ):
+        programs.count(2)
     assert "took over the writer lease" in caplog.text and "elsewhere:4242" in caplog.text
     assert re.search(r"last heartbeat was 3\d\d\d s ago", caplog.text)
     assert new.failed_writes == 0
@@ -142,12 +147,14 @@ def test_an_expired_lease_is_taken_over(sql_store: Any, caplog):
 
 
 def test_a_writer_whose_lease_was_taken_over_has_its_records_refused(sql_store: Any, caplog):
-    with caplog.at_level(logging.ERROR, logger="openprogram.store"):
-        with Session(sql_store, id="fenced") as session:
-            programs.count(1)
-            _foreign_holder(sql_store, "fenced", heartbeat_age_s=0)  # taken over meanwhile
-            programs.count(2)
-            assert session.store.renew("fenced", session._owner) is False
+    with (
+        caplog.at_level(logging.ERROR, logger="openprogram.store"),
+        Session(sql_store, id="fenced") as session,
+    ):
+        programs.count(1)
+        _foreign_holder(sql_store, "fenced", heartbeat_age_s=0)  # taken over meanwhile
+        programs.count(2)
+        assert session.store.renew("fenced", session._owner) is False
     assert session.failed_writes == 2  # created and completed: both refused
     assert "lost the session's writer lease" in caplog.text
     assert [n.output for n in Session.open(sql_store, "fenced").dag.nodes] == [1]
@@ -169,9 +176,8 @@ def test_memory_store_leases_are_per_session():
     store = MemoryStore()
     with Session(store, id="a"), Session(store, id="b"):
         programs.count(1)
-    with Session.open(store, "a"):
-        with pytest.raises(SessionLocked):
-            Session.open(store, "a").__enter__()
+    with Session.open(store, "a"), pytest.raises(SessionLocked):
+        Session.open(store, "a").__enter__()
 
 
 # -- format_version 1 stores -----------------------------------------------------------------

@@ -134,9 +134,11 @@ def test_an_immutable_store_file_opens_for_reading_and_refuses_records_clearly(i
     before = immutable.read_bytes()
     session = Session.open(immutable, "run")
     assert [n.output for n in session.dag.nodes] == [0, 1, 2] and session.store.read_only
-    with pytest.raises(StoreError, match=r"cannot record into session 'run'.*open read-only"):
-        with session:
-            programs.count(3)
+    with (
+        pytest.raises(StoreError, match=r"cannot record into session 'run'.*open read-only"),
+        session,
+    ):
+        programs.count(3)
     with pytest.raises(StoreError, match="cannot create session"):
         Session(immutable)
     assert immutable.read_bytes() == before
