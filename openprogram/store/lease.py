@@ -168,24 +168,28 @@ class _Heartbeat(threading.Thread):
         while True:
             self._wake.wait(HEARTBEAT_S)
             self._wake.clear()
-            with self._lock:
-                leases = list(self._leases.items())
-            for key, (store, owner) in leases:
-                try:
-                    held = store.renew(key[1], owner)
-                except Exception as exc:  # the store is unreachable: try again next beat
-                    log.warning(
-                        "openprogram: could not renew the writer lease of session %s in "
-                        "%s: %s", key[1], getattr(store, "url", store), exc,
-                    )  # fmt: skip
-                    continue
-                if not held:
-                    self.drop(store, key[1])
-                    log.error(
-                        "openprogram: the writer lease of session %s in %s was taken over "
-                        "by another writer; this process's later records of it are refused",
-                        key[1], getattr(store, "url", store),
-                    )  # fmt: skip
+            self.beat()
+
+    def beat(self) -> None:
+        """Renew every lease kept once (the thread does this each HEARTBEAT_S)."""
+        with self._lock:
+            leases = list(self._leases.items())
+        for key, (store, owner) in leases:
+            try:
+                held = store.renew(key[1], owner)
+            except Exception as exc:  # the store is unreachable: try again next beat
+                log.warning(
+                    "openprogram: could not renew the writer lease of session %s in "
+                    "%s: %s", key[1], getattr(store, "url", store), exc,
+                )  # fmt: skip
+                continue
+            if not held:
+                self.drop(store, key[1])
+                log.error(
+                    "openprogram: the writer lease of session %s in %s was taken over "
+                    "by another writer; this process's later records of it are refused",
+                    key[1], getattr(store, "url", store),
+                )  # fmt: skip
 
 
 _heartbeat: _Heartbeat | None = None

@@ -206,3 +206,20 @@ def test_store_errors_for_a_missing_session_name_it(sql_store: Any):
     with pytest.raises(StoreError, match="no session 'ghost'"):
         resolved.acquire("ghost", "h:1:x")
     resolved.close()
+
+
+def test_the_heartbeat_renews_held_leases_and_lets_go_of_lost_ones(sql_store: Any, caplog):
+    from openprogram.store.lease import heartbeat
+
+    with Session(sql_store, id="beat") as session:
+        _sql(sql_store, "UPDATE openprogram_leases SET heartbeat_at = 0")
+        heartbeat().beat()
+        ((beat,),) = _sql(sql_store, "SELECT heartbeat_at FROM openprogram_leases")
+        assert abs(beat - time.time()) < 600  # renewed, by the store's clock
+        _foreign_holder(sql_store, "beat", heartbeat_age_s=0)
+        with caplog.at_level(logging.ERROR, logger="openprogram.store"):
+            heartbeat().beat()
+        assert "writer lease of session beat" in caplog.text and "taken over" in caplog.text
+        assert (id(session.store), "beat") not in heartbeat()._leases
+    ((owner,),) = _sql(sql_store, "SELECT owner FROM openprogram_leases")
+    assert owner == "elsewhere:4242:abcd0123"  # closing did not release another's lease
