@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from openprogram.errors import StoreError
+from openprogram.errors import StoreError, UsageError
 from openprogram.store._sql import SQLStore
 from openprogram.store.format import ROW_COLUMNS, NodeRow, SessionInfo, _decode
 from openprogram.store.open import open_store
@@ -110,8 +110,6 @@ def check_store(spec: Any, session: str | None = None) -> StoreReport:
         if session is not None:
             infos = [info for info in infos if info.id == session]
             if not infos:
-                from openprogram.errors import UsageError
-
                 raise UsageError(f"no session {session!r} readable in {store.url}")
         by_id = {info.id: info for info in infos}
         for info in infos:
