@@ -223,3 +223,20 @@ def test_the_heartbeat_renews_held_leases_and_lets_go_of_lost_ones(sql_store: An
         assert (id(session.store), "beat") not in heartbeat()._leases
     ((owner,),) = _sql(sql_store, "SELECT owner FROM openprogram_leases")
     assert owner == "elsewhere:4242:abcd0123"  # closing did not release another's lease
+
+
+def test_a_version_1_store_opened_read_only_is_read_as_it_is(tmp_path):
+    from openprogram.store import SQLiteStore
+
+    path = str(tmp_path / "old.db")
+    with Session(path, id="old"):
+        programs.count(1)
+    _make_version_1(path)
+    store = SQLiteStore(path, read_only=True)
+    assert store.format_version == 1 and store.holder("old") is None
+    assert [n.output for n in Session.open(store, "old").dag.nodes] == [1]
+    with pytest.raises(StoreError, match="open read-only"), Session.open(store, "old"):
+        pass
+    store.close()
+    assert _sql(path, "SELECT value FROM openprogram_meta") == [("1",)]
+    assert ("openprogram_leases",) not in _sql(path, "SELECT name FROM sqlite_master")
