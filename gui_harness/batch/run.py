@@ -51,12 +51,17 @@ def _open_store(spec: str) -> Any:
             f"store={spec!r}: a batch records into a store its workers can open; pass a "
             "file path, 'sqlite:///file.db' or 'postgresql://...'"
         )
-    store, _ = open_store(os.fspath(spec))
+    store = None
     try:
+        store, _ = open_store(os.fspath(spec))
         store.list_sessions()
     except StoreError as exc:
-        store.close()
-        raise ConfigError(f"cannot use the store {spec!r}: {exc}") from exc
+        if store is not None:
+            store.close()
+        raise ConfigError(
+            f"cannot use the store {spec!r} ({exc}); check that it is reachable from here "
+            "and from every worker. No episode was started"
+        ) from exc
     return store
 
 

@@ -200,7 +200,6 @@ SOLVERS: dict[str, Solver] = {
     "click-button": click_button,
     "click-button-sequence": click_button_sequence,
     "click-checkboxes": click_checkboxes,
-    "click-checkboxes-large": click_checkboxes,
     "click-checkboxes-transfer": click_checkboxes,
     "click-collapsible": click_collapsible,
     "click-collapsible-2": click_collapsible_2,
