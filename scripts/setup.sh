@@ -10,7 +10,7 @@ dev=0
 [ "${1:-}" = "--dev" ] && dev=1
 
 packages=(xvfb xdotool x11-utils python3-tk fonts-dejavu-core tesseract-ocr)
-[ "$dev" = 1 ] && packages+=(postgresql chromium)
+[ "$dev" = 1 ] && packages+=(postgresql chromium chromium-driver)
 
 missing=()
 for package in "${packages[@]}"; do
@@ -33,7 +33,7 @@ if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
 extras="gui"
-[ "$dev" = 1 ] && extras="dev,postgres,otel"
+[ "$dev" = 1 ] && extras="dev,postgres,otel,bench,ray"
 stamp=".venv/.installed-$extras-$(sha256sum pyproject.toml | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip

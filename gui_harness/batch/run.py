@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import Hashable, Iterable
 from pathlib import Path
 from typing import Any, TextIO
+from urllib.parse import urlsplit
 
 from gui_harness.batch.engines import EngineName, make_engine
 from gui_harness.batch.episode import Attempt, attempts, session_id
@@ -43,6 +44,13 @@ def _tasks(source: Any) -> tuple[list[BatchTask], list[str]]:
         repeated = sorted({i for i in ids if ids.count(i) > 1})
         raise InvalidTask(f"task ids must be unique in a batch; repeated: {repeated!r}")
     return tasks, problems
+
+
+def _on_this_machine(address: str | None) -> bool:
+    if address in (None, "local"):
+        return True
+    host = urlsplit(address if "://" in address else f"ray://{address}").hostname or ""
+    return host in ("localhost", "::1") or host.startswith("127.")
 
 
 def _open_store(spec: str) -> Any:
@@ -110,7 +118,7 @@ def run_batch(
     directory = Path(out if out is not None else f"batch-{name}")
     directory.mkdir(parents=True, exist_ok=True)
     spec = os.fspath(store) if store is not None else str(directory / "batch.db")
-    if engine == "ray" and address not in (None, "local") and not spec.startswith("postgres"):
+    if engine == "ray" and not _on_this_machine(address) and not spec.startswith("postgres"):
         raise ConfigError(
             f"store={spec!r}: workers on other machines cannot share a SQLite file; pass "
             "--store postgresql://user@host/db that every node can reach"

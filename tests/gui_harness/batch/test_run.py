@@ -123,5 +123,5 @@ def test_bad_settings_are_refused_before_any_episode(tmp_path):
     with pytest.raises(ConfigError, match=r"(?s)cannot use the store .postgresql://.*No episode"):
         run_batch(task, store="postgresql://u@127.0.0.1:1/db", model="oracle", out=out)
     with pytest.raises(ConfigError, match="cannot share a SQLite file"):
-        run_batch(task, engine="ray", address="127.0.0.1:1", model="oracle", out=out)
+        run_batch(task, engine="ray", address="ray-head.invalid:6379", model="oracle", out=out)
     assert _sessions(str(out / "batch.db")) == set()
