@@ -24,24 +24,55 @@ _DEFAULT_MINIWOB = ("click-button", "click-checkboxes", "enter-text", "login-use
 def _engine_options(command: Any) -> Any:
     for option in reversed(
         [
-            click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1),
-                         help="Episodes at once."),
-            click.option("--engine", type=click.Choice(["local", "ray"]), default="local",
-                         show_default=True, help="A local process pool, or Ray tasks."),
-            click.option("--address", help="Join this Ray cluster (host:port or ray://host:port);"
-                         " default: a private local Ray."),
-            click.option("--store", "store", envvar="OPENPROGRAM_BATCH_STORE", metavar="PATH|URL",
-                         help="Where sessions and results go (default: OUT/batch.db); "
-                         "postgresql://… for a cluster."),
-            click.option("--model", envvar="OPENPROGRAM_MODEL",
-                         help="litellm model for tasks without their own; 'oracle' plans "
-                         "MiniWoB++ offline."),
-            click.option("--out", type=click.Path(file_okay=False, path_type=Path),
-                         help="Where summary.json, index.html and episode reports go."),
-            click.option("--name", help="The batch's name: a rerun with the same name and "
-                         "store skips finished episodes."),
-            click.option("--max-attempts", default=2, show_default=True,
-                         type=click.IntRange(min=1), help="Tries per episode whose worker dies."),
+            click.option(
+                "--workers",
+                default=1,
+                show_default=True,
+                type=click.IntRange(min=1),
+                help="Episodes at once.",
+            ),
+            click.option(
+                "--engine",
+                type=click.Choice(["local", "ray"]),
+                default="local",
+                show_default=True,
+                help="A local process pool, or Ray tasks.",
+            ),
+            click.option(
+                "--address",
+                help="Join this Ray cluster (host:port or ray://host:port);"
+                " default: a private local Ray.",
+            ),
+            click.option(
+                "--store",
+                "store",
+                envvar="OPENPROGRAM_BATCH_STORE",
+                metavar="PATH|URL",
+                help="Where sessions and results go (default: OUT/batch.db); "
+                "postgresql://… for a cluster.",
+            ),
+            click.option(
+                "--model",
+                envvar="OPENPROGRAM_MODEL",
+                help="litellm model for tasks without their own; 'oracle' plans MiniWoB++ offline.",
+            ),
+            click.option(
+                "--out",
+                type=click.Path(file_okay=False, path_type=Path),
+                help="Where summary.json, index.html and episode reports go.",
+            ),
+            click.option(
+                "--name",
+                help="The batch's name: a rerun with the same name and "
+                "store skips finished episodes.",
+            ),
+            click.option(
+                "--max-attempts",
+                default=2,
+                show_default=True,
+                type=click.IntRange(min=1),
+                help="Tries per episode whose worker dies.",
+            ),
         ]
     ):
         command = option(command)
@@ -79,7 +110,7 @@ def batch_command(tasks_file: Path, name: str | None, out: Path | None, **option
 
 
 def parse_seeds(text: str) -> list[int]:
-    """"0-4" or "0,3,7" (or both, "0-2,9") as a list of seeds; UsageError when malformed."""
+    """ "0-4" or "0,3,7" (or both, "0-2,9") as a list of seeds; UsageError when malformed."""
     seeds: list[int] = []
     try:
         for part in text.split(","):
@@ -98,8 +129,12 @@ def bench_group() -> None:
 
 
 @bench_group.command(name="miniwob")
-@click.option("--tasks", "task_names", help="Comma-separated MiniWoB++ tasks (default: "
-              f"{','.join(_DEFAULT_MINIWOB)}); 'oracle' runs every task the oracle knows.")
+@click.option(
+    "--tasks",
+    "task_names",
+    help="Comma-separated MiniWoB++ tasks (default: "
+    f"{','.join(_DEFAULT_MINIWOB)}); 'oracle' runs every task the oracle knows.",
+)
 @click.option("--seeds", default="0-4", show_default=True, help="Seeds, e.g. 0-4 or 0,3,7.")
 @click.option("--max-steps", default=15, show_default=True, type=click.IntRange(min=1))
 @_engine_options
@@ -111,9 +146,15 @@ def miniwob_command(task_names: str | None, seeds: str, max_steps: int, name: st
         from gui_harness.bench.miniwob import check_task
         from gui_harness.bench.oracle import ORACLE_TASKS
 
-        chosen = list(ORACLE_TASKS) if task_names == "oracle" else [
-            t.strip() for t in (task_names or ",".join(_DEFAULT_MINIWOB)).split(",") if t.strip()
-        ]
+        chosen = (
+            list(ORACLE_TASKS)
+            if task_names == "oracle"
+            else [
+                t.strip()
+                for t in (task_names or ",".join(_DEFAULT_MINIWOB)).split(",")
+                if t.strip()
+            ]
+        )
         for task in chosen:
             check_task(task)
         numbers = parse_seeds(seeds)

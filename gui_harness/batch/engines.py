@@ -66,8 +66,11 @@ class LocalEngine:
         return _Worker(process, os.pidfd_open(process.pid))
 
     def wait(self, running: Sequence[Hashable]) -> list[tuple[Hashable, str | None]]:
-        workers = {worker.pidfd: worker for worker in running}  # type: ignore[attr-defined]
-        ended = []
+        workers: dict[int, _Worker] = {}
+        for worker in running:
+            assert isinstance(worker, _Worker)
+            workers[worker.pidfd] = worker
+        ended: list[tuple[Hashable, str | None]] = []
         for pidfd in multiprocessing.connection.wait(list(workers)):
             worker = workers[pidfd]  # type: ignore[index]
             # before reaping, while its pid (and so its group id) is still reserved
@@ -152,9 +155,7 @@ class RayEngine:
                 ray.init(address=address, **options)
             except (ConnectionError, RuntimeError) as exc:
                 raise ConfigError(f"cannot start or join Ray at {address!r}: {exc}") from exc
-        self._remote = ray.remote(num_cpus=1, memory=_EPISODE_MEMORY, max_retries=0)(
-            _ray_episode
-        )
+        self._remote = ray.remote(num_cpus=1, memory=_EPISODE_MEMORY, max_retries=0)(_ray_episode)
 
     store: str = ""
 
@@ -199,8 +200,9 @@ def make_engine(
             )
         chosen = LocalEngine()
     elif engine == "ray":
-        chosen = RayEngine(address, num_cpus=workers if address is None else None,
-                           runtime_env=runtime_env)
+        chosen = RayEngine(
+            address, num_cpus=workers if address is None else None, runtime_env=runtime_env
+        )
     else:
         raise ConfigError(f"engine={engine!r} is not one of 'local', 'ray'")
     chosen.store = store

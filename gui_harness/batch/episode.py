@@ -7,6 +7,7 @@ and how a rerun skips it. Scheduling belongs to engines.py.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -109,11 +110,9 @@ def run_episode(task: BatchTask, *, store: str, session: str, model: str) -> Non
     (the episode raised) is recorded on the root call. Nothing is returned.
     """
     worker = {"host": socket.gethostname(), "pid": os.getpid()}
-    with Session(store, id=session):
-        try:
-            batch_episode(task.model_dump(exclude_none=True), model, worker)
-        except Exception:  # noqa: S110 - recorded on the root call; the driver reads it there
-            pass
+    # an error is recorded on the root call, where the driver reads it
+    with Session(store, id=session), contextlib.suppress(Exception):
+        batch_episode(task.model_dump(exclude_none=True), model, worker)
 
 
 @dataclass(frozen=True)

@@ -30,13 +30,15 @@ __all__ = ["run_batch"]
 
 def _tasks(source: Any) -> tuple[list[BatchTask], list[str]]:
     if isinstance(source, (str, os.PathLike)):
-        loaded, problems = load_tasks(source)
-        return loaded, [str(p.error) for p in problems]
+        loaded, bad_lines = load_tasks(source)
+        return loaded, [str(p.error) for p in bad_lines]
     tasks: list[BatchTask] = []
     problems: list[str] = []
     for number, item in enumerate(source, start=1):
         try:
-            tasks.append(item if isinstance(item, BatchTask) else parse_task(item, where=f"task {number}"))
+            tasks.append(
+                item if isinstance(item, BatchTask) else parse_task(item, where=f"task {number}")
+            )
         except InvalidTask as exc:
             problems.append(str(exc))
     ids = [t.id for t in tasks]
@@ -59,7 +61,7 @@ def _open_store(spec: str) -> Any:
             f"store={spec!r}: a batch records into a store its workers can open; pass a "
             "file path, 'sqlite:///file.db' or 'postgresql://...'"
         )
-    store = None
+    store: Any = None
     try:
         store, _ = open_store(os.fspath(spec))
         store.list_sessions()
@@ -113,7 +115,7 @@ def run_batch(
     if missing:
         raise UsageError(
             f"tasks {missing[:5]!r} have no model: pass model='provider/name' (or 'oracle' "
-            "for MiniWoB++ offline) or give each task a \"model\""
+            'for MiniWoB++ offline) or give each task a "model"'
         )
     directory = Path(out if out is not None else f"batch-{name}")
     directory.mkdir(parents=True, exist_ok=True)
@@ -125,11 +127,24 @@ def run_batch(
         )
     opened = _open_store(spec)
     try:
-        chosen = make_engine(engine, store=spec, address=address, workers=workers,
-                             runtime_env=runtime_env)
+        chosen = make_engine(
+            engine, store=spec, address=address, workers=workers, runtime_env=runtime_env
+        )
         try:
-            return _drive(todo, problems, opened, chosen, spec, name, model, workers,
-                          max_attempts, directory, progress, started)
+            return _drive(
+                todo,
+                problems,
+                opened,
+                chosen,
+                spec,
+                name,
+                model,
+                workers,
+                max_attempts,
+                directory,
+                progress,
+                started,
+            )
         finally:
             chosen.close()
     finally:
@@ -180,8 +195,14 @@ def _drive(
     bar.close()
     episodes = [results[t.id] for t in todo]
     _write_reports(spec, episodes, directory)
-    result = BatchResult(episodes, problems, ran=ran, skipped=skipped, retries=retries,
-                         seconds=time.monotonic() - started)
+    result = BatchResult(
+        episodes,
+        problems,
+        ran=ran,
+        skipped=skipped,
+        retries=retries,
+        seconds=time.monotonic() - started,
+    )
     result.summary_path = write_summary(result, directory)
     result.report_path = write_index(result, directory, f"batch {name}")
     return result
@@ -203,8 +224,13 @@ def _outcome(
     for attempt in recorded:
         if attempt.result is not None:
             status = "success" if attempt.result.get("success") else "failure"
-            return {**attempt.result, "status": status, "session": attempt.session,
-                    "attempts": len(recorded), "worker": attempt.worker}
+            return {
+                **attempt.result,
+                "status": status,
+                "session": attempt.session,
+                "attempts": len(recorded),
+                "worker": attempt.worker,
+            }
     tries = len(recorded) + len(unrecorded)
     if tries < max_attempts:
         return None
@@ -232,8 +258,9 @@ def _write_reports(spec: str, episodes: list[dict[str, Any]], directory: Path) -
             session = Session.open(spec, episode["session"])
             try:
                 facts = {k: episode.get(k) for k in ("status", "reward", "steps", "detail")}
-                write_report(session, path, title=f"{episode['id']}: {episode['name']}"[:120],
-                             facts=facts)
+                write_report(
+                    session, path, title=f"{episode['id']}: {episode['name']}"[:120], facts=facts
+                )
             finally:
                 session.close()
         episode["report"] = f"episodes/{path.name}"

@@ -37,7 +37,11 @@ class BatchResult:
     @property
     def success_rate(self) -> float:
         """Successful episodes / episodes (0.0 for none)."""
-        return sum(bool(e["success"]) for e in self.episodes) / len(self.episodes) if self.episodes else 0.0
+        return (
+            sum(bool(e["success"]) for e in self.episodes) / len(self.episodes)
+            if self.episodes
+            else 0.0
+        )
 
     @property
     def summary(self) -> dict[str, Any]:
@@ -106,7 +110,8 @@ def summary_table(summary: dict[str, Any]) -> str:
     ]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(_COLUMNS)]
     line = lambda values: "  ".join(  # noqa: E731
-        v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(values, widths))
+        v.ljust(w) if i == 0 else v.rjust(w)
+        for i, (v, w) in enumerate(zip(values, widths, strict=True))
     )
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([line(_COLUMNS), rule, *(line(c) for c in cells[:-1]), rule, line(cells[-1])])
@@ -136,18 +141,26 @@ def write_index(result: BatchResult, directory: Path, title: str) -> Path:
     episodes = []
     for e in result.episodes:
         report = e.get("report")
-        link = f'<a href="{html.escape(report)}">{html.escape(e["id"])}</a>' if report else html.escape(e["id"])
+        link = (
+            f'<a href="{html.escape(report)}">{html.escape(e["id"])}</a>'
+            if report
+            else html.escape(e["id"])
+        )
         mark = "✓" if e["success"] else "✗"
         reward = "" if e.get("reward") is None else f"{e['reward']:g}"
         episodes.append(
             f"<tr><td>{link}</td><td>{mark}</td><td>{html.escape(str(e.get('status')))}</td>"
-            f"<td>{html.escape(str(e['name']))[:60]}</td><td>{reward}</td>"
-            f"<td>{e.get('steps', 0)}</td><td>{html.escape(str(e.get('detail') or ''))[:120]}</td></tr>"
+            f"<td>{html.escape(str(e['name'])[:60])}</td><td>{reward}</td>"
+            f"<td>{e.get('steps', 0)}</td>"
+            f"<td>{html.escape(str(e.get('detail') or '')[:120])}</td></tr>"
         )
     problems = "".join(f"<li>{html.escape(p)}</li>" for p in result.problems)
-    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>body{{font:14px system-ui,sans-serif;margin:2em}}table{{border-collapse:collapse;margin-bottom:2em}}
-td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}th{{background:#f3f4f6}}</style></head>
+    page = f"""<!doctype html><html><head><meta charset="utf-8">
+<title>{html.escape(title)}</title>
+<style>body{{font:14px system-ui,sans-serif;margin:2em}}
+table{{border-collapse:collapse;margin-bottom:2em}}
+td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}th{{background:#f3f4f6}}</style>
+</head>
 <body><h1>{html.escape(title)}</h1>
 <p>{len(result.episodes)} episodes, success {result.success_rate:.0%}; ran {result.ran}, skipped
 {result.skipped} (finished before), retried {result.retries}.</p>

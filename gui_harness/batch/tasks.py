@@ -74,7 +74,7 @@ class TaskProblem:
 def parse_task(data: Any, *, where: str = "task") -> BatchTask:
     """Check one task object; raises InvalidTask saying what is wrong and where."""
     if not isinstance(data, dict):
-        raise InvalidTask(f"{where}: {data!r} is not a JSON object like {{\"id\": \"t1\", ...}}")
+        raise InvalidTask(f'{where}: {data!r} is not a JSON object like {{"id": "t1", ...}}')
     try:
         return BatchTask.model_validate(data)
     except ValidationError as exc:
@@ -107,7 +107,9 @@ def load_tasks(path: str | os.PathLike[str]) -> tuple[list[BatchTask], list[Task
         try:
             data = json.loads(stripped)
         except json.JSONDecodeError as exc:
-            error = InvalidTask(f"{where}: not valid JSON ({exc.msg} at column {exc.colno}): {stripped[:80]!r}")
+            error = InvalidTask(
+                f"{where}: not valid JSON ({exc.msg} at column {exc.colno}): {stripped[:80]!r}"
+            )
             problems.append(TaskProblem(number, error))
             continue
         try:

@@ -214,7 +214,8 @@ def _instance_class() -> type:
                 options.add_argument(argument)
             # no "Chrome is being controlled by automated software" bar over the page
             options.add_experimental_option("excludeSwitches", ["enable-automation"])
-            service = Service(self._driver_path, env={**os.environ, "DISPLAY": self._display})
+            display = str(self._display)
+            service = Service(self._driver_path, env={**os.environ, "DISPLAY": display})
             try:
                 self.driver = webdriver.Chrome(service=service, options=options)
             except WebDriverException as exc:

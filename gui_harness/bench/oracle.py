@@ -93,7 +93,10 @@ class Oracle:
         if isinstance(step, Type):
             return {"goal": f"type {step.text!r}", "action": {"type": "type", "text": step.text}}
         if isinstance(step, Key):
-            return {"goal": "press " + "+".join(step.keys), "action": {"type": "keypress", "keys": list(step.keys)}}
+            return {
+                "goal": "press " + "+".join(step.keys),
+                "action": {"type": "keypress", "keys": list(step.keys)},
+            }
         return self._click(step, text)
 
     def _click(self, step: Click, text: str) -> dict[str, Any]:

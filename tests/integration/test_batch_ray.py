@@ -49,7 +49,8 @@ def test_ray_runs_episodes_into_postgres_and_a_rerun_skips_them(postgres_url, tm
     store, _ = open_store(postgres_url)
     try:
         assert {s.id for s in store.list_sessions()} == {
-            session_id("ray", "cb", 1), session_id("ray", "focus", 1)
+            session_id("ray", "cb", 1),
+            session_id("ray", "focus", 1),
         }
     finally:
         store.close()

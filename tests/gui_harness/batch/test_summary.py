@@ -30,7 +30,9 @@ def test_summary_groups_episodes_by_task_and_totals_them():
     assert "click-button" in table and table.splitlines()[-1].startswith("all")
     result = BatchResult(episodes, ["line 3: bad"], ran=3)
     assert result.success_rate == 0.5
-    assert result.to_dict()["summary"] == summary and result.to_dict()["problems"] == ["line 3: bad"]
+    assert result.to_dict()["summary"] == summary and result.to_dict()["problems"] == [
+        "line 3: bad"
+    ]
 
 
 def test_an_empty_batch_summarises_to_zeros():

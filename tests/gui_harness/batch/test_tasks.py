@@ -28,7 +28,9 @@ def test_a_tasks_file_keeps_its_good_lines_and_names_each_bad_one(tmp_path):
     path.write_text("\n".join(lines), encoding="utf-8")
     tasks, problems = load_tasks(path)
     assert [t.id for t in tasks] == ["t1", "t4"]
-    assert tasks[0].app == ["xterm"] and tasks[0].max_steps == 5 and tasks[0].name == "open the menu"
+    assert (
+        tasks[0].app == ["xterm"] and tasks[0].max_steps == 5 and tasks[0].name == "open the menu"
+    )
     assert tasks[1].miniwob == "click-button" and tasks[1].seed == 1 and tasks[1].model == "m"
     by_line = {p.line: str(p.error) for p in problems}
     assert sorted(by_line) == [4, 5, 7, 8, 9]
@@ -64,4 +66,9 @@ def test_an_unreadable_tasks_file_is_a_clear_error(tmp_path):
 
 def test_tasks_are_frozen_values():
     task = BatchTask(id="t", task="x")
-    assert task.model_dump(exclude_none=True) == {"id": "t", "task": "x", "seed": 0, "max_steps": 15}
+    assert task.model_dump(exclude_none=True) == {
+        "id": "t",
+        "task": "x",
+        "seed": 0,
+        "max_steps": 15,
+    }

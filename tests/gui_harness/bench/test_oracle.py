@@ -48,7 +48,8 @@ def test_oracle_solves_the_task_through_numbered_components(task, seed, _marks):
 def test_a_wrong_answer_is_judged_by_the_page_not_the_agent(_marks):
     with MiniWobPage("click-button", 0) as page:
         wrong = next(
-            b for b in page.driver.find_elements("css selector", "#area button")
+            b
+            for b in page.driver.find_elements("css selector", "#area button")
             if b.text != page.fields["target"]
         )
         x, y, w, h = page.box(wrong)
@@ -69,5 +70,5 @@ def test_unknown_tasks_are_refused_with_close_names():
 
 def test_the_oracle_refuses_a_task_it_cannot_solve():
     page = MiniWobPage("drag-box")
-    with pytest.raises(UsageError, match="cannot solve MiniWoB.* 'drag-box'"):
+    with pytest.raises(UsageError, match=r"cannot solve MiniWoB.* 'drag-box'"):
         Oracle(page)
