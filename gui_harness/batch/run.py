@@ -182,7 +182,8 @@ def _drive(
             sid = session_id(name, task.id, attempt)
             if store.session(sid) is not None:
                 sessions.add(sid)
-            elif crash is not None:
+            else:
+                crash = crash or "the worker ended without recording its episode"
                 crashes.setdefault(task.id, []).append(crash)
             recorded = attempts(store, name, task.id, sessions)
             outcome = _outcome(task, recorded, max_attempts, crashes.get(task.id, []), crash)
