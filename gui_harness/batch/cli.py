@@ -6,6 +6,7 @@ arguments here (openprogram never imports gui_harness). The work is run_batch's.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,14 @@ def _engine_options(command: Any) -> Any:
                 " default: a private local Ray.",
             ),
             click.option(
+                "--runtime-env",
+                "runtime_env",
+                callback=_json_object,
+                metavar="JSON",
+                help="Ray runtime environment for the episodes, e.g. "
+                '\'{"env_vars": {"OPENPROGRAM_DATA_DIR": "/data"}}\' (docs/scale.md).',
+            ),
+            click.option(
                 "--store",
                 "store",
                 envvar="OPENPROGRAM_BATCH_STORE",
@@ -77,6 +86,18 @@ def _engine_options(command: Any) -> Any:
     ):
         command = option(command)
     return command
+
+
+def _json_object(context: Any, parameter: Any, value: str | None) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"{value!r} is not JSON: {exc.msg}") from None
+    if not isinstance(parsed, dict):
+        raise click.BadParameter(f"{value!r} is not a JSON object")
+    return parsed
 
 
 def _report(result: BatchResult) -> int:
