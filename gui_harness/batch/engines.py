@@ -53,7 +53,9 @@ class LocalEngine:
     own process group: when it ends, whatever it left running (Xvfb, Chromium after a
     crash) is stopped with it."""
 
-    store: str = ""
+    def __init__(self, store: str) -> None:
+        self.store = store
+        self._running: set[_Worker] = set()
 
     def start(self, task: BatchTask, session: str, model: str) -> Hashable:
         spec = {"task": task.model_dump(exclude_none=True), "store": self.store,
@@ -63,7 +65,9 @@ class LocalEngine:
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
-        return _Worker(process, os.pidfd_open(process.pid))
+        worker = _Worker(process, os.pidfd_open(process.pid))
+        self._running.add(worker)
+        return worker
 
     def wait(self, running: Sequence[Hashable]) -> list[tuple[Hashable, str | None]]:
         workers: dict[int, _Worker] = {}
@@ -78,6 +82,7 @@ class LocalEngine:
                 os.killpg(worker.process.pid, signal.SIGKILL)
             code = worker.process.wait()
             os.close(worker.pidfd)
+            self._running.discard(worker)
             crash = None
             if code != 0:
                 killed = f" (killed by {signal.Signals(-code).name})" if code < 0 else ""
@@ -86,7 +91,13 @@ class LocalEngine:
         return ended
 
     def close(self) -> None:
-        pass
+        """Stop every worker still running (the batch was interrupted) with its group."""
+        for worker in list(self._running):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(worker.process.pid, signal.SIGKILL)
+            worker.process.wait()
+            os.close(worker.pidfd)
+        self._running.clear()
 
 
 def _ray() -> Any:
@@ -137,11 +148,13 @@ class RayEngine:
 
     def __init__(
         self,
+        store: str,
         address: str | None = None,
         *,
         num_cpus: int | None = None,
         runtime_env: dict[str, Any] | None = None,
     ) -> None:
+        self.store = store
         ray = _ray()
         if address is not None:
             check_address(address)
@@ -156,8 +169,6 @@ class RayEngine:
             except (ConnectionError, RuntimeError) as exc:
                 raise ConfigError(f"cannot start or join Ray at {address!r}: {exc}") from exc
         self._remote = ray.remote(num_cpus=1, memory=_EPISODE_MEMORY, max_retries=0)(_ray_episode)
-
-    store: str = ""
 
     def start(self, task: BatchTask, session: str, model: str) -> Hashable:
         ref: Hashable = self._remote.remote(
@@ -198,12 +209,11 @@ def make_engine(
             raise ConfigError(
                 f"address={address!r} is for the Ray engine; pass engine='ray' to use it"
             )
-        chosen = LocalEngine()
+        chosen = LocalEngine(store)
     elif engine == "ray":
         chosen = RayEngine(
-            address, num_cpus=workers if address is None else None, runtime_env=runtime_env
+            store, address, num_cpus=workers if address is None else None, runtime_env=runtime_env
         )
     else:
         raise ConfigError(f"engine={engine!r} is not one of 'local', 'ray'")
-    chosen.store = store
     return chosen

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 from gui_harness.batch.engines import EngineName, make_engine
-from gui_harness.batch.episode import Attempt, attempts, session_id
+from gui_harness.batch.episode import ORACLE, Attempt, attempts, session_id
 from gui_harness.batch.summary import BatchResult, write_index, write_summary
 from gui_harness.batch.tasks import BatchTask, load_tasks, parse_task
 from gui_harness.errors import InvalidTask
@@ -116,6 +116,12 @@ def run_batch(
         raise UsageError(
             f"tasks {missing[:5]!r} have no model: pass model='provider/name' (or 'oracle' "
             'for MiniWoB++ offline) or give each task a "model"'
+        )
+    unplannable = [t.id for t in todo if (t.model or model) == ORACLE and t.miniwob is None]
+    if unplannable:
+        raise UsageError(
+            f"tasks {unplannable[:5]!r} are not MiniWoB++ tasks, so model 'oracle' cannot "
+            "plan them (it reads the goal from the page); give them a real model"
         )
     directory = Path(out if out is not None else f"batch-{name}")
     directory.mkdir(parents=True, exist_ok=True)

@@ -114,6 +114,9 @@ def test_bad_settings_are_refused_before_any_episode(tmp_path):
     out = tmp_path / "o"
     with pytest.raises(UsageError, match="no model"):
         run_batch(task, store=str(tmp_path / "s.db"), out=out)
+    with pytest.raises(UsageError, match="model 'oracle' cannot plan them"):
+        run_batch([{"id": "app", "task": "x"}], store=str(tmp_path / "s.db"), model="oracle",
+                  out=out)  # fmt: skip
     with pytest.raises(UsageError, match="workers=0"):
         run_batch(task, workers=0, model="oracle", out=out)
     with pytest.raises(UsageError, match="store='memory'"):
