@@ -38,3 +38,26 @@ def test_summary_groups_episodes_by_task_and_totals_them():
 def test_an_empty_batch_summarises_to_zeros():
     assert summarise([])["total"]["success_rate"] == 0.0
     assert BatchResult([]).success_rate == 0.0
+
+
+def test_the_progress_bar_draws_only_on_a_terminal():
+    import io
+
+    from gui_harness.batch.run import _Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    bar = _Progress(terminal, total=4, done=1)
+    bar.update({"success": True})
+    bar.close()
+    frames = terminal.getvalue().split("\r")
+    assert frames[1].startswith("[" + "#" * 8) and "1/4 episodes" in frames[1]
+    assert "2/4 episodes, 1 succeeded" in frames[2] and frames[2].endswith("\n")
+    pipe = io.StringIO()  # a pipe or a log file: no bar at all
+    quiet = _Progress(pipe, total=4, done=0)
+    quiet.update({"success": True})
+    quiet.close()
+    assert pipe.getvalue() == ""
