@@ -4,6 +4,7 @@ RunError (openprogram)
 ├── InvalidAction (+ValueError)     the model proposed an action that does not parse
 ├── ActionRejected                  the policy refused a well-formed action
 └── DesktopError                    a desktop backend failed
+    ├── DesktopAuthError                a desktop server refused the token: pass the right one
     └── DesktopTimeout (+TimeoutError)  the backend did not answer in time
 """
 
@@ -13,7 +14,13 @@ from typing import Any
 
 from openprogram.errors import RunError
 
-__all__ = ["ActionRejected", "DesktopError", "DesktopTimeout", "InvalidAction"]
+__all__ = [
+    "ActionRejected",
+    "DesktopAuthError",
+    "DesktopError",
+    "DesktopTimeout",
+    "InvalidAction",
+]
 
 
 class InvalidAction(RunError, ValueError):
@@ -35,3 +42,8 @@ class DesktopError(RunError):
 
 class DesktopTimeout(DesktopError, TimeoutError):
     """A desktop backend did not answer within its timeout."""
+
+
+class DesktopAuthError(DesktopError):
+    """A desktop server refused the request's token; retrying will not help, the token must
+    be the one serve_desktop() returned (`DesktopServer.token`)."""

@@ -225,7 +225,9 @@ def test_a_remote_desktops_own_policy_refusal_is_fed_back_not_fatal():
     }
     strict = Policy(confirm=lambda action: False)
     with serve_desktop(fake, policy=strict) as server, Session(), Runtime(ScriptedModel(script)):
-        result = gui_agent(TASK, desktop=RemoteDesktop(server.url), settle_timeout=0.2)
+        result = gui_agent(
+            TASK, desktop=RemoteDesktop(server.url, token=server.token), settle_timeout=0.2
+        )
     assert result.steps[0]["status"] == "rejected"
     assert "rejected by the desktop" in result.steps[0]["error"]
     assert fake.actions == []
