@@ -31,6 +31,7 @@ _log = logging.getLogger("gui_harness.desktop.server")
 _MAX_DEPTH = 16  # a valid request nests 4 deep: {"action": {"path": [[x, y]]}}
 _DRAIN_S = 1.0  # how long a closing connection may take to send what we did not read
 _DRAIN_BYTES = 1 << 20
+_MAX_LINGERING = 1024
 _DIGITS = re.compile(r"[0-9]{1,12}")
 _NUMBER = re.compile(r"[0-9]+")
 
@@ -258,6 +259,7 @@ class GuardedServer(HTTPServer):
         self._slots = threading.BoundedSemaphore(max_connections)
         self._active: set[socket.socket] = set()
         self._active_lock = threading.Lock()
+        self._lingering: list[tuple[socket.socket, float]] = []  # refused, being drained
         super().__init__(address, handler)
 
     def server_bind(self) -> None:
@@ -278,7 +280,7 @@ class GuardedServer(HTTPServer):
                 client_address[0],
                 self.max_connections,
             )
-            _refuse_busy(request, self.max_connections)
+            self._refuse_busy(request)
             return
         with self._active_lock:
             self._active.add(request)
@@ -311,6 +313,57 @@ class GuardedServer(HTTPServer):
                 drained += len(chunk)
         self.close_request(request)
 
+    def _refuse_busy(self, request: socket.socket) -> None:
+        """Answer 503 without a worker thread and without blocking the accept loop; the
+        socket then lingers (see service_actions) so the client reads the reply."""
+        payload = {
+            "error": f"the desktop server is busy: all {self.max_connections} connections are"
+            " in use; try again",
+            "kind": "busy",
+        }
+        body = json.dumps(payload).encode()
+        head = (
+            "HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
+        )
+        try:
+            request.setblocking(False)
+            request.send(head.encode() + body)  # a few hundred bytes: fits an empty buffer
+            request.shutdown(socket.SHUT_WR)
+        except OSError:
+            request.close()
+            return
+        if len(self._lingering) >= _MAX_LINGERING:
+            request.close()
+            return
+        self._lingering.append((request, time.monotonic() + _DRAIN_S))
+
+    def service_actions(self) -> None:
+        """Between accepts: read and drop what refused clients still send, and close their
+        sockets at end of stream or after _DRAIN_S, never waiting on one."""
+        now, kept = time.monotonic(), []
+        for request, deadline in self._lingering:
+            try:
+                if not request.recv(65536):  # end of stream: the client is done
+                    request.close()
+                    continue
+            except BlockingIOError:
+                pass
+            except OSError:
+                request.close()
+                continue
+            if now < deadline:
+                kept.append((request, deadline))
+            else:
+                request.close()
+        self._lingering = kept
+
+    def server_close(self) -> None:
+        super().server_close()
+        for request, _ in self._lingering:
+            request.close()
+        self._lingering = []
+
     def close_connections(self) -> None:
         """Cut every connection being served, so their workers end now (used on stop)."""
         with self._active_lock:
@@ -321,30 +374,6 @@ class GuardedServer(HTTPServer):
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         _log.exception("the desktop server failed on a request from %s", client_address[0])
-
-
-def _refuse_busy(request: socket.socket, limit: int) -> None:
-    """Answer 503 without a worker thread and without blocking the accept loop."""
-    payload = {
-        "error": f"the desktop server is busy: all {limit} connections are in use; try again",
-        "kind": "busy",
-    }
-    body = json.dumps(payload).encode()
-    head = (
-        "HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
-    )
-    try:
-        request.setblocking(False)
-        request.send(head.encode() + body)  # a few hundred bytes: fits an empty send buffer
-        request.shutdown(socket.SHUT_WR)
-        with contextlib.suppress(OSError):
-            while request.recv(65536):  # what already arrived; never waits
-                pass
-    except OSError:
-        pass
-    finally:
-        request.close()
 
 
 class GuardedHandler(BaseHTTPRequestHandler):
@@ -372,7 +401,8 @@ class GuardedHandler(BaseHTTPRequestHandler):
                 self.send_error(HTTPStatus.REQUEST_URI_TOO_LONG)
                 return
             if not self.parse_request():  # it replied through send_error, except for a blank line
-                self.send_error(HTTPStatus.BAD_REQUEST, "the request line is empty")
+                if not self._replied:
+                    self.send_error(HTTPStatus.BAD_REQUEST, "the request line is empty")
                 return
             self.route()
         except TimeoutError:
@@ -399,12 +429,9 @@ class GuardedHandler(BaseHTTPRequestHandler):
     def refuse(self, refusal: HttpRefusal) -> None:
         """Log and answer a refused request."""
         if refusal.kind not in ("invalid_action", "action_rejected", "not_found"):
+            line = getattr(self, "requestline", "") or repr(getattr(self, "raw_requestline", b""))
             _log.warning(
-                "refused %s %r from %s: %s",
-                getattr(self, "command", None),
-                getattr(self, "path", None),
-                self.client_address[0],
-                refusal.message,
+                "refused %r from %s: %s", line[:200], self.client_address[0], refusal.message
             )
         payload = {"error": refusal.message, "kind": refusal.kind}
         extra = {"WWW-Authenticate": "Bearer"} if refusal.status == HTTPStatus.UNAUTHORIZED else {}
