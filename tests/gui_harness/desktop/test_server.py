@@ -7,6 +7,7 @@ tidies them up. The desktop is a FakeDesktop, so "nothing was typed" is `fake.ac
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import threading
 import time
@@ -478,3 +479,18 @@ def test_the_default_deny_list_is_enforced_by_the_server(server, fake, keys):
 def test_bad_server_limits_are_usage_errors(fake, bad):
     with pytest.raises(UsageError, match=next(iter(bad))):
         serve_desktop(fake, **bad)
+
+
+@pytest.mark.x11
+@pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed")
+def test_a_served_x_display_opens_one_screen_grabber_not_one_per_request():
+    from gui_harness.desktop.virtual import VirtualDesktop
+
+    with VirtualDesktop((320, 240)) as virtual, serve_desktop(virtual) as running:
+        remote = RemoteDesktop(running.url, token=running.token)
+        remote.screenshot()
+        # each mss grabber is an X connection; one per request thread ran Xvfb out of clients
+        grabbers = len(virtual.desktop._grabbers)
+        for _ in range(20):
+            assert remote.screenshot().size == (320, 240)
+        assert len(virtual.desktop._grabbers) == grabbers
