@@ -276,7 +276,7 @@ class GuardedServer(HTTPServer):
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self._slots.acquire(blocking=False):
             _log.warning(
-                "refused a connection from %s: all %d workers are busy",
+                "answered 503 to a connection from %s: all %d workers are busy",
                 client_address[0],
                 self.max_connections,
             )
@@ -431,7 +431,11 @@ class GuardedHandler(BaseHTTPRequestHandler):
         if refusal.kind not in ("invalid_action", "action_rejected", "not_found"):
             line = getattr(self, "requestline", "") or repr(getattr(self, "raw_requestline", b""))
             _log.warning(
-                "refused %r from %s: %s", line[:200], self.client_address[0], refusal.message
+                "answered %d to %r from %s: %s",
+                refusal.status.value,
+                line[:200],
+                self.client_address[0],
+                refusal.message,
             )
         payload = {"error": refusal.message, "kind": refusal.kind}
         extra = {"WWW-Authenticate": "Bearer"} if refusal.status == HTTPStatus.UNAUTHORIZED else {}
@@ -470,8 +474,9 @@ class GuardedHandler(BaseHTTPRequestHandler):
             "Connection: close",
             *(f"{name}: {value}" for name, value in (headers or {}).items()),
         ]
-        self.connection.settimeout(self.server.read_timeout)
-        self.connection.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
+        with contextlib.suppress(OSError):  # the client is gone or stopped reading
+            self.connection.settimeout(self.server.read_timeout)
+            self.connection.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
 
     def log_message(self, format: str, *args: Any) -> None:
         """Stay quiet: refusals are logged by refuse(); request lines are not."""

@@ -222,7 +222,13 @@ class _Handler(GuardedHandler):
                 f"{self.path} takes {method}, not {self.command!r}",
             )
         if self.path == "/v1/size":
-            width, height = owner.desktop.size
+            try:
+                width, height = owner.desktop.size
+            except Exception as exc:
+                message = f"the desktop failed to report its size: {type(exc).__name__}: {exc}"
+                raise HttpRefusal(
+                    HTTPStatus.INTERNAL_SERVER_ERROR, "desktop_error", message
+                ) from exc
             self.reply_json(HTTPStatus.OK, {"width": width, "height": height})
         elif self.path == "/v1/screenshot":
             try:

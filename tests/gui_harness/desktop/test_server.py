@@ -191,6 +191,22 @@ def test_localhost_is_an_accepted_host_for_a_loopback_server(server, fake):
     assert parse(exchange(server, request))[0] == 200
 
 
+def _has_ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _has_ipv6_loopback(), reason="no IPv6 loopback here")
+def test_an_ipv6_loopback_server_accepts_its_bracketed_host(fake):
+    with serve_desktop(fake, host="::1") as running:
+        assert running.url == f"http://[::1]:{running.port}"
+        assert RemoteDesktop(running.url, token=running.token).size == (800, 600)
+
+
 def test_a_post_must_say_it_is_json(server, fake):
     for content_type in ["", "text/plain", "application/x-www-form-urlencoded"]:
         request = post_bytes(server, TYPE_X, Content_Type=content_type)
@@ -465,6 +481,30 @@ def test_the_default_deny_list_is_enforced_by_the_server(server, fake, keys):
     with pytest.raises(ActionRejected, match="deny list"):
         RemoteDesktop(server.url, token=server.token).execute(Keypress(keys=keys))
     assert fake.actions == []
+
+
+def test_a_desktop_that_fails_is_a_json_500_on_every_endpoint():
+    class Broken:
+        @property
+        def size(self):
+            raise TimeoutError("the display stopped answering")
+
+        def screenshot(self):
+            raise OSError("the display went away")
+
+        def execute(self, action):
+            raise ConnectionError("the display went away")
+
+    with serve_desktop(Broken()) as running:
+        for path, message in [
+            ("/v1/size", "TimeoutError: the display stopped answering"),
+            ("/v1/screenshot", "OSError: the display went away"),
+        ]:
+            status, _, payload = parse(exchange(running, get_bytes(running, path)))
+            assert status == 500 and payload["kind"] == "desktop_error"
+            assert message in payload["error"]
+        status, _, payload = parse(exchange(running, post_bytes(running, TYPE_X)))
+        assert status == 500 and "the display stopped answering" in payload["error"]
 
 
 @pytest.mark.parametrize(

@@ -129,7 +129,7 @@ def test_a_page_from_another_localhost_origin_cannot_type_on_the_desktop(chromiu
     # each request reached the server and was refused as a browser's: the beacon and two
     # no-cors POSTs and the preflight by their Origin, the GET (no Origin) by Sec-Fetch-Site
     assert refusals == [
-        "refused 'GET /v1/screenshot HTTP/1.1'",
-        "refused 'OPTIONS /v1/execute HTTP/1.1' Origin",
-        *["refused 'POST /v1/execute HTTP/1.1' Origin"] * 3,
+        "answered 403 to 'GET /v1/screenshot HTTP/1.1'",
+        "answered 403 to 'OPTIONS /v1/execute HTTP/1.1' Origin",
+        *["answered 403 to 'POST /v1/execute HTTP/1.1' Origin"] * 3,
     ]
