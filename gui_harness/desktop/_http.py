@@ -285,7 +285,11 @@ class GuardedServer(HTTPServer):
         with self._active_lock:
             self._active.add(request)
         thread = threading.Thread(target=self._serve, args=(request, client_address), daemon=True)
-        thread.start()
+        try:
+            thread.start()
+        except RuntimeError:  # the process may not start another thread
+            self._release(request)
+            self._refuse_busy(request)
 
     def _serve(self, request: socket.socket, client_address: Any) -> None:
         try:
@@ -294,9 +298,13 @@ class GuardedServer(HTTPServer):
             self.handle_error(request, client_address)
         finally:
             self.shutdown_request(request)
-            with self._active_lock:
-                self._active.discard(request)
-            self._slots.release()
+            self._release(request)
+
+    def _release(self, request: socket.socket) -> None:
+        # the slot first: once active_connections reads 0, every slot is free
+        self._slots.release()
+        with self._active_lock:
+            self._active.discard(request)
 
     def shutdown_request(self, request: Any) -> None:
         """Half-close, then read what the client still sends (briefly) before closing:

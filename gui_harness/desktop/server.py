@@ -9,7 +9,7 @@ Built on the standard library's http.server rather than a server library: the se
 meant for loopback, carries three endpoints, and must stay importable without extras.
 What http.server lacks for a hostile neighbour (a total read deadline, bounded workers,
 body and depth limits, JSON refusals, token/Host/Origin checks) is in _http.py, and each
-case is tested against a real socket in tests/gui_harness/desktop/test_server_attacks.py.
+case is tested against a real socket in tests/gui_harness/desktop/test_server.py.
 """
 
 from __future__ import annotations
