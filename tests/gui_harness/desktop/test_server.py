@@ -317,6 +317,7 @@ def test_a_stalled_request_gets_408_and_frees_its_worker(fake):
             stalled.sendall(b"POST /v1/execute HTTP/1.1\r\nHost: 127.0.0.1")
             status, _, payload = parse(read_all(stalled))  # the server speaks first
         assert status == 408 and payload["kind"] == "timeout"
+        wait_until(lambda: running.active_connections == 0)  # its one worker is free again
         # a body that stops halfway gets the same
         with socket.create_connection(("127.0.0.1", running.port), timeout=30) as stalled:
             stalled.sendall(post_bytes(running, TYPE_X)[:-10])
