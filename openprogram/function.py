@@ -152,7 +152,7 @@ def _wrap(
 
     def begin(args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Call:
         call = _Call()
-        runtime = _context.runtime_var.get()
+        runtime = _context.live_runtime()
         if has_runtime:
             given = kwargs.get("runtime")
             if given is None and not _runtime_positional(signature, args):
