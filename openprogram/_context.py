@@ -73,8 +73,7 @@ def _the_one_live(live: list[T], what: str) -> T | None:
         raise UsageError(
             f"this thread has no {what} of its own and {len(distinct)} are live in the "
             f"process ({', '.join(repr(x) for x in distinct[:3])}), so it cannot tell "
-            f"which one it belongs to. To record into the {what} that started the work, "
-            + _FIX
+            f"which one it belongs to. To record into the {what} that started the work, " + _FIX
         )
     return distinct[0] if distinct else None
 

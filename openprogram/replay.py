@@ -10,6 +10,7 @@ timing. Start at ReplayModel.complete().
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import threading
 import weakref
@@ -158,10 +159,8 @@ class _Run:
             self._changed.notify_all()
             waiters = list(self._waiters)
         for loop, flag in waiters:
-            try:
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits there
                 loop.call_soon_threadsafe(flag.set)
-            except RuntimeError:  # that loop has closed: nobody waits there any more
-                pass
 
     def wait(self, version: int, patience: float) -> bool:
         """Block until the run changes after `version`; False after `patience` s idle."""
@@ -218,15 +217,14 @@ class _Run:
         candidates = [n for n in siblings if n.kind == node.kind and n.name == node.name]
         preferred = candidates[k - 1] if k <= len(candidates) else None
         digest = _hash(node)
-        if preferred is not None and preferred.id not in self._claimed:
-            if _hash(preferred) == digest:
-                return preferred
+        if preferred is not None and preferred.id in self._claimed:
+            preferred = None
+        if preferred is not None and _hash(preferred) == digest:
+            return preferred
         for candidate in candidates:
             if candidate.id not in self._claimed and _hash(candidate) == digest:
                 return candidate
-        if preferred is not None and preferred.id not in self._claimed:
-            return preferred
-        return None
+        return preferred
 
     # -- the strict check in the recording's timing ---------------------------------------
     def as_recorded(
@@ -377,4 +375,3 @@ def _nearest(recorded: dict[tuple[Step, ...], Any], path: tuple[Step, ...]) -> s
 
     best = max(recorded, key=shared)
     return f"is {path_text(best)}"
-

@@ -263,9 +263,7 @@ def test_a_run_with_threads_in_copied_contexts_replays_strictly():
     @agentic_function
     def fan_out(count: int) -> list[str]:
         results: dict[int, str] = {}
-        threads = [
-            start_thread(lambda i=i: results.__setitem__(i, ask(i))) for i in range(count)
-        ]
+        threads = [start_thread(lambda i=i: results.__setitem__(i, ask(i))) for i in range(count)]
         for thread in threads:
             thread.join()
         return [results[i] for i in range(count)]

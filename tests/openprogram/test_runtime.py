@@ -214,9 +214,12 @@ def test_a_sync_llm_inside_a_running_event_loop_warns_once_naming_allm():
     async def blocking() -> list[str]:
         return [llm("one"), llm("two")]
 
-    with Session(), Runtime(ScriptedModel(["1", "2"])):
-        with pytest.warns(RuntimeWarning, match=r"await allm\(\.\.\.\)") as caught:
-            assert asyncio.run(blocking()) == ["1", "2"]
+    with (
+        Session(),
+        Runtime(ScriptedModel(["1", "2"])),
+        pytest.warns(RuntimeWarning, match=r"await allm\(\.\.\.\)") as caught,
+    ):
+        assert asyncio.run(blocking()) == ["1", "2"]
     assert len(caught) == 1
     assert caught[0].filename == __file__  # points at the llm() call, not at openprogram
 

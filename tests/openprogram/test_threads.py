@@ -180,6 +180,7 @@ def test_leaving_a_session_makes_it_no_longer_live(nested):
         if nested:
             with Session():
                 pass
-        assert run_in_plain_thread(lambda: __import__("openprogram").current_session())[
-            "value"
-        ] is outer
+        assert (
+            run_in_plain_thread(lambda: __import__("openprogram").current_session())["value"]
+            is outer
+        )
