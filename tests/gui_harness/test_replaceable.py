@@ -177,7 +177,7 @@ def test_a_perception_without_perceive_or_returning_garbage_is_a_usage_error():
         def perceive(self, image: Any) -> Any:
             return ["a component"]
 
-    with pytest.raises(UsageError, match="must return a gui_harness.Observation"):
+    with pytest.raises(UsageError, match=r"must return a gui_harness\.Observation"):
         run(demo_policy, perception=Broken())
 
 
