@@ -184,3 +184,24 @@ def test_leaving_a_session_makes_it_no_longer_live(nested):
             run_in_plain_thread(lambda: __import__("openprogram").current_session())["value"]
             is outer
         )
+
+
+def test_a_plain_threads_call_keeps_its_session_when_another_is_entered_meanwhile():
+    asked, entered = threading.Event(), threading.Event()
+
+    def slow_model(request):
+        asked.set()
+        entered.wait(timeout=30)  # a second session is live while this reply is pending
+        return "late reply"
+
+    with Session() as first, Runtime(ScriptedModel(slow_model)):
+        worker = threading.Thread(target=lambda: outcome.update(run_in_plain_thread(ask, 1)))
+        outcome: dict = {}
+        worker.start()
+        asked.wait(timeout=30)
+        with Session() as second:
+            entered.set()
+            worker.join()
+    assert outcome == {"value": "late reply"}
+    assert [n.status for n in first.dag.nodes] == ["completed", "completed"]
+    assert len(second.dag) == 0
