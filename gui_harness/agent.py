@@ -176,11 +176,12 @@ def _learn(run: _Run, action: Any) -> None:
     next time without OCR."""
     element = getattr(action, "element", None)
     memory = getattr(run.perception, "memory", None)
-    if element is None or memory is None or run.observation is None:
+    remember = getattr(run.perception, "remember", None)
+    if element is None or memory is None or not callable(remember) or run.observation is None:
         return
     component = run.observation.component(element)
     if component.label and not memory.match(run.observation.image, [component]):
-        run.perception.remember(run.observation, element, component.label)
+        remember(run.observation, element, component.label)
 
 
 def _restore(callbacks: Sequence[Any], action: dict[str, Any]) -> dict[str, Any]:
