@@ -102,7 +102,7 @@ class ReplayModel:
         with self._lock:
             run = self._runs.get(dag)
             if run is None:
-                run = self._runs[dag] = _Run(dag, self._dag, self._on_branch)
+                run = self._runs[dag] = _Run(dag, self._dag, self._on_branch, self.patience)
         node = dag.node(request.node_id)
         recorded = run.counterpart(node)
         if recorded is None:
@@ -140,8 +140,11 @@ class _Run:
     """One replayed run (a live DAG): which recorded node each new node stands for, and
     a way to wait until the run has moved on."""
 
-    def __init__(self, dag: ContextDAG, recording: ContextDAG, on_branch: set[str]) -> None:
+    def __init__(
+        self, dag: ContextDAG, recording: ContextDAG, on_branch: set[str], patience: float
+    ) -> None:
         self.dag = dag
+        self.patience = patience
         self.recording = recording
         self.on_branch = on_branch
         self.version = 0
@@ -254,12 +257,18 @@ class _Run:
             finished = old.end_seq is not None and old.end_seq < recorded.seq
             if live is None or (finished and live.status == "running"):
                 what = "has not started" if live is None else "has not finished"
-                detail = (
-                    f"; {_describe(self.recording, old)}, which the recording shows before "
-                    f"this call, {what} in this run"
-                )
                 return _Problem(
-                    _mismatch("rendered messages", where, node, recorded, detail), pending=True
+                    ReplayMismatch(
+                        f"the call at {where} (new node {node.id}) cannot be checked against "
+                        f"the recorded exchange {recorded.id}: "
+                        f"{_describe(self.recording, old)}, which the recording shows "
+                        f"before it, {what} in this run, and the run made no progress "
+                        f"within patience={self.patience}s. Check that the part of the "
+                        "program doing it still runs (a sync llm() inside an event loop "
+                        "stops every other task), or re-record.",
+                        node_id=node.id,
+                    ),
+                    pending=True,
                 )
             view.restore(_in_recorded_timing(old, live, finished))
         again = node.model_copy(

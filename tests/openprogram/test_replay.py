@@ -279,3 +279,55 @@ def test_a_run_with_threads_in_copied_contexts_replays_strictly():
 def test_patience_must_not_be_negative():
     with pytest.raises(UsageError, match="patience=-1"):
         ReplayModel(Session(), patience=-1)
+
+
+def test_a_thread_that_runs_ahead_waits_for_the_work_the_recording_showed_it():
+    store = MemoryStore()
+    with Session(store, id="serial"), Runtime(ScriptedModel(lambda r: f"re {r.text}")):
+        for i in (0, 1):  # recorded one after the other: ask(1) saw ask(0) finished
+            thread = threading.Thread(target=ask, args=(i,))
+            thread.start()
+            thread.join()
+    recording = Session.open(store, "serial")
+    first_of_1 = recording.dag.find(name="ask", kind="llm")[2]
+    assert recording.dag.find(name="ask", kind="code")[0].id in first_of_1.reads
+
+    asked = threading.Event()
+    with Session() as session, Runtime(ReplayModel(recording)):
+        session.dag.listeners.append(
+            lambda event, node: asked.set() if node.kind == "llm" else None
+        )
+        late = threading.Thread(target=ask, args=(1,))
+        late.start()  # now ask(1) asks first, before ask(0) exists
+        asked.wait(timeout=30)
+        early = threading.Thread(target=ask, args=(0,))
+        early.start()
+        for thread in (late, early):
+            thread.join()
+    replies = [n.output for n in session.dag.find(name="ask", kind="code")]
+    assert sorted(replies) == sorted(n.output for n in recording.dag.find(name="ask", kind="code"))
+    assert all(n.status == "completed" for n in session.dag.nodes)
+
+
+def test_work_the_recording_shows_that_never_comes_is_a_mismatch_after_patience():
+    store = MemoryStore()
+    with Session(store, id="serial"), Runtime(ScriptedModel(lambda r: f"re {r.text}")):
+        for i in (0, 1):
+            thread = threading.Thread(target=ask, args=(i,))
+            thread.start()
+            thread.join()
+    outcome: dict = {}
+
+    def only_the_second():
+        try:
+            ask(1)
+        except ReplayMismatch as exc:
+            outcome["error"] = exc
+
+    with Session(), Runtime(ReplayModel(Session.open(store, "serial"), patience=0.2)):
+        thread = threading.Thread(target=only_the_second)
+        thread.start()
+        thread.join()
+    message = str(outcome["error"])
+    assert "ask #1" in message and "has not started in this run" in message
+    assert "patience=0.2s" in message
