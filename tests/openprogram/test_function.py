@@ -333,6 +333,8 @@ def test_package_root_exports_are_pinned():
         "ModelOutputError",
         "ScriptExhausted",
         "ReplayMismatch",
+        "SessionLocked",
+        "StoreDamaged",
         "StoreError",
         "UnsupportedFormatVersion",
         "ResumeDivergence",
