@@ -179,7 +179,7 @@ def _wrap(
 
     def begin(args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Call:
         call = _Call()
-        runtime = _context.runtime_var.get()
+        runtime = _context.live_runtime()
         if has_runtime:
             given = kwargs.get("runtime")
             if given is None and not _runtime_positional(signature, args):
@@ -200,6 +200,16 @@ def _wrap(
                 **settings,
                 "meta": {"tool_call_id": slot.id, "asked_by": slot.asked_by},
             }
+        if _context.session_var.get() is None:
+            # found by the threads rule (DESIGN.md §3): hold on to it for this call, so its
+            # insides never look again (another session may be entered meanwhile)
+            call.session_token = _context.session_var.set(session)
+        if (
+            runtime is not None
+            and call.runtime_token is None
+            and _context.runtime_var.get() is None
+        ):
+            call.runtime_token = _context.runtime_var.set(runtime)
         try:
             arguments = bind(args, kwargs)
         except TypeError:  # a wrong call: Python raises it when the function is called
@@ -235,6 +245,8 @@ def _wrap(
             _context.runtime_var.reset(call.runtime_token)
         if call.tool_token is not None:
             _tool_call.reset(call.tool_token)
+        if call.session_token is not None:
+            _context.session_var.reset(call.session_token)
         node = call.node
         if node is None:
             return
@@ -367,6 +379,7 @@ class _Call:
         "run",
         "runtime_token",
         "session",
+        "session_token",
         "tool_token",
     )
 
@@ -377,6 +390,7 @@ class _Call:
         self.frame_token: Any = None
         self.runtime_token: Any = None
         self.tool_token: Any = None
+        self.session_token: Any = None
         self.callbacks: Any = ()
         self.resumed: Any = _NOT_RESUMED
 

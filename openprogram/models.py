@@ -8,6 +8,7 @@ Provider models live in `_litellm.py`; `ReplayModel` answers from a recorded ses
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import threading
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from openprogram.render import RenderedContext
 
 __all__ = ["Model", "ModelReply", "ModelRequest", "ScriptedModel", "ToolCall"]
+
+_MAX_YIELDS = 100
 
 
 @dataclass
@@ -139,6 +142,9 @@ class ScriptedModel:
     "arguments": {"a": 2}}], "content": "optional text"}` (ids are `call_1`, `call_2`, ...
     unless given as "id"). Streamed, a reply comes in word-sized chunks.
     Every request is kept in `.requests`. Running out raises ScriptExhausted.
+    Replies are taken in the order the requests are made. Under `allm` the reply comes
+    only after every other task ready to run has run on until it waits (see
+    yield_to_loop), so calls under `asyncio.gather` overlap as they do with a provider.
     """
 
     name = "scripted"
@@ -176,11 +182,22 @@ class ScriptedModel:
         return 0
 
     def complete(self, request: ModelRequest) -> ModelReply:
+        return self._answer(request, self._take(request))
+
+    async def acomplete(self, request: ModelRequest) -> ModelReply:
+        reply = self._take(request)
+        await yield_to_loop(request)
+        return self._answer(request, reply)
+
+    def _take(self, request: ModelRequest) -> Reply:
         with self._lock:
             self.requests.append(request)
-            reply = self._next(request)
-            if isinstance(reply, BaseException):
-                raise reply
+            return self._next(request)
+
+    def _answer(self, request: ModelRequest, reply: Reply) -> ModelReply:
+        if isinstance(reply, BaseException):
+            raise reply
+        with self._lock:  # call ids count across threads
             tool_calls = self._tool_calls(reply)
         text = str(reply.get("content") or "") if tool_calls else _as_text(reply)
         return ModelReply(
@@ -192,9 +209,6 @@ class ScriptedModel:
             ),
             tool_calls=tool_calls,
         )
-
-    async def acomplete(self, request: ModelRequest) -> ModelReply:
-        return self.complete(request)
 
     def stream(self, request: ModelRequest) -> Iterator[str | ModelReply]:
         """The reply in word-sized text chunks, then the whole ModelReply (usage)."""
@@ -259,6 +273,22 @@ class ScriptedModel:
                 node_id=request.node_id,
             )
         return queue.popleft()
+
+
+async def yield_to_loop(request: ModelRequest) -> None:
+    """Let the other tasks on this event loop run on until they wait, before answering.
+
+    A provider's reply takes a while, and meanwhile the program's other tasks go on:
+    gathered siblings make their own requests and never see this one finished. Offline
+    models wait here instead, so tests and replays see the overlap production sees. The
+    loop ends at the first yield after which the run's DAG did not change.
+    """
+    dag = request.rendered.dag
+    for _ in range(_MAX_YIELDS):
+        before = len(dag)
+        await asyncio.sleep(0)
+        if len(dag) == before:
+            return
 
 
 def _as_text(reply: Reply) -> str:
