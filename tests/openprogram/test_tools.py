@@ -419,3 +419,27 @@ def test_every_render_window_keeps_tool_messages_in_the_providers_shape():
         for llm_node in dag.find(kind="llm"):
             rendered = render_context(dag, frame.id, {"subcalls": subcalls}, before=llm_node.seq)
             assert _provider_shape_ok(rendered.messages)
+
+
+def test_an_async_loop_with_parallel_calls_replays_strictly():
+    @agentic_function
+    async def fetch(url: str) -> str:
+        await asyncio.sleep(0)
+        return f"page {url}"
+
+    @agentic_function
+    async def browse() -> str:
+        return await allm("read both", tools=[fetch])
+
+    script = [calls(("fetch", {"url": "a"}), ("fetch", {"url": "b"})), "both read"]
+
+    async def run(model):
+        with Session() as session, Runtime(model):
+            assert await browse() == "both read"
+        return session
+
+    recorded = asyncio.run(run(ScriptedModel(script)))
+    replayed = asyncio.run(run(ReplayModel(recorded)))
+    assert [n.output for n in replayed.dag.find(name="fetch")] == ["page a", "page b"]
+    last = replayed.dag.find(kind="llm")[-1]
+    assert last.messages_hash == recorded.dag.find(kind="llm")[-1].messages_hash
