@@ -171,8 +171,9 @@ def _wrap(
             return call
         try:
             node = session._enter_call(name, arguments, _context.frame_var.get(), settings)
-        except Exception:  # recording must never break the user's call
+        except Exception as exc:  # recording must never break the user's call
             log.exception("openprogram: could not record a call of %s", name)
+            session._not_recorded(name, _context.frame_var.get(), exc)
             return call
         if node.status == "completed":  # a resumed session's record: do not run again
             call.resumed = session._resumed_output(node, fn)
@@ -201,8 +202,9 @@ def _wrap(
             return
         try:
             call.session._exit_call(node, result, exc)
-        except Exception:
+        except Exception as failure:
             log.exception("openprogram: could not record the end of %s", name)
+            call.session._not_recorded(name, node.parent, failure)
         if call.callbacks:
             if isinstance(exc, RunStopped):
                 node.meta["stop_reason"] = exc.reason

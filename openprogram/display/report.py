@@ -13,9 +13,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from openprogram import _secrets
 from openprogram.dag import ContextDAG
 from openprogram.display.html import dag_html
 from openprogram.errors import UsageError
+from openprogram.values import replace_surrogates
 
 __all__ = ["report_html", "write_report"]
 
@@ -61,7 +63,8 @@ def report_html(
     view = dag_html(dag, focus=focus, title=heading, facts=facts, thumbnail_px=thumbnail_px)
     if extra_html:
         view = f'<div class="op-extra">{extra_html}</div>{view}'
-    return _PAGE.format(title=html.escape(heading), view=view)
+    page = _PAGE.format(title=html.escape(heading), view=view)
+    return replace_surrogates(_secrets.scrub(page, patterns=False))  # keys never shown
 
 
 def write_report(
