@@ -8,6 +8,7 @@ values and exception chains. Start at scrub().
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -185,17 +186,14 @@ def scrub_exception(error: BaseException) -> BaseException:
 
 
 def _scrub_one(error: BaseException) -> None:
-    try:
+    # an exception with read-only attributes is left as it is; _leaks then cuts it off
+    with contextlib.suppress(Exception):
         error.args = tuple(scrub(a) if isinstance(a, str) else a for a in error.args)
-    except Exception:  # an exception type with a read-only args: left to _leaks
-        pass
     for name in _ATTRIBUTES:
         value = getattr(error, name, None)
         if isinstance(value, (str, dict, list)):
-            try:
-                setattr(error, name, scrub(value) if isinstance(value, str) else _deep(value))
-            except Exception:
-                pass
+            with contextlib.suppress(Exception):
+                setattr(error, name, _deep(value))
 
 
 def _deep(value: Any) -> Any:

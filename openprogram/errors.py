@@ -8,7 +8,7 @@
     │   │   ├── ModelAuthError             bad or missing API key: never retried
     │   │   ├── ModelBadRequest            the provider refused the request: never retried
     │   │   ├── ModelUnavailable           transient failures outlasted the retries
-    │   │   ├── ModelOutputError (+ValueError)  the reply was empty, or did not match response_format
+    │   │   ├── ModelOutputError (+ValueError)  an empty reply, or not matching response_format
     │   │   └── ScriptExhausted            a ScriptedModel ran out of replies
     │   ├── ReplayMismatch                 a ReplayModel met a call the recording lacks
     │   ├── StoreError                     a session store failed

@@ -5,7 +5,6 @@ logged, exported and raised nowhere."""
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import traceback
 from collections.abc import Iterator
@@ -114,7 +113,9 @@ def test_a_readable_retry_after_ms_is_honoured(fault):
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
     max_leaves=12,
 )
 bodies = st.one_of(

@@ -31,7 +31,9 @@ class RawReply:
 
     @classmethod
     def json(cls, status: int, value: Any, **headers: str) -> RawReply:
-        return cls(status, json.dumps(value).encode(), {"Content-Type": "application/json", **headers})
+        return cls(
+            status, json.dumps(value).encode(), {"Content-Type": "application/json", **headers}
+        )
 
 
 def completion(message: Any = None, **overrides: Any) -> dict[str, Any]:
@@ -57,7 +59,9 @@ def completion(message: Any = None, **overrides: Any) -> dict[str, Any]:
 
 
 def _error(status: int, message: str, **headers: str) -> RawReply:
-    return RawReply.json(status, {"error": {"message": message, "type": "x", "code": None}}, **headers)
+    return RawReply.json(
+        status, {"error": {"message": message, "type": "x", "code": None}}, **headers
+    )
 
 
 REPLY_SHAPES: dict[str, RawReply] = {
@@ -85,7 +89,9 @@ REPLY_SHAPES: dict[str, RawReply] = {
     "truncated JSON": RawReply(
         200, json.dumps(completion()).encode(), {"Content-Type": "application/json"}, truncate=40
     ),
-    "invalid UTF-8": RawReply(200, b'{"choices": "\xff\xfe"}', {"Content-Type": "application/json"}),
+    "invalid UTF-8": RawReply(
+        200, b'{"choices": "\xff\xfe"}', {"Content-Type": "application/json"}
+    ),
     "usage garbage": RawReply.json(200, completion(usage={"prompt_tokens": "many"})),
     "500 non-JSON": RawReply(500, b"Internal Server Error", {"Content-Type": "text/plain"}),
     "502 truncated": RawReply(502, b'{"error": {"mess', {"Content-Type": "application/json"}),
