@@ -115,12 +115,12 @@ def _pattern(*, refresh: bool = True) -> re.Pattern[str] | None:
     return pattern
 
 
-def scrub(text: str, *, patterns: bool = True) -> str:
+def scrub(text: str, *, patterns: bool = True, refresh: bool = True) -> str:
     """`text` with every known secret value (and, with `patterns`, key-like strings)
-    replaced by `***`."""
+    replaced by `***`. Without `refresh`, the environment as last read (see refresh())."""
     if not isinstance(text, str) or not text:
         return text
-    pattern = _pattern()
+    pattern = _pattern(refresh=refresh)
     if pattern is not None:
         text = pattern.sub(MASK, text)
     return KEYLIKE.sub(MASK, text) if patterns else text

@@ -374,7 +374,7 @@ class Session:
 
 
 def _preview(value: Any, limit: int = 200) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
+    text = _secrets.scrub(json.dumps(value, ensure_ascii=False, default=str, sort_keys=True))
     return text if len(text) <= limit else text[:limit] + "…"
 
 

@@ -99,3 +99,34 @@ def test_exception_chains_are_scrubbed_in_place(monkeypatch):
     assert KEY not in printed
     assert "provider said: bad key ***" in printed
     assert error.__cause__.__cause__ is None  # the link that kept the key was cut
+
+
+def test_a_key_in_an_argument_is_stored_masked_and_still_resumes(monkeypatch, tmp_path):
+    from openprogram import ResumeDivergence, Session, agentic_function
+
+    monkeypatch.setenv("ACME_API_KEY", KEY)
+    state = {"fail": True}
+
+    @agentic_function
+    def fetch(url: str) -> str:
+        return "200 OK"
+
+    @agentic_function
+    def main(key: str) -> str:
+        reply = fetch(f"https://api.acme.test/?key={key}")
+        if state["fail"]:
+            raise RuntimeError("stopped halfway")
+        return reply
+
+    store = tmp_path / "runs.db"
+    with Session(store, id="s") as session, pytest.raises(RuntimeError):
+        main(KEY)
+    assert KEY.encode() not in store.read_bytes()
+    state["fail"] = False
+    with Session.open(store, "s", resume=True) as resumed:
+        assert resumed.dag.nodes[1].input == {"url": "https://api.acme.test/?key=***"}
+        assert main(KEY) == "200 OK"
+    with Session.open(store, "s", resume=True), pytest.raises(ResumeDivergence) as caught:
+        main(KEY + "-changed")
+    assert KEY not in str(caught.value) and "***" in str(caught.value)
+    assert session.failed_writes == 0

@@ -154,3 +154,23 @@ def test_the_depth_limit_counts_from_the_arguments(levels):
         keep(deep(levels))
     text = str(session.dag.nodes[0].input)
     assert ("nested deeper" in text) == (levels + 1 >= MAX_DEPTH)
+
+
+def test_a_run_with_a_surrogate_argument_resumes(durable_store):
+    state = {"fail": True}
+
+    @agentic_function
+    def run() -> str:
+        text = look(FILENAME)
+        if state["fail"]:
+            raise RuntimeError("stopped halfway")
+        return text
+
+    with Session(durable_store, id="odd") as session, Runtime(ScriptedModel(echo)):
+        with pytest.raises(RuntimeError):
+            run()
+    state["fail"] = False
+    model = ScriptedModel([])
+    with Session.open(durable_store, "odd", resume=True), Runtime(model):
+        assert run() == session.dag.find(name="look", kind="code")[0].output
+    assert model.requests == []  # the recorded exchange was replayed, not asked again
