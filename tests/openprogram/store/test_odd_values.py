@@ -166,9 +166,9 @@ def test_a_run_with_a_surrogate_argument_resumes(durable_store):
             raise RuntimeError("stopped halfway")
         return text
 
-    with Session(durable_store, id="odd") as session, Runtime(ScriptedModel(echo)):
-        with pytest.raises(RuntimeError):
-            run()
+    recording = Session(durable_store, id="odd")
+    with recording as session, Runtime(ScriptedModel(echo)), pytest.raises(RuntimeError):
+        run()
     state["fail"] = False
     model = ScriptedModel([])
     with Session.open(durable_store, "odd", resume=True), Runtime(model):
