@@ -42,24 +42,17 @@ def to_jsonable(value: Any, add_image: Callable[[Any], ImageRef] | None) -> Any:
 def _jsonable(
     value: Any, add_image: Callable[[Any], ImageRef] | None, depth: int, active: set[int]
 ) -> Any:
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    if kind is dict or kind is list or kind is tuple:  # the common containers, fast
+        return _container(value, kind is dict, add_image, depth, active)
     if isinstance(value, _SCALARS):
         return value
     if isinstance(value, ImageRef):
         return value if add_image is not None else value.to_json()
     if isinstance(value, (Mapping, list, tuple, set, frozenset)):
-        if id(value) in active:
-            return f"<cycle: {type(value).__name__}>"
-        if depth >= MAX_DEPTH:
-            return f"<nested deeper than {MAX_DEPTH} levels: {type(value).__name__}>"
-        active.add(id(value))
-        try:
-            if isinstance(value, Mapping):
-                return {
-                    _key(k): _jsonable(v, add_image, depth + 1, active) for k, v in value.items()
-                }
-            return [_jsonable(v, add_image, depth + 1, active) for v in value]
-        finally:
-            active.discard(id(value))
+        return _container(value, isinstance(value, Mapping), add_image, depth, active)
     if add_image is not None and is_image(value):
         return add_image(value)
     if isinstance(value, BaseModel):
@@ -79,6 +72,28 @@ def _jsonable(
     if add_image is None and is_image(value):
         return {"$image": None, "repr": _repr(value)}
     return _repr(value)
+
+
+def _container(
+    value: Any,
+    mapping: bool,
+    add_image: Callable[[Any], ImageRef] | None,
+    depth: int,
+    active: set[int],
+) -> Any:
+    key = id(value)
+    if key in active:
+        return f"<cycle: {type(value).__name__}>"
+    if depth >= MAX_DEPTH:
+        return f"<nested deeper than {MAX_DEPTH} levels: {type(value).__name__}>"
+    active.add(key)  # left behind only when an exception ends the whole conversion
+    depth += 1
+    if mapping:
+        result: Any = {_key(k): _jsonable(v, add_image, depth, active) for k, v in value.items()}
+    else:
+        result = [_jsonable(v, add_image, depth, active) for v in value]
+    active.discard(key)
+    return result
 
 
 def _object(
