@@ -14,6 +14,7 @@ import random
 import re
 import threading
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TypeVar
 
@@ -87,12 +88,15 @@ class Runtime:
         self._tokens: list[Any] = []
         self._sleep: Callable[[float], None] = time.sleep
         self._asleep: Callable[[float], Any] = asyncio.sleep
+        self._warned_blocking = False
 
     def __enter__(self) -> Runtime:
         self._tokens.append(_context.runtime_var.set(self))
+        _context.push_runtime(self)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        _context.pop_runtime(self)
         _context.runtime_var.reset(self._tokens.pop())
 
     def __repr__(self) -> str:
@@ -140,7 +144,10 @@ class Runtime:
         Records one llm node per exchange (two when a repair re-ask is needed).
         Raises ModelError subclasses on provider failure, ModelOutputError when the
         reply does not validate after one repair, RunStopped when a gate says stop.
+        Warns once (RuntimeWarning) when called while an event loop runs in this thread:
+        the loop stands still until the reply is in; use `await allm(...)` there.
         """
+        self._warn_if_blocking(kwargs.pop("_stacklevel", 2))
         if render_range is not None:
             kwargs["_render_range"] = render_range
         resolved = self._resolve_model(model)
@@ -172,6 +179,22 @@ class Runtime:
         assert response_format is not None  # only structured replies need repairing
         node, reply = await self._aask(_repair_prompt(problem), resolved, response_format, kwargs)
         return self._parsed_or_raise(node, reply, response_format)
+
+    def _warn_if_blocking(self, stacklevel: int) -> None:
+        if self._warned_blocking:
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # no loop runs here: blocking is what the caller wants
+            return
+        self._warned_blocking = True
+        warnings.warn(
+            "llm() was called while an asyncio event loop is running in this thread: the "
+            "loop (and every task on it, e.g. calls under asyncio.gather) stands still until "
+            "the reply arrives. In async code use `await allm(...)` instead.",
+            RuntimeWarning,
+            stacklevel=stacklevel + 1,
+        )
 
     def _ask(
         self, content: Any, model: Model, response_format: Any, options: dict[str, Any]
@@ -456,8 +479,10 @@ def _parse(reply: str, response_format: type[T]) -> tuple[T | None, str | None]:
 
 
 def current_runtime() -> Runtime:
-    """The ambient Runtime (innermost `with Runtime()`), else a process default one."""
-    runtime = _context.runtime_var.get()
+    """The ambient Runtime: this context's (innermost `with Runtime()`); else, in a plain
+    thread, the one Runtime live in the process; else a process default one. Raises
+    UsageError when this context has none and several are live (DESIGN.md §3)."""
+    runtime = _context.live_runtime()
     if runtime is not None:
         return runtime
     with _default_lock:
@@ -480,7 +505,12 @@ def llm(
 ) -> Any:
     """Ask the ambient runtime's model (see Runtime.llm); records one llm node."""
     return current_runtime().llm(
-        content, response_format=response_format, model=model, render_range=render_range, **kwargs
+        content,
+        response_format=response_format,
+        model=model,
+        render_range=render_range,
+        _stacklevel=3,
+        **kwargs,
     )
 
 
