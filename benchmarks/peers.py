@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -39,6 +38,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from _common import machine  # benchmarks/ is on sys.path when a script runs
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -209,18 +210,6 @@ def measure(python: Path, name: str, prior: int, steps: int) -> float | None:
         print(f"  {name} at {prior} failed:\n{result.stderr[-1500:]}", file=sys.stderr)
         return None
     return float(json.loads(result.stdout.strip().splitlines()[-1])["ms"])
-
-
-def machine() -> str:
-    model = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{os.cpu_count()} CPUs ({model}), Python {platform.python_version()}"
 
 
 def main() -> int:

@@ -216,8 +216,9 @@ def _wrap(
             return call
         try:
             node = session._enter_call(name, arguments, _context.frame_var.get(), node_settings)
-        except Exception:  # recording must never break the user's call
+        except Exception as exc:  # recording must never break the user's call
             log.exception("openprogram: could not record a call of %s", name)
+            session._not_recorded(name, _context.frame_var.get(), exc)
             return call
         if slot is not None:
             slot.node = node
@@ -254,8 +255,9 @@ def _wrap(
             _note_render_output(call.session, node, render_output, result)
         try:
             call.session._exit_call(node, result, exc)
-        except Exception:
+        except Exception as failure:
             log.exception("openprogram: could not record the end of %s", name)
+            call.session._not_recorded(name, node.parent, failure)
         if call.callbacks:
             if isinstance(exc, RunStopped):
                 node.meta["stop_reason"] = exc.reason

@@ -17,6 +17,7 @@ from typing import Any
 from openprogram.dag import ContextDAG, Node, RenderRange
 from openprogram.errors import UsageError
 from openprogram.image import ImageRef
+from openprogram.values import replace_surrogates
 
 __all__ = ["RenderedContext", "render_context", "seen_by"]
 
@@ -478,9 +479,10 @@ class RenderedContext:
             [role, [_canonical_part(p) for p in parts], *([extra] if extra else [])]
             for (role, parts), extra in zip(self._parts, self._extras, strict=True)
         ]
-        return hashlib.sha256(
-            json.dumps(canonical, ensure_ascii=False, sort_keys=True).encode()
-        ).hexdigest()
+        text = json.dumps(canonical, ensure_ascii=False, sort_keys=True)
+        # surrogatepass: lone surrogates (a filename decoded with surrogateescape) hash
+        # too, and every other text hashes to the same bytes as before
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
     def images(self) -> list[ImageRef]:
         """The image references that are sent, in order."""
@@ -588,7 +590,7 @@ def _message(
         text = "\n".join(str(p.get("text", "")) for p in parts if p["type"] == "text")
         return {"role": role, "content": text or None, **extra}
     if all(p["type"] == "text" for p in parts) and len(parts) == 1:
-        return {"role": role, "content": parts[0]["text"]}
+        return {"role": role, "content": replace_surrogates(parts[0]["text"])}
     out: list[dict[str, Any]] = []
     for part in parts:
         if part["type"] == "image":
@@ -599,5 +601,5 @@ def _message(
             else:
                 out.append({"type": "image_url", "image_url": {"url": image.data_url()}})
         else:
-            out.append({"type": "text", "text": part["text"]})
+            out.append({"type": "text", "text": replace_surrogates(part["text"])})
     return {"role": role, "content": out}

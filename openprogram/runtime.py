@@ -19,7 +19,7 @@ from typing import Any, NoReturn, TypeVar
 
 from pydantic import BaseModel
 
-from openprogram import _context
+from openprogram import _context, _secrets
 from openprogram._content import content_parts, parse, repair_prompt, schema_instruction
 from openprogram.callbacks.base import gate, notify, transform
 from openprogram.dag import Node
@@ -82,6 +82,7 @@ class Runtime:
         self.max_images = max_images
         self.system = system
         self.litellm_kwargs = litellm_kwargs
+        _secrets.register(litellm_kwargs)  # api_key=... is scrubbed wherever it would show
         self.usage = Usage()
         self._usage_lock = threading.Lock()
         self._models: dict[str, Model] = {}
@@ -320,35 +321,38 @@ class Runtime:
         node = session._enter_llm(name, frame_id, parts, meta)
         if node.status == "completed":  # replayed from a resumed session's record
             return node, None
-        window = options.pop("_render_range", None)
-        if window is not None:
-            node.meta["render_range"] = window
-        limit = self._max_images()
-        if limit != 3:
-            node.meta["max_images"] = limit
-        rendered = render_context(
-            dag,
-            frame_id,
-            window,
-            before=node.seq,
-            content=parts,
-            system=self.system,
-            max_images=limit,
-            include=earlier,
-        )
-        node.reads = rendered.reads
-        node.messages_hash = rendered.messages_hash
-        node.system = rendered.system or None
-        if rendered.report:
-            node.meta["report"] = rendered.report
-        request = ModelRequest(
-            rendered=rendered,
-            function=frame.name if frame is not None else None,
-            node_id=node.id,
-            response_format=response_format,
-            options=options,
-            tools=loop.toolbox.specs if loop is not None and loop.toolbox is not None else None,
-        )
+        try:
+            window = options.pop("_render_range", None)
+            if window is not None:
+                node.meta["render_range"] = window
+            limit = self._max_images()
+            if limit != 3:
+                node.meta["max_images"] = limit
+            rendered = render_context(
+                dag,
+                frame_id,
+                window,
+                before=node.seq,
+                content=parts,
+                system=self.system,
+                max_images=limit,
+                include=earlier,
+            )
+            node.reads = rendered.reads
+            node.messages_hash = rendered.messages_hash
+            node.system = rendered.system or None
+            if rendered.report:
+                node.meta["report"] = rendered.report
+            request = ModelRequest(
+                rendered=rendered,
+                function=frame.name if frame is not None else None,
+                node_id=node.id,
+                response_format=response_format,
+                options=options,
+                tools=loop.toolbox.specs if loop is not None and loop.toolbox else None,
+            )
+        except Exception as exc:  # the exchange never started: record it, then raise
+            _raise(self._failed(node, exc), exc)
         if self.callbacks:
             try:
                 request.messages = transform(self.callbacks, "on_llm_start", request.messages)
