@@ -19,18 +19,27 @@ from gui_harness.perception._pixels import ImageLike, grey_array
 
 __all__ = ["KINDS", "Component", "Kind", "detect_components", "reading_order"]
 
-Kind = Literal["button", "field", "checkbox", "icon", "text"]
-"""What a component looks like: a push button, a text entry, a check box, an icon or a
-line of text. Detection guesses it from geometry and fill, so treat it as a hint."""
+Kind = Literal[
+    "button", "field", "checkbox", "radio", "dropdown", "tab", "link", "icon", "text"
+]
+"""What a component looks like: a push button, a text entry, a check box, a radio button
+(round), a drop-down chooser (an entry with an arrow button), a tab of a tab strip, a
+link, an icon or a line of text. Pixel detection guesses it from geometry and fill, so
+treat it as a hint; an accessibility source knows it."""
 
 KINDS: tuple[Kind, ...] = get_args(Kind)
 
 _CANNY = (30, 90)
+_PALE_CANNY = (12, 36)  # outlines of pale flat controls: a 13-level step on white
 _KERNEL = np.ones((3, 3), np.uint8)
 _TEXT_KERNEL = np.ones((1, 7), np.uint8)  # closes letter and word gaps, never line gaps
+_LINE_KERNELS = (np.ones((1, 48), np.uint8), np.ones((32, 1), np.uint8))
 _CONTROL_H = (10, 100)  # pixels; taller outlines are panels, shorter ones glyphs or lines
 _CHECKBOX_SIDE = (10, 24)
 _TEXT_H = (6, 64)
+_SPLIT_H = 30  # px; a text blob this high may be two touching lines
+_PART_OF_CONTROL_H = 48  # px; a box up to this high owns the much lower boxes inside it
+_HOLE_SIDE = 14  # px; the smallest hole taken for a control's inside (word gaps are less)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +100,11 @@ def detect_components(image: ImageLike, *, max_components: int = 200) -> list[Co
     """
     grey = grey_array(image)
     edges = cv2.Canny(grey, *_CANNY, edges=_scratch.get("edges", grey.shape, np.uint8))
-    thick = cv2.dilate(edges, _KERNEL, dst=_scratch.get("thick", grey.shape, np.uint8))
-    controls = _controls(grey, thick)
+    # Outlines come from a low-threshold pass, so pale flat controls keep theirs; text
+    # from the normal one, so anti-aliasing stays out of it.
+    pale = cv2.Canny(grey, *_PALE_CANNY, edges=_scratch.get("pale", grey.shape, np.uint8))
+    thick = cv2.dilate(pale, _KERNEL, dst=_scratch.get("thick", grey.shape, np.uint8))
+    controls = _controls(grey, pale, thick)
     texts = _text_lines(edges, controls)
     found = controls + texts
     if len(found) > max_components:
@@ -127,12 +139,14 @@ def reading_order(components: Sequence[Component]) -> list[Component]:
 _Found = tuple[Kind, tuple[int, int, int, int], float]
 
 
-def _boxes(binary: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Bounding boxes (N×4 int array: x, y, w, h) of every connected blob, nested ones
-    too, and for each the (w, h) of its largest hole (0, 0 when it has none)."""
+def _boxes(binary: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Bounding boxes (N×4 int arrays: x, y, w, h) of every connected blob, nested ones
+    too; for each the (w, h) of its largest hole (0, 0 when it has none); and the boxes
+    of the holes themselves: the inside of an outline that touches its neighbours."""
     contours, hierarchy = cv2.findContours(binary, cv2.RETR_CCOMP, cv2.CHAIN_APPROX_SIMPLE)
     if hierarchy is None:
-        return np.zeros((0, 4), np.int64), np.zeros((0, 2), np.int64)
+        empty = np.zeros((0, 4), np.int64)
+        return empty, np.zeros((0, 2), np.int64), empty
     parent = hierarchy[0][:, 3]
     # Bounding rects of all contours at once: min/max over each contour's run of points.
     lengths = np.fromiter(map(len, contours), np.int64, len(contours))
@@ -145,7 +159,7 @@ def _boxes(binary: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     holes = np.zeros((len(contours), 2), np.int64)
     inner = np.flatnonzero(~outer)
     np.maximum.at(holes, parent[inner], rects[inner, 2:])
-    return rects[outer], holes[outer]
+    return rects[outer], holes[outer], rects[inner]
 
 
 class _Scratch(threading.local):
@@ -189,9 +203,16 @@ class _Sums:
         return total / np.maximum(area, 1)
 
 
-def _controls(grey: np.ndarray, thick: np.ndarray) -> list[_Found]:
-    """Rectangular outlines of control size, classified, with nested duplicates merged."""
-    boxes, holes = _boxes(thick)
+def _controls(grey: np.ndarray, thin: np.ndarray, thick: np.ndarray) -> list[_Found]:
+    """Rectangular outlines of control size, classified, with nested duplicates merged.
+
+    Candidates are the blobs of the dilated edge map and the holes of both maps: where
+    controls touch (a row of buttons, a close button inside a title bar, a control at
+    the window's edge) their outlines fuse into one blob, but each inside survives as a
+    hole, on the thin map when the gap is a pixel or two.
+    """
+    boxes, holes, thick_holes = _boxes(thick)
+    thin_holes = _boxes(thin)[2]
     width = grey.shape[1]
     x, y, w, h = boxes.T
     # An outline, unlike a word, encloses one hole nearly its own size. A tick can cut
@@ -200,9 +221,28 @@ def _controls(grey: np.ndarray, thick: np.ndarray) -> list[_Found]:
     square = (np.maximum(w, h) <= _CHECKBOX_SIDE[1] + 2) & (np.abs(w - h) <= 0.3 * h)
     share = np.where(square, 0.25, 0.5)
     hollow = (holes[:, 0] >= share * w) & (holes[:, 1] >= share * 0.8 * h)
+    # A hole is the inside of an outline: grown back to where a blob's box would be.
+    # Glyphs have holes too, smaller than a control's inside at common text sizes.
+    thick_holes = thick_holes[(thick_holes[:, 2:] >= _HOLE_SIDE).all(axis=1)]
+    # On the thin map every solid glyph is a hole too (its outline encloses its ink):
+    # take a thin hole only when it is wider than a glyph, or holds edges of its own.
+    thin_holes = thin_holes[(thin_holes[:, 2] >= 24) & (thin_holes[:, 3] >= 14)]
+    if len(thin_holes):
+        hx, hy, hw, hh = thin_holes.T
+        inner = _Sums(thin, "thin sums").mean(hx + 2, hy + 2, hx + hw - 2, hy + hh - 2)
+        thin_holes = thin_holes[(inner > 0) | (hw >= 40)]
+    boxes = np.concatenate(
+        [boxes, thick_holes + np.array([-2, -2, 4, 4]), thin_holes + np.array([-3, -3, 6, 6])]
+    )
+    added = np.ones(len(thick_holes) + len(thin_holes), bool)
+    # A radio's ring is thin: its hole is over half its size, unlike an "o" or an "e".
+    open_ = np.concatenate([(holes[:, 0] >= 0.5 * w) & (holes[:, 1] >= 0.5 * h), added])
+    hollow = np.concatenate([hollow, added])
+    x, y, w, h = boxes.T
+    square = (np.maximum(w, h) <= _CHECKBOX_SIDE[1] + 2) & (np.abs(w - h) <= 0.3 * h)
     keep = (h >= _CONTROL_H[0]) & (h <= _CONTROL_H[1]) & (w >= 10) & (w <= 0.9 * width)
     keep &= hollow | square
-    boxes, solid = boxes[keep], ~hollow[keep]
+    boxes, solid, square, open_ = boxes[keep], ~hollow[keep], square[keep], open_[keep]
     if not len(boxes):
         return []
     x, y, w, h = boxes.T
@@ -221,19 +261,25 @@ def _controls(grey: np.ndarray, thick: np.ndarray) -> list[_Found]:
         np.concatenate([y + 2 + depth, y + h - depth, my1 + same, my1 + same]),
     )
     sides = sides.reshape(4, 3, -1).max(axis=1) / 255.0
-    rect = sides.min(axis=0) >= 0.85
-    if solid.any():
-        # A filled square is a ticked box only with square corners; an "o" has none.
-        corners = edge.mean(
+    corners = (
+        edge.mean(
             np.concatenate([x, x + w - 3, x, x + w - 3]),
             np.concatenate([y, y, y + h - 3, y + h - 3]),
             np.concatenate([x + 3, x + w, x + 3, x + w]),
             np.concatenate([y + 3, y + 3, y + h, y + h]),
-        )
-        rect &= ~solid | (corners.reshape(4, -1).min(axis=0) / 255.0 >= 0.5)
+        ).reshape(4, -1).min(axis=0)
+        / 255.0
+    )
+    # A small ring is a radio button: its sides' middles are straight enough to pass
+    # at 2 px deep only when it is large, so it passes by its round, empty corners.
+    ring = square & open_ & (np.minimum(w, h) >= 12) & (sides.min(axis=0) >= 0.3)
+    ring &= corners <= 0.2
+    rect = (sides.min(axis=0) >= 0.85) | ring
+    # A filled square is a ticked box only with square corners; an "o" has none.
+    rect &= ~solid | (corners >= 0.5)
     if not rect.any():
         return []
-    boxes = _merge_nested(boxes[rect])
+    boxes, round_ = _merge_nested(boxes[rect], ring[rect])
     # The dilation grew each outline by a pixel, and Canny marks the outer side of a step.
     boxes = boxes + np.array([2, 2, -3, -3])
     x, y, w, h = boxes.T
@@ -249,7 +295,7 @@ def _controls(grey: np.ndarray, thick: np.ndarray) -> list[_Found]:
     )
     total, area = total.reshape(3, -1), area.reshape(3, -1)
     inside = total[0] / np.maximum(area[0], 1)
-    ring = (total[1] - total[2]) / np.maximum(area[1] - area[2], 1)
+    around = (total[1] - total[2]) / np.maximum(area[1] - area[2], 1)
     third = np.maximum((ix1 - ix0) // 3, 1)
     ink = (
         edge.mean(
@@ -260,22 +306,82 @@ def _controls(grey: np.ndarray, thick: np.ndarray) -> list[_Found]:
         ).reshape(3, -1)
         / 255.0
     )
-    return [
-        _classify((int(x[i]), int(y[i]), int(w[i]), int(h[i])), inside[i], ring[i], ink[:, i])
+    found = [
+        _classify(
+            (int(x[i]), int(y[i]), int(w[i]), int(h[i])),
+            inside[i],
+            around[i],
+            ink[:, i],
+            round_=bool(round_[i]),
+            arrow=_has_arrow_button(thick, (int(x[i]), int(y[i]), int(w[i]), int(h[i]))),
+        )
         for i in range(len(boxes))
     ]
+    return _tabs(found)
+
+
+def _has_arrow_button(thick: np.ndarray, box: tuple[int, int, int, int]) -> bool:
+    """Whether a wide box ends in a button of its own: a straight vertical divider within
+    about its height of the right end, with ink right of it (a drop-down's arrow)."""
+    x, y, w, h = box
+    if w < 2.5 * h or h < 14:
+        return False
+    top, bottom = y + h // 4, y + h - h // 4
+    start, stop = x + w - int(1.3 * h), x + w - max(6, h // 4)
+    columns = thick[top:bottom, max(start, 0) : max(stop, 0)]
+    if columns.size == 0:
+        return False
+    straight = np.flatnonzero(columns.min(axis=0) > 0)
+    if not len(straight):
+        return False
+    divider = start + int(straight[0])
+    arrow = thick[top:bottom, divider + 3 : x + w - 4]
+    return arrow.size > 0 and bool(arrow.any())
+
+
+def _tabs(found: list[_Found]) -> list[_Found]:
+    """Buttons in a row of three or more of one height, touching or nearly, are tabs."""
+    buttons = sorted(
+        (i for i, (kind, _, _) in enumerate(found) if kind == "button"),
+        key=lambda i: (found[i][1][1], found[i][1][0]),
+    )
+    runs: list[list[int]] = []
+    for i in buttons:
+        bx, by, _, bh = found[i][1]
+        for run in runs:
+            px, py, pw, ph = found[run[-1]][1]
+            if abs(by - py) <= 2 and abs(bh - ph) <= 2 and -2 <= bx - (px + pw) <= 3:
+                run.append(i)
+                break
+        else:
+            runs.append([i])
+    tabbed = list(found)
+    for run in runs:
+        if len(run) >= 3:
+            for i in run:
+                tabbed[i] = ("tab", found[i][1], 0.6)
+    return tabbed
 
 
 def _classify(
-    box: tuple[int, int, int, int], inside: float, ring: float, ink: np.ndarray
+    box: tuple[int, int, int, int],
+    inside: float,
+    ring: float,
+    ink: np.ndarray,
+    *,
+    round_: bool = False,
+    arrow: bool = False,
 ) -> _Found:
     """Kind of a rectangle from its shape, its inside's brightness against its
-    surroundings, and where its ink (edge density in its left, middle, right thirds) is."""
+    surroundings, where its ink (edge density in its left, middle, right thirds) is,
+    whether it is round and whether it ends in an arrow button."""
     _, _, w, h = box
     aspect = w / h
-    small = _CHECKBOX_SIDE[0] <= min(w, h) and max(w, h) <= _CHECKBOX_SIDE[1]
+    small = _CHECKBOX_SIDE[0] - 3 <= min(w, h) and max(w, h) <= _CHECKBOX_SIDE[1]
     if small and 1 / 1.3 <= aspect <= 1.3:
-        return ("checkbox", box, 0.8)
+        return ("radio", box, 0.75) if round_ else ("checkbox", box, 0.8)
+    if arrow:
+        return ("dropdown", box, 0.7)
     left, middle, right = (float(v) for v in ink)
     empty = max(left, middle, right) < 0.01
     balanced = min(left, right) >= 0.6 * max(left, right) or middle > 1.5 * max(left, right)
@@ -290,10 +396,33 @@ def _classify(
     return ("button", box, 0.5 if empty else 0.75)
 
 
-def _merge_nested(boxes: np.ndarray) -> np.ndarray:
+def _merge_nested(boxes: np.ndarray, flags: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Merge nested outlines: an inner duplicate (a fill inside its border) and the one
     control-sized child of a composite control give way to the outer box; a panel that
-    holds several controls, or a much smaller one, gives way to them."""
+    holds several controls, or a much smaller one, gives way to them. `flags` (one per
+    box) come back for the boxes kept."""
+    # Near-duplicates (every side within 6 px: an outline, its fill, its hole on either
+    # map) collapse into the largest of them.
+    order = np.argsort(-boxes[:, 2] * boxes[:, 3], kind="stable")
+    boxes, flags = boxes[order], flags[order]
+    x0, y0 = boxes[:, 0], boxes[:, 1]
+    x1, y1 = x0 + boxes[:, 2], y0 + boxes[:, 3]
+    inset = np.maximum.reduce(
+        [
+            np.abs(x0[None, :] - x0[:, None]),
+            np.abs(y0[None, :] - y0[:, None]),
+            np.abs(x1[:, None] - x1[None, :]),
+            np.abs(y1[:, None] - y1[None, :]),
+        ]
+    )
+    near = inset <= 6
+    kept = np.ones(len(boxes), bool)
+    for i in range(len(boxes)):
+        if kept[i]:
+            near_i = near[i].copy()
+            near_i[: i + 1] = False
+            kept &= ~near_i
+    boxes, flags = boxes[kept], flags[kept]
     x0, y0 = boxes[:, 0], boxes[:, 1]
     x1, y1 = x0 + boxes[:, 2], y0 + boxes[:, 3]
     slack = 2
@@ -304,26 +433,21 @@ def _merge_nested(boxes: np.ndarray) -> np.ndarray:
         & (y1[:, None] >= y1[None, :] - slack)
     )
     np.fill_diagonal(contains, False)
-    inset = np.maximum.reduce(
-        [
-            np.abs(x0[None, :] - x0[:, None]),
-            np.abs(y0[None, :] - y0[:, None]),
-            np.abs(x1[:, None] - x1[None, :]),
-            np.abs(y1[:, None] - y1[None, :]),
-        ]
-    )
-    duplicate = contains & (inset <= 6)
-    # Identical boxes contain each other: keep the first of them.
-    same = duplicate & duplicate.T
-    duplicate &= ~(same & np.tri(len(boxes), k=-1, dtype=bool))
+    duplicate = np.zeros_like(contains)
     alive = ~duplicate.any(axis=0)
     children = contains & ~duplicate & alive[None, :]
+    # Inside a control-high box, parts much lower than it (an arrow, an icon, a glyph)
+    # belong to it; elsewhere they are controls of a panel.
+    part = boxes[None, :, 3] < 0.6 * boxes[:, None, 3]
+    control = (boxes[:, 3] <= _PART_OF_CONTROL_H)[:, None]
+    parts = children & part & control
+    children &= ~parts
     count = children.sum(axis=1)
     tallest_child = np.where(children, boxes[None, :, 3], 0).max(axis=1, initial=0)
     panel = (count >= 2) | ((count == 1) & (tallest_child < 0.6 * boxes[:, 3]))
-    composite_child = children & ((count == 1) & ~panel)[:, None]
+    composite_child = (children | parts) & ((count <= 1) & ~panel)[:, None]
     alive &= ~panel & ~composite_child.any(axis=0)
-    return boxes[alive]
+    return boxes[alive], flags[alive]
 
 
 def _text_lines(edges: np.ndarray, controls: list[_Found]) -> list[_Found]:
@@ -332,6 +456,11 @@ def _text_lines(edges: np.ndarray, controls: list[_Found]) -> list[_Found]:
     np.copyto(free, edges)
     for _, (cx, cy, cw, ch), _ in controls:
         free[max(0, cy - 2) : cy + ch + 2, max(0, cx - 2) : cx + cw + 2] = 0
+    # Long straight edges are borders, not glyphs: text that touches a list's or a
+    # panel's border would otherwise join it into one blob too tall to be a line.
+    rows = cv2.morphologyEx(free, cv2.MORPH_OPEN, _LINE_KERNELS[0])
+    columns = cv2.morphologyEx(free, cv2.MORPH_OPEN, _LINE_KERNELS[1])
+    free &= ~(rows | columns)
     joined = cv2.dilate(free, _TEXT_KERNEL, dst=_scratch.get("joined", edges.shape, np.uint8))
     boxes = _boxes(joined)[0]
     if not len(boxes):
@@ -339,7 +468,8 @@ def _text_lines(edges: np.ndarray, controls: list[_Found]) -> list[_Found]:
     boxes[:, 0] += 3  # undo the kernel's growth: 3 px each side
     boxes[:, 2] -= 6
     tall = boxes[:, 3]
-    boxes = _join_words(boxes[(tall >= _TEXT_H[0]) & (tall <= _TEXT_H[1])])
+    boxes = _split_lines(free, boxes[(tall >= _TEXT_H[0]) & (tall <= _TEXT_H[1])])
+    boxes = _join_words(boxes)
     keep = (boxes[:, 2] >= 4) & (boxes[:, 2] * boxes[:, 3] >= 40)
     found: list[_Found] = []
     for bx, by, bw, bh in boxes[keep].tolist():
@@ -348,6 +478,25 @@ def _text_lines(edges: np.ndarray, controls: list[_Found]) -> list[_Found]:
         else:
             found.append(("text", (bx, by, bw, bh), 0.6))
     return found
+
+
+def _split_lines(free: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+    """Blobs over one line high cut at their emptiest rows: the lines of a tight list
+    touch where a descender meets the next line's capitals."""
+    out: list[list[int]] = []
+    for x, y, w, h in boxes.tolist():
+        if h < _SPLIT_H:
+            out.append([x, y, w, h])
+            continue
+        profile = np.count_nonzero(free[y : y + h, x : x + w], axis=1)
+        start = 0
+        low = profile <= max(1, 0.06 * profile.max())
+        for row in range(6, h - 6):
+            if low[row] and not low[row - 1] and row - start >= 6:
+                out.append([x, y + start, w, row - start])
+                start = row
+        out.append([x, y + start, w, h - start])
+    return np.array(out, np.int64).reshape(-1, 4)
 
 
 def _join_words(boxes: np.ndarray) -> np.ndarray:
