@@ -14,16 +14,31 @@ from typing import Any
 
 from openprogram import ModelRequest
 
-__all__ = ["NAME", "TASK", "demo_policy"]
+from gui_harness.demo.app import COLOURS, COUNTRIES
 
-TASK = "Type Alice in the Name field, tick Subscribe and press Save"
+__all__ = ["COLOUR", "COUNTRY", "NAME", "TASK", "demo_policy"]
+
 NAME = "Alice"
+COLOUR = "green"
+COUNTRY = "Canada"
+TASK = (
+    f"Type {NAME} in the Name field, tick Subscribe, choose the colour {COLOUR.capitalize()},"
+    f" choose {COUNTRY} as the country and press Save"
+)
 
 _COMPONENT = re.compile(r'^#(\d+) (\w+) at \((\d+), (\d+), (\d+)x(\d+)\)(?: (".*"))?$', re.M)
 _GOAL = re.compile(r'"goal": "([^"]*)"[^\n]*"status": "acted"')
 _PREVIOUS = re.compile(r"^Previous step: (.*)$", re.M)
 
-_STEPS = ("click the Name field", f"type {NAME}", "tick Subscribe", "press Save")
+_STEPS = (
+    "click the Name field",
+    f"type {NAME}",
+    "tick Subscribe",
+    f"choose {COLOUR.capitalize()}",
+    "open the Country list",
+    f"pick {COUNTRY}",
+    "press Save",
+)
 
 
 @dataclass(frozen=True)
@@ -74,11 +89,52 @@ def _target(goal: str, components: list[_Seen]) -> _Seen | None:
         boxes = [c for c in components if c.kind == "checkbox"]
         named = _labelled(boxes, "subscribe")
         return named or min(boxes, key=lambda c: (c.y, c.x), default=None)
+    if goal == f"choose {COLOUR.capitalize()}":
+        radios = [c for c in components if c.kind == "radio"]
+        named = _labelled(radios, COLOUR)
+        if named is not None or len(radios) < len(COLOURS):
+            return named
+        row = sorted(radios, key=lambda c: (c.y, c.x))[: len(COLOURS)]
+        return sorted(row, key=lambda c: c.x)[COLOURS.index(COLOUR)]
+    if goal == "open the Country list":
+        choosers = [c for c in components if c.kind == "dropdown"]
+        return _labelled(choosers, "country") or min(choosers, key=lambda c: c.y, default=None)
+    if goal == f"pick {COUNTRY}":
+        return _list_item(components)
     if goal == "press Save":
         buttons = [c for c in components if c.kind == "button"]
         named = _labelled(buttons, "save")
         return named or max(buttons, key=lambda c: (c.y, -c.x), default=None)
     return None
+
+
+def _list_item(components: list[_Seen]) -> _Seen | None:
+    """The line for COUNTRY in the open drop-down list: by its label when OCR read one,
+    else by its place: the list opens below the chooser at its top, one country a line
+    in COUNTRIES order, so it is the line at (position + 1/2) line pitches down."""
+    texts = [c for c in components if c.kind == "text"]
+    named = _labelled(texts, COUNTRY)
+    if named is not None:
+        return named
+    choosers = [c for c in components if c.kind == "dropdown"]
+    if not choosers:
+        return None
+    chooser = min(choosers, key=lambda c: c.y)
+    top = chooser.y + chooser.h
+    lines = sorted(
+        (
+            c
+            for c in texts
+            if top - 2 <= c.y <= top + 30 * chooser.h and chooser.x - 4 <= c.x <= chooser.x + 20
+        ),
+        key=lambda c: c.y,
+    )
+    if len(lines) < 3:
+        return None
+    steps = sorted(b.y + b.h / 2 - (a.y + a.h / 2) for a, b in zip(lines, lines[1:]))
+    pitch = steps[len(steps) // 2]
+    wanted = top + (COUNTRIES.index(COUNTRY) + 0.5) * pitch
+    return min(lines, key=lambda c: abs(c.y + c.h / 2 - wanted))
 
 
 def _plan(request: ModelRequest) -> dict[str, Any]:

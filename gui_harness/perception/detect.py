@@ -235,6 +235,8 @@ def _controls(grey: np.ndarray, thin: np.ndarray, thick: np.ndarray) -> list[_Fo
         [boxes, thick_holes + np.array([-2, -2, 4, 4]), thin_holes + np.array([-3, -3, 6, 6])]
     )
     added = np.ones(len(thick_holes) + len(thin_holes), bool)
+    # Blobs' boxes are exact; holes' are grown by a guess: the first wins among equals.
+    source = np.repeat([0, 1, 2], [len(hollow), len(thick_holes), len(thin_holes)])
     # A radio's ring is thin: its hole is over half its size, unlike an "o" or an "e".
     open_ = np.concatenate([(holes[:, 0] >= 0.5 * w) & (holes[:, 1] >= 0.5 * h), added])
     hollow = np.concatenate([hollow, added])
@@ -243,6 +245,7 @@ def _controls(grey: np.ndarray, thin: np.ndarray, thick: np.ndarray) -> list[_Fo
     keep = (h >= _CONTROL_H[0]) & (h <= _CONTROL_H[1]) & (w >= 10) & (w <= 0.9 * width)
     keep &= hollow | square
     boxes, solid, square, open_ = boxes[keep], ~hollow[keep], square[keep], open_[keep]
+    source = source[keep]
     if not len(boxes):
         return []
     x, y, w, h = boxes.T
@@ -272,14 +275,15 @@ def _controls(grey: np.ndarray, thin: np.ndarray, thick: np.ndarray) -> list[_Fo
     )
     # A small ring is a radio button: its sides' middles are straight enough to pass
     # at 2 px deep only when it is large, so it passes by its round, empty corners.
-    ring = square & open_ & (np.minimum(w, h) >= 12) & (sides.min(axis=0) >= 0.3)
+    ring = square & (np.minimum(w, h) >= 9) & (sides.min(axis=0) >= 0.3)
+    ring &= open_ | (np.minimum(w, h) <= 13)  # a small ring's hole is closed by dilation
     ring &= corners <= 0.2
     rect = (sides.min(axis=0) >= 0.85) | ring
     # A filled square is a ticked box only with square corners; an "o" has none.
     rect &= ~solid | (corners >= 0.5)
     if not rect.any():
         return []
-    boxes, round_ = _merge_nested(boxes[rect], ring[rect])
+    boxes, round_ = _merge_nested(boxes[rect], ring[rect], source[rect])
     # The dilation grew each outline by a pixel, and Canny marks the outer side of a step.
     boxes = boxes + np.array([2, 2, -3, -3])
     x, y, w, h = boxes.T
@@ -306,6 +310,7 @@ def _controls(grey: np.ndarray, thin: np.ndarray, thick: np.ndarray) -> list[_Fo
         ).reshape(3, -1)
         / 255.0
     )
+    round_ |= _round(grey, boxes, around)
     found = [
         _classify(
             (int(x[i]), int(y[i]), int(w[i]), int(h[i])),
@@ -317,7 +322,40 @@ def _controls(grey: np.ndarray, thin: np.ndarray, thick: np.ndarray) -> list[_Fo
         )
         for i in range(len(boxes))
     ]
+    # A box holding three or more lines is a list or a panel: its lines are the targets.
+    found = [f for f in found if f[1][3] < 50 or _lines_inside(thin, f[1]) < 3]
     return _tabs(found)
+
+
+def _lines_inside(thin: np.ndarray, box: tuple[int, int, int, int]) -> int:
+    """How many bands of ink, separated by empty rows, are inside `box`."""
+    x, y, w, h = box
+    profile = np.count_nonzero(thin[y + 4 : y + h - 4, x + 4 : x + w - 4], axis=1) > 0
+    return int(np.count_nonzero(profile[1:] & ~profile[:-1]) + (profile[:1].sum()))
+
+
+def _round(grey: np.ndarray, boxes: np.ndarray, around: np.ndarray) -> np.ndarray:
+    """Which small square boxes are circles: their corners show what is around them,
+    while the middles of their sides show an outline."""
+    found = np.zeros(len(boxes), bool)
+    height, width = grey.shape
+    for i, (x, y, w, h) in enumerate(boxes.tolist()):
+        if not (7 <= min(w, h) and max(w, h) <= _CHECKBOX_SIDE[1] + 2 and abs(w - h) <= 3):
+            continue
+        if x < 1 or y < 1 or x + w + 1 > width or y + h + 1 > height:
+            continue
+        patch = grey[y - 1 : y + h + 1, x - 1 : x + w + 1].astype(np.int16)
+        corners = np.array([patch[1, 1], patch[1, -2], patch[-2, 1], patch[-2, -2]])
+        mid_y, mid_x = patch.shape[0] // 2, patch.shape[1] // 2
+        sides = np.array(
+            [
+                patch[mid_y, :3].min(), patch[mid_y, -3:].min(),
+                patch[:3, mid_x].min(), patch[-3:, mid_x].min(),
+            ]
+        )  # fmt: skip
+        contrast = np.abs(sides - around[i]).mean()
+        found[i] = contrast >= 15 and np.abs(corners - around[i]).max() <= 0.35 * contrast
+    return found
 
 
 def _has_arrow_button(thick: np.ndarray, box: tuple[int, int, int, int]) -> bool:
@@ -326,7 +364,8 @@ def _has_arrow_button(thick: np.ndarray, box: tuple[int, int, int, int]) -> bool
     x, y, w, h = box
     if w < 2.5 * h or h < 14:
         return False
-    top, bottom = y + h // 4, y + h - h // 4
+    # The divider runs the whole inner height; a glyph's stem only the text's.
+    top, bottom = y + 4, y + h - 4
     start, stop = x + w - int(1.3 * h), x + w - max(6, h // 4)
     columns = thick[top:bottom, max(start, 0) : max(stop, 0)]
     if columns.size == 0:
@@ -396,14 +435,16 @@ def _classify(
     return ("button", box, 0.5 if empty else 0.75)
 
 
-def _merge_nested(boxes: np.ndarray, flags: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _merge_nested(
+    boxes: np.ndarray, flags: np.ndarray, source: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Merge nested outlines: an inner duplicate (a fill inside its border) and the one
     control-sized child of a composite control give way to the outer box; a panel that
     holds several controls, or a much smaller one, gives way to them. `flags` (one per
-    box) come back for the boxes kept."""
+    box) come back for the boxes kept; among near-duplicates the lowest `source` wins."""
     # Near-duplicates (every side within 6 px: an outline, its fill, its hole on either
-    # map) collapse into the largest of them.
-    order = np.argsort(-boxes[:, 2] * boxes[:, 3], kind="stable")
+    # map) collapse into the largest of the best source.
+    order = np.lexsort((-boxes[:, 2] * boxes[:, 3], source))
     boxes, flags = boxes[order], flags[order]
     x0, y0 = boxes[:, 0], boxes[:, 1]
     x1, y1 = x0 + boxes[:, 2], y0 + boxes[:, 3]
