@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
-from openprogram import ModelRequest
-
 from gui_harness.demo.app import COLOURS, COUNTRIES
+from openprogram import ModelRequest
 
 __all__ = ["COLOUR", "COUNTRY", "NAME", "TASK", "demo_policy"]
 
@@ -131,7 +131,7 @@ def _list_item(components: list[_Seen]) -> _Seen | None:
     )
     if len(lines) < 3:
         return None
-    steps = sorted(b.y + b.h / 2 - (a.y + a.h / 2) for a, b in zip(lines, lines[1:]))
+    steps = sorted(b.y + b.h / 2 - (a.y + a.h / 2) for a, b in pairwise(lines))
     pitch = steps[len(steps) // 2]
     wanted = top + (COUNTRIES.index(COUNTRY) + 0.5) * pitch
     return min(lines, key=lambda c: abs(c.y + c.h / 2 - wanted))

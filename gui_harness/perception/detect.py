@@ -19,9 +19,7 @@ from gui_harness.perception._pixels import ImageLike, grey_array
 
 __all__ = ["KINDS", "Component", "Kind", "detect_components", "reading_order"]
 
-Kind = Literal[
-    "button", "field", "checkbox", "radio", "dropdown", "tab", "link", "icon", "text"
-]
+Kind = Literal["button", "field", "checkbox", "radio", "dropdown", "tab", "link", "icon", "text"]
 """What a component looks like: a push button, a text entry, a check box, a radio button
 (round), a drop-down chooser (an entry with an arrow button), a tab of a tab strip, a
 link, an icon or a line of text. Pixel detection guesses it from geometry and fill, so
@@ -270,7 +268,9 @@ def _controls(grey: np.ndarray, thin: np.ndarray, thick: np.ndarray) -> list[_Fo
             np.concatenate([y, y, y + h - 3, y + h - 3]),
             np.concatenate([x + 3, x + w, x + 3, x + w]),
             np.concatenate([y + 3, y + 3, y + h, y + h]),
-        ).reshape(4, -1).min(axis=0)
+        )
+        .reshape(4, -1)
+        .min(axis=0)
         / 255.0
     )
     # A small ring is a radio button: its sides' middles are straight enough to pass
@@ -340,7 +340,7 @@ def _round(grey: np.ndarray, boxes: np.ndarray, around: np.ndarray) -> np.ndarra
     found = np.zeros(len(boxes), bool)
     height, width = grey.shape
     for i, (x, y, w, h) in enumerate(boxes.tolist()):
-        if not (7 <= min(w, h) and max(w, h) <= _CHECKBOX_SIDE[1] + 2 and abs(w - h) <= 3):
+        if not (min(w, h) >= 7 and max(w, h) <= _CHECKBOX_SIDE[1] + 2 and abs(w - h) <= 3):
             continue
         if x < 1 or y < 1 or x + w + 1 > width or y + h + 1 > height:
             continue
@@ -501,7 +501,7 @@ def _text_lines(edges: np.ndarray, controls: list[_Found]) -> list[_Found]:
     # panel's border would otherwise join it into one blob too tall to be a line.
     rows = cv2.morphologyEx(free, cv2.MORPH_OPEN, _LINE_KERNELS[0])
     columns = cv2.morphologyEx(free, cv2.MORPH_OPEN, _LINE_KERNELS[1])
-    free &= ~(rows | columns)
+    free[(rows > 0) | (columns > 0)] = 0
     joined = cv2.dilate(free, _TEXT_KERNEL, dst=_scratch.get("joined", edges.shape, np.uint8))
     boxes = _boxes(joined)[0]
     if not len(boxes):
