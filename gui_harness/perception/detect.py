@@ -35,6 +35,7 @@ _LINE_KERNELS = (np.ones((1, 48), np.uint8), np.ones((32, 1), np.uint8))
 _CONTROL_H = (10, 100)  # pixels; taller outlines are panels, shorter ones glyphs or lines
 _CHECKBOX_SIDE = (10, 24)
 _TEXT_H = (6, 64)
+_LINK_BLUE = 50  # blue above red and green: link-blue (0, 0, 238), visited (85, 26, 139)
 _SPLIT_H = 30  # px; a text blob this high may be two touching lines
 _PART_OF_CONTROL_H = 48  # px; a box up to this high owns the much lower boxes inside it
 _HOLE_SIDE = 14  # px; the smallest hole taken for a control's inside (word gaps are less)
@@ -91,7 +92,8 @@ class Component:
 def detect_components(image: ImageLike, *, max_components: int = 200) -> list[Component]:
     """Find buttons, fields, checkboxes, icons and text lines on a screenshot.
 
-    `image` is a PIL image or a uint8 numpy array (RGB, RGBA or grey). Returns at most
+    `image` is a PIL image or a uint8 numpy array (RGB, RGBA or grey); links are told
+    from text by their colour, so only in a colour image. Returns at most
     `max_components` components numbered in reading order, without labels; when there
     are more, controls are kept first, then the largest text lines and icons. Each
     calling thread keeps about 12 bytes per pixel of scratch images for its next call.
@@ -104,6 +106,9 @@ def detect_components(image: ImageLike, *, max_components: int = 200) -> list[Co
     thick = cv2.dilate(pale, _KERNEL, dst=_scratch.get("thick", grey.shape, np.uint8))
     controls = _controls(grey, pale, thick)
     texts = _text_lines(edges, controls)
+    colour = _colour(image)
+    if colour is not None:
+        texts = _links(colour, texts)
     found = controls + texts
     if len(found) > max_components:
         ranked = sorted(
@@ -140,7 +145,8 @@ _Found = tuple[Kind, tuple[int, int, int, int], float]
 def _boxes(binary: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Bounding boxes (N×4 int arrays: x, y, w, h) of every connected blob, nested ones
     too; for each the (w, h) of its largest hole (0, 0 when it has none); and the boxes
-    of the holes themselves: the inside of an outline that touches its neighbours."""
+    of the rectangular holes of control size: the inside of an outline that touches its
+    neighbours."""
     contours, hierarchy = cv2.findContours(binary, cv2.RETR_CCOMP, cv2.CHAIN_APPROX_SIMPLE)
     if hierarchy is None:
         empty = np.zeros((0, 4), np.int64)
@@ -157,7 +163,12 @@ def _boxes(binary: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     holes = np.zeros((len(contours), 2), np.int64)
     inner = np.flatnonzero(~outer)
     np.maximum.at(holes, parent[inner], rects[inner, 2:])
-    return rects[outer], holes[outer], rects[inner]
+    # A control's inside is a filled rectangle; a glyph's ink or the gap between two
+    # glyphs fills little of its box.
+    large = inner[(rects[inner, 2:] >= _HOLE_SIDE).all(axis=1)]
+    area = np.array([cv2.contourArea(contours[i]) for i in large], float).reshape(-1)
+    rectangular = large[area >= 0.75 * rects[large, 2] * rects[large, 3]]
+    return rects[outer], holes[outer], rects[rectangular]
 
 
 class _Scratch(threading.local):
@@ -220,15 +231,6 @@ def _controls(grey: np.ndarray, thin: np.ndarray, thick: np.ndarray) -> list[_Fo
     share = np.where(square, 0.25, 0.5)
     hollow = (holes[:, 0] >= share * w) & (holes[:, 1] >= share * 0.8 * h)
     # A hole is the inside of an outline: grown back to where a blob's box would be.
-    # Glyphs have holes too, smaller than a control's inside at common text sizes.
-    thick_holes = thick_holes[(thick_holes[:, 2:] >= _HOLE_SIDE).all(axis=1)]
-    # On the thin map every solid glyph is a hole too (its outline encloses its ink):
-    # take a thin hole only when it is wider than a glyph, or holds edges of its own.
-    thin_holes = thin_holes[(thin_holes[:, 2] >= 24) & (thin_holes[:, 3] >= 14)]
-    if len(thin_holes):
-        hx, hy, hw, hh = thin_holes.T
-        inner = _Sums(thin, "thin sums").mean(hx + 2, hy + 2, hx + hw - 2, hy + hh - 2)
-        thin_holes = thin_holes[(inner > 0) | (hw >= 40)]
     boxes = np.concatenate(
         [boxes, thick_holes + np.array([-2, -2, 4, 4]), thin_holes + np.array([-3, -3, 6, 6])]
     )
@@ -236,7 +238,13 @@ def _controls(grey: np.ndarray, thin: np.ndarray, thick: np.ndarray) -> list[_Fo
     # Blobs' boxes are exact; holes' are grown by a guess: the first wins among equals.
     source = np.repeat([0, 1, 2], [len(hollow), len(thick_holes), len(thin_holes)])
     # A radio's ring is thin: its hole is over half its size, unlike an "o" or an "e".
-    open_ = np.concatenate([(holes[:, 0] >= 0.5 * w) & (holes[:, 1] >= 0.5 * h), added])
+    open_ = np.concatenate(
+        [
+            (holes[:, 0] >= 0.5 * w) & (holes[:, 1] >= 0.5 * h),
+            np.ones(len(thick_holes), bool),
+            np.zeros(len(thin_holes), bool),  # a solid round glyph is a thin hole: no rings
+        ]
+    )
     hollow = np.concatenate([hollow, added])
     x, y, w, h = boxes.T
     square = (np.maximum(w, h) <= _CHECKBOX_SIDE[1] + 2) & (np.abs(w - h) <= 0.3 * h)
@@ -519,6 +527,48 @@ def _text_lines(edges: np.ndarray, controls: list[_Found]) -> list[_Found]:
         else:
             found.append(("text", (bx, by, bw, bh), 0.6))
     return found
+
+
+def _colour(image: ImageLike) -> np.ndarray | None:
+    """`image` as an RGB array when it has colour, else None."""
+    if isinstance(image, np.ndarray):
+        return image[:, :, :3] if image.ndim == 3 else None
+    if getattr(image, "mode", "L") in ("RGB", "RGBA"):
+        return np.asarray(image)[:, :, :3]
+    return None
+
+
+def _links(rgb: np.ndarray, texts: list[_Found]) -> list[_Found]:
+    """Runs of link-blue (or visited-purple) glyphs inside text lines become links; the
+    rest of such a line stays text, cut at the links."""
+    out: list[_Found] = []
+    for kind, (x, y, w, h), confidence in texts:
+        crop = rgb[y : y + h, x : x + w].astype(np.int16)
+        blue = crop[:, :, 2] - np.maximum(crop[:, :, 0], crop[:, :, 1]) >= _LINK_BLUE
+        columns = np.flatnonzero(blue.any(axis=0))
+        if kind != "text" or len(columns) < 3 or blue.mean() > 0.45:
+            out.append((kind, (x, y, w, h), confidence))
+            continue
+        # Letters of a word are 1-2 px apart, words a space (about a third of the height).
+        breaks = np.flatnonzero(np.diff(columns) > max(2, h // 4))
+        starts = np.concatenate([[columns[0]], columns[breaks + 1]])
+        ends = np.concatenate([columns[breaks], [columns[-1]]]) + 1
+        left = 0
+        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+            rows = np.flatnonzero(blue[:, start:end].any(axis=1))
+            if start - left >= 4:
+                out.append(("text", (x + left, y, start - left - 2, h), confidence))
+            out.append(
+                (
+                    "link",
+                    (x + start, y + int(rows[0]), end - start, int(rows[-1] - rows[0]) + 1),
+                    0.6,
+                )
+            )
+            left = end + 2
+        if w - left >= 4:
+            out.append(("text", (x + left, y, w - left, h), confidence))
+    return out
 
 
 def _split_lines(free: np.ndarray, boxes: np.ndarray) -> np.ndarray:
