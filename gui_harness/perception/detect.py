@@ -330,16 +330,22 @@ def _controls(grey: np.ndarray, thin: np.ndarray, thick: np.ndarray) -> list[_Fo
         )
         for i in range(len(boxes))
     ]
-    # A box holding three or more lines is a list or a panel: its lines are the targets.
-    found = [f for f in found if f[1][3] < 50 or _lines_inside(thin, f[1]) < 3]
+    # A tall box holding three or more lines, or content hung from its top, is a list
+    # or a panel: what it holds are the targets.
+    found = [f for f in found if f[1][3] < 40 or not _panel(thin, f[1])]
     return _tabs(found)
 
 
-def _lines_inside(thin: np.ndarray, box: tuple[int, int, int, int]) -> int:
-    """How many bands of ink, separated by empty rows, are inside `box`."""
+def _panel(thin: np.ndarray, box: tuple[int, int, int, int]) -> bool:
+    """Whether `box` holds bands of ink like a panel: three or more, or off its middle."""
     x, y, w, h = box
     profile = np.count_nonzero(thin[y + 4 : y + h - 4, x + 4 : x + w - 4], axis=1) > 0
-    return int(np.count_nonzero(profile[1:] & ~profile[:-1]) + (profile[:1].sum()))
+    rows = np.flatnonzero(profile)
+    if not len(rows):
+        return False
+    bands = int(np.count_nonzero(profile[1:] & ~profile[:-1]) + profile[0])
+    above, below = int(rows[0]), len(profile) - 1 - int(rows[-1])
+    return bands >= 3 or abs(above - below) > 0.3 * h
 
 
 def _round(grey: np.ndarray, boxes: np.ndarray, around: np.ndarray) -> np.ndarray:
@@ -487,14 +493,19 @@ def _merge_nested(
     children = contains & ~duplicate & alive[None, :]
     # Inside a control-high box, parts much lower than it (an arrow, an icon, a glyph)
     # belong to it; elsewhere they are controls of a panel.
-    part = boxes[None, :, 3] < 0.6 * boxes[:, None, 3]
     control = (boxes[:, 3] <= _PART_OF_CONTROL_H)[:, None]
-    parts = children & part & control
+    small = children & control & (boxes[None, :, 3] < 0.6 * boxes[:, None, 3])
+    narrow = boxes[None, :, 2] < 0.25 * boxes[:, None, 2]
+    # two wide low boxes in a low bar are its buttons (a dialog's OK and Cancel)
+    parts = small & (narrow | ((small & ~narrow).sum(axis=1) == 1)[:, None])
     children &= ~parts
     count = children.sum(axis=1)
     tallest_child = np.where(children, boxes[None, :, 3], 0).max(axis=1, initial=0)
     panel = (count >= 2) | ((count == 1) & (tallest_child < 0.6 * boxes[:, 3]))
-    composite_child = (children | parts) & ((count <= 1) & ~panel)[:, None]
+    # A wide child is the inner border of its parent; a narrow one of the same height is
+    # a button at the end of a bar (a close button, a search button), and stays.
+    wide = boxes[None, :, 2] >= 0.5 * boxes[:, None, 2]
+    composite_child = ((children & wide) | parts) & ((count <= 1) & ~panel)[:, None]
     alive &= ~panel & ~composite_child.any(axis=0)
     return boxes[alive], flags[alive]
 
