@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from itertools import pairwise
 from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args
 
@@ -36,7 +37,7 @@ _CONTROL_H = (10, 100)  # pixels; taller outlines are panels, shorter ones glyph
 _CHECKBOX_SIDE = (10, 24)
 _TEXT_H = (6, 64)
 _LINK_BLUE = 50  # blue above red and green: link-blue (0, 0, 238), visited (85, 26, 139)
-_SPLIT_H = 30  # px; a text blob this high may be two touching lines
+_SPLIT_H = 18  # px; a text blob this high may be two touching lines
 _PART_OF_CONTROL_H = 48  # px; a box up to this high owns the much lower boxes inside it
 _HOLE_SIDE = 14  # px; the smallest hole taken for a control's inside (word gaps are less)
 
@@ -527,8 +528,9 @@ def _text_lines(edges: np.ndarray, controls: list[_Found]) -> list[_Found]:
         return []
     boxes[:, 0] += 3  # undo the kernel's growth: 3 px each side
     boxes[:, 2] -= 6
+    boxes = _split_lines(free, boxes[boxes[:, 3] >= _TEXT_H[0]])
     tall = boxes[:, 3]
-    boxes = _split_lines(free, boxes[(tall >= _TEXT_H[0]) & (tall <= _TEXT_H[1])])
+    boxes = boxes[(tall >= _TEXT_H[0]) & (tall <= _TEXT_H[1])]
     boxes = _join_words(boxes)
     keep = (boxes[:, 2] >= 4) & (boxes[:, 2] * boxes[:, 3] >= 40)
     found: list[_Found] = []
@@ -583,21 +585,36 @@ def _links(rgb: np.ndarray, texts: list[_Found]) -> list[_Found]:
 
 
 def _split_lines(free: np.ndarray, boxes: np.ndarray) -> np.ndarray:
-    """Blobs over one line high cut at their emptiest rows: the lines of a tight list
-    touch where a descender meets the next line's capitals."""
+    """Blobs over one line high cut where their rows of ink thin out, each part cut to
+    its own ink: the lines of a paragraph or a tight list touch where a descender meets
+    the next line's capitals."""
     out: list[list[int]] = []
     for x, y, w, h in boxes.tolist():
         if h < _SPLIT_H:
             out.append([x, y, w, h])
             continue
-        profile = np.count_nonzero(free[y : y + h, x : x + w], axis=1)
-        start = 0
-        low = profile <= max(1, 0.06 * profile.max())
-        for row in range(6, h - 6):
-            if low[row] and not low[row - 1] and row - start >= 6:
-                out.append([x, y + start, w, row - start])
-                start = row
-        out.append([x, y + start, w, h - start])
+        ink = free[y : y + h, x : x + w]
+        profile = np.count_nonzero(ink, axis=1).astype(float)
+        floor = 0.25 * float(np.median(profile[profile > 0])) if profile.any() else 0.0
+        cuts = [0]
+        for row in range(5, h - 5):
+            window = profile[row - 3 : row + 4]
+            if profile[row] <= floor and profile[row] == window.min() and row - cuts[-1] >= 6:
+                if profile[row - 1] > profile[row] or row - cuts[-1] >= 6:
+                    cuts.append(row)
+        cuts.append(h)
+        for top, bottom in pairwise(cuts):
+            rows = np.flatnonzero(profile[top:bottom])
+            columns = np.flatnonzero(ink[top:bottom].any(axis=0))
+            if len(rows) and len(columns):
+                out.append(
+                    [
+                        x + int(columns[0]),
+                        y + top + int(rows[0]),
+                        int(columns[-1] - columns[0]) + 1,
+                        int(rows[-1] - rows[0]) + 1,
+                    ]
+                )
     return np.array(out, np.int64).reshape(-1, 4)
 
 

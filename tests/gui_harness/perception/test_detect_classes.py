@@ -108,7 +108,6 @@ def test_a_button_at_the_edge_of_a_window_on_a_black_root_is_found():
     assert found is not None and found.kind == "button"
 
 
-@pytest.mark.xfail(strict=True, reason="known gap: 16 px lines 24 px apart still join")
 def test_lines_of_a_list_that_touch_its_border_are_separate_lines():
     image = Image.new("RGB", (400, 260), GREY)
     draw = ImageDraw.Draw(image)
