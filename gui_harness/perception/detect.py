@@ -233,7 +233,7 @@ def _controls(grey: np.ndarray, thin: np.ndarray, thick: np.ndarray) -> list[_Fo
     hollow = (holes[:, 0] >= share * w) & (holes[:, 1] >= share * 0.8 * h)
     # A hole is the inside of an outline: grown back to where a blob's box would be.
     boxes = np.concatenate(
-        [boxes, thick_holes + np.array([-2, -2, 4, 4]), thin_holes + np.array([-3, -3, 6, 6])]
+        [boxes, thick_holes + np.array([-2, -2, 4, 4]), thin_holes + np.array([-1, -1, 2, 2])]
     )
     added = np.ones(len(thick_holes) + len(thin_holes), bool)
     # Blobs' boxes are exact; holes' are grown by a guess: the first wins among equals.
@@ -249,7 +249,7 @@ def _controls(grey: np.ndarray, thin: np.ndarray, thick: np.ndarray) -> list[_Fo
     hollow = np.concatenate([hollow, added])
     x, y, w, h = boxes.T
     square = (np.maximum(w, h) <= _CHECKBOX_SIDE[1] + 2) & (np.abs(w - h) <= 0.3 * h)
-    keep = (h >= _CONTROL_H[0]) & (h <= _CONTROL_H[1]) & (w >= 10) & (w <= 0.9 * width)
+    keep = (h >= _CONTROL_H[0]) & (h <= _CONTROL_H[1]) & (w >= 10) & (w <= 0.97 * width)
     keep &= hollow | square
     boxes, solid, square, open_ = boxes[keep], ~hollow[keep], square[keep], open_[keep]
     source = source[keep]
