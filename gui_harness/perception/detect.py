@@ -471,7 +471,8 @@ def _merge_nested(
             np.abs(y1[:, None] - y1[None, :]),
         ]
     )
-    near = inset <= 6
+    area = boxes[:, 2] * boxes[:, 3]
+    near = (inset <= 6) & (np.minimum.outer(area, area) >= 0.5 * np.maximum.outer(area, area))
     kept = np.ones(len(boxes), bool)
     for i in range(len(boxes)):
         if kept[i]:
