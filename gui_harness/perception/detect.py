@@ -360,7 +360,15 @@ def _round(grey: np.ndarray, boxes: np.ndarray, around: np.ndarray) -> np.ndarra
         if x < 1 or y < 1 or x + w + 1 > width or y + h + 1 > height:
             continue
         patch = grey[y - 1 : y + h + 1, x - 1 : x + w + 1].astype(np.int16)
-        corners = np.array([patch[1, 1], patch[1, -2], patch[-2, 1], patch[-2, -2]])
+        # 2×2 at each corner, where a checkbox's rounded corner still reaches; one
+        # pixel below 13 px, where a circle's ring reaches the 2×2 too
+        k = 3 if min(w, h) >= 13 else 2
+        corners = np.concatenate(
+            [
+                patch[1:k, 1:k].ravel(), patch[1:k, 1 - k : -1].ravel(),
+                patch[1 - k : -1, 1:k].ravel(), patch[1 - k : -1, 1 - k : -1].ravel(),
+            ]
+        )  # fmt: skip
         mid_y, mid_x = patch.shape[0] // 2, patch.shape[1] // 2
         sides = np.array(
             [
