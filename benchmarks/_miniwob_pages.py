@@ -38,7 +38,8 @@ for (const e of document.querySelectorAll('body *')) {
   const box = clip(e.getBoundingClientRect());
   if (!box) continue;
   all.push(box);
-  if (e.matches(interactive)) clickable.push([e.tagName.toLowerCase() + (e.type ? ':' + e.type : ''), box]);
+  const kind = e.tagName.toLowerCase() + (e.type ? ':' + e.type : '');
+  if (e.matches(interactive)) clickable.push([kind, box]);
   // a text node's own box: a line of text inside a bigger element
   for (const n of e.childNodes) {
     if (n.nodeType === 3 && n.textContent.trim()) {

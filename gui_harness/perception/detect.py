@@ -7,16 +7,16 @@ ocr.py. Start at detect_components().
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
-from itertools import pairwise
 from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args
 
 import cv2
 import numpy as np
 
+from gui_harness.perception._blobs import Sums, boxes_of, scratch
 from gui_harness.perception._pixels import ImageLike, grey_array
+from gui_harness.perception._text import colour_of, links, text_lines
 
 __all__ = ["KINDS", "Component", "Kind", "detect_components", "reading_order"]
 
@@ -31,15 +31,9 @@ KINDS: tuple[Kind, ...] = get_args(Kind)
 _CANNY = (30, 90)
 _PALE_CANNY = (12, 36)  # outlines of pale flat controls: a 13-level step on white
 _KERNEL = np.ones((3, 3), np.uint8)
-_TEXT_KERNEL = np.ones((1, 7), np.uint8)  # closes letter and word gaps, never line gaps
-_LINE_KERNELS = (np.ones((1, 48), np.uint8), np.ones((32, 1), np.uint8))
 _CONTROL_H = (10, 100)  # pixels; taller outlines are panels, shorter ones glyphs or lines
 _CHECKBOX_SIDE = (10, 24)
-_TEXT_H = (6, 64)
-_LINK_BLUE = 50  # blue above red and green: link-blue (0, 0, 238), visited (85, 26, 139)
-_SPLIT_H = 18  # px; a text blob this high may be two touching lines
 _PART_OF_CONTROL_H = 48  # px; a box up to this high owns the much lower boxes inside it
-_HOLE_SIDE = 14  # px; the smallest hole taken for a control's inside (word gaps are less)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,16 +94,16 @@ def detect_components(image: ImageLike, *, max_components: int = 200) -> list[Co
     calling thread keeps about 12 bytes per pixel of scratch images for its next call.
     """
     grey = grey_array(image)
-    edges = cv2.Canny(grey, *_CANNY, edges=_scratch.get("edges", grey.shape, np.uint8))
+    edges = cv2.Canny(grey, *_CANNY, edges=scratch.get("edges", grey.shape, np.uint8))
     # Outlines come from a low-threshold pass, so pale flat controls keep theirs; text
     # from the normal one, so anti-aliasing stays out of it.
-    pale = cv2.Canny(grey, *_PALE_CANNY, edges=_scratch.get("pale", grey.shape, np.uint8))
-    thick = cv2.dilate(pale, _KERNEL, dst=_scratch.get("thick", grey.shape, np.uint8))
+    pale = cv2.Canny(grey, *_PALE_CANNY, edges=scratch.get("pale", grey.shape, np.uint8))
+    thick = cv2.dilate(pale, _KERNEL, dst=scratch.get("thick", grey.shape, np.uint8))
     controls = _controls(grey, pale, thick)
-    texts = _text_lines(edges, controls)
-    colour = _colour(image)
+    texts = text_lines(edges, controls)
+    colour = colour_of(image)
     if colour is not None:
-        texts = _links(colour, texts)
+        texts = links(colour, texts)
     found = controls + texts
     if len(found) > max_components:
         ranked = sorted(
@@ -143,76 +137,6 @@ def reading_order(components: Sequence[Component]) -> list[Component]:
 _Found = tuple[Kind, tuple[int, int, int, int], float]
 
 
-def _boxes(binary: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Bounding boxes (N×4 int arrays: x, y, w, h) of every connected blob, nested ones
-    too; for each the (w, h) of its largest hole (0, 0 when it has none); and the boxes
-    of the rectangular holes of control size: the inside of an outline that touches its
-    neighbours."""
-    contours, hierarchy = cv2.findContours(binary, cv2.RETR_CCOMP, cv2.CHAIN_APPROX_SIMPLE)
-    if hierarchy is None:
-        empty = np.zeros((0, 4), np.int64)
-        return empty, np.zeros((0, 2), np.int64), empty
-    parent = hierarchy[0][:, 3]
-    # Bounding rects of all contours at once: min/max over each contour's run of points.
-    lengths = np.fromiter(map(len, contours), np.int64, len(contours))
-    points = np.concatenate(contours).reshape(-1, 2).astype(np.int64)
-    starts = np.zeros(len(contours), np.int64)
-    np.cumsum(lengths[:-1], out=starts[1:])
-    low = np.minimum.reduceat(points, starts)
-    rects = np.concatenate([low, np.maximum.reduceat(points, starts) - low + 1], axis=1)
-    outer = parent == -1  # RETR_CCOMP: outer boundaries have no parent, holes have one
-    holes = np.zeros((len(contours), 2), np.int64)
-    inner = np.flatnonzero(~outer)
-    np.maximum.at(holes, parent[inner], rects[inner, 2:])
-    # A control's inside is a filled rectangle; a glyph's ink or the gap between two
-    # glyphs fills little of its box.
-    large = inner[(rects[inner, 2:] >= _HOLE_SIDE).all(axis=1)]
-    area = np.array([cv2.contourArea(contours[i]) for i in large], float).reshape(-1)
-    rectangular = large[area >= 0.75 * rects[large, 2] * rects[large, 3]]
-    return rects[outer], holes[outer], rects[rectangular]
-
-
-class _Scratch(threading.local):
-    """Per-thread scratch images reused between calls: fresh multi-megabyte arrays cost
-    page faults on every call, which once took half the detection time."""
-
-    def __init__(self) -> None:
-        self.arrays: dict[str, np.ndarray] = {}
-
-    def get(self, name: str, shape: tuple[int, ...], dtype: type) -> np.ndarray:
-        array = self.arrays.get(name)
-        if array is None or array.shape != shape or array.dtype != dtype:
-            array = self.arrays[name] = np.empty(shape, dtype)
-        return array
-
-
-_scratch = _Scratch()
-
-
-class _Sums:
-    """Box sums over an image through its integral image, vectorised over many boxes."""
-
-    def __init__(self, image: np.ndarray, name: str) -> None:
-        self.height, self.width = image.shape
-        table = _scratch.get(name, (self.height + 1, self.width + 1), np.int32)
-        self.table = cv2.integral(image, sum=table, sdepth=cv2.CV_32S)
-
-    def sums(
-        self, x0: np.ndarray, y0: np.ndarray, x1: np.ndarray, y1: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Sum and area of each box [x0, x1) × [y0, y1), cut to the image."""
-        xs = np.clip(np.stack([x0, x1]), 0, self.width)
-        ys = np.clip(np.stack([y0, y1]), 0, self.height)
-        t = self.table
-        total = t[ys[1], xs[1]] - t[ys[0], xs[1]] - t[ys[1], xs[0]] + t[ys[0], xs[0]]
-        return total, (xs[1] - xs[0]) * (ys[1] - ys[0])
-
-    def mean(self, x0: np.ndarray, y0: np.ndarray, x1: np.ndarray, y1: np.ndarray) -> np.ndarray:
-        """Mean value inside each box [x0, x1) × [y0, y1), cut to the image."""
-        total, area = self.sums(x0, y0, x1, y1)
-        return total / np.maximum(area, 1)
-
-
 def _controls(grey: np.ndarray, thin: np.ndarray, thick: np.ndarray) -> list[_Found]:
     """Rectangular outlines of control size, classified, with nested duplicates merged.
 
@@ -221,8 +145,8 @@ def _controls(grey: np.ndarray, thin: np.ndarray, thick: np.ndarray) -> list[_Fo
     the window's edge) their outlines fuse into one blob, but each inside survives as a
     hole, on the thin map when the gap is a pixel or two.
     """
-    boxes, holes, thick_holes = _boxes(thick)
-    thin_holes = _boxes(thin)[2]
+    boxes, holes, thick_holes = boxes_of(thick)
+    thin_holes = boxes_of(thin)[2]
     width = grey.shape[1]
     x, y, w, h = boxes.T
     # An outline, unlike a word, encloses one hole nearly its own size. A tick can cut
@@ -256,7 +180,7 @@ def _controls(grey: np.ndarray, thin: np.ndarray, thick: np.ndarray) -> list[_Fo
     if not len(boxes):
         return []
     x, y, w, h = boxes.T
-    edge = _Sums(thick, "thick sums")
+    edge = Sums(thick, "thick sums")
     # An outline is a rectangle when the middle of each side is covered by a straight
     # run of edges 2 px deep: the middles only, so rounded corners pass; at a few
     # depths, as a 3-D relief puts its strongest edge a pixel or two inside the outer one.
@@ -300,7 +224,7 @@ def _controls(grey: np.ndarray, thin: np.ndarray, thick: np.ndarray) -> list[_Fo
     inset = np.where(h >= 30, 6, np.where(h >= 24, 4, 3))
     ix0, iy0, ix1, iy1 = x + inset, y + inset, x + w - inset, y + h - inset
     # Inside, and the 4 px ring just outside the outline, in one pass over the integral.
-    total, area = _Sums(grey, "grey sums").sums(
+    total, area = Sums(grey, "grey sums").sums(
         np.concatenate([ix0, x - 5, x - 1]),
         np.concatenate([iy0, y - 5, y - 1]),
         np.concatenate([ix1, x + w + 5, x + w + 1]),
@@ -518,136 +442,3 @@ def _merge_nested(
     composite_child = ((children & wide) | parts) & ((count <= 1) & ~panel)[:, None]
     alive &= ~panel & ~composite_child.any(axis=0)
     return boxes[alive], flags[alive]
-
-
-def _text_lines(edges: np.ndarray, controls: list[_Found]) -> list[_Found]:
-    """Lines of text and icons: the edges outside controls, joined horizontally."""
-    free = _scratch.get("free", edges.shape, np.uint8)
-    np.copyto(free, edges)
-    for _, (cx, cy, cw, ch), _ in controls:
-        free[max(0, cy - 2) : cy + ch + 2, max(0, cx - 2) : cx + cw + 2] = 0
-    # Long straight edges are borders, not glyphs: text that touches a list's or a
-    # panel's border would otherwise join it into one blob too tall to be a line.
-    rows = cv2.morphologyEx(free, cv2.MORPH_OPEN, _LINE_KERNELS[0])
-    columns = cv2.morphologyEx(free, cv2.MORPH_OPEN, _LINE_KERNELS[1])
-    free[(rows > 0) | (columns > 0)] = 0
-    joined = cv2.dilate(free, _TEXT_KERNEL, dst=_scratch.get("joined", edges.shape, np.uint8))
-    boxes = _boxes(joined)[0]
-    if not len(boxes):
-        return []
-    boxes[:, 0] += 3  # undo the kernel's growth: 3 px each side
-    boxes[:, 2] -= 6
-    boxes = _split_lines(free, boxes[boxes[:, 3] >= _TEXT_H[0]])
-    tall = boxes[:, 3]
-    boxes = boxes[(tall >= _TEXT_H[0]) & (tall <= _TEXT_H[1])]
-    boxes = _join_words(boxes)
-    keep = (boxes[:, 2] >= 4) & (boxes[:, 2] * boxes[:, 3] >= 40)
-    found: list[_Found] = []
-    for bx, by, bw, bh in boxes[keep].tolist():
-        if bh >= 16 and 0.6 <= bw / bh <= 1.6:
-            found.append(("icon", (bx, by, bw, bh), 0.5))
-        else:
-            found.append(("text", (bx, by, bw, bh), 0.6))
-    return found
-
-
-def _colour(image: ImageLike) -> np.ndarray | None:
-    """`image` as an RGB array when it has colour, else None."""
-    if isinstance(image, np.ndarray):
-        return image[:, :, :3] if image.ndim == 3 else None
-    if getattr(image, "mode", "L") in ("RGB", "RGBA"):
-        return np.asarray(image)[:, :, :3]
-    return None
-
-
-def _links(rgb: np.ndarray, texts: list[_Found]) -> list[_Found]:
-    """Runs of link-blue (or visited-purple) glyphs inside text lines become links; the
-    rest of such a line stays text, cut at the links."""
-    out: list[_Found] = []
-    for kind, (x, y, w, h), confidence in texts:
-        crop = rgb[y : y + h, x : x + w].astype(np.int16)
-        blue = crop[:, :, 2] - np.maximum(crop[:, :, 0], crop[:, :, 1]) >= _LINK_BLUE
-        columns = np.flatnonzero(blue.any(axis=0))
-        if kind != "text" or len(columns) < 3 or blue.mean() > 0.45:
-            out.append((kind, (x, y, w, h), confidence))
-            continue
-        # Letters of a word are 1-2 px apart, words a space (about a third of the height).
-        breaks = np.flatnonzero(np.diff(columns) > max(2, h // 4))
-        starts = np.concatenate([[columns[0]], columns[breaks + 1]])
-        ends = np.concatenate([columns[breaks], [columns[-1]]]) + 1
-        left = 0
-        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-            rows = np.flatnonzero(blue[:, start:end].any(axis=1))
-            if start - left >= 4:
-                out.append(("text", (x + left, y, start - left - 2, h), confidence))
-            out.append(
-                (
-                    "link",
-                    (x + start, y + int(rows[0]), end - start, int(rows[-1] - rows[0]) + 1),
-                    0.6,
-                )
-            )
-            left = end + 2
-        if w - left >= 4:
-            out.append(("text", (x + left, y, w - left, h), confidence))
-    return out
-
-
-def _split_lines(free: np.ndarray, boxes: np.ndarray) -> np.ndarray:
-    """Blobs over one line high cut where their rows of ink thin out, each part cut to
-    its own ink: the lines of a paragraph or a tight list touch where a descender meets
-    the next line's capitals."""
-    out: list[list[int]] = []
-    for x, y, w, h in boxes.tolist():
-        if h < _SPLIT_H:
-            out.append([x, y, w, h])
-            continue
-        ink = free[y : y + h, x : x + w]
-        profile = np.count_nonzero(ink, axis=1).astype(float)
-        floor = 0.25 * float(np.median(profile[profile > 0])) if profile.any() else 0.0
-        cuts = [0]
-        for row in range(5, h - 5):
-            window = profile[row - 3 : row + 4]
-            if profile[row] <= floor and profile[row] == window.min() and row - cuts[-1] >= 6:
-                if profile[row - 1] > profile[row] or row - cuts[-1] >= 6:
-                    cuts.append(row)
-        cuts.append(h)
-        for top, bottom in pairwise(cuts):
-            rows = np.flatnonzero(profile[top:bottom])
-            columns = np.flatnonzero(ink[top:bottom].any(axis=0))
-            if len(rows) and len(columns):
-                out.append(
-                    [
-                        x + int(columns[0]),
-                        y + top + int(rows[0]),
-                        int(columns[-1] - columns[0]) + 1,
-                        int(rows[-1] - rows[0]) + 1,
-                    ]
-                )
-    return np.array(out, np.int64).reshape(-1, 4)
-
-
-def _join_words(boxes: np.ndarray) -> np.ndarray:
-    """Join blobs on one line whose gap is under about half their height: the word gaps
-    of large text, which the fixed dilation kernel leaves open."""
-    lines: list[list[int]] = []  # x0, y0, x1, y1 of each line so far
-    open_lines: list[list[int]] = []
-    for x, y, w, h in boxes[np.argsort(boxes[:, 0], kind="stable")].tolist():
-        x1, y1 = x + w, y + h
-        open_lines = [line for line in open_lines if x - line[2] <= 40]
-        for line in open_lines:
-            line_h = line[3] - line[1]
-            overlap = min(y1, line[3]) - max(y, line[1])
-            gap = x - line[2]
-            similar = overlap >= 0.6 * min(h, line_h) and max(h, line_h) <= 2 * min(h, line_h)
-            if similar and -2 <= gap <= max(4, 0.6 * max(h, line_h)):
-                line[0], line[1] = min(line[0], x), min(line[1], y)
-                line[2], line[3] = max(line[2], x1), max(line[3], y1)
-                break
-        else:
-            line = [x, y, x1, y1]
-            lines.append(line)
-            open_lines.append(line)
-    joined = np.array(lines, np.int64).reshape(-1, 4)
-    joined[:, 2:] -= joined[:, :2]
-    return joined
