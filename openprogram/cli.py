@@ -1,13 +1,14 @@
 """The `openprogram` command: inspect recorded sessions, and run the GUI agent.
 
-Owns the command line (click): `sessions list | show | render | report | export | fork`
-over a session store, and `demo` / `gui`, which hand over to gui_harness (imported only
+Owns the command line (click): `sessions list | show | render | report | export | fork |
+check` over a session store, and `demo` / `gui`, which hand over to gui_harness (imported only
 when used). Every failure ends as a ClickException saying what to do. Start at main().
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -26,8 +27,13 @@ DEFAULT_STORE = "openprogram.db"
 """The store the session commands read when neither --store nor OPENPROGRAM_STORE is set."""
 
 F = TypeVar("F", bound=Callable[..., Any])
-_MARK = {"completed": "✓", "error": "✗", "running": "…", "cancelled": "⊘"}
-_COLOUR = {"completed": "green", "error": "red", "running": "yellow", "cancelled": "bright_black"}
+_COLOUR = {
+    "completed": "green",
+    "error": "red",
+    "running": "yellow",
+    "cancelled": "bright_black",
+    "stopped": "yellow",
+}
 _SHOW_LIMIT = 300
 
 
@@ -72,7 +78,12 @@ def cli() -> None:
 def _opened_store(spec: str) -> Iterator[Any]:
     from openprogram.store import open_store
 
-    if "://" not in spec and spec != "memory" and not Path(spec).expanduser().exists():
+    if spec in ("memory", ":memory:", "sqlite:///:memory:"):
+        raise click.ClickException(
+            f"--store {spec!r} is in memory and keeps nothing between processes; pass a "
+            "SQLite file or a postgresql:// URL"
+        )
+    if "://" not in spec and not Path(spec).expanduser().exists():
         raise click.ClickException(
             f"no session store at {spec!r}. Record runs into it with Session({spec!r}), "
             "or point --store (or OPENPROGRAM_STORE) at an existing store."
@@ -191,6 +202,7 @@ def show_command(
     session_id: str, store_spec: str, depth: int | None, show_all: bool, values: bool
 ) -> None:
     """Print a session's call tree: status, duration, tokens and cost per node."""
+    from openprogram._tree import walk
     from openprogram.display._payload import summary, value_text
 
     with _session(store_spec, session_id) as session:
@@ -204,7 +216,7 @@ def show_command(
             f"${total['cost_usd']:.4f} · {_duration(total['duration_s'])}"
             + (click.style(f" · {statuses['error']} errors", fg="red") if statuses["error"] else "")
         )
-        for shown, (node, level) in enumerate(_walk(dag, depth)):
+        for shown, (node, level) in enumerate(walk(dag, depth)):
             if not show_all and shown >= _SHOW_LIMIT:
                 click.echo(f"… {len(dag) - shown:,} more nodes (use --all or --depth)")
                 break
@@ -220,28 +232,14 @@ def _duration(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
-def _walk(dag: ContextDAG, depth: int | None) -> Iterator[tuple[Node, int]]:
-    stack = [(node, 0) for node in reversed(dag.children(None))]
-    while stack:
-        node, level = stack.pop()
-        yield node, level
-        if depth is None or level + 1 < depth:
-            stack.extend((child, level + 1) for child in reversed(dag.children(node.id)))
-
-
 def _tree_line(dag: ContextDAG, node: Node, level: int) -> str:
-    mark = click.style(_MARK.get(node.status, "?"), fg=_COLOUR.get(node.status))
-    name = f"{node.name} #{dag.ordinal(node)}" + (" (llm)" if node.kind == "llm" else "")
-    parts = ["  " * level + mark, click.style(name, bold=node.kind == "code")]
-    if node.duration_s is not None and node.kind != "user":
-        parts.append(_duration(node.duration_s))
-    if node.usage is not None:
-        parts.append(
-            f"{node.usage.input_tokens}→{node.usage.output_tokens} tok ${node.usage.cost_usd:.4f}"
-        )
-    if node.status == "error" and node.error:
-        parts.append(click.style(node.error[:100], fg="red"))
-    return "  ".join(parts)
+    from openprogram._tree import node_line
+
+    mark, name, facts = node_line(dag, node)
+    if node.status in ("error", "cancelled", "stopped") and node.error and facts:
+        facts[-1] = click.style(facts[-1], fg="red")
+    mark = click.style(mark, fg=_COLOUR.get(node.status))
+    return "  ".join(["  " * level + mark, click.style(name, bold=node.kind == "code"), *facts])
 
 
 @sessions.command("render")
@@ -333,17 +331,24 @@ def _echo_messages(rendered: Any) -> None:
     help="The HTML file to write (default: openprogram-ID.html here).",
 )
 @click.option("--title", help="Heading of the report (default: the session id).")
+@click.option(
+    "--thumbnail-px",
+    type=click.IntRange(min=16),
+    default=320,
+    show_default=True,
+    help="Size screenshots show at in the tree (a click opens them at full size).",
+)
 def report_command(
-    session_id: str, store_spec: str, output: Path | None, title: str | None
+    session_id: str, store_spec: str, output: Path | None, title: str | None, thumbnail_px: int
 ) -> None:
     """Write a session's report: one self-contained HTML file (no network needed)."""
     from openprogram.display.report import write_report
 
     with _session(store_spec, session_id) as session:
-        target = output or Path(f"openprogram-{session.id}.html")
+        target = output or Path(f"openprogram-{_file_safe(session.id)}.html")
         click.echo(f"writing the report of {len(session.dag):,} nodes…", err=True)
         try:
-            written = write_report(session, target, title=title)
+            written = write_report(session, target, title=title, thumbnail_px=thumbnail_px)
         except OpenProgramError as exc:
             raise click.ClickException(str(exc)) from exc
         except OSError as exc:
@@ -375,6 +380,11 @@ def export_command(
     """Export a session's DAG as GraphML, Mermaid, DOT or JSON."""
     from openprogram.display.export import write_export
 
+    if export_format is None and output.suffix.lower() not in (".graphml", ".mmd", ".dot", ".json"):
+        raise click.ClickException(
+            f"cannot tell the export format from {str(output)!r}; use a .graphml, .mmd, .dot or "
+            ".json file name, or pass --format graphml|mermaid|dot|json"
+        )
     with _session(store_spec, session_id) as session:
         try:
             written = write_export(session.dag, output, format=export_format)  # type: ignore[arg-type]
@@ -405,6 +415,33 @@ def fork_command(session_id: str, store_spec: str, reference: str, new_id: str |
             f"inspect it with `openprogram sessions show {fork.id}`",
             err=True,
         )
+
+
+@sessions.command("check")
+@click.argument("session_id", metavar="[ID]", required=False)
+@store_option
+def check_command(session_id: str | None, store_spec: str) -> None:
+    """Check a store (or one session) for damage and say how much is readable.
+
+    Reads only. Exits with status 1 when anything is damaged.
+    """
+    from openprogram.store.check import check_store
+
+    if "://" not in store_spec and not Path(store_spec).expanduser().exists():
+        raise click.ClickException(f"no session store at {store_spec!r}")
+    try:
+        report = check_store(store_spec, session_id)
+    except (OpenProgramError, ImportError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    for line in report.lines():
+        click.echo(line)
+    if not report.ok:
+        sys.exit(1)
+
+
+def _file_safe(text: str) -> str:
+    """`text` as one file name: no folders, no leading dot (an id may be anything)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", text).lstrip(".") or "session"
 
 
 # -- running the GUI agent -----------------------------------------------------------------
