@@ -31,7 +31,13 @@ from gui_harness.desktop.remote import RemoteDesktop
 from gui_harness.desktop.server import serve_desktop
 from gui_harness.desktop.virtual import App, VirtualDesktop
 from gui_harness.desktop.x11 import X11Desktop
-from gui_harness.errors import ActionRejected, DesktopError, DesktopTimeout, InvalidAction
+from gui_harness.errors import (
+    ActionRejected,
+    DesktopAuthError,
+    DesktopError,
+    DesktopTimeout,
+    InvalidAction,
+)
 from gui_harness.normalize import normalize_action
 from gui_harness.perception import ComponentMemory, Observation, Perception
 from gui_harness.result import GuiResult, StopReason
@@ -80,4 +86,5 @@ __all__ = [
     "ActionRejected",
     "DesktopError",
     "DesktopTimeout",
+    "DesktopAuthError",
 ]

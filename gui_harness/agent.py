@@ -17,7 +17,7 @@ from typing import Any
 from gui_harness.actions import Policy, Transform, resolve
 from gui_harness.desktop.base import Desktop
 from gui_harness.desktop.settle import wait_until_stable
-from gui_harness.errors import ActionRejected, DesktopError, InvalidAction
+from gui_harness.errors import ActionRejected, DesktopAuthError, DesktopError, InvalidAction
 from gui_harness.normalize import normalize_action
 from gui_harness.perception import ComponentMemory, Observation, Perception
 from gui_harness.prompts import (
@@ -365,7 +365,7 @@ def _loop(run: _Run, task: str, max_steps: int, timeout_s: float | None) -> GuiR
         except RunStopped as exc:
             stop, detail = "stopped", exc.reason
             break
-        except ModelAuthError as exc:
+        except (ModelAuthError, DesktopAuthError) as exc:  # retrying cannot help
             stop, detail = "error", str(exc)
             break
         except (ModelError, DesktopError) as exc:

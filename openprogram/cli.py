@@ -70,6 +70,9 @@ def cli() -> None:
     Run the GUI agent:
       openprogram demo
       openprogram gui "fill in the form" --model openai/gpt-4o
+    Evaluate and scale:
+      openprogram bench miniwob --model oracle --seeds 0-4
+      openprogram batch tasks.jsonl --workers 4 [--engine ray --address HOST:PORT]
     """
 
 
@@ -526,6 +529,23 @@ def gui(
             )
         )
     )
+
+
+_FORWARD = {"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
+
+
+@cli.command(context_settings=_FORWARD, add_help_option=False)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def batch(args: tuple[str, ...]) -> None:
+    """Run a tasks.jsonl file as gui_agent episodes, locally or on Ray (see --help)."""
+    sys.exit(_gui_entry("gui_harness.batch.cli", "batch_main")(list(args)))
+
+
+@cli.command(context_settings=_FORWARD, add_help_option=False)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def bench(args: tuple[str, ...]) -> None:
+    """Measure gui_agent on benchmarks: bench miniwob --model M (see --help)."""
+    sys.exit(_gui_entry("gui_harness.batch.cli", "bench_main")(list(args)))
 
 
 def _run(start: Callable[[], int]) -> int:
