@@ -71,8 +71,7 @@ def measure(work: Callable[[], object], runs: int) -> tuple[float, float, float]
 
 def miniwob(seeds: list[int], zoom: float) -> None:
     """Recall, precision and ms per frame of the pixel path on MiniWoB++ pages."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from _miniwob_pages import pages
+    from tests.gui_harness.perception.miniwob_pages import pages
 
     print(f"MiniWoB++ pixel path, seeds {seeds}, zoom {zoom}, IoU >= 0.5")
     print(f"{'set':9} {'task':24} {'found':>9} {'recall':>7} {'precise':>9} {'prec':>6} {'ms':>6}")

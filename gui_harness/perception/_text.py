@@ -76,12 +76,14 @@ def links(rgb: np.ndarray, texts: list[_Found]) -> list[_Found]:
             out.append((kind, (x, y, w, h), confidence))
             continue
         # Letters of a word are 1-2 px apart, words a space (about a third of the height).
-        breaks = np.flatnonzero(np.diff(columns) > max(2, h // 4))
+        breaks = np.flatnonzero(np.diff(columns) > max(3, h // 4))
         starts = np.concatenate([[columns[0]], columns[breaks + 1]])
         ends = np.concatenate([columns[breaks], [columns[-1]]]) + 1
         left = 0
         for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
             rows = np.flatnonzero(blue[:, start:end].any(axis=1))
+            if rows[-1] - rows[0] < 3:  # an underline alone: its word is on the line above
+                continue
             if start - left >= 4:
                 out.append(("text", (x + left, y, start - left - 2, h), confidence))
             out.append(

@@ -1,7 +1,7 @@
-"""MiniWoB++ pages in headless Chromium for the perception benchmark: screenshots of the
-task area and the DOM boxes of its visible elements (the truth). Private to benchmarks/.
+"""MiniWoB++ pages in headless Chromium for the perception tests and benchmark:
+screenshots of the task area and the DOM boxes of its visible elements (the truth).
 
-Needs the `miniwob` package (its task HTML), selenium, chromium and chromedriver.
+Needs the bench extra (`miniwob` for the task HTML, selenium), chromium and chromedriver.
 """
 
 from __future__ import annotations
