@@ -29,6 +29,7 @@ TASK = (
 _COMPONENT = re.compile(r'^#(\d+) (\w+) at \((\d+), (\d+), (\d+)x(\d+)\)(?: (".*"))?$', re.M)
 _GOAL = re.compile(r'"goal": "([^"]*)"[^\n]*"status": "acted"')
 _PREVIOUS = re.compile(r"^Previous step: (.*)$", re.M)
+_TASK = re.compile(r"(?:^Task: |do this task: )(.*)$", re.M)
 
 _STEPS = (
     "click the Name field",
@@ -39,6 +40,8 @@ _STEPS = (
     f"pick {COUNTRY}",
     "press Save",
 )
+_COLOUR_STEPS = (f"choose {COLOUR.capitalize()}",)
+_COUNTRY_STEPS = ("open the Country list", f"pick {COUNTRY}")
 
 
 @dataclass(frozen=True)
@@ -137,9 +140,23 @@ def _list_item(components: list[_Seen]) -> _Seen | None:
     return min(lines, key=lambda c: abs(c.y + c.h / 2 - wanted))
 
 
+def _steps_for(task: str) -> tuple[str, ...]:
+    """The steps a task asks for: the colour and country steps only when it names them,
+    so the policy also fills a form without them (FakeDesktop's demo form)."""
+    words = task.lower()
+    return tuple(
+        goal
+        for goal in _STEPS
+        if not (goal in _COLOUR_STEPS and "colour" not in words)
+        and not (goal in _COUNTRY_STEPS and "country" not in words)
+    )
+
+
 def _plan(request: ModelRequest) -> dict[str, Any]:
     done = set(_GOAL.findall(request.history))
-    pending = [goal for goal in _STEPS if goal not in done]
+    task = _TASK.search(request.text)
+    wanted = _STEPS if task is None else _steps_for(task.group(1))
+    pending = [goal for goal in wanted if goal not in done]
     if not pending:
         return {"goal": "finish", "action": {"type": "done", "reason": "the form is saved"}}
     goal = pending[0]
