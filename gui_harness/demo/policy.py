@@ -16,7 +16,7 @@ from typing import Any
 from gui_harness.demo.app import COLOURS, COUNTRIES
 from openprogram import ModelRequest
 
-__all__ = ["COLOUR", "COUNTRY", "NAME", "TASK", "demo_policy"]
+__all__ = ["BASIC_TASK", "COLOUR", "COUNTRY", "NAME", "TASK", "demo_policy"]
 
 NAME = "Alice"
 COLOUR = "green"
@@ -25,6 +25,8 @@ TASK = (
     f"Type {NAME} in the Name field, tick Subscribe, choose the colour {COLOUR.capitalize()},"
     f" choose {COUNTRY} as the country and press Save"
 )
+BASIC_TASK = f"Type {NAME} in the Name field, tick Subscribe and press Save"
+"""The task without the colour and the country: all that FakeDesktop's form offers."""
 
 _COMPONENT = re.compile(r'^#(\d+) (\w+) at \((\d+), (\d+), (\d+)x(\d+)\)(?: (".*"))?$', re.M)
 _GOAL = re.compile(r'"goal": "([^"]*)"[^\n]*"status": "acted"')

@@ -6,14 +6,13 @@ import pytest
 
 from gui_harness.actions import Policy
 from gui_harness.agent import gui_agent
+from gui_harness.demo.policy import BASIC_TASK as TASK
 from gui_harness.demo.policy import NAME, demo_policy
 from gui_harness.desktop.fake import FakeDesktop
 from openprogram import ModelAuthError, Runtime, ScriptedModel, Session
 from openprogram.callbacks.base import Callback
 from openprogram.render import seen_by
 
-# FakeDesktop's demo form has no country chooser: the task without the colour and country
-TASK = f"Type {NAME} in the Name field, tick Subscribe and press Save"
 OK = {"success": True, "observation": "fine", "task_complete": False}
 COMPLETE = {"success": True, "observation": "saved", "task_complete": True}
 END = {"summary": "the form", "task_appears_complete": False}
