@@ -25,6 +25,14 @@ from gui_harness.agent import (
     plan_next_action,
     verify_step,
 )
+from gui_harness.current import (
+    ask_for_action,
+    current_observation,
+    current_prompts,
+    latest_verification,
+    look,
+    observe_screen,
+)
 from gui_harness.desktop.base import Desktop
 from gui_harness.desktop.fake import FakeDesktop
 from gui_harness.desktop.remote import RemoteDesktop
@@ -40,6 +48,7 @@ from gui_harness.errors import (
 )
 from gui_harness.normalize import normalize_action
 from gui_harness.perception import ComponentMemory, Observation, Perception
+from gui_harness.prompts import Prompts
 from gui_harness.result import GuiResult, StopReason
 
 __all__ = [
@@ -53,6 +62,14 @@ __all__ = [
     "plan_next_action",
     "dispatch_action",
     "conclusion",
+    # writing your own leaves
+    "current_observation",
+    "observe_screen",
+    "look",
+    "ask_for_action",
+    "latest_verification",
+    "current_prompts",
+    "Prompts",
     # desktops
     "Desktop",
     "VirtualDesktop",

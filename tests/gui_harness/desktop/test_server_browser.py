@@ -17,19 +17,10 @@ import pytest
 from gui_harness.actions import Click
 from gui_harness.desktop.fake import FakeDesktop
 from gui_harness.desktop.server import serve_desktop
+from tests.support.chromium import CHROMIUM_FLAGS
 
 pytestmark = pytest.mark.browser
 
-_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-quic",
-)
 
 # Every way a page can send a POST without the user: no-cors fetches (JSON as text/plain,
 # as a form would send it), a beacon, and a CORS fetch that even knows the token.
@@ -84,7 +75,7 @@ def chromium(tmp_path: Path):
         result = subprocess.run(
             [
                 binary,
-                *_FLAGS,
+                *CHROMIUM_FLAGS,
                 f"--user-data-dir={tmp_path / 'profile'}",
                 "--virtual-time-budget=20000",  # let the page's fetches finish first
                 "--dump-dom",
