@@ -1,12 +1,18 @@
-"""Perception benchmarks on a 1280×800 synthetic settings form.
+"""Perception benchmarks: timing on a 1280×800 synthetic form, accuracy on MiniWoB++.
 
 Times detect_components, memory labelling of the detected components (10 remembered
 entries), describe, and their sum — the per-step cost of observe() without OCR (target:
 detection <= ~10 ms on 2 cores) — plus the lazy extras: set-of-marks drawing and a
 whole-screen memory search. Median of N runs (default 50), wall and process CPU time.
 
+`--miniwob` instead measures the pixel path against the DOM: recall (visible interactive
+elements with a detected box at IoU >= 0.5) and precision (detected boxes at IoU >= 0.5
+with some visible element or line of text), on TUNED tasks and on HELD_OUT tasks that
+detection was never adjusted on, at several seeds, in headless Chromium.
+
 A plain script, not a test: `python benchmarks/bench_perception.py [--runs N]
-[--threads N]`. Results go into docs/performance.md by hand, with the machine and date.
+[--threads N] [--miniwob [--seeds 0 1 2] [--zoom 1]]`. Results go into
+docs/performance.md by hand, with the machine and date.
 """
 
 from __future__ import annotations
@@ -32,9 +38,21 @@ from gui_harness.perception import (
     draw_marks,
 )
 from gui_harness.perception._pixels import grey_array
-from tests.gui_harness.perception.screens import form_screen
+from tests.gui_harness.perception.screens import form_screen, iou
 
 DETECT_TARGET_MS = 10.0
+TUNED = [
+    "click-button", "click-button-sequence", "click-checkboxes", "click-checkboxes-soft",
+    "click-dialog", "click-dialog-2", "click-link", "click-option", "click-tab",
+    "click-tab-2", "click-test", "click-test-2", "click-widget", "enter-text",
+    "enter-password", "focus-text", "focus-text-2", "login-user",
+]  # fmt: skip
+HELD_OUT = [
+    "choose-list", "click-collapsible", "click-scroll-list", "enter-date", "enter-time",
+    "guess-number", "search-engine", "social-media", "email-inbox", "use-autocomplete",
+    "text-transform", "navigate-tree", "click-menu", "click-tab-2-hard",
+    "login-user-popup", "multi-layouts",
+]  # fmt: skip
 
 
 def measure(work: Callable[[], object], runs: int) -> tuple[float, float, float]:
@@ -51,14 +69,57 @@ def measure(work: Callable[[], object], runs: int) -> tuple[float, float, float]
     return statistics.median(wall) * 1000, statistics.median(cpu) * 1000, min(wall) * 1000
 
 
+def miniwob(seeds: list[int], zoom: float) -> None:
+    """Recall, precision and ms per frame of the pixel path on MiniWoB++ pages."""
+    from tests.gui_harness.perception.miniwob_pages import pages
+
+    print(f"MiniWoB++ pixel path, seeds {seeds}, zoom {zoom}, IoU >= 0.5")
+    print(f"{'set':9} {'task':24} {'found':>9} {'recall':>7} {'precise':>9} {'prec':>6} {'ms':>6}")
+    for name, tasks in (("tuned", TUNED), ("held-out", HELD_OUT)):
+        totals = [0, 0, 0, 0]
+        times: list[float] = []
+        for task in tasks:
+            counts = [0, 0, 0, 0]  # interactive found, interactive, boxes matching, boxes
+            for page in pages([task], seeds, zoom=zoom):
+                start = time.perf_counter()
+                found = detect_components(page.image)
+                times.append(time.perf_counter() - start)
+                targets: list[tuple[int, int, int, int]] = []
+                for _, box in page.interactive:  # nested duplicates: a tab's li and its a
+                    if all(iou(box, other) < 0.7 for other in targets):
+                        targets.append(box)
+                truth = page.elements + targets
+                counts[0] += sum(any(iou(c.box, t) >= 0.5 for c in found) for t in targets)
+                counts[1] += len(targets)
+                counts[2] += sum(any(iou(c.box, t) >= 0.5 for t in truth) for c in found)
+                counts[3] += len(found)
+            totals = [a + b for a, b in zip(totals, counts, strict=True)]
+            print(
+                f"{name:9} {task:24} {counts[0]:4}/{counts[1]:<4} "
+                f"{counts[0] / max(counts[1], 1):7.1%} {counts[2]:4}/{counts[3]:<4} "
+                f"{counts[2] / max(counts[3], 1):6.1%}"
+            )
+        print(
+            f"{name:9} {'ALL ' + str(len(tasks)) + ' tasks':24} {totals[0]:4}/{totals[1]:<4} "
+            f"{totals[0] / max(totals[1], 1):7.1%} {totals[2]:4}/{totals[3]:<4} "
+            f"{totals[2] / max(totals[3], 1):6.1%} {statistics.median(times) * 1000:6.2f}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--threads", type=int, help="OpenCV threads (default: its own choice)")
+    parser.add_argument("--miniwob", action="store_true", help="accuracy on MiniWoB++ pages")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--zoom", type=float, default=1.0, help="device pixels per CSS pixel")
     options = parser.parse_args()
     runs = options.runs
     if options.threads is not None:
         cv2.setNumThreads(options.threads)
+    if options.miniwob:
+        miniwob(options.seeds, options.zoom)
+        return
 
     image, _ = form_screen()
     components = detect_components(image)

@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 dev=0
 [ "${1:-}" = "--dev" ] && dev=1
 
-packages=(xvfb xdotool x11-utils python3-tk fonts-dejavu-core tesseract-ocr)
+# libgl1 and libglib2.0-0: opencv-python (the OpenCV that rapidocr requires) links them
+packages=(xvfb xdotool x11-utils python3-tk fonts-dejavu-core tesseract-ocr libgl1 libglib2.0-0)
 [ "$dev" = 1 ] && packages+=(postgresql chromium chromium-driver)
 
 missing=()

@@ -79,9 +79,9 @@ class DemoForm:
         self.country = tk.StringVar(root, "")
         self.saved_values = self.values()
         self.status = tk.StringVar(root, "Not saved yet")
-        self.widgets: dict[str, tk.Misc] = {}
+        self.widgets: dict[str, tk.Misc | str] = {}  # a str is a Tk path Python did not wrap
         self._build()
-        for variable in (self.name, self.subscribe, self.choice):
+        for variable in (self.name, self.subscribe, self.choice, self.country):
             variable.trace_add("write", lambda *_: self.request_write())
         root.bind_all("<Button-1>", self._on_click, add="+")
 
@@ -110,8 +110,9 @@ class DemoForm:
             "saves": self.saves,
             "state": self.saved_values,
             "form": self.values(),
-            "scroll": {"country_top": self.country_list.nearest(0)},
-            "widgets": {name: _geometry(widget) for name, widget in self.widgets.items()},
+            "widgets": {
+                name: _geometry(self.root, str(widget)) for name, widget in self.widgets.items()
+            },
             "clicks": self.clicks,
         }
 
@@ -190,23 +191,17 @@ class DemoForm:
             radio.pack(side="left", padx=(0, 18))
             self.widgets[f"choice_{colour}"] = radio
 
-        tk.Label(frame, text="Country", **label).grid(
-            row=4, column=0, sticky="nw", padx=(0, 16), pady=6
-        )
-        countries = tk.Frame(frame, background=_BACKGROUND)
-        countries.grid(row=4, column=1, sticky="w", pady=6)
-        self.country_list = tk.Listbox(
-            countries, height=4, width=18, font=_FONT, exportselection=False, relief="sunken",
-            borderwidth=2, background="white", foreground=_TEXT, selectbackground=_ACCENT,
-            highlightthickness=0, activestyle="none",
+        tk.Label(frame, text="Country", **label).grid(row=4, column=0, sticky="w", padx=(0, 16))
+        self.country_box = ttk.Combobox(
+            frame, textvariable=self.country, values=COUNTRIES, state="readonly", width=16,
+            font=_FONT, height=8, takefocus=False,
         )  # fmt: skip
-        scrollbar = ttk.Scrollbar(countries, command=self.country_list.yview)
-        self.country_list.configure(yscrollcommand=self._on_list_scroll(scrollbar))
-        self.country_list.insert("end", *COUNTRIES)
-        self.country_list.bind("<<ListboxSelect>>", self._on_country)
-        self.country_list.pack(side="left")
-        scrollbar.pack(side="left", fill="y")
-        self.widgets["country"] = self.country_list
+        self.country_box.grid(row=4, column=1, sticky="w", pady=6, ipady=2)
+        # ttk draws its drop-down list in a popdown window of its own: name it for clicks.
+        listbox = f"{self.root.tk.call('ttk::combobox::PopdownWindow', self.country_box)}.f.l"
+        self.root.tk.call(listbox, "configure", "-font", _FONT)
+        self.widgets["country"] = self.country_box
+        self.widgets["country_list"] = listbox
 
         save = tk.Button(
             frame, text="Save", command=self.save, font=_BOLD, background=_ACCENT,
@@ -219,18 +214,6 @@ class DemoForm:
             row=6, column=1, sticky="w"
         )
 
-    def _on_list_scroll(self, scrollbar: ttk.Scrollbar) -> Any:
-        def on_scroll(first: str, last: str) -> None:
-            scrollbar.set(first, last)
-            self.request_write()
-
-        return on_scroll
-
-    def _on_country(self, _event: object) -> None:
-        selected = self.country_list.curselection()
-        self.country.set(self.country_list.get(selected[0]) if selected else "")
-        self.request_write()
-
     def _select_all(self, _event: object) -> str:
         # Tk's X11 Entry binds Control-a to "line start"; desktop users expect select-all.
         self.name_entry.selection_range(0, "end")
@@ -238,12 +221,10 @@ class DemoForm:
         return "break"
 
 
-def _geometry(widget: tk.Misc) -> dict[str, int]:
+def _geometry(root: tk.Tk, path: str) -> dict[str, int]:
     return {
-        "x": widget.winfo_rootx(),
-        "y": widget.winfo_rooty(),
-        "w": widget.winfo_width(),
-        "h": widget.winfo_height(),
+        key: int(root.tk.call("winfo", query, path))
+        for key, query in (("x", "rootx"), ("y", "rooty"), ("w", "width"), ("h", "height"))
     }
 
 

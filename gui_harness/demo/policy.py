@@ -10,20 +10,40 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
+from gui_harness.demo.app import COLOURS, COUNTRIES
 from openprogram import ModelRequest
 
-__all__ = ["NAME", "TASK", "demo_policy"]
+__all__ = ["BASIC_TASK", "COLOUR", "COUNTRY", "NAME", "TASK", "demo_policy"]
 
-TASK = "Type Alice in the Name field, tick Subscribe and press Save"
 NAME = "Alice"
+COLOUR = "green"
+COUNTRY = "Canada"
+TASK = (
+    f"Type {NAME} in the Name field, tick Subscribe, choose the colour {COLOUR.capitalize()},"
+    f" choose {COUNTRY} as the country and press Save"
+)
+BASIC_TASK = f"Type {NAME} in the Name field, tick Subscribe and press Save"
+"""The task without the colour and the country: all that FakeDesktop's form offers."""
 
 _COMPONENT = re.compile(r'^#(\d+) (\w+) at \((\d+), (\d+), (\d+)x(\d+)\)(?: (".*"))?$', re.M)
 _GOAL = re.compile(r'"goal": "([^"]*)"[^\n]*"status": "acted"')
 _PREVIOUS = re.compile(r"^Previous step: (.*)$", re.M)
+_TASK = re.compile(r"(?:^Task: |do this task: )(.*)$", re.M)
 
-_STEPS = ("click the Name field", f"type {NAME}", "tick Subscribe", "press Save")
+_STEPS = (
+    "click the Name field",
+    f"type {NAME}",
+    "tick Subscribe",
+    f"choose {COLOUR.capitalize()}",
+    "open the Country list",
+    f"pick {COUNTRY}",
+    "press Save",
+)
+_COLOUR_STEPS = (f"choose {COLOUR.capitalize()}",)
+_COUNTRY_STEPS = ("open the Country list", f"pick {COUNTRY}")
 
 
 @dataclass(frozen=True)
@@ -74,6 +94,18 @@ def _target(goal: str, components: list[_Seen]) -> _Seen | None:
         boxes = [c for c in components if c.kind == "checkbox"]
         named = _labelled(boxes, "subscribe")
         return named or min(boxes, key=lambda c: (c.y, c.x), default=None)
+    if goal == f"choose {COLOUR.capitalize()}":
+        radios = [c for c in components if c.kind == "radio"]
+        named = _labelled(radios, COLOUR)
+        if named is not None or len(radios) < len(COLOURS):
+            return named
+        row = sorted(radios, key=lambda c: (c.y, c.x))[: len(COLOURS)]
+        return sorted(row, key=lambda c: c.x)[COLOURS.index(COLOUR)]
+    if goal == "open the Country list":
+        choosers = [c for c in components if c.kind == "dropdown"]
+        return _labelled(choosers, "country") or min(choosers, key=lambda c: c.y, default=None)
+    if goal == f"pick {COUNTRY}":
+        return _list_item(components)
     if goal == "press Save":
         buttons = [c for c in components if c.kind == "button"]
         named = _labelled(buttons, "save")
@@ -81,9 +113,52 @@ def _target(goal: str, components: list[_Seen]) -> _Seen | None:
     return None
 
 
+def _list_item(components: list[_Seen]) -> _Seen | None:
+    """The line for COUNTRY in the open drop-down list: by its label when OCR read one,
+    else by its place: the list opens below the chooser at its top, one country a line
+    in COUNTRIES order, so it is the line at (position + 1/2) line pitches down."""
+    texts = [c for c in components if c.kind == "text"]
+    named = _labelled(texts, COUNTRY)
+    if named is not None:
+        return named
+    choosers = [c for c in components if c.kind == "dropdown"]
+    if not choosers:
+        return None
+    chooser = min(choosers, key=lambda c: c.y)
+    top = chooser.y + chooser.h
+    lines = sorted(
+        (
+            c
+            for c in texts
+            if top - 2 <= c.y <= top + 30 * chooser.h and chooser.x - 4 <= c.x <= chooser.x + 20
+        ),
+        key=lambda c: c.y,
+    )
+    if len(lines) < 3:
+        return None
+    steps = sorted(b.y + b.h / 2 - (a.y + a.h / 2) for a, b in pairwise(lines))
+    pitch = steps[len(steps) // 2]
+    wanted = top + (COUNTRIES.index(COUNTRY) + 0.5) * pitch
+    return min(lines, key=lambda c: abs(c.y + c.h / 2 - wanted))
+
+
+def _steps_for(task: str) -> tuple[str, ...]:
+    """The steps a task asks for: the colour and country steps only when it names them,
+    so the policy also fills a form without them (FakeDesktop's demo form)."""
+    words = task.lower()
+    return tuple(
+        goal
+        for goal in _STEPS
+        if not (goal in _COLOUR_STEPS and "colour" not in words)
+        and not (goal in _COUNTRY_STEPS and "country" not in words)
+    )
+
+
 def _plan(request: ModelRequest) -> dict[str, Any]:
     done = set(_GOAL.findall(request.history))
-    pending = [goal for goal in _STEPS if goal not in done]
+    task = _TASK.search(request.text)
+    wanted = _STEPS if task is None else _steps_for(task.group(1))
+    pending = [goal for goal in wanted if goal not in done]
     if not pending:
         return {"goal": "finish", "action": {"type": "done", "reason": "the form is saved"}}
     goal = pending[0]

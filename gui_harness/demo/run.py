@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 from gui_harness.agent import gui_agent
 from gui_harness.demo.app import demo_app, read_state
-from gui_harness.demo.policy import NAME, TASK, demo_policy
+from gui_harness.demo.policy import COLOUR, COUNTRY, NAME, TASK, demo_policy
 from gui_harness.desktop.virtual import VirtualDesktop
 from gui_harness.result import GuiResult
 from gui_harness.run import StepPrinter, write_run_report
@@ -39,6 +39,10 @@ def check_saved_state(state: dict[str, Any] | None) -> str | None:
         return f"the saved name is {saved.get('name')!r}, not {NAME!r}"
     if saved.get("subscribe") is not True:
         return "Subscribe was not ticked when the form was saved"
+    if saved.get("choice") != COLOUR:
+        return f"the saved colour is {saved.get('choice')!r}, not {COLOUR!r}"
+    if saved.get("country") != COUNTRY:
+        return f"the saved country is {saved.get('country')!r}, not {COUNTRY!r}"
     return None
 
 
@@ -48,7 +52,7 @@ def run_demo(
     report: Path | None = None,
     show_progress: bool = True,
     size: tuple[int, int] = (1280, 800),
-    max_steps: int = 10,
+    max_steps: int = 12,
     out: TextIO | None = None,
     store: str | None = None,
 ) -> int:
@@ -76,7 +80,11 @@ def run_demo(
     if store is not None:
         print(f"Session {session.id} recorded in {store}", file=out)
     if problem is None:
-        print(f"The app saved name={NAME!r}, subscribe=True: the demo passed.", file=out)
+        print(
+            f"The app saved name={NAME!r}, subscribe=True, colour={COLOUR!r},"
+            f" country={COUNTRY!r}: the demo passed.",
+            file=out,
+        )
         return 0
     print(f"The demo failed: {problem}.", file=out)
     return 1
@@ -95,7 +103,7 @@ def demo_run(
     *,
     model: str | None = None,
     size: tuple[int, int] = (1280, 800),
-    max_steps: int = 10,
+    max_steps: int = 12,
     callbacks: Sequence[Any] = (),
     max_image_width: int = 1280,
     session: Session | None = None,

@@ -10,6 +10,7 @@ from gui_harness.perception.memory import (
     default_data_dir,
 )
 from gui_harness.perception.ocr import label_with_ocr, ocr_available, read_text
+from gui_harness.perception.ocr_worker import OcrWorker
 from gui_harness.perception.perceive import Observation, Perception
 
 __all__ = [  # noqa: RUF022 - grouped by topic, as STYLE.md asks of package roots
@@ -33,6 +34,7 @@ __all__ = [  # noqa: RUF022 - grouped by topic, as STYLE.md asks of package root
     "label_with_ocr",
     "ocr_available",
     "read_text",
+    "OcrWorker",
     # the whole step
     "Observation",
     "Perception",

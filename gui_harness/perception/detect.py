@@ -7,7 +7,6 @@ ocr.py. Start at detect_components().
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args
@@ -15,22 +14,26 @@ from typing import Any, Literal, get_args
 import cv2
 import numpy as np
 
+from gui_harness.perception._blobs import Sums, boxes_of, scratch
 from gui_harness.perception._pixels import ImageLike, grey_array
+from gui_harness.perception._text import colour_of, links, text_lines
 
 __all__ = ["KINDS", "Component", "Kind", "detect_components", "reading_order"]
 
-Kind = Literal["button", "field", "checkbox", "icon", "text"]
-"""What a component looks like: a push button, a text entry, a check box, an icon or a
-line of text. Detection guesses it from geometry and fill, so treat it as a hint."""
+Kind = Literal["button", "field", "checkbox", "radio", "dropdown", "tab", "link", "icon", "text"]
+"""What a component looks like: a push button, a text entry, a check box, a radio button
+(round), a drop-down chooser (an entry with an arrow button), a tab of a tab strip, a
+link, an icon or a line of text. Pixel detection guesses it from geometry and fill, so
+treat it as a hint; an accessibility source knows it."""
 
 KINDS: tuple[Kind, ...] = get_args(Kind)
 
 _CANNY = (30, 90)
+_PALE_CANNY = (12, 36)  # outlines of pale flat controls: a 13-level step on white
 _KERNEL = np.ones((3, 3), np.uint8)
-_TEXT_KERNEL = np.ones((1, 7), np.uint8)  # closes letter and word gaps, never line gaps
 _CONTROL_H = (10, 100)  # pixels; taller outlines are panels, shorter ones glyphs or lines
 _CHECKBOX_SIDE = (10, 24)
-_TEXT_H = (6, 64)
+_PART_OF_CONTROL_H = 48  # px; a box up to this high owns the much lower boxes inside it
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,16 +87,23 @@ class Component:
 def detect_components(image: ImageLike, *, max_components: int = 200) -> list[Component]:
     """Find buttons, fields, checkboxes, icons and text lines on a screenshot.
 
-    `image` is a PIL image or a uint8 numpy array (RGB, RGBA or grey). Returns at most
+    `image` is a PIL image or a uint8 numpy array (RGB, RGBA or grey); links are told
+    from text by their colour, so only in a colour image. Returns at most
     `max_components` components numbered in reading order, without labels; when there
     are more, controls are kept first, then the largest text lines and icons. Each
     calling thread keeps about 12 bytes per pixel of scratch images for its next call.
     """
     grey = grey_array(image)
-    edges = cv2.Canny(grey, *_CANNY, edges=_scratch.get("edges", grey.shape, np.uint8))
-    thick = cv2.dilate(edges, _KERNEL, dst=_scratch.get("thick", grey.shape, np.uint8))
-    controls = _controls(grey, thick)
-    texts = _text_lines(edges, controls)
+    edges = cv2.Canny(grey, *_CANNY, edges=scratch.get("edges", grey.shape, np.uint8))
+    # Outlines come from a low-threshold pass, so pale flat controls keep theirs; text
+    # from the normal one, so anti-aliasing stays out of it.
+    pale = cv2.Canny(grey, *_PALE_CANNY, edges=scratch.get("pale", grey.shape, np.uint8))
+    thick = cv2.dilate(pale, _KERNEL, dst=scratch.get("thick", grey.shape, np.uint8))
+    controls = _controls(grey, pale, thick)
+    texts = text_lines(edges, controls)
+    colour = colour_of(image)
+    if colour is not None:
+        texts = links(colour, texts)
     found = controls + texts
     if len(found) > max_components:
         ranked = sorted(
@@ -127,71 +137,16 @@ def reading_order(components: Sequence[Component]) -> list[Component]:
 _Found = tuple[Kind, tuple[int, int, int, int], float]
 
 
-def _boxes(binary: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Bounding boxes (N×4 int array: x, y, w, h) of every connected blob, nested ones
-    too, and for each the (w, h) of its largest hole (0, 0 when it has none)."""
-    contours, hierarchy = cv2.findContours(binary, cv2.RETR_CCOMP, cv2.CHAIN_APPROX_SIMPLE)
-    if hierarchy is None:
-        return np.zeros((0, 4), np.int64), np.zeros((0, 2), np.int64)
-    parent = hierarchy[0][:, 3]
-    # Bounding rects of all contours at once: min/max over each contour's run of points.
-    lengths = np.fromiter(map(len, contours), np.int64, len(contours))
-    points = np.concatenate(contours).reshape(-1, 2).astype(np.int64)
-    starts = np.zeros(len(contours), np.int64)
-    np.cumsum(lengths[:-1], out=starts[1:])
-    low = np.minimum.reduceat(points, starts)
-    rects = np.concatenate([low, np.maximum.reduceat(points, starts) - low + 1], axis=1)
-    outer = parent == -1  # RETR_CCOMP: outer boundaries have no parent, holes have one
-    holes = np.zeros((len(contours), 2), np.int64)
-    inner = np.flatnonzero(~outer)
-    np.maximum.at(holes, parent[inner], rects[inner, 2:])
-    return rects[outer], holes[outer]
+def _controls(grey: np.ndarray, thin: np.ndarray, thick: np.ndarray) -> list[_Found]:
+    """Rectangular outlines of control size, classified, with nested duplicates merged.
 
-
-class _Scratch(threading.local):
-    """Per-thread scratch images reused between calls: fresh multi-megabyte arrays cost
-    page faults on every call, which once took half the detection time."""
-
-    def __init__(self) -> None:
-        self.arrays: dict[str, np.ndarray] = {}
-
-    def get(self, name: str, shape: tuple[int, ...], dtype: type) -> np.ndarray:
-        array = self.arrays.get(name)
-        if array is None or array.shape != shape or array.dtype != dtype:
-            array = self.arrays[name] = np.empty(shape, dtype)
-        return array
-
-
-_scratch = _Scratch()
-
-
-class _Sums:
-    """Box sums over an image through its integral image, vectorised over many boxes."""
-
-    def __init__(self, image: np.ndarray, name: str) -> None:
-        self.height, self.width = image.shape
-        table = _scratch.get(name, (self.height + 1, self.width + 1), np.int32)
-        self.table = cv2.integral(image, sum=table, sdepth=cv2.CV_32S)
-
-    def sums(
-        self, x0: np.ndarray, y0: np.ndarray, x1: np.ndarray, y1: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Sum and area of each box [x0, x1) × [y0, y1), cut to the image."""
-        xs = np.clip(np.stack([x0, x1]), 0, self.width)
-        ys = np.clip(np.stack([y0, y1]), 0, self.height)
-        t = self.table
-        total = t[ys[1], xs[1]] - t[ys[0], xs[1]] - t[ys[1], xs[0]] + t[ys[0], xs[0]]
-        return total, (xs[1] - xs[0]) * (ys[1] - ys[0])
-
-    def mean(self, x0: np.ndarray, y0: np.ndarray, x1: np.ndarray, y1: np.ndarray) -> np.ndarray:
-        """Mean value inside each box [x0, x1) × [y0, y1), cut to the image."""
-        total, area = self.sums(x0, y0, x1, y1)
-        return total / np.maximum(area, 1)
-
-
-def _controls(grey: np.ndarray, thick: np.ndarray) -> list[_Found]:
-    """Rectangular outlines of control size, classified, with nested duplicates merged."""
-    boxes, holes = _boxes(thick)
+    Candidates are the blobs of the dilated edge map and the holes of both maps: where
+    controls touch (a row of buttons, a close button inside a title bar, a control at
+    the window's edge) their outlines fuse into one blob, but each inside survives as a
+    hole, on the thin map when the gap is a pixel or two.
+    """
+    boxes, holes, thick_holes = boxes_of(thick)
+    thin_holes = boxes_of(thin)[2]
     width = grey.shape[1]
     x, y, w, h = boxes.T
     # An outline, unlike a word, encloses one hole nearly its own size. A tick can cut
@@ -200,13 +155,32 @@ def _controls(grey: np.ndarray, thick: np.ndarray) -> list[_Found]:
     square = (np.maximum(w, h) <= _CHECKBOX_SIDE[1] + 2) & (np.abs(w - h) <= 0.3 * h)
     share = np.where(square, 0.25, 0.5)
     hollow = (holes[:, 0] >= share * w) & (holes[:, 1] >= share * 0.8 * h)
-    keep = (h >= _CONTROL_H[0]) & (h <= _CONTROL_H[1]) & (w >= 10) & (w <= 0.9 * width)
+    # A hole is the inside of an outline: grown back to where a blob's box would be.
+    boxes = np.concatenate(
+        [boxes, thick_holes + np.array([-2, -2, 4, 4]), thin_holes + np.array([-1, -1, 2, 2])]
+    )
+    added = np.ones(len(thick_holes) + len(thin_holes), bool)
+    # Blobs' boxes are exact; holes' are grown by a guess: the first wins among equals.
+    source = np.repeat([0, 1, 2], [len(hollow), len(thick_holes), len(thin_holes)])
+    # A radio's ring is thin: its hole is over half its size, unlike an "o" or an "e".
+    open_ = np.concatenate(
+        [
+            (holes[:, 0] >= 0.5 * w) & (holes[:, 1] >= 0.5 * h),
+            np.ones(len(thick_holes), bool),
+            np.zeros(len(thin_holes), bool),  # a solid round glyph is a thin hole: no rings
+        ]
+    )
+    hollow = np.concatenate([hollow, added])
+    x, y, w, h = boxes.T
+    square = (np.maximum(w, h) <= _CHECKBOX_SIDE[1] + 2) & (np.abs(w - h) <= 0.3 * h)
+    keep = (h >= _CONTROL_H[0]) & (h <= _CONTROL_H[1]) & (w >= 10) & (w <= 0.97 * width)
     keep &= hollow | square
-    boxes, solid = boxes[keep], ~hollow[keep]
+    boxes, solid, square, open_ = boxes[keep], ~hollow[keep], square[keep], open_[keep]
+    source = source[keep]
     if not len(boxes):
         return []
     x, y, w, h = boxes.T
-    edge = _Sums(thick, "thick sums")
+    edge = Sums(thick, "thick sums")
     # An outline is a rectangle when the middle of each side is covered by a straight
     # run of edges 2 px deep: the middles only, so rounded corners pass; at a few
     # depths, as a 3-D relief puts its strongest edge a pixel or two inside the outer one.
@@ -221,19 +195,28 @@ def _controls(grey: np.ndarray, thick: np.ndarray) -> list[_Found]:
         np.concatenate([y + 2 + depth, y + h - depth, my1 + same, my1 + same]),
     )
     sides = sides.reshape(4, 3, -1).max(axis=1) / 255.0
-    rect = sides.min(axis=0) >= 0.85
-    if solid.any():
-        # A filled square is a ticked box only with square corners; an "o" has none.
-        corners = edge.mean(
+    corners = (
+        edge.mean(
             np.concatenate([x, x + w - 3, x, x + w - 3]),
             np.concatenate([y, y, y + h - 3, y + h - 3]),
             np.concatenate([x + 3, x + w, x + 3, x + w]),
             np.concatenate([y + 3, y + 3, y + h, y + h]),
         )
-        rect &= ~solid | (corners.reshape(4, -1).min(axis=0) / 255.0 >= 0.5)
+        .reshape(4, -1)
+        .min(axis=0)
+        / 255.0
+    )
+    # A small ring is a radio button: its sides' middles are straight enough to pass
+    # at 2 px deep only when it is large, so it passes by its round, empty corners.
+    ring = square & (np.minimum(w, h) >= 9) & (sides.min(axis=0) >= 0.3)
+    ring &= open_ | (np.minimum(w, h) <= 13)  # a small ring's hole is closed by dilation
+    ring &= corners <= 0.2
+    rect = (sides.min(axis=0) >= 0.85) | ring
+    # A filled square is a ticked box only with square corners; an "o" has none.
+    rect &= ~solid | (corners >= 0.5)
     if not rect.any():
         return []
-    boxes = _merge_nested(boxes[rect])
+    boxes, round_ = _merge_nested(boxes[rect], ring[rect], source[rect])
     # The dilation grew each outline by a pixel, and Canny marks the outer side of a step.
     boxes = boxes + np.array([2, 2, -3, -3])
     x, y, w, h = boxes.T
@@ -241,7 +224,7 @@ def _controls(grey: np.ndarray, thick: np.ndarray) -> list[_Found]:
     inset = np.where(h >= 30, 6, np.where(h >= 24, 4, 3))
     ix0, iy0, ix1, iy1 = x + inset, y + inset, x + w - inset, y + h - inset
     # Inside, and the 4 px ring just outside the outline, in one pass over the integral.
-    total, area = _Sums(grey, "grey sums").sums(
+    total, area = Sums(grey, "grey sums").sums(
         np.concatenate([ix0, x - 5, x - 1]),
         np.concatenate([iy0, y - 5, y - 1]),
         np.concatenate([ix1, x + w + 5, x + w + 1]),
@@ -249,7 +232,7 @@ def _controls(grey: np.ndarray, thick: np.ndarray) -> list[_Found]:
     )
     total, area = total.reshape(3, -1), area.reshape(3, -1)
     inside = total[0] / np.maximum(area[0], 1)
-    ring = (total[1] - total[2]) / np.maximum(area[1] - area[2], 1)
+    around = (total[1] - total[2]) / np.maximum(area[1] - area[2], 1)
     third = np.maximum((ix1 - ix0) // 3, 1)
     ink = (
         edge.mean(
@@ -260,22 +243,131 @@ def _controls(grey: np.ndarray, thick: np.ndarray) -> list[_Found]:
         ).reshape(3, -1)
         / 255.0
     )
-    return [
-        _classify((int(x[i]), int(y[i]), int(w[i]), int(h[i])), inside[i], ring[i], ink[:, i])
+    round_ |= _round(grey, boxes, around)
+    found = [
+        _classify(
+            (int(x[i]), int(y[i]), int(w[i]), int(h[i])),
+            inside[i],
+            around[i],
+            ink[:, i],
+            round_=bool(round_[i]),
+            arrow=_has_arrow_button(thick, (int(x[i]), int(y[i]), int(w[i]), int(h[i]))),
+        )
         for i in range(len(boxes))
     ]
+    # A tall box holding three or more lines, or content hung from its top, is a list
+    # or a panel: what it holds are the targets.
+    found = [f for f in found if f[1][3] < 40 or not _panel(thin, f[1])]
+    return _tabs(found)
+
+
+def _panel(thin: np.ndarray, box: tuple[int, int, int, int]) -> bool:
+    """Whether `box` holds bands of ink like a panel: three or more, or off its middle."""
+    x, y, w, h = box
+    profile = np.count_nonzero(thin[y + 4 : y + h - 4, x + 4 : x + w - 4], axis=1) > 0
+    rows = np.flatnonzero(profile)
+    if not len(rows):
+        return False
+    bands = int(np.count_nonzero(profile[1:] & ~profile[:-1]) + profile[0])
+    above, below = int(rows[0]), len(profile) - 1 - int(rows[-1])
+    return bands >= 3 or abs(above - below) > 0.3 * h
+
+
+def _round(grey: np.ndarray, boxes: np.ndarray, around: np.ndarray) -> np.ndarray:
+    """Which small square boxes are circles: their corners show what is around them,
+    while the middles of their sides show an outline."""
+    found = np.zeros(len(boxes), bool)
+    height, width = grey.shape
+    for i, (x, y, w, h) in enumerate(boxes.tolist()):
+        if not (min(w, h) >= 7 and max(w, h) <= _CHECKBOX_SIDE[1] + 2 and abs(w - h) <= 3):
+            continue
+        if x < 1 or y < 1 or x + w + 1 > width or y + h + 1 > height:
+            continue
+        patch = grey[y - 1 : y + h + 1, x - 1 : x + w + 1].astype(np.int16)
+        # 2×2 at each corner, where a checkbox's rounded corner still reaches; one
+        # pixel below 13 px, where a circle's ring reaches the 2×2 too
+        k = 3 if min(w, h) >= 13 else 2
+        corners = np.concatenate(
+            [
+                patch[1:k, 1:k].ravel(), patch[1:k, 1 - k : -1].ravel(),
+                patch[1 - k : -1, 1:k].ravel(), patch[1 - k : -1, 1 - k : -1].ravel(),
+            ]
+        )  # fmt: skip
+        mid_y, mid_x = patch.shape[0] // 2, patch.shape[1] // 2
+        sides = np.array(
+            [
+                patch[mid_y, :3].min(), patch[mid_y, -3:].min(),
+                patch[:3, mid_x].min(), patch[-3:, mid_x].min(),
+            ]
+        )  # fmt: skip
+        contrast = np.abs(sides - around[i]).mean()
+        found[i] = contrast >= 15 and np.abs(corners - around[i]).max() <= 0.35 * contrast
+    return found
+
+
+def _has_arrow_button(thick: np.ndarray, box: tuple[int, int, int, int]) -> bool:
+    """Whether a wide box ends in a button of its own: a straight vertical divider within
+    about its height of the right end, with ink right of it (a drop-down's arrow)."""
+    x, y, w, h = box
+    if w < 2.5 * h or h < 14:
+        return False
+    # The divider runs the whole inner height; a glyph's stem only the text's.
+    top, bottom = y + 4, y + h - 4
+    start, stop = x + w - int(1.3 * h), x + w - max(6, h // 4)
+    columns = thick[top:bottom, max(start, 0) : max(stop, 0)]
+    if columns.size == 0:
+        return False
+    straight = np.flatnonzero(columns.min(axis=0) > 0)
+    if not len(straight):
+        return False
+    divider = start + int(straight[0])
+    arrow = thick[top:bottom, divider + 3 : x + w - 4]
+    return arrow.size > 0 and bool(arrow.any())
+
+
+def _tabs(found: list[_Found]) -> list[_Found]:
+    """Buttons in a row of three or more of one height, touching or nearly, are tabs."""
+    buttons = sorted(
+        (i for i, (kind, _, _) in enumerate(found) if kind == "button"),
+        key=lambda i: (found[i][1][1], found[i][1][0]),
+    )
+    runs: list[list[int]] = []
+    for i in buttons:
+        bx, by, _, bh = found[i][1]
+        for run in runs:
+            px, py, pw, ph = found[run[-1]][1]
+            if abs(by - py) <= 2 and abs(bh - ph) <= 2 and -2 <= bx - (px + pw) <= 3:
+                run.append(i)
+                break
+        else:
+            runs.append([i])
+    tabbed = list(found)
+    for run in runs:
+        if len(run) >= 3:
+            for i in run:
+                tabbed[i] = ("tab", found[i][1], 0.6)
+    return tabbed
 
 
 def _classify(
-    box: tuple[int, int, int, int], inside: float, ring: float, ink: np.ndarray
+    box: tuple[int, int, int, int],
+    inside: float,
+    ring: float,
+    ink: np.ndarray,
+    *,
+    round_: bool = False,
+    arrow: bool = False,
 ) -> _Found:
     """Kind of a rectangle from its shape, its inside's brightness against its
-    surroundings, and where its ink (edge density in its left, middle, right thirds) is."""
+    surroundings, where its ink (edge density in its left, middle, right thirds) is,
+    whether it is round and whether it ends in an arrow button."""
     _, _, w, h = box
     aspect = w / h
-    small = _CHECKBOX_SIDE[0] <= min(w, h) and max(w, h) <= _CHECKBOX_SIDE[1]
+    small = _CHECKBOX_SIDE[0] - 3 <= min(w, h) and max(w, h) <= _CHECKBOX_SIDE[1]
     if small and 1 / 1.3 <= aspect <= 1.3:
-        return ("checkbox", box, 0.8)
+        return ("radio", box, 0.75) if round_ else ("checkbox", box, 0.8)
+    if arrow:
+        return ("dropdown", box, 0.7)
     left, middle, right = (float(v) for v in ink)
     empty = max(left, middle, right) < 0.01
     balanced = min(left, right) >= 0.6 * max(left, right) or middle > 1.5 * max(left, right)
@@ -290,10 +382,36 @@ def _classify(
     return ("button", box, 0.5 if empty else 0.75)
 
 
-def _merge_nested(boxes: np.ndarray) -> np.ndarray:
+def _merge_nested(
+    boxes: np.ndarray, flags: np.ndarray, source: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Merge nested outlines: an inner duplicate (a fill inside its border) and the one
     control-sized child of a composite control give way to the outer box; a panel that
-    holds several controls, or a much smaller one, gives way to them."""
+    holds several controls, or a much smaller one, gives way to them. `flags` (one per
+    box) come back for the boxes kept; among near-duplicates the lowest `source` wins."""
+    # Near-duplicates (every side within 6 px: an outline, its fill, its hole on either
+    # map) collapse into the largest of the best source.
+    order = np.lexsort((-boxes[:, 2] * boxes[:, 3], source))
+    boxes, flags = boxes[order], flags[order]
+    x0, y0 = boxes[:, 0], boxes[:, 1]
+    x1, y1 = x0 + boxes[:, 2], y0 + boxes[:, 3]
+    inset = np.maximum.reduce(
+        [
+            np.abs(x0[None, :] - x0[:, None]),
+            np.abs(y0[None, :] - y0[:, None]),
+            np.abs(x1[:, None] - x1[None, :]),
+            np.abs(y1[:, None] - y1[None, :]),
+        ]
+    )
+    area = boxes[:, 2] * boxes[:, 3]
+    near = (inset <= 6) & (np.minimum.outer(area, area) >= 0.5 * np.maximum.outer(area, area))
+    kept = np.ones(len(boxes), bool)
+    for i in range(len(boxes)):
+        if kept[i]:
+            near_i = near[i].copy()
+            near_i[: i + 1] = False
+            kept &= ~near_i
+    boxes, flags = boxes[kept], flags[kept]
     x0, y0 = boxes[:, 0], boxes[:, 1]
     x1, y1 = x0 + boxes[:, 2], y0 + boxes[:, 3]
     slack = 2
@@ -304,73 +422,23 @@ def _merge_nested(boxes: np.ndarray) -> np.ndarray:
         & (y1[:, None] >= y1[None, :] - slack)
     )
     np.fill_diagonal(contains, False)
-    inset = np.maximum.reduce(
-        [
-            np.abs(x0[None, :] - x0[:, None]),
-            np.abs(y0[None, :] - y0[:, None]),
-            np.abs(x1[:, None] - x1[None, :]),
-            np.abs(y1[:, None] - y1[None, :]),
-        ]
-    )
-    duplicate = contains & (inset <= 6)
-    # Identical boxes contain each other: keep the first of them.
-    same = duplicate & duplicate.T
-    duplicate &= ~(same & np.tri(len(boxes), k=-1, dtype=bool))
+    duplicate = np.zeros_like(contains)
     alive = ~duplicate.any(axis=0)
     children = contains & ~duplicate & alive[None, :]
+    # Inside a control-high box, parts much lower than it (an arrow, an icon, a glyph)
+    # belong to it; elsewhere they are controls of a panel.
+    control = (boxes[:, 3] <= _PART_OF_CONTROL_H)[:, None]
+    small = children & control & (boxes[None, :, 3] < 0.6 * boxes[:, None, 3])
+    narrow = boxes[None, :, 2] < 0.25 * boxes[:, None, 2]
+    # two wide low boxes in a low bar are its buttons (a dialog's OK and Cancel)
+    parts = small & (narrow | ((small & ~narrow).sum(axis=1) == 1)[:, None])
+    children &= ~parts
     count = children.sum(axis=1)
     tallest_child = np.where(children, boxes[None, :, 3], 0).max(axis=1, initial=0)
     panel = (count >= 2) | ((count == 1) & (tallest_child < 0.6 * boxes[:, 3]))
-    composite_child = children & ((count == 1) & ~panel)[:, None]
+    # A wide child is the inner border of its parent; a narrow one of the same height is
+    # a button at the end of a bar (a close button, a search button), and stays.
+    wide = boxes[None, :, 2] >= 0.5 * boxes[:, None, 2]
+    composite_child = ((children & wide) | parts) & ((count <= 1) & ~panel)[:, None]
     alive &= ~panel & ~composite_child.any(axis=0)
-    return boxes[alive]
-
-
-def _text_lines(edges: np.ndarray, controls: list[_Found]) -> list[_Found]:
-    """Lines of text and icons: the edges outside controls, joined horizontally."""
-    free = _scratch.get("free", edges.shape, np.uint8)
-    np.copyto(free, edges)
-    for _, (cx, cy, cw, ch), _ in controls:
-        free[max(0, cy - 2) : cy + ch + 2, max(0, cx - 2) : cx + cw + 2] = 0
-    joined = cv2.dilate(free, _TEXT_KERNEL, dst=_scratch.get("joined", edges.shape, np.uint8))
-    boxes = _boxes(joined)[0]
-    if not len(boxes):
-        return []
-    boxes[:, 0] += 3  # undo the kernel's growth: 3 px each side
-    boxes[:, 2] -= 6
-    tall = boxes[:, 3]
-    boxes = _join_words(boxes[(tall >= _TEXT_H[0]) & (tall <= _TEXT_H[1])])
-    keep = (boxes[:, 2] >= 4) & (boxes[:, 2] * boxes[:, 3] >= 40)
-    found: list[_Found] = []
-    for bx, by, bw, bh in boxes[keep].tolist():
-        if bh >= 16 and 0.6 <= bw / bh <= 1.6:
-            found.append(("icon", (bx, by, bw, bh), 0.5))
-        else:
-            found.append(("text", (bx, by, bw, bh), 0.6))
-    return found
-
-
-def _join_words(boxes: np.ndarray) -> np.ndarray:
-    """Join blobs on one line whose gap is under about half their height: the word gaps
-    of large text, which the fixed dilation kernel leaves open."""
-    lines: list[list[int]] = []  # x0, y0, x1, y1 of each line so far
-    open_lines: list[list[int]] = []
-    for x, y, w, h in boxes[np.argsort(boxes[:, 0], kind="stable")].tolist():
-        x1, y1 = x + w, y + h
-        open_lines = [line for line in open_lines if x - line[2] <= 40]
-        for line in open_lines:
-            line_h = line[3] - line[1]
-            overlap = min(y1, line[3]) - max(y, line[1])
-            gap = x - line[2]
-            similar = overlap >= 0.6 * min(h, line_h) and max(h, line_h) <= 2 * min(h, line_h)
-            if similar and -2 <= gap <= max(4, 0.6 * max(h, line_h)):
-                line[0], line[1] = min(line[0], x), min(line[1], y)
-                line[2], line[3] = max(line[2], x1), max(line[3], y1)
-                break
-        else:
-            line = [x, y, x1, y1]
-            lines.append(line)
-            open_lines.append(line)
-    joined = np.array(lines, np.int64).reshape(-1, 4)
-    joined[:, 2:] -= joined[:, :2]
-    return joined
+    return boxes[alive], flags[alive]

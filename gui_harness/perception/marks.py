@@ -23,6 +23,10 @@ KIND_COLOURS: dict[Kind, tuple[int, int, int]] = {
     "button": (220, 40, 40),
     "field": (20, 150, 50),
     "checkbox": (235, 130, 0),
+    "radio": (200, 120, 0),
+    "dropdown": (0, 140, 140),
+    "tab": (170, 30, 120),
+    "link": (30, 60, 170),
     "icon": (150, 50, 200),
     "text": (20, 100, 230),
 }

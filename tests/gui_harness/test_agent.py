@@ -6,7 +6,8 @@ import pytest
 
 from gui_harness.actions import Policy
 from gui_harness.agent import gui_agent
-from gui_harness.demo.policy import NAME, TASK, demo_policy
+from gui_harness.demo.policy import BASIC_TASK as TASK
+from gui_harness.demo.policy import NAME, demo_policy
 from gui_harness.desktop.fake import FakeDesktop
 from openprogram import ModelAuthError, Runtime, ScriptedModel, Session
 from openprogram.callbacks.base import Callback

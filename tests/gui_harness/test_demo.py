@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from gui_harness.demo.policy import NAME
+from gui_harness.demo.policy import COLOUR, COUNTRY, NAME
 from gui_harness.demo.run import check_saved_state, demo_run, run_demo
 
 pytestmark = [
@@ -18,6 +18,9 @@ pytestmark = [
 INTENDED = {
     "click the Name field": "name",
     "tick Subscribe": "subscribe",
+    "choose Green": "choice_green",
+    "open the Country list": "country",
+    "pick Canada": "country_list",
     "press Save": "save",
 }
 
@@ -41,7 +44,12 @@ def test_demo_fills_the_real_form_and_every_click_lands_on_its_widget():
     run = demo_run()
     assert run.result.success and run.result.stop_reason == "done"
     assert check_saved_state(run.state) is None
-    assert run.state["state"]["name"] == NAME and run.state["state"]["subscribe"] is True
+    assert run.state["state"] == {
+        "name": NAME,
+        "subscribe": True,
+        "choice": COLOUR,
+        "country": COUNTRY,
+    }
     check_clicks_landed(run)
 
 
@@ -58,7 +66,7 @@ def test_run_demo_prints_progress_and_writes_a_report(tmp_path):
     report = tmp_path / "report.html"
     assert run_demo(report=report, out=out) == 0
     text = out.getvalue()
-    assert "step 1/10: click the Name field" in text
+    assert "step 1/12: click the Name field" in text
     assert "the demo passed" in text
     assert report.stat().st_size > 0 and "gui_step" in report.read_text(encoding="utf-8")
 

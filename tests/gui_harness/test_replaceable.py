@@ -19,7 +19,8 @@ from gui_harness import (
     look,
     observe_screen,
 )
-from gui_harness.demo.policy import TASK, demo_policy
+from gui_harness.demo.policy import BASIC_TASK as TASK
+from gui_harness.demo.policy import demo_policy
 from gui_harness.desktop.fake import FakeDesktop
 from gui_harness.perception import describe
 from gui_harness.prompts import PLAN

@@ -15,7 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from gui_harness.demo.app import read_state
-from gui_harness.demo.policy import NAME, TASK, demo_policy
+from gui_harness.demo.policy import BASIC_TASK as TASK
+from gui_harness.demo.policy import NAME, demo_policy
 from openprogram.cli import cli
 from tests.support.openai_server import OpenAIServer
 

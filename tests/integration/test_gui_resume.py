@@ -18,7 +18,8 @@ import pytest
 
 from gui_harness.agent import gui_agent
 from gui_harness.demo.app import demo_app, read_state
-from gui_harness.demo.policy import NAME, TASK, demo_policy
+from gui_harness.demo.policy import BASIC_TASK as TASK
+from gui_harness.demo.policy import NAME, demo_policy
 from gui_harness.desktop.remote import RemoteDesktop
 from gui_harness.desktop.server import serve_desktop
 from gui_harness.desktop.virtual import VirtualDesktop
@@ -36,7 +37,8 @@ from openprogram import Runtime, ScriptedModel, Session
 from openprogram.callbacks.base import Callback
 from gui_harness.agent import gui_agent
 from gui_harness.desktop.remote import RemoteDesktop
-from gui_harness.demo.policy import TASK, demo_policy
+from gui_harness.demo.policy import BASIC_TASK as TASK
+from gui_harness.demo.policy import demo_policy
 
 url, store, session_id, marker = sys.argv[1:5]
 

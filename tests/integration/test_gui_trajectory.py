@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from gui_harness.agent import gui_agent
-from gui_harness.demo.policy import TASK, demo_policy
+from gui_harness.demo.policy import BASIC_TASK as TASK
+from gui_harness.demo.policy import demo_policy
 from gui_harness.desktop.fake import FakeDesktop
 from openprogram import BudgetManager, Runtime, ScriptedModel, Session, TrajectorySaver, Usage
 from openprogram.models import ModelReply

@@ -40,6 +40,7 @@ def test_the_package_exports_exactly_its_public_api():
             "label_with_ocr",
             "ocr_available",
             "read_text",
+            "OcrWorker",
             "Observation",
             "Perception",
         ]

@@ -125,3 +125,12 @@ def test_the_demo_forms_entry_is_a_field_and_save_a_button(tmp_path):
         and box["y"] <= c.box[1] and c.box[1] + c.box[3] <= box["y"] + box["h"] + 2
     ]  # fmt: skip
     assert "checkbox" in inside
+    assert kind_at("country") == "dropdown"
+    for colour in ("red", "green", "blue"):
+        box = geometry[f"choice_{colour}"]  # the Radiobutton: its round indicator and text
+        inside = [
+            c.kind for c in observation.components
+            if box["x"] <= c.box[0] and c.box[0] + c.box[2] <= box["x"] + box["w"] + 2
+            and box["y"] <= c.box[1] and c.box[1] + c.box[3] <= box["y"] + box["h"] + 2
+        ]  # fmt: skip
+        assert "radio" in inside and "checkbox" not in inside, (colour, inside)

@@ -1,0 +1,158 @@
+"""Text lines and links on screenshots, for detect.py: the edges outside controls joined
+into lines, paragraphs split into lines, link-coloured runs cut out as links.
+Private to perception; start at text_lines().
+"""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from typing import Any
+
+import cv2
+import numpy as np
+
+from gui_harness.perception._blobs import boxes_of, scratch
+from gui_harness.perception._pixels import ImageLike
+
+__all__ = ["colour_of", "links", "text_lines"]
+
+_Found = tuple[Any, tuple[int, int, int, int], float]  # (kind, box, confidence)
+_TEXT_KERNEL = np.ones((1, 7), np.uint8)  # closes letter and word gaps, never line gaps
+_LINE_KERNELS = (np.ones((1, 48), np.uint8), np.ones((32, 1), np.uint8))
+_TEXT_H = (6, 64)
+_LINK_BLUE = 50  # blue above red and green: link-blue (0, 0, 238), visited (85, 26, 139)
+_SPLIT_H = 18  # px; a text blob this high may be two touching lines
+
+
+def text_lines(edges: np.ndarray, controls: list[_Found]) -> list[_Found]:
+    """Lines of text and icons: the edges outside controls, joined horizontally."""
+    free = scratch.get("free", edges.shape, np.uint8)
+    np.copyto(free, edges)
+    for _, (cx, cy, cw, ch), _ in controls:
+        free[max(0, cy - 2) : cy + ch + 2, max(0, cx - 2) : cx + cw + 2] = 0
+    # Long straight edges are borders, not glyphs: text that touches a list's or a
+    # panel's border would otherwise join it into one blob too tall to be a line.
+    rows = cv2.morphologyEx(free, cv2.MORPH_OPEN, _LINE_KERNELS[0])
+    columns = cv2.morphologyEx(free, cv2.MORPH_OPEN, _LINE_KERNELS[1])
+    free[(rows > 0) | (columns > 0)] = 0
+    joined = cv2.dilate(free, _TEXT_KERNEL, dst=scratch.get("joined", edges.shape, np.uint8))
+    boxes = boxes_of(joined)[0]
+    if not len(boxes):
+        return []
+    boxes[:, 0] += 3  # undo the kernel's growth: 3 px each side
+    boxes[:, 2] -= 6
+    boxes = _split_lines(free, boxes[boxes[:, 3] >= _TEXT_H[0]])
+    tall = boxes[:, 3]
+    boxes = boxes[(tall >= _TEXT_H[0]) & (tall <= _TEXT_H[1])]
+    boxes = _join_words(boxes)
+    keep = (boxes[:, 2] >= 4) & (boxes[:, 2] * boxes[:, 3] >= 40)
+    found: list[_Found] = []
+    for bx, by, bw, bh in boxes[keep].tolist():
+        if bh >= 16 and 0.6 <= bw / bh <= 1.6:
+            found.append(("icon", (bx, by, bw, bh), 0.5))
+        else:
+            found.append(("text", (bx, by, bw, bh), 0.6))
+    return found
+
+
+def colour_of(image: ImageLike) -> np.ndarray | None:
+    """`image` as an RGB array when it has colour, else None."""
+    if isinstance(image, np.ndarray):
+        return image[:, :, :3] if image.ndim == 3 else None
+    if getattr(image, "mode", "L") in ("RGB", "RGBA"):
+        return np.asarray(image)[:, :, :3]
+    return None
+
+
+def links(rgb: np.ndarray, texts: list[_Found]) -> list[_Found]:
+    """Runs of link-blue (or visited-purple) glyphs inside text lines become links; the
+    rest of such a line stays text, cut at the links."""
+    out: list[_Found] = []
+    for kind, (x, y, w, h), confidence in texts:
+        crop = rgb[y : y + h, x : x + w].astype(np.int16)
+        blue = crop[:, :, 2] - np.maximum(crop[:, :, 0], crop[:, :, 1]) >= _LINK_BLUE
+        columns = np.flatnonzero(blue.any(axis=0))
+        if kind != "text" or len(columns) < 3 or blue.mean() > 0.45:
+            out.append((kind, (x, y, w, h), confidence))
+            continue
+        # Letters of a word are 1-2 px apart, words a space (about a third of the height).
+        breaks = np.flatnonzero(np.diff(columns) > max(3, h // 4))
+        starts = np.concatenate([[columns[0]], columns[breaks + 1]])
+        ends = np.concatenate([columns[breaks], [columns[-1]]]) + 1
+        left = 0
+        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+            rows = np.flatnonzero(blue[:, start:end].any(axis=1))
+            if rows[-1] - rows[0] < 3:  # an underline alone: its word is on the line above
+                continue
+            if start - left >= 4:
+                out.append(("text", (x + left, y, start - left - 2, h), confidence))
+            out.append(
+                (
+                    "link",
+                    (x + start, y + int(rows[0]), end - start, int(rows[-1] - rows[0]) + 1),
+                    0.6,
+                )
+            )
+            left = end + 2
+        if w - left >= 4:
+            out.append(("text", (x + left, y, w - left, h), confidence))
+    return out
+
+
+def _split_lines(free: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+    """Blobs over one line high cut where their rows of ink thin out, each part cut to
+    its own ink: the lines of a paragraph or a tight list touch where a descender meets
+    the next line's capitals."""
+    out: list[list[int]] = []
+    for x, y, w, h in boxes.tolist():
+        if h < _SPLIT_H:
+            out.append([x, y, w, h])
+            continue
+        ink = free[y : y + h, x : x + w]
+        profile = np.count_nonzero(ink, axis=1).astype(float)
+        floor = 0.25 * float(np.median(profile[profile > 0])) if profile.any() else 0.0
+        cuts = [0]
+        for row in range(5, h - 5):
+            window = profile[row - 3 : row + 4]
+            if profile[row] <= floor and profile[row] == window.min() and row - cuts[-1] >= 6:
+                cuts.append(row)
+        cuts.append(h)
+        for top, bottom in pairwise(cuts):
+            rows = np.flatnonzero(profile[top:bottom])
+            columns = np.flatnonzero(ink[top:bottom].any(axis=0))
+            if len(rows) and len(columns):
+                out.append(
+                    [
+                        x + int(columns[0]),
+                        y + top + int(rows[0]),
+                        int(columns[-1] - columns[0]) + 1,
+                        int(rows[-1] - rows[0]) + 1,
+                    ]
+                )
+    return np.array(out, np.int64).reshape(-1, 4)
+
+
+def _join_words(boxes: np.ndarray) -> np.ndarray:
+    """Join blobs on one line whose gap is under about half their height: the word gaps
+    of large text, which the fixed dilation kernel leaves open."""
+    lines: list[list[int]] = []  # x0, y0, x1, y1 of each line so far
+    open_lines: list[list[int]] = []
+    for x, y, w, h in boxes[np.argsort(boxes[:, 0], kind="stable")].tolist():
+        x1, y1 = x + w, y + h
+        open_lines = [line for line in open_lines if x - line[2] <= 40]
+        for line in open_lines:
+            line_h = line[3] - line[1]
+            overlap = min(y1, line[3]) - max(y, line[1])
+            gap = x - line[2]
+            similar = overlap >= 0.6 * min(h, line_h) and max(h, line_h) <= 2 * min(h, line_h)
+            if similar and -2 <= gap <= max(4, 0.6 * max(h, line_h)):
+                line[0], line[1] = min(line[0], x), min(line[1], y)
+                line[2], line[3] = max(line[2], x1), max(line[3], y1)
+                break
+        else:
+            line = [x, y, x1, y1]
+            lines.append(line)
+            open_lines.append(line)
+    joined = np.array(lines, np.int64).reshape(-1, 4)
+    joined[:, 2:] -= joined[:, :2]
+    return joined

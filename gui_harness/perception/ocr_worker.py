@@ -1,0 +1,140 @@
+"""OCR off the critical path: `OcrWorker` reads labels in a background thread.
+
+Owns the engine choice (RapidOCR, whose ONNX models ship in its PyPI wheel; tesseract
+when it is missing), the crop cache keyed by a hash of the crop's pixels, and the queue.
+`label()` never waits for OCR: it fills the labels already read and queues the rest, so
+a label appears on a later observation of the same pixels. Start at OcrWorker.label().
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import queue
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from gui_harness.perception._pixels import ImageLike, clip_box, grey_array
+from gui_harness.perception.detect import Component
+from gui_harness.perception.ocr import read_text
+
+__all__ = ["OcrWorker", "rapidocr_reader"]
+
+logger = logging.getLogger(__name__)
+
+Reader = Callable[[np.ndarray], str]
+"""Reads the one line of text on a grey crop; "" when there is none."""
+
+_READ_KINDS = frozenset({"button", "field", "text", "link", "tab", "dropdown"})
+
+
+def rapidocr_reader() -> Reader | None:
+    """A reader backed by RapidOCR (recognition only: the crop is one line), or None
+    when `rapidocr-onnxruntime` is not installed. Loading its models takes about 1 s."""
+    try:
+        from rapidocr_onnxruntime import RapidOCR  # type: ignore[import-untyped]
+    except ImportError:
+        return None
+    engine = RapidOCR()
+
+    def read(crop: np.ndarray) -> str:
+        rgb = np.ascontiguousarray(np.repeat(crop[:, :, None], 3, axis=2))
+        result, _ = engine(rgb, use_det=False, use_cls=False, use_rec=True)
+        return " ".join(str(text) for text, score in result or () if score >= 0.5).strip()
+
+    return read
+
+
+class OcrWorker:
+    """Reads component labels in one background thread, cached by crop hash.
+
+    `reader` reads a grey crop (default: RapidOCR when installed, else tesseract's
+    read_text). Counters `hits`, `queued` and `reads` tell what each call did; use
+    `wait_idle()` where a test or a script needs the queue drained.
+    """
+
+    def __init__(self, reader: Reader | None = None, *, cache_size: int = 4096) -> None:
+        self._reader = reader
+        self._cache: OrderedDict[bytes, str] = OrderedDict()
+        self._cache_size = cache_size
+        self._pending: set[bytes] = set()
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._queue: queue.Queue[tuple[bytes, np.ndarray] | None] = queue.Queue()
+        self.hits = self.queued = self.reads = 0
+        self._thread = threading.Thread(target=self._run, name="ocr-worker", daemon=True)
+        self._thread.start()
+
+    def label(self, image: ImageLike, components: Sequence[Component]) -> list[Component]:
+        """`components` with the labels OCR has already read for their crops; crops not
+        read yet are queued, never waited for. Labels already set are kept."""
+        grey = grey_array(image)
+        labelled = list(components)
+        for position, component in enumerate(labelled):
+            if component.label is not None or component.kind not in _READ_KINDS:
+                continue
+            crop = _crop(grey, component)
+            if crop is None:
+                continue
+            key = hashlib.blake2b(
+                crop.tobytes() + repr(crop.shape).encode(), digest_size=16
+            ).digest()
+            with self._lock:
+                text = self._cache.get(key)
+                if text is not None:
+                    self._cache.move_to_end(key)
+                    self.hits += 1
+                elif key not in self._pending:
+                    self._pending.add(key)
+                    self.queued += 1
+                    self._queue.put((key, crop.copy()))
+            if text:
+                labelled[position] = component.with_label(text)
+        return labelled
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until every queued crop is read; False when `timeout` seconds pass first."""
+        with self._idle:
+            return self._idle.wait_for(lambda: not self._pending, timeout)
+
+    def close(self) -> None:
+        """Stop the thread once the crops queued so far are read."""
+        self._queue.put(None)
+        self._thread.join()
+
+    def _run(self) -> None:
+        reader = self._reader
+        while (item := self._queue.get()) is not None:
+            key, crop = item
+            if reader is None:
+                reader = self._reader = rapidocr_reader() or read_text
+            try:
+                text = reader(crop)
+            except Exception:  # one bad crop must not end the worker
+                logger.exception("OCR failed on a %s crop", crop.shape)
+                text = ""
+            with self._idle:
+                self.reads += 1
+                self._cache[key] = text
+                if len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+                self._pending.discard(key)
+                self._idle.notify_all()
+
+
+def _crop(grey: np.ndarray, component: Component) -> np.ndarray | None:
+    x, y, w, h = component.box
+    if component.kind == "text":
+        box = (x - 3, y - 3, w + 6, h + 6)
+    else:
+        inset = 4 if min(w, h) > 20 else 2
+        box = (x + inset, y + inset, w - 2 * inset, h - 2 * inset)
+    clipped = clip_box(box, (grey.shape[1], grey.shape[0]))
+    if clipped is None or clipped[2] < 4 or clipped[3] < 4:
+        return None
+    cx, cy, cw, ch = clipped
+    crop = grey[cy : cy + ch, cx : cx + cw]
+    return crop if float(crop.std()) >= 8 else None

@@ -1,0 +1,90 @@
+"""OcrWorker: labels read in the background, filled on a later call, cached by crop."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from gui_harness.perception import Component, detect_components
+from gui_harness.perception.ocr_worker import OcrWorker, rapidocr_reader
+from tests.gui_harness.perception.screens import iou
+
+SAVE = (140, 270, 100, 34)
+
+
+def _save(components: list[Component]) -> Component:
+    return max(components, key=lambda c: iou(c.box, SAVE))
+
+
+def test_a_label_is_queued_not_waited_for_and_appears_on_a_later_call(form):
+    image, _ = form
+    gate = threading.Event()
+    seen: list[tuple[int, ...]] = []
+
+    def reader(crop: np.ndarray) -> str:
+        gate.wait()  # the read cannot finish before the first label() has returned
+        seen.append(crop.shape)
+        return "Save"
+
+    worker = OcrWorker(reader)
+    components = [_save(detect_components(image))]
+    first = worker.label(image, components)
+    assert first[0].label is None and worker.queued == 1 and worker.reads == 0
+    gate.set()
+    assert worker.wait_idle(timeout=30)
+    later = worker.label(image, components)
+    assert later[0].label == "Save" and worker.hits == 1
+    assert worker.label(image, components)[0].label == "Save"
+    assert (worker.reads, worker.queued, worker.hits) == (1, 1, 2)  # an unchanged crop: a hit
+    worker.close()
+
+
+def test_changed_pixels_are_read_again_and_a_crop_in_flight_is_queued_once(form):
+    image, _ = form
+    reads: list[int] = []
+    worker = OcrWorker(lambda crop: reads.append(int(crop.sum())) or "x")
+    components = [_save(detect_components(image))]
+    worker.label(image, components)
+    worker.label(image, components)
+    assert worker.wait_idle(timeout=30)
+    changed = np.asarray(image).copy()
+    changed[280:290, 150:160] = 0
+    worker.label(changed, components)
+    assert worker.wait_idle(timeout=30)
+    assert len(reads) == 2 and reads[0] != reads[1]
+    worker.close()
+
+
+def test_a_reader_that_raises_gives_no_label_and_the_worker_goes_on(form):
+    image, _ = form
+    calls: list[int] = []
+
+    def reader(crop: np.ndarray) -> str:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("engine broke")
+        return "Apply"
+
+    worker = OcrWorker(reader)
+    components = detect_components(image)
+    buttons = [c for c in components if c.kind == "button"][:2]
+    worker.label(image, buttons)
+    assert worker.wait_idle(timeout=30)
+    labels = [c.label for c in worker.label(image, buttons)]
+    assert sorted(labels, key=str) == sorted([None, "Apply"], key=str)
+    worker.close()
+
+
+def test_rapidocr_reads_a_rendered_button_label(form):
+    reader = rapidocr_reader()
+    if reader is None:
+        pytest.skip("rapidocr-onnxruntime is not installed")
+    image, _ = form
+    worker = OcrWorker(reader)
+    components = [_save(detect_components(image))]
+    worker.label(image, components)
+    assert worker.wait_idle(timeout=120)
+    assert worker.label(image, components)[0].label == "Save"
+    worker.close()
