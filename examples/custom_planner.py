@@ -23,7 +23,7 @@ from gui_harness import (
     gui_agent,
     latest_verification,
 )
-from gui_harness.demo.app import demo_app, read_state
+from gui_harness.demo.app import DEMO_SCREEN, demo_app, read_state
 from gui_harness.demo.policy import TASK, demo_policy
 from gui_harness.demo.run import check_saved_state
 from gui_harness.perception import describe
@@ -85,7 +85,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="custom-planner-") as workdir:
         state_path = Path(workdir) / "state.json"
         with (
-            VirtualDesktop((1280, 800), apps=[demo_app(state_path)]) as desktop,
+            VirtualDesktop(DEMO_SCREEN, apps=[demo_app(state_path)]) as desktop,
             Session() as session,
             Runtime(ScriptedModel(model)),
         ):

@@ -19,8 +19,11 @@ from typing import Any
 
 from gui_harness.desktop.virtual import App
 
-__all__ = ["DemoForm", "demo_app", "main", "read_state"]
+__all__ = ["DEMO_SCREEN", "DemoForm", "demo_app", "main", "read_state"]
 
+DEMO_SCREEN = (640, 560)
+"""The screen the demo runs on: the form at +40+40 and its open country list fill most of
+it, so a screenshot (and the report) shows the form large, not in a corner."""
 COLOURS = ("red", "green", "blue")
 COUNTRIES = (
     "Argentina", "Australia", "Brazil", "Canada", "Chile", "Denmark", "Egypt", "Finland",

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from gui_harness.agent import gui_agent
-from gui_harness.demo.app import demo_app, read_state
+from gui_harness.demo.app import DEMO_SCREEN, demo_app, read_state
 from gui_harness.demo.policy import COLOUR, COUNTRY, NAME, TASK, demo_policy
 from gui_harness.desktop.virtual import VirtualDesktop
 from gui_harness.result import GuiResult
@@ -51,7 +51,7 @@ def run_demo(
     model: str | None = None,
     report: Path | None = None,
     show_progress: bool = True,
-    size: tuple[int, int] = (1280, 800),
+    size: tuple[int, int] = DEMO_SCREEN,
     max_steps: int = 12,
     out: TextIO | None = None,
     store: str | None = None,
@@ -102,7 +102,7 @@ class DemoRun:
 def demo_run(
     *,
     model: str | None = None,
-    size: tuple[int, int] = (1280, 800),
+    size: tuple[int, int] = DEMO_SCREEN,
     max_steps: int = 12,
     callbacks: Sequence[Any] = (),
     max_image_width: int = 1280,

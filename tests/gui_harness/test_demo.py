@@ -54,7 +54,7 @@ def test_demo_fills_the_real_form_and_every_click_lands_on_its_widget():
 
 
 def test_demo_works_through_the_transform_at_scale_2():
-    run = demo_run(max_image_width=640)
+    run = demo_run(size=(1280, 800), max_image_width=640)
     observe = run.session.dag.find(name="observe", kind="code")[0]
     assert observe.output["size"] == [640, 400]
     assert check_saved_state(run.state) is None
