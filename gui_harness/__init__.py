@@ -33,7 +33,7 @@ from gui_harness.desktop.virtual import App, VirtualDesktop
 from gui_harness.desktop.x11 import X11Desktop
 from gui_harness.errors import ActionRejected, DesktopError, DesktopTimeout, InvalidAction
 from gui_harness.normalize import normalize_action
-from gui_harness.perception import ComponentMemory, Observation, Perception
+from gui_harness.perception import AccessibilitySource, ComponentMemory, Observation, Perception
 from gui_harness.result import GuiResult, StopReason
 
 __all__ = [
@@ -75,6 +75,7 @@ __all__ = [
     "Perception",
     "Observation",
     "ComponentMemory",
+    "AccessibilitySource",
     # errors
     "InvalidAction",
     "ActionRejected",

@@ -19,7 +19,13 @@ from gui_harness.desktop.base import Desktop
 from gui_harness.desktop.settle import wait_until_stable
 from gui_harness.errors import ActionRejected, DesktopError, InvalidAction
 from gui_harness.normalize import normalize_action
-from gui_harness.perception import ComponentMemory, Observation, Perception
+from gui_harness.perception import (
+    AccessibilitySnapshot,
+    AccessibilitySource,
+    ComponentMemory,
+    Observation,
+    Perception,
+)
 from gui_harness.prompts import (
     Conclusion,
     Plan,
@@ -104,6 +110,11 @@ def observe(step: int) -> dict[str, Any]:
         "components": len(observation.components),
         "screenshot": image,
     }
+    if observation.accessibility is not None:
+        # what the tree said, so a replay numbers the components as the planner saw them
+        run.seen["accessibility"] = observation.accessibility.to_dict()
+    if observation.notes:
+        run.seen["notes"] = list(observation.notes)
     return run.seen
 
 
@@ -115,7 +126,9 @@ def _observed(run: _Run, seen: dict[str, Any]) -> None:
         return
     run.seen = seen
     run.transform = Transform(scale=float(seen.get("scale", 1.0)))
-    run.observation = run.perception.perceive(seen["screenshot"])
+    recorded = seen.get("accessibility")
+    tree = AccessibilitySnapshot.from_dict(recorded) if recorded else AccessibilitySnapshot()
+    run.observation = run.perception.perceive(seen["screenshot"], accessibility=tree)
 
 
 @agentic_function(render_range={"callers": 0})
@@ -312,7 +325,6 @@ def gui_agent(
     if history_window is not None and history_window < 0:
         raise UsageError(f"history_window={history_window!r} must be >= 0 or None")
     memory_name = app if isinstance(app, str) else (Path(app[0]).name if app else None)
-    perception = Perception(ComponentMemory(memory_name) if memory_name else None)
     owned = None
     if desktop is None:
         from gui_harness.desktop.virtual import VirtualDesktop
@@ -320,7 +332,12 @@ def gui_agent(
         apps = [list(app)] if app is not None and not isinstance(app, str) else []
         owned = desktop = VirtualDesktop(apps=apps)
         owned.start()  # stops whatever it started if it fails
+    accessibility = None
     try:
+        accessibility = _accessibility(desktop)
+        perception = Perception(
+            ComponentMemory(memory_name) if memory_name else None, accessibility=accessibility
+        )
         run = _Run(
             desktop=desktop,
             perception=perception,
@@ -336,8 +353,22 @@ def gui_agent(
         finally:
             _run.reset(token)
     finally:
+        if accessibility is not None:
+            accessibility.close()
         if owned is not None:
             owned.close()
+
+
+def _accessibility(desktop: Desktop) -> AccessibilitySource | None:
+    """The accessibility source of a desktop that has an AT-SPI bus (VirtualDesktop,
+    X11Desktop), or one that notes why it has none; None for desktops without the notion."""
+    if not hasattr(desktop, "accessibility_bus"):
+        return None
+    address = desktop.accessibility_bus
+    note = getattr(desktop, "accessibility_note", None) or (
+        f"no accessibility bus was found for {desktop!r}; pixels only"
+    )
+    return AccessibilitySource(address, screen=desktop.size, note=note)
 
 
 def _loop(run: _Run, task: str, max_steps: int, timeout_s: float | None) -> GuiResult:

@@ -10,7 +10,7 @@ def test_package_root_exports_are_pinned():
         "App", "X11Desktop", "FakeDesktop", "RemoteDesktop", "serve_desktop", "Action",
         "Click", "DoubleClick", "Move", "Drag", "Scroll", "Type", "Keypress", "Wait", "Done",
         "Fail", "normalize_action", "resolve", "Transform", "Policy", "Perception",
-        "Observation", "ComponentMemory", "InvalidAction", "ActionRejected", "DesktopError",
+        "Observation", "ComponentMemory", "AccessibilitySource", "InvalidAction", "ActionRejected", "DesktopError",
         "DesktopTimeout",
     }  # fmt: skip
     for name in gui_harness.__all__:
