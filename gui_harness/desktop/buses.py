@@ -257,7 +257,8 @@ def _jeepney() -> tuple[Any, Any]:
         import jeepney.io.blocking
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise ImportError(
-            f'accessibility needs the gui extra ({exc.name} is missing): pip install "openprogram[gui]"'
+            f"accessibility needs the gui extra ({exc.name} is missing): "
+            'pip install "openprogram[gui]"'
         ) from exc
     return jeepney, jeepney.io.blocking
 

@@ -9,6 +9,7 @@ gui_harness.desktop.buses'. Start at AccessibilitySource.snapshot().
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -260,10 +261,8 @@ class AccessibilitySource:
     def _drop_connection(self) -> None:
         connection, self._connection = self._connection, None
         if connection is not None:
-            try:
+            with contextlib.suppress(OSError):  # already broken: nothing left to close
                 connection.close()
-            except OSError:  # already broken: nothing left to close
-                pass
 
 
 def _call(

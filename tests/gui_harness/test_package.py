@@ -10,8 +10,8 @@ def test_package_root_exports_are_pinned():
         "App", "X11Desktop", "FakeDesktop", "RemoteDesktop", "serve_desktop", "Action",
         "Click", "DoubleClick", "Move", "Drag", "Scroll", "Type", "Keypress", "Wait", "Done",
         "Fail", "normalize_action", "resolve", "Transform", "Policy", "Perception",
-        "Observation", "ComponentMemory", "AccessibilitySource", "InvalidAction", "ActionRejected", "DesktopError",
-        "DesktopTimeout",
+        "Observation", "ComponentMemory", "AccessibilitySource", "InvalidAction",
+        "ActionRejected", "DesktopError", "DesktopTimeout",
     }  # fmt: skip
     for name in gui_harness.__all__:
         assert hasattr(gui_harness, name)
