@@ -393,8 +393,26 @@ def _components(elements: Sequence[_Element], screen: tuple[int, int]) -> list[C
         )
         if any(_same_place(component.box, other.box) for other in found):
             continue  # a link inside a tab, a button inside a list item: keep the outer one
+        chooser = _closed_chooser(component, found)
+        if chooser is not None:
+            # a closed drop-down's current option (Chromium reports it as showing): it
+            # names the chooser when the chooser has no name, and is no target itself
+            if found[chooser].label is None:
+                found[chooser] = found[chooser].with_label(component.label)
+            continue
         found.append(component)
     return found
+
+
+def _closed_chooser(component: Component, found: Sequence[Component]) -> int | None:
+    x, y, w, h = component.box
+    for position, other in enumerate(found):
+        if other.kind != "dropdown" or "expanded" in other.states:
+            continue
+        ox, oy, ow, oh = other.box
+        if ox - 2 <= x and oy - 2 <= y and x + w <= ox + ow + 2 and y + h <= oy + oh + 2:
+            return position
+    return None
 
 
 def _clip(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gui_harness.desktop.virtual import App, VirtualDesktop
+from gui_harness.desktop.virtual import App
 
 __all__ = ["INTERACTIVE_JS", "DomElement", "MiniWobPage", "chromium_binary", "task_html"]
 
@@ -82,15 +82,17 @@ def task_html(task: str) -> Path:
 
 
 class MiniWobPage:
-    """Chromium showing MiniWoB++ `task` at the top-left of `desktop`, episode `seed` started.
+    """Chromium showing MiniWoB++ `task` at the top-left of a screen, episode `seed`.
 
-    The argv carries no accessibility switch: the desktop adds what Chromium needs.
+    Pass `app` to a VirtualDesktop, then call attach() to start the episode. The argv
+    carries no accessibility switch: the desktop adds what Chromium needs.
     """
 
-    def __init__(self, desktop: VirtualDesktop, task: str, seed: int) -> None:
+    def __init__(self, task: str, seed: int) -> None:
         self.task, self.seed = task, seed
-        self._profile = tempfile.TemporaryDirectory(prefix="miniwob-chromium-", ignore_cleanup_errors=True)
-        self._desktop = desktop
+        self._profile = tempfile.TemporaryDirectory(
+            prefix="miniwob-chromium-", ignore_cleanup_errors=True
+        )
         self.driver: Any = None
         binary = chromium_binary()
         if binary is None:
@@ -129,9 +131,7 @@ class MiniWobPage:
         driver_path = shutil.which("chromedriver") or "/usr/bin/chromedriver"
         service = Service(executable_path=driver_path, env=dict(os.environ))
         self.driver = webdriver.Chrome(service=service, options=options)
-        self.driver.execute_script(
-            f"Math.seedrandom({self.seed!r}); core.startEpisodeReal();"
-        )
+        self.driver.execute_script(f"Math.seedrandom({self.seed!r}); core.startEpisodeReal();")
 
     def elements(self) -> list[DomElement]:
         """The visible, uncovered interactive elements, boxes in screen pixels."""
@@ -142,7 +142,9 @@ class MiniWobPage:
 
     def utterance(self) -> str:
         """The task's instruction as the page shows it."""
-        return str(self.driver.execute_script("return document.getElementById('query').textContent"))
+        return str(
+            self.driver.execute_script("return document.getElementById('query').textContent")
+        )
 
     def reward(self) -> float:
         """The episode's reward so far (MiniWoB++'s own)."""

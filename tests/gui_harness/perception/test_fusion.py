@@ -97,7 +97,9 @@ def test_describe_shows_labels_and_states_and_marks_tick_checked_components():
     ]
     blank = np.full((120, 200, 3), 255, np.uint8)
     ticked = np.asarray(draw_marks(blank, components[:1]))
-    plain = np.asarray(draw_marks(blank, [components[0].__class__(1, "checkbox", (10, 10, 13, 13))]))
+    plain = np.asarray(
+        draw_marks(blank, [components[0].__class__(1, "checkbox", (10, 10, 13, 13))])
+    )
     assert (ticked != plain).any()  # the tick is drawn on the tag
 
 
