@@ -43,7 +43,7 @@ for (const e of document.querySelectorAll(selector)) {
     label = owner ? owner.textContent : '';
   } else if (!label && e.tagName === 'INPUT' && (e.type === 'button' || e.type === 'submit')) {
     label = e.value;
-  } else if (!label && e.tagName !== 'INPUT' && e.tagName !== 'TEXTAREA' && e.tagName !== 'SELECT') {
+  } else if (!label && !['INPUT', 'TEXTAREA', 'SELECT'].includes(e.tagName)) {
     label = e.textContent;
   }
   found.push({tag: e.tagName.toLowerCase(), type: e.type || '', role: e.getAttribute('role') || '',
