@@ -222,6 +222,11 @@ def _root_property(display: str) -> str | None:
     import Xlib.display
     import Xlib.error
 
+    host, _, number = display.partition(":")
+    local = Path(f"/tmp/.X11-unix/X{number.split('.')[0]}")
+    if not host and not local.exists():
+        return None  # no such display here (python-xlib would leak sockets finding that out)
+
     try:
         connection = Xlib.display.Display(display)
     except (Xlib.error.DisplayError, OSError):
