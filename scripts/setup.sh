@@ -9,8 +9,12 @@ cd "$(dirname "$0")/.."
 dev=0
 [ "${1:-}" = "--dev" ] && dev=1
 
-packages=(xvfb xdotool x11-utils python3-tk fonts-dejavu-core tesseract-ocr)
-[ "$dev" = 1 ] && packages+=(postgresql chromium)
+# dbus + at-spi2-core: the private session bus and AT-SPI bus a VirtualDesktop starts, so
+# perception reads apps' accessibility trees (docs/gui.md, "Accessibility")
+packages=(xvfb xdotool x11-utils python3-tk fonts-dejavu-core tesseract-ocr dbus at-spi2-core)
+# gtk-3-examples: gtk3-widget-factory, the GTK app the accessibility tests read;
+# chromium-driver: reads MiniWoB++ pages' DOM boxes, the truth the Chromium tests check
+[ "$dev" = 1 ] && packages+=(postgresql chromium chromium-driver gtk-3-examples)
 
 missing=()
 for package in "${packages[@]}"; do
