@@ -106,6 +106,9 @@ class VirtualDesktop:
         self._bus: SessionBus | None = None
         self.accessibility_note: str | None = None
         """Why this desktop has no accessibility bus (None when it has one, or before start)."""
+        self.bus_pid: int | None = None
+        """The private session bus's dbus-daemon (its process group holds the AT-SPI bus
+        it started); kept after close() for inspection. `pids` are Xvfb and the apps."""
 
     def __repr__(self) -> str:
         return f"VirtualDesktop(size={self._requested_size!r}, display={self.display!r})"
@@ -230,8 +233,7 @@ class VirtualDesktop:
             self.accessibility_note = f"no accessibility bus: {exc}"
             return
         self._bus = bus
-        if bus.pid is not None:
-            self.pids.append(bus.pid)
+        self.bus_pid = bus.pid
 
     def _start_app(self, app: App) -> None:
         assert self.display is not None and self._desktop is not None

@@ -80,14 +80,18 @@ def test_a_gtk_app_is_read_through_its_tree_with_roles_names_and_states(factory)
     assert [c.states for c in named(snapshot, "radio", "Page 1")] == [("checked",)]
 
 
-def test_boxes_are_clipped_to_a_screen_smaller_than_the_window(factory):
-    desktop, source = factory
-    window = max(desktop.desktop.visible_windows(), key=lambda w: w.width)
-    assert window.x + window.width > SCREEN[0]  # the premise: the window overflows
-    snapshot = source.snapshot()
+def test_boxes_are_clipped_to_a_screen_smaller_than_the_window():
+    small = (800, 600)
+    with VirtualDesktop(small, apps=[["gtk3-widget-factory"]]) as desktop:
+        source = AccessibilitySource(desktop.accessibility_bus, screen=small, timeout=2.0)
+        snapshot = wait_for(source, lambda s: len(named(s, "checkbox", "checkbutton")) >= 2)
+        window = max(desktop.desktop.visible_windows(), key=lambda w: w.width)
+        source.close()
+    assert window.x + window.width > small[0]  # the premise: the window overflows
+    assert snapshot.components
     for component in snapshot.components:
         x, y, w, h = component.box
-        assert x >= 0 and y >= 0 and x + w <= SCREEN[0] and y + h <= SCREEN[1], component
+        assert x >= 0 and y >= 0 and x + w <= small[0] and y + h <= small[1], component
     # the header bar's Close button sits past the right edge: it is showing, but not here
     assert not named(snapshot, "button", "Close")
 
@@ -100,10 +104,10 @@ def test_a_click_through_the_tree_box_changes_the_state_the_tree_reports(factory
     snapshot = wait_for(
         source, lambda s: any(c.box == target.box and "checked" in c.states for c in s.components)
     )
-    # the click landed on it: it is ticked, and it took the keyboard focus
-    assert [c.states for c in snapshot.components if c.box == target.box] == [
-        ("checked", "focused")
-    ]
+    # the click landed on it: it is ticked (and focused, when its window has the focus)
+    states = [c.states for c in snapshot.components if c.box == target.box]
+    assert len(states) == 1 and states[0][0] == "checked"
+    assert set(states[0]) <= {"checked", "focused"}
     desktop.execute(Click(x=target.center[0], y=target.center[1]))  # leave it as it was
     wait_for(
         source,
