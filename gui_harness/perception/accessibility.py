@@ -62,6 +62,7 @@ _MATCH_ALL, _MATCH_ANY = 1, 2
 _SORT_CANONICAL = 1
 _MIN_SIDE = 4  # pixels left on screen after clipping for an element to count
 _MAX_LABEL = 120
+_ROLE_CACHE = 20_000  # (app, object path) → role entries kept between snapshots
 
 
 def _role_bits(roles: Iterable[int]) -> list[int]:
@@ -160,6 +161,7 @@ class AccessibilitySource:
         self.timeout = timeout
         self._missing = note or "no accessibility bus is known for this desktop"
         self._connection: Any = None
+        self._roles: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -226,6 +228,11 @@ class AccessibilitySource:
             if root in matches
             for name, path in matches[root][0]
         ]
+        for element in elements:  # an object's role does not change: ask it once
+            role = self._roles.get((element.app, element.path))
+            if role is not None:
+                element.role = role
+                element.answered.add("role")
         details = calls.run(
             [
                 request
@@ -235,6 +242,9 @@ class AccessibilitySource:
         )
         for (number, what), body in details.items():
             _fill(elements[number], what, body)
+        if len(self._roles) > _ROLE_CACHE:
+            self._roles.clear()
+        self._roles.update({(e.app, e.path): e.role for e in elements if e.role >= 0})
         components = _components(elements, self.screen)
         notes = []
         if silent:
@@ -282,8 +292,13 @@ def _detail_calls(number: int, element: _Element) -> list[tuple[Any, Any]]:
     from jeepney import DBusAddress, Properties
 
     address = DBusAddress(element.path, element.app, _ACCESSIBLE)
+    role = (
+        []
+        if "role" in element.answered
+        else [((number, "role"), _call(element.app, element.path, _ACCESSIBLE, "GetRole"))]
+    )
     return [
-        ((number, "role"), _call(element.app, element.path, _ACCESSIBLE, "GetRole")),
+        *role,
         ((number, "states"), _call(element.app, element.path, _ACCESSIBLE, "GetState")),
         ((number, "name"), Properties(address).get("Name")),
         (
