@@ -26,8 +26,13 @@ DEFAULT_STORE = "openprogram.db"
 """The store the session commands read when neither --store nor OPENPROGRAM_STORE is set."""
 
 F = TypeVar("F", bound=Callable[..., Any])
-_MARK = {"completed": "✓", "error": "✗", "running": "…", "cancelled": "⊘"}
-_COLOUR = {"completed": "green", "error": "red", "running": "yellow", "cancelled": "bright_black"}
+_COLOUR = {
+    "completed": "green",
+    "error": "red",
+    "running": "yellow",
+    "cancelled": "bright_black",
+    "stopped": "yellow",
+}
 _SHOW_LIMIT = 300
 
 
@@ -191,6 +196,7 @@ def show_command(
     session_id: str, store_spec: str, depth: int | None, show_all: bool, values: bool
 ) -> None:
     """Print a session's call tree: status, duration, tokens and cost per node."""
+    from openprogram._tree import walk
     from openprogram.display._payload import summary, value_text
 
     with _session(store_spec, session_id) as session:
@@ -204,7 +210,7 @@ def show_command(
             f"${total['cost_usd']:.4f} · {_duration(total['duration_s'])}"
             + (click.style(f" · {statuses['error']} errors", fg="red") if statuses["error"] else "")
         )
-        for shown, (node, level) in enumerate(_walk(dag, depth)):
+        for shown, (node, level) in enumerate(walk(dag, depth)):
             if not show_all and shown >= _SHOW_LIMIT:
                 click.echo(f"… {len(dag) - shown:,} more nodes (use --all or --depth)")
                 break
@@ -220,28 +226,14 @@ def _duration(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
-def _walk(dag: ContextDAG, depth: int | None) -> Iterator[tuple[Node, int]]:
-    stack = [(node, 0) for node in reversed(dag.children(None))]
-    while stack:
-        node, level = stack.pop()
-        yield node, level
-        if depth is None or level + 1 < depth:
-            stack.extend((child, level + 1) for child in reversed(dag.children(node.id)))
-
-
 def _tree_line(dag: ContextDAG, node: Node, level: int) -> str:
-    mark = click.style(_MARK.get(node.status, "?"), fg=_COLOUR.get(node.status))
-    name = f"{node.name} #{dag.ordinal(node)}" + (" (llm)" if node.kind == "llm" else "")
-    parts = ["  " * level + mark, click.style(name, bold=node.kind == "code")]
-    if node.duration_s is not None and node.kind != "user":
-        parts.append(_duration(node.duration_s))
-    if node.usage is not None:
-        parts.append(
-            f"{node.usage.input_tokens}→{node.usage.output_tokens} tok ${node.usage.cost_usd:.4f}"
-        )
-    if node.status == "error" and node.error:
-        parts.append(click.style(node.error[:100], fg="red"))
-    return "  ".join(parts)
+    from openprogram._tree import node_line
+
+    mark, name, facts = node_line(dag, node)
+    if node.status in ("error", "cancelled", "stopped") and node.error and facts:
+        facts[-1] = click.style(facts[-1], fg="red")
+    mark = click.style(mark, fg=_COLOUR.get(node.status))
+    return "  ".join(["  " * level + mark, click.style(name, bold=node.kind == "code"), *facts])
 
 
 @sessions.command("render")
@@ -333,8 +325,15 @@ def _echo_messages(rendered: Any) -> None:
     help="The HTML file to write (default: openprogram-ID.html here).",
 )
 @click.option("--title", help="Heading of the report (default: the session id).")
+@click.option(
+    "--thumbnail-px",
+    type=click.IntRange(min=16),
+    default=320,
+    show_default=True,
+    help="Size screenshots show at in the tree (a click opens them at full size).",
+)
 def report_command(
-    session_id: str, store_spec: str, output: Path | None, title: str | None
+    session_id: str, store_spec: str, output: Path | None, title: str | None, thumbnail_px: int
 ) -> None:
     """Write a session's report: one self-contained HTML file (no network needed)."""
     from openprogram.display.report import write_report
@@ -343,7 +342,7 @@ def report_command(
         target = output or Path(f"openprogram-{session.id}.html")
         click.echo(f"writing the report of {len(session.dag):,} nodes…", err=True)
         try:
-            written = write_report(session, target, title=title)
+            written = write_report(session, target, title=title, thumbnail_px=thumbnail_px)
         except OpenProgramError as exc:
             raise click.ClickException(str(exc)) from exc
         except OSError as exc:
@@ -375,6 +374,11 @@ def export_command(
     """Export a session's DAG as GraphML, Mermaid, DOT or JSON."""
     from openprogram.display.export import write_export
 
+    if export_format is None and output.suffix.lower() not in (".graphml", ".mmd", ".dot", ".json"):
+        raise click.ClickException(
+            f"cannot tell the export format from {str(output)!r}; use a .graphml, .mmd, .dot or "
+            ".json file name, or pass --format graphml|mermaid|dot|json"
+        )
     with _session(store_spec, session_id) as session:
         try:
             written = write_export(session.dag, output, format=export_format)  # type: ignore[arg-type]

@@ -71,6 +71,13 @@ class Node(BaseModel):
     def duration_s(self) -> float | None:
         return None if self.ended_at is None else self.ended_at - self.started_at
 
+    def __repr__(self) -> str:
+        # the whole record (inputs, outputs, screenshots' references) runs to kilobytes
+        return (
+            f"Node(id={self.id!r}, seq={self.seq}, kind={self.kind!r}, name={self.name!r}, "
+            f"status={self.status!r})"
+        )
+
     def _repr_html_(self) -> str:
         from openprogram.display.html import node_html
 
@@ -407,6 +414,22 @@ class ContextDAG:
                 raise UsageError(f"node {node.id!r} has seq {node.seq}, not after the last one")
             self._insert(node)
             self._counter = itertools.count(node.seq + 1)
+
+    def tree(self, *, depth: int | None = None, limit: int | None = None) -> str:
+        """The call tree as text: one line per node (status, `name #k`, duration, tokens,
+        cost, error), indented by nesting. `depth` stops at that many levels; `limit`
+        caps the number of nodes shown."""
+        from openprogram._tree import tree_lines
+
+        return "\n".join(tree_lines(self, depth=depth, limit=limit))
+
+    def __str__(self) -> str:
+        if not self._order:
+            return "ContextDAG (empty)"
+        return f"ContextDAG ({len(self._order):,} nodes)\n" + self.tree(limit=1000)
+
+    def __repr__(self) -> str:
+        return f"<ContextDAG: {len(self._order):,} nodes>"
 
     def _repr_html_(self) -> str:
         from openprogram.display.html import dag_html

@@ -126,11 +126,14 @@ class ScriptedModel:
         if callable(replies) and not isinstance(replies, Mapping):
             self._callable = replies
         elif isinstance(replies, Mapping):
-            self._by_function = {str(k): deque(v) for k, v in replies.items()}
+            self._by_function = {str(k): _reply_list(k, v) for k, v in replies.items()}
         elif isinstance(replies, (str, bytes)):
-            raise UsageError("ScriptedModel(replies) wants a list of replies, not one string")
+            raise UsageError(
+                f"ScriptedModel({replies!r:.60}) wants a list of replies, not one string; "
+                f"pass ScriptedModel([{replies!r:.60}])"
+            )
         else:
-            self._queue = deque(replies)
+            self._queue = _reply_list(None, replies)
         self._given = self.remaining
 
     @property
@@ -210,3 +213,24 @@ def _as_text(reply: Reply) -> str:
 def _estimate_tokens(request: ModelRequest) -> int:
     characters = len(request.rendered.system) + len(request.history) + len(request.text)
     return max(1, characters // 4)
+
+
+def _reply_list(function: Any, replies: Any) -> deque[Reply]:
+    """The replies of a script (or of one function's script) as a queue; UsageError
+    naming the fix when they are not a list."""
+    where = "ScriptedModel(replies)" if function is None else f"the replies for {function!r}"
+    if isinstance(replies, (str, bytes)):
+        raise UsageError(f"{where} must be a list of replies, not one string: [{replies!r:.60}]")
+    if callable(replies):
+        raise UsageError(
+            f"{where} must be a list of replies, not {type(replies).__name__} "
+            f"{getattr(replies, '__name__', '')!s}; to compute replies, pass one callable as "
+            "the whole script, ScriptedModel(lambda request: ...), which sees "
+            "request.function"
+        )
+    try:
+        return deque(replies)
+    except TypeError:
+        raise UsageError(
+            f"{where} must be a list of replies, not {type(replies).__name__}: {replies!r:.60}"
+        ) from None

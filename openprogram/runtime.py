@@ -72,6 +72,7 @@ class Runtime:
             raise UsageError(f"max_retries={max_retries!r} must be >= 0")
         if max_images is not None and max_images < 0:
             raise UsageError(f"max_images={max_images!r} must be >= 0 or None")
+        _check_model(model)
         self.model = model
         self.callbacks = list(callbacks)
         self.max_retries = max_retries
@@ -111,6 +112,7 @@ class Runtime:
                 "ScriptedModel([...]), or set OPENPROGRAM_MODEL (e.g. 'openai/gpt-4o-mini')"
             )
         if not isinstance(spec, str):
+            _check_model(spec)
             return spec
         model = self._models.get(spec)
         if model is None:
@@ -348,10 +350,11 @@ class Runtime:
         if problem is None:
             return parsed  # type: ignore[return-value]
         self._mark_invalid(node, problem)
+        shown = reply if len(reply) <= 500 else reply[:500] + f"… [+{len(reply) - 500} chars]"
         raise ModelOutputError(
             f"the model's reply did not match {response_format.__name__} even after one "
             f"repair: {problem}. Check the prompt, or use a model that supports "
-            "structured output.",
+            f"structured output. The reply was: {shown!r}",
             node_id=node.id,
             reply=reply,
         )
@@ -394,7 +397,30 @@ def _content_parts(content: Any, dag: ContextDAG) -> list[dict[str, Any]]:
     return parts
 
 
+def _check_model(model: Any) -> None:
+    """UsageError naming the fix when `model` is not a model string or a model object."""
+    if model is None or isinstance(model, str):
+        return
+    if isinstance(model, type):
+        raise UsageError(
+            f"model={model.__name__} is a class; pass an instance, e.g. "
+            f"Runtime({model.__name__}([...])) or Runtime(model='openai/gpt-4o-mini')"
+        )
+    if not callable(getattr(model, "complete", None)):
+        raise UsageError(
+            f"model={model!r:.80} is neither a litellm model string (e.g. 'openai/gpt-4o-mini') "
+            "nor a model object with complete(request) (ScriptedModel, ReplayModel, or your own)"
+        )
+
+
 def _schema_instruction(response_format: type[BaseModel]) -> str:
+    if not (isinstance(response_format, type) and issubclass(response_format, BaseModel)):
+        shown = getattr(response_format, "__name__", None) or repr(response_format)
+        raise UsageError(
+            f"response_format={shown} is not a pydantic model class; pass a BaseModel "
+            "subclass (class Answer(BaseModel): text: str), or leave it out to get the "
+            "reply as text"
+        )
     schema = json.dumps(response_format.model_json_schema(), ensure_ascii=False)
     return f"Reply with only a JSON object that matches this JSON schema:\n{schema}"
 

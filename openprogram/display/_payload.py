@@ -17,12 +17,22 @@ from openprogram.dag import ContextDAG, Node
 from openprogram.display._images import thumbnail_url
 from openprogram.image import ImageRef
 
-__all__ = ["DEFAULT_IMAGE_BUDGET", "DEFAULT_TEXT_BUDGET", "build_payload", "summary", "value_text"]
+__all__ = [
+    "DEFAULT_FULL_IMAGE_BUDGET",
+    "DEFAULT_IMAGE_BUDGET",
+    "DEFAULT_TEXT_BUDGET",
+    "build_payload",
+    "summary",
+    "value_text",
+]
 
 DEFAULT_TEXT_BUDGET = 2_500_000
 """Characters of node values embedded in one view; beyond it the longest values are cut."""
 DEFAULT_IMAGE_BUDGET = 1_500_000
 """Bytes of thumbnail data URLs embedded in one view; later images show as placeholders."""
+DEFAULT_FULL_IMAGE_BUDGET = 40_000_000
+"""Bytes of full-resolution images (PNG data URLs) embedded in one view, for the
+lightbox; beyond it an image opens at thumbnail size with a note saying so."""
 _MIN_CAP = 80
 _IMAGE_MARK = "<image sha256:"  # how str(ImageRef) starts, so every image's text holds it
 _MAX_CHARS = 20_000
@@ -169,8 +179,13 @@ def build_payload(
     text_budget: int = DEFAULT_TEXT_BUDGET,
     image_budget: int = DEFAULT_IMAGE_BUDGET,
     thumbnail_px: int = 256,
+    full_image_budget: int = DEFAULT_FULL_IMAGE_BUDGET,
 ) -> dict[str, Any]:
-    """The JSON-able payload of a DAG view (see _script.py for how it is read)."""
+    """The JSON-able payload of a DAG view (see _script.py for how it is read).
+
+    Each image is embedded once: a thumbnail fitting `thumbnail_px` and, within
+    `full_image_budget` bytes, the image itself at full resolution.
+    """
     nodes = dag.nodes
     index = {node.id: i for i, node in enumerate(nodes)}
     texts = [value_text(node) for node in nodes]
@@ -180,7 +195,7 @@ def build_payload(
     names: dict[str, int] = {}
     images: list[list[Any]] = []
     image_index: dict[str, int] = {}
-    image_bytes = 0
+    image_bytes = full_bytes = 0
     previous_llm: dict[str, int] = {}
     full_reads: dict[int, list[int]] = {}
     rows: list[list[Any]] = []
@@ -196,12 +211,18 @@ def build_payload(
             slot = image_index.get(ref.sha256)
             if slot is None:
                 slot = image_index[ref.sha256] = len(images)
-                url = None
+                url = full = None
                 image = dag.blobs.get(ref.sha256)
                 if image is not None and image_bytes < image_budget:
                     url = thumbnail_url(image, thumbnail_px)
                     image_bytes += len(url)
-                images.append([ref.sha256[:12], ref.width, ref.height, url])
+                if image is not None and full_bytes < full_image_budget:
+                    full = image.data_url()
+                    if full_bytes + len(full) > full_image_budget:
+                        full = None
+                    else:
+                        full_bytes += len(full)
+                images.append([ref.sha256[:12], ref.width, ref.height, url, full])
             if slot not in pictures:
                 pictures.append(slot)
         reads: Any = 0
@@ -252,6 +273,7 @@ def build_payload(
         "branches": _branches(dag),
         "focus": index.get(focus, -1) if focus is not None else -1,
         "cap": cap,
+        "tpx": thumbnail_px,
         "created": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
 

@@ -1,7 +1,9 @@
 """The script every DAG view inlines: builds the call tree from the embedded payload.
 
 Rows are built when a frame opens (200 at a time), an llm node's panels when it opens;
-the hiding rules mirror calls.hidden_nodes(). `#n=NODE_ID&t=hid|diff` opens a node.
+the hiding rules mirror calls.hidden_nodes(). `#n=NODE_ID&t=hid|diff` opens a node,
+`#n=NODE_ID&i=SHA256` one of its images in the lightbox (full size, zoom, the step's
+other images).
 """
 
 from __future__ import annotations
@@ -18,6 +20,11 @@ const KIND = {c: "code", l: "llm", u: "user"};
 const ST = {c: "completed", e: "error", r: "running", x: "cancelled"};
 const EX = {i: "io", l: "llm", f: "full", h: "hidden"};
 const CHUNK = 200, MAXROWS = 3000;
+const EXPLAIN = {
+  l: "expose='llm': callers see only its llm exchanges",
+  f: "expose='full': callers see everything inside it",
+  h: "expose='hidden': callers see nothing of it",
+};
 
 // -- the node table ------------------------------------------------------------------------
 const N = D.nodes.map((r, i) => ({
@@ -100,6 +107,9 @@ function row(n) {
     + `<span class="opv-dot" title="${ST[n.st]}"></span>`
     + `<span class="opv-name">${esc(n.name)} <span class="opv-k">#${n.k}</span></span>`;
   if (n.kind !== "c") h += `<span class="opv-tag opv-tag-${KIND[n.kind]}">${KIND[n.kind]}</span>`;
+  if (n.kind === "c" && n.ex !== "i") {
+    h += `<span class="opv-tag opv-tag-x${n.ex}" title="${EXPLAIN[n.ex]}">${EX[n.ex]}</span>`;
+  }
   if (n.st === "r") h += `<span class="opv-num">running</span>`;
   else if (n.dur >= 0 && n.kind !== "u") h += `<span class="opv-num">${dur(n.dur)}</span>`;
   if (n.u) {
@@ -132,7 +142,7 @@ const tree = document.createElement("div");
 tree.className = "opv-tree";
 const bar = document.createElement("div");
 bar.className = "opv-bar";
-bar.innerHTML = `<input type="search" placeholder="find: name, text or node id (Enter)">`
+bar.innerHTML = `<input type="search" placeholder="find: name, text, error or node id (Enter)">`
   + `<button data-a="errors">errors</button><button data-a="expand">expand all</button>`
   + `<button data-a="collapse">collapse</button><span class="opv-meta opv-found"></span>`;
 const fallback = root.querySelector(".opv-static");
@@ -180,8 +190,9 @@ function reveal(i) {  // expand the path to node i (loading more rows as needed)
 }
 
 // -- details -------------------------------------------------------------------------------
-function thumbs(list, omitted) {
+function thumbs(list, omitted, owner) {
   if (!list.length) return "";
+  const size = Math.max(16, D.tpx || 256);
   return `<div class="opv-thumbs">` + list.map(k => {
     const m = D.images[k], name = `sha256:${m[0]} ${m[1]}×${m[2]}`;
     if (omitted && omitted(m[0])) {
@@ -189,9 +200,86 @@ function thumbs(list, omitted) {
         + `${name}</span>`;
     }
     if (!m[3]) return `<span class="opv-noimg">${name}<br>not embedded (image budget)</span>`;
-    return `<img src="${m[3]}" title="${name}" alt="${name}" data-a="zoom">`;
+    const width = Math.min(size, m[1] >= m[2] ? size : Math.round(size * m[1] / m[2]));
+    return `<img src="${m[3]}" title="${name}: click for full size" alt="${name}" `
+      + `data-a="zoom" data-k="${k}" data-o="${owner === undefined ? -1 : owner}" `
+      + `style="width:${width}px">`;
   }).join("") + `</div>`;
 }
+
+// -- the lightbox: images at full resolution, zoom, and the other images of the step -------
+function stepImages(owner, k) {  // [node, image] pairs inside the owner's caller, in seq order
+  const found = [], seen = new Set();
+  const add = j => {
+    for (const x of N[j].img) {
+      if (!seen.has(x)) { seen.add(x); found.push([j, x]); }
+    }
+  };
+  const top = owner >= 0 && N[owner].parent >= 0 ? N[owner].parent : owner;
+  if (top >= 0) {
+    const stack = [top];
+    while (stack.length) {
+      const j = stack.pop();
+      add(j);
+      for (let c = N[j].kids.length - 1; c >= 0; c--) stack.push(N[j].kids[c]);
+    }
+  }
+  found.sort((a, b) => N[a[0]].seq - N[b[0]].seq);
+  if (!seen.has(k)) found.unshift([owner, k]);
+  return found;
+}
+let lb = null;
+function lightbox(owner, k) {
+  if (!lb) {
+    lb = document.createElement("div");
+    lb.className = "opv-lb";
+    lb.tabIndex = -1;
+    root.appendChild(lb);
+  }
+  const list = stepImages(owner, k);
+  lb.opvList = list;
+  lb.opvAt = Math.max(0, list.findIndex(e => e[1] === k));
+  lb.opvZoom = 0;  // 0: fit the window; else a factor of the full size
+  lb.hidden = false;
+  paint();
+  lb.focus();
+}
+function paint() {
+  const [j, k] = lb.opvList[lb.opvAt], m = D.images[k], n = j >= 0 ? N[j] : null;
+  const what = !n ? "" : n.kind === "l" ? "what the model saw" : "recorded in this call";
+  const src = m[4] || m[3], on = z => lb.opvZoom === z ? "opv-on" : "";
+  const style = lb.opvZoom ? `width:${Math.round(m[1] * lb.opvZoom)}px;max-width:none`
+    : "max-width:100%;max-height:calc(100vh - 90px)";
+  lb.innerHTML = `<div class="opv-lb-bar">`
+    + `<button data-a="lb-prev" ${lb.opvAt ? "" : "disabled"}>◀</button>`
+    + `<span>${lb.opvAt + 1} / ${lb.opvList.length}</span>`
+    + `<button data-a="lb-next" ${lb.opvAt < lb.opvList.length - 1 ? "" : "disabled"}>▶</button>`
+    + `<b>${n ? esc(label(n)) : ""}</b><span class="opv-meta">${what} · sha256:${m[0]} `
+    + `${m[1]}×${m[2]}${m[4] ? "" : " · full size not embedded (image budget): thumbnail shown"}`
+    + `</span><span class="opv-lb-gap"></span>`
+    + `<button data-a="lb-fit" class="${on(0)}">fit</button>`
+    + `<button data-a="lb-zoom" data-z="1" class="${on(1)}">100%</button>`
+    + `<button data-a="lb-zoom" data-z="2" class="${on(2)}">200%</button>`
+    + `<button data-a="lb-close">close ✕</button></div>`
+    + `<div class="opv-lb-body"><img src="${src}" alt="sha256:${m[0]}" data-a="lb-click" `
+    + `style="${style}"></div>`;
+}
+function lightboxAction(action, t) {
+  if (action === "lb-close") lb.hidden = true;
+  else if (action === "lb-prev" && lb.opvAt > 0) { lb.opvAt--; paint(); }
+  else if (action === "lb-next" && lb.opvAt < lb.opvList.length - 1) { lb.opvAt++; paint(); }
+  else if (action === "lb-fit") { lb.opvZoom = 0; paint(); }
+  else if (action === "lb-zoom") { lb.opvZoom = +t.dataset.z; paint(); }
+  else if (action === "lb-click") { lb.opvZoom = lb.opvZoom ? 0 : 1; paint(); }
+}
+root.addEventListener("keydown", ev => {
+  if (!lb || lb.hidden) return;
+  if (ev.key === "Escape") lb.hidden = true;
+  else if (ev.key === "ArrowLeft") lightboxAction("lb-prev");
+  else if (ev.key === "ArrowRight") lightboxAction("lb-next");
+  else return;
+  ev.preventDefault();
+});
 function detail(n) {
   let h = `<div class="opv-meta">${KIND[n.kind]} node <code>${esc(n.id)}</code> · seq ${n.seq}`
     + ` · ${ST[n.st]}`;
@@ -226,7 +314,7 @@ function detail(n) {
       + `${plural(r.calls, "llm call")} · ${r.tin} tokens in, ${r.tout} out · ${usd(r.cost)}`
       + `</div>`;
   }
-  return h + thumbs(n.img);
+  return h + thumbs(n.img, null, n.i);
 }
 function llmDetail(n) {
   let h = "";
@@ -300,7 +388,7 @@ function saw(n) {
       }
       const dropped = p[0] === n.i ? null
         : sha => omitted.some(e => e[2] === p[0] && e[1].includes(sha));
-      h += pre(p[1]) + thumbs(p[2], dropped);
+      h += pre(p[1]) + thumbs(p[2], dropped, p[0] >= 0 ? p[0] : n.i);
     }
     h += `</div>`;
   }
@@ -403,7 +491,11 @@ function hidden(n) {
 // -- diff against the previous call of the same function -----------------------------------
 function sawLines(n) {
   const stack = stackOf(n);
-  return reads(n).map(j => line(N[j], n, stack)).concat(["content: " + n.inp.replace(/\n/g, " ")]);
+  const lines = [];
+  for (const j of reads(n)) lines.push(...line(N[j], n, stack).split("\n"));
+  lines.push("content:");
+  for (const l of n.inp.split("\n")) lines.push("  " + l);
+  return lines;
 }
 function diffOps(a, b) {  // longest common subsequence; a set difference when too large
   const m = a.length, k = b.length, ops = [];
@@ -513,7 +605,8 @@ root.addEventListener("click", ev => {
     fill(box, box.opvList, +t.dataset.from);
   }
   else if (action === "go") go(+t.dataset.i);
-  else if (action === "zoom") t.classList.toggle("opv-big");
+  else if (action === "zoom") lightbox(+t.dataset.o, +t.dataset.k);
+  else if (action.startsWith("lb-")) lightboxAction(action, t);
   else if (action === "tab") {
     const box = t.closest(".opv-detail"), n = N[+box.parentNode.dataset.i];
     box.querySelectorAll(".opv-tabs button").forEach(b => b.classList.toggle("opv-on", b === t));
@@ -534,7 +627,8 @@ bar.querySelector("input").addEventListener("keydown", ev => {
   const q = ev.target.value.trim().toLowerCase();
   if (!q) { mark([], "matches"); return; }
   mark(N.filter(n => inView(n.i) && (n.id.startsWith(q) || n.name.toLowerCase().includes(q)
-    || n.inp.toLowerCase().includes(q) || n.out.toLowerCase().includes(q))).map(n => n.i),
+    || n.inp.toLowerCase().includes(q) || n.out.toLowerCase().includes(q)
+    || (n.x.err || "").toLowerCase().includes(q))).map(n => n.i),
   "matches");
 });
 if (roots.length <= 3) for (const i of roots) open(nodeDiv(i), true);
@@ -545,5 +639,8 @@ if (link && byId[link[1]] !== undefined) {
   const button = tab && nodeDiv(byId[link[1]]).querySelector(`[data-t="${tab[1]}"]`);
   if (button) button.click();
   nodeDiv(byId[link[1]]).firstChild.scrollIntoView({block: "start"});
+  const picture = /[#&]i=([0-9a-f]{6,64})/.exec(location.hash || "");
+  const k = picture ? D.images.findIndex(m => picture[1].startsWith(m[0])) : -1;
+  if (k >= 0) lightbox(byId[link[1]], k);
 }
 })("%ID%");</script>"""

@@ -44,6 +44,8 @@ align-self:center;background:var(--off)}
 .opv-tag{font-size:11px;padding:0 5px;border-radius:8px;border:1px solid var(--line);
 color:var(--mute)}
 .opv-tag-llm{border-color:#8250df;color:#8250df}.opv-tag-user{border-color:#bf3989;color:#bf3989}
+.opv-tag-xh{border-color:#6e7781;color:#6e7781;border-style:dashed}
+.opv-tag-xl,.opv-tag-xf{border-color:#0969da;color:#0969da}
 .opv-num{color:var(--mute);font-variant-numeric:tabular-nums}
 .opv-roll{color:#8250df}
 .opv-prev{color:var(--mute);overflow:hidden;text-overflow:ellipsis;min-width:0}
@@ -54,9 +56,18 @@ margin-top:6px}
 .opv-err{color:var(--err)}
 .opv-meta{color:var(--mute);font-size:12px}
 .opv-thumbs{display:flex;flex-wrap:wrap;gap:6px;margin:4px 0}
-.opv-thumbs img{width:160px;border:1px solid var(--line);border-radius:4px;cursor:zoom-in;
+.opv-thumbs img{max-width:100%;border:1px solid var(--line);border-radius:4px;cursor:zoom-in;
 background:#fff}
-.opv-thumbs img.opv-big{width:auto;max-width:100%;cursor:zoom-out}
+.opv-lb{position:fixed;inset:0;z-index:10000;background:rgba(15,20,25,.92);display:flex;
+flex-direction:column;outline:none}
+.opv-lb[hidden]{display:none}
+.opv-lb-bar{display:flex;gap:8px;align-items:center;padding:6px 10px;background:#fff;
+border-bottom:1px solid var(--line);flex-wrap:wrap}
+.opv-lb-gap{flex:1}
+.opv-lb-body{flex:1;overflow:auto;padding:8px;text-align:center}
+.opv-lb-body img{image-rendering:auto;background:#fff;cursor:zoom-in}
+.opv button.opv-on{background:#fff;border-color:var(--accent);color:var(--accent)}
+.opv button:disabled{opacity:.4;cursor:default}
 .opv-noimg{display:inline-block;padding:10px;border:1px dashed var(--line);border-radius:4px;
 color:var(--mute);font-size:12px}
 .opv-tabs{display:flex;gap:4px;margin:6px 0 4px;flex-wrap:wrap}

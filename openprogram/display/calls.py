@@ -199,11 +199,14 @@ def context_diff(before: RenderedContext, after: RenderedContext) -> list[DiffLi
 
 
 def _diff_lines(rendered: RenderedContext) -> list[str]:
+    """The render as diffable lines: each history line, then `content:` and the content's
+    text split at its line breaks (images as `<image sha256:…>`, so compared by hash)."""
     from openprogram.display._payload import _parts_text
 
     lines = rendered.text().splitlines() if rendered.nodes else []
     if rendered.content is not None:
-        lines.append("content: " + _parts_text(rendered.content).replace("\n", " "))
+        lines.append("content:")
+        lines.extend("  " + line for line in _parts_text(rendered.content).splitlines())
     return lines
 
 
@@ -281,6 +284,11 @@ def resolve_node(dag: ContextDAG, reference: str) -> Node:
             k = int(number)
             if 1 <= k <= len(matches):
                 return matches[k - 1]
+            if not matches:
+                names = sorted({n.name for n in dag.nodes if n.kind == kind})
+                known = ", ".join(repr(n) for n in names[:10]) + (", …" if len(names) > 10 else "")
+                here = f"{kind} nodes here are named {known}" if names else f"no {kind} nodes here"
+                raise UsageError(f"{reference!r}: no {kind} node is named {name!r}; {here}")
             raise UsageError(
                 f"{reference!r}: there are {len(matches)} {kind} nodes named {name!r}; "
                 f"use #1 to #{len(matches)}"

@@ -198,7 +198,7 @@ def export_format(path: str | os.PathLike[str], format: str | None = None) -> Ex
     if suffix not in _SUFFIXES:
         raise UsageError(
             f"cannot tell the export format from {str(path)!r}; use a .graphml, .mmd, .dot or "
-            ".json file name, or pass format="
+            ".json file name, or pass format='graphml' (or 'mermaid', 'dot', 'json')"
         )
     return _SUFFIXES[suffix]
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from openprogram.display._images import thumbnail_url
 from openprogram.display._payload import (
+    DEFAULT_FULL_IMAGE_BUDGET,
     DEFAULT_IMAGE_BUDGET,
     DEFAULT_TEXT_BUDGET,
     build_payload,
@@ -24,6 +25,7 @@ from openprogram.display._payload import (
 )
 from openprogram.display._script import SCRIPT
 from openprogram.display._style import STYLE
+from openprogram.errors import UsageError
 
 if TYPE_CHECKING:
     from openprogram.dag import ContextDAG, Node
@@ -49,6 +51,7 @@ def dag_html(
     text_budget: int = DEFAULT_TEXT_BUDGET,
     image_budget: int = DEFAULT_IMAGE_BUDGET,
     thumbnail_px: int = 256,
+    full_image_budget: int = DEFAULT_FULL_IMAGE_BUDGET,
 ) -> str:
     """The interactive call tree of a DAG as one self-contained HTML fragment.
 
@@ -56,8 +59,13 @@ def dag_html(
     title, facts: a heading and `{label: value}` lines shown above the tree.
     text_budget: characters of node values embedded; longer values are cut, longest
         first. image_budget: bytes of thumbnails embedded (each image once, downscaled
-        to fit `thumbnail_px`); later images show as placeholders.
+        to fit `thumbnail_px` pixels, and shown at that size); later images show as
+        placeholders. full_image_budget: bytes of full-resolution images embedded for
+        the lightbox (click a thumbnail: zoom, and flip between the screenshots of the
+        same step, e.g. the raw screen and the marks the model saw).
     """
+    if thumbnail_px < 16:
+        raise UsageError(f"thumbnail_px={thumbnail_px!r} is too small; pass 16 or more pixels")
     _known.add(dag)
     payload = build_payload(
         dag,
@@ -67,6 +75,7 @@ def dag_html(
         text_budget=text_budget,
         image_budget=image_budget,
         thumbnail_px=thumbnail_px,
+        full_image_budget=full_image_budget,
     )
     view_id = "opv-" + uuid.uuid4().hex[:12]
     data = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from openprogram.dag import ContextDAG
+from openprogram.display._payload import DEFAULT_FULL_IMAGE_BUDGET
 from openprogram.display.html import dag_html
 from openprogram.errors import UsageError
 
@@ -54,11 +55,19 @@ def report_html(
     facts: Mapping[str, Any] | None = None,
     extra_html: str | None = None,
     thumbnail_px: int = 320,
+    full_image_budget: int = DEFAULT_FULL_IMAGE_BUDGET,
 ) -> str:
     """The report page of a Session or ContextDAG, as a string (see write_report)."""
     dag, session_id = _dag_of(source)
     heading = title or (f"session {session_id}" if session_id else "openprogram run")
-    view = dag_html(dag, focus=focus, title=heading, facts=facts, thumbnail_px=thumbnail_px)
+    view = dag_html(
+        dag,
+        focus=focus,
+        title=heading,
+        facts=facts,
+        thumbnail_px=thumbnail_px,
+        full_image_budget=full_image_budget,
+    )
     if extra_html:
         view = f'<div class="op-extra">{extra_html}</div>{view}'
     return _PAGE.format(title=html.escape(heading), view=view)
@@ -73,13 +82,15 @@ def write_report(
     facts: Mapping[str, Any] | None = None,
     extra_html: str | None = None,
     thumbnail_px: int = 320,
+    full_image_budget: int = DEFAULT_FULL_IMAGE_BUDGET,
 ) -> Path:
     """Write the HTML report of a Session or ContextDAG to exactly `path`; returns it.
 
     focus: show only that node's subtree (e.g. one agent run); facts: `{label: value}`
     lines under the heading; extra_html: trusted HTML placed above the tree (e.g. a
-    result's `_repr_html_()`).
-    The file is self-contained (inline CSS, JS and thumbnails; no network). It is
+    result's `_repr_html_()`); thumbnail_px: the size screenshots show at in the tree;
+    full_image_budget: bytes of full-resolution images embedded for the lightbox.
+    The file is self-contained (inline CSS, JS and images; no network). It is
     written to a temporary file beside `path` and renamed, so a reader never sees half
     a report. Raises UsageError when the folder does not exist or `path` is a folder.
     """
@@ -96,6 +107,7 @@ def write_report(
         facts=facts,
         extra_html=extra_html,
         thumbnail_px=thumbnail_px,
+        full_image_budget=full_image_budget,
     )
     handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
     try:

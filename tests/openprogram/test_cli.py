@@ -91,7 +91,7 @@ def test_render_shows_what_an_llm_call_saw_and_why_nodes_were_hidden(store):
     assert "[review #1] input=" in output and "Shorter." in output
     assert "── reply\nShort.\n" in output
     assert "inside review (expose='io') (1 node in 1 call): review #1" in output
-    assert "+ content: Shorter." in output and "- content: Tagline for coffee." in output
+    assert "  content:\n-   Tagline for coffee.\n+   Shorter.\n" in output
 
 
 DRAFT = '"draft": "Long tagline here."'
@@ -156,6 +156,8 @@ def test_the_default_store_is_openprogram_db_in_the_current_folder(store, monkey
         (("sessions", "list", "--store", "missing.db"), "no session store at 'missing.db'"),
         (("sessions", "list", "--store", "mysql://x"), "scheme openprogram does not know"),
         (("sessions", "export", "tagline01", "-o", "dag.txt"), "use a .graphml, .mmd"),
+        (("sessions", "export", "tagline01", "-o", "dag.txt"), "pass --format graphml|mermaid"),
+        (("sessions", "render", "tagline01", "nope#1"), "no code node is named 'nope'; code"),
         (("sessions", "report", "tagline01", "-o", "nowhere/run.html"), "does not exist"),
     ],
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 from hypothesis import given, settings
@@ -108,3 +109,57 @@ def test_dag_invariants(parents):
         assert dag.last_seq(node) >= node.seq
     tops = dag.children(None)
     assert [t.predecessor for t in tops] == [None] + [t.id for t in tops[:-1]]
+
+
+def test_print_dag_gives_the_call_tree_of_a_session_in_memory():
+    from openprogram import Runtime, ScriptedModel, Session, agentic_function, llm
+
+    @agentic_function(expose="hidden")
+    def secret() -> str:
+        return "s"
+
+    @agentic_function
+    def broken() -> None:
+        raise ValueError("the disk\nis full")
+
+    @agentic_function
+    def write(product: str) -> str:
+        secret()
+        with contextlib.suppress(ValueError):
+            broken()
+        return llm(f"Tagline for {product}")
+
+    with Session() as session, Runtime(ScriptedModel(["Smart coffee."])):
+        write("coffee")
+    dag = session.dag
+
+    text = str(dag)
+
+    lines = text.splitlines()
+    assert lines[0] == "ContextDAG (4 nodes)"
+    assert lines[1].startswith("✓  write #1  ")
+    assert lines[2].startswith("  ✓  secret #1  [hidden]  ")
+    assert lines[3].startswith("  ✗  broken #1  ") and lines[3].endswith(
+        "ValueError: the disk is full"
+    )
+    assert lines[4].startswith("  ✓  write #1 (llm)  ") and " tok $0.0000" in lines[4]
+    assert dag.tree(depth=1).splitlines() == [lines[1]]
+    assert dag.tree(limit=2).splitlines()[-1] == "… 2 more nodes"
+    assert repr(dag) == "<ContextDAG: 4 nodes>"
+    assert str(ContextDAG()) == "ContextDAG (empty)"
+
+
+def test_a_node_repr_is_one_short_line_whatever_it_holds():
+    from openprogram import Session, agentic_function
+
+    @agentic_function
+    def big(text: str) -> str:
+        return text
+
+    with Session() as session:
+        big("x" * 100_000)
+    (node,) = session.dag.nodes
+
+    assert repr(node) == (
+        f"Node(id={node.id!r}, seq={node.seq}, kind='code', name='big', status='completed')"
+    )

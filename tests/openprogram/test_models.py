@@ -84,3 +84,22 @@ def test_an_exception_in_the_script_is_raised():
 def test_a_single_string_is_refused():
     with pytest.raises(UsageError, match="list of replies"):
         ScriptedModel("hello")
+
+
+def test_a_function_as_one_function_s_script_says_to_pass_a_callable_script():
+    def replies(request):
+        return "ok"
+
+    with pytest.raises(UsageError, match=r"the replies for 'f' must be a list of replies, not"):
+        ScriptedModel({"f": replies})
+    with pytest.raises(UsageError, match=r"ScriptedModel\(lambda request: \.\.\.\)"):
+        ScriptedModel({"f": replies})
+
+
+def test_one_string_as_a_script_shows_how_to_wrap_it():
+    with pytest.raises(UsageError, match=r"pass ScriptedModel\(\['hello'\]\)"):
+        ScriptedModel("hello")  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=r"the replies for 'f' must be a list of replies, not one"):
+        ScriptedModel({"f": "hello"})
+    with pytest.raises(UsageError, match=r"must be a list of replies, not int: 3"):
+        ScriptedModel(3)  # type: ignore[arg-type]

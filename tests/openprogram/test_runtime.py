@@ -21,6 +21,7 @@ from openprogram import (
     allm,
     llm,
 )
+from openprogram.errors import UsageError
 from openprogram.models import ModelReply
 
 
@@ -207,3 +208,47 @@ def test_image_paths_are_read_and_missing_ones_are_a_clear_error(tmp_path):
         with pytest.raises(ValueError, match="does not exist"):
             llm(["look", {"type": "image", "path": str(tmp_path / "missing.png")}])
     assert len(session.dag.blobs) == 1
+
+
+class _Answer(BaseModel):
+    text: str
+
+
+@agentic_function
+def _ask(response_format) -> object:
+    return llm("Say hi.", response_format=response_format)
+
+
+@pytest.mark.parametrize("bad", [dict, "_Answer", _Answer(text="x"), list[str]])
+def test_a_response_format_that_is_not_a_pydantic_model_class_is_named(bad):
+    with (
+        Session() as session,
+        Runtime(ScriptedModel(['{"text": "hi"}'])),
+        pytest.raises(UsageError, match="is not a pydantic model class; pass a BaseModel"),
+    ):
+        _ask(bad)
+    assert [n.kind for n in session.dag.nodes] == ["code"]  # nothing was sent or recorded
+
+
+def test_a_model_class_instead_of_an_instance_says_to_make_one():
+    with pytest.raises(UsageError, match=r"model=ScriptedModel is a class; pass an instance"):
+        Runtime(ScriptedModel)  # type: ignore[arg-type]
+
+
+def test_a_model_override_that_is_not_a_model_is_refused():
+    with (
+        Session(),
+        Runtime(ScriptedModel(["x"])),
+        pytest.raises(UsageError, match="neither a litellm model string"),
+    ):
+        llm("hi", model=42)  # type: ignore[arg-type]
+
+
+def test_a_structured_reply_that_never_validates_shows_the_reply():
+    with (
+        Session(),
+        Runtime(ScriptedModel(["no json here", "still none"])),
+        pytest.raises(ModelOutputError, match=r"The reply was: 'still none'") as caught,
+    ):
+        _ask(_Answer)
+    assert caught.value.reply == "still none"

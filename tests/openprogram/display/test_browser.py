@@ -152,3 +152,42 @@ def test_the_diff_panel_compares_with_the_previous_call(tagline_session, tmp_pat
     added = [line.text for line in CallView(dag, redraft).diff if line.op == "+"]
     for text in added:
         assert f'<div class="opv-add">+ {html.escape(text, quote=False)}</div>' in dom
+
+
+def test_a_screenshot_opens_at_full_size_with_the_other_images_of_its_step(tmp_path, chromium):
+    from openprogram import Runtime, ScriptedModel, Session, agentic_function, llm
+
+    from .conftest import screen
+
+    raw, marked = screen("red", (1280, 800)), screen("green", (1280, 800))
+
+    @agentic_function
+    def observe() -> dict:
+        return {"screenshot": raw}
+
+    @agentic_function
+    def plan() -> str:
+        return llm(["Which button?", marked])
+
+    @agentic_function
+    def step() -> str:
+        observe()
+        return plan()
+
+    with Session() as session, Runtime(ScriptedModel(["click 1"])):
+        step()
+    dag = session.dag
+    (seen,) = dag.find(name="observe")
+    report = write_report(session, tmp_path / "step.html", thumbnail_px=200)
+    sha = dag.jsonable(raw).sha256
+
+    dom = chromium("--dump-dom", f"{report.as_uri()}#n={seen.id}&i={sha}")
+
+    full = dag.image(sha).data_url()
+    assert f'<img src="{full}"' in dom  # the lightbox shows the stored image itself
+    assert '<div class="opv-lb" tabindex="-1">' in dom  # open (a closed one is hidden)
+    assert "<span>1 / 2</span>" in dom and "<b>observe #1</b>" in dom
+    # the marked image the model saw is one step away; nothing before the raw screen
+    assert '<button data-a="lb-next">▶</button>' in dom
+    assert '<button data-a="lb-prev" disabled="">◀</button>' in dom
+    assert 'style="width:200px"' in dom  # thumbnails at the size asked for

@@ -193,8 +193,8 @@ def test_diff_shows_what_changed_since_the_previous_call_of_the_same_function(ta
     assert view.previous is dag.find(name="write_tagline", kind="llm")[0]
     added = [line.text for line in view.diff if line.op == "+"]
     removed = [line.text for line in view.diff if line.op == "-"]
-    assert "content: Shorter, please." in added
-    assert "content: Write a tagline for coffee." in removed
+    assert "  Shorter, please." in added
+    assert "  Write a tagline for coffee." in removed
     assert any(text.startswith("[review #1]") for text in added)
     kept = [line.text for line in view.diff if line.op == " "]
     assert kept[0] == "user: We need a tagline."
@@ -273,3 +273,21 @@ def test_the_call_view_shows_a_per_call_render_range_override():
     view = CallView(session.dag, second)
     assert view.verified
     assert view.rendered.text().splitlines() == ["[asker #1] input={}"]
+
+
+def test_a_diff_of_multi_line_prompts_shows_only_the_lines_that_changed():
+    from openprogram import Runtime, ScriptedModel, Session, agentic_function, llm
+
+    @agentic_function(render_range={"callers": 0})
+    def plan(components: list[str]) -> str:
+        return llm("Components:\n" + "\n".join(components) + "\nWhich one?")
+
+    with Session() as session, Runtime(ScriptedModel(lambda r: "1")):
+        plan([f"{i}. button 'B{i}'" for i in range(1, 30)])
+        plan([f"{i}. button 'B{i}'" if i != 7 else "7. checkbox 'Subscribe'" for i in range(1, 30)])
+    second = session.dag.find(name="plan", kind="llm")[1]
+
+    changed = [line for line in CallView(session.dag, second).diff if line.op != " "]
+
+    prompt = [(line.op, line.text) for line in changed if not line.text.startswith("[plan #")]
+    assert prompt == [("-", "  7. button 'B7'"), ("+", "  7. checkbox 'Subscribe'")]

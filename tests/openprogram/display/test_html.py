@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 
+import pytest
 from PIL import Image as PILImage
 
 from openprogram import (
@@ -17,6 +18,7 @@ from openprogram import (
     render_context,
 )
 from openprogram.display import dag_html, node_html
+from openprogram.errors import UsageError
 from openprogram.usage import Usage
 from tests.openprogram.display.conftest import screen
 from tests.openprogram.display.views import decoded_reads, payload
@@ -92,11 +94,13 @@ def test_reads_are_stored_as_changes_against_the_previous_call():
     assert [ids[r] for r in decoded_reads(data)[len(ids) - 1]] == last.reads
 
 
-def test_each_image_is_embedded_once_as_a_downscaled_thumbnail(tagline_session):
+def test_each_image_is_embedded_once_as_a_thumbnail_and_at_full_size(tagline_session):
     data = payload(dag_html(tagline_session.dag, thumbnail_px=128))
 
     assert len(data["images"]) == 2  # red twice, blue once
-    for _sha12, width, height, url in data["images"]:
+    for sha12, width, height, url, full in data["images"]:
+        (stored,) = [i for sha, i in tagline_session.dag.blobs.items() if sha.startswith(sha12)]
+        assert full == stored.data_url()  # the lossless image itself, for the lightbox
         assert (width, height) == (800, 500)
         header, encoded = url.split(",", 1)
         assert header in ("data:image/jpeg;base64", "data:image/png;base64")
@@ -109,7 +113,18 @@ def test_each_image_is_embedded_once_as_a_downscaled_thumbnail(tagline_session):
 def test_images_past_the_image_budget_are_placeholders(tagline_session):
     data = payload(dag_html(tagline_session.dag, image_budget=1))
 
-    assert [url is not None for *_, url in data["images"]] == [True, False]
+    assert [url is not None for *_, url, _full in data["images"]] == [True, False]
+
+
+def test_full_size_images_past_their_budget_are_left_to_the_thumbnail(tagline_session):
+    data = payload(dag_html(tagline_session.dag, full_image_budget=0))
+
+    assert [(url is not None, full) for *_, url, full in data["images"]] == [(True, None)] * 2
+
+
+def test_a_thumbnail_size_below_16_pixels_is_refused_with_the_fix(tagline_session):
+    with pytest.raises(UsageError, match="thumbnail_px=4 is too small; pass 16 or more"):
+        dag_html(tagline_session.dag, thumbnail_px=4)
 
 
 def test_long_values_are_cut_longest_first_to_fit_the_text_budget():

@@ -1,0 +1,62 @@
+"""The plain-text call tree of a DAG: what `print(dag)`, `dag.tree()` and the CLI show.
+
+Owns the line format (status mark, `name #k`, duration, tokens, cost, badges) and the
+depth-first walk. No colours and no I/O: the CLI styles these lines. Start at tree_lines().
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from openprogram.dag import ContextDAG, Node
+
+__all__ = ["MARKS", "node_line", "tree_lines", "walk"]
+
+MARKS = {"completed": "✓", "error": "✗", "running": "…", "cancelled": "⊘", "stopped": "■"}
+"""One character per node status, as the tree shows it."""
+
+
+def walk(dag: ContextDAG, depth: int | None = None) -> Iterator[tuple[Node, int]]:
+    """(node, level) depth first in seq order; level 0 is top level."""
+    stack = [(node, 0) for node in reversed(dag.children(None))]
+    while stack:
+        node, level = stack.pop()
+        yield node, level
+        if depth is None or level + 1 < depth:
+            stack.extend((child, level + 1) for child in reversed(dag.children(node.id)))
+
+
+def node_line(dag: ContextDAG, node: Node) -> tuple[str, str, list[str]]:
+    """(status mark, `name #k`, the facts after it) for one node."""
+    name = f"{node.name} #{dag.ordinal(node)}" + (" (llm)" if node.kind == "llm" else "")
+    facts = []
+    if node.kind == "code" and node.expose != "io":
+        facts.append(f"[{node.expose}]")
+    if node.duration_s is not None and node.kind != "user":
+        facts.append(_duration(node.duration_s))
+    if node.usage is not None:
+        usage = node.usage
+        facts.append(f"{usage.input_tokens}→{usage.output_tokens} tok ${usage.cost_usd:.4f}")
+    if node.status in ("error", "cancelled", "stopped") and node.error:
+        error = " ".join(node.error.split())
+        facts.append(error[:100] + ("…" if len(error) > 100 else ""))
+    return MARKS.get(node.status, "?"), name, facts
+
+
+def tree_lines(dag: ContextDAG, *, depth: int | None = None, limit: int | None = None) -> list[str]:
+    """The tree as lines, two spaces of indent per level; `limit` caps the node count
+    (a last line says how many were left out)."""
+    lines = []
+    for shown, (node, level) in enumerate(walk(dag, depth)):
+        if limit is not None and shown >= limit:
+            lines.append(f"… {len(dag) - shown:,} more nodes")
+            break
+        mark, name, facts = node_line(dag, node)
+        lines.append("  ".join(["  " * level + mark, name, *facts]))
+    return lines
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
