@@ -5,15 +5,17 @@ RunError (openprogram)
 ├── ActionRejected                  the policy refused a well-formed action
 └── DesktopError                    a desktop backend failed
     └── DesktopTimeout (+TimeoutError)  the backend did not answer in time
+UsageError (openprogram)
+└── InvalidTask                     a batch task (or a tasks-file line) is malformed
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from openprogram.errors import RunError
+from openprogram.errors import RunError, UsageError
 
-__all__ = ["ActionRejected", "DesktopError", "DesktopTimeout", "InvalidAction"]
+__all__ = ["ActionRejected", "DesktopError", "DesktopTimeout", "InvalidAction", "InvalidTask"]
 
 
 class InvalidAction(RunError, ValueError):
@@ -35,3 +37,7 @@ class DesktopError(RunError):
 
 class DesktopTimeout(DesktopError, TimeoutError):
     """A desktop backend did not answer within its timeout."""
+
+
+class InvalidTask(UsageError):
+    """A batch task, or a line of a tasks file, is malformed; the message names the line."""

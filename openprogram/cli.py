@@ -1,13 +1,14 @@
 """The `openprogram` command: inspect recorded sessions, and run the GUI agent.
 
-Owns the command line (click): `sessions list | show | render | report | export | fork`
-over a session store, and `demo` / `gui`, which hand over to gui_harness (imported only
+Owns the command line (click): `sessions list | show | render | report | export | fork |
+check` over a session store, and `demo` / `gui`, which hand over to gui_harness (imported only
 when used). Every failure ends as a ClickException saying what to do. Start at main().
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -69,6 +70,9 @@ def cli() -> None:
     Run the GUI agent:
       openprogram demo
       openprogram gui "fill in the form" --model openai/gpt-4o
+    Evaluate and scale:
+      openprogram bench miniwob --model oracle --seeds 0-4
+      openprogram batch tasks.jsonl --workers 4 [--engine ray --address HOST:PORT]
     """
 
 
@@ -77,7 +81,12 @@ def cli() -> None:
 def _opened_store(spec: str) -> Iterator[Any]:
     from openprogram.store import open_store
 
-    if "://" not in spec and spec != "memory" and not Path(spec).expanduser().exists():
+    if spec in ("memory", ":memory:", "sqlite:///:memory:"):
+        raise click.ClickException(
+            f"--store {spec!r} is in memory and keeps nothing between processes; pass a "
+            "SQLite file or a postgresql:// URL"
+        )
+    if "://" not in spec and not Path(spec).expanduser().exists():
         raise click.ClickException(
             f"no session store at {spec!r}. Record runs into it with Session({spec!r}), "
             "or point --store (or OPENPROGRAM_STORE) at an existing store."
@@ -339,7 +348,7 @@ def report_command(
     from openprogram.display.report import write_report
 
     with _session(store_spec, session_id) as session:
-        target = output or Path(f"openprogram-{session.id}.html")
+        target = output or Path(f"openprogram-{_file_safe(session.id)}.html")
         click.echo(f"writing the report of {len(session.dag):,} nodes…", err=True)
         try:
             written = write_report(session, target, title=title, thumbnail_px=thumbnail_px)
@@ -409,6 +418,33 @@ def fork_command(session_id: str, store_spec: str, reference: str, new_id: str |
             f"inspect it with `openprogram sessions show {fork.id}`",
             err=True,
         )
+
+
+@sessions.command("check")
+@click.argument("session_id", metavar="[ID]", required=False)
+@store_option
+def check_command(session_id: str | None, store_spec: str) -> None:
+    """Check a store (or one session) for damage and say how much is readable.
+
+    Reads only. Exits with status 1 when anything is damaged.
+    """
+    from openprogram.store.check import check_store
+
+    if "://" not in store_spec and not Path(store_spec).expanduser().exists():
+        raise click.ClickException(f"no session store at {store_spec!r}")
+    try:
+        report = check_store(store_spec, session_id)
+    except (OpenProgramError, ImportError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    for line in report.lines():
+        click.echo(line)
+    if not report.ok:
+        sys.exit(1)
+
+
+def _file_safe(text: str) -> str:
+    """`text` as one file name: no folders, no leading dot (an id may be anything)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", text).lstrip(".") or "session"
 
 
 # -- running the GUI agent -----------------------------------------------------------------
@@ -493,6 +529,23 @@ def gui(
             )
         )
     )
+
+
+_FORWARD = {"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
+
+
+@cli.command(context_settings=_FORWARD, add_help_option=False)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def batch(args: tuple[str, ...]) -> None:
+    """Run a tasks.jsonl file as gui_agent episodes, locally or on Ray (see --help)."""
+    sys.exit(_gui_entry("gui_harness.batch.cli", "batch_main")(list(args)))
+
+
+@cli.command(context_settings=_FORWARD, add_help_option=False)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def bench(args: tuple[str, ...]) -> None:
+    """Measure gui_agent on benchmarks: bench miniwob --model M (see --help)."""
+    sys.exit(_gui_entry("gui_harness.batch.cli", "bench_main")(list(args)))
 
 
 def _run(start: Callable[[], int]) -> int:

@@ -12,7 +12,9 @@
     │   │   └── ScriptExhausted            a ScriptedModel ran out of replies
     │   ├── ReplayMismatch                 a ReplayModel met a call the recording lacks
     │   ├── StoreError                     a session store failed
-    │   │   └── UnsupportedFormatVersion   the store was written by another format version
+    │   │   ├── UnsupportedFormatVersion   the store was written by another format version
+    │   │   ├── SessionLocked              another live writer holds the session's lease
+    │   │   └── StoreDamaged               the store's file or one of its rows is damaged
     │   └── ResumeDivergence               a resumed program took a different path
     └── RunStopped                         control signal: a gate or limit ended the run
         └── BudgetExceeded                 the BudgetManager's cap was reached
@@ -36,6 +38,8 @@ __all__ = [
     "RunError",
     "RunStopped",
     "ScriptExhausted",
+    "SessionLocked",
+    "StoreDamaged",
     "StoreError",
     "UnsupportedFormatVersion",
     "UsageError",
@@ -104,6 +108,20 @@ class StoreError(RunError):
 
 class UnsupportedFormatVersion(StoreError):
     """The store was written in a format version this openprogram cannot read."""
+
+
+class SessionLocked(StoreError):
+    """Another live writer holds the session's writer lease (one writer per session):
+    wait for it to finish, or record into a fork. `holder` names that writer."""
+
+    def __init__(self, message: str, *, holder: str | None = None) -> None:
+        super().__init__(message)
+        self.holder = holder
+
+
+class StoreDamaged(StoreError):
+    """The store's file or one of its rows is damaged: nothing is read as if it were whole.
+    Restore a backup; `openprogram sessions check` says what is still readable."""
 
 
 class ResumeDivergence(RunError):

@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import suppress
 from contextvars import Token
 from typing import Any
@@ -25,11 +25,18 @@ from pydantic import ConfigDict, TypeAdapter
 from openprogram import _context
 from openprogram._resume import Divergence, Resumer, call_path, input_hash, path_text
 from openprogram.dag import ContextDAG, Kind, Node
-from openprogram.errors import ResumeDivergence, RunStopped, StoreError, UsageError
+from openprogram.errors import (
+    ResumeDivergence,
+    RunStopped,
+    SessionLocked,
+    StoreError,
+    UsageError,
+)
 from openprogram.image import ImageRef
 from openprogram.store.base import Store
 from openprogram.store.blobs import StoredBlobs
 from openprogram.store.format import SessionInfo, decode_rows, image_refs
+from openprogram.store.lease import heartbeat, new_owner
 from openprogram.store.open import open_store
 from openprogram.store.recorder import Recorder
 
@@ -60,6 +67,9 @@ class Session:
         Store object (e.g. MemoryStore()) into that store.
     id: the session's id in the store (default: a new random id); raises UsageError
         when the store has it already (reopen it with Session.open).
+
+    A session takes its store's writer lease when it is entered or records an input,
+    and gives it up when closed: a second writer of the same session gets SessionLocked.
     """
 
     def __init__(self, store: Any = None, id: str | None = None) -> None:
@@ -85,10 +95,12 @@ class Session:
         self._recorder: Recorder | None = None
         self._resumer: Resumer | None = None
         self._adapters: dict[Callable[..., Any], Any] = {}
+        self._owner = new_owner()
+        self._holding = False
 
-    def _record_into_store(self, stored_blobs: Any) -> None:
+    def _record_into_store(self, stored_blobs: Any, rows: Iterable[int] = ()) -> None:
         assert self.store is not None
-        self._recorder = Recorder(self.store, self.id, self.dag, stored_blobs)
+        self._recorder = Recorder(self.store, self.id, self.dag, stored_blobs, rows)
         self.dag.listeners.append(self._recorder)
 
     # -- reopening -----------------------------------------------------------------------
@@ -126,7 +138,8 @@ class Session:
 
     def _load(self, info: SessionInfo) -> None:
         assert self.store is not None
-        dag = _load_dag(self.store, info)
+        rows: set[int] = set()
+        dag = _load_dag(self.store, info, rows=rows)
         stored: set[str] = set()
         for node in dag.nodes:
             image_refs(node.input, stored)
@@ -135,7 +148,7 @@ class Session:
                 self._inputs.setdefault(node.meta["input_id"], node.id)
         dag.blobs = StoredBlobs(self.store.blob, stored)
         self.dag = dag
-        self._record_into_store(stored)
+        self._record_into_store(stored, rows)
 
     @property
     def failed_writes(self) -> int:
@@ -149,6 +162,8 @@ class Session:
 
     # -- entering ------------------------------------------------------------------------
     def __enter__(self) -> Session:
+        if not self._tokens:
+            self._claim()
         self._tokens.append(_context.session_var.set(self))
         _context.push_session(self)
         return self
@@ -163,10 +178,45 @@ class Session:
             self.close()
 
     def close(self) -> None:
-        """Release the store's connection if this session opened it (a later record
-        reconnects). Called when the outermost `with` block ends."""
+        """Give up the writer lease, and release the store's connection if this session
+        opened it (a later record reconnects). Called when the outermost `with` ends."""
+        self._release()
         if self.store is not None and self._owns_store:
             self.store.close()
+
+    # -- the writer lease ----------------------------------------------------------------
+    def _claim(self) -> None:
+        """Take the session's writer lease (once); SessionLocked when another writer has it."""
+        with self._lock:
+            if self.store is None or self._holding:
+                return
+            self.store.acquire(self.id, self._owner)
+            stored = self.store.session(self.id)
+            known = self._recorder.rows if self._recorder is not None else set()
+            if stored is not None and stored.nodes != len(known):
+                self.store.release(self.id, self._owner)
+                raise SessionLocked(
+                    f"session {self.id!r} in {self.store.url} was recorded into by another "
+                    f"writer after this Session loaded it (the store holds {stored.nodes} of "
+                    f"its nodes, this Session knows {len(known)}): recording on would mix the "
+                    f"two. Reopen it with Session.open(store, {self.id!r}) to go on from what "
+                    "is stored, or fork it."
+                )
+            self._holding = True
+            heartbeat().keep(self.store, self.id, self._owner)
+
+    def _release(self) -> None:
+        with self._lock:
+            if self.store is None or not self._holding:
+                return
+            self._holding = False
+            heartbeat().drop(self.store, self.id)
+            try:
+                self.store.release(self.id, self._owner)
+            except StoreError as exc:  # it expires on its own once this process ends
+                log.warning(
+                    "openprogram: could not release the writer lease of %s: %s", self.id, exc
+                )
 
     # -- recording -----------------------------------------------------------------------
     def _enter_call(
@@ -302,6 +352,7 @@ class Session:
         Submitting an `input_id` seen before (also in an earlier process, once reopened)
         records nothing and returns the first node.
         """
+        self._claim()
         with self._lock:
             if input_id is not None and input_id in self._inputs:
                 return self.dag.node(self._inputs[input_id])
@@ -409,9 +460,12 @@ def _shared_history(source: ContextDAG, at: Node, cut: int) -> list[Node]:
     return sorted(copies, key=lambda n: n.seq)
 
 
-def _load_dag(store: Store, info: SessionInfo, depth: int = 0) -> ContextDAG:
+def _load_dag(
+    store: Store, info: SessionInfo, depth: int = 0, rows: set[int] | None = None
+) -> ContextDAG:
     """The DAG of `info`: for a fork, its parent's shared history (recursively), then
-    the session's own rows, which override inherited nodes of the same id."""
+    the session's own rows, which override inherited nodes of the same id (their seqs
+    are added to `rows`)."""
     nodes: dict[str, Node] = {}
     if info.parent is not None:
         parent = store.session(info.parent)
@@ -423,8 +477,10 @@ def _load_dag(store: Store, info: SessionInfo, depth: int = 0) -> ContextDAG:
         source = _load_dag(store, parent, depth + 1)
         for copy in _shared_history(source, source.node(info.at), info.cut):
             nodes[copy.id] = copy
-    for node in decode_rows(store.rows(info.id)):
+    for node in decode_rows(store.rows(info.id), info.id):
         nodes[node.id] = node
+        if rows is not None:
+            rows.add(node.seq)
     dag = ContextDAG()
     for node in sorted(nodes.values(), key=lambda n: n.seq):
         dag.restore(node)

@@ -2,7 +2,8 @@
 # Set up a checkout: system packages (Debian/Ubuntu, when root or sudo is available) and a
 # virtual environment in .venv with openprogram installed in editable mode.
 #   scripts/setup.sh        what the demo needs (Xvfb, xdotool, Tk; the gui extra)
-#   scripts/setup.sh --dev  also what the tests need (PostgreSQL, tesseract, Chromium, dev tools)
+#   scripts/setup.sh --dev  also what the tests need (PostgreSQL, tesseract, Chromium and
+#                           chromedriver, dev tools; the postgres, otel, bench and ray extras)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,7 +38,7 @@ if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
 extras="gui"
-[ "$dev" = 1 ] && extras="dev,postgres,otel"
+[ "$dev" = 1 ] && extras="dev,postgres,otel,bench,ray"
 stamp=".venv/.installed-$extras-$(sha256sum pyproject.toml | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip

@@ -7,13 +7,15 @@ sqlite.py and postgres.py, behind the hooks SQLStore names. Start at SQLStore.wr
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from contextlib import AbstractContextManager, closing, suppress
 from typing import Any, ClassVar, NamedTuple
 
-from openprogram.errors import StoreError, UsageError
+from openprogram.errors import SessionLocked, StoreError, UsageError
 from openprogram.store.format import (
     FORMAT_VERSION,
     ROW_COLUMNS,
@@ -21,6 +23,9 @@ from openprogram.store.format import (
     SessionInfo,
     check_format_version,
 )
+from openprogram.store.lease import LEASE_TTL_S, Holder, this_process
+
+log = logging.getLogger("openprogram.store")
 
 __all__ = ["SQLStore", "Statements", "statements"]
 
@@ -29,6 +34,7 @@ class Statements(NamedTuple):
     """The statements both backends run, for one placeholder style."""
 
     insert_version: str
+    update_version: str
     insert_session: str
     session_key: str
     session: str
@@ -37,11 +43,21 @@ class Statements(NamedTuple):
     insert_blob: str
     rows: str
     blob: str
+    lease: str
+    take_lease: str
+    renew: str
+    release: str
 
 
-def statements(placeholder: str) -> Statements:
-    """The shared statements with `placeholder` ("?" for sqlite3, "%s" for psycopg)."""
+_LEASE_COLUMNS = "owner, host, pid, process, acquired_at, heartbeat_at"
+
+
+def statements(placeholder: str, now: str, casts: tuple[str, ...] = ()) -> Statements:
+    """The shared statements with `placeholder` ("?" for sqlite3, "%s" for psycopg), `now`
+    the database's clock in seconds since the epoch, and `casts` the SQL types of the
+    node columns (session first) where the driver sends parameters untyped."""
     p = placeholder
+    values = ", ".join(f"{p}::{cast}" for cast in casts) if casts else ", ".join([p] * 13)
     sessions = (
         "SELECT s.id, s.created_at, s.info, "
         "(SELECT count(*) FROM openprogram_nodes n WHERE n.session = s.key) "
@@ -49,15 +65,17 @@ def statements(placeholder: str) -> Statements:
     )
     return Statements(
         insert_version=f"INSERT INTO openprogram_meta VALUES ('format_version', {p})",
+        update_version=f"UPDATE openprogram_meta SET value = {p} WHERE key = 'format_version'",
         insert_session=(
             f"INSERT INTO openprogram_sessions (id, created_at, info) VALUES ({p}, {p}, {p})"
         ),
         session_key=f"SELECT key FROM openprogram_sessions WHERE id = {p}",
         session=f"{sessions} WHERE s.id = {p}",
         sessions=f"{sessions} ORDER BY s.created_at",
-        upsert=(
-            f"INSERT INTO openprogram_nodes (session, {ROW_COLUMNS}) "
-            f"VALUES ({', '.join([p] * 13)}) "
+        upsert=(  # fenced: only the holder of the session's writer lease inserts
+            f"INSERT INTO openprogram_nodes (session, {ROW_COLUMNS}) SELECT {values} "
+            "WHERE EXISTS (SELECT 1 FROM openprogram_leases "
+            f"WHERE session = {p} AND owner = {p}) "
             "ON CONFLICT (session, seq) DO UPDATE SET status = excluded.status, "
             "ended_at = excluded.ended_at, end_seq = excluded.end_seq, "
             "output = excluded.output, data = excluded.data, "
@@ -69,6 +87,19 @@ def statements(placeholder: str) -> Statements:
         ),
         rows=f"SELECT {ROW_COLUMNS} FROM openprogram_nodes WHERE session = {p} ORDER BY seq",
         blob=f"SELECT data FROM openprogram_blobs WHERE sha256 = {p}",
+        lease=f"SELECT {_LEASE_COLUMNS} FROM openprogram_leases WHERE session = {p}",
+        take_lease=(
+            f"INSERT INTO openprogram_leases (session, {_LEASE_COLUMNS}) "
+            f"VALUES ({p}, {p}, {p}, {p}, {p}, {now}, {now}) ON CONFLICT (session) DO UPDATE "
+            "SET owner = excluded.owner, host = excluded.host, pid = excluded.pid, "
+            "process = excluded.process, acquired_at = excluded.acquired_at, "
+            "heartbeat_at = excluded.heartbeat_at"
+        ),
+        renew=(
+            f"UPDATE openprogram_leases SET heartbeat_at = {now} "
+            f"WHERE session = {p} AND owner = {p}"
+        ),
+        release=f"DELETE FROM openprogram_leases WHERE session = {p} AND owner = {p}",
     )
 
 
@@ -86,13 +117,19 @@ class SQLStore(ABC):
 
     url: str
     _statements: ClassVar[Statements]
+    _now: ClassVar[str]
+    """The database's clock as an SQL expression (seconds since the epoch): lease times
+    are compared by one clock, whatever the clocks of the writers' machines say."""
     _where: str
+    lease_ttl_s: float = LEASE_TTL_S
+    """Seconds without a heartbeat after which another machine may take a lease over."""
 
     def __init__(self) -> None:
         self.format_version = FORMAT_VERSION
         self._lock = threading.RLock()
         self._connection: Any = None
         self._keys: dict[str, int] = {}
+        self._held: dict[str, str] = {}  # session -> owner of the lease this store holds
 
     # -- hooks ---------------------------------------------------------------------------
     @abstractmethod
@@ -116,27 +153,50 @@ class SQLStore(ABC):
         """Insert (id, created_at, info) and return the new key, or None if the id exists."""
 
     @abstractmethod
-    def _record(self, session: str, row: NodeRow, blobs: Mapping[str, bytes]) -> int:
+    def _record(self, session: str, row: NodeRow, blobs: Mapping[str, bytes], owner: str) -> int:
         """Connect and _upsert(), returning how many rows changed (0 or 1)."""
 
+    @abstractmethod
+    def _lock_session(self, connection: Any, key: int) -> None:
+        """Inside a transaction: make other writers of session `key`'s lease wait."""
+
+    def _check_writable(self, action: str) -> None:  # noqa: B027 - most stores can
+        """Raise StoreError when this store cannot `action` (a read-only file, say)."""
+
     # -- connection ----------------------------------------------------------------------
-    def _version(self, connection: Any) -> bool:
-        """Whether the schema exists, checking its format version; False when it does not."""
+    def _version(self, connection: Any) -> int | None:
+        """The store's format version, checked; None when it holds no schema yet."""
         if not self._has_schema(connection):
-            return False
+            return None
         found = connection.execute(
             "SELECT value FROM openprogram_meta WHERE key = 'format_version'"
         ).fetchone()
-        check_format_version(found[0] if found else None, f"session store {self._where}")
-        return True
+        return check_format_version(found[0] if found else None, f"session store {self._where}")
 
-    def _create_tables(self, connection: Any, schema: tuple[str, ...]) -> None:
-        """Create the schema and record the format version, unless another process just
-        did. The caller holds the lock that serialises schema creation."""
-        if not self._version(connection):  # nobody created it while we waited
+    def _create_tables(
+        self,
+        connection: Any,
+        schema: tuple[str, ...],
+        migrations: Mapping[int, tuple[str, ...]],
+    ) -> None:
+        """Create the schema, or migrate an older one to FORMAT_VERSION, unless another
+        process just did. The caller holds the lock that serialises schema changes and
+        the transaction they happen in (so a migration is all or nothing)."""
+        version = self._version(connection)
+        if version is None:
             for statement in schema:
                 connection.execute(statement)
             connection.execute(self._statements.insert_version, (str(FORMAT_VERSION),))
+        elif version < FORMAT_VERSION:
+            for step in range(version, FORMAT_VERSION):
+                for statement in migrations[step]:
+                    connection.execute(statement)
+            connection.execute(self._statements.update_version, (str(FORMAT_VERSION),))
+            log.info(
+                "openprogram: migrated session store %s from format_version %d to %d",
+                self._where, version, FORMAT_VERSION,
+            )  # fmt: skip
+        self.format_version = FORMAT_VERSION
 
     def close(self) -> None:
         with self._lock:
@@ -150,6 +210,7 @@ class SQLStore(ABC):
 
     # -- sessions ------------------------------------------------------------------------
     def create_session(self, info: SessionInfo) -> None:
+        self._check_writable(f"create session {info.id!r}")
         with self._lock, self._translate(f"create session {info.id!r}"):
             key = self._add_session(self._connect(), (info.id, info.created_at, info.to_json()))
             if key is None:
@@ -180,19 +241,56 @@ class SQLStore(ABC):
 
     # -- rows and blobs ------------------------------------------------------------------
     def write(self, session: str, row: NodeRow, blobs: Mapping[str, bytes]) -> None:
+        owner = self._held.get(session)
+        if owner is None:
+            raise StoreError(
+                f"cannot record node {row.id!r} into session {session!r} of {self._where}: "
+                "this store does not hold the session's writer lease. Enter the session "
+                "(`with session:`) before recording; a Store's own caller takes the "
+                "lease with store.acquire(session, owner)"
+            )
         with self._lock, self._translate(f"record node {row.id!r}"):
-            changed = self._record(session, row, blobs)
+            changed = self._record(session, row, blobs, owner)
         if not changed:
+            self._refused(session, row, owner)
             raise StoreError(
                 f"seq {row.seq} of session {session!r} in {self._where} belongs to another "
                 f"node than {row.id!r}: two writers are recording into one session"
             )
 
+    def _refused(self, session: str, row: NodeRow, owner: str) -> None:
+        """Raise SessionLocked when a refused record's writer has lost its lease."""
+        with self._lock, self._translate(f"read the writer lease of session {session!r}"):
+            connection = self._connect()
+            found = connection.execute(
+                self._statements.lease, (self._key(connection, session),)
+            ).fetchone()
+            now = float(connection.execute(f"SELECT {self._now}").fetchone()[0])
+        if found is not None and found[0] == owner:
+            return
+        if self._held.get(session) == owner:
+            del self._held[session]
+        taken = "" if found is None else f" to {Holder(*found).describe(now)}"
+        raise SessionLocked(
+            f"the record of node {row.id!r} into session {session!r} of {self._where} was "
+            f"refused: this writer ({owner!r}) lost the session's writer lease{taken}, "
+            "which was taken over after this process looked dead. Its later records are "
+            "refused so the two never interleave; fork the session to go on.",
+            holder=None if found is None else found[0],
+        )
+
     def _upsert(
-        self, connection: Any, session: str, row: NodeRow, blobs: Mapping[str, bytes]
+        self,
+        connection: Any,
+        session: str,
+        row: NodeRow,
+        blobs: Mapping[str, bytes],
+        owner: str,
     ) -> int:
-        """Write the blobs and the row in one transaction; 0 when the seq is another node's."""
-        values = (self._keys.get(session) or self._key(connection, session), *row)
+        """Write the blobs and the row in one transaction; 0 when the seq is another
+        node's or `owner` does not hold the session's writer lease."""
+        key = self._keys.get(session) or self._key(connection, session)
+        values = (key, *row, key, owner)
         if not blobs:
             return int(connection.execute(self._statements.upsert, values).rowcount)
         try:
@@ -218,3 +316,64 @@ class SQLStore(ABC):
         with self._lock, self._translate(f"read image {sha256[:12]}"):
             found = self._connect().execute(self._statements.blob, (sha256,)).fetchone()
         return None if found is None else bytes(found[0])
+
+    # -- writer leases -------------------------------------------------------------------
+    def acquire(self, session: str, owner: str) -> None:
+        """Take session `session`'s writer lease for `owner` (see lease.py): raises
+        SessionLocked when another live writer holds it; takes over an expired one."""
+        self._check_writable(f"record into session {session!r}")
+        with self._lock, self._translate(f"take the writer lease of session {session!r}"):
+            connection = self._connect()
+            with self._transaction(connection):
+                key = self._key(connection, session)
+                self._lock_session(connection, key)
+                now = float(connection.execute(f"SELECT {self._now}").fetchone()[0])
+                found = connection.execute(self._statements.lease, (key,)).fetchone()
+                if found is not None and found[0] != owner:
+                    holder = Holder(*found)
+                    reason = holder.expired(now, self.lease_ttl_s)
+                    if reason is None:
+                        raise holder.locked(session, self._where, now)
+                    log.warning(
+                        "openprogram: took over the writer lease of session %s in %s from "
+                        "writer %s: %s", session, self._where, holder.owner, reason,
+                    )  # fmt: skip
+                host = owner.rsplit(":", 2)[0]
+                connection.execute(
+                    self._statements.take_lease,
+                    (key, owner, host, os.getpid(), this_process()),
+                )
+            self._held[session] = owner
+
+    def renew(self, session: str, owner: str) -> bool:
+        """Refresh the heartbeat of `owner`'s lease; False when it no longer holds it."""
+        with self._lock, self._translate(f"renew the writer lease of session {session!r}"):
+            connection = self._connect()
+            changed = connection.execute(
+                self._statements.renew, (self._key(connection, session), owner)
+            ).rowcount
+            if not changed and self._held.get(session) == owner:
+                del self._held[session]
+        return bool(changed)
+
+    def release(self, session: str, owner: str) -> None:
+        """Give `owner`'s lease of `session` up (nothing when it holds none)."""
+        with self._lock:
+            if self._held.get(session) == owner:
+                del self._held[session]
+            with self._translate(f"release the writer lease of session {session!r}"):
+                connection = self._connect()
+                connection.execute(
+                    self._statements.release, (self._key(connection, session), owner)
+                )
+
+    def holder(self, session: str) -> Holder | None:
+        """Who holds `session`'s writer lease (live or expired), or None."""
+        with self._lock, self._translate(f"read the writer lease of session {session!r}"):
+            connection = self._connect()
+            if self.format_version < FORMAT_VERSION:  # an old store read-only: no leases
+                return None
+            found = connection.execute(
+                self._statements.lease, (self._key(connection, session),)
+            ).fetchone()
+        return None if found is None else Holder(*found)

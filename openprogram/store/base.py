@@ -1,7 +1,8 @@
 """The `Store` protocol: what a session store must do, whatever holds the bytes.
 
 A store keeps sessions (SessionInfo), their node rows (one upsert per record, each its
-own transaction) and a blob table of images keyed by sha256. It knows nothing of
+own transaction), a blob table of images keyed by sha256 and each session's writer
+lease (one writer per session, lease.py). It knows nothing of
 Nodes or resuming: session.py encodes rows with store/format.py. Backends: memory.py,
 sqlite.py, postgres.py.
 """
@@ -42,7 +43,23 @@ class Store(Protocol):
     def write(self, session: str, row: NodeRow, blobs: Mapping[str, bytes]) -> None:
         """Record one node in one transaction: the blobs it references (kept once per
         sha256) and the row, inserted or, when its seq is recorded already, updated
-        (status, output, data). Raises StoreError when the seq belongs to another node."""
+        (status, output, data). Raises StoreError when the seq belongs to another node
+        or this store holds no writer lease of the session, SessionLocked when the lease
+        it held was taken over."""
+        ...
+
+    def acquire(self, session: str, owner: str) -> None:
+        """Take the session's writer lease for `owner` ("host:pid:random"), atomically;
+        raises SessionLocked naming the holder while another live writer holds it. An
+        expired lease (lease.Holder.expired) is taken over."""
+        ...
+
+    def renew(self, session: str, owner: str) -> bool:
+        """Refresh `owner`'s lease heartbeat; False when it no longer holds the lease."""
+        ...
+
+    def release(self, session: str, owner: str) -> None:
+        """Give `owner`'s lease up; nothing when it does not hold it."""
         ...
 
     def rows(self, session: str) -> list[NodeRow]:

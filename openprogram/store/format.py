@@ -17,15 +17,16 @@ from json.encoder import (  # type: ignore[attr-defined]  # private C helpers, n
 )
 from typing import Any, NamedTuple
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from openprogram.dag import Node
-from openprogram.errors import StoreError, UnsupportedFormatVersion
+from openprogram.errors import StoreDamaged, StoreError, UnsupportedFormatVersion
 from openprogram.image import ImageRef
 from openprogram.values import from_jsonable
 
 __all__ = [
     "FORMAT_VERSION",
+    "OLDEST_VERSION",
     "ROW_COLUMNS",
     "NodeRow",
     "SessionInfo",
@@ -38,9 +39,12 @@ __all__ = [
     "reads_overlap",
 ]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 """Version of the stored layout (tables, row encoding). Bump on any change an older
-reader would misread; add a migration from the previous version (docs/sessions.md)."""
+reader would misread; add a migration from the previous version (docs/sessions.md).
+2 added the writer leases table (openprogram_leases); 1 is migrated when opened."""
+OLDEST_VERSION = 1
+"""The oldest format_version this openprogram reads (and migrates when it writes)."""
 
 
 ReadsBase = tuple[str, int, int]
@@ -101,30 +105,40 @@ class SessionInfo:
 
     @classmethod
     def from_json(cls, id: str, created_at: float, text: str, nodes: int = 0) -> SessionInfo:
-        data = json.loads(text) if text else {}
-        return cls(
-            id=id,
-            created_at=created_at,
-            parent=data.get("parent"),
-            at=data.get("at"),
-            cut=data.get("cut"),
-            branch=data.get("branch", "main"),
-            nodes=nodes,
-            extra=data.get("extra", {}),
-        )
+        """The entry as stored; raises StoreDamaged naming the session when it is not one."""
+        try:
+            data = json.loads(text) if text else {}
+            if not isinstance(data, dict):
+                raise TypeError(f"info holds a JSON {type(data).__name__}, not an object")
+            return cls(
+                id=str(id),
+                created_at=float(created_at),
+                parent=data.get("parent"),
+                at=data.get("at"),
+                cut=None if data.get("cut") is None else int(data["cut"]),
+                branch=str(data.get("branch", "main")),
+                nodes=nodes,
+                extra=dict(data.get("extra", {})),
+            )
+        except (TypeError, ValueError) as exc:
+            raise StoreDamaged(
+                f"the entry of session {id!r} cannot be read: {_reason(exc)}. It was "
+                "damaged or written by something other than openprogram; restore the store "
+                "from a backup (`openprogram sessions check` lists what is readable)"
+            ) from exc
 
 
 def check_format_version(found: object, where: str) -> int:
     """The store's version as an int; raises UnsupportedFormatVersion unless this code
-    reads it (only FORMAT_VERSION today: version 1 is the first format)."""
+    reads it (OLDEST_VERSION to FORMAT_VERSION; older ones are migrated on writing)."""
     try:
         version = int(str(found))
     except ValueError:
         version = -1
-    if version != FORMAT_VERSION:
+    if not OLDEST_VERSION <= version <= FORMAT_VERSION:
         raise UnsupportedFormatVersion(
             f"{where} has format_version {found!r}, but this openprogram reads "
-            f"format_version {FORMAT_VERSION}. "
+            f"format_version {OLDEST_VERSION} to {FORMAT_VERSION}. "
             + (
                 "Upgrade openprogram to open it."
                 if version > FORMAT_VERSION
@@ -228,26 +242,27 @@ def encode_node(
     )
 
 
-def decode_node(row: NodeRow) -> Node:
-    """The Node a row holds (images as ImageRef). Raises pydantic's ValidationError on a
-    row that is not a node, StoreError on one whose reads refer to another row (use
+def decode_node(row: NodeRow, session: str | None = None) -> Node:
+    """The Node a row holds (images as ImageRef). Raises StoreDamaged naming the row
+    when it is not a node, StoreError on one whose reads refer to another row (use
     decode_rows)."""
-    node, base = _decode(row)
+    node, base = _decode(row, session)
     if base is not None:
         raise StoreError(f"node {row.id!r} stores its reads relative to {base[0]!r}")
     return node
 
 
-def decode_rows(rows: Iterable[NodeRow]) -> list[Node]:
+def decode_rows(rows: Iterable[NodeRow], session: str | None = None) -> list[Node]:
     """The Nodes of one session's rows, with reads stored relative to another row rebuilt.
 
     A reads base missing from `rows` (a damaged store) leaves that node with the reads it
-    stored itself and `meta["reads_incomplete"] = True`; nothing else is affected.
+    stored itself and `meta["reads_incomplete"] = True`; nothing else is affected. A row
+    that is not a node raises StoreDamaged naming it (in session `session`).
     """
     nodes: dict[str, Node] = {}
     pending: dict[str, ReadsBase] = {}
     for row in rows:
-        node, base = _decode(row)
+        node, base = _decode(row, session)
         nodes[node.id] = node
         if base is not None:
             pending[node.id] = base
@@ -274,8 +289,47 @@ def decode_rows(rows: Iterable[NodeRow]) -> list[Node]:
     return list(nodes.values())
 
 
-def _decode(row: NodeRow) -> tuple[Node, ReadsBase | None]:
-    data = json.loads(row.data) if row.data else {}
+def _decode(row: NodeRow, session: str | None) -> tuple[Node, ReadsBase | None]:
+    try:
+        return _decode_row(row)
+    except Exception as exc:  # anything a damaged row can raise: it is not a node
+        where = "" if session is None else f" of session {session!r}"
+        raise StoreDamaged(
+            f"the row of node {row.id!r} (seq {row.seq!r}){where} cannot be read: "
+            f"{_reason(exc)}. It was damaged or written by something other than "
+            "openprogram. `openprogram sessions check` lists every such row; restore the "
+            "store from a backup, or fork the session before that node to go on"
+        ) from exc
+
+
+def _reason(exc: Exception) -> str:
+    """What was wrong with a stored value, in one line."""
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        return f"{where}: {first['msg']} (found {first.get('input')!r:.80})"
+    if isinstance(exc, _BadColumn):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+class _BadColumn(ValueError):
+    """A column of a row that does not hold what the format says."""
+
+
+def _column(text: str | None, name: str) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise _BadColumn(f"its {name} column is not valid JSON ({exc}): {text!r:.80}") from exc
+
+
+def _decode_row(row: NodeRow) -> tuple[Node, ReadsBase | None]:
+    data = _column(row.data, "data") or {}
+    if not isinstance(data, dict):
+        raise _BadColumn(f"its data column holds a JSON {type(data).__name__}, not an object")
     base = data.pop("reads_base", None)
     data.update(
         id=row.id,
@@ -289,8 +343,8 @@ def _decode(row: NodeRow) -> tuple[Node, ReadsBase | None]:
         end_seq=row.end_seq,
     )
     node = Node.model_validate(data)
-    node.input = None if row.input is None else from_jsonable(json.loads(row.input))
-    node.output = None if row.output is None else from_jsonable(json.loads(row.output))
+    node.input = from_jsonable(_column(row.input, "input"))
+    node.output = from_jsonable(_column(row.output, "output"))
     return node, None if base is None else (str(base[0]), int(base[1]), int(base[2]))
 
 

@@ -7,12 +7,15 @@ resumed and forked within the process) and loses them when the process ends.
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import replace
 
 from openprogram.errors import StoreError, UsageError
 from openprogram.store.format import FORMAT_VERSION, NodeRow, SessionInfo
+from openprogram.store.lease import Holder, this_process
 
 __all__ = ["MemoryStore"]
 
@@ -28,6 +31,7 @@ class MemoryStore:
         self._sessions: dict[str, SessionInfo] = {}
         self._rows: dict[str, dict[int, NodeRow]] = {}
         self._blobs: dict[str, bytes] = {}
+        self._leases: dict[str, Holder] = {}
 
     def create_session(self, info: SessionInfo) -> None:
         with self._lock:
@@ -56,6 +60,13 @@ class MemoryStore:
             rows = self._rows.get(session)
             if rows is None:
                 raise StoreError(f"no session {session!r} in {self.url}")
+            if session not in self._leases:
+                raise StoreError(
+                    f"cannot record node {row.id!r} into session {session!r} of {self.url}: "
+                    "nobody holds the session's writer lease. Enter the session (`with "
+                    "session:`) before recording; a Store's own caller takes the lease "
+                    "with store.acquire(session, owner)"
+                )
             old = rows.get(row.seq)
             if old is not None and old.id != row.id:
                 raise StoreError(
@@ -76,6 +87,34 @@ class MemoryStore:
     def blob(self, sha256: str) -> bytes | None:
         with self._lock:
             return self._blobs.get(sha256)
+
+    def acquire(self, session: str, owner: str) -> None:
+        """Take `session`'s writer lease for `owner`; SessionLocked while another holds it
+        (every writer of a MemoryStore lives in this process, so none expires)."""
+        with self._lock:
+            if session not in self._sessions:
+                raise StoreError(f"no session {session!r} in {self.url}")
+            now = time.time()
+            holder = self._leases.get(session)
+            if holder is not None and holder.owner != owner:
+                raise holder.locked(session, self.url, now)
+            host = owner.rsplit(":", 2)[0]
+            self._leases[session] = Holder(owner, host, os.getpid(), this_process(), now, now)
+
+    def renew(self, session: str, owner: str) -> bool:
+        with self._lock:
+            holder = self._leases.get(session)
+            return holder is not None and holder.owner == owner
+
+    def release(self, session: str, owner: str) -> None:
+        with self._lock:
+            holder = self._leases.get(session)
+            if holder is not None and holder.owner == owner:
+                del self._leases[session]
+
+    def holder(self, session: str) -> Holder | None:
+        with self._lock:
+            return self._leases.get(session)
 
     def close(self) -> None:
         """Nothing to release; the data stays until the store is dropped."""

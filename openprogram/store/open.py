@@ -19,11 +19,14 @@ __all__ = ["open_store"]
 _POSTGRES = ("postgresql://", "postgres://")
 
 
-def open_store(spec: Any) -> tuple[Store | None, bool]:
+def open_store(
+    spec: Any, *, read_only: bool = False, check: bool = True
+) -> tuple[Store | None, bool]:
     """The store `spec` names and whether the caller opened it (and so should close it).
 
     None or "memory": no store (the DAG lives in memory only, nothing is recorded).
-    Raises UsageError for anything else that is not a store.
+    read_only, check: passed to a SQLiteStore (see there). Raises UsageError for
+    anything else that is not a store.
     """
     if spec is None or spec == "memory":
         return None, False
@@ -53,11 +56,11 @@ def open_store(spec: Any) -> tuple[Store | None, bool]:
         synchronous = options.pop("synchronous", "NORMAL").upper()
         if options:
             raise UsageError(f"store={spec!r}: unknown option {sorted(options)[0]!r}")
-        # arg-type: a str, not the Literal; SQLiteStore checks it and names the fix
-        return SQLiteStore(path[1:], synchronous=synchronous), True  # type: ignore[arg-type]
+        sync: Any = synchronous  # a str, not the Literal: SQLiteStore checks it
+        return SQLiteStore(path[1:], synchronous=sync, read_only=read_only, check=check), True
     if "://" in spec:
         raise UsageError(
             f"store={spec!r} has a scheme openprogram does not know; use a file path, "
             "'sqlite:///file.db' or 'postgresql://...'"
         )
-    return SQLiteStore(spec), True
+    return SQLiteStore(spec, read_only=read_only, check=check), True

@@ -14,7 +14,7 @@ from typing import Any
 
 from openprogram.errors import StoreError
 from openprogram.store._sql import SQLStore, statements
-from openprogram.store.format import NodeRow
+from openprogram.store.format import FORMAT_VERSION, NodeRow
 
 __all__ = ["PostgresStore"]
 
@@ -30,6 +30,16 @@ _SCHEMA = (
     "input TEXT, output TEXT, data TEXT, PRIMARY KEY (session, seq))",
     "CREATE TABLE openprogram_blobs (sha256 TEXT PRIMARY KEY, data BYTEA NOT NULL)",
 )
+_LEASES = (
+    "CREATE TABLE openprogram_leases (session BIGINT PRIMARY KEY, owner TEXT NOT NULL, "
+    "host TEXT NOT NULL, pid BIGINT NOT NULL, process TEXT NOT NULL, "
+    "acquired_at DOUBLE PRECISION NOT NULL, heartbeat_at DOUBLE PRECISION NOT NULL)",
+)
+_MIGRATIONS = {1: _LEASES}
+"""format_version N -> N+1."""
+_NOW = "extract(epoch from clock_timestamp())::float8"
+_CASTS = ("bigint", "bigint", "text", "text", "text", "text", "text", "float8", "float8",
+          "bigint", "text", "text", "text")  # fmt: skip
 
 
 def _psycopg() -> Any:
@@ -50,7 +60,8 @@ class PostgresStore(SQLStore):
     UnsupportedFormatVersion for a database of another format version.
     """
 
-    _statements = statements("%s")
+    _statements = statements("%s", _NOW, _CASTS)
+    _now = _NOW
 
     def __init__(self, url: str, *, connect_timeout_s: int = 10) -> None:
         self._psycopg = _psycopg()
@@ -78,11 +89,14 @@ class PostgresStore(SQLStore):
             return connection
 
     def _prepare(self, connection: Any) -> None:
-        if self._version(connection):
+        if self._version(connection) == FORMAT_VERSION:
             return
         with connection.transaction():
             connection.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_ID,))
-            self._create_tables(connection, _SCHEMA)
+            self._create_tables(connection, _SCHEMA + _LEASES, _MIGRATIONS)
+
+    def _lock_session(self, connection: Any, key: int) -> None:
+        connection.execute("SELECT key FROM openprogram_sessions WHERE key = %s FOR UPDATE", (key,))
 
     def _transaction(self, connection: Any) -> AbstractContextManager[Any]:
         return connection.transaction()
@@ -110,12 +124,12 @@ class PostgresStore(SQLStore):
             return None
         return found[0]
 
-    def _record(self, session: str, row: NodeRow, blobs: Mapping[str, bytes]) -> int:
+    def _record(self, session: str, row: NodeRow, blobs: Mapping[str, bytes], owner: str) -> int:
         try:
-            return self._upsert(self._connect(), session, row, blobs)
+            return self._upsert(self._connect(), session, row, blobs, owner)
         except self._psycopg.OperationalError:  # the connection dropped: reconnect once
             self.close()  # (an upsert can be repeated safely)
-            return self._upsert(self._connect(), session, row, blobs)
+            return self._upsert(self._connect(), session, row, blobs, owner)
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.url!r})"

@@ -21,15 +21,22 @@ log = logging.getLogger("openprogram.store")
 
 class Recorder:
     """Append to `dag.listeners`: records every "created"/"completed" event of `dag`
-    into session `session` of `store`. `failures` counts writes that failed."""
+    into session `session` of `store`. `failures` counts writes that failed; `rows` holds
+    the seqs of the session's rows known to be stored (`stored_rows` at the start)."""
 
     def __init__(
-        self, store: Store, session: str, dag: ContextDAG, stored_blobs: Iterable[str] = ()
+        self,
+        store: Store,
+        session: str,
+        dag: ContextDAG,
+        stored_blobs: Iterable[str] = (),
+        stored_rows: Iterable[int] = (),
     ) -> None:
         self.store = store
         self.session = session
         self.dag = dag
         self.failures = 0
+        self.rows: set[int] = set(stored_rows)
         self._sent: set[str] = set(stored_blobs)
         self._inputs: dict[str, tuple[str, list[str]]] = {}
         self._reads: dict[str, tuple[str, list[str]]] = {}  # function -> newest llm reads
@@ -72,6 +79,7 @@ class Recorder:
             if image is not None:
                 blobs[sha] = image.png()
         self.store.write(self.session, row, blobs)
+        self.rows.add(row.seq)
         self._sent.update(blobs)
         if node.kind == "llm" and node.status == "completed" and node.reads:
             self._reads[node.name] = (node.id, node.reads)  # a completed node's reads stay

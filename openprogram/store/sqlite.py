@@ -8,6 +8,7 @@ deduplicated by sha256. Several processes may write different sessions into one 
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -15,10 +16,11 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
+from urllib.parse import quote
 
-from openprogram.errors import StoreError, UsageError
+from openprogram.errors import StoreDamaged, StoreError, UsageError
 from openprogram.store._sql import SQLStore, statements
-from openprogram.store.format import NodeRow
+from openprogram.store.format import FORMAT_VERSION, NodeRow
 
 __all__ = ["SQLiteStore"]
 
@@ -38,31 +40,60 @@ _SCHEMA = (
     "input TEXT, output TEXT, data TEXT, PRIMARY KEY (session, seq)) WITHOUT ROWID",
     "CREATE TABLE openprogram_blobs (sha256 TEXT PRIMARY KEY, data BLOB NOT NULL)",
 )
+_LEASES = (
+    "CREATE TABLE openprogram_leases (session INTEGER PRIMARY KEY, owner TEXT NOT NULL, "
+    "host TEXT NOT NULL, pid INTEGER NOT NULL, process TEXT NOT NULL, "
+    "acquired_at REAL NOT NULL, heartbeat_at REAL NOT NULL)",
+)
+_MIGRATIONS = {1: _LEASES}
+"""format_version N -> N+1."""
+_NOW = "((julianday('now') - 2440587.5) * 86400.0)"
+_CHECKED_TABLES = ("openprogram_meta", "openprogram_sessions", "openprogram_nodes",
+                   "openprogram_leases")  # fmt: skip
+"""What the check on opening covers: everything a session is read from (not the images,
+whose damage SQLite reports when one is read)."""
+MEMORY = ":memory:"
 
 
 class SQLiteStore(SQLStore):
-    """A session store in one SQLite file (created when missing).
+    """A session store in one SQLite file (created when missing), or in memory.
 
-    synchronous: "NORMAL" (durable against process crashes) or "FULL" (also against
-    power loss). timeout_s: how long a writer waits for another process's transaction.
-    Raises UnsupportedFormatVersion for a file of another format version, StoreError for
-    a file that is not an openprogram store.
+    path: the file; ":memory:" for an in-memory database that lives as long as this
+    object. synchronous: "NORMAL" (durable against process crashes) or "FULL" (also
+    against power loss). timeout_s: how long a writer waits for another process's
+    transaction. read_only: open for reading only (chosen by itself when the file or its
+    folder is not writable). check: on first connecting, run SQLite's quick_check over
+    the tables sessions are read from (False: skip it; `sessions check` uses that to
+    look into a damaged file).
+    Raises StoreDamaged for a damaged file, UnsupportedFormatVersion for a file of another
+    format version, StoreError for a file that is not an openprogram store.
     """
 
-    _statements = statements("?")
+    _statements = statements("?", _NOW)
+    _now = _NOW
     _connection: sqlite3.Connection | None
 
     def __init__(
-        self, path: str | Path, *, synchronous: Synchronous = "NORMAL", timeout_s: float = 30.0
+        self,
+        path: str | Path,
+        *,
+        synchronous: Synchronous = "NORMAL",
+        timeout_s: float = 30.0,
+        read_only: bool = False,
+        check: bool = True,
     ) -> None:
         if synchronous not in ("NORMAL", "FULL"):
             raise UsageError(f"synchronous={synchronous!r} is not one of 'NORMAL', 'FULL'")
         super().__init__()
-        self.path = Path(path).expanduser().resolve()
+        self.memory = str(path) == MEMORY
+        self.path = Path(MEMORY) if self.memory else Path(path).expanduser().resolve()
         self.url = f"sqlite:///{self.path}"
         self._where = repr(str(self.path))
         self.synchronous = synchronous
         self.timeout_s = timeout_s
+        self.read_only = read_only
+        self.check = check and not self.memory
+        self._checked = False
         self._checkpointer: _Checkpointer | None = None
         self._writes = 0
         self._connect()
@@ -73,29 +104,117 @@ class SQLiteStore(SQLStore):
             if self._connection is not None:
                 return self._connection
             with self._translate("open"):
-                if not self.path.parent.is_dir():
-                    raise UsageError(
-                        f"cannot create a session store at {self._where}: "
-                        f"the folder {str(self.path.parent)!r} does not exist"
-                    )
-                connection = sqlite3.connect(
-                    self.path, timeout=self.timeout_s, isolation_level=None,
-                    check_same_thread=False,
-                )  # fmt: skip
+                connection = self._open()
                 try:
-                    known = self._version(connection)  # before anything writes to the file
-                    self._enable_wal(connection)
-                    connection.execute(f"PRAGMA synchronous={self.synchronous}")
-                    # checkpoints (and their fsync) run in _Checkpointer, off the hot path
-                    connection.execute("PRAGMA wal_autocheckpoint=0")
-                    if not known:
-                        with self._transaction(connection):
-                            self._create_tables(connection, _SCHEMA)
+                    if self.check and not self._checked:
+                        self._check_integrity(connection)
+                        self._checked = True
+                    version = self._version(connection)  # before anything writes to the file
+                    if self.read_only:
+                        self.format_version = version or 0
+                    else:
+                        self._enable_wal(connection)
+                        connection.execute(f"PRAGMA synchronous={self.synchronous}")
+                        # checkpoints (and their fsync) run in _Checkpointer, off the hot path
+                        connection.execute("PRAGMA wal_autocheckpoint=0")
+                        if version != FORMAT_VERSION:
+                            with self._transaction(connection):
+                                self._create_tables(connection, _SCHEMA + _LEASES, _MIGRATIONS)
                 except BaseException:
                     connection.close()
                     raise
             self._connection = connection
             return connection
+
+    def _open(self) -> sqlite3.Connection:
+        """Connect: in memory, to the file for writing, or read-only when it must be."""
+        if self.memory:
+            return self._sqlite(MEMORY)
+        if not self.path.parent.is_dir():
+            raise UsageError(
+                f"cannot create a session store at {self._where}: "
+                f"the folder {str(self.path.parent)!r} does not exist"
+            )
+        why = self._unwritable()
+        if why is not None and not self.path.exists():
+            raise StoreError(f"cannot create a session store at {self._where}: {why}")
+        if why is not None and not self.read_only:
+            log.info("openprogram: opening %s read-only: %s", self._where, why)
+            self.read_only = True
+        if not self.read_only:
+            return self._sqlite(str(self.path))
+        return self._sqlite(self._read_only_uri(), uri=True)
+
+    def _sqlite(self, database: str, *, uri: bool = False) -> sqlite3.Connection:
+        return sqlite3.connect(
+            database, timeout=self.timeout_s, isolation_level=None, check_same_thread=False,
+            uri=uri,
+        )  # fmt: skip
+
+    def _unwritable(self) -> str | None:
+        """Why this process cannot write the store, or None when it can."""
+        if self.path.exists() and not os.access(self.path, os.W_OK):
+            return "the file is not writable"
+        if not os.access(self.path.parent, os.W_OK):
+            sidecars = [Path(f"{self.path}-wal"), Path(f"{self.path}-shm")]
+            if not all(os.access(p, os.W_OK) for p in sidecars):
+                return f"its folder {str(self.path.parent)!r} is not writable"
+        return None
+
+    def _read_only_uri(self) -> str:
+        """mode=ro, or immutable=1 when SQLite could not even create its shared-memory
+        file (a read-only folder) and no write-ahead log holds records the file lacks."""
+        uri = f"file:{quote(str(self.path))}?mode=ro"
+        shm, wal = Path(f"{self.path}-shm"), Path(f"{self.path}-wal")
+        if os.access(self.path.parent, os.W_OK) or shm.exists():
+            return uri
+        if wal.exists() and wal.stat().st_size > 0:
+            raise StoreError(
+                f"cannot read {self._where}: its write-ahead log {str(wal)!r} holds records "
+                "not yet in the file, and SQLite cannot read them in the read-only folder "
+                f"{str(self.path.parent)!r}. Copy the store together with its -wal file to "
+                "a writable folder and open the copy"
+            )
+        return uri + "&immutable=1"
+
+    def _check_writable(self, action: str) -> None:
+        if self.read_only:
+            raise StoreError(
+                f"cannot {action}: the session store {self._where} is open read-only "
+                "(the file or its folder is not writable); reading works. To record, copy "
+                "the store somewhere writable or fix its permissions"
+            )
+
+    def _check_integrity(self, connection: sqlite3.Connection) -> None:
+        """Raise StoreDamaged when SQLite's quick_check finds the session tables damaged."""
+        try:
+            tables = {
+                name
+                for (name,) in connection.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table'"
+                )
+            }
+            problems: list[str] = []
+            for table in _CHECKED_TABLES:
+                if table in tables:
+                    found = [r for (r,) in connection.execute(f"PRAGMA quick_check({table})")]
+                    problems += [line for r in found if r != "ok" for line in r.splitlines()]
+        except sqlite3.DatabaseError as exc:
+            if not _corrupt(exc):
+                raise
+            problems = [str(exc)]
+        problems = [p for p in problems if not p.startswith("*** in database")]
+        if problems:
+            raise self._damaged(problems)
+
+    def _damaged(self, problems: list[str]) -> StoreDamaged:
+        shown = "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" * (len(problems) > 3))
+        return StoreDamaged(
+            f"the SQLite session store {self._where} is damaged ({shown}); nothing was read "
+            "from it as if it were whole, and nothing can be recorded into it. Restore it from "
+            f"a backup; `openprogram sessions check --store {self.path}` reports what is "
+            "still readable"
+        )
 
     def _enable_wal(self, connection: sqlite3.Connection) -> None:
         """Switch the file to WAL. When two processes open a new file at once, SQLite can
@@ -140,14 +259,21 @@ class SQLiteStore(SQLStore):
         try:
             yield
         except sqlite3.Error as exc:
+            if _corrupt(exc):
+                raise self._damaged([f"could not {action}: {exc}"]) from exc
             raise StoreError(f"SQLite store {self._where} could not {action}: {exc}") from exc
 
+    def _lock_session(self, connection: sqlite3.Connection, key: int) -> None:
+        """Nothing to do: BEGIN IMMEDIATE made every other writer of the file wait."""
+
     def close(self) -> None:
+        """Release the connection; an in-memory store keeps it (it holds the data)."""
         with self._lock:
             if self._checkpointer is not None:
                 self._checkpointer.stop()
                 self._checkpointer = None
-            super().close()
+            if not self.memory:
+                super().close()
 
     def _written(self) -> None:
         """Count a write; every _CHECKPOINT_EVERY of them, fold the WAL into the file."""
@@ -169,13 +295,19 @@ class SQLiteStore(SQLStore):
         assert cursor.lastrowid is not None
         return cursor.lastrowid
 
-    def _record(self, session: str, row: NodeRow, blobs: Mapping[str, bytes]) -> int:
-        changed = self._upsert(self._connection or self._connect(), session, row, blobs)
-        self._written()
+    def _record(self, session: str, row: NodeRow, blobs: Mapping[str, bytes], owner: str) -> int:
+        changed = self._upsert(self._connection or self._connect(), session, row, blobs, owner)
+        if not self.memory:
+            self._written()
         return changed
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self._where})"
+
+
+def _corrupt(exc: sqlite3.Error) -> bool:
+    """Whether SQLite reported damage (SQLITE_CORRUPT or one of its extended codes)."""
+    return (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF == sqlite3.SQLITE_CORRUPT
 
 
 _CHECKPOINT_EVERY = 500

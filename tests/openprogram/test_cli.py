@@ -125,6 +125,32 @@ def test_report_writes_exactly_the_file_asked_for(store, tmp_path):
     assert (tmp_path / "openprogram-tagline01.html").is_file()
 
 
+def test_the_default_report_path_stays_in_the_current_folder_whatever_the_id(store, tmp_path):
+    work = tmp_path / "a" / "b"
+    work.mkdir(parents=True)
+    Session(str(store), id="../../escape").close()
+    Session(str(store), id="/etc/evil").close()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(work)
+        run("sessions", "report", "../../escape")
+        run("sessions", "report", "/etc/evil")
+    assert sorted(p.name for p in work.iterdir()) == [
+        "openprogram-_.._escape.html",
+        "openprogram-_etc_evil.html",
+    ]
+    assert not (tmp_path / "escape.html").exists()
+    assert not list(tmp_path.glob("openprogram-*escape*"))
+
+
+def test_check_reports_an_intact_store_and_session(store):
+    result = run("sessions", "check")
+    assert "runs.db: ok — 1 session(s), 6 nodes readable" in result.output
+    assert (
+        "session tagline01: ok, 6 of 6 rows read are nodes"
+        in run("sessions", "check", "tagline01").output
+    )
+
+
 def test_export_writes_graphml(store, tmp_path):
     run("sessions", "export", "tagline01", "-o", str(tmp_path / "dag.graphml"))
 
@@ -155,6 +181,9 @@ def test_the_default_store_is_openprogram_db_in_the_current_folder(store, monkey
         (("sessions", "render", "tagline01", "user#1"), "is user input, which sees nothing"),
         (("sessions", "list", "--store", "missing.db"), "no session store at 'missing.db'"),
         (("sessions", "list", "--store", "mysql://x"), "scheme openprogram does not know"),
+        (("sessions", "list", "--store", "sqlite:///:memory:"), "keeps nothing between processes"),
+        (("sessions", "check", "nothing"), "no session 'nothing'"),
+        (("sessions", "check", "--store", "missing.db"), "no session store at 'missing.db'"),
         (("sessions", "export", "tagline01", "-o", "dag.txt"), "use a .graphml, .mmd"),
         (("sessions", "export", "tagline01", "-o", "dag.txt"), "pass --format graphml|mermaid"),
         (("sessions", "render", "tagline01", "nope#1"), "no code node is named 'nope'; code"),

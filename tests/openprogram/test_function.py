@@ -332,6 +332,8 @@ def test_package_root_exports_are_pinned():
         "ModelOutputError",
         "ScriptExhausted",
         "ReplayMismatch",
+        "SessionLocked",
+        "StoreDamaged",
         "StoreError",
         "UnsupportedFormatVersion",
         "ResumeDivergence",

@@ -3,6 +3,10 @@
 Imported by the tests, and run as a child process by the kill tests:
     python programs.py agent STORE SESSION KILL_AT   (blocks at KILL_AT until killed)
     python programs.py loop STORE SESSION CALLS      (prints each finished call)
+    python programs.py writer STORE SESSION NAME CALLS pause|run
+                       (records tagged(NAME, i) into the existing SESSION; "pause" stops
+                       after the first call, saying "holding", until a line arrives;
+                       exits 3 when refused as a second writer)
 The child says "ready" on stdout when it reaches KILL_AT, so the parent kills it at a
 known point without sleeping.
 """
@@ -20,7 +24,15 @@ if __name__ == "__main__":  # a child process: import openprogram from this chec
 
 from pydantic import BaseModel
 
-from openprogram import ModelRequest, Runtime, ScriptedModel, Session, agentic_function, llm
+from openprogram import (
+    ModelRequest,
+    Runtime,
+    ScriptedModel,
+    Session,
+    SessionLocked,
+    agentic_function,
+    llm,
+)
 
 executed: list[str] = []
 """What the decorated functions below really ran, in order (not what was replayed)."""
@@ -94,6 +106,30 @@ def count(i: int) -> int:
     return i
 
 
+@agentic_function
+def tagged(writer: str, i: int) -> str:
+    return f"{writer} {i}"
+
+
+def _writer(store: str, session_id: str, name: str, calls: int, pause: bool) -> None:
+    session = Session.open(store, session_id)
+    print("ready", flush=True)
+    if sys.stdin.readline().strip() != "go":
+        return
+    try:
+        with session:
+            for i in range(calls):
+                tagged(name, i)
+                if i == 0 and pause:
+                    print("holding", flush=True)
+                    sys.stdin.readline()
+    except SessionLocked as exc:
+        print(f"refused: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(3) from None
+    if session.failed_writes:
+        raise SystemExit(f"{session.failed_writes} records failed")
+
+
 def _block_at(label: str) -> Callable[[str], None]:
     def stop(reached: str) -> None:
         if reached == label:
@@ -118,6 +154,8 @@ def main(argv: list[str]) -> None:
             for i in range(int(argv[3])):
                 count(i)
                 print(i, flush=True)
+    elif mode == "writer":
+        _writer(store, session, argv[3], int(argv[4]), argv[5] == "pause")
     else:
         raise SystemExit(f"unknown mode {mode!r}")
 

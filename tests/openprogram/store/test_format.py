@@ -23,9 +23,9 @@ from openprogram.store.format import (
 
 def test_the_current_version_is_accepted_and_others_are_named_with_ours():
     assert check_format_version(str(FORMAT_VERSION), "here") == FORMAT_VERSION
-    with pytest.raises(UnsupportedFormatVersion, match=r"'99'.*format_version 1.*Upgrade"):
+    with pytest.raises(UnsupportedFormatVersion, match=r"'99'.*format_version 1 to 2.*Upgrade"):
         check_format_version("99", "here")
-    with pytest.raises(UnsupportedFormatVersion, match=r"'banana'.*format_version 1"):
+    with pytest.raises(UnsupportedFormatVersion, match=r"'banana'.*format_version 1 to 2"):
         check_format_version("banana", "here")
     with pytest.raises(UnsupportedFormatVersion, match=r"None"):
         check_format_version(None, "here")
@@ -41,10 +41,12 @@ def _set_sqlite_version(path: Path, version: str) -> None:
 def test_a_sqlite_store_of_a_newer_version_is_refused_naming_both(tmp_path):
     path = tmp_path / "future.db"
     Session(path, id="old").close()
-    _set_sqlite_version(path, "2")
-    with pytest.raises(UnsupportedFormatVersion, match=r"format_version '2'.*format_version 1"):
+    _set_sqlite_version(path, "3")
+    with pytest.raises(
+        UnsupportedFormatVersion, match=r"format_version '3'.*format_version 1 to 2"
+    ):
         Session.open(path, "old")
-    with pytest.raises(UnsupportedFormatVersion, match="'2'"):
+    with pytest.raises(UnsupportedFormatVersion, match="'3'"):
         Session(path)
 
 
@@ -55,7 +57,9 @@ def test_a_postgres_store_of_a_newer_version_is_refused_naming_both(postgres_url
     Session(postgres_url, id="old").close()
     with psycopg.connect(postgres_url, autocommit=True) as connection:
         connection.execute("UPDATE openprogram_meta SET value = '7'")
-    with pytest.raises(UnsupportedFormatVersion, match=r"format_version '7'.*format_version 1"):
+    with pytest.raises(
+        UnsupportedFormatVersion, match=r"format_version '7'.*format_version 1 to 2"
+    ):
         Session.open(postgres_url, "old")
 
 

@@ -136,3 +136,78 @@ def test_two_processes_write_different_sessions_into_one_sqlite_file(tmp_path: P
         assert [n.output for n in session.dag.nodes] == list(range(300))
         assert {n.status for n in session.dag.nodes} == {"completed"}
         session.close()
+
+
+# -- one writer per session ------------------------------------------------------------------
+
+
+def _send(child: subprocess.Popen[str], line: str) -> None:
+    assert child.stdin is not None
+    child.stdin.write(line + "\n")
+    child.stdin.flush()
+
+
+def _expect(child: subprocess.Popen[str], line: str) -> None:
+    assert child.stdout is not None
+    got = child.stdout.readline()
+    if got.strip() != line:
+        child.kill()
+        _, errors = child.communicate(timeout=60)
+        pytest.fail(f"expected {line!r} from the child, got {got!r}\n{errors}")
+
+
+def _written_by(store: Any, session_id: str) -> list[str]:
+    session = Session.open(store, session_id)
+    assert_coherent(session)
+    assert {n.status for n in session.dag.nodes} == {"completed"}
+    outputs = [n.output for n in session.dag.nodes]
+    session.close()
+    return outputs
+
+
+def test_a_second_process_writing_a_session_is_refused_and_nothing_interleaves(durable_store):
+    Session(durable_store, id="shared").close()
+    first = start("writer", durable_store, "shared", "first", "50", "pause")
+    second = start("writer", durable_store, "shared", "second", "50", "run")
+    wait_ready(first)
+    wait_ready(second)
+    _send(first, "go")
+    _expect(first, "holding")  # the first holds the lease and has recorded a call
+    _send(second, "go")
+    _, errors = second.communicate(timeout=120)
+    assert second.returncode == 3, errors
+    assert f"being written by process {first.pid} on host" in errors
+    assert "fork" in errors and "Traceback" not in errors
+    _send(first, "on")
+    _, errors = first.communicate(timeout=120)
+    assert first.returncode == 0, errors
+    assert _written_by(durable_store, "shared") == [f"first {i}" for i in range(50)]
+
+
+def test_a_lease_is_taken_over_at_once_when_its_process_was_killed(durable_store):
+    Session(durable_store, id="orphan").close()
+    first = start("writer", durable_store, "orphan", "first", "50", "pause")
+    wait_ready(first)
+    _send(first, "go")
+    _expect(first, "holding")
+    kill(first)  # SIGKILL: the lease stays in the store, its process is gone
+    second = start("writer", durable_store, "orphan", "second", "3", "run")
+    wait_ready(second)
+    _send(second, "go")
+    _, errors = second.communicate(timeout=120)
+    assert second.returncode == 0, errors
+    assert _written_by(durable_store, "orphan") == ["first 0", "second 0", "second 1", "second 2"]
+
+
+def test_two_processes_racing_for_one_session_leave_one_writers_records(durable_store):
+    Session(durable_store, id="race").close()
+    children = [start("writer", durable_store, "race", name, "100", "run") for name in "ab"]
+    for child in children:
+        wait_ready(child)
+    for child in children:
+        _send(child, "go")
+    results = [(child.communicate(timeout=300)[1], child.returncode) for child in children]
+    codes = sorted(code for _, code in results)
+    assert codes == [0, 3], results
+    (winner,) = [name for name, (_, code) in zip("ab", results, strict=True) if code == 0]
+    assert _written_by(durable_store, "race") == [f"{winner} {i}" for i in range(100)]

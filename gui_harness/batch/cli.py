@@ -1,0 +1,213 @@
+"""`openprogram batch` and `openprogram bench miniwob`: the batch commands' options.
+
+Owns parsing and printing for the two commands; openprogram/cli.py forwards their
+arguments here (openprogram never imports gui_harness). The work is run_batch's.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from gui_harness.batch.run import run_batch
+from gui_harness.batch.summary import BatchResult, summary_table
+from openprogram.errors import OpenProgramError, UsageError
+
+__all__ = ["batch_main", "bench_main", "parse_seeds"]
+
+_DEFAULT_MINIWOB = ("click-button", "click-checkboxes", "enter-text", "login-user", "click-dialog")
+
+
+def _engine_options(command: Any) -> Any:
+    for option in reversed(
+        [
+            click.option(
+                "--workers",
+                default=1,
+                show_default=True,
+                type=click.IntRange(min=1),
+                help="Episodes at once.",
+            ),
+            click.option(
+                "--engine",
+                type=click.Choice(["local", "ray"]),
+                default="local",
+                show_default=True,
+                help="A local process pool, or Ray tasks.",
+            ),
+            click.option(
+                "--address",
+                help="Join this Ray cluster (host:port or ray://host:port);"
+                " default: a private local Ray.",
+            ),
+            click.option(
+                "--runtime-env",
+                "runtime_env",
+                callback=_json_object,
+                metavar="JSON",
+                help="Ray runtime environment for the episodes, e.g. "
+                '\'{"env_vars": {"OPENPROGRAM_DATA_DIR": "/data"}}\' (docs/scale.md).',
+            ),
+            click.option(
+                "--store",
+                "store",
+                envvar="OPENPROGRAM_BATCH_STORE",
+                metavar="PATH|URL",
+                help="Where sessions and results go (default: OUT/batch.db); "
+                "postgresql://… for a cluster.",
+            ),
+            click.option(
+                "--model",
+                envvar="OPENPROGRAM_MODEL",
+                help="litellm model for tasks without their own; 'oracle' plans MiniWoB++ offline.",
+            ),
+            click.option(
+                "--out",
+                type=click.Path(file_okay=False, path_type=Path),
+                help="Where summary.json, index.html and episode reports go.",
+            ),
+            click.option(
+                "--name",
+                help="The batch's name: a rerun with the same name and "
+                "store skips finished episodes.",
+            ),
+            click.option(
+                "--max-attempts",
+                default=2,
+                show_default=True,
+                type=click.IntRange(min=1),
+                help="Tries per episode whose worker dies.",
+            ),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
+def _json_object(context: Any, parameter: Any, value: str | None) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"{value!r} is not JSON: {exc.msg}") from None
+    if not isinstance(parsed, dict):
+        raise click.BadParameter(f"{value!r} is not a JSON object")
+    return parsed
+
+
+def _report(result: BatchResult) -> int:
+    for problem in result.problems:
+        click.echo(f"skipped a bad task: {problem}", err=True)
+    click.echo(summary_table(result.summary))
+    click.echo(
+        f"{len(result.episodes)} episodes: ran {result.ran} attempts, skipped "
+        f"{result.skipped} finished before, retried {result.retries}; "
+        f"{result.seconds:.1f}s"
+    )
+    click.echo(f"Summary: {result.summary_path}\nReport: {result.report_path}")
+    return 0 if not result.problems else 2
+
+
+def _run(**options: Any) -> int:
+    try:
+        return _report(run_batch(**options))
+    except OpenProgramError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+@click.command(name="batch")
+@click.argument("tasks_file", type=click.Path(dir_okay=False, path_type=Path))
+@_engine_options
+def batch_command(tasks_file: Path, name: str | None, out: Path | None, **options: Any) -> None:
+    """Run each task of TASKS_FILE (JSON lines) as one gui_agent episode on its own
+    desktop; print a summary table and write summary.json and index.html."""
+    name = name or tasks_file.stem
+    sys.exit(_run(tasks=tasks_file, name=name, out=out or Path(f"batch-{name}"), **options))
+
+
+def parse_seeds(text: str) -> list[int]:
+    """ "0-4" or "0,3,7" (or both, "0-2,9") as a list of seeds; UsageError when malformed."""
+    seeds: list[int] = []
+    try:
+        for part in text.split(","):
+            first, _, last = part.strip().partition("-")
+            seeds.extend(range(int(first), int(last or first) + 1))
+    except ValueError:
+        raise UsageError(f"--seeds {text!r} is not like '0-4' or '0,3,7'") from None
+    if not seeds:
+        raise UsageError(f"--seeds {text!r} names no seed")
+    return seeds
+
+
+@click.group(name="bench")
+def bench_group() -> None:
+    """Measure gui_agent on benchmarks."""
+
+
+@bench_group.command(name="miniwob")
+@click.option(
+    "--tasks",
+    "task_names",
+    help="Comma-separated MiniWoB++ tasks (default: "
+    f"{','.join(_DEFAULT_MINIWOB)}); 'oracle' runs every task the oracle knows.",
+)
+@click.option("--seeds", default="0-4", show_default=True, help="Seeds, e.g. 0-4 or 0,3,7.")
+@click.option("--max-steps", default=15, show_default=True, type=click.IntRange(min=1))
+@_engine_options
+def miniwob_command(task_names: str | None, seeds: str, max_steps: int, name: str | None,
+                    out: Path | None, **options: Any) -> None:  # fmt: skip
+    """Run MiniWoB++ tasks in a real Chromium on private displays; the page's own reward
+    judges each episode. --model oracle measures the harness's ceiling offline."""
+    try:
+        from gui_harness.bench.miniwob import check_task
+        from gui_harness.bench.oracle import ORACLE_TASKS
+
+        chosen = (
+            list(ORACLE_TASKS)
+            if task_names == "oracle"
+            else [
+                t.strip()
+                for t in (task_names or ",".join(_DEFAULT_MINIWOB)).split(",")
+                if t.strip()
+            ]
+        )
+        for task in chosen:
+            check_task(task)
+        numbers = parse_seeds(seeds)
+    except OpenProgramError as exc:
+        raise click.ClickException(str(exc)) from exc
+    tasks = [
+        {"id": f"{task}-{seed}", "benchmark": f"miniwob/{task}", "seed": seed,
+         "max_steps": max_steps}
+        for task in chosen for seed in numbers
+    ]  # fmt: skip
+    name = name or "miniwob"
+    sys.exit(_run(tasks=tasks, name=name, out=out or Path(f"batch-{name}"), **options))
+
+
+def batch_main(args: list[str]) -> int:
+    """`openprogram batch ARGS` (openprogram/cli.py forwards here)."""
+    return _main(batch_command, args, "openprogram batch")
+
+
+def bench_main(args: list[str]) -> int:
+    """`openprogram bench ARGS` (openprogram/cli.py forwards here)."""
+    return _main(bench_group, args, "openprogram bench")
+
+
+def _main(command: click.Command, args: list[str], prog_name: str) -> int:
+    try:
+        command.main(args=args, prog_name=prog_name, standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0

@@ -1,0 +1,305 @@
+"""run_batch: many gui_agent episodes on a local process pool or on Ray, with one store.
+
+Owns the batch's life: check the tasks, the store and the engine before any episode,
+skip what the store shows finished, start attempts up to `workers` at once, retry a
+dead worker's episode a bounded number of times, then report (summary.py).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections import deque
+from collections.abc import Hashable, Iterable
+from pathlib import Path
+from typing import Any, TextIO
+from urllib.parse import urlsplit
+
+from gui_harness.batch.engines import EngineName, make_engine
+from gui_harness.batch.episode import ORACLE, Attempt, attempts, session_id
+from gui_harness.batch.summary import BatchResult, write_index, write_summary
+from gui_harness.batch.tasks import BatchTask, load_tasks, parse_task
+from gui_harness.errors import InvalidTask
+from openprogram import Session
+from openprogram.errors import ConfigError, StoreError, UsageError
+from openprogram.store.open import open_store
+
+__all__ = ["run_batch"]
+
+
+def _tasks(source: Any) -> tuple[list[BatchTask], list[str]]:
+    if isinstance(source, (str, os.PathLike)):
+        loaded, bad_lines = load_tasks(source)
+        return loaded, [str(p.error) for p in bad_lines]
+    tasks: list[BatchTask] = []
+    problems: list[str] = []
+    for number, item in enumerate(source, start=1):
+        try:
+            tasks.append(
+                item if isinstance(item, BatchTask) else parse_task(item, where=f"task {number}")
+            )
+        except InvalidTask as exc:
+            problems.append(str(exc))
+    ids = [t.id for t in tasks]
+    if len(set(ids)) != len(ids):
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        raise InvalidTask(f"task ids must be unique in a batch; repeated: {repeated!r}")
+    return tasks, problems
+
+
+def _on_this_machine(address: str | None) -> bool:
+    if address in (None, "local"):
+        return True
+    host = urlsplit(address if "://" in address else f"ray://{address}").hostname or ""
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def _open_store(spec: str) -> Any:
+    if not isinstance(spec, (str, os.PathLike)) or str(spec) == "memory":
+        raise UsageError(
+            f"store={spec!r}: a batch records into a store its workers can open; pass a "
+            "file path, 'sqlite:///file.db' or 'postgresql://...'"
+        )
+    store: Any = None
+    try:
+        store, _ = open_store(os.fspath(spec))
+        store.list_sessions()
+    except StoreError as exc:
+        if store is not None:
+            store.close()
+        raise ConfigError(
+            f"cannot use the store {spec!r} ({exc}); check that it is reachable from here "
+            "and from every worker. No episode was started"
+        ) from exc
+    return store
+
+
+def run_batch(
+    tasks: Iterable[BatchTask | dict[str, Any]] | str | os.PathLike[str],
+    *,
+    workers: int = 1,
+    engine: EngineName = "local",
+    store: str | os.PathLike[str] | None = None,
+    model: str | None = None,
+    address: str | None = None,
+    name: str = "batch",
+    out: str | os.PathLike[str] | None = None,
+    max_attempts: int = 2,
+    runtime_env: dict[str, Any] | None = None,
+    progress: TextIO | None = None,
+) -> BatchResult:
+    """Run each task as one gui_agent episode on its own desktop; returns a BatchResult.
+
+    tasks: BatchTask objects, task dicts, or the path of a JSON-lines tasks file (bad
+        lines are reported in `.problems` and the rest run). workers: episodes at once.
+    engine: "local" (a process per episode) or "ray" (Ray tasks; `address` joins a
+        cluster, None starts a private local Ray). store: where sessions and results go
+        (default: <out>/batch.db); PostgreSQL for a cluster. model: for tasks without
+        their own ("oracle" for MiniWoB++ offline, "demo" for the demo form, or a
+        litellm name). name: the batch's name in session ids; a rerun with the same
+        name and store skips finished episodes. out: where summary.json, index.html and
+        episodes/*.html go (default ./batch-<name>). max_attempts: tries per episode
+        when its worker dies or it raises. progress: a terminal stream for a progress
+        bar (default: stderr when it is a terminal).
+    Raises UsageError/ConfigError before any episode starts for bad settings, an
+    unusable store or an unreachable Ray cluster.
+    """
+    if workers < 1:
+        raise UsageError(f"workers={workers!r} must be at least 1")
+    if max_attempts < 1:
+        raise UsageError(f"max_attempts={max_attempts!r} must be at least 1")
+    started = time.monotonic()
+    todo, problems = _tasks(tasks)
+    missing = [t.id for t in todo if not (t.model or model)]
+    if missing:
+        raise UsageError(
+            f"tasks {missing[:5]!r} have no model: pass model='provider/name' (or 'oracle' "
+            'for MiniWoB++ offline) or give each task a "model"'
+        )
+    unplannable = [t.id for t in todo if (t.model or model) == ORACLE and t.miniwob is None]
+    if unplannable:
+        raise UsageError(
+            f"tasks {unplannable[:5]!r} are not MiniWoB++ tasks, so model 'oracle' cannot "
+            "plan them (it reads the goal from the page); give them a real model"
+        )
+    directory = Path(out if out is not None else f"batch-{name}")
+    directory.mkdir(parents=True, exist_ok=True)
+    spec = os.fspath(store) if store is not None else str(directory / "batch.db")
+    if engine == "ray" and not _on_this_machine(address) and not spec.startswith("postgres"):
+        raise ConfigError(
+            f"store={spec!r}: workers on other machines cannot share a SQLite file; pass "
+            "--store postgresql://user@host/db that every node can reach"
+        )
+    opened = _open_store(spec)
+    try:
+        chosen = make_engine(
+            engine, store=spec, address=address, workers=workers, runtime_env=runtime_env
+        )
+        try:
+            return _drive(
+                todo,
+                problems,
+                opened,
+                chosen,
+                spec,
+                name,
+                model,
+                workers,
+                max_attempts,
+                directory,
+                progress,
+                started,
+            )
+        finally:
+            chosen.close()
+    finally:
+        opened.close()
+
+
+def _drive(
+    todo: list[BatchTask], problems: list[str], store: Any, engine: Any, spec: str,
+    name: str, model: str | None, workers: int, max_attempts: int, directory: Path,
+    progress: TextIO | None, started: float,
+) -> BatchResult:  # fmt: skip
+    sessions = {info.id for info in store.list_sessions()}
+    results: dict[str, dict[str, Any]] = {}
+    pending: deque[tuple[BatchTask, int]] = deque()
+    crashes: dict[str, list[str]] = {}  # this run's attempts that left no record
+    for task in todo:
+        recorded = attempts(store, name, task.id, sessions)
+        outcome = _outcome(task, recorded, max_attempts, [])
+        if outcome is not None:
+            results[task.id] = outcome
+        else:
+            pending.append((task, _next(recorded, 0)))
+    skipped = len(results)
+    bar = _Progress(progress, len(todo), skipped)
+    running: dict[Hashable, tuple[BatchTask, int]] = {}
+    ran = retries = 0
+    while pending or running:
+        while pending and len(running) < workers:
+            task, attempt = pending.popleft()
+            handle = engine.start(task, session_id(name, task.id, attempt), task.model or model)
+            running[handle] = (task, attempt)
+            ran += 1
+        for handle, crash in engine.wait(list(running)):
+            task, attempt = running.pop(handle)
+            sid = session_id(name, task.id, attempt)
+            if store.session(sid) is not None:
+                sessions.add(sid)
+            else:
+                crash = crash or "the worker ended without recording its episode"
+                crashes.setdefault(task.id, []).append(crash)
+            recorded = attempts(store, name, task.id, sessions)
+            outcome = _outcome(task, recorded, max_attempts, crashes.get(task.id, []), crash)
+            if outcome is None:
+                retries += 1
+                pending.append((task, _next(recorded, attempt)))
+                continue
+            results[task.id] = outcome
+            bar.update(outcome)
+    bar.close()
+    episodes = [results[t.id] for t in todo]
+    _write_reports(spec, episodes, directory)
+    result = BatchResult(
+        episodes,
+        problems,
+        ran=ran,
+        skipped=skipped,
+        retries=retries,
+        seconds=time.monotonic() - started,
+    )
+    result.summary_path = write_summary(result, directory)
+    result.report_path = write_index(result, directory, f"batch {name}")
+    return result
+
+
+def _next(recorded: list[Attempt], tried: int) -> int:
+    return max([tried, *(a.number for a in recorded)]) + 1
+
+
+def _outcome(
+    task: BatchTask,
+    recorded: list[Attempt],
+    max_attempts: int,
+    unrecorded: list[str],
+    crash: str | None = None,
+) -> dict[str, Any] | None:
+    """The task's final result, or None while it should be tried again. `unrecorded`:
+    crashes of this run that died before their session was created."""
+    for attempt in recorded:
+        if attempt.result is not None:
+            status = "success" if attempt.result.get("success") else "failure"
+            return {
+                **attempt.result,
+                "status": status,
+                "session": attempt.session,
+                "attempts": len(recorded),
+                "worker": attempt.worker,
+            }
+    tries = len(recorded) + len(unrecorded)
+    if tries < max_attempts:
+        return None
+    last = recorded[-1] if recorded else None
+    why = crash or (last.error if last else None) or "the worker died before the episode ended"
+    return {
+        "id": task.id, "name": task.name, "model": task.model, "success": False,
+        "status": "failed", "reward": None, "steps": 0, "tokens": 0, "cost_usd": 0.0,
+        "seconds": 0.0, "detail": f"{tries} attempts failed; last: {why}",
+        "session": last.session if last else None, "attempts": tries,
+        "worker": last.worker if last else None,
+    }  # fmt: skip
+
+
+def _write_reports(spec: str, episodes: list[dict[str, Any]], directory: Path) -> None:
+    from openprogram.display.report import write_report
+
+    folder = directory / "episodes"
+    folder.mkdir(exist_ok=True)
+    for episode in episodes:
+        if not episode.get("session"):
+            continue
+        path = folder / f"{episode['session']}.html"
+        if not path.exists():
+            session = Session.open(spec, episode["session"])
+            try:
+                facts = {k: episode.get(k) for k in ("status", "reward", "steps", "detail")}
+                write_report(
+                    session, path, title=f"{episode['id']}: {episode['name']}"[:120], facts=facts
+                )
+            finally:
+                session.close()
+        episode["report"] = f"episodes/{path.name}"
+
+
+class _Progress:
+    """A one-line bar on a terminal: done/total, successes, failures."""
+
+    def __init__(self, stream: TextIO | None, total: int, done: int) -> None:
+        if stream is None and sys.stderr.isatty():
+            stream = sys.stderr
+        self.stream = stream if stream is not None and stream.isatty() else None
+        self.total, self.done, self.good = total, done, 0
+        self._draw()
+
+    def update(self, episode: dict[str, Any]) -> None:
+        self.done += 1
+        self.good += bool(episode.get("success"))
+        self._draw()
+
+    def _draw(self) -> None:
+        if self.stream is None or not self.total:
+            return
+        width = 30
+        filled = round(width * self.done / self.total)
+        self.stream.write(
+            f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} episodes, "
+            f"{self.good} succeeded this run"
+        )
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.stream is not None:
+            self.stream.write("\n")
+            self.stream.flush()

@@ -1,0 +1,126 @@
+"""What a batch runs: BatchTask, one episode's spec, and reading a tasks.jsonl file.
+
+Owns the task format of DESIGN.md §8 ("Batch and scale") and its checks; a bad line is
+reported with its number and never stops the good ones. Running belongs to episode.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from gui_harness.errors import InvalidTask
+
+__all__ = ["BatchTask", "TaskProblem", "load_tasks", "parse_task"]
+
+_MINIWOB = "miniwob/"
+
+
+class BatchTask(BaseModel):
+    """One gui_agent episode: a `task` on a fresh desktop running `app`, or a
+    `benchmark` task ("miniwob/<name>") with a `seed`. `model` defaults to the batch's."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.\-]+$", max_length=120)
+    task: str | None = None
+    app: list[str] | None = None
+    benchmark: str | None = None
+    seed: int = 0
+    max_steps: int = Field(default=15, ge=1, le=500)
+    model: str | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> BatchTask:
+        if (self.task is None) == (self.benchmark is None):
+            raise ValueError('give either "task" (with optional "app") or "benchmark"')
+        if self.benchmark is not None:
+            if self.app is not None:
+                raise ValueError('"app" goes with "task"; a benchmark opens its own page')
+            if not self.benchmark.startswith(_MINIWOB):
+                raise ValueError(
+                    f"benchmark {self.benchmark!r} is not known; write 'miniwob/<task>', "
+                    "e.g. 'miniwob/click-button'"
+                )
+            from gui_harness.bench.miniwob import check_task
+
+            check_task(self.benchmark[len(_MINIWOB) :])
+        return self
+
+    @property
+    def miniwob(self) -> str | None:
+        """The MiniWoB++ task name for a benchmark task, else None."""
+        return self.benchmark[len(_MINIWOB) :] if self.benchmark else None
+
+    @property
+    def name(self) -> str:
+        """What the summary groups by: the benchmark task, or the task text."""
+        return self.miniwob or str(self.task)
+
+
+@dataclass(frozen=True)
+class TaskProblem:
+    """A line of a tasks file that could not be used, and why."""
+
+    line: int
+    error: InvalidTask
+
+
+def parse_task(data: Any, *, where: str = "task") -> BatchTask:
+    """Check one task object; raises InvalidTask saying what is wrong and where."""
+    if not isinstance(data, dict):
+        raise InvalidTask(f'{where}: {data!r} is not a JSON object like {{"id": "t1", ...}}')
+    try:
+        return BatchTask.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'task'}: {e['msg']}" for e in exc.errors()
+        )
+        raise InvalidTask(f"{where}: {problems} (in {data!r})") from None
+    except ValueError as exc:  # check_task's UsageError from inside the validator
+        raise InvalidTask(f"{where}: {exc}") from None
+
+
+def load_tasks(path: str | os.PathLike[str]) -> tuple[list[BatchTask], list[TaskProblem]]:
+    """Read a JSON-lines tasks file: the good tasks, and one problem per bad line.
+
+    Blank lines and lines starting with '#' are skipped. A repeated id is a problem on
+    the later line. Raises InvalidTask only when the file cannot be read at all.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidTask(f"cannot read tasks file {os.fspath(path)!r}: {exc}") from exc
+    tasks: list[BatchTask] = []
+    problems: list[TaskProblem] = []
+    seen: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        where = f"{os.fspath(path)}:{number}"
+        try:
+            data = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            error = InvalidTask(
+                f"{where}: not valid JSON ({exc.msg} at column {exc.colno}): {stripped[:80]!r}"
+            )
+            problems.append(TaskProblem(number, error))
+            continue
+        try:
+            task = parse_task(data, where=where)
+        except InvalidTask as exc:
+            problems.append(TaskProblem(number, exc))
+            continue
+        if task.id in seen:
+            error = InvalidTask(f"{where}: id {task.id!r} is used already on line {seen[task.id]}")
+            problems.append(TaskProblem(number, error))
+            continue
+        seen[task.id] = number
+        tasks.append(task)
+    return tasks, problems

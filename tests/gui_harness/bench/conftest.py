@@ -1,0 +1,24 @@
+"""MiniWoB++ tests need the bench extra, Xvfb, Chromium and chromedriver; they skip,
+saying which is missing, without them (scripts/setup.sh --dev installs all of them)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+
+def needs_miniwob() -> list[pytest.MarkDecorator]:
+    return [
+        pytest.mark.x11,
+        pytest.mark.browser,
+        pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed"),
+        pytest.mark.skipif(
+            shutil.which("chromedriver") is None, reason="chromedriver is not installed"
+        ),
+    ]
+
+
+@pytest.fixture(autouse=True)
+def _miniwob_installed() -> None:
+    pytest.importorskip("miniwob", reason='needs pip install "openprogram[bench]"')
