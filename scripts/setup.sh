@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Set up a checkout: system packages (Debian/Ubuntu, when root or sudo is available) and a
 # virtual environment in .venv with openprogram installed in editable mode.
-#   scripts/setup.sh        what the demo needs (Xvfb, xdotool, Tk; the gui extra)
+#   scripts/setup.sh        what the demo needs (Xvfb, xdotool, Tk, D-Bus and AT-SPI; the
+#                           gui extra)
 #   scripts/setup.sh --dev  also what the tests need (PostgreSQL, tesseract, Chromium and
-#                           chromedriver, dev tools; the postgres, otel, bench and ray extras)
+#                           chromedriver, gtk3-widget-factory, dev tools; the postgres, otel,
+#                           bench and ray extras)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

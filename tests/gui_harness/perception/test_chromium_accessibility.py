@@ -3,6 +3,7 @@ interactive DOM element is covered by a component with the page's own label."""
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import time
 from pathlib import Path
@@ -18,6 +19,10 @@ pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed"),
     pytest.mark.skipif(chromium_binary() is None, reason="needs chromium (scripts/setup.sh --dev)"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("miniwob") is None,
+        reason='needs MiniWoB++ pages: pip install "openprogram[bench]"',
+    ),
     pytest.mark.skipif(
         shutil.which("chromedriver") is None or shutil.which("dbus-daemon") is None,
         reason="needs chromium-driver, dbus-daemon and at-spi2-core (scripts/setup.sh --dev)",
