@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import platform
 import statistics
 import sys
 import time
@@ -28,6 +27,8 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _common import machine  # benchmarks/ is on sys.path when a script runs
 
 from openprogram import Runtime, ScriptedModel, Session, agentic_function, llm
 
@@ -172,18 +173,6 @@ def bench_steps(reps: int, steps: int) -> list[dict[str, Any]]:
 
 
 # -- report ------------------------------------------------------------------------------
-
-
-def machine() -> str:
-    model = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{os.cpu_count()} CPUs ({model}), Python {platform.python_version()}"
 
 
 def main() -> int:

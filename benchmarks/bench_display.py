@@ -9,8 +9,6 @@ docs/performance.md under "## Inspecting" with the machine and date.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -19,6 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from _common import machine  # benchmarks/ is on sys.path when a script runs
 from PIL import Image as PILImage
 from PIL import ImageDraw
 
@@ -98,18 +97,6 @@ def browser_load(report: Path) -> float | None:
         base, _ = timed(lambda: subprocess.run([*command, blank.as_uri()], capture_output=True))
         took, _ = timed(lambda: subprocess.run([*command, report.as_uri()], capture_output=True))
     return max(0.0, took - base)
-
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.system()}"
 
 
 def main() -> int:

@@ -25,15 +25,30 @@ from gui_harness.agent import (
     plan_next_action,
     verify_step,
 )
+from gui_harness.current import (
+    ask_for_action,
+    current_observation,
+    current_prompts,
+    latest_verification,
+    look,
+    observe_screen,
+)
 from gui_harness.desktop.base import Desktop
 from gui_harness.desktop.fake import FakeDesktop
 from gui_harness.desktop.remote import RemoteDesktop
 from gui_harness.desktop.server import serve_desktop
 from gui_harness.desktop.virtual import App, VirtualDesktop
 from gui_harness.desktop.x11 import X11Desktop
-from gui_harness.errors import ActionRejected, DesktopError, DesktopTimeout, InvalidAction
+from gui_harness.errors import (
+    ActionRejected,
+    DesktopAuthError,
+    DesktopError,
+    DesktopTimeout,
+    InvalidAction,
+)
 from gui_harness.normalize import normalize_action
 from gui_harness.perception import AccessibilitySource, ComponentMemory, Observation, Perception
+from gui_harness.prompts import Prompts
 from gui_harness.result import GuiResult, StopReason
 
 __all__ = [
@@ -47,6 +62,14 @@ __all__ = [
     "plan_next_action",
     "dispatch_action",
     "conclusion",
+    # writing your own leaves
+    "current_observation",
+    "observe_screen",
+    "look",
+    "ask_for_action",
+    "latest_verification",
+    "current_prompts",
+    "Prompts",
     # desktops
     "Desktop",
     "VirtualDesktop",
@@ -81,4 +104,5 @@ __all__ = [
     "ActionRejected",
     "DesktopError",
     "DesktopTimeout",
+    "DesktopAuthError",
 ]

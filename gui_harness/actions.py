@@ -294,23 +294,43 @@ def _get(component: Any, name: str) -> Any:
 DEFAULT_DENY_KEYS: frozenset[frozenset[str]] = frozenset(
     frozenset(chord)
     for chord in [
+        # open a shell or a launcher that runs commands: the terminal (GNOME, Ubuntu, XFCE,
+        # Cinnamon, MATE), the run dialog and KRunner, application menus and finders
+        ("ctrl", "alt", "t"),
+        ("alt", "f1"),
+        ("alt", "f2"),
+        ("alt", "f3"),
+        ("alt", "space"),
+        ("ctrl", "escape"),
+        # the super (meta, windows, cmd) key alone or in any chord: overview, launcher,
+        # lock (super+l), run (super+r), session and window-manager shortcuts
+        ("super",),
+        # lock, log out, shut down, kill the X server or a window (xkill), task managers
         ("ctrl", "alt", "delete"),
         ("ctrl", "alt", "backspace"),
         ("ctrl", "alt", "l"),
-        ("super", "l"),
+        ("ctrl", "alt", "end"),
+        ("ctrl", "alt", "escape"),
+        ("ctrl", "shift", "escape"),
+        ("ctrl", "alt", "shift", "pageup"),
+        ("ctrl", "alt", "shift", "pagedown"),
         ("alt", "f4"),
+        # switch to a text console
         *(("ctrl", "alt", f"f{n}") for n in range(1, 13)),
     ]
 )
-"""Chords that lock, log out, kill the X server, switch VT or close windows."""
+"""Chords refused by default: those that open a terminal, a run dialog or a launcher,
+any chord with super, and those that lock, end or leave the session or close windows."""
 
 
 @dataclass
 class Policy:
     """Checks an action before it runs; `check` raises ActionRejected with the reason.
 
-    `deny_keys`: chords refused in any order, also inside a larger chord. `confirm`: asked
-    about every action that touches the screen (not wait/done/fail); False refuses it.
+    `deny_keys`: chords refused in any order, also inside a larger chord (default
+    DEFAULT_DENY_KEYS; extend it with `DEFAULT_DENY_KEYS | {frozenset({"ctrl", "q"})}`).
+    `confirm`: asked about every action that touches the screen (not wait/done/fail);
+    False refuses it.
     """
 
     deny_keys: Iterable[Iterable[str]] = DEFAULT_DENY_KEYS

@@ -1,44 +1,38 @@
 """gui_agent: observe → verify → plan → dispatch on a real desktop, then conclude.
 
-Owns the loop and its agentic functions with the expose / render_range of DESIGN.md §8,
-the stop rules and the done gate. Prompts are in prompts.py; perception, actions and
-desktops in their packages. Start at gui_agent(), then gui_step().
+Owns the loop (gui_agent, gui_step), dispatch_action, the stop rules, the done gate and
+the replaceable parts: gui_agent takes your own observe / verify_step / plan_next_action
+/ conclusion and perception, checked at the call. The stock leaves are in leaves.py,
+what they reach of the run in current.py, prompts in prompts.py. Start at gui_agent().
 """
 
 from __future__ import annotations
 
-import contextvars
+import inspect
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from gui_harness.actions import Policy, Transform, resolve
+from gui_harness import leaves
+from gui_harness.actions import Policy, resolve
+from gui_harness.current import _current, _publish, _Run, _run
 from gui_harness.desktop.base import Desktop
 from gui_harness.desktop.settle import wait_until_stable
-from gui_harness.errors import ActionRejected, DesktopError, InvalidAction
+from gui_harness.errors import ActionRejected, DesktopAuthError, DesktopError
+from gui_harness.leaves import conclusion, observe, plan_next_action, verify_step
 from gui_harness.normalize import normalize_action
 from gui_harness.perception import (
     AccessibilitySnapshot,
     AccessibilitySource,
     ComponentMemory,
-    Observation,
     Perception,
 )
-from gui_harness.prompts import (
-    Conclusion,
-    Plan,
-    Verification,
-    conclusion_prompt,
-    plan_prompt,
-    reask_prompt,
-    verify_prompt,
-)
+from gui_harness.prompts import DEFAULT_PROMPTS, Prompts
 from gui_harness.result import GuiResult
-from openprogram import agentic_function, current_frame, current_session, llm
+from openprogram import agentic_function, current_frame, current_session
 from openprogram.callbacks.base import current_run, gate, notify
-from openprogram.errors import ModelAuthError, ModelError, ModelOutputError, RunStopped, UsageError
+from openprogram.errors import ModelAuthError, ModelError, RunStopped, UsageError
 from openprogram.runtime import Runtime, current_runtime
 
 __all__ = [
@@ -54,128 +48,109 @@ __all__ = [
 _MAX_CONSECUTIVE_ERRORS = 3
 _HIDDEN = {"hidden": True}
 
-
-@dataclass
-class _Run:
-    """The live state of one gui_agent run, shared by its steps (never recorded)."""
-
-    desktop: Desktop
-    perception: Perception
-    policy: Policy
-    runtime: Runtime
-    max_image_width: int
-    settle_timeout: float
-    history_window: int | None
-    observation: Observation | None = None
-    transform: Transform = field(default_factory=Transform)
-    verification: dict[str, Any] | None = None
-    seen: dict[str, Any] | None = None
+# the replaceable leaves: how the loop calls each, and what each returns
+_LEAVES: dict[str, tuple[tuple[str, ...], str]] = {
+    "observe": (("step",), "dict (e.g. observe_screen(step))"),
+    "verify_step": (("task", "previous", "step"), "dict (e.g. Verification.model_dump())"),
+    "plan_next_action": (("task", "step"), 'dict {"goal", "action"} (e.g. ask_for_action(...))'),
+    "conclusion": (("task", "outcome"), "str"),
+}
 
 
-_run: contextvars.ContextVar[_Run | None] = contextvars.ContextVar("gui_run", default=None)
+# -- replaceable parts ------------------------------------------------------------------------
 
 
-def _current() -> _Run:
-    run = _run.get()
-    if run is None:
-        raise UsageError("this function runs inside gui_agent(); call gui_agent(task) instead")
-    return run
+def _expected(name: str) -> str:
+    params, returns = _LEAVES[name]
+    return f"@agentic_function def {name}({', '.join(params)}) -> {returns}"
 
 
-def _image_content(text: str, observation: Observation) -> list[Any]:
-    return [text, {"type": "image", "image": observation.marked}]
+def _check_leaf(name: str, fn: Any) -> Callable[..., Any]:
+    """The user's replacement for leaf `name`, checked: an agentic, synchronous function
+    the loop can call as it calls the stock one. UsageError otherwise."""
+    if not callable(fn):
+        raise UsageError(f"{name}={fn!r} is not a function; pass one like {_expected(name)}")
+    label = getattr(fn, "__qualname__", repr(fn))
+    if not getattr(fn, "__agentic__", False):
+        raise UsageError(
+            f"{name}={label} is not an agentic function: decorate it with @agentic_function "
+            f"so its calls are recorded and later steps see them; expected {_expected(name)}"
+        )
+    if inspect.iscoroutinefunction(inspect.unwrap(fn)):
+        raise UsageError(
+            f"{name}={label} is async, but gui_agent calls its leaves synchronously: write it "
+            f"with def and llm(); expected {_expected(name)}"
+        )
+    params = _LEAVES[name][0]
+    signature = inspect.signature(fn)
+    names = [p for p in signature.parameters if p != "runtime"][: len(params)]
+    try:
+        signature.bind(*params)
+    except TypeError as exc:
+        raise UsageError(
+            f"{name}={label}{signature} cannot be called as gui_agent calls it, "
+            f"{name}({', '.join(params)}): {exc}; expected {_expected(name)}"
+        ) from None
+    if tuple(names) != params:
+        raise UsageError(
+            f"{name}={label}{signature} names its parameters {tuple(names)!r}; gui_agent "
+            f"records and passes {params!r}, so name them alike: {_expected(name)}"
+        )
+    return fn
 
 
-# -- the leaves -------------------------------------------------------------------------------
+def _check_perception(perception: Any) -> Any:
+    if not callable(getattr(perception, "perceive", None)):
+        raise UsageError(
+            f"perception={perception!r} has no perceive(image) method; pass a "
+            "gui_harness.Perception (or a subclass), or any object with "
+            "perceive(image) -> gui_harness.Observation"
+        )
+    return perception
 
 
-@agentic_function(render_range={"callers": 0})
-def observe(step: int) -> dict[str, Any]:
-    """Take a screenshot and find the numbered components on it."""
-    run = _current()
-    screenshot = run.desktop.screenshot()
-    width, height = screenshot.size
-    scale = max(1.0, width / run.max_image_width)
-    image = screenshot
-    if scale > 1.0:
-        image = screenshot.resize((round(width / scale), round(height / scale)))
-    run.transform = Transform(scale=scale)
-    observation = run.perception.perceive(image)
-    run.observation = observation
-    notify(run.runtime.callbacks, "on_screenshot", screenshot, step, record_on=current_run())
-    run.seen = {
-        "step": step,
-        "size": list(observation.size),
-        "scale": scale,
-        "components": len(observation.components),
-        "screenshot": image,
-    }
-    if observation.accessibility is not None:
-        # what the tree said, so a replay numbers the components as the planner saw them
-        run.seen["accessibility"] = observation.accessibility.to_dict()
-    if observation.notes:
-        run.seen["notes"] = list(observation.notes)
-    return run.seen
+def _result(name: str, fn: Any, value: Any, check: Callable[[Any], bool]) -> Any:
+    if not check(value):
+        label = getattr(fn, "__qualname__", repr(fn))
+        raise UsageError(f"{name}={label} returned {value!r}; it must return {_LEAVES[name][1]}")
+    return value
 
 
-def _observed(run: _Run, seen: dict[str, Any]) -> None:
-    """Make `run` hold the observation `observe` returned. A replayed observe (resuming
-    a crashed run) ran nothing, so perceive its recorded screenshot again: the same
-    picture gives the same numbered components the recorded plan refers to."""
-    if seen is run.seen:  # observe ran live and set everything itself
+def _is_str(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_dict(value: Any) -> bool:
+    return isinstance(value, dict)
+
+
+def _is_plan(value: Any) -> bool:
+    if not isinstance(value, dict) or "action" not in value:
+        return False
+    action = value["action"]
+    return (action is None and "error" in value) or (isinstance(action, dict) and "type" in action)
+
+
+def _observed(run: _Run, fn: Any, seen: Any, published: int) -> None:
+    """Make sure `run` holds the observation this step's observe made. A replayed
+    observe (resuming a crashed run) ran nothing, so perceive its recorded screenshot
+    again: the same picture gives the same numbered components the recorded plan used."""
+    if run.published != published:  # observe ran live and made one current
         return
-    run.seen = seen
-    run.transform = Transform(scale=float(seen.get("scale", 1.0)))
+    screenshot = seen.get("screenshot") if isinstance(seen, dict) else None
+    if screenshot is None:
+        label = getattr(fn, "__qualname__", repr(fn))
+        raise UsageError(
+            f"observe={label} made no observation current: call "
+            "gui_harness.observe_screen(step) in it and return its record"
+        )
     recorded = seen.get("accessibility")
-    tree = AccessibilitySnapshot.from_dict(recorded) if recorded else AccessibilitySnapshot()
-    run.observation = run.perception.perceive(seen["screenshot"], accessibility=tree)
-
-
-@agentic_function(render_range={"callers": 0})
-def verify_step(task: str, previous: dict[str, Any], step: int) -> dict[str, Any]:
-    """Judge from the current screen whether the previous step's action worked."""
-    run = _current()
-    observation = run.observation
-    assert observation is not None
-    prompt = verify_prompt(task, previous, observation.size, observation.text)
-    verdict = llm(_image_content(prompt, observation), response_format=Verification)
-    return verdict.model_dump()
-
-
-@agentic_function
-def plan_next_action(task: str, step: int) -> dict[str, Any]:
-    """Choose the next action from the task, the screen and the steps so far."""
-    run = _current()
-    observation = run.observation
-    assert observation is not None
-    window = None
-    if run.history_window is not None:
-        # the current step's own lines (its call, observe, verify) come on top of N steps
-        window = {"callers": run.history_window + (3 if step > 1 else 2)}
-    prompt = plan_prompt(task, step, observation.size, observation.text, run.verification)
-    try:
-        plan = llm(_image_content(prompt, observation), response_format=Plan, render_range=window)
-    except ModelOutputError as exc:
-        return {"goal": None, "action": None, "error": f"unreadable plan: {exc}"}
-    problem = _invalid(plan, observation, run)
-    if problem is not None:
-        try:
-            plan = llm(reask_prompt(problem), response_format=Plan, render_range=window)
-        except ModelOutputError as exc:
-            return {"goal": None, "action": None, "error": f"unreadable plan: {exc}"}
-        problem = _invalid(plan, observation, run)
-        if problem is not None:
-            return {"goal": plan.goal, "action": None, "error": f"invalid action: {problem}"}
-    action = normalize_action(plan.action)
-    return {"goal": plan.goal, "action": action.model_dump(exclude_none=True)}
-
-
-def _invalid(plan: Plan, observation: Observation, run: _Run) -> str | None:
-    try:
-        resolve(normalize_action(plan.action), observation.components, run.transform)
-    except InvalidAction as exc:
-        return str(exc)
-    return None
+    if isinstance(run.perception, Perception):
+        tree = AccessibilitySnapshot.from_dict(recorded) if recorded else AccessibilitySnapshot()
+        observation = run.perception.perceive(screenshot, accessibility=tree)
+    else:
+        observation = run.perception.perceive(screenshot)
+    _publish(run, observation, float(seen.get("scale", 1.0)))
 
 
 @agentic_function
@@ -211,12 +186,13 @@ def _learn(run: _Run, action: Any) -> None:
     """Remember the labelled component an action used, so the app's memory can name it
     next time without OCR."""
     element = getattr(action, "element", None)
-    memory = run.perception.memory
-    if element is None or memory is None or run.observation is None:
+    memory = getattr(run.perception, "memory", None)
+    remember = getattr(run.perception, "remember", None)
+    if element is None or memory is None or not callable(remember) or run.observation is None:
         return
     component = run.observation.component(element)
     if component.label and not memory.match(run.observation.image, [component]):
-        run.perception.remember(run.observation, element, component.label)
+        remember(run.observation, element, component.label)
 
 
 def _restore(callbacks: Sequence[Any], action: dict[str, Any]) -> dict[str, Any]:
@@ -228,25 +204,6 @@ def _restore(callbacks: Sequence[Any], action: dict[str, Any]) -> dict[str, Any]
     return action
 
 
-@agentic_function(render_range={"callers": 0})
-def conclusion(task: str, outcome: str) -> str:
-    """Describe what the final screen shows and whether the task looks done."""
-    run = _current()
-    observe_final = run.perception.perceive(_model_image(run))
-    prompt = conclusion_prompt(task, outcome, observe_final.size, observe_final.text)
-    reply = llm(_image_content(prompt, observe_final), response_format=Conclusion)
-    return reply.summary
-
-
-def _model_image(run: _Run) -> Any:
-    screenshot = run.desktop.screenshot()
-    if run.transform.scale > 1.0:
-        width, height = screenshot.size
-        scale = run.transform.scale
-        return screenshot.resize((round(width / scale), round(height / scale)))
-    return screenshot
-
-
 # -- one step ---------------------------------------------------------------------------------
 
 
@@ -254,10 +211,15 @@ def _model_image(run: _Run) -> Any:
 def gui_step(task: str, step: int, feedback: dict[str, Any] | None) -> dict[str, Any]:
     """One round: observe, verify the previous step, plan, gate done, dispatch."""
     run = _current()
-    _observed(run, observe(step))
+    run.step = step
+    leaf = run.leaves
+    published = run.published
+    _observed(run, leaf["observe"], leaf["observe"](step), published)
     if step > 1 and feedback is not None:
-        run.verification = verify_step(task, feedback, step)
-    plan = plan_next_action(task, step)
+        verdict = leaf["verify_step"](task, feedback, step)
+        run.verification = _result("verify_step", leaf["verify_step"], verdict, _is_dict)
+    plan = leaf["plan_next_action"](task, step)
+    _result("plan_next_action", leaf["plan_next_action"], plan, _is_plan)
     outcome: dict[str, Any] = {"step": step, "goal": plan["goal"], "action": plan["action"]}
     action = plan["action"]
     if action is None:
@@ -297,6 +259,12 @@ def gui_step(task: str, step: int, feedback: dict[str, Any] | None) -> dict[str,
         "policy": _HIDDEN,
         "max_image_width": _HIDDEN,
         "settle_timeout": _HIDDEN,
+        "observe": _HIDDEN,
+        "verify_step": _HIDDEN,
+        "plan_next_action": _HIDDEN,
+        "conclusion": _HIDDEN,
+        "perception": _HIDDEN,
+        "prompts": _HIDDEN,
     }
 )
 def gui_agent(
@@ -311,6 +279,12 @@ def gui_agent(
     policy: Policy | None = None,
     max_image_width: int = 1280,
     settle_timeout: float = 3.0,
+    observe: Callable[..., Any] | None = None,
+    verify_step: Callable[..., Any] | None = None,
+    plan_next_action: Callable[..., Any] | None = None,
+    conclusion: Callable[..., Any] | None = None,
+    perception: Any = None,
+    prompts: Prompts | None = None,
 ) -> GuiResult:
     """Do `task` on a desktop: observe, verify, plan and act until done or a limit.
 
@@ -318,13 +292,40 @@ def gui_agent(
         (an argv list) and closes it at the end.
     app: a name for the component memory (or the argv to start, see above).
     history_window: the planner sees only the last N steps. timeout_s: wall-clock limit.
+    observe, verify_step, plan_next_action, conclusion: your own agentic functions in
+        place of the stock ones (gui_harness.leaves), with the same parameters; they
+        reach the run through gui_harness.current_observation() and its neighbours.
+    perception: what turns screenshots into observations (anything with
+        perceive(image) -> Observation); default: Perception with the app's memory and
+        the desktop's accessibility tree (AccessibilitySource), when it has one.
+    prompts: the text of the stock leaves' model calls (default DEFAULT_PROMPTS).
     Returns a GuiResult; success only for a done the latest verification confirmed.
+    Raises UsageError for a bad limit or a replacement that does not fit.
     """
+    given = {
+        "observe": observe,
+        "verify_step": verify_step,
+        "plan_next_action": plan_next_action,
+        "conclusion": conclusion,
+    }
+    stock = {
+        "observe": leaves.observe,
+        "verify_step": leaves.verify_step,
+        "plan_next_action": leaves.plan_next_action,
+        "conclusion": leaves.conclusion,
+    }
+    chosen = {
+        name: stock[name] if fn is None else _check_leaf(name, fn) for name, fn in given.items()
+    }
+    if prompts is not None and not isinstance(prompts, Prompts):
+        raise UsageError(f"prompts={prompts!r} must be a gui_harness.Prompts (or None)")
     if max_steps < 1:
         raise UsageError(f"max_steps={max_steps!r} must be at least 1")
     if history_window is not None and history_window < 0:
         raise UsageError(f"history_window={history_window!r} must be >= 0 or None")
     memory_name = app if isinstance(app, str) else (Path(app[0]).name if app else None)
+    if perception is not None:
+        _check_perception(perception)
     owned = None
     if desktop is None:
         from gui_harness.desktop.virtual import VirtualDesktop
@@ -334,10 +335,11 @@ def gui_agent(
         owned.start()  # stops whatever it started if it fails
     accessibility = None
     try:
-        accessibility = _accessibility(desktop)
-        perception = Perception(
-            ComponentMemory(memory_name) if memory_name else None, accessibility=accessibility
-        )
+        if perception is None:
+            accessibility = _accessibility(desktop)
+            perception = Perception(
+                ComponentMemory(memory_name) if memory_name else None, accessibility=accessibility
+            )
         run = _Run(
             desktop=desktop,
             perception=perception,
@@ -346,6 +348,8 @@ def gui_agent(
             max_image_width=max_image_width,
             settle_timeout=settle_timeout,
             history_window=history_window,
+            prompts=prompts or DEFAULT_PROMPTS,
+            leaves=chosen,
         )
         token = _run.set(run)
         try:
@@ -396,7 +400,7 @@ def _loop(run: _Run, task: str, max_steps: int, timeout_s: float | None) -> GuiR
         except RunStopped as exc:
             stop, detail = "stopped", exc.reason
             break
-        except ModelAuthError as exc:
+        except (ModelAuthError, DesktopAuthError) as exc:  # retrying cannot help
             stop, detail = "error", str(exc)
             break
         except (ModelError, DesktopError) as exc:
@@ -437,8 +441,11 @@ def _conclude(run: _Run, task: str, stop: str, detail: str | None) -> str:
     outcome = stop if not detail else f"{stop}: {detail}"
     if stop in ("stopped", "error"):
         return f"The run ended early ({outcome}); no conclusion was asked of the model."
+    leaf = run.leaves["conclusion"]
     try:
-        return conclusion(task, outcome)
+        return _result(
+            "conclusion", leaf, leaf(task, outcome), lambda value: isinstance(value, str)
+        )
     except (ModelError, RunStopped, DesktopError) as exc:
         return f"The run ended ({outcome}); the conclusion failed: {exc}"
 

@@ -4,6 +4,7 @@ RunError (openprogram)
 ├── InvalidAction (+ValueError)     the model proposed an action that does not parse
 ├── ActionRejected                  the policy refused a well-formed action
 └── DesktopError                    a desktop backend failed
+    ├── DesktopAuthError                a desktop server refused the token: pass the right one
     └── DesktopTimeout (+TimeoutError)  the backend did not answer in time
 UsageError (openprogram)
 └── InvalidTask                     a batch task (or a tasks-file line) is malformed
@@ -15,7 +16,14 @@ from typing import Any
 
 from openprogram.errors import RunError, UsageError
 
-__all__ = ["ActionRejected", "DesktopError", "DesktopTimeout", "InvalidAction", "InvalidTask"]
+__all__ = [
+    "ActionRejected",
+    "DesktopAuthError",
+    "DesktopError",
+    "DesktopTimeout",
+    "InvalidAction",
+    "InvalidTask",
+]
 
 
 class InvalidAction(RunError, ValueError):
@@ -37,6 +45,11 @@ class DesktopError(RunError):
 
 class DesktopTimeout(DesktopError, TimeoutError):
     """A desktop backend did not answer within its timeout."""
+
+
+class DesktopAuthError(DesktopError):
+    """A desktop server refused the request's token; retrying will not help, the token must
+    be the one serve_desktop() returned (`DesktopServer.token`)."""
 
 
 class InvalidTask(UsageError):

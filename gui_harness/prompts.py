@@ -1,19 +1,31 @@
 """What the GUI agent asks its model: the prompts and the structured replies.
 
-Owns the text of the three LLM leaves (verify_step, plan_next_action, conclusion) and
-the pydantic models their replies must match. The loop itself is in agent.py.
+Owns the text of the three LLM leaves (verify_step, plan_next_action, conclusion) as
+public templates, `Prompts` (pass your own to `gui_agent(prompts=...)`), and the pydantic
+models their replies must match. The leaves are in leaves.py, the loop in agent.py.
 """
 
 from __future__ import annotations
 
 import json
+import string
+from dataclasses import dataclass, fields
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from openprogram.errors import UsageError
+
 __all__ = [
+    "ACTIONS_HELP",
+    "CONCLUSION",
+    "DEFAULT_PROMPTS",
+    "PLAN",
+    "REASK",
+    "VERIFY",
     "Conclusion",
     "Plan",
+    "Prompts",
     "Verification",
     "conclusion_prompt",
     "plan_prompt",
@@ -58,44 +70,142 @@ class Plan(BaseModel):
     action: dict[str, Any] = Field(description="one action object, see the list of actions")
 
 
+VERIFY = (
+    "You check whether the previous action on a computer screen worked.\n"
+    "Task: {task}\n"
+    "Previous step: {previous}\n"
+    "{screen}\n"
+    "The screenshot with numbered boxes follows. Judge only from what is visible."
+)
+"""verify_step's prompt. Fields: {task}, {previous} (the previous step's outcome as
+JSON), {screen} (size and the numbered component list)."""
+
+PLAN = (
+    "You operate a computer to do this task: {task}\n"
+    "This is step {step}. Latest verification: {verification}\n"
+    "{screen}\n"
+    "{actions}\n"
+    "Choose exactly one next action; the history above shows the steps so far."
+)
+"""plan_next_action's prompt. Fields: {task}, {step}, {verification} (the latest
+verdict as JSON), {screen}, {actions} (the action list, Prompts.actions)."""
+
+REASK = "That action cannot be used: {problem}\nReply again with one valid action from the list."
+"""The re-ask after an invalid action. Field: {problem}."""
+
+CONCLUSION = (
+    "The agent worked on this task: {task}\nIt stopped because: {outcome}.\n"
+    "{screen}\n"
+    "Describe in two or three sentences what the final screen visibly shows, quoting "
+    "on-screen text, and whether the task appears complete."
+)
+"""conclusion's prompt. Fields: {task}, {outcome} (the stop reason), {screen}."""
+
+_FIELDS = {
+    "verify": {"task", "previous", "screen"},
+    "plan": {"task", "step", "verification", "screen", "actions"},
+    "reask": {"problem"},
+    "conclusion": {"task", "outcome", "screen"},
+}
+
+
+@dataclass(frozen=True)
+class Prompts:
+    """The text of gui_agent's model calls: `str.format` templates (literal braces
+    doubled: `{{`), and the action list the plan prompt shows.
+
+    Change one with `Prompts(plan=MY_PLAN)` and pass it as `gui_agent(prompts=...)`;
+    a replaced leaf reaches the run's prompts with `gui_harness.current_prompts()`.
+    Raises UsageError for a template naming a field it does not get.
+    """
+
+    verify: str = VERIFY
+    plan: str = PLAN
+    reask: str = REASK
+    conclusion: str = CONCLUSION
+    actions: str = ACTIONS_HELP
+
+    def __post_init__(self) -> None:
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if not isinstance(value, str):
+                raise UsageError(f"Prompts({field.name}={value!r}) must be a string")
+            allowed = _FIELDS.get(field.name)
+            if allowed is None:
+                continue
+            try:
+                named = {name for _, name, _, _ in string.Formatter().parse(value) if name}
+            except ValueError as exc:
+                raise UsageError(
+                    f"Prompts({field.name}=...) is not a valid template ({exc}); write "
+                    "literal braces as {{ and }}"
+                ) from None
+            unknown = sorted(named - allowed)
+            if unknown:
+                raise UsageError(
+                    f"Prompts({field.name}=...) names the field {{{unknown[0]}}}, which it "
+                    f"does not get; its fields are {sorted(allowed)!r} (write literal braces "
+                    "as {{ and }})"
+                )
+
+    def verify_prompt(
+        self, task: str, previous: Any, size: tuple[int, int], components: str
+    ) -> str:
+        return self.verify.format(
+            task=task,
+            previous=json.dumps(previous, ensure_ascii=False, default=str),
+            screen=_screen(size, components),
+        )
+
+    def plan_prompt(
+        self, task: str, step: int, size: tuple[int, int], components: str, verification: Any
+    ) -> str:
+        verdict = (
+            json.dumps(verification, ensure_ascii=False) if verification else "none (first step)"
+        )
+        return self.plan.format(
+            task=task,
+            step=step,
+            verification=verdict,
+            screen=_screen(size, components),
+            actions=self.actions,
+        )
+
+    def reask_prompt(self, problem: str) -> str:
+        return self.reask.format(problem=problem)
+
+    def conclusion_prompt(
+        self, task: str, outcome: str, size: tuple[int, int], components: str
+    ) -> str:
+        return self.conclusion.format(task=task, outcome=outcome, screen=_screen(size, components))
+
+
+DEFAULT_PROMPTS = Prompts()
+"""The prompts gui_agent uses unless given others."""
+
+
 def _screen(size: tuple[int, int], components: str) -> str:
     listing = components or "(no components detected)"
     return f"Screen: {size[0]}x{size[1]} image pixels. Numbered components:\n{listing}"
 
 
 def verify_prompt(task: str, previous: Any, size: tuple[int, int], components: str) -> str:
-    return (
-        "You check whether the previous action on a computer screen worked.\n"
-        f"Task: {task}\n"
-        f"Previous step: {json.dumps(previous, ensure_ascii=False, default=str)}\n"
-        f"{_screen(size, components)}\n"
-        "The screenshot with numbered boxes follows. Judge only from what is visible."
-    )
+    """The default verify_step prompt (DEFAULT_PROMPTS.verify_prompt)."""
+    return DEFAULT_PROMPTS.verify_prompt(task, previous, size, components)
 
 
 def plan_prompt(
     task: str, step: int, size: tuple[int, int], components: str, verification: Any
 ) -> str:
-    verdict = json.dumps(verification, ensure_ascii=False) if verification else "none (first step)"
-    return (
-        f"You operate a computer to do this task: {task}\n"
-        f"This is step {step}. Latest verification: {verdict}\n"
-        f"{_screen(size, components)}\n"
-        f"{ACTIONS_HELP}\n"
-        "Choose exactly one next action; the history above shows the steps so far."
-    )
+    """The default plan_next_action prompt (DEFAULT_PROMPTS.plan_prompt)."""
+    return DEFAULT_PROMPTS.plan_prompt(task, step, size, components, verification)
 
 
 def reask_prompt(problem: str) -> str:
-    return (
-        f"That action cannot be used: {problem}\nReply again with one valid action from the list."
-    )
+    """The default re-ask after an invalid action (DEFAULT_PROMPTS.reask_prompt)."""
+    return DEFAULT_PROMPTS.reask_prompt(problem)
 
 
 def conclusion_prompt(task: str, outcome: str, size: tuple[int, int], components: str) -> str:
-    return (
-        f"The agent worked on this task: {task}\nIt stopped because: {outcome}.\n"
-        f"{_screen(size, components)}\n"
-        "Describe in two or three sentences what the final screen visibly shows, quoting "
-        "on-screen text, and whether the task appears complete."
-    )
+    """The default conclusion prompt (DEFAULT_PROMPTS.conclusion_prompt)."""
+    return DEFAULT_PROMPTS.conclusion_prompt(task, outcome, size, components)

@@ -39,6 +39,7 @@ from openprogram.replay import ReplayModel
 from openprogram.runtime import Runtime, allm, current_runtime, llm
 from openprogram.session import Session, current_frame
 from openprogram.store import Store
+from openprogram.threads import start_thread
 from openprogram.usage import Usage
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "Session",
     "current_session",
     "current_frame",
+    "start_thread",
     "Store",
     # the DAG
     "ContextDAG",

@@ -2,21 +2,25 @@
 
 litellm is imported on first use (it is slow to import), with its cost map read from
 the installed package rather than fetched, and its telemetry off. API keys come from the
-provider's usual environment variables and never appear in errors we raise.
+provider's usual environment variables and never appear in errors we raise (_secrets.py
+scrubs them). Every reply shape ends as text or a typed ModelError.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import os
-import re
 import time
+import warnings
 from typing import Any
 
+from openprogram import _secrets
 from openprogram.errors import (
     ModelAuthError,
     ModelBadRequest,
     ModelError,
+    ModelOutputError,
     ModelUnavailable,
 )
 from openprogram.models import ModelReply, ModelRequest
@@ -75,7 +79,15 @@ _BY_STATUS: dict[int, type[ModelError]] = {
     429: ModelUnavailable,
 }
 
-_KEYLIKE = re.compile(r"(sk-|key-|AIza)[A-Za-z0-9_\-*]{6,}")
+# How providers' SDKs say that no key was given at all (litellm reports some of them as
+# a 500 InternalServerError, which would otherwise be retried).
+_MISSING_KEY = (
+    "missing credentials",
+    "api_key client option must be set",
+    "no api key provided",
+    "api key not found",
+    "missing api key",
+)
 
 
 def import_litellm() -> Any:
@@ -93,13 +105,17 @@ def import_litellm() -> Any:
 
 def translate_error(exc: BaseException, model: str) -> ModelError:
     """Our ModelError for a litellm/OpenAI exception: typed, keys redacted, with a fix."""
+    _secrets.refresh()
+    _secrets.scrub_exception(exc)  # the chained cause is shown with tracebacks too
     matched = next((c.__name__ for c in type(exc).__mro__ if c.__name__ in ERROR_MAP), None)
     status = getattr(exc, "status_code", None)
     if matched in (None, "OpenAIError") and isinstance(status, int):
         target = _BY_STATUS.get(status) or (ModelUnavailable if status >= 500 else ModelBadRequest)
     else:
         target = ERROR_MAP.get(matched or "", ModelError)
-    message = _KEYLIKE.sub("***", str(exc))
+    message = _secrets.scrub(_text(exc))
+    if any(phrase in message.lower() for phrase in _MISSING_KEY):
+        target = ModelAuthError
     hint = {
         ModelAuthError: "check the API key in the provider's environment variable "
         "(e.g. OPENAI_API_KEY, ANTHROPIC_API_KEY) and the account's access",
@@ -109,32 +125,49 @@ def translate_error(exc: BaseException, model: str) -> ModelError:
     }.get(target, "see the provider's message above")
     error = target(f"model {model!r}: {type(exc).__name__}: {message} — {hint}")
     error.retry_after = _retry_after(exc)  # type: ignore[attr-defined]
-    error.status_code = status  # type: ignore[attr-defined]
+    error.status_code = status if isinstance(status, int) else None  # type: ignore[attr-defined]
     return error
 
 
-def _retry_after(exc: BaseException) -> float | None:
-    headers: Any = None
-    response = getattr(exc, "response", None)
-    if response is not None:
-        headers = getattr(response, "headers", None)
-    if not headers:
-        headers = getattr(exc, "litellm_response_headers", None)
-    if not headers:
-        return None
-    value = headers.get("retry-after") or headers.get("Retry-After")
-    if value is None:
-        milliseconds = headers.get("retry-after-ms")
-        return float(milliseconds) / 1000 if milliseconds else None
+def _text(exc: BaseException) -> str:
     try:
-        return max(0.0, float(value))
-    except ValueError:
+        return str(exc)
+    except Exception:  # an exception whose __str__ fails: its type is still worth a word
+        return f"<{type(exc).__name__} with an unprintable message>"
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """Seconds the provider asked to wait (Retry-After: seconds or an HTTP date, or
+    retry-after-ms); None when absent or unreadable (the usual backoff applies)."""
+    try:
+        headers: Any = None
+        response = getattr(exc, "response", None)
+        if response is not None:
+            headers = getattr(response, "headers", None)
+        if not headers:
+            headers = getattr(exc, "litellm_response_headers", None)
+        if not headers or not hasattr(headers, "get"):
+            return None
+        milliseconds = _seconds(headers.get("retry-after-ms"))
+        if milliseconds is not None:
+            return milliseconds / 1000
+        value = headers.get("retry-after") or headers.get("Retry-After")
+        seconds = _seconds(value)
+        if seconds is not None or not isinstance(value, str):
+            return seconds
         from email.utils import parsedate_to_datetime
 
-        try:
-            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-        except (TypeError, ValueError):
-            return None
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except Exception:  # a header no provider should send: fall back to the backoff
+        return None
+
+
+def _seconds(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, number) if math.isfinite(number) else None
 
 
 class LiteLLMModel:
@@ -144,6 +177,8 @@ class LiteLLMModel:
         self.name = name
         self.timeout = timeout
         self._kwargs = kwargs
+        self._credentials_seen = False
+        _secrets.register(kwargs)
 
     def _arguments(self, request: ModelRequest) -> dict[str, Any]:
         arguments: dict[str, Any] = {
@@ -169,12 +204,41 @@ class LiteLLMModel:
 
     def complete(self, request: ModelRequest) -> ModelReply:
         litellm = import_litellm()
+        arguments = self._arguments(request)
+        self._check_credentials(arguments)
         started = time.perf_counter()
         try:
-            response = litellm.completion(**self._arguments(request))
+            response = litellm.completion(**arguments)
         except Exception as exc:
             raise translate_error(exc, self.name) from exc
         return self._reply(response, time.perf_counter() - started)
+
+    def _check_credentials(self, arguments: dict[str, Any]) -> None:
+        """ModelAuthError at once when the provider's key variable is not set and no key
+        was passed (litellm would otherwise fail only after the retries)."""
+        if self._credentials_seen or any(
+            value and _secrets.is_secret_option(name) for name, value in arguments.items()
+        ):
+            return
+        litellm = import_litellm()
+        try:
+            found = litellm.validate_environment(model=self.name)
+        except Exception:  # a model litellm cannot place: the call itself will say so
+            return
+        # only keys: a missing base URL or project has defaults or other sources
+        missing = [
+            name
+            for name in found.get("missing_keys") or []
+            if name.endswith(("_API_KEY", "_TOKEN")) and name != "OLLAMA_API_KEY"
+        ]
+        if not missing:
+            self._credentials_seen = True
+            return
+        names = " or ".join(missing)
+        raise ModelAuthError(
+            f"model {self.name!r} needs an API key, and {names} is not set: set {names} "
+            "in the environment, or pass Runtime(..., api_key=...). Nothing was sent."
+        )
 
     async def acomplete(self, request: ModelRequest) -> ModelReply:
         # litellm.acompletion leaves a background logging task on the caller's event loop
@@ -183,9 +247,41 @@ class LiteLLMModel:
         return await asyncio.to_thread(self.complete, request)
 
     def _reply(self, response: Any, latency: float) -> ModelReply:
+        try:
+            return self._parse_reply(response, latency)
+        except ModelError:
+            raise
+        except Exception as exc:  # a reply shape litellm let through: transient, retried
+            raise ModelUnavailable(
+                f"model {self.name!r}: the provider's reply could not be read "
+                f"({type(exc).__name__}: {_secrets.scrub(_text(exc))}); it is retried "
+                "automatically"
+            ) from None
+
+    def _parse_reply(self, response: Any, latency: float) -> ModelReply:
         litellm = import_litellm()
-        choice = response.choices[0]
-        text = choice.message.content or ""
+        choices = getattr(response, "choices", None)
+        if not choices:
+            raise ModelUnavailable(
+                f"model {self.name!r}: the provider's reply has no choices "
+                f"(choices={choices!r}); it is retried automatically"
+            )
+        choice = choices[0]
+        message = getattr(choice, "message", None)
+        content = getattr(message, "content", None)
+        if content is None and not getattr(message, "tool_calls", None):
+            reason = getattr(choice, "finish_reason", None)
+            raise ModelOutputError(
+                f"model {self.name!r} replied with no content and no tool calls "
+                f"(finish_reason={reason!r}): a content filter, or max_tokens spent before "
+                "any text. Check the prompt and max_tokens, or try another model."
+            )
+        if content is not None and not isinstance(content, str):
+            raise ModelOutputError(
+                f"model {self.name!r} replied with content of type "
+                f"{type(content).__name__}, not text: {content!r:.200}"
+            )
+        text = content or ""
         cost: float | None
         try:
             cost = float(litellm.completion_cost(completion_response=response, model=self.name))
@@ -194,5 +290,9 @@ class LiteLLMModel:
         usage = usage_from_response(
             getattr(response, "usage", None), cost_usd=cost, latency_s=latency
         )
-        raw = response.model_dump() if hasattr(response, "model_dump") else None
+        raw = None
+        if hasattr(response, "model_dump"):
+            with warnings.catch_warnings():  # pydantic's warning about an odd field type
+                warnings.simplefilter("ignore")
+                raw = response.model_dump()
         return ModelReply(text=text, usage=usage, raw=raw)

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from openprogram._secrets import scrub
 from openprogram.dag import ContextDAG, Node
 from openprogram.values import to_jsonable
 
@@ -43,7 +44,9 @@ def input_hash(value: Any, hidden: Iterable[str] = ()) -> str:
         separators=(",", ":"),
         default=str,
     )
-    return hashlib.sha256(_ADDRESS.sub(" at 0x", text).encode()).hexdigest()
+    # keys are masked in the recording, so the live input is compared masked too
+    text = scrub(_ADDRESS.sub(" at 0x", text), patterns=False, refresh=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def path_text(path: tuple[Step, ...]) -> str:

@@ -8,7 +8,7 @@
     │   │   ├── ModelAuthError             bad or missing API key: never retried
     │   │   ├── ModelBadRequest            the provider refused the request: never retried
     │   │   ├── ModelUnavailable           transient failures outlasted the retries
-    │   │   ├── ModelOutputError (+ValueError)  the reply did not match response_format
+    │   │   ├── ModelOutputError (+ValueError)  an empty reply, or not matching response_format
     │   │   └── ScriptExhausted            a ScriptedModel ran out of replies
     │   ├── ReplayMismatch                 a ReplayModel met a call the recording lacks
     │   ├── StoreError                     a session store failed
@@ -87,7 +87,8 @@ class ModelUnavailable(ModelError):
 
 
 class ModelOutputError(ModelError, ValueError):
-    """The model's reply did not validate against response_format, even after one repair."""
+    """The model's reply was unusable: no content and no tool calls, or not valid against
+    response_format even after one repair. Never retried."""
 
     def __init__(self, message: str, *, node_id: str | None = None, reply: str = "") -> None:
         super().__init__(message, node_id=node_id)

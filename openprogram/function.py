@@ -152,7 +152,7 @@ def _wrap(
 
     def begin(args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Call:
         call = _Call()
-        runtime = _context.runtime_var.get()
+        runtime = _context.live_runtime()
         if has_runtime:
             given = kwargs.get("runtime")
             if given is None and not _runtime_positional(signature, args):
@@ -165,14 +165,25 @@ def _wrap(
                 runtime = given
                 call.runtime_token = _context.runtime_var.set(given)
         session = call.session = _context.current_session()
+        if _context.session_var.get() is None:
+            # found by the threads rule (DESIGN.md §3): hold on to it for this call, so its
+            # insides never look again (another session may be entered meanwhile)
+            call.session_token = _context.session_var.set(session)
+        if (
+            runtime is not None
+            and call.runtime_token is None
+            and _context.runtime_var.get() is None
+        ):
+            call.runtime_token = _context.runtime_var.set(runtime)
         try:
             arguments = bind(args, kwargs)
         except TypeError:  # a wrong call: Python raises it when the function is called
             return call
         try:
             node = session._enter_call(name, arguments, _context.frame_var.get(), settings)
-        except Exception:  # recording must never break the user's call
+        except Exception as exc:  # recording must never break the user's call
             log.exception("openprogram: could not record a call of %s", name)
+            session._not_recorded(name, _context.frame_var.get(), exc)
             return call
         if node.status == "completed":  # a resumed session's record: do not run again
             call.resumed = session._resumed_output(node, fn)
@@ -196,13 +207,16 @@ def _wrap(
             _context.frame_var.reset(call.frame_token)
         if call.runtime_token is not None:
             _context.runtime_var.reset(call.runtime_token)
+        if call.session_token is not None:
+            _context.session_var.reset(call.session_token)
         node = call.node
         if node is None:
             return
         try:
             call.session._exit_call(node, result, exc)
-        except Exception:
+        except Exception as failure:
             log.exception("openprogram: could not record the end of %s", name)
+            call.session._not_recorded(name, node.parent, failure)
         if call.callbacks:
             if isinstance(exc, RunStopped):
                 node.meta["stop_reason"] = exc.reason
@@ -302,7 +316,16 @@ def _binder(
 class _Call:
     """Bookkeeping of one call between begin and end."""
 
-    __slots__ = ("callbacks", "frame_token", "node", "resumed", "run", "runtime_token", "session")
+    __slots__ = (
+        "callbacks",
+        "frame_token",
+        "node",
+        "resumed",
+        "run",
+        "runtime_token",
+        "session",
+        "session_token",
+    )
 
     def __init__(self) -> None:
         self.session: Any = None
@@ -310,6 +333,7 @@ class _Call:
         self.run: Node | None = None
         self.frame_token: Any = None
         self.runtime_token: Any = None
+        self.session_token: Any = None
         self.callbacks: Any = ()
         self.resumed: Any = _NOT_RESUMED
 

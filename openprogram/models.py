@@ -7,6 +7,7 @@ answers from a recorded session (`replay.py`).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections import deque
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from openprogram.render import RenderedContext
 
 __all__ = ["Model", "ModelReply", "ModelRequest", "ScriptedModel"]
+
+_MAX_YIELDS = 100
 
 
 @dataclass
@@ -110,6 +113,9 @@ class ScriptedModel:
     serves any other function); or a callable `(ModelRequest) -> str | dict`. A dict,
     list or pydantic reply is sent as JSON; an exception instance is raised instead.
     Every request is kept in `.requests`. Running out raises ScriptExhausted.
+    Replies are taken in the order the requests are made. Under `allm` the reply comes
+    only after every other task ready to run has run on until it waits (see
+    yield_to_loop), so calls under `asyncio.gather` overlap as they do with a provider.
     """
 
     name = "scripted"
@@ -146,9 +152,19 @@ class ScriptedModel:
         return 0
 
     def complete(self, request: ModelRequest) -> ModelReply:
+        return self._answer(request, self._take(request))
+
+    async def acomplete(self, request: ModelRequest) -> ModelReply:
+        reply = self._take(request)
+        await yield_to_loop(request)
+        return self._answer(request, reply)
+
+    def _take(self, request: ModelRequest) -> Reply:
         with self._lock:
             self.requests.append(request)
-            reply = self._next(request)
+            return self._next(request)
+
+    def _answer(self, request: ModelRequest, reply: Reply) -> ModelReply:
         if isinstance(reply, BaseException):
             raise reply
         text = _as_text(reply)
@@ -160,9 +176,6 @@ class ScriptedModel:
                 calls=1,
             ),
         )
-
-    async def acomplete(self, request: ModelRequest) -> ModelReply:
-        return self.complete(request)
 
     def _next(self, request: ModelRequest) -> Reply:
         if self._callable is not None:
@@ -195,6 +208,22 @@ class ScriptedModel:
                 node_id=request.node_id,
             )
         return queue.popleft()
+
+
+async def yield_to_loop(request: ModelRequest) -> None:
+    """Let the other tasks on this event loop run on until they wait, before answering.
+
+    A provider's reply takes a while, and meanwhile the program's other tasks go on:
+    gathered siblings make their own requests and never see this one finished. Offline
+    models wait here instead, so tests and replays see the overlap production sees. The
+    loop ends at the first yield after which the run's DAG did not change.
+    """
+    dag = request.rendered.dag
+    for _ in range(_MAX_YIELDS):
+        before = len(dag)
+        await asyncio.sleep(0)
+        if len(dag) == before:
+            return
 
 
 def _as_text(reply: Reply) -> str:

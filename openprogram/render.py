@@ -16,6 +16,7 @@ from typing import Any
 from openprogram.dag import ContextDAG, Node, RenderRange
 from openprogram.errors import UsageError
 from openprogram.image import ImageRef
+from openprogram.values import replace_surrogates
 
 __all__ = ["RenderedContext", "render_context", "seen_by"]
 
@@ -375,9 +376,10 @@ class RenderedContext:
     def messages_hash(self) -> str:
         """sha256 of the messages with images by hash: equal renders, equal hashes."""
         canonical = [[role, [_canonical_part(p) for p in parts]] for role, parts in self._parts]
-        return hashlib.sha256(
-            json.dumps(canonical, ensure_ascii=False, sort_keys=True).encode()
-        ).hexdigest()
+        text = json.dumps(canonical, ensure_ascii=False, sort_keys=True)
+        # surrogatepass: lone surrogates (a filename decoded with surrogateescape) hash
+        # too, and every other text hashes to the same bytes as before
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
     def images(self) -> list[ImageRef]:
         """The image references that are sent, in order."""
@@ -425,7 +427,7 @@ def _canonical_part(part: dict[str, Any]) -> Any:
 
 def _message(role: str, parts: list[dict[str, Any]], dag: ContextDAG) -> dict[str, Any]:
     if all(p["type"] == "text" for p in parts) and len(parts) == 1:
-        return {"role": role, "content": parts[0]["text"]}
+        return {"role": role, "content": replace_surrogates(parts[0]["text"])}
     out: list[dict[str, Any]] = []
     for part in parts:
         if part["type"] == "image":
@@ -436,5 +438,5 @@ def _message(role: str, parts: list[dict[str, Any]], dag: ContextDAG) -> dict[st
             else:
                 out.append({"type": "image_url", "image_url": {"url": image.data_url()}})
         else:
-            out.append({"type": "text", "text": part["text"]})
+            out.append({"type": "text", "text": replace_surrogates(part["text"])})
     return {"role": role, "content": out}

@@ -14,12 +14,13 @@ import random
 import re
 import threading
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from openprogram import _context
+from openprogram import _context, _secrets
 from openprogram.callbacks.base import gate, notify, transform
 from openprogram.dag import ContextDAG, Node
 from openprogram.errors import (
@@ -80,18 +81,22 @@ class Runtime:
         self.max_images = max_images
         self.system = system
         self.litellm_kwargs = litellm_kwargs
+        _secrets.register(litellm_kwargs)  # api_key=... is scrubbed wherever it would show
         self.usage = Usage()
         self._usage_lock = threading.Lock()
         self._models: dict[str, Model] = {}
         self._tokens: list[Any] = []
         self._sleep: Callable[[float], None] = time.sleep
         self._asleep: Callable[[float], Any] = asyncio.sleep
+        self._warned_blocking = False
 
     def __enter__(self) -> Runtime:
         self._tokens.append(_context.runtime_var.set(self))
+        _context.push_runtime(self)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        _context.pop_runtime(self)
         _context.runtime_var.reset(self._tokens.pop())
 
     def __repr__(self) -> str:
@@ -139,7 +144,10 @@ class Runtime:
         Records one llm node per exchange (two when a repair re-ask is needed).
         Raises ModelError subclasses on provider failure, ModelOutputError when the
         reply does not validate after one repair, RunStopped when a gate says stop.
+        Warns once (RuntimeWarning) when called while an event loop runs in this thread:
+        the loop stands still until the reply is in; use `await allm(...)` there.
         """
+        self._warn_if_blocking(kwargs.pop("_stacklevel", 2))
         if render_range is not None:
             kwargs["_render_range"] = render_range
         resolved = self._resolve_model(model)
@@ -171,6 +179,22 @@ class Runtime:
         assert response_format is not None  # only structured replies need repairing
         node, reply = await self._aask(_repair_prompt(problem), resolved, response_format, kwargs)
         return self._parsed_or_raise(node, reply, response_format)
+
+    def _warn_if_blocking(self, stacklevel: int) -> None:
+        if self._warned_blocking:
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # no loop runs here: blocking is what the caller wants
+            return
+        self._warned_blocking = True
+        warnings.warn(
+            "llm() was called while an asyncio event loop is running in this thread: the "
+            "loop (and every task on it, e.g. calls under asyncio.gather) stands still until "
+            "the reply arrives. In async code use `await allm(...)` instead.",
+            RuntimeWarning,
+            stacklevel=stacklevel + 1,
+        )
 
     def _ask(
         self, content: Any, model: Model, response_format: Any, options: dict[str, Any]
@@ -225,33 +249,36 @@ class Runtime:
         )
         if node.status == "completed":  # replayed from a resumed session's record
             return node, None
-        window = options.pop("_render_range", None)
-        if window is not None:
-            node.meta["render_range"] = window
-        limit = self._max_images()
-        if limit != 3:
-            node.meta["max_images"] = limit
-        rendered = render_context(
-            dag,
-            frame_id,
-            window,
-            before=node.seq,
-            content=parts,
-            system=self.system,
-            max_images=limit,
-        )
-        node.reads = rendered.reads
-        node.messages_hash = rendered.messages_hash
-        node.system = rendered.system or None
-        if rendered.report:
-            node.meta["report"] = rendered.report
-        request = ModelRequest(
-            rendered=rendered,
-            function=frame.name if frame is not None else None,
-            node_id=node.id,
-            response_format=response_format,
-            options=options,
-        )
+        try:
+            window = options.pop("_render_range", None)
+            if window is not None:
+                node.meta["render_range"] = window
+            limit = self._max_images()
+            if limit != 3:
+                node.meta["max_images"] = limit
+            rendered = render_context(
+                dag,
+                frame_id,
+                window,
+                before=node.seq,
+                content=parts,
+                system=self.system,
+                max_images=limit,
+            )
+            node.reads = rendered.reads
+            node.messages_hash = rendered.messages_hash
+            node.system = rendered.system or None
+            if rendered.report:
+                node.meta["report"] = rendered.report
+            request = ModelRequest(
+                rendered=rendered,
+                function=frame.name if frame is not None else None,
+                node_id=node.id,
+                response_format=response_format,
+                options=options,
+            )
+        except Exception as exc:  # the exchange never started: record it, then raise
+            _raise(self._failed(node, exc), exc)
         if self.callbacks:
             try:
                 request.messages = transform(self.callbacks, "on_llm_start", request.messages)
@@ -452,8 +479,10 @@ def _parse(reply: str, response_format: type[T]) -> tuple[T | None, str | None]:
 
 
 def current_runtime() -> Runtime:
-    """The ambient Runtime (innermost `with Runtime()`), else a process default one."""
-    runtime = _context.runtime_var.get()
+    """The ambient Runtime: this context's (innermost `with Runtime()`); else, in a plain
+    thread, the one Runtime live in the process; else a process default one. Raises
+    UsageError when this context has none and several are live (DESIGN.md §3)."""
+    runtime = _context.live_runtime()
     if runtime is not None:
         return runtime
     with _default_lock:
@@ -476,7 +505,12 @@ def llm(
 ) -> Any:
     """Ask the ambient runtime's model (see Runtime.llm); records one llm node."""
     return current_runtime().llm(
-        content, response_format=response_format, model=model, render_range=render_range, **kwargs
+        content,
+        response_format=response_format,
+        model=model,
+        render_range=render_range,
+        _stacklevel=3,
+        **kwargs,
     )
 
 

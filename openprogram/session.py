@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import ConfigDict, TypeAdapter
 
-from openprogram import _context
+from openprogram import _context, _secrets
 from openprogram._resume import Divergence, Resumer, call_path, input_hash, path_text
 from openprogram.dag import ContextDAG, Kind, Node
 from openprogram.errors import (
@@ -97,6 +97,8 @@ class Session:
         self._adapters: dict[Callable[..., Any], Any] = {}
         self._owner = new_owner()
         self._holding = False
+        self._unrecorded = 0
+        _secrets.refresh()  # what is written from now on is scrubbed of today's keys
 
     def _record_into_store(self, stored_blobs: Any, rows: Iterable[int] = ()) -> None:
         assert self.store is not None
@@ -152,8 +154,20 @@ class Session:
 
     @property
     def failed_writes(self) -> int:
-        """Records the store refused so far (each is logged; the program ran on)."""
-        return 0 if self._recorder is None else self._recorder.failures
+        """Records that failed so far: writes the store refused, and calls that could not
+        be recorded at all (each is logged; the program ran on)."""
+        refused = 0 if self._recorder is None else self._recorder.failures
+        return refused + self._unrecorded
+
+    def _not_recorded(self, name: str, parent: str | None, exc: BaseException) -> None:
+        """Count and note a call whose node could not be made or completed: on its
+        enclosing frame's `meta["unrecorded"]` (the session's log otherwise)."""
+        self._unrecorded += 1
+        frame = self.dag.get(parent)
+        if frame is not None:
+            entries = frame.meta.setdefault("unrecorded", [])
+            if len(entries) < 20:
+                entries.append(f"{name}: {type(exc).__name__}: {_secrets.scrub(str(exc))}"[:500])
 
     @property
     def resuming(self) -> bool:
@@ -411,7 +425,7 @@ class Session:
 
 
 def _preview(value: Any, limit: int = 200) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
+    text = _secrets.scrub(json.dumps(value, ensure_ascii=False, default=str, sort_keys=True))
     return text if len(text) <= limit else text[:limit] + "…"
 
 

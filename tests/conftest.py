@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+from tests.support.postgres import postgres_url  # noqa: F401 - a fixture for every test
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 

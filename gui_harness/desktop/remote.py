@@ -9,6 +9,7 @@ from __future__ import annotations
 import http.client
 import io
 import json
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -16,34 +17,48 @@ from typing import Any
 
 from PIL import Image
 
-from gui_harness.actions import Action
+from gui_harness.actions import Action, Wait
 from gui_harness.desktop.server import PROTOCOL_VERSION
-from gui_harness.errors import ActionRejected, DesktopError, DesktopTimeout, InvalidAction
+from gui_harness.errors import (
+    ActionRejected,
+    DesktopAuthError,
+    DesktopError,
+    DesktopTimeout,
+    InvalidAction,
+)
 from openprogram.errors import UsageError
 
 __all__ = ["RemoteDesktop"]
 
 
 class RemoteDesktop:
-    """A desktop served by serve_desktop() at `url`; `timeout` is per request, in seconds.
+    """A desktop served by serve_desktop() at `url`, which needs that server's `token`;
+    `timeout` is per request, in seconds.
 
-    Raises InvalidAction or ActionRejected when the server refuses an action, DesktopTimeout
-    when it does not answer in time, and DesktopError for everything else.
+    Raises InvalidAction or ActionRejected when the server refuses an action,
+    DesktopAuthError when it refuses the token, DesktopTimeout when it does not answer in
+    time, and DesktopError for everything else.
     """
 
-    def __init__(self, url: str, *, timeout: float = 10.0) -> None:
+    def __init__(self, url: str, *, token: str | None = None, timeout: float = 10.0) -> None:
         parsed = urllib.parse.urlsplit(url)
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise UsageError(f"url={url!r} is not an http(s) URL like 'http://127.0.0.1:8765'")
+        if token is not None and (not isinstance(token, str) or not token.strip()):
+            raise UsageError(
+                f"token={token!r} is not a token; pass the string serve_desktop() returned"
+                " in DesktopServer.token"
+            )
         self.url = url.rstrip("/")
         self.timeout = timeout
+        self._token = token
         self._size: tuple[int, int] | None = None
         # Loopback servers (the sandbox case) must not be routed through an HTTP proxy.
         local = parsed.hostname in ("localhost", "127.0.0.1", "::1")
         handlers = [urllib.request.ProxyHandler({})] if local else []
         self._opener = urllib.request.build_opener(*handlers)
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> str:  # never the token
         return f"RemoteDesktop({self.url!r})"
 
     @property
@@ -64,7 +79,14 @@ class RemoteDesktop:
             raise DesktopError(f"the server at {self.url} sent an unreadable screenshot") from exc
 
     def execute(self, action: Action) -> None:
-        """Send one action in screen pixels; the server validates, checks and performs it."""
+        """Send one action in screen pixels; the server validates, checks and performs it.
+
+        A `wait` is waited out here: it changes nothing on the screen, and a long one sent
+        to the server would hold a connection (and outlast `timeout`).
+        """
+        if isinstance(action, Wait):
+            time.sleep(action.ms / 1000)
+            return
         body = {"version": PROTOCOL_VERSION, "action": action.model_dump(mode="json")}
         self._request("POST", "/v1/execute", body, action=action)
 
@@ -75,6 +97,8 @@ class RemoteDesktop:
         request = urllib.request.Request(self.url + path, data=data, method=method)
         if data is not None:
             request.add_header("Content-Type", "application/json")
+        if self._token is not None:
+            request.add_header("Authorization", f"Bearer {self._token}")
         try:
             with self._opener.open(request, timeout=self.timeout) as response:
                 return response.read()
@@ -108,6 +132,15 @@ class RemoteDesktop:
             message, kind = str(payload["error"]), str(payload.get("kind", ""))
         except (ValueError, KeyError, TypeError):
             message, kind = raw.decode("utf-8", "replace")[:500] or exc.reason, ""
+        if kind == "unauthorized":
+            fix = (
+                "pass the server's token: RemoteDesktop(url, token=server.token), where server"
+                " is what serve_desktop() returned"
+                if self._token is None
+                else "the token is not this server's; pass the token of the server running"
+                " there (a restarted server has a new one)"
+            )
+            return DesktopAuthError(f"the desktop server at {self.url} refused the request: {fix}")
         if kind == "invalid_action":
             return InvalidAction(message)
         if kind == "action_rejected":

@@ -1,27 +1,40 @@
 """serve_desktop: expose any Desktop over HTTP so a RemoteDesktop can drive it from afar.
 
 Owns the wire protocol (version 1): `GET /v1/size`, `GET /v1/screenshot` (PNG) and
-`POST /v1/execute` with `{"version": 1, "action": {...}}`. Every action is validated
-against the schema and checked by a Policy before it reaches the desktop. The client is
-gui_harness.desktop.remote.
+`POST /v1/execute` with `{"version": 1, "action": {...}}`, each needing the server's
+token; every action is validated and checked by a Policy before it reaches the desktop.
+Who may connect and the request limits live in _http.py; the client is remote.py.
+
+Built on the standard library's http.server rather than a server library: the server is
+meant for loopback, carries three endpoints, and must stay importable without extras.
+What http.server lacks for a hostile neighbour (a total read deadline, bounded workers,
+body and depth limits, JSON refusals, token/Host/Origin checks) is in _http.py, and each
+case is tested against a real socket in tests/gui_harness/desktop/test_server.py.
 """
 
 from __future__ import annotations
 
 import io
-import ipaddress
-import json
-import socket
+import math
+import secrets
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from pydantic import ValidationError
 
-from gui_harness.actions import Policy, action_adapter
+from gui_harness.actions import Done, Fail, Policy, Wait, action_adapter
+from gui_harness.desktop._http import (
+    Gate,
+    GuardedHandler,
+    GuardedServer,
+    HttpRefusal,
+    is_loopback,
+    json_body,
+)
 from gui_harness.desktop.base import Desktop
-from gui_harness.errors import ActionRejected
+from gui_harness.errors import ActionRejected, InvalidAction
 from openprogram.errors import UsageError
 
 __all__ = ["PROTOCOL_VERSION", "DesktopServer", "serve_desktop"]
@@ -29,21 +42,47 @@ __all__ = ["PROTOCOL_VERSION", "DesktopServer", "serve_desktop"]
 PROTOCOL_VERSION = 1
 """The version of the wire protocol this server and RemoteDesktop speak."""
 
-_MAX_BODY = 1 << 20
+_MAX_BODY = 256 * 1024  # a 10 000-character `type` escapes to at most 60 KB
+_ENDPOINTS = {"/v1/size": "GET", "/v1/screenshot": "GET", "/v1/execute": "POST"}
+_MIN_TOKEN = 16
 
 
 class DesktopServer:
-    """A running desktop server: use as a context manager, or call stop() when done."""
+    """A running desktop server: use as a context manager, or call stop() when done.
 
-    def __init__(self, desktop: Desktop, host: str, port: int, policy: Policy) -> None:
+    `url` and `token` are what a client needs: `RemoteDesktop(server.url,
+    token=server.token)`. Actions run one at a time on one thread; screenshots on another,
+    so a slow action never holds a screenshot back (the desktop must allow a capture
+    during an action, as X11Desktop and VirtualDesktop do); `wait` runs on neither.
+    """
+
+    def __init__(
+        self,
+        desktop: Desktop,
+        host: str,
+        port: int,
+        *,
+        policy: Policy,
+        token: str,
+        max_connections: int,
+        read_timeout: float,
+        max_wait_ms: int,
+    ) -> None:
         self.desktop = desktop
         self.policy = policy
-        self._lock = threading.Lock()
-        server_class = _IPv6Server if ":" in host else _Server
-        self._http = server_class((host, port), _Handler)
+        self.token = token
+        self.max_wait_ms = max_wait_ms
+        # one thread each: a backend with per-thread state (mss keeps an X connection per
+        # thread) sees two threads in all, not one per request
+        self._screen = ThreadPoolExecutor(1, thread_name_prefix="desktop-screen")
+        self._input = ThreadPoolExecutor(1, thread_name_prefix="desktop-input")
+        self._http = _Server(
+            (host, port), _Handler, max_connections=max_connections, read_timeout=read_timeout
+        )
         self._http.owner = self
         self.host = host
         self.port: int = self._http.server_address[1]
+        self._gate = Gate(host, self.port, token)
         # A short poll interval makes stop() return in milliseconds instead of 0.5 s.
         self._thread = threading.Thread(
             target=self._http.serve_forever,
@@ -59,12 +98,20 @@ class DesktopServer:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
 
+    @property
+    def active_connections(self) -> int:
+        """How many connections are being served right now (at most max_connections)."""
+        return self._http.active_connections
+
     def stop(self) -> None:
-        """Stop serving and close the socket; safe to call twice."""
+        """Stop serving, cut open connections and close the socket; safe to call twice."""
         if self._thread.is_alive():
             self._http.shutdown()
             self._thread.join()
+        self._http.close_connections()
         self._http.server_close()
+        self._screen.shutdown(wait=False, cancel_futures=True)
+        self._input.shutdown(wait=False, cancel_futures=True)
 
     def __enter__(self) -> DesktopServer:
         return self
@@ -72,8 +119,27 @@ class DesktopServer:
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> str:  # never the token
         return f"DesktopServer(url={self.url!r}, desktop={self.desktop!r})"
+
+    def _screenshot_png(self) -> bytes:
+        image = self._screen.submit(self.desktop.screenshot).result()
+        buffer = io.BytesIO()
+        image.save(buffer, format="PNG")
+        return buffer.getvalue()
+
+    def _perform(self, action: Any) -> None:
+        if isinstance(action, Wait) and action.ms > self.max_wait_ms:
+            raise ActionRejected(
+                f"wait of {action.ms} ms is over this server's {self.max_wait_ms} ms limit;"
+                " wait in shorter steps (RemoteDesktop waits on the client side)",
+                action=action,
+            )
+        self.policy.check(action, self.desktop.size)
+        if isinstance(action, (Wait, Done, Fail)):  # nothing on the screen changes
+            self.desktop.execute(action)
+        else:
+            self._input.submit(self.desktop.execute, action).result()
 
 
 def serve_desktop(
@@ -83,128 +149,134 @@ def serve_desktop(
     *,
     policy: Policy | None = None,
     allow_remote: bool = False,
+    token: str | None = None,
+    max_connections: int = 16,
+    read_timeout: float = 10.0,
+    max_wait_ms: int = 5_000,
 ) -> DesktopServer:
     """Serve `desktop` over HTTP in a background thread; port 0 picks a free port.
 
-    Binding anything but a loopback address needs `allow_remote=True`: whoever reaches
-    the port can click and type on the desktop. `policy` defaults to Policy().
+    Every request must carry `token` (default: a fresh random secret, in the returned
+    server's `.token`); give your own, of at least 16 characters, to share it ahead of
+    time. Binding anything but a loopback address needs `allow_remote=True`. `policy`
+    defaults to Policy(). A client gets `read_timeout` seconds to send a whole request;
+    beyond `max_connections` at once, connections are answered 503; a `wait` over
+    `max_wait_ms` is refused.
     """
-    if not allow_remote and not _is_loopback(host):
+    if not allow_remote and not is_loopback(host):
         raise UsageError(
             f"host={host!r} is not a loopback address; anyone who reaches it could drive"
             " the desktop. Use host='127.0.0.1', or pass allow_remote=True on purpose"
         )
-    return DesktopServer(desktop, host, port, policy or Policy())
+    if token is None:
+        token = secrets.token_urlsafe(32)
+    elif not (isinstance(token, str) and len(token) >= _MIN_TOKEN and _header_safe(token)):
+        shown = token if not isinstance(token, str) else f"{len(token)} characters"
+        raise UsageError(
+            f"token must be at least {_MIN_TOKEN} printable ASCII characters without spaces"
+            f" (got {shown!r}); leave it out to get a random one"
+        )
+    if type(max_connections) is not int or max_connections < 1:
+        raise UsageError(f"max_connections={max_connections!r} must be a whole number >= 1")
+    if not (isinstance(read_timeout, (int, float)) and math.isfinite(read_timeout)) or (
+        read_timeout <= 0
+    ):
+        raise UsageError(f"read_timeout={read_timeout!r} must be a positive number of seconds")
+    if type(max_wait_ms) is not int or not 0 <= max_wait_ms <= 60_000:
+        raise UsageError(f"max_wait_ms={max_wait_ms!r} must be a whole number in 0..60000")
+    return DesktopServer(
+        desktop,
+        host,
+        port,
+        policy=policy or Policy(),
+        token=token,
+        max_connections=max_connections,
+        read_timeout=float(read_timeout),
+        max_wait_ms=max_wait_ms,
+    )
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+def _header_safe(token: str) -> bool:
+    return all(33 <= ord(character) <= 126 for character in token)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 64
+class _Server(GuardedServer):
     owner: DesktopServer
 
 
-class _IPv6Server(_Server):
-    address_family = socket.AF_INET6
-
-
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(GuardedHandler):
     server: _Server
-    server_version = "gui-harness-desktop/1"
 
-    def log_message(self, format: str, *args: Any) -> None:
-        """Stay quiet: a test run or an agent loop should not print request lines."""
-
-    def do_GET(self) -> None:
+    def route(self) -> None:
         owner = self.server.owner
+        owner._gate.check(self.headers)
+        method = _ENDPOINTS.get(self.path)
+        if method is None:
+            raise HttpRefusal(
+                HTTPStatus.NOT_FOUND, "not_found", f"no endpoint {self.command} {self.path!r}"
+            )
+        if method != self.command:
+            raise HttpRefusal(
+                HTTPStatus.METHOD_NOT_ALLOWED,
+                "invalid_request",
+                f"{self.path} takes {method}, not {self.command!r}",
+            )
         if self.path == "/v1/size":
-            width, height = owner.desktop.size
-            self._reply_json(HTTPStatus.OK, {"width": width, "height": height})
+            try:
+                width, height = owner.desktop.size
+            except Exception as exc:
+                message = f"the desktop failed to report its size: {type(exc).__name__}: {exc}"
+                raise HttpRefusal(
+                    HTTPStatus.INTERNAL_SERVER_ERROR, "desktop_error", message
+                ) from exc
+            self.reply_json(HTTPStatus.OK, {"width": width, "height": height})
         elif self.path == "/v1/screenshot":
             try:
-                with owner._lock:
-                    image = owner.desktop.screenshot()
+                png = owner._screenshot_png()
             except Exception as exc:
                 message = f"the desktop failed to take a screenshot: {type(exc).__name__}: {exc}"
-                self._error(HTTPStatus.INTERNAL_SERVER_ERROR, "desktop_error", message)
-                return
-            buffer = io.BytesIO()
-            image.save(buffer, format="PNG")
-            self._reply(HTTPStatus.OK, buffer.getvalue(), "image/png")
+                raise HttpRefusal(
+                    HTTPStatus.INTERNAL_SERVER_ERROR, "desktop_error", message
+                ) from exc
+            self.reply(HTTPStatus.OK, png, "image/png")
         else:
-            self._error(HTTPStatus.NOT_FOUND, "not_found", f"no endpoint GET {self.path!r}")
+            self._execute(json_body(self.headers, self.rfile, _MAX_BODY))
 
-    def do_POST(self) -> None:
-        if self.path != "/v1/execute":
-            self._error(HTTPStatus.NOT_FOUND, "not_found", f"no endpoint POST {self.path!r}")
-            return
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > _MAX_BODY:
-            self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "invalid_request", "body too large")
-            return
-        try:
-            body = json.loads(self.rfile.read(length))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            self._error(HTTPStatus.BAD_REQUEST, "invalid_request", f"body is not JSON: {exc}")
-            return
+    def _execute(self, body: Any) -> None:
         if not isinstance(body, dict) or "version" not in body or "action" not in body:
-            message = 'send {"version": 1, "action": {...}}'
-            self._error(HTTPStatus.BAD_REQUEST, "invalid_request", message)
-            return
+            raise HttpRefusal(
+                HTTPStatus.BAD_REQUEST, "invalid_request", 'send {"version": 1, "action": {...}}'
+            )
         version = body["version"]
         if type(version) is not int or version != PROTOCOL_VERSION:
             message = (
                 f"protocol version {version!r} is not supported; this server speaks"
                 f" version {PROTOCOL_VERSION}"
             )
-            self._error(HTTPStatus.CONFLICT, "unsupported_version", message)
+            payload = {"error": message, "kind": "unsupported_version"}
+            self.reply_json(HTTPStatus.CONFLICT, {**payload, "supported": [PROTOCOL_VERSION]})
             return
-        self._execute(body["action"])
-
-    def _execute(self, raw_action: Any) -> None:
-        owner = self.server.owner
+        raw_action = body["action"]
         try:
             action = action_adapter.validate_python(raw_action)
         except ValidationError as exc:
-            message = f"invalid action {raw_action!r}: {_summary(exc)}"
-            self._error(HTTPStatus.BAD_REQUEST, "invalid_action", message)
-            return
+            message = f"invalid action {_short(raw_action)}: {_summary(exc)}"
+            raise HttpRefusal(HTTPStatus.BAD_REQUEST, "invalid_action", message) from None
         try:
-            with owner._lock:
-                owner.policy.check(action, owner.desktop.size)
-                owner.desktop.execute(action)
+            self.server.owner._perform(action)
         except ActionRejected as exc:
-            self._error(HTTPStatus.BAD_REQUEST, "action_rejected", exc.reason)
-            return
+            raise HttpRefusal(HTTPStatus.BAD_REQUEST, "action_rejected", exc.reason) from None
+        except InvalidAction as exc:
+            raise HttpRefusal(HTTPStatus.BAD_REQUEST, "invalid_action", str(exc)) from None
         except Exception as exc:
             message = f"the desktop failed: {type(exc).__name__}: {exc}"
-            self._error(HTTPStatus.INTERNAL_SERVER_ERROR, "desktop_error", message)
-            return
-        self._reply_json(HTTPStatus.OK, {"ok": True})
+            raise HttpRefusal(HTTPStatus.INTERNAL_SERVER_ERROR, "desktop_error", message) from exc
+        self.reply_json(HTTPStatus.OK, {"ok": True})
 
-    def _error(self, status: HTTPStatus, kind: str, message: str) -> None:
-        payload: dict[str, Any] = {"error": message, "kind": kind}
-        if kind == "unsupported_version":
-            payload["supported"] = [PROTOCOL_VERSION]
-        self._reply_json(status, payload)
 
-    def _reply_json(self, status: HTTPStatus, payload: dict[str, Any]) -> None:
-        self._reply(status, json.dumps(payload).encode(), "application/json")
-
-    def _reply(self, status: HTTPStatus, body: bytes, content_type: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 300 else f"{text[:300]}…"
 
 
 def _summary(exc: ValidationError) -> str:

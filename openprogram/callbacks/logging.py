@@ -10,9 +10,11 @@ import logging
 from typing import Any
 
 from openprogram import _context
+from openprogram._secrets import scrub
 from openprogram.callbacks.base import Callback
 from openprogram.dag import Node
 from openprogram.usage import Usage, frame_usage
+from openprogram.values import replace_surrogates
 
 __all__ = ["LoggingCallback"]
 
@@ -37,7 +39,8 @@ class LoggingCallback(Callback):
 
     def _log(self, message: str, *args: Any, failed: bool = False) -> None:
         level = max(self.level, logging.WARNING) if failed else self.level
-        self.logger.log(level, message, *args)
+        if self.logger.isEnabledFor(level):  # keys and tokens never reach a log line
+            self.logger.log(level, "%s", replace_surrogates(scrub(message % args)))
 
     def on_call_start(self, node: Node) -> None:
         self._log("call start %s", _label(node))

@@ -27,13 +27,14 @@ from typing import Any
 from pydantic import BaseModel
 
 from openprogram import _context
+from openprogram._secrets import scrub, scrub_json
 from openprogram.callbacks._trajectory_report import render_report
 from openprogram.callbacks.base import Callback, current_run
 from openprogram.dag import Node
 from openprogram.errors import UsageError
 from openprogram.image import Image, is_image
 from openprogram.usage import Usage, frame_usage
-from openprogram.values import to_jsonable
+from openprogram.values import escape_surrogates, replace_surrogates, to_jsonable
 
 __all__ = ["TrajectorySaver"]
 
@@ -153,9 +154,10 @@ class TrajectorySaver(Callback):
         if trajectory is None:
             return
         meta = self._metadata(trajectory, run_status(run))
-        data = json.dumps(meta, indent=2, default=str).encode("utf-8")
+        data = _json_text(meta, indent=2).encode("utf-8")
         _write_atomic(self._file(trajectory, "metadata.json"), data)
         report = render_report(meta, trajectory.steps, trajectory.exchanges, trajectory.folder)
+        report = replace_surrogates(scrub(report, patterns=False))
         _write_atomic(self._file(trajectory, "report.html"), report.encode("utf-8"))
 
     def _metadata(self, trajectory: _Trajectory, status: str) -> dict[str, Any]:
@@ -184,7 +186,7 @@ class TrajectorySaver(Callback):
         }
 
     def _write_metadata(self, trajectory: _Trajectory, status: str) -> None:
-        data = json.dumps(self._metadata(trajectory, status), indent=2, default=str)
+        data = _json_text(self._metadata(trajectory, status), indent=2)
         _write_atomic(self._file(trajectory, "metadata.json"), data.encode("utf-8"))
 
     # -- GUI steps -----------------------------------------------------------------------
@@ -251,7 +253,7 @@ class TrajectorySaver(Callback):
         self._append_action(trajectory, end)
 
     def _append_action(self, trajectory: _Trajectory, record: dict[str, Any]) -> None:
-        line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
+        line = _json_text(record) + "\n"
         with trajectory.lock, self._file(trajectory, "actions.jsonl").open("a") as file:
             file.write(line)
 
@@ -343,13 +345,19 @@ class TrajectorySaver(Callback):
         return {"type": "image", "image": name}
 
     def _write_json(self, trajectory: _Trajectory, name: str, body: Any) -> None:
-        data = json.dumps(to_jsonable(body, None), ensure_ascii=False, indent=2, default=str)
+        data = _json_text(to_jsonable(body, None), indent=2)
         _write_atomic(self._file(trajectory, *name.split("/")), data.encode("utf-8"))
 
     def _failed(self, trajectory: _Trajectory, hook: str, exc: Exception) -> None:
         message = f"TrajectorySaver.{hook}: {type(exc).__name__}: {exc}"
         log.warning("callback %s", message)
         trajectory.run.meta.setdefault("callback_errors", []).append(message)
+
+
+def _json_text(value: Any, indent: int | None = None) -> str:
+    """JSON for a trajectory file: secret values masked, lone surrogates escaped."""
+    text = json.dumps(value, ensure_ascii=False, indent=indent, default=str)
+    return escape_surrogates(scrub_json(text) or text)
 
 
 def run_status(run: Node) -> str:

@@ -16,9 +16,11 @@ from typing import Any, Literal
 
 import networkx as nx
 
+from openprogram import _secrets
 from openprogram.dag import ContextDAG, Node
 from openprogram.display._payload import value_text
 from openprogram.errors import UsageError
+from openprogram.values import escape_surrogates, replace_surrogates
 
 __all__ = [
     "ExportFormat",
@@ -184,8 +186,10 @@ def to_dot(dag: ContextDAG, *, values: bool = False) -> str:
 
 
 def to_json(dag: ContextDAG, *, indent: int | None = None) -> str:
-    """JSON text of dag.to_dict(): every node and the images; ContextDAG.from_dict reads it."""
-    return json.dumps(dag.to_dict(), ensure_ascii=False, indent=indent)
+    """JSON text of dag.to_dict(): every node and the images; ContextDAG.from_dict reads it.
+    Secret values (API keys, tokens) are masked; lone surrogates are escaped."""
+    text = json.dumps(dag.to_dict(), ensure_ascii=False, indent=indent)
+    return escape_surrogates(_secrets.scrub_json(text) or text)
 
 
 def export_format(path: str | os.PathLike[str], format: str | None = None) -> ExportFormat:
@@ -217,5 +221,8 @@ def write_export(
         "dot": to_dot,
         "json": to_json,
     }
-    target.write_text(writers[chosen](dag), encoding="utf-8")
+    text = writers[chosen](dag)
+    if chosen != "json":  # to_json is scrubbed already, and must stay valid JSON
+        text = replace_surrogates(_secrets.scrub(text, patterns=False))
+    target.write_text(text, encoding="utf-8")
     return target

@@ -13,10 +13,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from openprogram import _secrets
 from openprogram.dag import ContextDAG
 from openprogram.display._payload import DEFAULT_FULL_IMAGE_BUDGET
 from openprogram.display.html import dag_html
 from openprogram.errors import UsageError
+from openprogram.values import replace_surrogates
 
 __all__ = ["report_html", "write_report"]
 
@@ -70,7 +72,8 @@ def report_html(
     )
     if extra_html:
         view = f'<div class="op-extra">{extra_html}</div>{view}'
-    return _PAGE.format(title=html.escape(heading), view=view)
+    page = _PAGE.format(title=html.escape(heading), view=view)
+    return replace_surrogates(_secrets.scrub(page, patterns=False))  # keys never shown
 
 
 def write_report(

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 from openprogram.dag import Node
 from openprogram.errors import StoreDamaged, StoreError, UnsupportedFormatVersion
 from openprogram.image import ImageRef
-from openprogram.values import from_jsonable
+from openprogram.values import escape_surrogates, from_jsonable, to_jsonable
 
 __all__ = [
     "FORMAT_VERSION",
@@ -179,11 +179,10 @@ def encode_json(value: Any, refs: list[str]) -> str:
     try:
         text = _encode(value)
     except (TypeError, ValueError, RecursionError):  # keys JSON cannot hold, cycles
-        from openprogram.values import to_jsonable
-
         text = json.dumps(
             to_jsonable(value, None), default=repr, ensure_ascii=False, separators=(",", ":")
         )
+    text = escape_surrogates(text)  # UTF-8 stores cannot hold them raw
     if '"$image"' in text:
         refs.extend(_IMAGE.findall(text))
     return text

@@ -10,9 +10,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
+from openprogram._secrets import scrub_exception, scrub_json
 from openprogram.dag import ContextDAG, Node
 from openprogram.store.base import Store
-from openprogram.store.format import ReadsBase, encode_node, reads_overlap
+from openprogram.store.format import NodeRow, ReadsBase, encode_node, reads_overlap
 
 __all__ = ["Recorder"]
 
@@ -56,7 +57,7 @@ class Recorder:
                     "openprogram: could not record node %s (%s #%s) of session %s in %s "
                     "(%d failed writes so far): %s",
                     node.id, node.name, node.seq, self.session, self.store.url,
-                    self.failures, exc, exc_info=self.failures == 1,
+                    self.failures, scrub_exception(exc), exc_info=self.failures == 1,
                 )  # fmt: skip
 
     def write(self, node: Node, *, created: bool) -> None:
@@ -71,6 +72,7 @@ class Recorder:
             row = encode_node(node, refs, reads_base=reads_base)
             if created and node.status == "running" and row.input is not None:
                 self._inputs[node.id] = (row.input, list(refs))
+        row = _scrubbed(row)
         blobs: dict[str, bytes] = {}
         for sha in refs:
             if sha in self._sent or sha in blobs:
@@ -93,3 +95,15 @@ class Recorder:
             return None
         overlap = reads_overlap(base[1], node.reads)
         return None if overlap is None else (base[0], *overlap)
+
+
+def _scrubbed(row: NodeRow) -> NodeRow:
+    """The row with secret values (keys, tokens) masked in its JSON columns."""
+    values = (
+        scrub_json(row.input, refresh=False),
+        scrub_json(row.output, refresh=False),
+        scrub_json(row.data, refresh=False),
+    )
+    if values == (row.input, row.output, row.data):
+        return row
+    return row._replace(input=values[0], output=values[1], data=values[2])

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -20,3 +23,24 @@ def test_quickstart_runs_offline_and_shows_what_calls_saw():
     assert "tagline: Coffee that remembers you." in result.stdout
     assert '[review #1] input={"draft":' in result.stdout
     assert "what the second review saw" in result.stdout
+
+
+@pytest.mark.x11
+@pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed")
+def test_custom_planner_replaces_the_planner_and_perception_on_the_real_demo():
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / "custom_planner.py")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "result: done, success=True" in out
+    assert "the app saved the form" in out  # judged by the Tk app's own saved state
+    assert "field at" in out and '"Name field"' in out  # the perception's knowledge
+    assert "step 4: press Save -> Save (stores the form)" in out  # it chose the target
+    view = out.split("read (render_range callers=5):\n", 1)[1]
+    reflected = view.split("\nthe app saved the form", 1)[0].splitlines()
+    assert reflected[0].startswith("[gui_step #4]")  # the window: no earlier steps
+    assert reflected[-1].startswith("[reflect #") and len(reflected) == 6

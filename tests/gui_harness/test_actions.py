@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from gui_harness.actions import (
     ACTION_TYPES,
+    DEFAULT_DENY_KEYS,
     Click,
     Done,
     DoubleClick,
@@ -307,6 +308,12 @@ SCREEN = (800, 600)
         (Keypress(keys=["alt", "f4"]), "on the deny list"),
         (Keypress(keys=["ctrl", "alt", "backspace"]), "on the deny list"),
         (Keypress(keys=["shift", "ctrl", "alt", "delete"]), "on the deny list"),
+        (Keypress(keys=["ctrl", "alt", "t"]), "'alt\\+ctrl\\+t' is on the deny list"),
+        (Keypress(keys=["alt", "F2"]), "on the deny list"),
+        (Keypress(keys=["Super_L"]), "'super' is on the deny list"),
+        (Keypress(keys=["meta", "r"]), "'super' is on the deny list"),
+        (Keypress(keys=["ctrl", "alt", "F7"]), "on the deny list"),
+        (Keypress(keys=["ctrl", "escape"]), "on the deny list"),
         (Type(text=""), "empty text"),
         (Type(text="x" * 10_001), "10001 characters is over the 10000-character limit"),
         (Click(element=3), r"unresolved; call gui_harness.actions.resolve\(\)"),
@@ -327,6 +334,9 @@ def test_policy_rejects_with_a_reason(action, reason):
         Scroll(scroll_y=3),
         Keypress(keys=["ctrl", "s"]),
         Keypress(keys=["alt", "tab"]),
+        Keypress(keys=["ctrl", "t"]),
+        Keypress(keys=["ctrl", "alt", "left"]),
+        Keypress(keys=["alt", "f"]),
         Type(text="hello"),
         Wait(),
         Done(),
@@ -342,6 +352,10 @@ def test_policy_deny_keys_are_configurable_and_canonicalised():
     with pytest.raises(ActionRejected, match="'ctrl\\+q'"):
         policy.check(Keypress(keys=["q", "ctrl"]), SCREEN)
     policy.check(Keypress(keys=["alt", "f4"]), SCREEN)
+    fewer = Policy(deny_keys=DEFAULT_DENY_KEYS - {frozenset({"super"})})
+    fewer.check(Keypress(keys=["super"]), SCREEN)
+    with pytest.raises(ActionRejected):
+        fewer.check(Keypress(keys=["ctrl", "alt", "t"]), SCREEN)
 
 
 def test_policy_confirm_hook_can_refuse_screen_actions_only():

@@ -225,7 +225,9 @@ def test_a_remote_desktops_own_policy_refusal_is_fed_back_not_fatal():
     }
     strict = Policy(confirm=lambda action: False)
     with serve_desktop(fake, policy=strict) as server, Session(), Runtime(ScriptedModel(script)):
-        result = gui_agent(TASK, desktop=RemoteDesktop(server.url), settle_timeout=0.2)
+        result = gui_agent(
+            TASK, desktop=RemoteDesktop(server.url, token=server.token), settle_timeout=0.2
+        )
     assert result.steps[0]["status"] == "rejected"
     assert "rejected by the desktop" in result.steps[0]["error"]
     assert fake.actions == []
@@ -248,3 +250,34 @@ def test_used_components_are_remembered_for_next_time():
     run(demo_policy, app="demo-form")
     labels = {entry.label for entry in ComponentMemory("demo-form").entries}
     assert {"Subscribe", "Save"} <= labels
+
+
+def test_the_agents_own_default_policy_refuses_a_terminal_chord():
+    script = {
+        "plan_next_action": [
+            plan({"type": "keypress", "keys": ["ctrl", "alt", "t"]}),
+            plan({"type": "fail"}),
+        ],
+        "verify_step": [OK],
+        "conclusion": [END],
+    }
+    result, desktop, _, _ = run(script)
+    assert result.steps[0]["status"] == "rejected"
+    assert "rejected by policy" in result.steps[0]["error"]
+    assert "deny list" in result.steps[0]["error"]
+    assert desktop.actions == []
+
+
+def test_a_remote_desktop_with_the_wrong_token_stops_the_run_at_once():
+    from gui_harness.desktop.remote import RemoteDesktop
+    from gui_harness.desktop.server import serve_desktop
+
+    fake = FakeDesktop.demo_form()
+    model = ScriptedModel({"plan_next_action": [plan({"type": "wait"})] * 5})
+    with serve_desktop(fake) as server, Session(), Runtime(model):
+        remote = RemoteDesktop(server.url, token="not-the-token-of-this-server")
+        result = gui_agent(TASK, desktop=remote, settle_timeout=0.2)
+    assert result.stop_reason == "error"
+    assert "the token is not this server's" in (result.detail or "")
+    assert result.steps == []  # no retries: three tries would have left three error steps
+    assert model.requests == [] and fake.actions == []

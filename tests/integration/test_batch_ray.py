@@ -6,31 +6,15 @@ from __future__ import annotations
 
 import shutil
 import socket
-import uuid
-from collections.abc import Iterator
 
 import pytest
 
 from gui_harness.batch import run_batch, session_id
 from openprogram.errors import ConfigError
 from openprogram.store.open import open_store
-from tests.openprogram.store.conftest import postgres_server
 
 pytest.importorskip("ray", reason='needs pip install "openprogram[ray]"')
 pytest.importorskip("miniwob", reason='needs pip install "openprogram[bench]"')
-
-
-@pytest.fixture
-def postgres_url() -> Iterator[str]:
-    psycopg = pytest.importorskip("psycopg", reason='needs pip install "openprogram[postgres]"')
-    server = postgres_server()
-    schema = f"batch_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(server, autocommit=True) as connection:
-        connection.execute(f"CREATE SCHEMA {schema}")
-    separator = "&" if "?" in server else "?"
-    yield f"{server}{separator}options=-csearch_path%3D{schema}"
-    with psycopg.connect(server, autocommit=True) as connection:
-        connection.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 @pytest.mark.postgres

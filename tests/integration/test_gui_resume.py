@@ -30,7 +30,7 @@ pytestmark = [
 ]
 
 CHILD = """
-import sys, threading
+import os, sys, threading
 from pathlib import Path
 from openprogram import Runtime, ScriptedModel, Session
 from openprogram.callbacks.base import Callback
@@ -48,7 +48,8 @@ class DieAfterStepTwo(Callback):
 
 runtime = Runtime(ScriptedModel(demo_policy), callbacks=[DieAfterStepTwo()])
 with Session(store, id=session_id), runtime:
-    gui_agent(TASK, desktop=RemoteDesktop(url), app="demo-form", settle_timeout=1.0)
+    desktop = RemoteDesktop(url, token=os.environ["DESKTOP_TOKEN"])
+    gui_agent(TASK, desktop=desktop, app="demo-form", settle_timeout=1.0)
 """
 
 
@@ -69,6 +70,7 @@ def test_a_killed_gui_run_resumes_without_repeating_clicks_or_model_calls(tmp_pa
             [sys.executable, "-c", CHILD, server.url, store, "crashy", str(marker)],
             stderr=subprocess.PIPE,
             text=True,
+            env={**os.environ, "DESKTOP_TOKEN": server.token},  # not in argv: ps shows that
         )
         try:
             wait_for_file(marker, child)
@@ -90,7 +92,10 @@ def test_a_killed_gui_run_resumes_without_repeating_clicks_or_model_calls(tmp_pa
             Runtime(ScriptedModel(counting)),
         ):
             result = gui_agent(
-                TASK, desktop=RemoteDesktop(server.url), app="demo-form", settle_timeout=1.0
+                TASK,
+                desktop=RemoteDesktop(server.url, token=server.token),
+                app="demo-form",
+                settle_timeout=1.0,
             )
         state = read_state(state_path)
 

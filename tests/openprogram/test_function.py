@@ -296,6 +296,7 @@ def test_package_root_exports_are_pinned():
         "Session",
         "current_session",
         "current_frame",
+        "start_thread",
         "ContextDAG",
         "Node",
         "Expose",

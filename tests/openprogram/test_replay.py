@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 from pydantic import BaseModel
@@ -15,6 +16,7 @@ from openprogram import (
     Runtime,
     ScriptedModel,
     Session,
+    UsageError,
     agentic_function,
     allm,
     llm,
@@ -130,3 +132,202 @@ def test_async_exchanges_replay_too():
         recorded = asyncio.run(ask_twice())
     with Session(), Runtime(ReplayModel(Session.open(store, "async"))):
         assert asyncio.run(ask_twice()) == recorded == ["1", "2"]
+
+
+# -- concurrent runs ---------------------------------------------------------------------
+
+
+@agentic_function
+async def worker(name: str) -> str:
+    first = await allm(f"{name}: first")
+    second = await allm(f"{name}: second, after {first}")
+    return second
+
+
+@agentic_function
+async def boss(names: list[str]) -> list[str]:
+    return list(await asyncio.gather(*(worker(name) for name in names)))
+
+
+class InOrder:
+    """A model whose replies arrive in a chosen order (a provider that is slow for some
+    requests), so a recording holds a completion order the replay must not depend on."""
+
+    name = "in-order"
+
+    def __init__(self, order: list[str]) -> None:
+        self.order = order
+        self.answered: list[str] = []
+        self.changed: asyncio.Condition | None = None
+
+    def complete(self, request):
+        raise AssertionError("only allm is used here")
+
+    async def acomplete(self, request):
+        from openprogram.models import ModelReply
+
+        self.changed = self.changed or asyncio.Condition()
+        text = request.text
+        async with self.changed:
+            await self.changed.wait_for(
+                lambda: all(t in self.answered for t in self.order[: self.order.index(text)])
+            )
+            self.answered.append(text)
+            self.changed.notify_all()
+        return ModelReply(text=text.split(":")[0] + "-reply")
+
+
+def test_a_gathered_run_sees_siblings_running_as_in_production():
+    with Session() as session, Runtime(ScriptedModel(lambda request: "ok")):
+        asyncio.run(boss(["a", "b"]))
+    firsts = [n for n in session.dag.find(kind="llm") if "first" in n.input[0]["text"]]
+    assert len(firsts) == 2
+    assert all(n.end_seq >= max(f.seq for f in firsts) for n in firsts)  # both asked first
+
+
+@pytest.mark.parametrize(
+    "order",
+    [
+        ["a: first", "b: first", "a: second, after a-reply", "b: second, after b-reply"],
+        ["b: first", "b: second, after b-reply", "a: first", "a: second, after a-reply"],
+        ["b: first", "a: first", "b: second, after b-reply", "a: second, after a-reply"],
+    ],
+)
+def test_a_gathered_run_replays_strictly_whatever_order_the_replies_came_in(order):
+    store = MemoryStore()
+    with Session(store, id="gathered"), Runtime(InOrder(order)):
+        recorded = asyncio.run(boss(["a", "b"]))
+    recording = Session.open(store, "gathered")
+    for _ in range(10):
+        with Session() as session, Runtime(ReplayModel(recording)):
+            assert asyncio.run(boss(["a", "b"])) == recorded == ["a-reply", "b-reply"]
+        assert len(session.dag.find(kind="llm")) == 4
+
+
+def test_a_gathered_run_recorded_over_http_replays_strictly():
+    from tests.support.openai_server import OpenAIServer
+
+    store = MemoryStore()
+    with OpenAIServer(default_reply="fine") as server:
+        runtime = Runtime("openai/test-model", api_base=server.url, api_key="sk-test-0123456789")
+        with Session(store, id="http"), runtime:
+            recorded = asyncio.run(boss(["a", "b", "c"]))
+    for _ in range(10):
+        with Session(), Runtime(ReplayModel(Session.open(store, "http"))):
+            assert asyncio.run(boss(["a", "b", "c"])) == recorded
+
+
+def test_a_changed_call_in_a_gathered_run_is_still_a_mismatch():
+    store = MemoryStore()
+    order = ["a: first", "b: first", "a: second, after a-reply", "b: second, after b-reply"]
+    with Session(store, id="gathered"), Runtime(InOrder(order)):
+        asyncio.run(boss(["a", "b"]))
+    with (
+        Session(),
+        Runtime(ReplayModel(Session.open(store, "gathered"))),
+        pytest.raises(ReplayMismatch, match=r"first difference: recorded .*\"b\".*now .*\"x\""),
+    ):
+        asyncio.run(boss(["a", "x"]))
+
+
+@agentic_function
+def ask(i: int) -> str:
+    first = llm(f"question {i}")
+    return llm(f"follow-up {i} to {first}")
+
+
+def _threads(count: int) -> None:
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def test_a_run_with_plain_worker_threads_replays_strictly():
+    store = MemoryStore()
+    with Session(store, id="threads"), Runtime(ScriptedModel(lambda r: f"re {r.text}")):
+        _threads(4)
+    recording = Session.open(store, "threads")
+    assert len(recording.dag.find(kind="llm")) == 8
+    for _ in range(10):
+        with Session() as session, Runtime(ReplayModel(recording)):
+            _threads(4)
+        replies = sorted(n.output for n in session.dag.find(kind="llm"))
+        assert replies == sorted(n.output for n in recording.dag.find(kind="llm"))
+
+
+def test_a_run_with_threads_in_copied_contexts_replays_strictly():
+    from openprogram import start_thread
+
+    @agentic_function
+    def fan_out(count: int) -> list[str]:
+        results: dict[int, str] = {}
+        threads = [start_thread(lambda i=i: results.__setitem__(i, ask(i))) for i in range(count)]
+        for thread in threads:
+            thread.join()
+        return [results[i] for i in range(count)]
+
+    store = MemoryStore()
+    with Session(store, id="fan"), Runtime(ScriptedModel(lambda r: f"re {r.text}")):
+        recorded = fan_out(4)
+    for _ in range(10):
+        with Session(), Runtime(ReplayModel(Session.open(store, "fan"))):
+            assert fan_out(4) == recorded
+
+
+def test_patience_must_not_be_negative():
+    with pytest.raises(UsageError, match="patience=-1"):
+        ReplayModel(Session(), patience=-1)
+
+
+def test_a_thread_that_runs_ahead_waits_for_the_work_the_recording_showed_it():
+    store = MemoryStore()
+    with Session(store, id="serial"), Runtime(ScriptedModel(lambda r: f"re {r.text}")):
+        for i in (0, 1):  # recorded one after the other: ask(1) saw ask(0) finished
+            thread = threading.Thread(target=ask, args=(i,))
+            thread.start()
+            thread.join()
+    recording = Session.open(store, "serial")
+    first_of_1 = recording.dag.find(name="ask", kind="llm")[2]
+    assert recording.dag.find(name="ask", kind="code")[0].id in first_of_1.reads
+
+    asked = threading.Event()
+    with Session() as session, Runtime(ReplayModel(recording)):
+        session.dag.listeners.append(
+            lambda event, node: asked.set() if node.kind == "llm" else None
+        )
+        late = threading.Thread(target=ask, args=(1,))
+        late.start()  # now ask(1) asks first, before ask(0) exists
+        asked.wait(timeout=30)
+        early = threading.Thread(target=ask, args=(0,))
+        early.start()
+        for thread in (late, early):
+            thread.join()
+    replies = [n.output for n in session.dag.find(name="ask", kind="code")]
+    assert sorted(replies) == sorted(n.output for n in recording.dag.find(name="ask", kind="code"))
+    assert all(n.status == "completed" for n in session.dag.nodes)
+
+
+def test_work_the_recording_shows_that_never_comes_is_a_mismatch_after_patience():
+    store = MemoryStore()
+    with Session(store, id="serial"), Runtime(ScriptedModel(lambda r: f"re {r.text}")):
+        for i in (0, 1):
+            thread = threading.Thread(target=ask, args=(i,))
+            thread.start()
+            thread.join()
+    outcome: dict = {}
+
+    def only_the_second():
+        try:
+            ask(1)
+        except ReplayMismatch as exc:
+            outcome["error"] = exc
+
+    with Session(), Runtime(ReplayModel(Session.open(store, "serial"), patience=0.2)):
+        thread = threading.Thread(target=only_the_second)
+        thread.start()
+        thread.join()
+    message = str(outcome["error"])
+    assert "ask #1" in message and "has not started in this run" in message
+    assert "patience=0.2s" in message

@@ -210,6 +210,30 @@ def test_image_paths_are_read_and_missing_ones_are_a_clear_error(tmp_path):
     assert len(session.dag.blobs) == 1
 
 
+def test_a_sync_llm_inside_a_running_event_loop_warns_once_naming_allm():
+    @agentic_function
+    async def blocking() -> list[str]:
+        return [llm("one"), llm("two")]
+
+    with (
+        Session(),
+        Runtime(ScriptedModel(["1", "2"])),
+        pytest.warns(RuntimeWarning, match=r"await allm\(\.\.\.\)") as caught,
+    ):
+        assert asyncio.run(blocking()) == ["1", "2"]
+    assert len(caught) == 1
+    assert caught[0].filename == __file__  # points at the llm() call, not at openprogram
+
+
+def test_a_sync_llm_in_a_worker_thread_of_an_async_program_does_not_warn():
+    @agentic_function
+    async def offloaded() -> str:
+        return await asyncio.to_thread(llm, "in a thread")
+
+    with Session(), Runtime(ScriptedModel(["ok"])):
+        assert asyncio.run(offloaded()) == "ok"  # filterwarnings=error: any warning fails
+
+
 class _Answer(BaseModel):
     text: str
 

@@ -33,8 +33,10 @@ def server(fake):
         yield running
 
 
-def post(url: str, body: bytes) -> tuple[int, dict]:
-    request = urllib.request.Request(url + "/v1/execute", data=body, method="POST")
+def post(server, body: bytes) -> tuple[int, dict]:
+    request = urllib.request.Request(server.url + "/v1/execute", data=body, method="POST")
+    request.add_header("Content-Type", "application/json")
+    request.add_header("Authorization", f"Bearer {server.token}")
     try:
         with _NO_PROXY.open(request, timeout=5) as response:
             return response.status, json.loads(response.read())
@@ -44,7 +46,7 @@ def post(url: str, body: bytes) -> tuple[int, dict]:
 
 
 def test_remote_desktop_implements_the_protocol_and_reports_the_size(server):
-    remote = RemoteDesktop(server.url)
+    remote = RemoteDesktop(server.url, token=server.token)
     assert isinstance(remote, Desktop)
     assert remote.size == (800, 600)
     assert server.url.startswith("http://127.0.0.1:")
@@ -52,13 +54,13 @@ def test_remote_desktop_implements_the_protocol_and_reports_the_size(server):
 
 def test_screenshot_round_trips_pixel_for_pixel(server, fake):
     fake.execute(Click(x=170, y=140))
-    image = RemoteDesktop(server.url).screenshot()
+    image = RemoteDesktop(server.url, token=server.token).screenshot()
     assert image.mode == "RGB"
     assert np.array_equal(np.asarray(image), np.asarray(fake.screenshot()))
 
 
 def test_execute_runs_actions_on_the_served_desktop(server, fake):
-    remote = RemoteDesktop(server.url)
+    remote = RemoteDesktop(server.url, token=server.token)
     remote.execute(Click(x=200, y=75))
     remote.execute(Type(text="Ada"))
     assert fake.state()["name"] == "Ada"
@@ -66,7 +68,7 @@ def test_execute_runs_actions_on_the_served_desktop(server, fake):
 
 
 def test_policy_rejection_comes_back_as_action_rejected(server, fake):
-    remote = RemoteDesktop(server.url)
+    remote = RemoteDesktop(server.url, token=server.token)
     chord = Keypress(keys=["ctrl", "alt", "delete"])
     with pytest.raises(ActionRejected, match="deny list") as info:
         remote.execute(chord)
@@ -81,13 +83,13 @@ def test_policy_rejection_comes_back_as_action_rejected(server, fake):
 def test_server_uses_the_given_policy(fake):
     refuse_all = Policy(confirm=lambda action: False)
     with serve_desktop(fake, policy=refuse_all) as running, pytest.raises(ActionRejected):
-        RemoteDesktop(running.url).execute(Click(x=1, y=1))
+        RemoteDesktop(running.url, token=running.token).execute(Click(x=1, y=1))
     assert fake.actions == []
 
 
 def test_server_rejects_unknown_protocol_versions(server):
     body = json.dumps({"version": 99, "action": {"type": "wait"}}).encode()
-    status, payload = post(server.url, body)
+    status, payload = post(server, body)
     assert status == 409
     assert payload["kind"] == "unsupported_version"
     assert payload["supported"] == [PROTOCOL_VERSION]
@@ -105,7 +107,7 @@ def test_server_rejects_unknown_protocol_versions(server):
     ],
 )
 def test_server_answers_bad_requests_with_400_and_a_json_error(server, fake, body, kind, message):
-    status, payload = post(server.url, body)
+    status, payload = post(server, body)
     assert status == 400
     assert payload["kind"] == kind
     assert message in payload["error"]
@@ -118,7 +120,7 @@ def test_invalid_action_from_the_server_is_raised_as_invalid_action(server):
             return {"type": "click", "x": 1}
 
     with pytest.raises(InvalidAction, match="both x and y"):
-        RemoteDesktop(server.url).execute(Sneaky(x=1, y=1))
+        RemoteDesktop(server.url, token=server.token).execute(Sneaky(x=1, y=1))
 
 
 def test_desktop_failures_come_back_as_desktop_error(fake):
@@ -127,7 +129,7 @@ def test_desktop_failures_come_back_as_desktop_error(fake):
 
     fake.on_action = explode
     with serve_desktop(fake) as running, pytest.raises(DesktopError, match="display went away"):
-        RemoteDesktop(running.url).execute(Click(x=1, y=1))
+        RemoteDesktop(running.url, token=running.token).execute(Click(x=1, y=1))
 
 
 def test_connection_refused_asks_whether_the_server_runs():
@@ -159,11 +161,11 @@ def test_stop_is_idempotent_and_frees_the_port(fake):
     running.stop()
     running.stop()
     with pytest.raises(DesktopError, match="is the server running"):
-        _ = RemoteDesktop(running.url, timeout=2).size
+        _ = RemoteDesktop(running.url, token=running.token, timeout=2).size
 
 
 def test_concurrent_clients_are_served_one_action_at_a_time(server, fake):
-    remote = RemoteDesktop(server.url)
+    remote = RemoteDesktop(server.url, token=server.token)
     remote.execute(Click(x=200, y=75))
     threads = [threading.Thread(target=remote.execute, args=(Type(text="ab"),)) for _ in range(8)]
     for thread in threads:

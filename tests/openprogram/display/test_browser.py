@@ -13,19 +13,9 @@ from PIL import Image as PILImage
 
 from openprogram.display import CallView, write_report
 from openprogram.display.calls import label
+from tests.support.chromium import CHROMIUM_FLAGS
 
 pytestmark = pytest.mark.browser
-
-_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-quic",
-)
 
 
 @pytest.fixture
@@ -38,7 +28,7 @@ def chromium(tmp_path: Path):
     def run(*arguments: str) -> str:
         profile = tmp_path / f"profile-{next(runs)}"  # a fresh profile per run
         result = subprocess.run(
-            [binary, *_FLAGS, f"--user-data-dir={profile}", *arguments],
+            [binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *arguments],
             capture_output=True,
             text=True,
             timeout=120,

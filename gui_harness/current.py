@@ -1,0 +1,199 @@
+"""What a leaf of the running gui_agent can reach: the screen, the observation, prompts.
+
+Owns the live state of one gui_agent run (a contextvar, so concurrent runs never mix)
+and the public functions every leaf uses, the stock ones in leaves.py and a user's
+alike: current_observation(), observe_screen(), look(), ask_for_action() and friends.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass, field
+from typing import Any
+
+from gui_harness.actions import Policy, Transform, resolve
+from gui_harness.desktop.base import Desktop
+from gui_harness.errors import InvalidAction
+from gui_harness.normalize import normalize_action
+from gui_harness.perception import Observation
+from gui_harness.prompts import Plan, Prompts
+from openprogram import llm
+from openprogram.callbacks.base import current_run, notify
+from openprogram.errors import ModelOutputError, UsageError
+from openprogram.runtime import Runtime
+
+__all__ = [
+    "ask_for_action",
+    "current_observation",
+    "current_prompts",
+    "latest_verification",
+    "look",
+    "observe_screen",
+]
+
+
+@dataclass
+class _Run:
+    """The live state of one gui_agent run, shared by its steps (never recorded)."""
+
+    desktop: Desktop
+    perception: Any  # anything with perceive(image) -> Observation
+    policy: Policy
+    runtime: Runtime
+    max_image_width: int
+    settle_timeout: float
+    history_window: int | None
+    prompts: Prompts
+    leaves: dict[str, Any] = field(default_factory=dict)  # observe, ...: the ones in use
+    observation: Observation | None = None
+    transform: Transform = field(default_factory=Transform)
+    verification: dict[str, Any] | None = None
+    step: int = 0
+    published: int = 0  # how many observations were made current so far
+
+
+_run: contextvars.ContextVar[_Run | None] = contextvars.ContextVar("gui_run", default=None)
+
+
+def _current() -> _Run:
+    run = _run.get()
+    if run is None:
+        raise UsageError(
+            "this runs inside gui_agent(): the leaves of a GUI run (observe, verify_step, "
+            "plan_next_action, conclusion) reach the screen through it; call "
+            "gui_agent(task, plan_next_action=your_function, ...) instead"
+        )
+    return run
+
+
+def current_observation() -> Observation:
+    """The latest observation of the running gui_agent: the screenshot, its numbered
+    components and their text; what the planner sees and `element` numbers refer to.
+
+    Raises UsageError outside gui_agent, or before this step's observe made one.
+    """
+    run = _current()
+    if run.observation is None:
+        raise UsageError(
+            "no observation yet: each step's observe makes one first; a replaced observe "
+            "must call gui_harness.observe_screen(step)"
+        )
+    return run.observation
+
+
+def latest_verification() -> dict[str, Any] | None:
+    """The latest verify_step verdict of this run (None before the first one)."""
+    return _current().verification
+
+
+def current_prompts() -> Prompts:
+    """The prompts this run was given (`gui_agent(prompts=...)`, else the defaults)."""
+    return _current().prompts
+
+
+def look() -> Observation:
+    """A fresh screenshot of the run's desktop at the model's size, perceived with the
+    run's perception. Unlike observe_screen, it is not made current and not recorded."""
+    run = _current()
+    image, _scale, _screenshot = _capture(run)
+    return _perceive(run, image)
+
+
+def observe_screen(step: int) -> dict[str, Any]:
+    """Take a screenshot, perceive it, and make it the current observation.
+
+    What the stock observe does, for a replaced observe to call: later leaves and
+    dispatch use this observation (element numbers, the image↔screen transform).
+    Notifies `on_screenshot` callbacks. Returns observe's record: step, size, scale,
+    the number of components and the screenshot the model sees, plus what the
+    accessibility tree said and perception's notes when there are any.
+    """
+    run = _current()
+    image, scale, screenshot = _capture(run)
+    observation = _perceive(run, image)
+    _publish(run, observation, scale)
+    notify(run.runtime.callbacks, "on_screenshot", screenshot, step, record_on=current_run())
+    seen: dict[str, Any] = {
+        "step": step,
+        "size": list(observation.size),
+        "scale": scale,
+        "components": len(observation.components),
+        "screenshot": image,
+    }
+    accessibility = getattr(observation, "accessibility", None)
+    if accessibility is not None:
+        # what the tree said, so a replay numbers the components as the planner saw them
+        seen["accessibility"] = accessibility.to_dict()
+    if getattr(observation, "notes", ()):
+        seen["notes"] = list(observation.notes)
+    return seen
+
+
+def ask_for_action(prompt: str, *, render_range: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Ask the model for the next action, shown the current observation's marked
+    screenshot after `prompt`; an invalid action gets one re-ask.
+
+    render_range: the history this call reads (default: the calling function's own
+    setting, capped to the run's history_window). Records one llm node (two with a
+    re-ask) in the calling function. Returns `{"goal", "action"}` with the action
+    normalised, or `{"goal", "action": None, "error"}`: what plan_next_action returns.
+    """
+    run = _current()
+    observation = current_observation()
+    window = render_range if render_range is not None else _window(run)
+    try:
+        plan = llm([prompt, observation.marked], response_format=Plan, render_range=window)
+    except ModelOutputError as exc:
+        return {"goal": None, "action": None, "error": f"unreadable plan: {exc}"}
+    problem = _invalid(plan, observation, run)
+    if problem is not None:
+        try:
+            plan = llm(run.prompts.reask_prompt(problem), response_format=Plan, render_range=window)
+        except ModelOutputError as exc:
+            return {"goal": None, "action": None, "error": f"unreadable plan: {exc}"}
+        problem = _invalid(plan, observation, run)
+        if problem is not None:
+            return {"goal": plan.goal, "action": None, "error": f"invalid action: {problem}"}
+    action = normalize_action(plan.action)
+    return {"goal": plan.goal, "action": action.model_dump(exclude_none=True)}
+
+
+def _window(run: _Run) -> dict[str, Any] | None:
+    if run.history_window is None:
+        return None
+    # the current step's own lines (its call, observe, verify) come on top of N steps
+    return {"callers": run.history_window + (3 if run.step > 1 else 2)}
+
+
+def _invalid(plan: Plan, observation: Observation, run: _Run) -> str | None:
+    try:
+        resolve(normalize_action(plan.action), observation.components, run.transform)
+    except InvalidAction as exc:
+        return str(exc)
+    return None
+
+
+def _capture(run: _Run) -> tuple[Any, float, Any]:
+    """(the screenshot at the model's size, its scale, the full screenshot)."""
+    screenshot = run.desktop.screenshot()
+    width, height = screenshot.size
+    scale = max(1.0, width / run.max_image_width)
+    if scale == 1.0:
+        return screenshot, scale, screenshot
+    return screenshot.resize((round(width / scale), round(height / scale))), scale, screenshot
+
+
+def _perceive(run: _Run, image: Any) -> Observation:
+    observation = run.perception.perceive(image)
+    if not isinstance(observation, Observation):
+        raise UsageError(
+            f"perception={run.perception!r} returned {type(observation).__name__} from "
+            "perceive(image); it must return a gui_harness.Observation"
+        )
+    return observation
+
+
+def _publish(run: _Run, observation: Observation, scale: float) -> None:
+    run.observation = observation
+    run.transform = Transform(scale=scale)
+    run.published += 1
