@@ -33,12 +33,13 @@ from openprogram.errors import (
 )
 from openprogram.function import agentic_function
 from openprogram.image import Image, ImageRef
-from openprogram.models import Model, ModelReply, ModelRequest, ScriptedModel
+from openprogram.models import Model, ModelReply, ModelRequest, ScriptedModel, ToolCall
 from openprogram.render import RenderedContext, render_context
 from openprogram.replay import ReplayModel
 from openprogram.runtime import Runtime, allm, current_runtime, llm
 from openprogram.session import Session, current_frame
 from openprogram.store import Store
+from openprogram.streaming import AsyncTextStream, TextStream
 from openprogram.threads import start_thread
 from openprogram.usage import Usage
 
@@ -70,6 +71,9 @@ __all__ = [
     "ModelReply",
     "ScriptedModel",
     "ReplayModel",
+    "ToolCall",
+    "TextStream",
+    "AsyncTextStream",
     "Usage",
     # callbacks
     "Callback",

@@ -9,10 +9,12 @@ scrubs them). Every reply shape ends as text or a typed ModelError.
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import os
 import time
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 from openprogram import _secrets
@@ -23,7 +25,7 @@ from openprogram.errors import (
     ModelOutputError,
     ModelUnavailable,
 )
-from openprogram.models import ModelReply, ModelRequest
+from openprogram.models import ModelReply, ModelRequest, ToolCall
 from openprogram.usage import usage_from_response
 
 __all__ = ["LiteLLMModel", "translate_error"]
@@ -193,6 +195,8 @@ class LiteLLMModel:
             arguments["timeout"] = self.timeout
         if request.response_format is not None and self._supports_schema():
             arguments["response_format"] = request.response_format
+        if request.tools:
+            arguments["tools"] = request.tools
         return arguments
 
     def _supports_schema(self) -> bool:
@@ -246,6 +250,60 @@ class LiteLLMModel:
         # the blocking call on a worker thread gives the same concurrency without it.
         return await asyncio.to_thread(self.complete, request)
 
+    def stream(self, request: ModelRequest) -> Iterator[str | ModelReply]:
+        """The reply's text chunks as the provider sends them, then a ModelReply with
+        the whole text and the usage (when the provider reports it)."""
+        litellm = import_litellm()
+        started = time.perf_counter()
+        arguments = {**self._arguments(request), "stream": True}
+        arguments.setdefault("stream_options", {"include_usage": True})
+        try:
+            response = litellm.completion(**arguments)
+        except Exception as exc:
+            raise translate_error(exc, self.name) from exc
+        chunks = iter(response)
+        parts: list[str] = []
+        usage = None
+        try:
+            while True:
+                try:
+                    chunk = next(chunks)
+                except StopIteration:
+                    break
+                except Exception as exc:
+                    raise translate_error(exc, self.name) from exc
+                if getattr(chunk, "usage", None) is not None:
+                    usage = chunk.usage
+                choices = getattr(chunk, "choices", None) or ()
+                text = choices[0].delta.content if choices else None
+                if text:
+                    parts.append(text)
+                    yield text
+        finally:  # a reader that stops early: release the connection now
+            close = getattr(response, "close", None)
+            if callable(close):
+                close()
+        yield ModelReply(
+            text="".join(parts),
+            usage=usage_from_response(
+                usage, cost_usd=self._stream_cost(usage), latency_s=time.perf_counter() - started
+            ),
+        )
+
+    def _stream_cost(self, usage: Any) -> float | None:
+        if usage is None:
+            return None
+        litellm = import_litellm()
+        try:
+            prompt, completion = litellm.cost_per_token(
+                model=self.name,
+                prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+                completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            )
+            return float(prompt) + float(completion)
+        except Exception:  # not in litellm's cost map: counted as unknown, not free
+            return None
+
     def _reply(self, response: Any, latency: float) -> ModelReply:
         try:
             return self._parse_reply(response, latency)
@@ -282,6 +340,7 @@ class LiteLLMModel:
                 f"{type(content).__name__}, not text: {content!r:.200}"
             )
         text = content or ""
+        tool_calls = _tool_calls(getattr(message, "tool_calls", None))
         cost: float | None
         try:
             cost = float(litellm.completion_cost(completion_response=response, model=self.name))
@@ -295,4 +354,24 @@ class LiteLLMModel:
             with warnings.catch_warnings():  # pydantic's warning about an odd field type
                 warnings.simplefilter("ignore")
                 raw = response.model_dump()
-        return ModelReply(text=text, usage=usage, raw=raw)
+        return ModelReply(text=text, usage=usage, raw=raw, tool_calls=tool_calls)
+
+
+def _tool_calls(calls: Any) -> list[ToolCall] | None:
+    """The provider's tool calls as ToolCalls; arguments that are not a JSON object
+    stay text, for the tool loop to report back to the model."""
+    if not calls:
+        return None
+    found = []
+    for position, call in enumerate(calls, start=1):
+        function = getattr(call, "function", None)
+        raw = getattr(function, "arguments", None) or "{}"
+        try:
+            arguments: dict[str, Any] | str = json.loads(raw) if isinstance(raw, str) else raw
+        except json.JSONDecodeError:
+            arguments = str(raw)
+        if not isinstance(arguments, dict):
+            arguments = str(raw)
+        name = str(getattr(function, "name", None) or "")
+        found.append(ToolCall(getattr(call, "id", None) or f"call_{position}", name, arguments))
+    return found

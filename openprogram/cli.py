@@ -309,7 +309,7 @@ def render_command(
 def _plain_messages(rendered: Any) -> list[dict[str, Any]]:
     """The messages with images as `<image sha256:…>` text instead of data URLs."""
     plain = []
-    for role, parts in rendered._parts:
+    for role, parts in rendered._display_turns():
         texts = [str(p["image"]) if p.get("type") == "image" else p["text"] for p in parts]
         plain.append({"role": role, "content": "\n".join(texts)})
     return plain
@@ -318,7 +318,8 @@ def _plain_messages(rendered: Any) -> list[dict[str, Any]]:
 def _echo_messages(rendered: Any) -> None:
     colours = {"system": "yellow", "user": "blue", "assistant": "magenta"}
     for message in _plain_messages(rendered):
-        click.echo(click.style(f"── {message['role']}", fg=colours.get(message["role"])))
+        role = message["role"]
+        click.echo(click.style(f"── {role}", fg=colours.get(role.split(" ")[0], "cyan")))
         click.echo(message["content"])
     for entry in rendered.report:
         click.echo(click.style(f"({entry['kind']}: {entry['reason']})", fg="yellow"))

@@ -1,8 +1,9 @@
 """@agentic_function: turn a function into a recorded step of the context DAG.
 
-Owns decoration-time validation, the tool `.spec`, runtime injection and the recording
-of one `code` node per call (created at entry, completed in place at exit). Recording
-never changes what the function returns or raises. Start at agentic_function().
+Owns decoration-time validation, the tool `.spec` (and the model its arguments are
+validated with), runtime injection, `render_output`, and the recording of one `code`
+node per call (created at entry, completed in place at exit). Recording never changes
+what the function returns or raises. Start at agentic_function().
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ import functools
 import inspect
 import logging
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
-from pydantic import Field, create_model
+from pydantic import BaseModel, Field, create_model
 
 from openprogram import _context
 from openprogram.callbacks.base import notify
@@ -32,6 +35,19 @@ _NOT_RESUMED = object()
 _INPUT_KEYS = {"description", "options", "hidden"}
 
 
+@dataclass
+class _ToolCallSlot:
+    """Set by the tool loop around one tool call: the call's id and the llm node that
+    asked for it; the next recorded call takes them into its meta and leaves its node."""
+
+    id: str
+    asked_by: str
+    node: Node | None = None
+
+
+_tool_call: ContextVar[_ToolCallSlot | None] = ContextVar("openprogram_tool_call", default=None)
+
+
 @overload
 def agentic_function(fn: F) -> F: ...
 @overload
@@ -42,6 +58,7 @@ def agentic_function(
     render_range: Mapping[str, int | None] | None = None,
     input: Mapping[str, Mapping[str, Any]] | None = None,
     system: str | None = None,
+    render_output: Callable[[Any], Any] | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -52,6 +69,7 @@ def agentic_function(
     render_range: Mapping[str, int | None] | None = None,
     input: Mapping[str, Mapping[str, Any]] | None = None,
     system: str | None = None,
+    render_output: Callable[[Any], Any] | None = None,
 ) -> Any:
     """Record every call of `fn` as a `code` node; used bare or with settings.
 
@@ -60,6 +78,9 @@ def agentic_function(
         function's own llm() calls.
     input: per-parameter `{"description", "options", "hidden"}` for `.spec` and rendering.
     system: text appended to the system message of this function's llm() calls.
+    render_output: maps the return value to what this call's io line shows later
+        calls (e.g. a count and the first items of a long list); the stored output
+        stays whole. Called once, when the call returns.
     Raises ValueError (UsageError) at decoration time for any invalid setting.
     """
     if fn is not None and not callable(fn):
@@ -69,9 +90,14 @@ def agentic_function(
     checked_range = _check_render_range(render_range)
     if system is not None and not isinstance(system, str):
         raise _usage(f"system={system!r} must be a string or None")
+    if render_output is not None and not callable(render_output):
+        raise _usage(
+            f"render_output={render_output!r} must be a function of the return value, "
+            "e.g. render_output=lambda rows: {'count': len(rows), 'first': rows[:5]}"
+        )
 
     def decorate(func: Callable[..., Any]) -> Any:
-        return _wrap(func, expose, checked_range, input or {}, system)
+        return _wrap(func, expose, checked_range, input or {}, system, render_output)
 
     return decorate if fn is None else decorate(fn)
 
@@ -130,6 +156,7 @@ def _wrap(
     render_range: RenderRange | None,
     meta: Mapping[str, Mapping[str, Any]],
     system: str | None,
+    render_output: Callable[[Any], Any] | None = None,
 ) -> Any:
     _check_input(fn, meta)
     signature = inspect.signature(fn)
@@ -165,6 +192,14 @@ def _wrap(
                 runtime = given
                 call.runtime_token = _context.runtime_var.set(given)
         session = call.session = _context.current_session()
+        slot = _tool_call.get()
+        node_settings = settings
+        if slot is not None:  # this call answers a model's tool call; its insides do not
+            call.tool_token = _tool_call.set(None)
+            node_settings = {
+                **settings,
+                "meta": {"tool_call_id": slot.id, "asked_by": slot.asked_by},
+            }
         if _context.session_var.get() is None:
             # found by the threads rule (DESIGN.md §3): hold on to it for this call, so its
             # insides never look again (another session may be entered meanwhile)
@@ -180,11 +215,13 @@ def _wrap(
         except TypeError:  # a wrong call: Python raises it when the function is called
             return call
         try:
-            node = session._enter_call(name, arguments, _context.frame_var.get(), settings)
+            node = session._enter_call(name, arguments, _context.frame_var.get(), node_settings)
         except Exception as exc:  # recording must never break the user's call
             log.exception("openprogram: could not record a call of %s", name)
             session._not_recorded(name, _context.frame_var.get(), exc)
             return call
+        if slot is not None:
+            slot.node = node
         if node.status == "completed":  # a resumed session's record: do not run again
             call.resumed = session._resumed_output(node, fn)
             return call
@@ -207,11 +244,15 @@ def _wrap(
             _context.frame_var.reset(call.frame_token)
         if call.runtime_token is not None:
             _context.runtime_var.reset(call.runtime_token)
+        if call.tool_token is not None:
+            _tool_call.reset(call.tool_token)
         if call.session_token is not None:
             _context.session_var.reset(call.session_token)
         node = call.node
         if node is None:
             return
+        if render_output is not None and exc is None:
+            _note_render_output(call.session, node, render_output, result)
         try:
             call.session._exit_call(node, result, exc)
         except Exception as failure:
@@ -262,9 +303,25 @@ def _wrap(
     )
     wrapper.input_meta = {k: dict(v) for k, v in meta.items()}  # type: ignore[attr-defined]
     wrapper.system = system  # type: ignore[attr-defined]
-    wrapper.spec = _tool_spec(fn, signature, meta, skipped | set(hidden))  # type: ignore[attr-defined]
+    wrapper.render_output = render_output  # type: ignore[attr-defined]
+    arguments_model = _arguments_model(fn, signature, meta, skipped | set(hidden))
+    wrapper.spec = _tool_spec(fn, arguments_model)  # type: ignore[attr-defined]
+    wrapper._arguments_model = arguments_model  # type: ignore[attr-defined]
     wrapper.__agentic__ = True  # type: ignore[attr-defined]
     return wrapper
+
+
+def _note_render_output(
+    session: Any, node: Node, render: Callable[[Any], Any], result: Any
+) -> None:
+    """What later calls see of this call's output, noted on its node before it completes;
+    a failing render_output is logged and the whole output is shown instead."""
+    try:
+        node.meta["render_output"] = session.dag.jsonable(render(result))
+    except Exception:
+        log.exception(
+            "openprogram: render_output of %s failed; showing its whole output", node.name
+        )
 
 
 def _binder(
@@ -325,6 +382,7 @@ class _Call:
         "runtime_token",
         "session",
         "session_token",
+        "tool_token",
     )
 
     def __init__(self) -> None:
@@ -333,6 +391,7 @@ class _Call:
         self.run: Node | None = None
         self.frame_token: Any = None
         self.runtime_token: Any = None
+        self.tool_token: Any = None
         self.session_token: Any = None
         self.callbacks: Any = ()
         self.resumed: Any = _NOT_RESUMED
@@ -343,13 +402,13 @@ def _runtime_positional(signature: inspect.Signature, args: tuple[Any, ...]) -> 
     return len(args) > index and args[index] is not None
 
 
-def _tool_spec(
+def _arguments_model(
     fn: Callable[..., Any],
     signature: inspect.Signature,
     meta: Mapping[str, Mapping[str, Any]],
     left_out: set[str],
-) -> dict[str, Any]:
-    """OpenAI-style tool spec `{"name", "description", "parameters"}` from the signature."""
+) -> type[BaseModel]:
+    """A pydantic model of the parameters a model may pass (the tool's arguments)."""
     hints = _annotations(fn)
     fields: dict[str, Any] = {}
     for param in signature.parameters.values():
@@ -371,10 +430,16 @@ def _tool_spec(
         )
     try:
         model = create_model(fn.__name__, **fields)  # type: ignore[call-overload]  # dynamic fields
-        parameters = model.model_json_schema()
+        model.model_json_schema()
     except Exception:  # an annotation pydantic cannot schema: describe it loosely
         loose = {k: (Any, v[1]) for k, v in fields.items()}
-        parameters = create_model(fn.__name__, **loose).model_json_schema()  # type: ignore[call-overload]  # dynamic fields
+        model = create_model(fn.__name__, **loose)  # type: ignore[call-overload]  # dynamic fields
+    return model  # type: ignore[no-any-return]
+
+
+def _tool_spec(fn: Callable[..., Any], model: type[BaseModel]) -> dict[str, Any]:
+    """OpenAI-style tool spec `{"name", "description", "parameters"}` from the signature."""
+    parameters = model.model_json_schema()
     parameters.pop("title", None)
     for schema in parameters.get("properties", {}).values():
         schema.pop("title", None)

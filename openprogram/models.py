@@ -1,17 +1,19 @@
 """Models: the protocol a model implements, the request it gets, and offline models.
 
-Owns `Model`, `ModelRequest`, `ModelReply` and `ScriptedModel` (replies from a list, a
-per-function dict or a callable). Provider models live in `_litellm.py`; `ReplayModel`
-answers from a recorded session (`replay.py`).
+Owns `Model`, `ModelRequest`, `ModelReply`, `ToolCall` and `ScriptedModel` (replies
+from a list, a per-function dict or a callable; tool calls; replies streamed in chunks).
+Provider models live in `_litellm.py`; `ReplayModel` answers from a recorded session
+(`replay.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -23,7 +25,7 @@ from openprogram.usage import Usage
 if TYPE_CHECKING:
     from openprogram.render import RenderedContext
 
-__all__ = ["Model", "ModelReply", "ModelRequest", "ScriptedModel"]
+__all__ = ["Model", "ModelReply", "ModelRequest", "ScriptedModel", "ToolCall"]
 
 _MAX_YIELDS = 100
 
@@ -33,7 +35,8 @@ class ModelRequest:
     """One exchange about to be sent: the rendered context and who asks.
 
     `messages` is the chat in OpenAI format (images as data URLs, built on first use);
-    callbacks may replace it. `text` is the text of the current llm() content.
+    callbacks may replace it. `text` is the text of the current llm() content. `tools`
+    are the tools offered, in OpenAI format (`{"type": "function", "function": spec}`).
     """
 
     rendered: RenderedContext
@@ -41,6 +44,7 @@ class ModelRequest:
     node_id: str
     response_format: type[BaseModel] | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    tools: list[dict[str, Any]] | None = None
     _messages: list[dict[str, Any]] | None = None
 
     @property
@@ -83,13 +87,35 @@ class ModelRequest:
         ]
 
 
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call a model asked for: its id, the tool's name and the arguments.
+
+    `arguments` is the decoded JSON object, or the raw text when the model sent
+    something that is not a JSON object (the tool loop reports that back to it).
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any]) -> ToolCall:
+        return cls(str(value["id"]), str(value["name"]), value.get("arguments", {}))
+
+
 @dataclass
 class ModelReply:
-    """What a model answered: the text, its usage and the raw provider payload."""
+    """What a model answered: the text, the tool calls it asks for (if any), its usage
+    and the raw provider payload."""
 
     text: str
     usage: Usage = field(default_factory=Usage)
     raw: dict[str, Any] | None = None
+    tool_calls: list[ToolCall] | None = None
 
 
 @runtime_checkable
@@ -111,7 +137,10 @@ class ScriptedModel:
 
     replies: a list consumed in order; a dict `{function_name: [replies...]}` (key "*"
     serves any other function); or a callable `(ModelRequest) -> str | dict`. A dict,
-    list or pydantic reply is sent as JSON; an exception instance is raised instead.
+    list or pydantic reply is sent as JSON; an exception instance is raised instead. A
+    dict with a "tool_calls" key is a tool call reply: `{"tool_calls": [{"name": "add",
+    "arguments": {"a": 2}}], "content": "optional text"}` (ids are `call_1`, `call_2`, ...
+    unless given as "id"). Streamed, a reply comes in word-sized chunks.
     Every request is kept in `.requests`. Running out raises ScriptExhausted.
     Replies are taken in the order the requests are made. Under `allm` the reply comes
     only after every other task ready to run has run on until it waits (see
@@ -141,6 +170,7 @@ class ScriptedModel:
         else:
             self._queue = _reply_list(None, replies)
         self._given = self.remaining
+        self._call_ids = 0
 
     @property
     def remaining(self) -> int:
@@ -167,7 +197,9 @@ class ScriptedModel:
     def _answer(self, request: ModelRequest, reply: Reply) -> ModelReply:
         if isinstance(reply, BaseException):
             raise reply
-        text = _as_text(reply)
+        with self._lock:  # call ids count across threads
+            tool_calls = self._tool_calls(reply)
+        text = str(reply.get("content") or "") if tool_calls else _as_text(reply)
         return ModelReply(
             text=text,
             usage=Usage(
@@ -175,7 +207,40 @@ class ScriptedModel:
                 output_tokens=max(1, len(text) // 4),
                 calls=1,
             ),
+            tool_calls=tool_calls,
         )
+
+    def stream(self, request: ModelRequest) -> Iterator[str | ModelReply]:
+        """The reply in word-sized text chunks, then the whole ModelReply (usage)."""
+        reply = self.complete(request)
+        yield from _CHUNK.findall(reply.text)
+        yield reply
+
+    def _tool_calls(self, reply: Reply) -> list[ToolCall] | None:
+        if not isinstance(reply, Mapping) or "tool_calls" not in reply:
+            return None
+        calls = reply["tool_calls"]
+        if not isinstance(calls, list) or not calls:
+            raise UsageError(
+                f"a scripted tool_calls reply needs a non-empty list of "
+                f"{{'name': ..., 'arguments': {{...}}}}, not {calls!r}"
+            )
+        found = []
+        for call in calls:
+            if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
+                raise UsageError(
+                    f"scripted tool call {call!r} needs a 'name' (str) and 'arguments' (dict)"
+                )
+            self._call_ids += 1
+            arguments = call.get("arguments", {})
+            found.append(
+                ToolCall(
+                    str(call.get("id") or f"call_{self._call_ids}"),
+                    call["name"],
+                    arguments if isinstance(arguments, (dict, str)) else str(arguments),
+                )
+            )
+        return found
 
     def _next(self, request: ModelRequest) -> Reply:
         if self._callable is not None:
@@ -237,6 +302,9 @@ def _as_text(reply: Reply) -> str:
         f"a scripted reply must be a str, dict, list, pydantic model or exception, "
         f"not {type(reply).__name__}"
     )
+
+
+_CHUNK = re.compile(r"\s*\S+|\s+")
 
 
 def _estimate_tokens(request: ModelRequest) -> int:

@@ -1,7 +1,8 @@
 """What an LLM call sees: render_context and RenderedContext.
 
-Owns the visibility rules of DESIGN.md §4, the line format, the message mapping and
-image retention. Reads the DAG, never writes it. Cost is bounded by the render_range
+Owns the visibility rules of DESIGN.md §4, the line format (outputs as later calls see
+them), the message mapping (tool calls and results in the provider's shape) and image
+retention. Reads the DAG, never writes it. Cost is bounded by the render_range
 window, not the DAG size: it walks the stack and, newest first, only the siblings it
 needs. Start at render_context().
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from openprogram.dag import ContextDAG, Node, RenderRange
@@ -34,6 +35,7 @@ def render_context(
     system: str | None = None,
     max_images: int | None = 3,
     max_line_chars: int | None = 20_000,
+    include: Sequence[str] = (),
 ) -> RenderedContext:
     """Render the history that an llm() call in `frame` sees (DESIGN.md §4).
 
@@ -46,6 +48,10 @@ def render_context(
     system: the runtime's system prompt; the frame's own `system` follows it.
     max_images: history image parts kept, newest first (None: all); the rest become
         placeholders with an "omitted" report entry. The current content's are always kept.
+    max_line_chars: longest line; a longer output is cut to whole items where it can be,
+        saying how much was left out, with a "truncated" report entry.
+    include: ids of nodes shown whatever the rules and the range say: a tool loop's
+        earlier turns and tool results, which its later turns always see.
     """
     frame_node = dag.get(frame) if frame is not None else None
     if frame is not None and frame_node is None:
@@ -71,6 +77,13 @@ def render_context(
     if frame_node is not None and frame_node.expose in _SHOW_SELF:
         visible = [*pre_frame, frame_node]
     visible.extend(in_frame)
+    if include:
+        shown = {n.id for n in visible}
+        visible.extend(
+            node
+            for node_id in include
+            if node_id not in shown and (node := dag.get(node_id)) is not None and walk.exists(node)
+        )
     visible.sort(key=lambda n: n.seq)
     stack_ids = {n.id for n in stack}
     return RenderedContext(
@@ -111,6 +124,7 @@ def seen_by(dag: ContextDAG, node: Node | str) -> RenderedContext:
         content=llm_node.input,
         system=system,
         max_images=llm_node.meta.get("max_images", 3),
+        include=llm_node.meta.get("tool_loop", ()),
     )
 
 
@@ -264,7 +278,9 @@ class RenderedContext:
         self._walk = walk
         self._max_line_chars = max_line_chars
         self._lines = [self._line(node) for node in nodes]
-        self._parts = self._build(max_images)
+        built = self._build(max_images)
+        self._parts = [(role, parts) for role, parts, _ in built]
+        self._extras: list[dict[str, Any] | None] = [extra for _, _, extra in built]
         self._messages: list[dict[str, Any]] | None = None
 
     @property
@@ -276,7 +292,7 @@ class RenderedContext:
         if node.kind == "user":
             line = f"user: {node.input}"
         elif node.kind == "llm":
-            line = f"assistant: {node.output if node.output is not None else ''}"
+            line = f"assistant: {_reply_text(node)}"
         else:
             cache = self.dag._text_cache
             cached = cache.get(node.id)
@@ -291,13 +307,31 @@ class RenderedContext:
                 cache[node.id] = line
             if node.id not in self._stack_ids and self._walk.done(node):
                 if node.status == "completed":
-                    output = cache.get(node.id + ":out")
-                    if output is None:
-                        output = cache[node.id + ":out"] = f" output={_json(node.output)}"
-                    line += output
+                    line += " output=" + self._output(node, len(line), as_json=True)
                 else:
                     line += f" error={node.error or node.status}"
         return self._cut(line, node.id)
+
+    def _output(self, node: Node, used: int, *, as_json: bool) -> str:
+        """A completed code node's output as later calls see it: its render_output when
+        it has one, cut to whole items (saying how much was left out) when too long."""
+        cache = self.dag._text_cache
+        key = f"{node.id}:{'out' if as_json else 'tool'}"
+        text = cache.get(key)
+        if text is None:
+            meta = node.meta
+            value = meta.get("render_output", node.output)
+            limit = self._max_line_chars
+            # room for the line so far and the note saying what was cut
+            budget = None if limit is None else max(limit - used - 160 - len(node.name), 20)
+            text, cut = _shown(value, budget, node.name, as_json)
+            cache[key] = text
+            if cut is not None:
+                cache[key + ":cut"] = cut
+        cut = cache.get(key + ":cut")
+        if cut is not None:
+            self.report.append({"kind": "truncated", "node_id": node.id, "reason": cut})
+        return text
 
     def _cut(self, text: str, node_id: str | None) -> str:
         limit = self._max_line_chars
@@ -317,37 +351,84 @@ class RenderedContext:
         return "\n".join(self._lines)
 
     # -- messages ------------------------------------------------------------------------
-    def _build(self, max_images: int | None) -> list[tuple[str, list[dict[str, Any]]]]:
-        turns: list[tuple[str, list[dict[str, Any]], str | None]] = []
+    def _build(self, max_images: int | None) -> list[tuple[str, list[dict[str, Any]], Any]]:
+        turns: list[tuple[str, list[dict[str, Any]], str | None, Any]] = []
         if self.system:
-            turns.append(("system", [{"type": "text", "text": self.system}], None))
+            turns.append(("system", [{"type": "text", "text": self.system}], None, None))
+        results = {
+            (n.meta["asked_by"], n.meta["tool_call_id"]): n
+            for n in self.nodes
+            if n.kind == "code" and "tool_call_id" in n.meta and "asked_by" in n.meta
+        }
+        answered: set[str] = set()
         for node, line in zip(self.nodes, self._lines, strict=True):
-            if node.kind == "llm":
-                turns.append(("user", _parts(node.input, self._cut, node.id), node.id))
-                if node.output is not None:
-                    reply = self._cut(str(node.output), node.id)
-                    turns.append(("assistant", [{"type": "text", "text": reply}], node.id))
-            else:
-                turns.append(("user", [{"type": "text", "text": line}], node.id))
+            if node.id in answered:
+                continue
+            if node.kind != "llm":
+                turns.append(("user", [{"type": "text", "text": line}], node.id, None))
+                continue
+            turns.append(("user", _parts(node.input, self._cut, node.id), node.id, None))
+            calls: list[dict[str, Any]] = node.meta.get("tool_calls") or []
+            answers = self._answers(node, calls, results) if calls else None
+            if answers is not None:  # the provider's shape: the calls, then each result
+                text = self._cut(str(node.output or ""), node.id)
+                parts = [{"type": "text", "text": text}] if text else []
+                extra = {"tool_calls": [_openai_call(call) for call in calls]}
+                turns.append(("assistant", parts, node.id, extra))
+                for call, answer in zip(calls, answers, strict=True):
+                    answered.add(answer.id)
+                    result = {"type": "text", "text": self._tool_text(answer)}
+                    turns.append(("tool", [result], answer.id, {"tool_call_id": call["id"]}))
+            elif node.output is not None or calls:
+                reply = self._cut(_reply_text(node), node.id)
+                turns.append(("assistant", [{"type": "text", "text": reply}], node.id, None))
         self._retain_images(turns, max_images)
         if self.content is not None:
-            turns.append(("user", _parts(self.content, None, None), None))
-        merged: list[tuple[str, list[dict[str, Any]]]] = []
-        for role, parts, _ in turns:
-            if merged and merged[-1][0] == role and role != "system":
-                merged[-1][1].extend(parts)
+            turns.append(("user", _parts(self.content, None, None), None, None))
+        merged: list[tuple[str, list[dict[str, Any]], Any]] = []
+        for role, parts, _, extra in turns:
+            if not parts and extra is None:
+                continue
+            previous = merged[-1] if merged else None
+            if (
+                previous is not None
+                and previous[0] == role
+                and role != "system"
+                and extra is None
+                and previous[2] is None
+            ):
+                previous[1].extend(parts)
             else:
-                merged.append((role, list(parts)))
+                merged.append((role, list(parts), extra))
         return merged
 
+    def _answers(
+        self, node: Node, calls: list[dict[str, Any]], results: dict[tuple[str, str], Node]
+    ) -> list[Node] | None:
+        """The finished, visible result node of each of `node`'s tool calls; None when
+        one is missing (then the calls show as text and the results as lines)."""
+        answers = []
+        for call in calls:
+            answer = results.get((node.id, str(call.get("id"))))
+            if answer is None or answer.id in self._stack_ids or not self._walk.done(answer):
+                return None
+            answers.append(answer)
+        return answers
+
+    def _tool_text(self, node: Node) -> str:
+        """What a tool message tells the model: the result, or the error."""
+        if node.status == "completed":
+            return self._output(node, 0, as_json=False)
+        return f"error: {node.error or node.status}"
+
     def _retain_images(
-        self, turns: list[tuple[str, list[dict[str, Any]], str | None]], keep: int | None
+        self, turns: list[tuple[str, list[dict[str, Any]], str | None, Any]], keep: int | None
     ) -> None:
         """Keep the newest `keep` history images; older ones become placeholders."""
         if keep is None:
             return
         seen = 0
-        for _, parts, node_id in reversed(turns):
+        for _, parts, node_id, _ in reversed(turns):
             for position in range(len(parts) - 1, -1, -1):
                 if parts[position].get("type") != "image":
                     continue
@@ -369,13 +450,35 @@ class RenderedContext:
     def messages(self) -> list[dict[str, Any]]:
         """The chat in litellm/OpenAI format, images as PNG data URLs."""
         if self._messages is None:
-            self._messages = [_message(role, parts, self.dag) for role, parts in self._parts]
+            self._messages = [
+                _message(role, parts, self.dag, extra)
+                for (role, parts), extra in zip(self._parts, self._extras, strict=True)
+            ]
         return self._messages
+
+    def _display_turns(self) -> list[tuple[str, list[dict[str, Any]]]]:
+        """(label, parts) per message for views: tool calls as text lines, and a tool
+        result labelled with its call id."""
+        turns = []
+        for (role, parts), extra in zip(self._parts, self._extras, strict=True):
+            if extra and "tool_calls" in extra:
+                asked = [
+                    f"→ {c['function']['name']}({c['function']['arguments']})  [{c['id']}]"
+                    for c in extra["tool_calls"]
+                ]
+                parts = [*parts, {"type": "text", "text": "\n".join(asked)}]
+            elif extra and "tool_call_id" in extra:
+                role = f"tool [{extra['tool_call_id']}]"
+            turns.append((role, parts))
+        return turns
 
     @property
     def messages_hash(self) -> str:
         """sha256 of the messages with images by hash: equal renders, equal hashes."""
-        canonical = [[role, [_canonical_part(p) for p in parts]] for role, parts in self._parts]
+        canonical = [
+            [role, [_canonical_part(p) for p in parts], *([extra] if extra else [])]
+            for (role, parts), extra in zip(self._parts, self._extras, strict=True)
+        ]
         text = json.dumps(canonical, ensure_ascii=False, sort_keys=True)
         # surrogatepass: lone surrogates (a filename decoded with surrogateescape) hash
         # too, and every other text hashes to the same bytes as before
@@ -399,6 +502,61 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
 
 def _json(value: Any) -> str:
     return _ENCODER.encode(value)
+
+
+def _reply_text(node: Node) -> str:
+    """An llm node's reply as a line: the text, then the tool calls it asked for."""
+    text = "" if node.output is None else str(node.output)
+    calls = node.meta.get("tool_calls")
+    if not calls:
+        return text
+    asked = ", ".join(f"{c.get('name')}({_arguments(c.get('arguments'))})" for c in calls)
+    return f"{text} [calls {asked}]" if text else f"[calls {asked}]"
+
+
+def _arguments(value: Any) -> str:
+    return value if isinstance(value, str) else _json(value)
+
+
+def _openai_call(call: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": call["id"],
+        "type": "function",
+        "function": {"name": call["name"], "arguments": _arguments(call.get("arguments", {}))},
+    }
+
+
+def _shown(value: Any, budget: int | None, name: str, as_json: bool) -> tuple[str, str | None]:
+    """`value` as text (JSON, or a plain string for a tool message), cut to `budget`
+    characters at whole list items or dict entries where it can, saying what was cut;
+    and what was cut, for the report (None when nothing was)."""
+    text = value if isinstance(value, str) and not as_json else _json(value)
+    if budget is None or len(text) <= budget:
+        return text, None
+    hint = f"set render_output= on {name} to choose what later calls see"
+    if isinstance(value, (list, dict)) and value:
+        items = list(value.items()) if isinstance(value, dict) else list(value)
+        kept, size = 0, 2
+        for item in items:
+            piece = len(_json(dict([item]) if isinstance(value, dict) else [item]))
+            if size + piece > budget:
+                break
+            size, kept = size + piece, kept + 1
+        if kept:
+            part = dict(items[:kept]) if isinstance(value, dict) else items[:kept]
+            shown = _json(part)[:-1] + ", …" + _closing(value)
+            what = "entries" if isinstance(value, dict) else "items"
+            cut = (
+                f"output: showing {kept} of {len(items)} {what}, "
+                f"{len(text) - len(shown)} of {len(text)} characters left out"
+            )
+            return f"{shown} [cut: {cut}; {hint}]", cut
+    cut = f"output: {len(text) - budget} of {len(text)} characters left out"
+    return f"{text[:budget]}… [cut: {cut}; {hint}]", cut
+
+
+def _closing(value: Any) -> str:
+    return "}" if isinstance(value, dict) else "]"
 
 
 def _parts(content: Any, cut: Any, node_id: str | None) -> list[dict[str, Any]]:
@@ -425,7 +583,12 @@ def _canonical_part(part: dict[str, Any]) -> Any:
     return part
 
 
-def _message(role: str, parts: list[dict[str, Any]], dag: ContextDAG) -> dict[str, Any]:
+def _message(
+    role: str, parts: list[dict[str, Any]], dag: ContextDAG, extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    if extra:  # a tool call or a tool result: text only, in the provider's shape
+        text = "\n".join(str(p.get("text", "")) for p in parts if p["type"] == "text")
+        return {"role": role, "content": text or None, **extra}
     if all(p["type"] == "text" for p in parts) and len(parts) == 1:
         return {"role": role, "content": replace_surrogates(parts[0]["text"])}
     out: list[dict[str, Any]] = []

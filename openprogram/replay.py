@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from openprogram._resume import Step, all_call_paths, call_path, input_hash, path_text
 from openprogram.dag import ContextDAG, Node
 from openprogram.errors import ModelError, ReplayMismatch, UsageError
-from openprogram.models import ModelReply, ModelRequest, yield_to_loop
+from openprogram.models import ModelReply, ModelRequest, ToolCall, yield_to_loop
 from openprogram.render import seen_by
 from openprogram.usage import Usage
 
@@ -39,7 +39,8 @@ class ReplayModel:
     strict=True (the default) the model must see what it saw then: the rendered
     messages hash equal, or — when concurrent calls ran in another order — the call's
     context rebuilt in the recording's timing from this run's nodes does. With
-    strict=False only the llm() content must be the same.
+    strict=False only the llm() content must be the same. Recorded tool calls are asked
+    again (the tools themselves run live).
 
     patience: seconds a call waits, while the run makes no progress, for concurrent work
         the recording shows finished before it (another thread's call, say) before the
@@ -271,8 +272,13 @@ class _Run:
                     pending=True,
                 )
             view.restore(_in_recorded_timing(old, live, finished))
+        meta = node.meta
+        if "tool_loop" in meta:  # a tool loop's earlier turns, by their recorded ids
+            mapped = {live_id: rec.id for live_id, rec in self._map.items()}
+            meta = {**meta, "tool_loop": [mapped.get(i, i) for i in meta["tool_loop"]]}
         again = node.model_copy(
             update={
+                "meta": meta,
                 "id": recorded.id,
                 "seq": recorded.seq,
                 "parent": recorded.parent,
@@ -301,6 +307,8 @@ def _in_recorded_timing(old: Node, live: Node, finished: bool) -> Node:
     }
     if finished:
         update.update(output=live.output, status=live.status, error=live.error)
+        if "render_output" in live.meta:
+            update["meta"] = {**old.meta, "render_output": live.meta["render_output"]}
     return old.model_copy(update=update)
 
 
@@ -368,6 +376,7 @@ def _reply(recorded: Node, node: Node, dag: ContextDAG) -> ModelReply:
             calls=1,
         ),
         raw={"replayed_from": recorded.id},
+        tool_calls=[ToolCall.from_json(c) for c in recorded.meta.get("tool_calls") or ()] or None,
     )
 
 

@@ -1,28 +1,28 @@
 """Runtime and llm(): asking a model from inside an agentic function.
 
 Owns one exchange end to end: the llm node, the render of what the model sees, the
-callbacks around it, retries with backoff, usage and cost, and structured output
-(validated, one repair re-ask). Provider calls are in _litellm.py. Start at Runtime.llm().
+callbacks around it, retries with backoff, usage and cost, structured output
+(validated, one repair re-ask), the tool loop (tools run in tools.py) and opening a
+stream (streaming.py). Provider calls are in _litellm.py. Start at Runtime.llm().
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import random
-import re
 import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from openprogram import _context, _secrets
+from openprogram._content import content_parts, parse, repair_prompt, schema_instruction
 from openprogram.callbacks.base import gate, notify, transform
-from openprogram.dag import ContextDAG, Node
+from openprogram.dag import Node
 from openprogram.errors import (
     ConfigError,
     ModelError,
@@ -32,9 +32,10 @@ from openprogram.errors import (
     RunStopped,
     UsageError,
 )
-from openprogram.image import Image, is_image
-from openprogram.models import Model, ModelReply, ModelRequest
+from openprogram.models import Model, ModelReply, ModelRequest, ToolCall
 from openprogram.render import render_context
+from openprogram.streaming import aopen_stream, open_stream
+from openprogram.tools import ToolLoop
 from openprogram.usage import Usage
 
 __all__ = ["Runtime", "allm", "current_runtime", "llm"]
@@ -135,15 +136,24 @@ class Runtime:
         response_format: type[T] | None = None,
         model: str | Model | None = None,
         render_range: dict[str, Any] | None = None,
+        tools: Sequence[Callable[..., Any]] | None = None,
+        max_tool_turns: int = 8,
+        stream: bool = False,
         **kwargs: Any,
     ) -> Any:
         """Ask the model; returns the reply text, or a `response_format` instance.
 
         render_range overrides the calling function's own setting for this call only.
+        tools: functions the model may call (agentic functions, or plain ones, which are
+        wrapped); each call runs and is recorded as a code node, its result goes back to
+        the model, until it answers with content. max_tool_turns caps the rounds.
+        stream=True returns a TextStream of text chunks instead (no tools or
+        response_format); its llm node completes when the stream ends.
 
-        Records one llm node per exchange (two when a repair re-ask is needed).
-        Raises ModelError subclasses on provider failure, ModelOutputError when the
-        reply does not validate after one repair, RunStopped when a gate says stop.
+        Records one llm node per exchange (two when a repair re-ask is needed, one more
+        per tool round). Raises ModelError subclasses on provider failure (and when the
+        model still asks for tools after max_tool_turns rounds), ModelOutputError when
+        the reply does not validate after one repair, RunStopped when a gate says stop.
         Warns once (RuntimeWarning) when called while an event loop runs in this thread:
         the loop stands still until the reply is in; use `await allm(...)` there.
         """
@@ -151,12 +161,16 @@ class Runtime:
         if render_range is not None:
             kwargs["_render_range"] = render_range
         resolved = self._resolve_model(model)
-        node, reply = self._ask(content, resolved, response_format, kwargs)
+        if stream:
+            _check_stream(tools, response_format)
+            return open_stream(self, content, resolved, kwargs)
+        loop = ToolLoop(tools, max_tool_turns, self.callbacks)
+        node, reply = self._turns(content, resolved, response_format, kwargs, loop)
         result, problem = self._check(node, reply, response_format)
         if problem is None:
             return result
         assert response_format is not None  # only structured replies need repairing
-        node, reply = self._ask(_repair_prompt(problem), resolved, response_format, kwargs)
+        node, reply = self._turns(repair_prompt(problem), resolved, response_format, kwargs, loop)
         return self._parsed_or_raise(node, reply, response_format)
 
     async def allm(
@@ -166,18 +180,28 @@ class Runtime:
         response_format: type[T] | None = None,
         model: str | Model | None = None,
         render_range: dict[str, Any] | None = None,
+        tools: Sequence[Callable[..., Any]] | None = None,
+        max_tool_turns: int = 8,
+        stream: bool = False,
         **kwargs: Any,
     ) -> Any:
-        """Async twin of llm()."""
+        """Async twin of llm(); tool calls of one reply run concurrently, and
+        stream=True gives an AsyncTextStream (`async for chunk in await allm(...)`)."""
         if render_range is not None:
             kwargs["_render_range"] = render_range
         resolved = self._resolve_model(model)
-        node, reply = await self._aask(content, resolved, response_format, kwargs)
+        if stream:
+            _check_stream(tools, response_format)
+            return await aopen_stream(self, content, resolved, kwargs)
+        loop = ToolLoop(tools, max_tool_turns, self.callbacks)
+        node, reply = await self._aturns(content, resolved, response_format, kwargs, loop)
         result, problem = self._check(node, reply, response_format)
         if problem is None:
             return result
         assert response_format is not None  # only structured replies need repairing
-        node, reply = await self._aask(_repair_prompt(problem), resolved, response_format, kwargs)
+        node, reply = await self._aturns(
+            repair_prompt(problem), resolved, response_format, kwargs, loop
+        )
         return self._parsed_or_raise(node, reply, response_format)
 
     def _warn_if_blocking(self, stacklevel: int) -> None:
@@ -196,21 +220,66 @@ class Runtime:
             stacklevel=stacklevel + 1,
         )
 
-    def _ask(
-        self, content: Any, model: Model, response_format: Any, options: dict[str, Any]
+    def _turns(
+        self,
+        content: Any,
+        model: Model,
+        response_format: Any,
+        options: dict[str, Any],
+        loop: ToolLoop,
     ) -> tuple[Node, str]:
+        """Exchanges until the model answers with content, running the tools it asks for."""
+        node, reply = self._ask(content, model, response_format, options, loop)
+        while reply.tool_calls:
+            loop.next_round(node, reply.tool_calls, self._mark_error)
+            loop.nodes.extend(loop.toolbox.run(reply.tool_calls, node))  # type: ignore[union-attr]
+            node, reply = self._ask([], model, response_format, options, loop)
+        return node, reply.text
+
+    async def _aturns(
+        self,
+        content: Any,
+        model: Model,
+        response_format: Any,
+        options: dict[str, Any],
+        loop: ToolLoop,
+    ) -> tuple[Node, str]:
+        node, reply = await self._aask(content, model, response_format, options, loop)
+        while reply.tool_calls:
+            loop.next_round(node, reply.tool_calls, self._mark_error)
+            loop.nodes.extend(await loop.toolbox.arun(reply.tool_calls, node))  # type: ignore[union-attr]
+            node, reply = await self._aask([], model, response_format, options, loop)
+        return node, reply.text
+
+    def _ask(
+        self,
+        content: Any,
+        model: Model,
+        response_format: Any,
+        options: dict[str, Any],
+        loop: ToolLoop | None = None,
+    ) -> tuple[Node, ModelReply]:
         """One recorded exchange; a replayed one (resuming) returns its recorded reply."""
-        node, request = self._prepare(content, model, response_format, options)
+        node, request = self._prepare(content, model, response_format, options, loop)
+        if loop is not None:
+            loop.asked(node)
         if request is None:
-            return node, node.output
+            return node, _recorded_reply(node)
         return node, self._finish(node, self._call(model, request, node))
 
     async def _aask(
-        self, content: Any, model: Model, response_format: Any, options: dict[str, Any]
-    ) -> tuple[Node, str]:
-        node, request = self._prepare(content, model, response_format, options)
+        self,
+        content: Any,
+        model: Model,
+        response_format: Any,
+        options: dict[str, Any],
+        loop: ToolLoop | None = None,
+    ) -> tuple[Node, ModelReply]:
+        node, request = self._prepare(content, model, response_format, options, loop)
+        if loop is not None:
+            loop.asked(node)
         if request is None:
-            return node, node.output
+            return node, _recorded_reply(node)
         return node, self._finish(node, await self._acall(model, request, node))
 
     def _check(
@@ -219,7 +288,7 @@ class Runtime:
         """(the value to return, None), or (None, what to repair) after marking the node."""
         if response_format is None:
             return reply, None
-        parsed, problem = _parse(reply, response_format)
+        parsed, problem = parse(reply, response_format)
         if problem is not None:
             self._mark_invalid(node, problem)
         return parsed, problem
@@ -230,6 +299,7 @@ class Runtime:
         model: Model,
         response_format: type[BaseModel] | None,
         options: dict[str, Any],
+        loop: ToolLoop | None = None,
     ) -> tuple[Node, ModelRequest | None]:
         """Create the llm node and the request; no request when the exchange is replayed."""
         options = dict(options)
@@ -240,13 +310,15 @@ class Runtime:
         if frame_id is not None and frame is None:
             frame_id = None
         self._gate(kind="llm", frame=frame)
-        parts = _content_parts(content, dag)
-        if response_format is not None:
-            parts.append({"type": "text", "text": _schema_instruction(response_format)})
+        parts = content_parts(content, dag)
+        if response_format is not None and (loop is None or not loop.nodes):
+            parts.append({"type": "text", "text": schema_instruction(response_format)})
         name = frame.name if frame is not None else _TOP_LEVEL_NAME
-        node = session._enter_llm(
-            name, frame_id, parts, {"model": getattr(model, "name", type(model).__name__)}
-        )
+        meta: dict[str, Any] = {"model": getattr(model, "name", type(model).__name__)}
+        earlier = loop.nodes if loop is not None and loop.toolbox is not None else []
+        if earlier:
+            meta["tool_loop"] = list(earlier)
+        node = session._enter_llm(name, frame_id, parts, meta)
         if node.status == "completed":  # replayed from a resumed session's record
             return node, None
         try:
@@ -264,6 +336,7 @@ class Runtime:
                 content=parts,
                 system=self.system,
                 max_images=limit,
+                include=earlier,
             )
             node.reads = rendered.reads
             node.messages_hash = rendered.messages_hash
@@ -276,6 +349,7 @@ class Runtime:
                 node_id=node.id,
                 response_format=response_format,
                 options=options,
+                tools=loop.toolbox.specs if loop is not None and loop.toolbox else None,
             )
         except Exception as exc:  # the exchange never started: record it, then raise
             _raise(self._failed(node, exc), exc)
@@ -352,8 +426,10 @@ class Runtime:
         )
         return error
 
-    def _finish(self, node: Node, reply: ModelReply) -> str:
+    def _finish(self, node: Node, reply: ModelReply) -> ModelReply:
         text = reply.text
+        if reply.tool_calls:
+            node.meta["tool_calls"] = [call.to_json() for call in reply.tool_calls]
         node.usage = reply.usage
         with self._usage_lock:
             self.usage = self.usage + reply.usage
@@ -365,15 +441,19 @@ class Runtime:
         session.dag.complete(node, text)
         if self.callbacks:
             text = transform(self.callbacks, "on_llm_end", text)
-        return text
+        return ModelReply(text=text, usage=reply.usage, raw=reply.raw, tool_calls=reply.tool_calls)
 
     def _mark_invalid(self, node: Node, problem: str) -> None:
+        self._mark_error(node, f"invalid structured output: {problem}")
+
+    def _mark_error(self, node: Node, error: str) -> None:
+        """A completed exchange whose reply cannot be used: error status, reply kept."""
         node.status = "error"
-        node.error = f"invalid structured output: {problem}"
+        node.error = error
         _context.current_session().dag._notify("completed", node)
 
     def _parsed_or_raise(self, node: Node, reply: str, response_format: type[T]) -> T:
-        parsed, problem = _parse(reply, response_format)
+        parsed, problem = parse(reply, response_format)
         if problem is None:
             return parsed  # type: ignore[return-value]
         self._mark_invalid(node, problem)
@@ -387,41 +467,29 @@ class Runtime:
         )
 
 
+def _recorded_reply(node: Node) -> ModelReply:
+    """A replayed exchange's reply as recorded (text and tool calls)."""
+    calls = [ToolCall.from_json(call) for call in node.meta.get("tool_calls") or ()]
+    return ModelReply(text=str(node.output or ""), tool_calls=calls or None)
+
+
+def _check_stream(tools: Any, response_format: Any) -> None:
+    if tools:
+        raise UsageError(
+            "stream=True does not combine with tools=; stream the final answer in a "
+            "separate llm() call, or use stream=False"
+        )
+    if response_format is not None:
+        raise UsageError(
+            "stream=True returns text chunks and does not combine with response_format=; "
+            "use stream=False to get a validated instance"
+        )
+
+
 def _raise(error: Exception, cause: Exception) -> NoReturn:
     if error is cause:
         raise cause
     raise error from cause
-
-
-def _content_parts(content: Any, dag: ContextDAG) -> list[dict[str, Any]]:
-    """llm() content as parts, images stored in the DAG and referenced."""
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    if is_image(content):
-        return [{"type": "image", "image": dag.add_image(content)}]
-    if not isinstance(content, (list, tuple)):
-        raise UsageError(
-            f"llm() content must be a str or a list of parts, not {type(content).__name__}"
-        )
-    parts: list[dict[str, Any]] = []
-    for part in content:
-        if isinstance(part, str):
-            parts.append({"type": "text", "text": part})
-        elif is_image(part):
-            parts.append({"type": "image", "image": dag.add_image(part)})
-        elif isinstance(part, dict) and part.get("type") == "text":
-            parts.append({"type": "text", "text": str(part.get("text", ""))})
-        elif isinstance(part, dict) and part.get("type") == "image":
-            source = part.get("image", part.get("path"))
-            if source is None:
-                raise UsageError("an image part needs 'image' (a PIL image) or 'path'")
-            parts.append({"type": "image", "image": dag.add_image(Image(source))})
-        else:
-            raise UsageError(
-                f"unknown llm() content part {part!r}; use {{'type': 'text', 'text': ...}} "
-                "or {'type': 'image', 'image': PIL.Image | 'path': ...}"
-            )
-    return parts
 
 
 def _check_model(model: Any) -> None:
@@ -438,44 +506,6 @@ def _check_model(model: Any) -> None:
             f"model={model!r:.80} is neither a litellm model string (e.g. 'openai/gpt-4o-mini') "
             "nor a model object with complete(request) (ScriptedModel, ReplayModel, or your own)"
         )
-
-
-def _schema_instruction(response_format: type[BaseModel]) -> str:
-    if not (isinstance(response_format, type) and issubclass(response_format, BaseModel)):
-        shown = getattr(response_format, "__name__", None) or repr(response_format)
-        raise UsageError(
-            f"response_format={shown} is not a pydantic model class; pass a BaseModel "
-            "subclass (class Answer(BaseModel): text: str), or leave it out to get the "
-            "reply as text"
-        )
-    schema = json.dumps(response_format.model_json_schema(), ensure_ascii=False)
-    return f"Reply with only a JSON object that matches this JSON schema:\n{schema}"
-
-
-def _repair_prompt(problem: str) -> str:
-    return (
-        "Your previous reply could not be used: "
-        f"{problem}\nReply again with only the corrected JSON object."
-    )
-
-
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
-
-
-def _parse(reply: str, response_format: type[T]) -> tuple[T | None, str | None]:
-    text = reply.strip()
-    fenced = _FENCE.search(text)
-    if fenced:
-        text = fenced.group(1).strip()
-    elif not text.startswith(("{", "[")) and "{" in text:
-        text = text[text.index("{") : text.rindex("}") + 1]
-    try:
-        return response_format.model_validate_json(text), None
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'reply'}: {e['msg']}" for e in exc.errors()[:5]
-        )
-        return None, problems
 
 
 def current_runtime() -> Runtime:
@@ -501,14 +531,21 @@ def llm(
     response_format: type[T] | None = None,
     model: str | Model | None = None,
     render_range: dict[str, Any] | None = None,
+    tools: Sequence[Callable[..., Any]] | None = None,
+    max_tool_turns: int = 8,
+    stream: bool = False,
     **kwargs: Any,
 ) -> Any:
-    """Ask the ambient runtime's model (see Runtime.llm); records one llm node."""
+    """Ask the ambient runtime's model (see Runtime.llm); records one llm node per
+    exchange, and one code node per tool call."""
     return current_runtime().llm(
         content,
         response_format=response_format,
         model=model,
         render_range=render_range,
+        tools=tools,
+        max_tool_turns=max_tool_turns,
+        stream=stream,
         _stacklevel=3,
         **kwargs,
     )
@@ -520,9 +557,19 @@ async def allm(
     response_format: type[T] | None = None,
     model: str | Model | None = None,
     render_range: dict[str, Any] | None = None,
+    tools: Sequence[Callable[..., Any]] | None = None,
+    max_tool_turns: int = 8,
+    stream: bool = False,
     **kwargs: Any,
 ) -> Any:
     """Async twin of llm()."""
     return await current_runtime().allm(
-        content, response_format=response_format, model=model, render_range=render_range, **kwargs
+        content,
+        response_format=response_format,
+        model=model,
+        render_range=render_range,
+        tools=tools,
+        max_tool_turns=max_tool_turns,
+        stream=stream,
+        **kwargs,
     )

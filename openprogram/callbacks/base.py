@@ -24,6 +24,7 @@ OBSERVERS = (
     "on_call_start",
     "on_call_end",
     "on_usage",
+    "on_llm_chunk",
     "on_screenshot",
     "on_action_start",
     "on_action_end",
@@ -36,7 +37,8 @@ class Callback:
     """Base for lifecycle callbacks: define only the hooks you need.
 
     Observers: on_run_start(run), on_run_end(run), on_call_start(node),
-    on_call_end(node), on_usage(node, usage), on_screenshot(image, step),
+    on_call_end(node), on_usage(node, usage), on_llm_chunk(node, chunk) (each text
+    chunk of a streamed reply), on_screenshot(image, step),
     on_action_start(action), on_action_end(action, error).
     Transformers: on_llm_start(messages) -> messages, on_llm_end(reply) -> reply.
     Gate: on_run_continue(runtime, *, kind, frame) -> bool; set `stop_reason` to explain.

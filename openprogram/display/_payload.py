@@ -55,6 +55,10 @@ def value_text(node: Node) -> tuple[str, str]:
     if node.kind == "llm":
         text = _parts_text(node.input)
         out = "" if node.output is None else str(node.output)
+        calls = (node.meta or {}).get("tool_calls")
+        if calls:
+            asked = ", ".join(f"{c.get('name')}({_json(c.get('arguments'))})" for c in calls)
+            out = f"{out} [calls {asked}]" if out else f"[calls {asked}]"
     elif node.kind == "user":
         text = "" if node.input is None else str(node.input)
         out = ""
@@ -320,7 +324,12 @@ def _extra(node: Node, index: dict[str, int]) -> dict[str, Any]:
     if node.branch != "main":
         extra["br"] = node.branch
     meta = node.meta or {}
-    for key, short in (("model", "model"), ("stop_reason", "stop"), ("input_id", "iid")):
+    for key, short in (
+        ("model", "model"),
+        ("stop_reason", "stop"),
+        ("input_id", "iid"),
+        ("tool_call_id", "tc"),
+    ):
         if meta.get(key) is not None:
             extra[short] = str(meta[key])
     if meta.get("report"):

@@ -46,6 +46,7 @@ color:var(--mute)}
 .opv-tag-llm{border-color:#8250df;color:#8250df}.opv-tag-user{border-color:#bf3989;color:#bf3989}
 .opv-tag-xh{border-color:#6e7781;color:#6e7781;border-style:dashed}
 .opv-tag-xl,.opv-tag-xf{border-color:#0969da;color:#0969da}
+.opv-tag-tool{border-color:#1a7f37;color:#1a7f37}
 .opv-num{color:var(--mute);font-variant-numeric:tabular-nums}
 .opv-roll{color:#8250df}
 .opv-prev{color:var(--mute);overflow:hidden;text-overflow:ellipsis;min-width:0}
@@ -74,7 +75,7 @@ color:var(--mute);font-size:12px}
 .opv-tabs button.opv-on{background:#fff;border-color:var(--accent);color:var(--accent)}
 .opv-msg{border-left:3px solid var(--line);padding:2px 0 2px 8px;margin:6px 0}
 .opv-msg-system{border-color:#bf8700}.opv-msg-user{border-color:var(--accent)}
-.opv-msg-assistant{border-color:#8250df}
+.opv-msg-assistant{border-color:#8250df}.opv-msg-tool{border-color:#1a7f37}
 .opv-role{font-weight:600;font-size:12px}
 .opv-from{font-size:11px;color:var(--accent);cursor:pointer;text-decoration:underline dotted}
 .opv-group{margin:4px 0}.opv-chip{display:inline-block;margin:1px 3px;padding:0 5px;

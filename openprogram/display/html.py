@@ -257,7 +257,7 @@ def context_html(rendered: RenderedContext, *, title: str | None = None) -> str:
 def _messages_html(rendered: RenderedContext) -> str:
     dag = rendered.dag
     # internal (role, parts) with ImageRefs: the public .messages inline full-size PNGs
-    turns: list[tuple[str, list[dict[str, Any]]]] = rendered._parts
+    turns: list[tuple[str, list[dict[str, Any]]]] = rendered._display_turns()
     seen: dict[str, int] = {}
     out = []
     for position, (role, parts) in enumerate(turns, 1):
@@ -285,7 +285,8 @@ def _messages_html(rendered: RenderedContext) -> str:
                     f'alt="{_e(name)}" style="width:auto;max-width:320px"></div>'
                 )
         out.append(
-            f'<div class="opv-msg opv-msg-{_e(role)}"><div class="opv-role">{_e(role)}</div>'
+            f'<div class="opv-msg opv-msg-{_e(role.split(" ")[0])}">'
+            f'<div class="opv-role">{_e(role)}</div>'
             f"{''.join(chunks)}</div>"
         )
     return "".join(out)

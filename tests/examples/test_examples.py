@@ -25,6 +25,22 @@ def test_quickstart_runs_offline_and_shows_what_calls_saw():
     assert "what the second review saw" in result.stdout
 
 
+def test_tools_example_runs_offline_and_shows_the_tool_loop():
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / "tools.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    out = result.stdout
+    assert "answer: A shot takes 25 to 30 seconds, so four shots take at most 120 seconds." in out
+    assert "streamed: Four shots: two minutes, tops." in out
+    assert "code  search_notes #1 [completed] (tool call call_1)" in out
+    assert 'assistant: [calls search_notes({"query": "espresso"})]' in out
+    assert '[search_notes #1] input={"query": "espresso"} output={"count": 202, "first": [' in out
+
+
 @pytest.mark.x11
 @pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed")
 def test_custom_planner_replaces_the_planner_and_perception_on_the_real_demo():

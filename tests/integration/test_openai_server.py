@@ -177,14 +177,62 @@ def test_completion_is_openai_shaped_and_echoes_model(server: OpenAIServer) -> N
     assert body["usage"] == {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
 
 
-def test_stream_requests_are_refused_without_consuming_the_script(server: OpenAIServer) -> None:
-    server.reply("kept")
+def stream_events(url: str, body: Any) -> list[Any]:
+    """POST a streaming request; the parsed `data:` events, [DONE] as the string."""
+    host_port = url.removeprefix("http://").split("/", 1)[0]
+    connection = http.client.HTTPConnection(host_port, timeout=5)
+    try:
+        connection.request("POST", "/v1/chat/completions", json.dumps(body))
+        response = connection.getresponse()
+        assert response.getheader("Content-Type") == "text/event-stream"
+        text = response.read().decode()
+    finally:
+        connection.close()
+    events = [line.removeprefix("data: ") for line in text.split("\n\n") if line]
+    return [event if event == "[DONE]" else json.loads(event) for event in events]
 
-    status, _, body = post(server.url, "/v1/chat/completions", {"model": "m", "stream": True})
 
-    assert status == 400
-    assert "stream" in body["error"]["message"]
-    assert server.pending == 1
+def test_stream_requests_get_server_sent_events_word_by_word(server: OpenAIServer) -> None:
+    server.reply("two words", prompt_tokens=7, completion_tokens=2)
+
+    events = stream_events(
+        server.url,
+        {"model": "m", "stream": True, "stream_options": {"include_usage": True}},
+    )
+
+    assert events[-1] == "[DONE]"
+    deltas = [e["choices"][0]["delta"].get("content") for e in events[:-1] if e["choices"]]
+    assert "".join(d for d in deltas if d) == "two words"
+    assert [d for d in deltas if d] == ["two", " words"]
+    assert events[-2]["usage"]["prompt_tokens"] == 7
+    assert server.pending == 0
+
+
+def test_a_stream_can_break_off_mid_response(server: OpenAIServer) -> None:
+    server.reply("one two three four", break_after=2)
+    host_port = server.url.removeprefix("http://").split("/", 1)[0]
+    connection = http.client.HTTPConnection(host_port, timeout=5)
+    try:
+        connection.request("POST", "/v1/chat/completions", json.dumps({"stream": True}))
+        response = connection.getresponse()
+        with pytest.raises(http.client.IncompleteRead) as caught:
+            response.read()
+    finally:
+        connection.close()
+    assert b"one" in caught.value.partial and b"three" not in caught.value.partial
+
+
+def test_tool_call_replies_carry_the_calls_with_json_arguments(server: OpenAIServer) -> None:
+    server.reply(tool_calls=[{"name": "add", "arguments": {"a": 1}}])
+
+    status, _, body = post(server.url, "/v1/chat/completions", {"model": "m"})
+
+    assert status == 200
+    (choice,) = body["choices"]
+    assert choice["finish_reason"] == "tool_calls"
+    (call,) = choice["message"]["tool_calls"]
+    assert call["type"] == "function" and call["id"].startswith("call_")
+    assert call["function"] == {"name": "add", "arguments": '{"a": 1}'}
 
 
 def test_models_route_lists_a_model(server: OpenAIServer) -> None:

@@ -1,7 +1,8 @@
 """A local OpenAI-compatible chat-completions server for tests: OpenAIServer.
 
 Owns the HTTP fake on 127.0.0.1 that litellm (or any OpenAI client) talks to: scripted
-replies and failures, and a record of every chat request. Leaves retries and error
+replies (text or tool calls, sent whole or streamed over SSE, optionally broken off
+mid-stream) and failures, and a record of every chat request. Leaves retries and error
 translation to the code under test. Start at OpenAIServer.reply() and .fail().
 """
 
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
+import socket
 import threading
 import time
 from collections import deque
@@ -51,6 +54,8 @@ class _Reply:
     text: str
     prompt_tokens: int
     completion_tokens: int
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    break_after: int | None = None
 
 
 @dataclass(frozen=True)
@@ -75,7 +80,7 @@ class OpenAIServer:
         self,
         *,
         default_reply: str | None = "ok",
-        responder: Callable[[dict[str, Any]], str] | None = None,
+        responder: Callable[[dict[str, Any]], str | dict[str, Any]] | None = None,
     ) -> None:
         self._default_reply = default_reply
         self._responder = responder
@@ -115,10 +120,24 @@ class OpenAIServer:
         with self._lock:
             return len(self._script)
 
-    def reply(self, text: str, *, prompt_tokens: int = 10, completion_tokens: int = 5) -> None:
-        """Script a successful completion whose assistant message is `text`."""
+    def reply(
+        self,
+        text: str = "",
+        *,
+        tool_calls: list[dict[str, Any]] | None = None,
+        prompt_tokens: int = 10,
+        completion_tokens: int = 5,
+        break_after: int | None = None,
+    ) -> None:
+        """Script a successful completion whose assistant message is `text`.
+
+        tool_calls: `[{"name": ..., "arguments": {...} or "raw json", "id"?: ...}]` asks for
+        tool calls (ids default to `call_<n>`). break_after: when streamed, send that many
+        chunks and then drop the connection mid-response.
+        """
+        calls = tuple(_tool_call(call, next(self._ids)) for call in tool_calls or ())
         with self._lock:
-            self._script.append(_Reply(text, prompt_tokens, completion_tokens))
+            self._script.append(_Reply(text, prompt_tokens, completion_tokens, calls, break_after))
 
     def fail(
         self,
@@ -170,7 +189,13 @@ class OpenAIServer:
                 return self._script.popleft()
         if self._responder is not None:
             try:
-                return _Reply(self._responder(body), 10, 5)
+                answer = self._responder(body)
+                if isinstance(answer, dict):
+                    calls = tuple(
+                        _tool_call(call, next(self._ids)) for call in answer.get("tool_calls") or ()
+                    )
+                    return _Reply(str(answer.get("content") or ""), 10, 5, calls)
+                return _Reply(answer, 10, 5)
             except Exception as exc:
                 return _Failure(500, f"OpenAIServer responder raised {exc!r}", None)
         if self._default_reply is not None:
@@ -178,6 +203,13 @@ class OpenAIServer:
         return _Failure(500, "OpenAIServer script ran out: no reply() or fail() left", None)
 
     def _completion(self, reply: _Reply, model: str) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+        if reply.tool_calls:
+            message = {
+                "role": "assistant",
+                "content": reply.text or None,
+                "tool_calls": list(reply.tool_calls),
+            }
         return {
             "id": f"chatcmpl-test-{next(self._ids)}",
             "object": "chat.completion",
@@ -186,16 +218,35 @@ class OpenAIServer:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": reply.text},
-                    "finish_reason": "stop",
+                    "message": message,
+                    "finish_reason": "tool_calls" if reply.tool_calls else "stop",
                 }
             ],
-            "usage": {
-                "prompt_tokens": reply.prompt_tokens,
-                "completion_tokens": reply.completion_tokens,
-                "total_tokens": reply.prompt_tokens + reply.completion_tokens,
-            },
+            "usage": _usage(reply),
         }
+
+    def _chunks(self, reply: _Reply, model: str, usage: bool) -> list[dict[str, Any]]:
+        """The streamed form of `reply`: one chunk per word, the tool calls, the end."""
+        ident = f"chatcmpl-test-{next(self._ids)}"
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            return {
+                "id": ident,
+                "object": "chat.completion.chunk",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
+
+        chunks = [chunk({"role": "assistant", "content": ""})]
+        chunks += [chunk({"content": word}) for word in re.findall(r"\s*\S+|\s+", reply.text)]
+        if reply.tool_calls:
+            calls = [{"index": i, **call} for i, call in enumerate(reply.tool_calls)]
+            chunks.append(chunk({"tool_calls": calls}))
+        chunks.append(chunk({}, "tool_calls" if reply.tool_calls else "stop"))
+        if usage:
+            chunks.append({**chunk({}), "choices": [], "usage": _usage(reply)})
+        return chunks
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -237,14 +288,40 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.server.fake
         headers = {name.lower(): value for name, value in self.headers.items()}
         fake._record(RecordedRequest(path, headers, body))
-        if body.get("stream"):
-            self._send_error(400, "OpenAIServer does not support stream=true")
-            return
         response = fake._next_response(body)
         if isinstance(response, _Failure):
             self._send_error(response.status, response.message, response.retry_after)
             return
-        self._send_json(200, fake._completion(response, str(body.get("model", "test-model"))))
+        model = str(body.get("model", "test-model"))
+        if body.get("stream"):
+            options = body.get("stream_options") or {}
+            self._send_events(
+                fake._chunks(response, model, bool(options.get("include_usage"))),
+                response.break_after,
+            )
+            return
+        self._send_json(200, fake._completion(response, model))
+
+    def _send_events(self, chunks: list[dict[str, Any]], break_after: int | None) -> None:
+        """Server-sent events over a chunked HTTP/1.1 body; with break_after, the
+        connection drops after that many content chunks, leaving the body incomplete."""
+        self.protocol_version = "HTTP/1.1"
+        self.close_connection = True
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        events = [f"data: {json.dumps(c)}\n\n" for c in chunks] + ["data: [DONE]\n\n"]
+        for position, event in enumerate(events):
+            if break_after is not None and position > break_after:
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            data = event.encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
@@ -278,6 +355,27 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
+
+
+def _tool_call(call: dict[str, Any], number: int) -> dict[str, Any]:
+    """A tool call in the API's shape: arguments as a JSON string."""
+    arguments = call.get("arguments", {})
+    return {
+        "id": str(call.get("id") or f"call_{number}"),
+        "type": "function",
+        "function": {
+            "name": call["name"],
+            "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+        },
+    }
+
+
+def _usage(reply: _Reply) -> dict[str, int]:
+    return {
+        "prompt_tokens": reply.prompt_tokens,
+        "completion_tokens": reply.completion_tokens,
+        "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+    }
 
 
 def _header_value(retry_after: float | str) -> str:

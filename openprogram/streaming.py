@@ -1,0 +1,329 @@
+"""Streamed replies: TextStream and AsyncTextStream, what `llm(..., stream=True)` returns.
+
+Owns reading a model's chunks: the llm node completes with the whole text when the
+stream ends, and is marked error with the partial text kept when the stream breaks off
+or the consumer stops early. Callbacks watch chunks through `on_llm_chunk`. runtime.py
+calls open_stream (retries before the first chunk). Start at open_stream().
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+from collections.abc import AsyncIterator, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from openprogram import _context
+from openprogram.callbacks.base import notify
+from openprogram.dag import Node
+from openprogram.errors import ModelError, ModelUnavailable, RunError
+from openprogram.models import Model, ModelReply
+from openprogram.usage import Usage
+
+if TYPE_CHECKING:
+    from openprogram.runtime import Runtime
+
+__all__ = ["AsyncTextStream", "TextStream", "aopen_stream", "open_stream"]
+
+
+class _Stream:
+    """What both streams share: the chunks so far and how the node is finished."""
+
+    def __init__(self, node: Node, runtime: Runtime, *, finished: bool = False) -> None:
+        self.node = node
+        self._runtime = runtime
+        self._parts: list[str] = []
+        self._reply: ModelReply | None = None
+        self._done = finished
+        self._final: str | None = str(node.output or "") if finished else None
+        self._context = contextvars.copy_context()
+        self._run = _context.current_session().dag.top_level_ancestor(node)
+
+    @property
+    def text(self) -> str:
+        """The text so far; once the stream ended, the whole reply (after on_llm_end)."""
+        if self._final is not None:
+            return self._final
+        return "".join(self._parts)
+
+    @property
+    def done(self) -> bool:
+        """Whether the stream ended, broke off or was closed."""
+        return self._done
+
+    def _take(self, item: str | ModelReply) -> str | None:
+        """The chunk to hand out for one item of the source (None: nothing to hand out)."""
+        if isinstance(item, ModelReply):
+            self._reply = item
+            if self._parts or not item.text:
+                return None
+            chunk = item.text  # a model that does not stream: its reply is one chunk
+        else:
+            chunk = str(item)
+        if not chunk:
+            return None
+        self._parts.append(chunk)
+        if self._runtime.callbacks:
+            self._context.run(
+                notify, self._runtime.callbacks, "on_llm_chunk", self.node, chunk,
+                record_on=self._run,
+            )  # fmt: skip
+        return chunk
+
+    def _end(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        self._final = self._context.run(
+            _ended, self._runtime, self.node, "".join(self._parts), self._reply
+        )
+
+    def _break(self, exc: BaseException | None) -> Exception | None:
+        if self._done:
+            return None
+        self._done = True
+        return self._context.run(  # type: ignore[no-any-return]
+            _broken, self._runtime, self.node, "".join(self._parts), exc
+        )
+
+    def __repr__(self) -> str:
+        state = "done" if self._done else "open"
+        return f"{type(self).__name__}({state}, {len(self.text)} characters, node={self.node.id})"
+
+
+class TextStream(_Stream):
+    """The reply of `llm(..., stream=True)` as text chunks: iterate it once.
+
+    `.text` is the text so far (the whole reply once it ended), `.node` the llm node.
+    Stopping early (`break`, `close()`, leaving a `with` block, or dropping the stream)
+    marks the node as error with the partial text kept. A provider failure mid-stream
+    raises a ModelError after marking the node the same way.
+    """
+
+    def __init__(
+        self,
+        source: Iterator[str | ModelReply],
+        node: Node,
+        runtime: Runtime,
+        *,
+        finished: bool = False,
+    ) -> None:
+        super().__init__(node, runtime, finished=finished)
+        self._source = source
+
+    def __iter__(self) -> TextStream:
+        return self
+
+    def __next__(self) -> str:
+        while True:
+            try:
+                item = next(self._source)
+            except StopIteration:
+                self._end()
+                raise
+            except BaseException as exc:
+                error = self._break(exc)
+                if error is None or error is exc:
+                    raise
+                raise error from exc
+            chunk = self._take(item)
+            if chunk is not None:
+                return chunk
+
+    def close(self) -> None:
+        """Stop reading; the node is marked as stopped early unless the stream ended."""
+        self._break(None)
+        close = getattr(self._source, "close", None)
+        if close is not None:
+            close()
+
+    def __enter__(self) -> TextStream:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if not self._done:
+            with contextlib.suppress(Exception):  # at interpreter exit the DAG may be gone
+                self.close()
+
+
+class AsyncTextStream(_Stream):
+    """The reply of `await allm(..., stream=True)` as text chunks: `async for` it once.
+
+    As TextStream; `aclose()` and `async with` stop early.
+    """
+
+    def __init__(
+        self,
+        source: AsyncIterator[str | ModelReply],
+        node: Node,
+        runtime: Runtime,
+        *,
+        finished: bool = False,
+    ) -> None:
+        super().__init__(node, runtime, finished=finished)
+        self._source = source
+
+    def __aiter__(self) -> AsyncTextStream:
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            try:
+                item = await anext(self._source)
+            except StopAsyncIteration:
+                self._end()
+                raise
+            except BaseException as exc:
+                error = self._break(exc)
+                if error is None or error is exc:
+                    raise
+                raise error from exc
+            chunk = self._take(item)
+            if chunk is not None:
+                return chunk
+
+    async def aclose(self) -> None:
+        """Stop reading; the node is marked as stopped early unless the stream ended."""
+        self._break(None)
+        close = getattr(self._source, "aclose", None)
+        if close is not None:
+            await close()
+
+    async def __aenter__(self) -> AsyncTextStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # at interpreter exit the DAG may be gone
+            self._break(None)
+
+
+def open_stream(
+    runtime: Runtime, content: Any, model: Model, options: dict[str, Any]
+) -> TextStream:
+    """Create the llm node and open the model's stream, retrying transient errors until
+    the first chunk arrives; a replayed exchange streams its recorded text."""
+    node, request = runtime._prepare(content, model, None, options)
+    if request is None:  # replayed: the recorded text, in one piece
+        return TextStream(iter([str(node.output or "")]), node, runtime, finished=True)
+    opener = getattr(model, "stream", None)
+    for attempt in range(runtime.max_retries + 1):
+        try:
+            source = iter(opener(request) if opener else [model.complete(request)])
+            first = next(source, None)
+            break
+        except ModelError as exc:
+            delay = runtime._retry_delay(exc, attempt, node)
+            if delay is None:
+                _reraise(runtime._failed(node, exc), exc)
+            runtime._sleep(delay)
+        except Exception as exc:
+            _reraise(runtime._failed(node, exc), exc)
+    return TextStream(prepend(first, source), node, runtime)
+
+
+async def aopen_stream(
+    runtime: Runtime, content: Any, model: Model, options: dict[str, Any]
+) -> AsyncTextStream:
+    """Async twin of open_stream; a sync model stream is read on worker threads."""
+    node, request = runtime._prepare(content, model, None, options)
+    if request is None:
+        return AsyncTextStream(aiterate([str(node.output or "")]), node, runtime, finished=True)
+    opener = getattr(model, "stream", None)
+    for attempt in range(runtime.max_retries + 1):
+        try:
+            if opener is None:
+                source = aiterate([await model.acomplete(request)])
+            else:
+                source = threaded(opener(request))
+            first = await anext(source, None)
+            break
+        except ModelError as exc:
+            delay = runtime._retry_delay(exc, attempt, node)
+            if delay is None:
+                _reraise(runtime._failed(node, exc), exc)
+            await runtime._asleep(delay)
+        except Exception as exc:
+            _reraise(runtime._failed(node, exc), exc)
+    return AsyncTextStream(aprepend(first, source), node, runtime)
+
+
+def _ended(runtime: Runtime, node: Node, text: str, reply: ModelReply | None) -> str:
+    """Complete a stream's node with the whole text; the text after on_llm_end."""
+    final = ModelReply(text=text, usage=reply.usage if reply is not None else Usage())
+    return runtime._finish(node, final).text
+
+
+def _broken(runtime: Runtime, node: Node, text: str, exc: BaseException | None) -> Exception | None:
+    """Mark a stream's node as failed, keeping the partial text; the error to raise
+    (None when the consumer stopped reading)."""
+    dag = _context.current_session().dag
+    if exc is None:
+        reason = f"the consumer stopped reading after {len(text)} characters"
+        dag.complete(node, text, status="error", error=reason)
+        return None
+    dag.complete(
+        node,
+        text,
+        status="error",
+        error=f"{type(exc).__name__}: {exc} (the stream broke off after {len(text)} characters)",
+    )
+    if not isinstance(exc, Exception):
+        return None
+    if isinstance(exc, RunError) and exc.node_id is None:
+        exc.node_id = node.id
+    if isinstance(exc, ModelError):
+        return exc
+    return ModelUnavailable(
+        f"the stream broke off after {len(text)} characters: {type(exc).__name__}: {exc}",
+        node_id=node.id,
+    )
+
+
+def _reraise(error: Exception, cause: Exception) -> NoReturn:
+    if error is cause:
+        raise cause
+    raise error from cause
+
+
+def prepend(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
+    """`first` (unless None), then the rest."""
+    if first is not None:
+        yield first
+    yield from rest
+
+
+async def aprepend(first: Any, rest: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    if first is not None:
+        yield first
+    async for item in rest:
+        yield item
+
+
+async def aiterate(items: Iterable[Any]) -> AsyncIterator[Any]:
+    for item in items:
+        yield item
+
+
+_END = object()
+
+
+async def threaded(source: Iterable[Any]) -> AsyncIterator[Any]:
+    """A blocking iterator (a model's sync stream) read on worker threads."""
+    iterator = iter(source)
+    try:
+        while True:
+            item = await asyncio.to_thread(next, iterator, _END)
+            if item is _END:
+                return
+            yield item
+    finally:
+        close = getattr(iterator, "close", None)
+        if close is not None:
+            await asyncio.to_thread(close)
