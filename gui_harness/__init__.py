@@ -47,7 +47,7 @@ from gui_harness.errors import (
     InvalidAction,
 )
 from gui_harness.normalize import normalize_action
-from gui_harness.perception import ComponentMemory, Observation, Perception
+from gui_harness.perception import AccessibilitySource, ComponentMemory, Observation, Perception
 from gui_harness.prompts import Prompts
 from gui_harness.result import GuiResult, StopReason
 
@@ -98,6 +98,7 @@ __all__ = [
     "Perception",
     "Observation",
     "ComponentMemory",
+    "AccessibilitySource",
     # errors
     "InvalidAction",
     "ActionRejected",

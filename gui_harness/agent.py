@@ -22,7 +22,12 @@ from gui_harness.desktop.settle import wait_until_stable
 from gui_harness.errors import ActionRejected, DesktopAuthError, DesktopError
 from gui_harness.leaves import conclusion, observe, plan_next_action, verify_step
 from gui_harness.normalize import normalize_action
-from gui_harness.perception import ComponentMemory, Perception
+from gui_harness.perception import (
+    AccessibilitySnapshot,
+    AccessibilitySource,
+    ComponentMemory,
+    Perception,
+)
 from gui_harness.prompts import DEFAULT_PROMPTS, Prompts
 from gui_harness.result import GuiResult
 from openprogram import agentic_function, current_frame, current_session
@@ -139,7 +144,13 @@ def _observed(run: _Run, fn: Any, seen: Any, published: int) -> None:
             f"observe={label} made no observation current: call "
             "gui_harness.observe_screen(step) in it and return its record"
         )
-    _publish(run, run.perception.perceive(screenshot), float(seen.get("scale", 1.0)))
+    recorded = seen.get("accessibility")
+    if isinstance(run.perception, Perception):
+        tree = AccessibilitySnapshot.from_dict(recorded) if recorded else AccessibilitySnapshot()
+        observation = run.perception.perceive(screenshot, accessibility=tree)
+    else:
+        observation = run.perception.perceive(screenshot)
+    _publish(run, observation, float(seen.get("scale", 1.0)))
 
 
 @agentic_function
@@ -285,7 +296,8 @@ def gui_agent(
         place of the stock ones (gui_harness.leaves), with the same parameters; they
         reach the run through gui_harness.current_observation() and its neighbours.
     perception: what turns screenshots into observations (anything with
-        perceive(image) -> Observation); default: Perception with the app's memory.
+        perceive(image) -> Observation); default: Perception with the app's memory and
+        the desktop's accessibility tree (AccessibilitySource), when it has one.
     prompts: the text of the stock leaves' model calls (default DEFAULT_PROMPTS).
     Returns a GuiResult; success only for a done the latest verification confirmed.
     Raises UsageError for a bad limit or a replacement that does not fit.
@@ -312,9 +324,7 @@ def gui_agent(
     if history_window is not None and history_window < 0:
         raise UsageError(f"history_window={history_window!r} must be >= 0 or None")
     memory_name = app if isinstance(app, str) else (Path(app[0]).name if app else None)
-    if perception is None:
-        perception = Perception(ComponentMemory(memory_name) if memory_name else None)
-    else:
+    if perception is not None:
         _check_perception(perception)
     owned = None
     if desktop is None:
@@ -323,7 +333,13 @@ def gui_agent(
         apps = [list(app)] if app is not None and not isinstance(app, str) else []
         owned = desktop = VirtualDesktop(apps=apps)
         owned.start()  # stops whatever it started if it fails
+    accessibility = None
     try:
+        if perception is None:
+            accessibility = _accessibility(desktop)
+            perception = Perception(
+                ComponentMemory(memory_name) if memory_name else None, accessibility=accessibility
+            )
         run = _Run(
             desktop=desktop,
             perception=perception,
@@ -341,8 +357,22 @@ def gui_agent(
         finally:
             _run.reset(token)
     finally:
+        if accessibility is not None:
+            accessibility.close()
         if owned is not None:
             owned.close()
+
+
+def _accessibility(desktop: Desktop) -> AccessibilitySource | None:
+    """The accessibility source of a desktop that has an AT-SPI bus (VirtualDesktop,
+    X11Desktop), or one that notes why it has none; None for desktops without the notion."""
+    if not hasattr(desktop, "accessibility_bus"):
+        return None
+    address = desktop.accessibility_bus
+    note = getattr(desktop, "accessibility_note", None) or (
+        f"no accessibility bus was found for {desktop!r}; pixels only"
+    )
+    return AccessibilitySource(address, screen=desktop.size, note=note)
 
 
 def _loop(run: _Run, task: str, max_steps: int, timeout_s: float | None) -> GuiResult:

@@ -105,20 +105,28 @@ def observe_screen(step: int) -> dict[str, Any]:
     What the stock observe does, for a replaced observe to call: later leaves and
     dispatch use this observation (element numbers, the image↔screen transform).
     Notifies `on_screenshot` callbacks. Returns observe's record: step, size, scale,
-    the number of components and the screenshot the model sees.
+    the number of components and the screenshot the model sees, plus what the
+    accessibility tree said and perception's notes when there are any.
     """
     run = _current()
     image, scale, screenshot = _capture(run)
     observation = _perceive(run, image)
     _publish(run, observation, scale)
     notify(run.runtime.callbacks, "on_screenshot", screenshot, step, record_on=current_run())
-    return {
+    seen: dict[str, Any] = {
         "step": step,
         "size": list(observation.size),
         "scale": scale,
         "components": len(observation.components),
         "screenshot": image,
     }
+    accessibility = getattr(observation, "accessibility", None)
+    if accessibility is not None:
+        # what the tree said, so a replay numbers the components as the planner saw them
+        seen["accessibility"] = accessibility.to_dict()
+    if getattr(observation, "notes", ()):
+        seen["notes"] = list(observation.notes)
+    return seen
 
 
 def ask_for_action(prompt: str, *, render_range: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
 # Set up a checkout: system packages (Debian/Ubuntu, when root or sudo is available) and a
 # virtual environment in .venv with openprogram installed in editable mode.
-#   scripts/setup.sh        what the demo needs (Xvfb, xdotool, Tk; the gui extra)
+#   scripts/setup.sh        what the demo needs (Xvfb, xdotool, Tk, D-Bus and AT-SPI; the
+#                           gui extra)
 #   scripts/setup.sh --dev  also what the tests need (PostgreSQL, tesseract, Chromium and
-#                           chromedriver, dev tools; the postgres, otel, bench and ray extras)
+#                           chromedriver, gtk3-widget-factory, dev tools; the postgres, otel,
+#                           bench and ray extras)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 dev=0
 [ "${1:-}" = "--dev" ] && dev=1
 
-# libgl1 and libglib2.0-0: opencv-python (the OpenCV that rapidocr requires) links them
-packages=(xvfb xdotool x11-utils python3-tk fonts-dejavu-core tesseract-ocr libgl1 libglib2.0-0)
-[ "$dev" = 1 ] && packages+=(postgresql chromium chromium-driver)
+# libgl1 and libglib2.0-0: opencv-python (the OpenCV that rapidocr requires) links them;
+# dbus + at-spi2-core: the private session bus and AT-SPI bus a VirtualDesktop starts, so
+# perception reads apps' accessibility trees (docs/gui.md, "Accessibility")
+packages=(xvfb xdotool x11-utils python3-tk fonts-dejavu-core tesseract-ocr libgl1 libglib2.0-0
+  dbus at-spi2-core)
+# gtk-3-examples: gtk3-widget-factory, the GTK app the accessibility tests read;
+# chromium-driver: drives MiniWoB++ pages and reads their DOM boxes
+[ "$dev" = 1 ] && packages+=(postgresql chromium chromium-driver gtk-3-examples)
 
 missing=()
 for package in "${packages[@]}"; do

@@ -1,7 +1,8 @@
 """VirtualDesktop: a private Xvfb display with its apps, started and torn down as one.
 
-Owns the processes (Xvfb, then each App) and their readiness; capture and input are
-delegated to an X11Desktop on the new display. Start at VirtualDesktop.start().
+Owns the processes (Xvfb, the session bus with accessibility on, then each App) and their
+readiness; capture and input are delegated to an X11Desktop on the new display, the buses
+to buses.SessionBus. Start at VirtualDesktop.start().
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING
 
+from gui_harness.desktop.buses import SessionBus, with_accessibility_flag
 from gui_harness.desktop.x11 import X11Desktop
 from gui_harness.errors import DesktopError, DesktopTimeout
 from openprogram.errors import UsageError
@@ -64,8 +66,15 @@ class VirtualDesktop:
     Use it as a context manager (or call start() and close()). Starting waits for Xvfb
     (through -displayfd, no fixed sleeps) and then for each app to be ready, in order.
     On any failure while starting, and on close, every process it started is stopped
-    (apps in reverse order, then Xvfb). Raises DesktopError when Xvfb is missing or an
-    app exits early, DesktopTimeout when something is not ready in time.
+    (apps in reverse order, then the bus, then Xvfb). Raises DesktopError when Xvfb is
+    missing or an app exits early, DesktopTimeout when something is not ready in time.
+
+    With `accessibility` (the default) it also starts a private D-Bus session bus with
+    the AT-SPI bus switched on, gives its apps the environment that makes GTK, Qt and
+    Chromium/Electron publish their accessibility trees, and adds
+    `--force-renderer-accessibility` to Chromium and Electron command lines. When that
+    cannot start (no dbus-daemon, no at-spi2-core) the desktop still runs, without it,
+    and `accessibility_note` says why.
     """
 
     def __init__(
@@ -74,6 +83,7 @@ class VirtualDesktop:
         apps: Sequence[AppSpec] = (),
         *,
         depth: int = 24,
+        accessibility: bool = True,
     ) -> None:
         width, height = size
         if width <= 0 or height <= 0:
@@ -92,6 +102,13 @@ class VirtualDesktop:
         self._logs: list[IO[bytes]] = []
         self._desktop: X11Desktop | None = None
         self._started = False
+        self._accessibility = accessibility
+        self._bus: SessionBus | None = None
+        self.accessibility_note: str | None = None
+        """Why this desktop has no accessibility bus (None when it has one, or before start)."""
+        self.bus_pid: int | None = None
+        """The private session bus's dbus-daemon (its process group holds the AT-SPI bus
+        it started); kept after close() for inspection. `pids` are Xvfb and the apps."""
 
     def __repr__(self) -> str:
         return f"VirtualDesktop(size={self._requested_size!r}, display={self.display!r})"
@@ -115,6 +132,19 @@ class VirtualDesktop:
         """(width, height) of the screen in pixels."""
         return self.desktop.size if self._desktop is not None else self._requested_size
 
+    @property
+    def accessibility_bus(self) -> str | None:
+        """The address of this display's AT-SPI bus, or None (see accessibility_note)."""
+        return self._bus.accessibility_address if self._bus is not None else None
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment variables this desktop gives its apps (on top of os.environ)."""
+        if self.display is None:
+            raise DesktopError(f"{self!r} is not running; call start() or use it in a with block")
+        env = self._bus.env if self._bus is not None else {}
+        return {**env, "DISPLAY": self.display}
+
     def screenshot(self) -> Image.Image:
         """Capture the whole virtual screen as an RGB image."""
         return self.desktop.screenshot()
@@ -132,6 +162,10 @@ class VirtualDesktop:
             self._start_xvfb()
             assert self.display is not None
             self._desktop = X11Desktop(self.display)
+            if self._accessibility:
+                self._start_bus()
+            elif self.accessibility_note is None:
+                self.accessibility_note = "accessibility=False was passed to VirtualDesktop"
             for spec in self._specs:
                 self._start_app(_resolve(spec, self.display))
         except BaseException:
@@ -145,6 +179,9 @@ class VirtualDesktop:
             self._desktop = None
         while self._apps:
             _stop(self._apps.pop(), group=True)
+        if self._bus is not None:
+            self._bus.close()
+            self._bus = None
         if self._xvfb is not None:
             _stop(self._xvfb, group=False)
             self._xvfb = None
@@ -186,14 +223,31 @@ class VirtualDesktop:
                 os.close(write_fd)
         self.display = f":{number}"
 
+    def _start_bus(self) -> None:
+        assert self.display is not None
+        bus = SessionBus(self.display)
+        try:
+            bus.start(self._new_log())
+        except DesktopError as exc:  # the desktop works without it: perception uses pixels
+            bus.close()
+            self.accessibility_note = f"no accessibility bus: {exc}"
+            return
+        self._bus = bus
+        self.bus_pid = bus.pid
+
     def _start_app(self, app: App) -> None:
         assert self.display is not None and self._desktop is not None
         argv = [str(arg) for arg in app.argv]
+        environment = dict(os.environ)
+        if self._bus is not None:
+            argv = with_accessibility_flag(argv)
+            for name in ("DBUS_SESSION_BUS_ADDRESS", "AT_SPI_BUS_ADDRESS", "NO_AT_BRIDGE"):
+                environment.pop(name, None)
         log = self._new_log()
         try:
             process = subprocess.Popen(
                 argv,
-                env={**os.environ, **app.env, "DISPLAY": self.display},
+                env={**environment, **self.env, **app.env, "DISPLAY": self.display},
                 cwd=app.cwd,
                 stdin=subprocess.DEVNULL,
                 stdout=log,

@@ -67,6 +67,7 @@ _DRAG_STEP_PIXELS = 20
 _DRAG_STEP_PAUSE_S = 0.005
 _REMAP_PAUSE_S = 0.05
 _EVICT_PAUSE_S = 0.25
+_UNKNOWN = object()
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,7 @@ class X11Desktop:
         self._spare: list[int] | None = None
         self._keys_sent = False
         self._closed = False
+        self._accessibility_bus: str | object | None = _UNKNOWN
 
     def __repr__(self) -> str:
         return f"X11Desktop(display={self.display!r})"
@@ -130,6 +132,16 @@ class X11Desktop:
     def size(self) -> tuple[int, int]:
         """(width, height) of the X screen in pixels."""
         return self._size
+
+    @property
+    def accessibility_bus(self) -> str | None:
+        """The AT-SPI bus of this display's apps, or None: the user's own session bus is
+        used when present (see buses.find_accessibility_bus); looked up once."""
+        if self._accessibility_bus is _UNKNOWN:
+            from gui_harness.desktop.buses import find_accessibility_bus
+
+            self._accessibility_bus = find_accessibility_bus(self.display)
+        return self._accessibility_bus  # type: ignore[return-value]  # _UNKNOWN replaced above
 
     def screenshot(self) -> Image.Image:
         """Capture the whole screen as an RGB image of exactly `size` pixels."""

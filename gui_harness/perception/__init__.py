@@ -1,6 +1,22 @@
 """Perception: what is on the screen, as numbered components (DESIGN.md §8)."""
 
-from gui_harness.perception.detect import KINDS, Component, Kind, detect_components, reading_order
+from gui_harness.perception.accessibility import (
+    ROLE_KINDS,
+    AccessibilitySnapshot,
+    AccessibilitySource,
+)
+from gui_harness.perception.detect import (
+    KINDS,
+    SOURCES,
+    STATES,
+    Component,
+    Kind,
+    Source,
+    State,
+    detect_components,
+    reading_order,
+)
+from gui_harness.perception.fusion import fuse, to_image
 from gui_harness.perception.marks import KIND_COLOURS, describe, draw_marks
 from gui_harness.perception.memory import (
     FORMAT_VERSION,
@@ -20,6 +36,16 @@ __all__ = [  # noqa: RUF022 - grouped by topic, as STYLE.md asks of package root
     "Kind",
     "detect_components",
     "reading_order",
+    "STATES",
+    "SOURCES",
+    "State",
+    "Source",
+    # the accessibility tree, and fusion with pixels
+    "ROLE_KINDS",
+    "AccessibilitySnapshot",
+    "AccessibilitySource",
+    "fuse",
+    "to_image",
     # the planner's view
     "KIND_COLOURS",
     "describe",

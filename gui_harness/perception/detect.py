@@ -18,7 +18,17 @@ from gui_harness.perception._blobs import Sums, boxes_of, scratch
 from gui_harness.perception._pixels import ImageLike, grey_array
 from gui_harness.perception._text import colour_of, links, text_lines
 
-__all__ = ["KINDS", "Component", "Kind", "detect_components", "reading_order"]
+__all__ = [
+    "KINDS",
+    "SOURCES",
+    "STATES",
+    "Component",
+    "Kind",
+    "Source",
+    "State",
+    "detect_components",
+    "reading_order",
+]
 
 Kind = Literal["button", "field", "checkbox", "radio", "dropdown", "tab", "link", "icon", "text"]
 """What a component looks like: a push button, a text entry, a check box, a radio button
@@ -27,6 +37,16 @@ link, an icon or a line of text. Pixel detection guesses it from geometry and fi
 treat it as a hint; an accessibility source knows it."""
 
 KINDS: tuple[Kind, ...] = get_args(Kind)
+
+State = Literal["checked", "selected", "focused", "disabled", "expanded"]
+"""A state a component is in, as the accessibility tree reports it."""
+
+STATES: tuple[State, ...] = get_args(State)
+
+Source = Literal["pixels", "accessibility"]
+"""Where a component came from: pixel detection, or an app's accessibility tree."""
+
+SOURCES: tuple[Source, ...] = get_args(Source)
 
 _CANNY = (30, 90)
 _PALE_CANNY = (12, 36)  # outlines of pale flat controls: a 13-level step on white
@@ -43,6 +63,8 @@ class Component:
     `index` is 1-based in reading order (rows top to bottom, then left to right);
     `box` is (x, y, width, height) in image pixels; `label` is its text when memory or
     OCR supplied one; `confidence` (0–1) is how sure detection is about `kind`.
+    `states` are the states the accessibility tree reported (pixels report none) and
+    `source` is where the component came from.
     """
 
     index: int
@@ -50,6 +72,8 @@ class Component:
     box: tuple[int, int, int, int]
     label: str | None = None
     confidence: float = 0.5
+    states: tuple[State, ...] = ()
+    source: Source = "pixels"
 
     @property
     def center(self) -> tuple[int, int]:
@@ -62,13 +86,16 @@ class Component:
         return replace(self, label=label)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-able dict: index, kind, box as [x, y, w, h], label, confidence."""
+        """A JSON-able dict: index, kind, box as [x, y, w, h], label, confidence, states
+        and source."""
         return {
             "index": self.index,
             "kind": self.kind,
             "box": list(self.box),
             "label": self.label,
             "confidence": round(self.confidence, 3),
+            "states": list(self.states),
+            "source": self.source,
         }
 
     @classmethod
@@ -81,6 +108,8 @@ class Component:
             box=(x, y, w, h),
             label=data.get("label"),
             confidence=float(data.get("confidence", 0.5)),
+            states=tuple(data.get("states", ())),
+            source=data.get("source", "pixels"),
         )
 
 

@@ -32,6 +32,8 @@ KIND_COLOURS: dict[Kind, tuple[int, int, int]] = {
 }
 """RGB outline and tag colour of each component kind."""
 
+_OTHER_COLOUR = (90, 90, 90)  # a kind added to detect.Kind before it got a colour here
+
 _FONT_FILES = (
     "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf",
     "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
@@ -43,7 +45,8 @@ _Rect = tuple[int, int, int, int]  # x0, y0, x1, y1 (exclusive)
 def draw_marks(
     image: ImageLike, components: Sequence[Component], *, line_width: int = 2, font_size: int = 13
 ) -> Image.Image:
-    """A copy of `image` with each component's box outlined and a numbered tag.
+    """A copy of `image` with each component's box outlined and a numbered tag (with a
+    tick when the component is checked or selected).
 
     Outlines are drawn just outside the boxes, so they cover no text. Tags sit above a
     box's top-left corner when there is room and no earlier tag is there, else at the
@@ -56,26 +59,33 @@ def draw_marks(
         x, y, w, h = _outline(component, line_width)
         draw.rectangle(
             (x, y, x + w - 1, y + h - 1),
-            outline=KIND_COLOURS[component.kind],
+            outline=KIND_COLOURS.get(component.kind, _OTHER_COLOUR),
             width=line_width,
         )
     placed: list[_Rect] = []
     for component in components:
         text = str(component.index)
+        if "checked" in component.states or "selected" in component.states:
+            text += "\u2713"  # a tick: the picture shows what the text list's states say
         left, top, right, bottom = (round(v) for v in draw.textbbox((0, 0), text, font=font))
         tag_w, tag_h = right - left + 6, bottom - top + 4
         tag = _place(_outline(component, line_width), (tag_w, tag_h), marked.size, placed)
         placed.append(tag)
-        draw.rectangle((tag[0], tag[1], tag[2] - 1, tag[3] - 1), fill=KIND_COLOURS[component.kind])
+        draw.rectangle(
+            (tag[0], tag[1], tag[2] - 1, tag[3] - 1),
+            fill=KIND_COLOURS.get(component.kind, _OTHER_COLOUR),
+        )
         draw.text((tag[0] + 3 - left, tag[1] + 2 - top), text, font=font, fill=(255, 255, 255))
     return marked
 
 
 def describe(components: Sequence[Component]) -> str:
-    """One line per component for the planner, e.g. ``#3 field at (120, 84, 200x28) "Name"``.
+    """One line per component for the planner, e.g.
+    ``#3 checkbox at (120, 84, 13x13) "Subscribe" [checked, focused]``.
 
     The numbers are x, y, width x height in image pixels; the label, when known, is quoted
-    as a JSON string. No components give an empty string.
+    as a JSON string; the states, when there are any, follow in brackets. No components
+    give an empty string.
     """
     lines = []
     for component in components:
@@ -83,6 +93,8 @@ def describe(components: Sequence[Component]) -> str:
         line = f"#{component.index} {component.kind} at ({x}, {y}, {w}x{h})"
         if component.label:
             line += " " + json.dumps(component.label, ensure_ascii=False)
+        if component.states:
+            line += " [" + ", ".join(component.states) + "]"
         lines.append(line)
     return "\n".join(lines)
 

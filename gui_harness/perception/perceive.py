@@ -1,12 +1,13 @@
 """One look at the screen: `Perception.perceive()` turns a screenshot into an `Observation`.
 
-Owns the order of the steps (detect → memory labels → OCR labels → describe) and the
-lazy set-of-marks image. Capture belongs to gui_harness.desktop; resolving an action's
-element to coordinates belongs to gui_harness.actions.
+Owns the order of the steps (accessibility query beside detection → memory labels →
+fusion → OCR labels → describe) and the lazy set-of-marks image. Capture belongs to
+gui_harness.desktop; resolving an action's element to coordinates to gui_harness.actions.
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -14,7 +15,9 @@ from typing import Any
 from PIL import Image
 
 from gui_harness.perception._pixels import ImageLike, grey_array, pil_image
+from gui_harness.perception.accessibility import AccessibilitySnapshot, AccessibilitySource
 from gui_harness.perception.detect import Component, detect_components
+from gui_harness.perception.fusion import fuse, to_image
 from gui_harness.perception.marks import describe, draw_marks
 from gui_harness.perception.memory import ComponentMemory, MemoryEntry
 from gui_harness.perception.ocr import label_with_ocr, ocr_available
@@ -29,12 +32,16 @@ class Observation:
 
     `image` is the screenshot as given (RGB), `components` are numbered from 1 in reading
     order, `text` is describe(components) for the planner. `marked`, the set-of-marks
-    picture, is drawn on first access.
+    picture, is drawn on first access. `accessibility` is what the accessibility query
+    saw (None when there was none), and `notes` say what perception had to do without
+    (no bus, an app that did not answer).
     """
 
     image: Image.Image
     components: tuple[Component, ...]
     text: str
+    notes: tuple[str, ...] = ()
+    accessibility: AccessibilitySnapshot | None = None
 
     @property
     def size(self) -> tuple[int, int]:
@@ -58,19 +65,22 @@ class Observation:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able summary without pixels: size, components and text."""
+        """JSON-able summary without pixels: size, components, text and notes."""
         return {
             "size": list(self.size),
             "components": [c.to_dict() for c in self.components],
             "text": self.text,
+            "notes": list(self.notes),
         }
 
 
 class Perception:
-    """Turns screenshots into observations, with labels from memory and optional OCR.
+    """Turns screenshots into observations: the accessibility tree where apps publish
+    one, pixel detection for the rest, labels from memory and optional OCR.
 
-    `ocr=None` uses OCR when tesseract is installed. `threshold` is the memory match
-    score (0–1) a component needs to take a remembered label.
+    `accessibility` is the desktop's AccessibilitySource (None: pixels only). `ocr=None`
+    uses OCR when tesseract is installed. `threshold` is the memory match score (0–1) a
+    pixel component needs to take a remembered label.
     """
 
     def __init__(
@@ -80,22 +90,41 @@ class Perception:
         ocr: bool | None = None,
         max_components: int = 200,
         threshold: float = 0.85,
+        accessibility: AccessibilitySource | None = None,
     ) -> None:
         self.memory = memory
         self.ocr = ocr_available() if ocr is None else ocr
         self.max_components = max_components
         self.threshold = threshold
+        self.accessibility = accessibility
 
-    def perceive(self, image: ImageLike) -> Observation:
-        """Detect, label and describe the components on `image` (PIL or numpy RGB)."""
+    def perceive(
+        self, image: ImageLike, *, accessibility: AccessibilitySnapshot | None = None
+    ) -> Observation:
+        """Detect, fuse, label and describe the components on `image` (PIL or numpy RGB).
+
+        The accessibility source is queried while pixels are detected; pass a recorded
+        `accessibility` snapshot instead to perceive an old screenshot as it was seen
+        (its boxes are screen pixels, scaled to `image`).
+        """
         picture = pil_image(image)
         grey = grey_array(picture)
-        components = detect_components(grey, max_components=self.max_components)
+        query = None
+        if accessibility is None and self.accessibility is not None:
+            query = _Query(self.accessibility)
+        pixels = detect_components(grey, max_components=self.max_components)
         if self.memory is not None:
-            components = self.memory.label(grey, components, threshold=self.threshold)
+            pixels = self.memory.label(grey, pixels, threshold=self.threshold)
+        if query is not None:
+            accessibility = query.result()
+        tree: list[Component] = []
+        if accessibility is not None:
+            tree = to_image(accessibility.components, accessibility.screen, picture.size)
+        components = fuse(tree, pixels, max_components=self.max_components)
         if self.ocr:
             components = label_with_ocr(grey, components)
-        return Observation(picture, tuple(components), describe(components))
+        notes = (accessibility.note,) if accessibility is not None and accessibility.note else ()
+        return Observation(picture, tuple(components), describe(components), notes, accessibility)
 
     def remember(
         self, observation: Observation, index: int, label: str, *, pinned: bool = False
@@ -108,3 +137,32 @@ class Perception:
         return self.memory.remember(
             observation.image, observation.component(index), label, pinned=pinned
         )
+
+
+class _Query:
+    """One accessibility snapshot taken on its own thread, so it overlaps detection."""
+
+    def __init__(self, source: AccessibilitySource) -> None:
+        self._source = source
+        self._snapshot: AccessibilitySnapshot | None = None
+        self._thread = threading.Thread(target=self._run, name="accessibility", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._snapshot = self._source.snapshot()
+        except Exception as exc:  # a fault there must cost the step its tree, not the step
+            self._snapshot = AccessibilitySnapshot(
+                screen=self._source.screen,
+                note=f"the accessibility query failed ({type(exc).__name__}: {exc}); pixels only",
+            )
+
+    def result(self) -> AccessibilitySnapshot:
+        # snapshot() keeps to its own timeout; the margin only guards against a bug there
+        self._thread.join(self._source.timeout + 2.0)
+        if self._snapshot is None:
+            return AccessibilitySnapshot(
+                screen=self._source.screen,
+                note=f"the accessibility query overran its {self._source.timeout}s; pixels only",
+            )
+        return self._snapshot

@@ -10,9 +10,10 @@ def test_package_root_exports_are_pinned():
         "App", "X11Desktop", "FakeDesktop", "RemoteDesktop", "serve_desktop", "Action",
         "Click", "DoubleClick", "Move", "Drag", "Scroll", "Type", "Keypress", "Wait", "Done",
         "Fail", "normalize_action", "resolve", "Transform", "Policy", "Perception",
-        "Observation", "ComponentMemory", "InvalidAction", "ActionRejected", "DesktopError",
-        "DesktopTimeout", "DesktopAuthError", "current_observation", "observe_screen", "look",
-        "ask_for_action", "latest_verification", "current_prompts", "Prompts",
+        "Observation", "ComponentMemory", "AccessibilitySource", "InvalidAction",
+        "ActionRejected", "DesktopError", "DesktopTimeout", "DesktopAuthError",
+        "current_observation", "observe_screen", "look", "ask_for_action",
+        "latest_verification", "current_prompts", "Prompts",
     }  # fmt: skip
     for name in gui_harness.__all__:
         assert hasattr(gui_harness, name)

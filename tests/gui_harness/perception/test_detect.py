@@ -109,8 +109,14 @@ def test_component_round_trips_through_json():
         "box": [120, 84, 200, 28],
         "label": 'Say "hi"',
         "confidence": 0.851,
+        "states": [],
+        "source": "pixels",
     }
     assert Component.from_dict(data) == Component(3, "field", (120, 84, 200, 28), 'Say "hi"', 0.851)
+    checked = Component(
+        1, "checkbox", (1, 2, 13, 13), "Subscribe", 1.0, ("checked",), "accessibility"
+    )
+    assert Component.from_dict(json.loads(json.dumps(checked.to_dict()))) == checked
     assert component.center == (220, 98)
     assert component.with_label("x").label == "x"
 

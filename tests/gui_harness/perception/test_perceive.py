@@ -43,6 +43,15 @@ def test_the_package_exports_exactly_its_public_api():
             "OcrWorker",
             "Observation",
             "Perception",
+            "STATES",
+            "SOURCES",
+            "State",
+            "Source",
+            "ROLE_KINDS",
+            "AccessibilitySnapshot",
+            "AccessibilitySource",
+            "fuse",
+            "to_image",
         ]
     )
     assert all(hasattr(perception, name) for name in perception.__all__)
