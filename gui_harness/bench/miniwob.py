@@ -15,6 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from gui_harness.desktop.buses import CHROMIUM_ACCESSIBILITY_FLAG
 from gui_harness.desktop.virtual import VirtualDesktop
 from gui_harness.errors import DesktopError
 from openprogram.errors import ConfigError, UsageError
@@ -188,6 +189,7 @@ def _instance_class() -> type:
             self, task: str, desktop: VirtualDesktop, binary: str, driver: str, zoom: float
         ) -> None:
             super().__init__(0, task, headless=False)
+            self._desktop = desktop
             self._display = desktop.display
             self._size = desktop.size
             self._binary, self._driver_path, self._zoom = binary, driver, zoom
@@ -210,12 +212,14 @@ def _instance_class() -> type:
                 "--window-position=0,0",
                 f"--window-size={int(width / self._zoom)},{int(height / self._zoom)}",
                 f"--force-device-scale-factor={self._zoom}",
+                # the page's elements on the desktop's AT-SPI bus, for perception's tree
+                CHROMIUM_ACCESSIBILITY_FLAG,
             ):
                 options.add_argument(argument)
             # no "Chrome is being controlled by automated software" bar over the page
             options.add_experimental_option("excludeSwitches", ["enable-automation"])
-            display = str(self._display)
-            service = Service(self._driver_path, env={**os.environ, "DISPLAY": display})
+            # the desktop's environment: its DISPLAY and its accessibility bus
+            service = Service(self._driver_path, env={**os.environ, **self._desktop.env})
             try:
                 self.driver = webdriver.Chrome(service=service, options=options)
             except WebDriverException as exc:

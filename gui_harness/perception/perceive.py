@@ -112,7 +112,8 @@ class Perception:
         query = None
         if accessibility is None and self.accessibility is not None:
             query = _Query(self.accessibility)
-        pixels = detect_components(grey, max_components=self.max_components)
+        # the colour picture: links are told apart by their colour
+        pixels = detect_components(picture, max_components=self.max_components)
         if self.memory is not None:
             pixels = self.memory.label(grey, pixels, threshold=self.threshold)
         if query is not None:
