@@ -18,6 +18,7 @@ setup-dev:
 lint:
 	.venv/bin/ruff check openprogram gui_harness tests examples benchmarks
 	.venv/bin/ruff format --check openprogram gui_harness tests examples benchmarks
+	.venv/bin/lint-imports
 
 format:
 	.venv/bin/ruff format openprogram gui_harness tests examples benchmarks

@@ -1,6 +1,7 @@
 """openprogram: agents as ordinary decorated functions, with a context DAG that shows
 what every model call saw. Start with `agentic_function`, `llm` and `Session`."""
 
+from openprogram import display as _views  # noqa: F401 - registers the notebook views
 from openprogram._context import current_session
 from openprogram.callbacks import (
     BudgetManager,

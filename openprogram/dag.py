@@ -8,12 +8,13 @@ or stores: a session listens through `ContextDAG.listeners`. Start at ContextDAG
 from __future__ import annotations
 
 import bisect
+import html
 import itertools
 import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Literal
 
 import networkx as nx
@@ -24,7 +25,16 @@ from openprogram.image import Image, ImageRef
 from openprogram.usage import Usage
 from openprogram.values import from_jsonable, to_jsonable
 
-__all__ = ["ContextDAG", "Expose", "Kind", "Node", "RenderRange", "Status"]
+__all__ = [
+    "ContextDAG",
+    "Expose",
+    "Kind",
+    "Node",
+    "RenderRange",
+    "Status",
+    "check_render_range",
+    "register_view",
+]
 
 Kind = Literal["user", "code", "llm"]
 """user: input from outside; code: one call of a decorated function; llm: one model exchange."""
@@ -39,6 +49,50 @@ class RenderRange(BaseModel):
 
     callers: int | None = None
     subcalls: int = -1
+
+
+_VIEWS: dict[str, Callable[[Any], str]] = {}
+
+
+def register_view(kind: Literal["dag", "node", "context"], renderer: Callable[[Any], str]) -> None:
+    """Make `renderer(value)` the notebook HTML of a ContextDAG, a Node or a RenderedContext.
+
+    The data layer never imports the views: openprogram.display registers them when it is
+    imported (openprogram's package root does), so the data knows only this hook.
+    """
+    _VIEWS[kind] = renderer
+
+
+def _view(kind: str) -> Callable[[Any], str]:
+    view = _VIEWS.get(kind)
+    if (
+        view is None
+    ):  # openprogram/__init__ imports the views; only a stripped-down build lacks them
+        return lambda value: f"<pre>{html.escape(repr(value))}</pre>"
+    return view
+
+
+def check_render_range(value: Mapping[str, Any] | None) -> RenderRange | None:
+    """A `render_range` dict as a RenderRange (None stays None); UsageError naming the bad
+    key or value otherwise."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise UsageError(f"render_range={value!r} must be a dict with 'callers' and/or 'subcalls'")
+    unknown = set(value) - {"callers", "subcalls"}
+    if unknown:
+        raise UsageError(
+            f"render_range key {sorted(unknown)[0]!r} is unknown; use 'callers' and 'subcalls'"
+        )
+    callers = value.get("callers")
+    subcalls = value.get("subcalls", -1)
+    if callers is not None and (
+        not isinstance(callers, int) or isinstance(callers, bool) or callers < 0
+    ):
+        raise UsageError(f"render_range callers={callers!r} must be None or an int >= 0")
+    if not isinstance(subcalls, int) or isinstance(subcalls, bool) or subcalls < -1:
+        raise UsageError(f"render_range subcalls={subcalls!r} must be an int >= -1")
+    return RenderRange(callers=callers, subcalls=subcalls)
 
 
 class Node(BaseModel):
@@ -79,9 +133,7 @@ class Node(BaseModel):
         )
 
     def _repr_html_(self) -> str:
-        from openprogram.display.html import node_html
-
-        return node_html(self)
+        return _view("node")(self)
 
 
 # Every node has every field set; one shared set serves them all (pydantic only ever
@@ -432,9 +484,7 @@ class ContextDAG:
         return f"<ContextDAG: {len(self._order):,} nodes>"
 
     def _repr_html_(self) -> str:
-        from openprogram.display.html import dag_html
-
-        return dag_html(self)
+        return _view("dag")(self)
 
 
 def _node_json(node: Node) -> dict[str, Any]:

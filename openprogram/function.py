@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field, create_model
 
 from openprogram import _context
 from openprogram.callbacks.base import notify
-from openprogram.dag import Expose, Node, RenderRange
+from openprogram.dag import Expose, Node, RenderRange, check_render_range
 from openprogram.errors import RunStopped
 
 __all__ = ["agentic_function"]
@@ -87,7 +87,7 @@ def agentic_function(
         raise _usage(f"@agentic_function got {fn!r}; use it bare or with keyword settings")
     if expose not in _EXPOSE:
         raise _usage(f"expose={expose!r} is not one of 'io', 'llm', 'full', 'hidden'")
-    checked_range = _check_render_range(render_range)
+    checked_range = check_render_range(render_range)
     if system is not None and not isinstance(system, str):
         raise _usage(f"system={system!r} must be a string or None")
     if render_output is not None and not callable(render_output):
@@ -106,27 +106,6 @@ def _usage(message: str) -> Exception:
     from openprogram.errors import UsageError
 
     return UsageError(message)
-
-
-def _check_render_range(value: Mapping[str, Any] | None) -> RenderRange | None:
-    if value is None:
-        return None
-    if not isinstance(value, Mapping):
-        raise _usage(f"render_range={value!r} must be a dict with 'callers' and/or 'subcalls'")
-    unknown = set(value) - {"callers", "subcalls"}
-    if unknown:
-        raise _usage(
-            f"render_range key {sorted(unknown)[0]!r} is unknown; use 'callers' and 'subcalls'"
-        )
-    callers = value.get("callers")
-    subcalls = value.get("subcalls", -1)
-    if callers is not None and (
-        not isinstance(callers, int) or isinstance(callers, bool) or callers < 0
-    ):
-        raise _usage(f"render_range callers={callers!r} must be None or an int >= 0")
-    if not isinstance(subcalls, int) or isinstance(subcalls, bool) or subcalls < -1:
-        raise _usage(f"render_range subcalls={subcalls!r} must be an int >= -1")
-    return RenderRange(callers=callers, subcalls=subcalls)
 
 
 def _check_input(fn: Callable[..., Any], meta: Mapping[str, Mapping[str, Any]]) -> None:

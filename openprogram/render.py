@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from openprogram.dag import ContextDAG, Node, RenderRange
+from openprogram.dag import ContextDAG, Node, RenderRange, _view, check_render_range
 from openprogram.errors import UsageError
 from openprogram.image import ImageRef
 from openprogram.values import replace_surrogates
@@ -133,9 +133,7 @@ def _range(value: RenderRange | dict[str, Any] | None, frame: Node | None) -> Re
         return (frame.render_range if frame is not None else None) or _DEFAULT_RANGE
     if isinstance(value, RenderRange):
         return value
-    from openprogram.function import _check_render_range
-
-    return _check_render_range(value) or _DEFAULT_RANGE
+    return check_render_range(value) or _DEFAULT_RANGE
 
 
 class _Walk:
@@ -492,9 +490,7 @@ class RenderedContext:
         return f"RenderedContext(nodes={len(self.nodes)}, messages={len(self._parts)})"
 
     def _repr_html_(self) -> str:
-        from openprogram.display.html import context_html
-
-        return context_html(self)
+        return _view("context")(self)
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)

@@ -15,6 +15,7 @@ import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from openprogram.dag import register_view
 from openprogram.display._images import thumbnail_url
 from openprogram.display._payload import (
     DEFAULT_FULL_IMAGE_BUDGET,
@@ -361,3 +362,8 @@ def call_html(view: CallView) -> str:
         )
         parts.append("</div></details>")
     return f'<div class="opv">{STYLE}{"".join(parts)}</div>'
+
+
+register_view("dag", dag_html)
+register_view("node", node_html)
+register_view("context", context_html)
