@@ -532,6 +532,17 @@ def gui(
     )
 
 
+@cli.command()
+@click.option("--app", help="A command to start on the served display (e.g. 'xterm').")
+@click.option("--size", default="1280x800", show_default=True, help="Screen size, WIDTHxHEIGHT.")
+@click.option("--port", default=0, type=click.IntRange(0, 65535), help="Port (0: a free one).")
+def serve(app: str | None, size: str, port: int) -> None:
+    """Serve a private X display over HTTP on 127.0.0.1 until Ctrl-C; prints the URL and
+    the token a RemoteDesktop needs."""
+    serve_main = _gui_entry("gui_harness.desktop.serve", "serve_main")
+    sys.exit(_run(lambda: serve_main(app=app, size=size, port=port)))
+
+
 _FORWARD = {"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
 
 
