@@ -113,7 +113,9 @@ class Component:
         )
 
 
-def detect_components(image: ImageLike, *, max_components: int = 200) -> list[Component]:
+def detect_components(
+    image: ImageLike, *, max_components: int = 200, grey: np.ndarray | None = None
+) -> list[Component]:
     """Find buttons, fields, checkboxes, icons and text lines on a screenshot.
 
     `image` is a PIL image or a uint8 numpy array (RGB, RGBA or grey); links are told
@@ -121,8 +123,10 @@ def detect_components(image: ImageLike, *, max_components: int = 200) -> list[Co
     `max_components` components numbered in reading order, without labels; when there
     are more, controls are kept first, then the largest text lines and icons. Each
     calling thread keeps about 12 bytes per pixel of scratch images for its next call.
+    `grey`: the image already in grey (uint8, same size), when the caller has it.
     """
-    grey = grey_array(image)
+    if grey is None:
+        grey = grey_array(image)
     edges = cv2.Canny(grey, *_CANNY, edges=scratch.get("edges", grey.shape, np.uint8))
     # Outlines come from a low-threshold pass, so pale flat controls keep theirs; text
     # from the normal one, so anti-aliasing stays out of it.

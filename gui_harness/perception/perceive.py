@@ -113,7 +113,7 @@ class Perception:
         if accessibility is None and self.accessibility is not None:
             query = _Query(self.accessibility)
         # the colour picture: links are told apart by their colour
-        pixels = detect_components(picture, max_components=self.max_components)
+        pixels = detect_components(picture, max_components=self.max_components, grey=grey)
         if self.memory is not None:
             pixels = self.memory.label(grey, pixels, threshold=self.threshold)
         if query is not None:
