@@ -13,8 +13,9 @@ import threading
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
+
+from tests.support._serving import ServedOnThread
 
 __all__ = ["REPLY_SHAPES", "FaultServer", "RawReply", "completion"]
 
@@ -108,7 +109,7 @@ REPLY_SHAPES: dict[str, RawReply] = {
 """Named reply shapes for fuzzing: every one must end as a typed ModelError (or a reply)."""
 
 
-class FaultServer:
+class FaultServer(ServedOnThread):
     """An OpenAI-compatible endpoint on 127.0.0.1 answering each request with the next
     scripted RawReply (a 500 saying so when the script is empty). Records request bodies
     in `requests`. Use as a context manager, or call stop()."""
@@ -117,17 +118,9 @@ class FaultServer:
         self._script: deque[RawReply] = deque()
         self._lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
-        self._http = _Server(("127.0.0.1", 0), _Handler)
-        self._http.fake = self
-        self._thread = threading.Thread(
-            target=self._http.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        self._stopped = False
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._http.server_address[1]}/v1"
+        http = _Server(("127.0.0.1", 0), _Handler)
+        http.fake = self
+        self._serve(http, "FaultServer")
 
     def add(self, *replies: RawReply) -> None:
         """Script replies, served in order, one per request."""
@@ -140,25 +133,6 @@ class FaultServer:
             if self._script:
                 return self._script.popleft()
         return _error(500, "FaultServer script ran out")
-
-    def stop(self) -> None:
-        if self._stopped:
-            return
-        self._stopped = True
-        self._http.shutdown()
-        self._http.server_close()
-        self._thread.join()
-
-    def __enter__(self) -> FaultServer:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 class _Server(ThreadingHTTPServer):

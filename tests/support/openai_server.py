@@ -18,8 +18,9 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
+
+from tests.support._serving import ServedOnThread
 
 __all__ = ["OpenAIServer", "RecordedRequest"]
 
@@ -65,7 +66,7 @@ class _Failure:
     retry_after: float | str | None
 
 
-class OpenAIServer:
+class OpenAIServer(ServedOnThread):
     """An OpenAI-compatible chat-completions server on 127.0.0.1, started on construction.
 
     Scripted responses (`reply`, `fail`) are served first in, first out, one per chat
@@ -88,25 +89,8 @@ class OpenAIServer:
         self._requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._stopped = False
-        self._http = _HTTPServer(("127.0.0.1", 0), _Handler, fake=self)
-        self._thread = threading.Thread(
-            target=self._http.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name=f"OpenAIServer:{self.port}",
-            daemon=True,
-        )
-        self._thread.start()
-
-    @property
-    def port(self) -> int:
-        """The TCP port the server listens on."""
-        return int(self._http.server_address[1])
-
-    @property
-    def url(self) -> str:
-        """Base URL for an OpenAI client, e.g. ``http://127.0.0.1:PORT/v1``."""
-        return f"http://127.0.0.1:{self.port}/v1"
+        http = _HTTPServer(("127.0.0.1", 0), _Handler, fake=self)
+        self._serve(http, f"OpenAIServer:{http.server_address[1]}")
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -154,26 +138,6 @@ class OpenAIServer:
             raise ValueError(f"status={status!r} is not an HTTP error status; use 400-599")
         with self._lock:
             self._script.append(_Failure(status, message, retry_after))
-
-    def stop(self) -> None:
-        """Stop serving, close the socket and join all threads; safe to call twice."""
-        if self._stopped:
-            return
-        self._stopped = True
-        self._http.shutdown()
-        self._http.server_close()
-        self._thread.join()
-
-    def __enter__(self) -> OpenAIServer:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         state = "stopped" if self._stopped else self.url
