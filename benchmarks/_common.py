@@ -15,7 +15,8 @@ __all__ = ["machine"]
 
 
 def machine() -> str:
-    """`<date>, <n> CPUs (<model>), Python <version>, <OS>` of this machine, now."""
+    """`<date>, <n> CPUs (<model>), Python <version>, <OS>, load <1-min average>` of this
+    machine, now: what a table pasted into docs/performance.md must say."""
     model = platform.processor() or platform.machine() or "unknown CPU"
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -26,5 +27,6 @@ def machine() -> str:
         pass
     return (
         f"{time.strftime('%Y-%m-%d %H:%M %Z')}, {os.cpu_count()} CPUs ({model}), "
-        f"Python {platform.python_version()}, {platform.system()}"
+        f"Python {platform.python_version()}, {platform.system()}, "
+        f"load {os.getloadavg()[0]:.2f}"
     )

@@ -15,8 +15,6 @@ machine and date. Exits 1 when a target is missed.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import sys
 import time
@@ -26,6 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _common import machine  # benchmarks/ is on sys.path when a script runs
 from jeepney import DBusAddress, Properties, new_method_call
 from jeepney.io.blocking import open_dbus_connection
 
@@ -211,10 +210,7 @@ def main() -> int:
     parser.add_argument("--tasks", default=",".join(TASKS))
     parser.add_argument("--seeds", type=int, default=3)
     options = parser.parse_args()
-    print(
-        f"{platform.node()} · {os.cpu_count()} cores · Python {platform.python_version()} · "
-        f"load {os.getloadavg()[0]:.1f} · {time.strftime('%Y-%m-%d %H:%M')}"
-    )
+    print(f"bench_accessibility on {machine()}")
     results = [
         bench_gtk(options.runs),
         bench_chromium(options.tasks.split(","), options.seeds, max(5, options.runs // 3)),

@@ -18,8 +18,6 @@ docs/performance.md by hand, with the machine and date.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -30,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cv2
+from _common import machine  # benchmarks/ is on sys.path when a script runs
 
 from gui_harness.perception import (
     ComponentMemory,
@@ -144,9 +143,8 @@ def main() -> None:
         ]
         print(
             f"perception on {image.width}x{image.height}, {len(components)} components, "
-            f"{runs} runs; {platform.processor() or platform.machine()}, "
-            f"{os.cpu_count()} CPUs, OpenCV {cv2.__version__} with {cv2.getNumThreads()} threads, "
-            f"load {os.getloadavg()[0]:.2f}"
+            f"{runs} runs; {machine()}, "
+            f"OpenCV {cv2.__version__} with {cv2.getNumThreads()} threads"
         )
         print(f"{'median of runs':34} {'wall ms':>9} {'cpu ms':>9} {'min wall':>9}")
         for name, work in rows:

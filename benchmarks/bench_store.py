@@ -19,7 +19,6 @@ import gc
 import itertools
 import json
 import os
-import platform
 import sqlite3
 import statistics
 import sys
@@ -32,22 +31,13 @@ from typing import Any
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _common import machine  # benchmarks/ is on sys.path when a script runs
 from PIL import Image, ImageDraw
 
 from openprogram import Runtime, ScriptedModel, Session, agentic_function, llm
 
 CALL_TARGET_US = 60.0
 BYTES_TARGET = 400
-
-
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def _file_size(path: Path) -> int:
@@ -235,9 +225,7 @@ def main() -> None:
     )
     options = parser.parse_args()
     calls, runs, nodes, steps = (2000, 3, 2000, 100) if options.quick else (20000, 5, 20000, 500)
-    print(f"bench_store on {os.cpu_count()} CPUs ({_cpu()}), Python {platform.python_version()}, "
-          f"SQLite {sqlite3.sqlite_version}, {time.strftime('%Y-%m-%d %H:%M')}, "
-          f"load average {os.getloadavg()[0]:.2f}")  # fmt: skip
+    print(f"bench_store on {machine()}, SQLite {sqlite3.sqlite_version}")
     with tempfile.TemporaryDirectory() as temporary:
         folder = Path(temporary)
         a = bench_calls(folder, calls, runs)
