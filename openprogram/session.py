@@ -192,11 +192,18 @@ class Session:
             self.close()
 
     def close(self) -> None:
-        """Give up the writer lease, and release the store's connection if this session
-        opened it (a later record reconnects). Called when the outermost `with` ends."""
+        """Commit what waits to be recorded, give up the writer lease, and release the
+        store's connection if this session opened it (a later record reconnects).
+        Called when the outermost `with` ends."""
+        self.flush()
         self._release()
         if self.store is not None and self._owns_store:
             self.store.close()
+
+    def flush(self) -> bool:
+        """Make every call recorded so far durable now (docs/sessions.md#durability says
+        when that happens by itself); False when a record failed (see failed_writes)."""
+        return True if self._recorder is None else self._recorder.flush()
 
     # -- the writer lease ----------------------------------------------------------------
     def _claim(self) -> None:
@@ -392,6 +399,7 @@ class Session:
                 f"cannot fork at node {at!r} ({node.name}): it is still running; "
                 "fork at a finished node"
             )
+        self.flush()  # the fork's history is read from this session's stored rows
         fork_id = id or uuid.uuid4().hex[:12]
         cut = node.end_seq if node.end_seq is not None else node.seq
         info = SessionInfo(

@@ -11,7 +11,7 @@ import logging
 import os
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, closing, suppress
 from typing import Any, ClassVar, NamedTuple
 
@@ -42,6 +42,7 @@ class Statements(NamedTuple):
     upsert: str
     insert_blob: str
     rows: str
+    node_id: str
     blob: str
     lease: str
     take_lease: str
@@ -86,6 +87,7 @@ def statements(placeholder: str, now: str, casts: tuple[str, ...] = ()) -> State
             f"INSERT INTO openprogram_blobs (sha256, data) VALUES ({p}, {p}) ON CONFLICT DO NOTHING"
         ),
         rows=f"SELECT {ROW_COLUMNS} FROM openprogram_nodes WHERE session = {p} ORDER BY seq",
+        node_id=f"SELECT id FROM openprogram_nodes WHERE session = {p} AND seq = {p}",
         blob=f"SELECT data FROM openprogram_blobs WHERE sha256 = {p}",
         lease=f"SELECT {_LEASE_COLUMNS} FROM openprogram_leases WHERE session = {p}",
         take_lease=(
@@ -104,7 +106,7 @@ def statements(placeholder: str, now: str, casts: tuple[str, ...] = ()) -> State
 
 
 class _Unchanged(Exception):
-    """Raised inside a write's transaction to roll it back: the seq is another node's."""
+    """Raised inside a write's transaction to roll it back: a row was refused (args[0])."""
 
 
 class SQLStore(ABC):
@@ -130,6 +132,7 @@ class SQLStore(ABC):
         self._connection: Any = None
         self._keys: dict[str, int] = {}
         self._held: dict[str, str] = {}  # session -> owner of the lease this store holds
+        self._lost: dict[str, str] = {}  # session -> owner whose lease was taken over
 
     # -- hooks ---------------------------------------------------------------------------
     @abstractmethod
@@ -153,8 +156,10 @@ class SQLStore(ABC):
         """Insert (id, created_at, info) and return the new key, or None if the id exists."""
 
     @abstractmethod
-    def _record(self, session: str, row: NodeRow, blobs: Mapping[str, bytes], owner: str) -> int:
-        """Connect and _upsert(), returning how many rows changed (0 or 1)."""
+    def _record(
+        self, session: str, rows: Sequence[NodeRow], blobs: Mapping[str, bytes], owner: str
+    ) -> NodeRow | None:
+        """Connect and _upsert(), returning the row refused or None."""
 
     @abstractmethod
     def _lock_session(self, connection: Any, key: int) -> None:
@@ -241,21 +246,33 @@ class SQLStore(ABC):
 
     # -- rows and blobs ------------------------------------------------------------------
     def write(self, session: str, row: NodeRow, blobs: Mapping[str, bytes]) -> None:
+        self.write_batch(session, (row,), blobs)
+
+    def write_batch(
+        self, session: str, rows: Sequence[NodeRow], blobs: Mapping[str, bytes]
+    ) -> None:
+        """Record several rows and their blobs in one transaction: all or none of them.
+        Raises like write(); the Recorder groups records this way (group commit)."""
+        if not rows:
+            return
         owner = self._held.get(session)
+        if owner is None and session in self._lost:  # a heartbeat found it taken over
+            self._refused(session, rows[0], self._lost[session])
         if owner is None:
             raise StoreError(
-                f"cannot record node {row.id!r} into session {session!r} of {self._where}: "
-                "this store does not hold the session's writer lease. Enter the session "
-                "(`with session:`) before recording; a Store's own caller takes the "
-                "lease with store.acquire(session, owner)"
+                f"cannot record node {rows[0].id!r} into session {session!r} of "
+                f"{self._where}: this store does not hold the session's writer lease. Enter "
+                "the session (`with session:`) before recording; a Store's own caller takes "
+                "the lease with store.acquire(session, owner)"
             )
-        with self._lock, self._translate(f"record node {row.id!r}"):
-            changed = self._record(session, row, blobs, owner)
-        if not changed:
-            self._refused(session, row, owner)
+        what = f"node {rows[0].id!r}" if len(rows) == 1 else f"{len(rows)} nodes"
+        with self._lock, self._translate(f"record {what}"):
+            refused = self._record(session, rows, blobs, owner)
+        if refused is not None:
+            self._refused(session, refused, owner)
             raise StoreError(
-                f"seq {row.seq} of session {session!r} in {self._where} belongs to another "
-                f"node than {row.id!r}: two writers are recording into one session"
+                f"seq {refused.seq} of session {session!r} in {self._where} belongs to "
+                f"another node than {refused.id!r}: two writers are recording into one session"
             )
 
     def _refused(self, session: str, row: NodeRow, owner: str) -> None:
@@ -270,6 +287,7 @@ class SQLStore(ABC):
             return
         if self._held.get(session) == owner:
             del self._held[session]
+        self._lost[session] = owner
         taken = "" if found is None else f" to {Holder(*found).describe(now)}"
         raise SessionLocked(
             f"the record of node {row.id!r} into session {session!r} of {self._where} was "
@@ -283,26 +301,38 @@ class SQLStore(ABC):
         self,
         connection: Any,
         session: str,
-        row: NodeRow,
+        rows: Sequence[NodeRow],
         blobs: Mapping[str, bytes],
         owner: str,
-    ) -> int:
-        """Write the blobs and the row in one transaction; 0 when the seq is another
-        node's or `owner` does not hold the session's writer lease."""
+    ) -> NodeRow | None:
+        """Write the blobs and the rows in one transaction, or nothing: returns the row
+        refused (its seq is another node's, or `owner` does not hold the session's
+        writer lease), None when all were written."""
         key = self._keys.get(session) or self._key(connection, session)
-        values = (key, *row, key, owner)
-        if not blobs:
-            return int(connection.execute(self._statements.upsert, values).rowcount)
+        upsert = self._statements.upsert
+        if len(rows) == 1 and not blobs:  # one statement commits on its own
+            row = rows[0]
+            changed = connection.execute(upsert, (key, *row, key, owner)).rowcount
+            return None if changed else row
         try:
-            with self._transaction(connection):
-                with closing(connection.cursor()) as cursor:
+            with self._transaction(connection), closing(connection.cursor()) as cursor:
+                if blobs:
                     cursor.executemany(self._statements.insert_blob, list(blobs.items()))
-                changed = int(connection.execute(self._statements.upsert, values).rowcount)
-                if not changed:
-                    raise _Unchanged  # rolls the blobs back with it
-        except _Unchanged:
-            return 0
-        return changed
+                cursor.executemany(upsert, [(key, *row, key, owner) for row in rows])
+                if cursor.rowcount != len(rows):
+                    raise _Unchanged(self._conflict(connection, key, rows))
+        except _Unchanged as unchanged:  # rolled back, the blobs with the rows
+            return unchanged.args[0]
+        return None
+
+    def _conflict(self, connection: Any, key: int, rows: Sequence[NodeRow]) -> NodeRow:
+        """The first of `rows` whose seq holds another node, else the first row (then the
+        writer lost its lease: every row was refused)."""
+        for row in rows:
+            found = connection.execute(self._statements.node_id, (key, row.seq)).fetchone()
+            if found is not None and found[0] != row.id:
+                return row
+        return rows[0]
 
     def rows(self, session: str) -> list[NodeRow]:
         with self._lock, self._translate(f"read session {session!r}"):
@@ -344,6 +374,7 @@ class SQLStore(ABC):
                     (key, owner, host, os.getpid(), this_process()),
                 )
             self._held[session] = owner
+            self._lost.pop(session, None)
 
     def renew(self, session: str, owner: str) -> bool:
         """Refresh the heartbeat of `owner`'s lease; False when it no longer holds it."""
@@ -354,6 +385,7 @@ class SQLStore(ABC):
             ).rowcount
             if not changed and self._held.get(session) == owner:
                 del self._held[session]
+                self._lost[session] = owner
         return bool(changed)
 
     def release(self, session: str, owner: str) -> None:
@@ -361,6 +393,8 @@ class SQLStore(ABC):
         with self._lock:
             if self._held.get(session) == owner:
                 del self._held[session]
+            if self._lost.get(session) == owner:
+                del self._lost[session]
             with self._translate(f"release the writer lease of session {session!r}"):
                 connection = self._connect()
                 connection.execute(

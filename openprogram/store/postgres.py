@@ -8,7 +8,7 @@ the next call. psycopg errors are translated here, and only here.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
@@ -124,12 +124,14 @@ class PostgresStore(SQLStore):
             return None
         return found[0]
 
-    def _record(self, session: str, row: NodeRow, blobs: Mapping[str, bytes], owner: str) -> int:
+    def _record(
+        self, session: str, rows: Sequence[NodeRow], blobs: Mapping[str, bytes], owner: str
+    ) -> NodeRow | None:
         try:
-            return self._upsert(self._connect(), session, row, blobs, owner)
+            return self._upsert(self._connect(), session, rows, blobs, owner)
         except self._psycopg.OperationalError:  # the connection dropped: reconnect once
             self.close()  # (an upsert can be repeated safely)
-            return self._upsert(self._connect(), session, row, blobs, owner)
+            return self._upsert(self._connect(), session, rows, blobs, owner)
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.url!r})"

@@ -1,29 +1,45 @@
-"""Recorder: the DAG listener that makes a session durable.
+"""Recorder: the DAG listener that makes a session durable, by group commit.
 
-Writes a node when it is created and again when it completes (one store transaction
-each, images first), so a killed process loses at most what was in flight. A failing
-store is logged, never raised: recording must not change the program's behaviour.
+Encodes a node when it is created and again when it completes. A store with
+`write_batch` (SQLite, PostgreSQL) gets the rows in batches, one transaction each,
+committed at the durable points of docs/sessions.md#durability (an llm exchange, an
+input, a call that took a millisecond or more, a full or 0.2 s old batch, closing, exit);
+any other store gets each row at once. A failing store is logged, never raised.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
-from collections.abc import Iterable
+import threading
+import time
+from collections.abc import Iterable, Mapping
 
 from openprogram._secrets import scrub_exception, scrub_json
 from openprogram.dag import ContextDAG, Node
 from openprogram.store.base import Store
 from openprogram.store.format import NodeRow, ReadsBase, encode_node, reads_overlap
 
-__all__ = ["Recorder"]
+__all__ = ["BATCH_AGE_S", "BATCH_ROWS", "SLOW_CALL_S", "Recorder"]
 
 log = logging.getLogger("openprogram.store")
+
+SLOW_CALL_S = 0.001
+"""A call that ran this long (seconds) or longer is committed when it completes: redoing
+it after a crash would cost more than its commit (tens of microseconds) costs now."""
+BATCH_ROWS = 256
+"""A batch of this many rows is committed at once."""
+BATCH_BYTES = 8 << 20
+"""A batch holding this many bytes of new images is committed at once."""
+BATCH_AGE_S = 0.2
+"""A batch is committed this long (seconds) after its first row, by a background thread."""
 
 
 class Recorder:
     """Append to `dag.listeners`: records every "created"/"completed" event of `dag`
-    into session `session` of `store`. `failures` counts writes that failed; `rows` holds
-    the seqs of the session's rows known to be stored (`stored_rows` at the start)."""
+    into session `session` of `store`. `failures` counts node records that could not be
+    stored; `rows` holds the seqs of the session's rows known to be stored (`stored_rows`
+    at the start). Rows waiting in a batch are in neither until it is committed."""
 
     def __init__(
         self,
@@ -41,27 +57,64 @@ class Recorder:
         self._sent: set[str] = set(stored_blobs)
         self._inputs: dict[str, tuple[str, list[str]]] = {}
         self._reads: dict[str, tuple[str, list[str]]] = {}  # function -> newest llm reads
+        write_batch = getattr(store, "write_batch", None)
+        self._write_batch = write_batch if callable(write_batch) else None
+        self._lock = threading.RLock()
+        self._batch: dict[int, tuple[NodeRow, list[str]]] = {}  # seq -> newest row, images
+        self._blobs: dict[str, bytes] = {}  # images of the batch not yet in the store
+        self._blob_bytes = 0
+        self._since: float | None = None  # time.monotonic() of the batch's first row
+        self._scheduled = False
 
     @property
     def sent(self) -> set[str]:
         """Hashes of the images this recorder knows to be in the store."""
         return self._sent
 
-    def __call__(self, event: str, node: Node) -> None:
-        try:
-            self.write(node, created=event == "created")
-        except Exception as exc:
-            self.failures += 1
-            if self.failures & (self.failures - 1) == 0:  # the 1st, 2nd, 4th, 8th...: no flood
-                log.error(
-                    "openprogram: could not record node %s (%s #%s) of session %s in %s "
-                    "(%d failed writes so far): %s",
-                    node.id, node.name, node.seq, self.session, self.store.url,
-                    self.failures, scrub_exception(exc), exc_info=self.failures == 1,
-                )  # fmt: skip
+    @property
+    def pending(self) -> int:
+        """Rows waiting in the batch, not yet committed."""
+        return len(self._batch)
 
-    def write(self, node: Node, *, created: bool) -> None:
-        """Write the node as it is now; raises what the store raises."""
+    def __call__(self, event: str, node: Node) -> None:
+        created = event == "created"
+        try:
+            row, refs = self._encode(node, created=created)
+        except Exception as exc:
+            self._failed(node.id, node.name, node.seq, exc)
+            return
+        if self._write_batch is None:
+            stored = self._write_one(row, refs, self._new_blobs(refs, {}))
+        else:
+            with self._lock:
+                self._batch[row.seq] = (row, refs)
+                for sha, image in self._new_blobs(refs, self._blobs).items():
+                    self._blobs[sha] = image
+                    self._blob_bytes += len(image)
+                stored = False
+                if (
+                    node.kind != "code"
+                    or (not created and _ran(node) >= SLOW_CALL_S)
+                    or len(self._batch) >= BATCH_ROWS
+                    or self._blob_bytes >= BATCH_BYTES
+                ):
+                    stored = self._commit()
+                elif self._since is None:
+                    self._since = time.monotonic()
+                    if not self._scheduled:
+                        self._scheduled = True
+                        _flusher().schedule(self, self._since + BATCH_AGE_S)
+        if stored and node.kind == "llm" and node.status == "completed" and node.reads:
+            self._reads[node.name] = (node.id, node.reads)  # a stored node's reads stay
+
+    def flush(self) -> bool:
+        """Commit the waiting rows now; False when any could not be stored (each one is
+        counted in `failures` and logged)."""
+        with self._lock:
+            return self._commit()
+
+    # -- encoding ------------------------------------------------------------------------
+    def _encode(self, node: Node, *, created: bool) -> tuple[NodeRow, list[str]]:
         refs: list[str] = []
         cached = None if created else self._inputs.pop(node.id, None)
         reads_base = self._reads_base(node)
@@ -72,19 +125,18 @@ class Recorder:
             row = encode_node(node, refs, reads_base=reads_base)
             if created and node.status == "running" and row.input is not None:
                 self._inputs[node.id] = (row.input, list(refs))
-        row = _scrubbed(row)
+        return _scrubbed(row), refs
+
+    def _new_blobs(self, refs: list[str], waiting: Mapping[str, bytes]) -> dict[str, bytes]:
+        """PNG bytes of the images in `refs` neither in the store nor in `waiting`."""
         blobs: dict[str, bytes] = {}
         for sha in refs:
-            if sha in self._sent or sha in blobs:
+            if sha in self._sent or sha in blobs or sha in waiting:
                 continue
             image = self.dag.blobs.get(sha)
             if image is not None:
                 blobs[sha] = image.png()
-        self.store.write(self.session, row, blobs)
-        self.rows.add(row.seq)
-        self._sent.update(blobs)
-        if node.kind == "llm" and node.status == "completed" and node.reads:
-            self._reads[node.name] = (node.id, node.reads)  # a completed node's reads stay
+        return blobs
 
     def _reads_base(self, node: Node) -> ReadsBase | None:
         """Where `node`'s reads can be stored as a slice of an earlier, recorded node's."""
@@ -95,6 +147,68 @@ class Recorder:
             return None
         overlap = reads_overlap(base[1], node.reads)
         return None if overlap is None else (base[0], *overlap)
+
+    # -- writing -------------------------------------------------------------------------
+    def _commit(self) -> bool:
+        """Write the batch in one transaction (the caller holds the lock). When that
+        fails, each row is tried on its own, so one bad row loses only itself."""
+        if not self._batch:
+            return True
+        batch, blobs = self._batch, self._blobs
+        self._batch, self._blobs, self._blob_bytes, self._since = {}, {}, 0, None
+        assert self._write_batch is not None
+        try:
+            self._write_batch(self.session, [row for row, _ in batch.values()], blobs)
+        except Exception as exc:
+            if len(batch) == 1:
+                ((row, _),) = batch.values()
+                self._failed(row.id, row.name, row.seq, exc)
+                return False
+            written = [
+                self._write_one(row, refs, {s: blobs[s] for s in refs if s in blobs})
+                for row, refs in batch.values()
+            ]
+            return all(written)
+        self.rows.update(batch)
+        self._sent.update(blobs)
+        return True
+
+    def _write_one(self, row: NodeRow, refs: list[str], blobs: dict[str, bytes]) -> bool:
+        blobs = {sha: image for sha, image in blobs.items() if sha not in self._sent}
+        try:
+            self.store.write(self.session, row, blobs)
+        except Exception as exc:
+            self._failed(row.id, row.name, row.seq, exc)
+            return False
+        self.rows.add(row.seq)
+        self._sent.update(blobs)
+        return True
+
+    def _failed(self, id: str, name: str, seq: int, exc: Exception) -> None:
+        self.failures += 1
+        if self.failures & (self.failures - 1) == 0:  # the 1st, 2nd, 4th, 8th...: no flood
+            log.error(
+                "openprogram: could not record node %s (%s #%s) of session %s in %s "
+                "(%d failed writes so far): %s",
+                id, name, seq, self.session, getattr(self.store, "url", self.store),
+                self.failures, scrub_exception(exc), exc_info=self.failures == 1,
+            )  # fmt: skip
+
+    def _due(self, now: float) -> float | None:
+        """For the flusher: commit the batch when it is BATCH_AGE_S old; the time its
+        newer batch will be, or None when nothing waits (then it is no longer scheduled)."""
+        with self._lock:
+            if self._since is not None and now - self._since >= BATCH_AGE_S:
+                self._commit()
+            if self._since is None:
+                self._scheduled = False
+                return None
+            return self._since + BATCH_AGE_S
+
+
+def _ran(node: Node) -> float:
+    """Seconds from `node`'s start to its end."""
+    return (node.ended_at or node.started_at) - node.started_at
 
 
 def _scrubbed(row: NodeRow) -> NodeRow:
@@ -107,3 +221,64 @@ def _scrubbed(row: NodeRow) -> NodeRow:
     if values == (row.input, row.output, row.data):
         return row
     return row._replace(input=values[0], output=values[1], data=values[2])
+
+
+class _Flusher(threading.Thread):
+    """Commits each scheduled Recorder's batch BATCH_AGE_S after its first row, so a
+    program that stops recording (waiting for a person, say) has nothing waiting long.
+    At interpreter exit every batch is committed (atexit; a killed process cannot)."""
+
+    def __init__(self) -> None:
+        super().__init__(name="openprogram-store-flush", daemon=True)
+        self._condition = threading.Condition()
+        self._due: dict[Recorder, float] = {}
+
+    def schedule(self, recorder: Recorder, at: float) -> None:
+        """Look at `recorder` at time.monotonic() `at` (and after, while it has rows)."""
+        with self._condition:
+            idle = not self._due
+            self._due[recorder] = at
+            if self.ident is None:
+                self.start()
+            elif idle:
+                self._condition.notify()
+
+    def run(self) -> None:
+        while True:
+            with self._condition:
+                while not self._due:
+                    self._condition.wait()
+                now = time.monotonic()
+                first = min(self._due.values())
+                if first > now:
+                    self._condition.wait(first - now)
+                    continue
+                ready = [recorder for recorder, at in self._due.items() if at <= now]
+                for recorder in ready:
+                    del self._due[recorder]
+            for recorder in ready:
+                later = recorder._due(now)
+                if later is not None:
+                    with self._condition:
+                        self._due[recorder] = later
+
+    def flush_all(self) -> None:
+        """Commit every scheduled batch now (at exit)."""
+        with self._condition:
+            recorders = list(self._due)
+        for recorder in recorders:
+            recorder.flush()
+
+
+_the_flusher: _Flusher | None = None
+_flusher_lock = threading.Lock()
+
+
+def _flusher() -> _Flusher:
+    """The process's flusher thread (started when a batch is first scheduled)."""
+    global _the_flusher
+    with _flusher_lock:
+        if _the_flusher is None or (_the_flusher.ident is not None and not _the_flusher.is_alive()):
+            _the_flusher = _Flusher()
+            atexit.register(_the_flusher.flush_all)
+        return _the_flusher

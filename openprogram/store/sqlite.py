@@ -12,7 +12,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
@@ -275,10 +275,11 @@ class SQLiteStore(SQLStore):
             if not self.memory:
                 super().close()
 
-    def _written(self) -> None:
-        """Count a write; every _CHECKPOINT_EVERY of them, fold the WAL into the file."""
-        self._writes += 1
-        if self._writes % _CHECKPOINT_EVERY == 0:
+    def _written(self, rows: int) -> None:
+        """Count written rows; every _CHECKPOINT_EVERY of them, fold the WAL into the file."""
+        before = self._writes
+        self._writes += rows
+        if self._writes // _CHECKPOINT_EVERY != before // _CHECKPOINT_EVERY:
             if self._checkpointer is None:
                 self._checkpointer = _Checkpointer(self.path, self.timeout_s)
                 self._checkpointer.start()
@@ -295,11 +296,13 @@ class SQLiteStore(SQLStore):
         assert cursor.lastrowid is not None
         return cursor.lastrowid
 
-    def _record(self, session: str, row: NodeRow, blobs: Mapping[str, bytes], owner: str) -> int:
-        changed = self._upsert(self._connection or self._connect(), session, row, blobs, owner)
+    def _record(
+        self, session: str, rows: Sequence[NodeRow], blobs: Mapping[str, bytes], owner: str
+    ) -> NodeRow | None:
+        refused = self._upsert(self._connection or self._connect(), session, rows, blobs, owner)
         if not self.memory:
-            self._written()
-        return changed
+            self._written(len(rows))
+        return refused
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self._where})"

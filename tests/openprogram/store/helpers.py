@@ -25,6 +25,9 @@ def run_until_killed(store: Any, session_id: str, label: str) -> Session:
         def stop(reached: str) -> None:
             if reached == label:
                 session.dag.listeners.clear()
+                if session._recorder is not None:  # a batch not yet committed dies too
+                    session._recorder._batch.clear()
+                    session._recorder._blobs.clear()
                 raise Killed
 
         programs.checkpoint = stop

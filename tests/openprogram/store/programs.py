@@ -2,7 +2,13 @@
 
 Imported by the tests, and run as a child process by the kill tests:
     python programs.py agent STORE SESSION KILL_AT   (blocks at KILL_AT until killed)
-    python programs.py loop STORE SESSION CALLS      (prints each finished call)
+    python programs.py loop STORE SESSION CALLS [flush]
+                       (prints each finished call; with "flush", once it is durable)
+    python programs.py ledger STORE SESSION STEPS
+                       (ledger(STEPS): prints "paid I" as each exchange returns, then
+                       waits for the parent to kill it)
+    python programs.py exit STORE SESSION CALLS
+                       (records CALLS calls and exits without closing the session)
     python programs.py writer STORE SESSION NAME CALLS pause|run
                        (records tagged(NAME, i) into the existing SESSION; "pause" stops
                        after the first call, saying "holding", until a line arrives;
@@ -111,6 +117,29 @@ def tagged(writer: str, i: int) -> str:
     return f"{writer} {i}"
 
 
+@agentic_function
+def tick(i: int) -> int:
+    """A fast call (microseconds): it waits in a batch until the next durable point."""
+    executed.append(f"tick {i}")
+    return i
+
+
+PAID_EVERY = 7
+"""ledger() asks the model after every PAID_EVERY-th tick."""
+
+
+@agentic_function
+def ledger(steps: int) -> list[str]:
+    """Fast calls with a paid exchange after every PAID_EVERY of them."""
+    replies = []
+    for i in range(steps):
+        tick(i)
+        if i % PAID_EVERY == PAID_EVERY - 1:
+            replies.append(llm(f"think about step {i}"))
+            checkpoint(f"paid {i}")
+    return replies
+
+
 def _writer(store: str, session_id: str, name: str, calls: int, pause: bool) -> None:
     session = Session.open(store, session_id)
     print("ready", flush=True)
@@ -121,6 +150,7 @@ def _writer(store: str, session_id: str, name: str, calls: int, pause: bool) -> 
             for i in range(calls):
                 tagged(name, i)
                 if i == 0 and pause:
+                    session.flush()
                     print("holding", flush=True)
                     sys.stdin.readline()
     except SessionLocked as exc:
@@ -128,6 +158,10 @@ def _writer(store: str, session_id: str, name: str, calls: int, pause: bool) -> 
         raise SystemExit(3) from None
     if session.failed_writes:
         raise SystemExit(f"{session.failed_writes} records failed")
+
+
+def _say(label: str) -> None:
+    print(label, flush=True)
 
 
 def _block_at(label: str) -> Callable[[str], None]:
@@ -150,10 +184,26 @@ def main(argv: list[str]) -> None:
         print("ready", flush=True)
         if sys.stdin.readline().strip() != "go":
             return
-        with Session(store, id=session):
+        flush = argv[4:] == ["flush"]
+        with Session(store, id=session) as recording:
             for i in range(int(argv[3])):
                 count(i)
+                if flush:
+                    recording.flush()
                 print(i, flush=True)
+    elif mode == "ledger":
+        print("ready", flush=True)
+        if sys.stdin.readline().strip() != "go":
+            return
+        checkpoint = _say
+        with Session(store, id=session), Runtime(model()):
+            ledger(int(argv[3]))
+        sys.stdin.read()  # the parent kills us here, or earlier
+    elif mode == "exit":
+        recording = Session(store, id=session).__enter__()
+        for i in range(int(argv[3])):
+            count(i)
+        print(f"{recording.id} recorded", flush=True)  # and exits with the session open
     elif mode == "writer":
         _writer(store, session, argv[3], int(argv[4]), argv[5] == "pause")
     else:

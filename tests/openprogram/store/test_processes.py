@@ -92,10 +92,10 @@ def test_a_killed_process_loses_only_the_exchange_in_flight_and_resumes(durable_
 
 
 @pytest.mark.parametrize("after", [1, 37, 150])
-def test_a_process_killed_at_any_instant_leaves_a_store_that_opens_cleanly(
+def test_a_process_killed_at_any_instant_loses_nothing_made_durable_by_flush(
     durable_store: Any, after: int
 ):
-    child = start("loop", durable_store, "loop", "100000")
+    child = start("loop", durable_store, "loop", "100000", "flush")
     wait_ready(child)
     assert child.stdin is not None and child.stdout is not None
     child.stdin.write("go\n")
@@ -103,9 +103,7 @@ def test_a_process_killed_at_any_instant_leaves_a_store_that_opens_cleanly(
     for _ in range(after):  # the kill lands while the child keeps writing
         child.stdout.readline()
     kill(child)
-    if not durable_store.startswith("postgresql://"):
-        with closing(sqlite3.connect(durable_store)) as connection:
-            assert connection.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    _integrity_ok(durable_store)
     session = Session.open(durable_store, "loop")
     assert_coherent(session)
     finished = [n for n in session.dag.nodes if n.status == "completed"]
@@ -116,6 +114,74 @@ def test_a_process_killed_at_any_instant_leaves_a_store_that_opens_cleanly(
     with session:  # and it takes new records
         programs.count(-1)
     assert Session.open(durable_store, "loop").dag.nodes[-1].input == {"i": -1}
+
+
+def _integrity_ok(store: str) -> None:
+    if not store.startswith("postgresql://"):
+        with closing(sqlite3.connect(store)) as connection:
+            assert connection.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+LEDGER_STEPS = 3000
+
+
+@pytest.mark.parametrize("after", [1, 6, 40])
+def test_a_killed_process_keeps_every_paid_exchange_and_redoes_only_fast_calls_after_it(
+    durable_store: Any, after: int
+):
+    child = start("ledger", durable_store, "ledger", str(LEDGER_STEPS))
+    wait_ready(child)
+    _send(child, "go")
+    assert child.stdout is not None
+    paid: list[int] = []
+    while len(paid) < after:  # the kill lands while the child keeps recording
+        line = child.stdout.readline()
+        assert line, "the child ended early"
+        if line.startswith("paid "):
+            paid.append(int(line.split()[1]))
+    kill(child)
+    _integrity_ok(durable_store)
+
+    crashed = Session.open(durable_store, "ledger")
+    assert_coherent(crashed)
+    exchanges = crashed.dag.find(kind="llm")
+    answered = {n.output for n in exchanges if n.status == "completed"}
+    assert {f"thought {i}" for i in paid} <= answered  # every returned reply is stored
+    ticks = crashed.dag.find(name="tick")
+    assert [t.input["i"] for t in ticks] == list(range(len(ticks)))  # a prefix, no gaps
+    assert len(ticks) > paid[-1]  # with every call made before the last paid exchange
+    for node in crashed.dag.nodes:  # and every row whole: as created, or as completed
+        assert node.input is not None
+        assert (node.status, node.output is None) in {("running", True), ("completed", False)}
+    assert all(t.output == t.input["i"] for t in ticks if t.status == "completed")
+    running = [n for n in crashed.dag.nodes if n.status == "running"]
+    assert running[0].name == "ledger" and len(running) <= 2  # the loop, and a call in flight
+    done = {t.input["i"] for t in ticks if t.status == "completed"}
+    crashed.close()
+
+    with Session.open(durable_store, "ledger", resume=True), Runtime(programs.model()):
+        replies = programs.ledger(LEDGER_STEPS)
+    every = range(programs.PAID_EVERY - 1, LEDGER_STEPS, programs.PAID_EVERY)
+    assert replies == [f"thought {i}" for i in every]
+    assert programs.executed == [f"tick {i}" for i in range(LEDGER_STEPS) if i not in done]
+    assert programs.asked == [
+        f"think about step {i}" for i in every if f"thought {i}" not in answered
+    ]  # no paid exchange is asked twice
+    resumed = Session.open(durable_store, "ledger")
+    assert_coherent(resumed)
+    assert {n.status for n in resumed.dag.nodes} == {"completed"}
+    assert len(resumed.dag.find(name="tick")) == LEDGER_STEPS
+    resumed.close()
+
+
+def test_a_process_that_exits_with_its_session_open_commits_what_waited(durable_store):
+    child = start("exit", durable_store, "open", "40")
+    out, errors = child.communicate(timeout=120)
+    assert child.returncode == 0, errors
+    assert out.strip() == "open recorded"
+    session = Session.open(durable_store, "open")
+    assert [(n.status, n.output) for n in session.dag.nodes] == [("completed", i) for i in range(40)]
+    session.close()
 
 
 def test_two_processes_write_different_sessions_into_one_sqlite_file(tmp_path: Path):

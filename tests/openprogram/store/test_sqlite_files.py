@@ -86,7 +86,7 @@ def test_a_crashed_store_on_a_read_only_file_system_reads_its_write_ahead_log(tm
     folder.mkdir()
     writer = subprocess.Popen(
         [sys.executable, str(Path(programs.__file__)), "loop", str(folder / "runs.db"), "run",
-         "100000"],
+         "100000", "flush"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert writer.stdin is not None and writer.stdout is not None

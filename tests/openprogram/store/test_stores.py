@@ -6,6 +6,7 @@ import contextvars
 import json
 import logging
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from openprogram import (
     render_context,
 )
 from openprogram.store import open_store
+from openprogram.store.recorder import BATCH_AGE_S, SLOW_CALL_S
 from tests.openprogram.store import programs
 from tests.openprogram.store.helpers import Killed, comparable, count_rows, run_until_killed
 
@@ -40,23 +42,59 @@ def test_every_node_is_reopened_exactly_as_recorded(store):
     reopened.close()
 
 
-def test_a_node_is_durable_when_created_and_again_when_completed(store):
+def _stored(store: Any, session_id: str) -> list[tuple[str, str, Any]]:
+    """(name, status, output) of the session's nodes as a new reader sees them."""
+    reader = Session.open(store, session_id)
+    found = [(n.name, n.status, n.output) for n in reader.dag.nodes]
+    reader.close()
+    return found
+
+
+def test_an_llm_exchange_is_durable_when_sent_and_when_answered(store):
     seen: dict[str, Any] = {}
 
-    @agentic_function
-    def inspect_myself(x: int) -> int:
-        reader = Session.open(store, "live")
-        seen["running"] = [(n.name, n.status, n.input) for n in reader.dag.nodes]
-        reader.close()
-        return x + 1
+    def reply(request: Any) -> str:
+        seen["asking"] = _stored(store, "live")
+        return "42"
 
-    with Session(store, id="live"):
-        inspect_myself(41)
-    assert seen["running"] == [("inspect_myself", "running", {"x": 41})]
-    reopened = Session.open(store, "live")
-    (node,) = reopened.dag.nodes
-    assert (node.status, node.output) == ("completed", 42)
-    reopened.close()
+    @agentic_function
+    def ask(x: int) -> str:
+        programs.count(x)  # a fast call: it waits, and is committed with the exchange
+        answer = llm("the answer?")
+        seen["answered"] = _stored(store, "live")
+        return answer
+
+    with Session(store, id="live"), Runtime(ScriptedModel(reply)):
+        ask(41)
+    assert seen["asking"] == [("ask", "running", None), ("count", "completed", 41),
+                              ("ask", "running", None)]  # fmt: skip
+    assert seen["answered"][2] == ("ask", "completed", "42")  # before llm() returned
+    assert _stored(store, "live")[0] == ("ask", "completed", "42")
+
+
+def test_a_call_that_took_a_millisecond_is_durable_when_it_returns(store):
+    @agentic_function
+    def slow(x: int) -> int:
+        time.sleep(SLOW_CALL_S * 2)  # the work itself: a call that is dear to redo
+        return x
+
+    with Session(store, id="slow") as session:
+        slow(1)
+        assert _stored(store, "slow") == [("slow", "completed", 1)]
+        programs.count(2)
+        session.flush()  # what waits is committed on demand
+        assert _stored(store, "slow")[1] == ("count", "completed", 2)
+    assert session.failed_writes == 0
+
+
+def test_a_waiting_call_is_committed_within_the_batch_age_by_itself(store):
+    with Session(store, id="waits") as session:
+        programs.count(1)
+        started = time.monotonic()
+        while not _stored(store, "waits") and time.monotonic() - started < 60:
+            time.sleep(BATCH_AGE_S / 4)  # nothing to await: the flusher thread commits
+        assert _stored(store, "waits") == [("count", "completed", 1)]
+    assert session.failed_writes == 0
 
 
 def test_fields_set_after_creation_reach_the_completed_record(store):
@@ -136,11 +174,15 @@ def test_store_failures_are_logged_and_never_reach_the_program(store, caplog):
         def write(self, *args: Any) -> None:
             raise StoreError("disk full")
 
+        def write_batch(self, *args: Any) -> None:
+            raise StoreError("disk full")
+
     with caplog.at_level(logging.ERROR), Session(Broken(), id="broken") as session:
         assert programs.count(7) == 7
         session.submit("hello")
     assert "could not record" in caplog.text and "disk full" in caplog.text
-    assert session.failed_writes == 3
+    assert session.failed_writes == 2  # the call's record (one batch: created and
+    # completed) and the input's; the batch failed and each was tried on its own
     resolved.close()
 
 
@@ -241,14 +283,15 @@ def test_a_different_input_at_a_recorded_place_raises_resume_divergence(store):
 
 
 def test_interrupted_calls_the_resumed_run_does_not_make_are_cancelled(store):
-    run_until_killed(store, "leftover", "tool 3")
+    run_until_killed(store, "leftover", "plan 3 thought")  # just after a durable point
     with Session.open(store, "leftover", resume=True):
         pass  # this time the program does not run at all
     reopened = Session.open(store, "leftover")
     cancelled = [n.name for n in reopened.dag.nodes if n.status == "cancelled"]
-    assert cancelled == ["agent", "step", "tool"]
-    assert "resumed run did not call it again" in reopened.dag.find(name="tool")[-1].error
-    assert all(n.status == "completed" for n in reopened.dag.find(name="plan", kind="code"))
+    assert cancelled == ["agent", "step", "plan"]
+    assert "resumed run did not call it again" in reopened.dag.find(name="plan", kind="code")[-1].error
+    assert all(n.status == "completed" for n in reopened.dag.find(name="tool"))
+    assert all(n.status == "completed" for n in reopened.dag.find(kind="llm"))
     reopened.close()
 
 
