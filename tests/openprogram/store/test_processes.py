@@ -180,7 +180,9 @@ def test_a_process_that_exits_with_its_session_open_commits_what_waited(durable_
     assert child.returncode == 0, errors
     assert out.strip() == "open recorded"
     session = Session.open(durable_store, "open")
-    assert [(n.status, n.output) for n in session.dag.nodes] == [("completed", i) for i in range(40)]
+    assert [(n.status, n.output) for n in session.dag.nodes] == [
+        ("completed", i) for i in range(40)
+    ]
     session.close()
 
 

@@ -289,7 +289,9 @@ def test_interrupted_calls_the_resumed_run_does_not_make_are_cancelled(store):
     reopened = Session.open(store, "leftover")
     cancelled = [n.name for n in reopened.dag.nodes if n.status == "cancelled"]
     assert cancelled == ["agent", "step", "plan"]
-    assert "resumed run did not call it again" in reopened.dag.find(name="plan", kind="code")[-1].error
+    assert (
+        "resumed run did not call it again" in reopened.dag.find(name="plan", kind="code")[-1].error
+    )
     assert all(n.status == "completed" for n in reopened.dag.find(name="tool"))
     assert all(n.status == "completed" for n in reopened.dag.find(kind="llm"))
     reopened.close()
