@@ -1,10 +1,11 @@
 """The `Store` protocol: what a session store must do, whatever holds the bytes.
 
-A store keeps sessions (SessionInfo), their node rows (one upsert per record, each its
-own transaction), a blob table of images keyed by sha256 and each session's writer
-lease (one writer per session, lease.py). It knows nothing of
-Nodes or resuming: session.py encodes rows with store/format.py. Backends: memory.py,
-sqlite.py, postgres.py.
+A store keeps sessions (SessionInfo), their node rows (upserts, each `write` its own
+transaction; a store may add `write_batch` to take several in one, which the Recorder
+then uses for group commit), a blob table of images keyed by sha256 and each session's
+writer lease (one writer per session, lease.py). It knows nothing of Nodes or resuming:
+the Recorder encodes rows with store/format.py. Backends: memory.py, sqlite.py,
+postgres.py.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """PostgresStore: sessions on a shared PostgreSQL server (psycopg 3, extra `postgres`).
 
 Same tables and rows as the SQLite store, prefixed `openprogram_` so they can share a
-database with other data. One transaction per record; a lost connection is reopened on
-the next call. psycopg errors are translated here, and only here.
+database with other data. One transaction per batch of records; a lost connection is
+reopened on the next call. psycopg errors are translated here, and only here.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """SQLiteStore: the embedded default store, one file holding many sessions.
 
-WAL mode, one transaction per record, rows keyed by (session, seq) and a blob table
+WAL mode, one transaction per batch of records, rows keyed by (session, seq), a blob table
 deduplicated by sha256. Several processes may write different sessions into one file
 (writers wait for each other up to `timeout_s`). sqlite3 errors are translated here.
 """
@@ -27,8 +27,8 @@ __all__ = ["SQLiteStore"]
 log = logging.getLogger("openprogram.store")
 
 Synchronous = Literal["NORMAL", "FULL"]
-"""NORMAL: a record survives the process being killed at any instant (the default).
-FULL: it also survives power loss, at the cost of an fsync per record."""
+"""NORMAL: a commit survives the process being killed at any instant (the default), not
+power loss. FULL: it also survives power loss, at the cost of an fsync per commit."""
 
 _SCHEMA = (
     "CREATE TABLE openprogram_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
