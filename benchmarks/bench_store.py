@@ -26,6 +26,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -123,21 +124,21 @@ def _medians(samples: list[tuple[float, float]], name: str) -> dict[str, Any]:
 def bench_calls(folder: Path, calls: int, runs: int) -> dict[str, Any]:
     found: dict[str, list[tuple[float, float]]] = {}
     for run in range(runs):  # the variants alternate, so a busy spell hits them alike
-        variants = {
-            "memory": lambda: per_call_us(None, calls),
-            "sqlite": lambda: per_call_us(folder / f"calls-{run}.db", calls),
-            "per_record": lambda: per_call_us(PerRecord(folder / f"per-{run}.db"), calls),
-            "full": lambda: per_call_us(
-                f"sqlite:///{folder}/full-{run}.db?synchronous=FULL", calls // 10
+        variants: dict[str, tuple[Callable[[Any, int], tuple[float, float]], Any, int]] = {
+            "memory": (per_call_us, None, calls),
+            "sqlite": (per_call_us, folder / f"calls-{run}.db", calls),
+            "per_record": (per_call_us, PerRecord(folder / f"per-{run}.db"), calls),
+            "full": (
+                per_call_us,
+                f"sqlite:///{folder}/full-{run}.db?synchronous=FULL",
+                calls // 10,
             ),
-            "step_memory": lambda: per_step_us(None, calls // 10),
-            "step_sqlite": lambda: per_step_us(folder / f"steps-{run}.db", calls // 10),
-            "step_per_record": lambda: per_step_us(
-                PerRecord(folder / f"steps-per-{run}.db"), calls // 10
-            ),
+            "step_memory": (per_step_us, None, calls // 10),
+            "step_sqlite": (per_step_us, folder / f"steps-{run}.db", calls // 10),
+            "step_per_record": (per_step_us, PerRecord(folder / f"sp-{run}.db"), calls // 10),
         }
-        for name, measure in variants.items():
-            found.setdefault(name, []).append(measure())
+        for name, (measure, store, count) in variants.items():
+            found.setdefault(name, []).append(measure(store, count))
     result: dict[str, Any] = {}
     for name, samples in found.items():
         result.update(_medians(samples, name))
