@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import math
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -164,14 +165,15 @@ class Recorder:
                 ((row, _),) = batch.values()
                 self._failed(row.id, row.name, row.seq, exc)
                 return False
-            written = [
-                self._write_one(row, refs, {s: blobs[s] for s in refs if s in blobs})
-                for row, refs in batch.values()
-            ]
-            return all(written)
-        self.rows.update(batch)
-        self._sent.update(blobs)
-        return True
+        else:
+            self.rows.update(batch)
+            self._sent.update(blobs)
+            return True
+        written = [  # outside the except block: each failure is reported as its own
+            self._write_one(row, refs, {sha: blobs[sha] for sha in refs if sha in blobs})
+            for row, refs in batch.values()
+        ]
+        return all(written)
 
     def _write_one(self, row: NodeRow, refs: list[str], blobs: dict[str, bytes]) -> bool:
         blobs = {sha: image for sha, image in blobs.items() if sha not in self._sent}
@@ -232,26 +234,26 @@ class _Flusher(threading.Thread):
         super().__init__(name="openprogram-store-flush", daemon=True)
         self._condition = threading.Condition()
         self._due: dict[Recorder, float] = {}
+        self._waking = math.inf  # when the thread wakes next (time.monotonic())
 
     def schedule(self, recorder: Recorder, at: float) -> None:
         """Look at `recorder` at time.monotonic() `at` (and after, while it has rows)."""
         with self._condition:
-            idle = not self._due
             self._due[recorder] = at
             if self.ident is None:
                 self.start()
-            elif idle:
+            elif at < self._waking:
                 self._condition.notify()
 
     def run(self) -> None:
         while True:
             with self._condition:
-                while not self._due:
-                    self._condition.wait()
                 now = time.monotonic()
-                first = min(self._due.values())
+                first = min(self._due.values(), default=math.inf)
                 if first > now:
-                    self._condition.wait(first - now)
+                    self._waking = first
+                    self._condition.wait(None if first == math.inf else first - now)
+                    self._waking = math.inf
                     continue
                 ready = [recorder for recorder, at in self._due.items() if at <= now]
                 for recorder in ready:

@@ -1,0 +1,139 @@
+"""Group commit: what waits in a batch, what commits it, and what a failing batch costs.
+
+Run against real SQLite and PostgreSQL stores (the ones with write_batch); a reader is a
+second store object, so it sees only what was committed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from openprogram import Runtime, ScriptedModel, Session, StoreError, agentic_function, llm
+from openprogram.store import NodeRow, open_store
+from openprogram.store import recorder as recorder_module
+from tests.openprogram.store import programs
+
+
+def committed(store: Any, session_id: str) -> list[tuple[str, str, Any]]:
+    """(name, status, output) of every node a new reader of the store sees."""
+    reader = Session.open(store, session_id)
+    found = [(n.name, n.status, n.output) for n in reader.dag.nodes]
+    reader.close()
+    return found
+
+
+@pytest.fixture
+def no_timer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the rules under test commit: the flusher thread waits an hour, and no call
+    counts as slow (on a busy machine a call of microseconds can span a millisecond)."""
+    monkeypatch.setattr(recorder_module, "BATCH_AGE_S", 3600.0)
+    monkeypatch.setattr(recorder_module, "SLOW_CALL_S", 3600.0)
+
+
+def test_fast_calls_wait_and_a_full_batch_commits_itself(durable_store: Any, no_timer: None):
+    rows = recorder_module.BATCH_ROWS
+    with Session(durable_store, id="full") as session:
+        for i in range(rows - 1):
+            programs.count(i)
+        assert committed(durable_store, "full") == []  # created and completed: one row each
+        programs.count(rows - 1)
+        assert len(committed(durable_store, "full")) == rows
+        programs.count(rows)
+        assert len(committed(durable_store, "full")) == rows
+    assert [n[2] for n in committed(durable_store, "full")] == list(range(rows + 1))
+    assert session.failed_writes == 0
+
+
+def test_an_input_and_an_exchange_commit_everything_before_them(durable_store: Any, no_timer: None):
+    with Session(durable_store, id="points") as session, Runtime(ScriptedModel(["ok"])):
+        programs.count(1)
+        session.submit("hello")
+        assert committed(durable_store, "points") == [
+            ("count", "completed", 1),
+            ("user", "completed", None),
+        ]
+        programs.count(2)
+
+        @agentic_function
+        def ask() -> str:
+            return llm("anything?")
+
+        assert ask() == "ok"
+        assert committed(durable_store, "points")[2:] == [
+            ("count", "completed", 2),
+            ("ask", "running", None),  # the caller of the exchange, still running
+            ("ask", "completed", "ok"),  # the exchange, before llm() returned
+        ]
+
+
+def test_images_of_waiting_calls_are_committed_with_them(durable_store: Any, no_timer: None):
+    picture = Image.new("RGB", (32, 16), (200, 40, 40))
+
+    @agentic_function
+    def snap(i: int) -> dict[str, Any]:
+        return {"i": i, "image": picture}
+
+    with Session(durable_store, id="images") as session:
+        snap(1)
+        snap(2)  # the same picture: one blob
+        session.flush()
+    reopened = Session.open(durable_store, "images")
+    first, second = (n.output["image"] for n in reopened.dag.nodes)
+    assert first.sha256 == second.sha256
+    assert reopened.dag.blobs.get(first.sha256).pil.tobytes() == picture.tobytes()
+    reopened.close()
+
+
+class _OneBadRow:
+    """A real store that refuses one call's record, and every batch holding it."""
+
+    def __init__(self, store: Any, bad: int) -> None:
+        self._store = store
+        self._bad = bad
+        self.url = store.url
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def write_batch(self, session: str, rows: Sequence[NodeRow], blobs: Any) -> None:
+        if any(row.output == str(self._bad) for row in rows):
+            raise StoreError("the batch is refused")
+        self._store.write_batch(session, rows, blobs)
+
+    def write(self, session: str, row: NodeRow, blobs: Mapping[str, bytes]) -> None:
+        if row.output == str(self._bad):
+            raise StoreError(f"the record of count({row.output}) is refused")
+        self._store.write(session, row, blobs)
+
+
+def test_a_failing_batch_is_tried_record_by_record_and_loses_only_the_bad_one(
+    durable_store: Any, no_timer: None, caplog: pytest.LogCaptureFixture
+):
+    resolved, owned = open_store(durable_store)
+    store = _OneBadRow(resolved, bad=3)
+    with caplog.at_level(logging.ERROR), Session(store, id="bad") as session:
+        for i in range(6):
+            programs.count(i)
+    assert session.failed_writes == 1
+    assert "count(3) is refused" in caplog.text and "the batch is refused" not in caplog.text
+    assert [n[2] for n in committed(durable_store, "bad")] == [0, 1, 2, 4, 5]
+    if owned:
+        resolved.close()
+
+
+def test_flush_reports_whether_everything_was_stored(durable_store: Any, no_timer: None):
+    resolved, owned = open_store(durable_store)
+    with Session(_OneBadRow(resolved, bad=1), id="flushed") as session:
+        programs.count(0)
+        assert session.flush() is True
+        programs.count(1)
+        assert session.flush() is False
+        assert session.flush() is True  # nothing waits any more
+    assert session.failed_writes == 1
+    if owned:
+        resolved.close()
