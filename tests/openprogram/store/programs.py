@@ -5,8 +5,8 @@ Imported by the tests, and run as a child process by the kill tests:
     python programs.py loop STORE SESSION CALLS [flush]
                        (prints each finished call; with "flush", once it is durable)
     python programs.py ledger STORE SESSION STEPS
-                       (ledger(STEPS): prints "paid I" as each exchange returns, then
-                       waits for the parent to kill it)
+                       (ledger(STEPS): prints "paid I" as each exchange returns and
+                       "settled I" as each slow call does, then waits to be killed)
     python programs.py exit STORE SESSION CALLS
                        (records CALLS calls and exits without closing the session)
     python programs.py writer STORE SESSION NAME CALLS pause|run
@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -39,6 +40,7 @@ from openprogram import (
     agentic_function,
     llm,
 )
+from openprogram.store.recorder import SLOW_CALL_S
 
 executed: list[str] = []
 """What the decorated functions below really ran, in order (not what was replayed)."""
@@ -124,19 +126,33 @@ def tick(i: int) -> int:
     return i
 
 
+@agentic_function
+def settle(i: int) -> int:
+    """A call of a few milliseconds (like a GUI action waiting for the screen)."""
+    executed.append(f"settle {i}")
+    time.sleep(SLOW_CALL_S * 3)
+    return i
+
+
 PAID_EVERY = 7
 """ledger() asks the model after every PAID_EVERY-th tick."""
+SLOW_EVERY = 11
+"""ledger() settles after every SLOW_EVERY-th tick."""
 
 
 @agentic_function
 def ledger(steps: int) -> list[str]:
-    """Fast calls with a paid exchange after every PAID_EVERY of them."""
+    """Fast calls with a paid exchange after every PAID_EVERY of them and a slow call
+    after every SLOW_EVERY of them."""
     replies = []
     for i in range(steps):
         tick(i)
         if i % PAID_EVERY == PAID_EVERY - 1:
             replies.append(llm(f"think about step {i}"))
             checkpoint(f"paid {i}")
+        if i % SLOW_EVERY == SLOW_EVERY - 1:
+            settle(i)
+            checkpoint(f"settled {i}")
     return replies
 
 

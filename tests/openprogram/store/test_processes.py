@@ -134,11 +134,14 @@ def test_a_killed_process_keeps_every_paid_exchange_and_redoes_only_fast_calls_a
     _send(child, "go")
     assert child.stdout is not None
     paid: list[int] = []
+    settled: list[int] = []
     while len(paid) < after:  # the kill lands while the child keeps recording
         line = child.stdout.readline()
         assert line, "the child ended early"
         if line.startswith("paid "):
             paid.append(int(line.split()[1]))
+        elif line.startswith("settled "):
+            settled.append(int(line.split()[1]))
     kill(child)
     _integrity_ok(durable_store)
 
@@ -147,6 +150,8 @@ def test_a_killed_process_keeps_every_paid_exchange_and_redoes_only_fast_calls_a
     exchanges = crashed.dag.find(kind="llm")
     answered = {n.output for n in exchanges if n.status == "completed"}
     assert {f"thought {i}" for i in paid} <= answered  # every returned reply is stored
+    slow = {n.output for n in crashed.dag.find(name="settle") if n.status == "completed"}
+    assert set(settled) <= slow  # and every slow call that returned
     ticks = crashed.dag.find(name="tick")
     assert [t.input["i"] for t in ticks] == list(range(len(ticks)))  # a prefix, no gaps
     assert len(ticks) > paid[-1]  # with every call made before the last paid exchange
@@ -163,7 +168,10 @@ def test_a_killed_process_keeps_every_paid_exchange_and_redoes_only_fast_calls_a
         replies = programs.ledger(LEDGER_STEPS)
     every = range(programs.PAID_EVERY - 1, LEDGER_STEPS, programs.PAID_EVERY)
     assert replies == [f"thought {i}" for i in every]
-    assert programs.executed == [f"tick {i}" for i in range(LEDGER_STEPS) if i not in done]
+    assert [e for e in programs.executed if e.startswith("tick")] == [
+        f"tick {i}" for i in range(LEDGER_STEPS) if i not in done
+    ]
+    assert not {f"settle {i}" for i in slow} & set(programs.executed)
     assert programs.asked == [
         f"think about step {i}" for i in every if f"thought {i}" not in answered
     ]  # no paid exchange is asked twice
