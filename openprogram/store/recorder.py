@@ -61,7 +61,8 @@ class Recorder:
         write_batch = getattr(store, "write_batch", None)
         self._write_batch = write_batch if callable(write_batch) else None
         self._lock = threading.RLock()
-        self._batch: dict[int, tuple[NodeRow, list[str]]] = {}  # seq -> newest row, images
+        # seq -> the newest row and its images, or a running call's node not yet encoded
+        self._batch: dict[int, tuple[NodeRow, list[str]] | Node] = {}
         self._blobs: dict[str, bytes] = {}  # images of the batch not yet in the store
         self._blob_bytes = 0
         self._since: float | None = None  # time.monotonic() of the batch's first row
@@ -79,6 +80,11 @@ class Recorder:
 
     def __call__(self, event: str, node: Node) -> None:
         created = event == "created"
+        if created and node.kind == "code" and self._write_batch is not None:
+            with self._lock:  # encoded when committed, unless it completes first
+                self._batch[node.seq] = node
+                self._wait()
+            return
         try:
             row, refs = self._encode(node, created=created)
         except Exception as exc:
@@ -95,18 +101,26 @@ class Recorder:
                 stored = False
                 if (
                     node.kind != "code"
-                    or (not created and _ran(node) >= SLOW_CALL_S)
+                    or _ran(node) >= SLOW_CALL_S
                     or len(self._batch) >= BATCH_ROWS
                     or self._blob_bytes >= BATCH_BYTES
                 ):
                     stored = self._commit()
-                elif self._since is None:
-                    self._since = time.monotonic()
-                    if not self._scheduled:
-                        self._scheduled = True
-                        _flusher().schedule(self, self._since + BATCH_AGE_S)
+                else:
+                    self._wait()
         if stored and node.kind == "llm" and node.status == "completed" and node.reads:
             self._reads[node.name] = (node.id, node.reads)  # a stored node's reads stay
+
+    def _wait(self) -> None:
+        """Let the batch wait (the caller holds the lock): committed when full, else
+        scheduled BATCH_AGE_S after its first row."""
+        if len(self._batch) >= BATCH_ROWS:
+            self._commit()
+        elif self._since is None:
+            self._since = time.monotonic()
+            if not self._scheduled:
+                self._scheduled = True
+                _flusher().schedule(self, self._since + BATCH_AGE_S)
 
     def flush(self) -> bool:
         """Commit the waiting rows now; False when any could not be stored (each one is
@@ -158,22 +172,45 @@ class Recorder:
         batch, blobs = self._batch, self._blobs
         self._batch, self._blobs, self._blob_bytes, self._since = {}, {}, 0, None
         assert self._write_batch is not None
+        entries, encoded = self._encoded(batch.values(), blobs)
         try:
-            self._write_batch(self.session, [row for row, _ in batch.values()], blobs)
+            if entries:
+                self._write_batch(self.session, [row for row, _ in entries], blobs)
         except Exception as exc:
-            if len(batch) == 1:
-                ((row, _),) = batch.values()
+            if len(entries) == 1:
+                row = entries[0][0]
                 self._failed(row.id, row.name, row.seq, exc)
                 return False
         else:
-            self.rows.update(batch)
+            self.rows.update(row.seq for row, _ in entries)
             self._sent.update(blobs)
-            return True
+            return encoded
         written = [  # outside the except block: each failure is reported as its own
             self._write_one(row, refs, {sha: blobs[sha] for sha in refs if sha in blobs})
-            for row, refs in batch.values()
+            for row, refs in entries
         ]
-        return all(written)
+        return encoded and all(written)
+
+    def _encoded(
+        self, items: Iterable[tuple[NodeRow, list[str]] | Node], blobs: dict[str, bytes]
+    ) -> tuple[list[tuple[NodeRow, list[str]]], bool]:
+        """The batch's rows, running calls encoded as they are now (their new images
+        added to `blobs`), and whether every one could be encoded."""
+        entries: list[tuple[NodeRow, list[str]]] = []
+        encoded = True
+        for item in items:
+            if not isinstance(item, Node):
+                entries.append(item)
+                continue
+            try:
+                row, refs = self._encode(item, created=True)
+            except Exception as exc:
+                self._failed(item.id, item.name, item.seq, exc)
+                encoded = False
+                continue
+            blobs.update(self._new_blobs(refs, blobs))
+            entries.append((row, refs))
+        return entries, encoded
 
     def _write_one(self, row: NodeRow, refs: list[str], blobs: dict[str, bytes]) -> bool:
         blobs = {sha: image for sha, image in blobs.items() if sha not in self._sent}
