@@ -1,10 +1,11 @@
 """Recorder: the DAG listener that makes a session durable, by group commit.
 
-Encodes a node when it is created and again when it completes. A store with
-`write_batch` (SQLite, PostgreSQL) gets the rows in batches, one transaction each,
-committed at the durable points of docs/sessions.md#durability (an llm exchange, an
-input, a call that took a millisecond or more, a full or 0.2 s old batch, closing, exit);
-any other store gets each row at once. A failing store is logged, never raised.
+Records each node when it is created and when it completes. A store with `write_batch`
+(SQLite, PostgreSQL) gets the records in batches, one transaction each, at the durable
+points of docs/sessions.md#durability (an llm exchange, an input, a call of 1 ms or
+more, a full or 0.2 s old batch, closing, exit); a call that completes before its batch
+is committed is encoded once. Other stores get each record at once. A failing store is
+logged, never raised.
 """
 
 from __future__ import annotations
@@ -72,11 +73,6 @@ class Recorder:
     def sent(self) -> set[str]:
         """Hashes of the images this recorder knows to be in the store."""
         return self._sent
-
-    @property
-    def pending(self) -> int:
-        """Rows waiting in the batch, not yet committed."""
-        return len(self._batch)
 
     def __call__(self, event: str, node: Node) -> None:
         created = event == "created"
