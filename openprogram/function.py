@@ -163,9 +163,7 @@ def _wrap(
             given = kwargs.get("runtime")
             if given is None and not _runtime_positional(signature, args):
                 if runtime is None:
-                    from openprogram.runtime import current_runtime
-
-                    runtime = current_runtime()
+                    runtime = _context.current_runtime()
                 kwargs["runtime"] = runtime
             elif given is not None:
                 runtime = given

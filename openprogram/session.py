@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from contextlib import suppress
 from contextvars import Token
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ConfigDict, TypeAdapter
 
@@ -32,6 +32,7 @@ from openprogram.errors import (
     StoreError,
     UsageError,
 )
+from openprogram.function import _annotations
 from openprogram.image import ImageRef
 from openprogram.store.base import Store
 from openprogram.store.blobs import StoredBlobs
@@ -44,7 +45,12 @@ __all__ = ["Session", "current_frame", "current_session"]
 
 log = logging.getLogger("openprogram")
 
-current_session = _context.current_session
+
+def current_session() -> Session:
+    """The session that records here: this context's (`with Session()`); else, in a plain
+    thread, the one session live in the process; else a process-wide default in-memory
+    session. Raises UsageError when this context has none and several are live."""
+    return cast(Session, _context.current_session())  # only a Session enters itself
 
 
 def current_frame() -> Node | None:
@@ -89,7 +95,7 @@ class Session:
         self.store = store
         self.info = SessionInfo(id=id, created_at=time.time())
         self._owns_store = owns
-        self._tokens: list[Token[Session | None]] = []
+        self._tokens: list[Token[_context.AmbientSession | None]] = []
         self._inputs: dict[str, str] = {}
         self._lock = threading.Lock()
         self._recorder: Recorder | None = None
@@ -424,6 +430,9 @@ class Session:
         return f"Session(id={self.id!r}, nodes={len(self.dag)}{where})"
 
 
+_context.set_session_factory(Session)
+
+
 def _preview(value: Any, limit: int = 200) -> str:
     text = _secrets.scrub(json.dumps(value, ensure_ascii=False, default=str, sort_keys=True))
     return text if len(text) <= limit else text[:limit] + "…"
@@ -432,8 +441,6 @@ def _preview(value: Any, limit: int = 200) -> str:
 def _return_adapter(fn: Any) -> Any:
     """A pydantic TypeAdapter for fn's return annotation, or None when it has none
     (or one pydantic cannot validate)."""
-    from openprogram.function import _annotations
-
     try:
         annotation = _annotations(inspect.unwrap(fn)).get("return", inspect.Signature.empty)
     except Exception:
