@@ -242,6 +242,9 @@ class Session:
     def _enter_call(
         self, name: str, arguments: dict[str, Any], parent: str | None, settings: dict[str, Any]
     ) -> Node:
+        """The code node of a call about to run (a completed one: do not run it, it was
+        resumed). Raises ResumeDivergence when a resumed run calls with another input
+        at a recorded place; function.py lets only that error through to the caller."""
         if parent is not None and parent not in self.dag:
             parent = None
         value = self.dag.jsonable(arguments)
@@ -277,9 +280,6 @@ class Session:
         """The value a resumed call returns instead of running: its recorded output,
         validated into `fn`'s return annotation when it has one (so a pydantic model
         comes back as that model), images as PIL images."""
-        divergence = node.meta.get("divergence")
-        if isinstance(divergence, ResumeDivergence):
-            raise divergence
         output = self._revive(node.output)
         adapter = self._adapter(fn)
         if adapter is None:
@@ -321,13 +321,8 @@ class Session:
         found = self._resumer.match(kind, name, parent, input_hash(value, hidden))
         if found is None:
             return None
-        if isinstance(found, Divergence):
-            error = self._divergence(found.recorded, value)
-            if kind == "llm":
-                raise error
-            # function.py logs errors of _enter_call; a completed stand-in makes it ask
-            # _resumed_output, which raises outside that guard.
-            return Node.model_construct(status="completed", meta={"divergence": error})
+        if isinstance(found, Divergence):  # function.py lets this one through to the caller
+            raise self._divergence(found.recorded, value)
         node = found
         if node.status == "completed":
             return node
