@@ -14,6 +14,7 @@ import os
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Literal
 
@@ -98,6 +99,11 @@ def check_render_range(value: Mapping[str, Any] | None) -> RenderRange | None:
 class Node(BaseModel):
     """One recorded event: a call (code), a model exchange (llm) or an outside input (user)."""
 
+    # A weak reference to the ContextDAG that holds the node, set when the DAG inserts it
+    # (_dag_of reads it). A slot, not a field or private attribute: pydantic leaves it out
+    # of equality, dumps, copies and pickles, so a copy or an unpickled node holds none.
+    __slots__ = ("_dag",)
+
     id: str
     seq: int
     kind: Kind
@@ -134,6 +140,16 @@ class Node(BaseModel):
 
     def _repr_html_(self) -> str:
         return _view("node")(self)
+
+
+_DAG_SLOT = Node._dag  # type: ignore[attr-defined]  # the slot's descriptor: a fast setter
+
+
+def _dag_of(node: Node) -> ContextDAG | None:
+    """The live ContextDAG holding this very node (not a copy of it), or None."""
+    ref = getattr(node, "_dag", None)
+    dag = ref() if ref is not None else None
+    return dag if dag is not None and dag.get(node.id) is node else None
 
 
 # Every node has every field set; one shared set serves them all (pydantic only ever
@@ -180,6 +196,7 @@ class ContextDAG:
         self._text_cache: dict[str, str] = {}  # render's formatted io, by node id
         self.branch = "main"
         self.listeners: list[Listener] = []
+        self._ref = weakref.ref(self)  # one reference object shared by all its nodes
 
     # -- reading -------------------------------------------------------------------------
     @property
@@ -330,6 +347,7 @@ class ContextDAG:
         return node
 
     def _insert(self, node: Node) -> None:
+        _DAG_SLOT.__set__(node, self._ref)
         self._nodes[node.id] = node
         self._order.append(node)
         self._children.setdefault(node.parent, []).append(node)
