@@ -32,7 +32,7 @@ _COLOUR = {
     "error": "red",
     "running": "yellow",
     "cancelled": "bright_black",
-    "stopped": "yellow",
+    "stopped": "magenta",
 }
 _SHOW_LIMIT = 300
 
@@ -218,6 +218,11 @@ def show_command(
             f"{total['input_tokens'] + total['output_tokens']:,} tokens · "
             f"${total['cost_usd']:.4f} · {_duration(total['duration_s'])}"
             + (click.style(f" · {statuses['error']} errors", fg="red") if statuses["error"] else "")
+            + (
+                click.style(f" · {statuses['stopped']} stopped", fg="magenta")
+                if statuses["stopped"]
+                else ""
+            )
         )
         for shown, (node, level) in enumerate(walk(dag, depth)):
             if not show_all and shown >= _SHOW_LIMIT:

@@ -39,7 +39,10 @@ __all__ = [
 
 Kind = Literal["user", "code", "llm"]
 """user: input from outside; code: one call of a decorated function; llm: one model exchange."""
-Status = Literal["running", "completed", "error", "cancelled"]
+Status = Literal["running", "completed", "error", "cancelled", "stopped"]
+"""running (not finished yet), completed, error (it raised; `error` says what), cancelled
+(interrupted: KeyboardInterrupt, a cancelled task, a run that never came back), stopped
+(a gate or budget ended it: RunStopped; `meta["stop_reason"]` says why)."""
 Expose = Literal["io", "llm", "full", "hidden"]
 """What callers see of a function: io (its call and result), llm (only its llm exchanges),
 full (everything inside it), hidden (nothing)."""

@@ -271,9 +271,10 @@ class Session:
             self.dag.complete(node, self.dag.jsonable(result))
         elif isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit)):
             self.dag.complete(node, None, status="cancelled", error=type(exc).__name__)
+        elif isinstance(exc, RunStopped):  # a gate or budget ended it: not a failure
+            node.meta["stop_reason"] = exc.reason
+            self.dag.complete(node, None, status="stopped", error=f"{type(exc).__name__}: {exc}")
         else:
-            if isinstance(exc, RunStopped):
-                node.meta["stop_reason"] = exc.reason
             self.dag.complete(node, None, status="error", error=f"{type(exc).__name__}: {exc}")
 
     def _resumed_output(self, node: Node, fn: Any) -> Any:

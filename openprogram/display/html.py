@@ -100,6 +100,8 @@ def _header(payload: dict[str, Any]) -> str:
     ]
     if statuses.get("error"):
         stats.append(f'<span class="opv-err"><b>{statuses["error"]}</b> errors</span>')
+    if statuses.get("stopped"):
+        stats.append(f'<span class="opv-stop"><b>{statuses["stopped"]}</b> stopped</span>')
     if statuses.get("running"):
         stats.append(f'<span class="opv-warn"><b>{statuses["running"]}</b> running</span>')
     title = payload.get("title") or "context DAG"
@@ -136,7 +138,8 @@ def _static_tree(dag: ContextDAG, focus: str | None) -> str:
 
 
 def _status_code(status: str) -> str:
-    return {"completed": "c", "error": "e", "running": "r", "cancelled": "x"}.get(status, "r")
+    codes = {"completed": "c", "error": "e", "running": "r", "cancelled": "x", "stopped": "s"}
+    return codes.get(status, "r")
 
 
 def _usd(cost: float) -> str:

@@ -214,3 +214,20 @@ def test_the_entry_point_runs_as_a_program():
     )
 
     assert result.returncode == 0 and result.stdout.startswith("openprogram, version ")
+
+
+def test_show_counts_and_marks_a_stopped_run_apart_from_errors(tmp_path, monkeypatch):
+    from openprogram import RunStopped
+
+    @agentic_function
+    def job() -> None:
+        raise RunStopped("paused by the operator")
+
+    path = tmp_path / "stopped.db"
+    with Session(str(path), id="paused01"), pytest.raises(RunStopped):
+        job()
+    output = run("sessions", "show", "paused01", "--store", str(path)).output
+
+    assert "1 nodes · 0 llm calls" in output and " · 1 stopped" in output
+    assert "errors" not in output
+    assert "■  job #1" in output and "RunStopped: paused by the operator" in output

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from openprogram import Session, StoreError, UnsupportedFormatVersion
+from openprogram import RunStopped, Session, StoreError, UnsupportedFormatVersion, agentic_function
 from openprogram.dag import ContextDAG
 from openprogram.image import Image
 from openprogram.store import FORMAT_VERSION, SQLiteStore
 from openprogram.store.format import (
+    NodeRow,
     check_format_version,
     decode_node,
     decode_rows,
@@ -165,3 +166,35 @@ def test_rows_whose_reads_base_is_missing_keep_what_they_have_and_say_so():
     assert broken[1].meta["reads_incomplete"]
     with pytest.raises(StoreError, match="relative to"):
         decode_node(rows[1])
+
+
+def _old_row(error: str, meta: dict | None) -> NodeRow:
+    data = {"error": error, **({"meta": meta} if meta is not None else {})}
+    return NodeRow(1, "n1", "code", "job", None, "error", 1.0, 2.0, 1, None, None,
+                   json.dumps(data))  # fmt: skip
+
+
+def test_a_stop_stored_before_the_stopped_status_reads_as_stopped():
+    stopped = decode_node(_old_row("BudgetExceeded: budget reached", {"stop_reason": "budget"}))
+    assert (stopped.status, stopped.error) == ("stopped", "BudgetExceeded: budget reached")
+    assert stopped.meta == {"stop_reason": "budget"}
+    # an error whose frame a gate had stopped before, and a RunStopped without a reason
+    # recorded, stay errors: only the old spelling of a stop is read as one
+    assert decode_node(_old_row("ValueError: late", {"stop_reason": "budget"})).status == "error"
+    assert decode_node(_old_row("RunStopped: enough", None)).status == "error"
+
+
+def test_an_older_sqlite_row_of_a_stop_is_reopened_as_stopped(tmp_path):
+    @agentic_function
+    def job() -> None:
+        raise RunStopped("enough for today")
+
+    path = tmp_path / "old.db"
+    with Session(path, id="old"), pytest.raises(RunStopped):
+        job()
+    with closing(sqlite3.connect(path)) as connection, connection:
+        connection.execute("UPDATE openprogram_nodes SET status = 'error'")  # how it was stored
+    reopened = Session.open(path, "old")
+    (node,) = reopened.dag.nodes
+    assert (node.status, node.meta["stop_reason"]) == ("stopped", "enough for today")
+    reopened.close()
