@@ -26,6 +26,7 @@ from openprogram.values import escape_surrogates, from_jsonable, to_jsonable
 
 __all__ = [
     "FORMAT_VERSION",
+    "LEASES_VERSION",
     "OLDEST_VERSION",
     "ROW_COLUMNS",
     "NodeRow",
@@ -39,10 +40,13 @@ __all__ = [
     "reads_overlap",
 ]
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 """Version of the stored layout (tables, row encoding). Bump on any change an older
 reader would misread; add a migration from the previous version (docs/sessions.md).
-2 added the writer leases table (openprogram_leases); 1 is migrated when opened."""
+3 added the node status `stopped` (an older reader calls such a row damaged); 2 added
+the writer leases table (openprogram_leases); older ones are migrated when opened."""
+LEASES_VERSION = 2
+"""The format_version that added the writer leases table."""
 OLDEST_VERSION = 1
 """The oldest format_version this openprogram reads (and migrates when it writes)."""
 
