@@ -21,6 +21,7 @@ from typing import Any, Literal
 import networkx as nx
 from pydantic import BaseModel, Field
 
+from openprogram._tree import tree_lines
 from openprogram.errors import UsageError
 from openprogram.image import Image, ImageRef
 from openprogram.usage import Usage
@@ -492,8 +493,6 @@ class ContextDAG:
         """The call tree as text: one line per node (status, `name #k`, duration, tokens,
         cost, error), indented by nesting. `depth` stops at that many levels; `limit`
         caps the number of nodes shown."""
-        from openprogram._tree import tree_lines
-
         return "\n".join(tree_lines(self, depth=depth, limit=limit))
 
     def __str__(self) -> str:
