@@ -77,41 +77,79 @@ def measure(work: Callable[[], object], runs: int) -> tuple[float, float, float]
     return statistics.median(wall) * 1000, statistics.median(cpu) * 1000, min(wall) * 1000
 
 
-def miniwob(seeds: list[int], zoom: float) -> None:
-    """Recall, precision and ms per frame of the pixel path on MiniWoB++ pages."""
+SETS = {"tuned": TUNED, "held-out": HELD_OUT, "new-held-out": NEW_HELD_OUT}
+
+
+def miniwob(seeds: list[int], zoom: float, sets: list[str], misses: Path | None) -> None:
+    """Recall, precision and ms per frame of the pixel path on MiniWoB++ pages; with
+    `misses`, each page with a missed element or a stray box saved there, annotated
+    (green: found, red: missed element with its DOM kind, orange: stray box)."""
     from tests.gui_harness.perception.miniwob_pages import pages
 
-    print(f"MiniWoB++ pixel path, seeds {seeds}, zoom {zoom}, IoU >= 0.5")
-    print(f"{'set':9} {'task':24} {'found':>9} {'recall':>7} {'precise':>9} {'prec':>6} {'ms':>6}")
-    for name, tasks in (("tuned", TUNED), ("held-out", HELD_OUT)):
+    print(f"MiniWoB++ pixel path, seeds {seeds}, zoom {zoom}, IoU >= 0.5; {machine()}")
+    print(f"{'set':12} {'task':24} {'found':>9} {'recall':>7} {'precise':>9} {'prec':>6} {'ms':>6}")
+    for name in sets:
+        tasks = SETS[name]
         totals = [0, 0, 0, 0]
         times: list[float] = []
+        missed_kinds: dict[str, int] = {}
         for task in tasks:
             counts = [0, 0, 0, 0]  # interactive found, interactive, boxes matching, boxes
             for page in pages([task], seeds, zoom=zoom):
                 start = time.perf_counter()
                 found = detect_components(page.image)
                 times.append(time.perf_counter() - start)
-                targets: list[tuple[int, int, int, int]] = []
-                for _, box in page.interactive:  # nested duplicates: a tab's li and its a
-                    if all(iou(box, other) < 0.7 for other in targets):
-                        targets.append(box)
-                truth = page.elements + targets
-                counts[0] += sum(any(iou(c.box, t) >= 0.5 for c in found) for t in targets)
-                counts[1] += len(targets)
-                counts[2] += sum(any(iou(c.box, t) >= 0.5 for t in truth) for c in found)
-                counts[3] += len(found)
+                targets: list[tuple[str, tuple[int, int, int, int]]] = []
+                for kind, box in page.interactive:  # nested duplicates: a tab's li and its a
+                    if all(iou(box, other) < 0.7 for _, other in targets):
+                        targets.append((kind, box))
+                truth = page.elements + [box for _, box in targets]
+                hit = [any(iou(c.box, t) >= 0.5 for c in found) for _, t in targets]
+                good = [any(iou(c.box, t) >= 0.5 for t in truth) for c in found]
+                for (kind, _), ok in zip(targets, hit, strict=True):
+                    if not ok:
+                        missed_kinds[kind] = missed_kinds.get(kind, 0) + 1
+                counts = [
+                    counts[0] + sum(hit),
+                    counts[1] + len(targets),
+                    counts[2] + sum(good),
+                    counts[3] + len(found),
+                ]
+                if misses is not None and not (all(hit) and all(good)):
+                    _annotate(page, found, targets, hit, good, misses / name)
             totals = [a + b for a, b in zip(totals, counts, strict=True)]
             print(
-                f"{name:9} {task:24} {counts[0]:4}/{counts[1]:<4} "
+                f"{name:12} {task:24} {counts[0]:4}/{counts[1]:<4} "
                 f"{counts[0] / max(counts[1], 1):7.1%} {counts[2]:4}/{counts[3]:<4} "
                 f"{counts[2] / max(counts[3], 1):6.1%}"
             )
         print(
-            f"{name:9} {'ALL ' + str(len(tasks)) + ' tasks':24} {totals[0]:4}/{totals[1]:<4} "
+            f"{name:12} {'ALL ' + str(len(tasks)) + ' tasks':24} {totals[0]:4}/{totals[1]:<4} "
             f"{totals[0] / max(totals[1], 1):7.1%} {totals[2]:4}/{totals[3]:<4} "
             f"{totals[2] / max(totals[3], 1):6.1%} {statistics.median(times) * 1000:6.2f}"
         )
+        print(f"{name:12} missed by DOM kind: {missed_kinds}")
+
+
+def _annotate(page, found, targets, hit, good, folder: Path) -> None:  # type: ignore[no-untyped-def]
+    from PIL import ImageDraw
+
+    scale = 4
+    image = page.image.resize((page.image.width * scale, page.image.height * scale))
+    draw = ImageDraw.Draw(image)
+
+    def rect(box: tuple[int, int, int, int], colour: str, width: int) -> None:
+        x, y, w, h = (v * scale for v in box)
+        draw.rectangle((x, y, x + w - 1, y + h - 1), outline=colour, width=width)
+
+    for component, ok in zip(found, good, strict=True):
+        rect(component.box, "green" if ok else "orange", 1 if ok else 2)
+    for (kind, box), ok in zip(targets, hit, strict=True):
+        if not ok:
+            rect(box, "red", 3)
+            draw.text((box[0] * scale, box[1] * scale - 10), kind, fill="red")
+    folder.mkdir(parents=True, exist_ok=True)
+    image.save(folder / f"{page.task}-{page.seed}.png")
 
 
 def main() -> None:
@@ -121,12 +159,14 @@ def main() -> None:
     parser.add_argument("--miniwob", action="store_true", help="accuracy on MiniWoB++ pages")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--zoom", type=float, default=1.0, help="device pixels per CSS pixel")
+    parser.add_argument("--sets", nargs="+", choices=list(SETS), default=list(SETS))
+    parser.add_argument("--misses", type=Path, help="save annotated pages with misses here")
     options = parser.parse_args()
     runs = options.runs
     if options.threads is not None:
         cv2.setNumThreads(options.threads)
     if options.miniwob:
-        miniwob(options.seeds, options.zoom)
+        miniwob(options.seeds, options.zoom, options.sets, options.misses)
         return
 
     image, _ = form_screen()

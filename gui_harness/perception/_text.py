@@ -14,7 +14,7 @@ import numpy as np
 from gui_harness.perception._blobs import boxes_of, scratch
 from gui_harness.perception._pixels import ImageLike
 
-__all__ = ["colour_of", "links", "text_lines"]
+__all__ = ["colour_of", "links", "list_rows", "text_lines"]
 
 _Found = tuple[Any, tuple[int, int, int, int], float]  # (kind, box, confidence)
 _TEXT_KERNEL = np.ones((1, 7), np.uint8)  # closes letter and word gaps, never line gaps
@@ -53,6 +53,40 @@ def text_lines(edges: np.ndarray, controls: list[_Found]) -> list[_Found]:
         else:
             found.append(("text", (bx, by, bw, bh), 0.6))
     return found
+
+
+def list_rows(texts: list[_Found], panels: list[tuple[int, int, int, int]]) -> list[_Found]:
+    """Lines of a list become its rows (kind button, as an accessibility tree reports
+    list and menu items): the lines of a panel that start at one x, mostly stop short
+    of its right side and follow at a regular pitch looser than a paragraph's, each widened
+    to the panel's inside and to half the pitch above and below."""
+    out = list(texts)
+    for px, py, pw, ph in panels:
+        members = sorted(
+            (
+                i
+                for i, (kind, (x, y, w, h), _) in enumerate(out)
+                if kind == "text" and px <= x and py <= y and x + w <= px + pw and y + h <= py + ph
+            ),
+            key=lambda i: out[i][1][1],
+        )
+        if len(members) < 2:
+            continue
+        boxes = np.array([out[i][1] for i in members])
+        centres = boxes[:, 1] + boxes[:, 3] / 2
+        pitches = np.diff(centres)
+        # a paragraph's lines but its last fill the width; most of a list's stop short
+        short = np.mean(boxes[:, 0] + boxes[:, 2] <= px + 0.9 * pw) >= 0.5
+        aligned = np.ptp(boxes[:, 0]) <= 3
+        regular = np.ptp(pitches) <= 3 and pitches.min() >= 1.4 * np.median(boxes[:, 3])
+        if not (short and aligned and regular):
+            continue
+        pitch = float(np.median(pitches))
+        for i, centre in zip(members, centres.tolist(), strict=True):
+            top = max(py + 1, round(centre - pitch / 2))
+            bottom = min(py + ph - 1, round(centre + pitch / 2))
+            out[i] = ("button", (px + 1, top, pw - 2, bottom - top), 0.5)
+    return out
 
 
 def colour_of(image: ImageLike) -> np.ndarray | None:
