@@ -200,9 +200,7 @@ def _controls(
     hollow = (holes[:, 0] >= share * w) & (holes[:, 1] >= share * 0.8 * h)
     # A hole is the inside of an outline: grown back to where a blob's box would be.
     grow = np.array([-1, -1, 2, 2])  # a thin map's box to where a dilated one's would be
-    boxes = np.concatenate(
-        [boxes, thick_holes + 2 * grow, thin_holes + grow, thin_rings + grow]
-    )
+    boxes = np.concatenate([boxes, thick_holes + 2 * grow, thin_holes + grow, thin_rings + grow])
     added = np.ones(len(thick_holes) + len(thin_holes) + len(thin_rings), bool)
     # Blobs' boxes are exact; holes' are grown by a guess: the first wins among equals.
     source = np.repeat(
@@ -329,7 +327,7 @@ def _lone(rings: np.ndarray, blobs: np.ndarray) -> np.ndarray:
     overlap = np.minimum(ry + rh, by + bh) - np.maximum(ry, by)
     gap = np.maximum(bx - (rx + rw), rx - (bx + bw))
     beside = (overlap >= 0.5 * np.minimum(rh, bh)) & (gap >= 0) & (gap <= 4)
-    return rings[~(beside & (bh >= 0.8 * rh)).any(axis=1)]
+    return rings[~(beside & (bh >= 0.9 * rh)).any(axis=1)]
 
 
 def _symmetric(grey: np.ndarray, boxes: np.ndarray) -> np.ndarray:
@@ -341,10 +339,10 @@ def _symmetric(grey: np.ndarray, boxes: np.ndarray) -> np.ndarray:
         contrast = int(patch.max()) - int(patch.min())
         # a pixel either way: anti-aliasing puts a ring off its box's centre
         mirrored = min(
-            np.abs(patch[:, a:w - b] - patch[:, a:w - b][:, ::-1]).mean()
+            np.abs(patch[:, a : w - b] - patch[:, a : w - b][:, ::-1]).mean()
             for a, b in ((0, 0), (1, 0), (0, 1))
         ) + min(
-            np.abs(patch[a:h - b] - patch[a:h - b][::-1]).mean()
+            np.abs(patch[a : h - b] - patch[a : h - b][::-1]).mean()
             for a, b in ((0, 0), (1, 0), (0, 1))
         )
         keep[i] = contrast >= 40 and mirrored <= 0.1 * contrast
@@ -525,10 +523,17 @@ def _merge_nested(
     children &= ~parts
     count = children.sum(axis=1)
     tallest_child = np.where(children, boxes[None, :, 3], 0).max(axis=1, initial=0)
-    panel = (count >= 2) | ((count == 1) & (tallest_child < 0.6 * boxes[:, 3]))
+    # One outline split by a divider into a wide part and a narrow one of its full height
+    # is one control (a drop-down's entry and arrow, a spin box), not a panel of two.
+    full = children & (boxes[None, :, 3] >= 0.75 * boxes[:, None, 3])
+    wide_part = full & (boxes[None, :, 2] >= 0.5 * boxes[:, None, 2])
+    end_part = full & (boxes[None, :, 2] <= 1.5 * boxes[:, None, 3]) & ~wide_part
+    spans = np.where(full, boxes[None, :, 2], 0).sum(axis=1) >= 0.85 * boxes[:, 2]
+    split = (count == 2) & (wide_part.sum(axis=1) == 1) & (end_part.sum(axis=1) == 1) & spans
+    panel = ((count >= 2) & ~split) | ((count == 1) & (tallest_child < 0.6 * boxes[:, 3]))
     # A wide child is the inner border of its parent; a narrow one of the same height is
     # a button at the end of a bar (a close button, a search button), and stays.
     wide = boxes[None, :, 2] >= 0.5 * boxes[:, None, 2]
-    composite_child = ((children & wide) | parts) & ((count <= 1) & ~panel)[:, None]
+    composite_child = ((children & wide) | parts) & (((count <= 1) | split) & ~panel)[:, None]
     alive &= ~panel & ~composite_child.any(axis=0)
     return boxes[alive], flags[alive]
