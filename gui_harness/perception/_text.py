@@ -105,19 +105,37 @@ def links(rgb: np.ndarray, texts: list[_Found]) -> list[_Found]:
     for kind, (x, y, w, h), confidence in texts:
         crop = rgb[y : y + h, x : x + w].astype(np.int16)
         blue = crop[:, :, 2] - np.maximum(crop[:, :, 0], crop[:, :, 1]) >= _LINK_BLUE
-        columns = np.flatnonzero(blue.any(axis=0))
-        if kind != "text" or len(columns) < 3 or blue.mean() > 0.45:
+        if kind != "text" or np.count_nonzero(blue) < 3 or blue.mean() > 0.45:
             out.append((kind, (x, y, w, h), confidence))
             continue
-        # Letters of a word are 1-2 px apart, words a space (about a third of the height).
-        breaks = np.flatnonzero(np.diff(columns) > max(3, h // 4))
+        # Glyphs are 3 px high or more; a flat run is an underline, maybe the line above's.
+        count, labels, stats, _ = cv2.connectedComponentsWithStats(blue.view(np.uint8))
+        glyphs = (stats[:, cv2.CC_STAT_HEIGHT] >= 3)[labels] & blue
+        columns = np.flatnonzero(glyphs.any(axis=0))
+        if len(columns) < 3:
+            out.append((kind, (x, y, w, h), confidence))
+            continue
+        # Letters of a word are 1-2 px apart, words a space (about a third of the height);
+        # under an underlined link the underline runs on through its spaces, so where it
+        # stops two links meet, however narrow the space.
+        # The underline: the fullest blue row at the glyphs' foot, maybe below the line.
+        foot = y + int(np.flatnonzero(glyphs.any(axis=1))[-1])
+        band = rgb[max(foot - 2, 0) : foot + 4, x : x + w].astype(np.int16)
+        band = band[:, :, 2] - np.maximum(band[:, :, 0], band[:, :, 1]) >= _LINK_BLUE
+        underline = band[int(np.argmax(band.sum(axis=1)))]
+        gaps = np.diff(columns)
+        underlined = underline[columns[0] : columns[-1] + 1].mean() >= 0.6
+        cut = np.array(
+            [not underline[a + 1 : b].all() for a, b in zip(columns[:-1], columns[1:], strict=True)]
+        )
+        breaks = np.flatnonzero(
+            (gaps > max(3, h // 4)) & (cut | ~underlined) | ((gaps >= 3) & cut & underlined)
+        )
         starts = np.concatenate([[columns[0]], columns[breaks + 1]])
         ends = np.concatenate([columns[breaks], [columns[-1]]]) + 1
         left = 0
         for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-            rows = np.flatnonzero(blue[:, start:end].any(axis=1))
-            if rows[-1] - rows[0] < 3:  # an underline alone: its word is on the line above
-                continue
+            rows = np.flatnonzero(glyphs[:, start:end].any(axis=1))
             if start - left >= 4:
                 out.append(("text", (x + left, y, start - left - 2, h), confidence))
             out.append(

@@ -188,3 +188,23 @@ def test_a_bar_across_a_small_page_is_found():
     draw.rectangle((4, 40, 155, 57), fill=(0, 127, 255), outline=(0, 60, 180))
     draw.text((7, 49), "Section #2", font=font(13), fill=WHITE, anchor="lm")
     assert _found(detect_components(image), box) is not None
+
+
+def test_two_links_a_space_apart_are_two_and_an_underlined_phrase_is_one():
+    image = Image.new("RGB", (300, 80), WHITE)
+    draw = ImageDraw.Draw(image)
+    blue = (0, 0, 238)
+    boxes = []
+    x = 10
+    for word in ("verra", "sociis"):  # two links: each underlined on its own
+        left, top, right, bottom = draw.textbbox((x, 20), word, font=font(13))
+        draw.text((x, 20), word, font=font(13), fill=blue)
+        draw.line((left, bottom + 1, right - 1, bottom + 1), fill=blue)
+        boxes.append((left, top, right - left, bottom - top + 2))
+        x = right + 4
+    left, top, right, bottom = draw.textbbox((10, 50), "close the dialog", font=font(13))
+    draw.text((10, 50), "close the dialog", font=font(13), fill=blue)
+    draw.line((left, bottom + 1, right - 1, bottom + 1), fill=blue)
+    boxes.append((left, top, right - left, bottom - top + 2))
+    components = detect_components(image)
+    assert [getattr(_found(components, box), "kind", None) for box in boxes] == ["link"] * 3
