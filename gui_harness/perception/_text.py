@@ -109,7 +109,7 @@ def links(rgb: np.ndarray, texts: list[_Found]) -> list[_Found]:
             out.append((kind, (x, y, w, h), confidence))
             continue
         # Glyphs are 3 px high or more; a flat run is an underline, maybe the line above's.
-        count, labels, stats, _ = cv2.connectedComponentsWithStats(blue.view(np.uint8))
+        _, labels, stats, _ = cv2.connectedComponentsWithStats(blue.view(np.uint8))
         glyphs = (stats[:, cv2.CC_STAT_HEIGHT] >= 3)[labels] & blue
         columns = np.flatnonzero(glyphs.any(axis=0))
         if len(columns) < 3:
@@ -120,14 +120,12 @@ def links(rgb: np.ndarray, texts: list[_Found]) -> list[_Found]:
         # stops two links meet, however narrow the space.
         # The underline: the fullest blue row at the glyphs' foot, maybe below the line.
         foot = y + int(np.flatnonzero(glyphs.any(axis=1))[-1])
-        band = rgb[max(foot - 2, 0) : foot + 4, x : x + w].astype(np.int16)
-        band = band[:, :, 2] - np.maximum(band[:, :, 0], band[:, :, 1]) >= _LINK_BLUE
+        below = rgb[max(foot - 2, 0) : foot + 4, x : x + w].astype(np.int16)
+        band = below[:, :, 2] - np.maximum(below[:, :, 0], below[:, :, 1]) >= _LINK_BLUE
         underline = band[int(np.argmax(band.sum(axis=1)))]
         gaps = np.diff(columns)
         underlined = underline[columns[0] : columns[-1] + 1].mean() >= 0.6
-        cut = np.array(
-            [not underline[a + 1 : b].all() for a, b in zip(columns[:-1], columns[1:], strict=True)]
-        )
+        cut = np.array([not underline[a + 1 : b].all() for a, b in pairwise(columns.tolist())])
         breaks = np.flatnonzero(
             (gaps > max(3, h // 4)) & (cut | ~underlined) | ((gaps >= 3) & cut & underlined)
         )
