@@ -61,6 +61,16 @@ NEW_HELD_OUT = [
     "identify-shape", "number-checkboxes", "phone-book", "read-table", "sign-agreement",
     "simple-algebra", "use-spinner", "text-editor", "use-slider", "find-word", "odd-or-even",
 ]  # fmt: skip
+# Drawn on 2026-11-30 at 23:12 UTC, after NEW_HELD_OUT had been measured once (89.0 %
+# recall / 79.3 % precision, the held-out figure reported in docs/performance.md) and
+# before its misses were studied and fixed: NEW_HELD_OUT became a tuning set then, and
+# these are the tasks measured only afterwards. None is a variant of a task above.
+THIRD_HELD_OUT = [
+    "buy-ticket", "daily-calendar", "form-sequence", "generate-number", "multi-orderings",
+    "order-food", "resize-textarea", "scroll-text", "simple-arithmetic", "stock-market",
+    "terminal", "highlight-text", "button-delay", "hot-cold", "find-greatest",
+    "grid-coordinate",
+]  # fmt: skip
 
 
 def measure(work: Callable[[], object], runs: int) -> tuple[float, float, float]:
@@ -77,7 +87,12 @@ def measure(work: Callable[[], object], runs: int) -> tuple[float, float, float]
     return statistics.median(wall) * 1000, statistics.median(cpu) * 1000, min(wall) * 1000
 
 
-SETS = {"tuned": TUNED, "held-out": HELD_OUT, "new-held-out": NEW_HELD_OUT}
+SETS = {
+    "tuned": TUNED,
+    "held-out": HELD_OUT,
+    "new-held-out": NEW_HELD_OUT,
+    "third-held-out": THIRD_HELD_OUT,
+}
 
 
 def miniwob(seeds: list[int], zoom: float, sets: list[str], misses: Path | None) -> None:
