@@ -167,6 +167,77 @@ def _annotate(page, found, targets, hit, good, folder: Path) -> None:  # type: i
     image.save(folder / f"{page.task}-{page.seed}.png")
 
 
+def _clicks(box: tuple[int, int, int, int], target: tuple[int, int, int, int]) -> bool:
+    """Whether a click on `box`'s centre lands on `target` and `box` is mostly inside it
+    (a check box's square in its row with the label, a tab's label in the tab)."""
+    x, y, w, h = box
+    tx, ty, tw, th = target
+    cx, cy = x + w // 2, y + h // 2
+    ix = min(x + w, tx + tw) - max(x, tx)
+    iy = min(y + h, ty + th) - max(y, ty)
+    inside = max(ix, 0) * max(iy, 0) >= 0.5 * w * h
+    return tx <= cx < tx + tw and ty <= cy < ty + th and inside
+
+
+def gtk(runs: int, misses: Path | None) -> None:
+    """The pixel path against AT-SPI truth on gtk3-widget-factory (1280×800): recall of
+    the interactive elements the tree reports showing (IoU >= 0.5), by kind, and the
+    share of detected boxes that match one (a lower bound on precision: labels, frames
+    and panels are not in the truth); CPU ms per frame on that screenshot."""
+    from gui_harness.desktop.virtual import VirtualDesktop
+    from gui_harness.perception import AccessibilitySource
+
+    with VirtualDesktop((1280, 800), apps=[["gtk3-widget-factory"]]) as desktop:
+        if desktop.accessibility_bus is None:
+            raise SystemExit(f"no accessibility bus: {desktop.accessibility_note}")
+        source = AccessibilitySource(desktop.accessibility_bus, screen=desktop.size, timeout=5)
+        deadline = time.monotonic() + 30
+        truth = source.snapshot().components
+        while len(truth) < 50 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            truth = source.snapshot().components
+        image = desktop.screenshot()
+        truth = source.snapshot().components  # the same screen as the screenshot
+        source.close()
+    found = detect_components(image)
+    by_kind: dict[str, list[int]] = {}
+    for element in truth:
+        hit = any(iou(c.box, element.box) >= 0.5 for c in found)
+        counts = by_kind.setdefault(element.kind, [0, 0, 0])
+        counts[0] += hit
+        counts[1] += 1
+        counts[2] += any(_clicks(c.box, element.box) for c in found)
+    matching = sum(any(iou(c.box, t.box) >= 0.5 for t in truth) for c in found)
+    hits = sum(v[0] for v in by_kind.values())
+    _, cpu, _ = measure(lambda: detect_components(image), runs)
+    if misses is not None:
+        from PIL import ImageDraw
+
+        marked = image.copy()
+        draw = ImageDraw.Draw(marked)
+        for c in found:
+            x, y, w, h = c.box
+            draw.rectangle((x, y, x + w - 1, y + h - 1), outline="green")
+        for t in truth:
+            if not any(iou(c.box, t.box) >= 0.5 for c in found):
+                x, y, w, h = t.box
+                draw.rectangle((x, y, x + w - 1, y + h - 1), outline="red", width=2)
+                draw.text((x, y - 10), t.kind, fill="red")
+        misses.mkdir(parents=True, exist_ok=True)
+        marked.save(misses / "gtk3-widget-factory.png")
+    print(f"gtk3-widget-factory, pixel path vs AT-SPI; {machine()}")
+    clicks = sum(v[2] for v in by_kind.values())
+    print(f"recall {hits}/{len(truth)} = {hits / max(len(truth), 1):.1%}; by kind {by_kind}")
+    print(
+        f"a component to click (centre inside, box mostly inside): {clicks}/{len(truth)} = "
+        f"{clicks / max(len(truth), 1):.1%}"
+    )
+    print(
+        f"boxes matching an interactive element {matching}/{len(found)} = "
+        f"{matching / max(len(found), 1):.1%}; detect_components {cpu:.1f} ms CPU per frame"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50)
@@ -176,10 +247,14 @@ def main() -> None:
     parser.add_argument("--zoom", type=float, default=1.0, help="device pixels per CSS pixel")
     parser.add_argument("--sets", nargs="+", choices=list(SETS), default=list(SETS))
     parser.add_argument("--misses", type=Path, help="save annotated pages with misses here")
+    parser.add_argument("--gtk", action="store_true", help="pixels vs AT-SPI on a GTK app")
     options = parser.parse_args()
     runs = options.runs
     if options.threads is not None:
         cv2.setNumThreads(options.threads)
+    if options.gtk:
+        gtk(runs, options.misses)
+        return
     if options.miniwob:
         miniwob(options.seeds, options.zoom, options.sets, options.misses)
         return
