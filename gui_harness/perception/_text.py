@@ -122,10 +122,14 @@ def links(rgb: np.ndarray, texts: list[_Found]) -> list[_Found]:
         foot = y + int(np.flatnonzero(glyphs.any(axis=1))[-1])
         below = rgb[max(foot - 2, 0) : foot + 4, x : x + w].astype(np.int16)
         band = below[:, :, 2] - np.maximum(below[:, :, 0], below[:, :, 1]) >= _LINK_BLUE
-        underline = band[int(np.argmax(band.sum(axis=1)))]
+        under_row = int(np.argmax(band.sum(axis=1)))
+        underline = band[under_row]
+        # A link starts at its line's top and reaches down to its underline.
+        bottom = max(foot, max(foot - 2, 0) + under_row if underline.any() else 0) + 1
         gaps = np.diff(columns)
         underlined = underline[columns[0] : columns[-1] + 1].mean() >= 0.6
-        cut = np.array([not underline[a + 1 : b].all() for a, b in pairwise(columns.tolist())])
+        # (at the gap's middle: the underline skips a pixel or two around descenders)
+        cut = ~underline[(columns[:-1] + columns[1:]) // 2]
         breaks = np.flatnonzero(
             (gaps > max(3, h // 4)) & (cut | ~underlined) | ((gaps >= 3) & cut & underlined)
         )
@@ -139,7 +143,7 @@ def links(rgb: np.ndarray, texts: list[_Found]) -> list[_Found]:
             out.append(
                 (
                     "link",
-                    (x + start, y + int(rows[0]), end - start, int(rows[-1] - rows[0]) + 1),
+                    (x + start, y, end - start, max(y + int(rows[-1]) + 1, bottom) - y),
                     0.6,
                 )
             )

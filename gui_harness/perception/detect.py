@@ -313,7 +313,36 @@ def _controls(
             controls.append(f)
         else:
             panels.append((f[1], bool(inside[i] >= 190 or inside[i] <= 80)))
-    return _tabs(controls), panels
+    return _tabs(controls) + _bar_cells(thin, controls), panels
+
+
+def _bar_cells(thin: np.ndarray, controls: list[_Found]) -> list[_Found]:
+    """The buttons of toolbars: inside a low, wide box, three or more separate marks
+    (icons, single glyphs), each narrower than the bar is high, at a regular pitch; each
+    becomes a button one pitch wide and as high as the bar's inside."""
+    cells: list[_Found] = []
+    for _, (x, y, w, h), _ in controls:
+        if h > _PART_OF_CONTROL_H or w < 3 * h:
+            continue
+        columns = np.count_nonzero(thin[y + 3 : y + h - 3, x + 3 : x + w - 3], axis=0) > 0
+        ink = np.flatnonzero(columns)
+        if len(ink) < 3:
+            continue
+        gap = max(6, h // 3)  # wider than a word space
+        breaks = np.flatnonzero(np.diff(ink) > gap)
+        starts = np.concatenate([ink[:1], ink[breaks + 1]])
+        ends = np.concatenate([ink[breaks], ink[-1:]]) + 1
+        if len(starts) < 3 or (ends - starts).max() > h:
+            continue
+        centres = (starts + ends) / 2
+        pitches = np.diff(centres)
+        if np.ptp(pitches) > 3 or pitches.min() < 0.8 * h:
+            continue
+        pitch = float(np.median(pitches))
+        for centre in centres.tolist():
+            left = x + 3 + round(centre - pitch / 2)
+            cells.append(("button", (max(left, x + 1), y + 1, round(pitch), h - 2), 0.5))
+    return cells
 
 
 def _lone(rings: np.ndarray, blobs: np.ndarray) -> np.ndarray:

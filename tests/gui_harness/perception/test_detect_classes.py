@@ -208,3 +208,23 @@ def test_two_links_a_space_apart_are_two_and_an_underlined_phrase_is_one():
     boxes.append((left, top, right - left, bottom - top + 2))
     components = detect_components(image)
     assert [getattr(_found(components, box), "kind", None) for box in boxes] == ["link"] * 3
+
+
+def test_the_flat_buttons_of_a_toolbar_are_buttons():
+    image = Image.new("RGB", (200, 100), WHITE)
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((4, 20, 156, 45), fill=WHITE, outline=(200, 200, 200))
+    cells = [(6 + i * 28, 21, 28, 24) for i in range(4)]
+    for (x, y, w, h), glyph in zip(cells, "AB/U", strict=True):
+        draw.text((x + w / 2, y + h / 2), glyph, font=font(16), fill=(60, 60, 60), anchor="mm")
+    components = detect_components(image)
+    assert [getattr(_found(components, cell), "kind", None) for cell in cells] == ["button"] * 4
+
+
+def test_the_words_in_a_field_are_not_toolbar_buttons():
+    image = Image.new("RGB", (300, 80), GREY)
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((10, 20, 249, 47), fill=WHITE, outline=BORDER)
+    draw.text((16, 34), "to be or not to be", font=font(14), fill=(20, 20, 20), anchor="lm")
+    components = detect_components(image)
+    assert [c.kind for c in components] == ["field"], components
