@@ -1,18 +1,21 @@
-"""Perception benchmarks: timing on a 1280×800 synthetic form, accuracy on MiniWoB++.
+"""Perception benchmarks: timing on a 1280×800 synthetic form, accuracy on MiniWoB++
+and against a GTK app's accessibility tree.
 
 Times detect_components, memory labelling of the detected components (10 remembered
-entries), describe, and their sum — the per-step cost of observe() without OCR (target:
-detection <= ~10 ms on 2 cores) — plus the lazy extras: set-of-marks drawing and a
-whole-screen memory search. Median of N runs (default 50), wall and process CPU time.
+entries), describe, and their sum — the per-step cost of observe() without OCR — plus
+the lazy extras: set-of-marks drawing and a whole-screen memory search. Median of N runs
+(default 50), wall and process CPU time.
 
 `--miniwob` instead measures the pixel path against the DOM: recall (visible interactive
 elements with a detected box at IoU >= 0.5) and precision (detected boxes at IoU >= 0.5
-with some visible element or line of text), on TUNED tasks and on HELD_OUT tasks that
-detection was never adjusted on, at several seeds, in headless Chromium.
+with some visible element or line of text) on four task sets (see SETS: each was
+written here before it was measured, and docs/performance.md says which were tuned on),
+at several seeds, in headless Chromium; `--misses DIR` saves annotated pages with
+misses. `--gtk` measures it against the AT-SPI tree of gtk3-widget-factory.
 
 A plain script, not a test: `python benchmarks/bench_perception.py [--runs N]
-[--threads N] [--miniwob [--seeds 0 1 2] [--zoom 1]]`. Results go into
-docs/performance.md by hand, with the machine and date.
+[--threads N] [--miniwob [--seeds 0 1 2] [--zoom 1] [--sets ...] [--misses DIR]]
+[--gtk]`. Results go into docs/performance.md by hand, with the machine and date.
 """
 
 from __future__ import annotations
