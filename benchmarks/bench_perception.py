@@ -42,7 +42,7 @@ from gui_harness.perception import (
 from gui_harness.perception._pixels import grey_array
 from tests.gui_harness.perception.screens import form_screen, iou
 
-DETECT_TARGET_MS = 10.0
+DETECT_TARGET_MS = 20.0  # CPU per 1280×800 frame (issue 10); wall time depends on the load
 TUNED = [
     "click-button", "click-button-sequence", "click-checkboxes", "click-checkboxes-soft",
     "click-dialog", "click-dialog-2", "click-link", "click-option", "click-tab",
@@ -293,9 +293,9 @@ def main() -> None:
             count = max(5, runs // 5) if "whole screen" in name else runs
             wall, cpu, fastest = measure(work, count)
             print(f"{name:34} {wall:9.2f} {cpu:9.2f} {fastest:9.2f}")
-        detect_wall, _, _ = measure(lambda: detect_components(image), runs)
-        verdict = "ok" if detect_wall <= DETECT_TARGET_MS else "OVER"
-        print(f"detection target <= {DETECT_TARGET_MS} ms: {detect_wall:.2f} ms ({verdict})")
+        _, detect_cpu, _ = measure(lambda: detect_components(image), runs)
+        verdict = "ok" if detect_cpu <= DETECT_TARGET_MS else "OVER"
+        print(f"detection target <= {DETECT_TARGET_MS} ms CPU: {detect_cpu:.2f} ms ({verdict})")
 
 
 if __name__ == "__main__":
