@@ -19,7 +19,7 @@ from typing import Any
 from gui_harness.agent import gui_agent
 from gui_harness.batch.tasks import BatchTask
 from gui_harness.result import GuiResult
-from openprogram import Runtime, ScriptedModel, Session, agentic_function
+from openprogram import Runtime, ScriptedModel, Session, agentic_function, current_session
 from openprogram.errors import UsageError
 
 __all__ = ["ORACLE", "Attempt", "attempts", "batch_episode", "run_episode", "session_id"]
@@ -57,6 +57,7 @@ def _runtime(model: str, page: Any = None) -> Runtime:
 @agentic_function(input={"worker": {"hidden": True}})
 def batch_episode(task: dict[str, Any], model: str, worker: dict[str, Any]) -> dict[str, Any]:
     """Run one task with gui_agent and return its result; the page judges MiniWoB++."""
+    current_session().flush()  # the driver reads `worker` from this call's row to stop it
     spec = BatchTask.model_validate(task)
     started = time.monotonic()
     result: GuiResult
