@@ -19,8 +19,9 @@ from typing import Any
 from gui_harness.agent import gui_agent
 from gui_harness.batch.tasks import BatchTask
 from gui_harness.result import GuiResult
-from openprogram import Runtime, ScriptedModel, Session, agentic_function, current_session
+from openprogram import Runtime, ScriptedModel, Session, agentic_function
 from openprogram.errors import UsageError
+from openprogram.session import current_session
 
 __all__ = ["ORACLE", "Attempt", "attempts", "batch_episode", "run_episode", "session_id"]
 
