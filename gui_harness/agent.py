@@ -25,14 +25,19 @@ from gui_harness.normalize import normalize_action
 from gui_harness.perception import (
     AccessibilitySnapshot,
     AccessibilitySource,
+    Component,
     ComponentMemory,
+    Observation,
     Perception,
+    describe,
 )
+from gui_harness.perception._pixels import pil_image
 from gui_harness.prompts import DEFAULT_PROMPTS, Prompts
 from gui_harness.result import GuiResult
 from openprogram import agentic_function, current_frame, current_session
 from openprogram.callbacks.base import current_run, gate, notify
 from openprogram.errors import ModelAuthError, ModelError, RunStopped, UsageError
+from openprogram.image import Image
 from openprogram.runtime import Runtime, current_runtime
 
 __all__ = [
@@ -133,8 +138,9 @@ def _is_plan(value: Any) -> bool:
 
 def _observed(run: _Run, fn: Any, seen: Any, published: int) -> None:
     """Make sure `run` holds the observation this step's observe made. A replayed
-    observe (resuming a crashed run) ran nothing, so perceive its recorded screenshot
-    again: the same picture gives the same numbered components the recorded plan used."""
+    observe (resuming a crashed run) ran nothing, so rebuild it from the record: the
+    components as shown to the planner (labels and all), or, in a record without them,
+    its screenshot perceived again."""
     if run.published != published:  # observe ran live and made one current
         return
     screenshot = seen.get("screenshot") if isinstance(seen, dict) else None
@@ -145,7 +151,15 @@ def _observed(run: _Run, fn: Any, seen: Any, published: int) -> None:
             "gui_harness.observe_screen(step) in it and return its record"
         )
     recorded = seen.get("accessibility")
-    if isinstance(run.perception, Perception):
+    shown = seen.get("shown")
+    if isinstance(shown, list):
+        components = tuple(Component.from_dict(c) for c in shown)
+        tree = AccessibilitySnapshot.from_dict(recorded) if recorded else None
+        notes = tuple(seen.get("notes") or ())
+        picture = pil_image(screenshot.pil if isinstance(screenshot, Image) else screenshot)
+        observation = Observation(picture, components, describe(components), notes, tree)
+    elif isinstance(run.perception, Perception):
+        screenshot = screenshot.pil if isinstance(screenshot, Image) else screenshot
         tree = AccessibilitySnapshot.from_dict(recorded) if recorded else AccessibilitySnapshot()
         observation = run.perception.perceive(screenshot, accessibility=tree)
     else:
@@ -333,11 +347,11 @@ def gui_agent(
         apps = [list(app)] if app is not None and not isinstance(app, str) else []
         owned = desktop = VirtualDesktop(apps=apps)
         owned.start()  # stops whatever it started if it fails
-    accessibility = None
+    accessibility = owned_perception = None
     try:
         if perception is None:
             accessibility = _accessibility(desktop)
-            perception = Perception(
+            perception = owned_perception = Perception(
                 ComponentMemory(memory_name) if memory_name else None, accessibility=accessibility
             )
         run = _Run(
@@ -357,6 +371,8 @@ def gui_agent(
         finally:
             _run.reset(token)
     finally:
+        if owned_perception is not None:
+            owned_perception.close()
         if accessibility is not None:
             accessibility.close()
         if owned is not None:

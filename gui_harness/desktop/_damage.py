@@ -8,6 +8,7 @@ change, then for a quiet spell. X11Desktop marks each action; settle.py decides 
 from __future__ import annotations
 
 import collections
+import contextlib
 import select
 import threading
 import time
@@ -96,11 +97,9 @@ class DamageWatch:
 
     def close(self) -> None:
         """Close the connection (the server frees the DAMAGE object). Safe to call twice."""
-        with self._lock:
-            try:
-                self._x.close()
-            except (Xlib.error.ConnectionClosedError, OSError):  # the server is gone
-                pass
+        # a server already gone has freed it all
+        with self._lock, contextlib.suppress(Xlib.error.ConnectionClosedError, OSError):
+            self._x.close()
 
     def _drain(self) -> int:
         """Read the events already sent; the number of them that were changes."""

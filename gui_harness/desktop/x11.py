@@ -121,7 +121,7 @@ class X11Desktop:
         self._keys_sent = False
         self._closed = False
         self._accessibility_bus: str | object | None = _UNKNOWN
-        self._watch: DamageWatch | None | object = _UNKNOWN
+        self._watch: DamageWatch | object | None = _UNKNOWN
 
     def __repr__(self) -> str:
         return f"X11Desktop(display={self.display!r})"

@@ -38,7 +38,8 @@ def rapidocr_reader() -> Reader | None:
         from rapidocr_onnxruntime import RapidOCR  # type: ignore[import-untyped]
     except ImportError:
         return None
-    engine = RapidOCR()
+    # one thread: OCR runs beside the agent's steps and must leave them a core
+    engine = RapidOCR(intra_op_num_threads=1, inter_op_num_threads=1)
 
     def read(crop: np.ndarray) -> str:
         rgb = np.ascontiguousarray(np.repeat(crop[:, :, None], 3, axis=2))
@@ -101,7 +102,17 @@ class OcrWorker:
             return self._idle.wait_for(lambda: not self._pending, timeout)
 
     def close(self) -> None:
-        """Stop the thread once the crops queued so far are read."""
+        """Stop the thread: crops queued and not yet read are dropped (the one being read
+        is finished). Safe to call twice."""
+        with self._idle:
+            while True:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is not None:
+                    self._pending.discard(item[0])
+            self._idle.notify_all()
         self._queue.put(None)
         self._thread.join()
 

@@ -9,6 +9,7 @@ from gui_harness.agent import gui_agent
 from gui_harness.demo.policy import BASIC_TASK as TASK
 from gui_harness.demo.policy import NAME, demo_policy
 from gui_harness.desktop.fake import FakeDesktop
+from gui_harness.perception import OcrWorker, Perception
 from openprogram import ModelAuthError, Runtime, ScriptedModel, Session
 from openprogram.callbacks.base import Callback
 from openprogram.render import seen_by
@@ -282,3 +283,56 @@ def test_a_remote_desktop_with_the_wrong_token_stops_the_run_at_once():
     assert "the token is not this server's" in (result.detail or "")
     assert result.steps == []  # no retries: three tries would have left three error steps
     assert model.requests == [] and fake.actions == []
+
+
+class _Crash(Exception):
+    """The process dying mid-run, as far as the recording can tell."""
+
+
+def _primed(reading: str, desktop: FakeDesktop) -> Perception:
+    """A Perception whose OCR reads every crop as `reading`, its cache already holding
+    the first screen (so the first observation is labelled)."""
+    worker = OcrWorker(lambda crop: reading)
+    perception = Perception(ocr=worker)
+    perception.perceive(desktop.screenshot())
+    assert worker.wait_idle(timeout=60)
+    return perception
+
+
+def test_a_resumed_run_shows_the_recorded_labels_not_what_ocr_reads_now(tmp_path):
+    store = str(tmp_path / "runs.db")
+    desktop = FakeDesktop.demo_form()
+    plans = 0
+
+    def crashing(request):
+        nonlocal plans
+        plans += request.function == "plan_next_action"
+        if plans == 4:
+            raise _Crash("the process died here")
+        return demo_policy(request)
+
+    with (
+        Session(store, id="ocr") as session,
+        Runtime(ScriptedModel(crashing)),
+        pytest.raises(_Crash),
+    ):
+        gui_agent(TASK, desktop=desktop, settle_timeout=0.2, perception=_primed("first", desktop))
+    first = session.dag.find(name="observe", kind="code")[0].output
+    assert first["components"] == len(first["shown"])
+    assert "first" in {c["label"] for c in first["shown"]}
+
+    again = FakeDesktop.demo_form()
+    with (
+        Session.open(store, "ocr", resume=True) as resumed,
+        Runtime(ScriptedModel(demo_policy)),
+    ):
+        result = gui_agent(
+            TASK, desktop=again, settle_timeout=0.2, perception=_primed("second", again)
+        )
+    assert result.success
+    # steps 3 and 4 observed before the crash: the planner saw "first", and so do their
+    # outcomes, though OCR now reads "second" on the same pixels
+    assert [s["goal"] for s in result.steps[2:4]] == ["tick Subscribe", "press Save"]
+    assert result.steps[2]["target"] == result.steps[3]["target"] == "first"
+    live = resumed.dag.find(name="observe", kind="code")[-1].output
+    assert live["step"] == 5 and "second" in {c["label"] for c in live["shown"]}
