@@ -52,6 +52,7 @@ __all__ = [
 
 _MAX_CONSECUTIVE_ERRORS = 3
 _HIDDEN = {"hidden": True}
+_CAPTIONED = frozenset({"checkbox", "radio"})
 
 # the replaceable leaves: how the loop calls each, and what each returns
 _LEAVES: dict[str, tuple[tuple[str, ...], str]] = {
@@ -198,14 +199,17 @@ def dispatch_action(action: dict[str, Any], step: int) -> dict[str, Any]:
 
 def _learn(run: _Run, action: Any) -> None:
     """Remember the labelled component an action used, so the app's memory can name it
-    next time without OCR."""
+    next time without OCR. Not a checkbox or radio: its name is its caption's, and its
+    own pixels look like every other box of its kind."""
     element = getattr(action, "element", None)
     memory = getattr(run.perception, "memory", None)
     remember = getattr(run.perception, "remember", None)
     if element is None or memory is None or not callable(remember) or run.observation is None:
         return
     component = run.observation.component(element)
-    if component.label and not memory.match(run.observation.image, [component]):
+    if component.kind in _CAPTIONED or not component.label:
+        return
+    if not memory.match(run.observation.image, [component]):
         remember(run.observation, element, component.label)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import os
 import select
 import threading
 import time
@@ -26,6 +27,7 @@ QUIET_S = 0.025
 frame, so a browser drawing a transition frame by frame is not taken as still."""
 _FIRST_MIN_S = 0.05  # the shortest wait for an action's first change
 _FIRST_MAX_S = 0.5
+_QUIET_MAX_S = 0.25
 _FIRST_FACTOR = 4  # the wait for a first change: this many times the slowest one seen lately
 _REMEMBERED = 8
 
@@ -61,15 +63,21 @@ class DamageWatch:
         with self._lock:
             self._drain()
 
-    def settle(self, *, timeout: float, quiet: float = QUIET_S) -> bool:
+    def settle(self, *, timeout: float, quiet: float | None = None) -> bool:
         """Wait until the screen changed and then stayed unchanged for `quiet` seconds,
         or saw no change at all within the adaptive first-change wait; True then.
         False when `timeout` seconds pass first (an animation that never stops).
+
+        `quiet` defaults to QUIET_S stretched by the machine's load: on a machine with
+        more runnable processes than CPUs, an app waits its turn between two draws.
         """
         with self._lock:
             start = time.monotonic()
             deadline = start + timeout
-            first_wait = self.first_wait
+            patience = _patience()
+            first_wait = min(_FIRST_MAX_S, self.first_wait * patience)
+            if quiet is None:
+                quiet = min(_QUIET_MAX_S, QUIET_S * patience)
             last: float | None = None
             try:
                 while True:
@@ -117,3 +125,12 @@ class DamageWatch:
         """Wait up to `seconds` for events; the number of changes among them."""
         readable, _, _ = select.select([self._x.fileno()], [], [], max(0.0, seconds))
         return self._drain() if readable else 0
+
+
+def _patience() -> float:
+    """How many times longer than on an idle machine an app may take to get a CPU: the
+    runnable processes per CPU (1-minute load average), at least 1."""
+    try:
+        return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+    except OSError:  # no load average on this platform
+        return 1.0

@@ -8,12 +8,14 @@ a label appears on a later observation of the same pixels. Start at OcrWorker.la
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import queue
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -33,13 +35,11 @@ _READ_KINDS = frozenset({"button", "field", "text", "link", "tab", "dropdown"})
 
 def rapidocr_reader() -> Reader | None:
     """A reader backed by RapidOCR (recognition only: the crop is one line), or None
-    when `rapidocr-onnxruntime` is not installed. Loading its models takes about 1 s."""
-    try:
-        from rapidocr_onnxruntime import RapidOCR  # type: ignore[import-untyped]
-    except ImportError:
+    when `rapidocr-onnxruntime` is not installed. Its models are loaded once per process
+    (about 1 s) and shared by every reader."""
+    engine = _rapidocr_engine()
+    if engine is None:
         return None
-    # one thread: OCR runs beside the agent's steps and must leave them a core
-    engine = RapidOCR(intra_op_num_threads=1, inter_op_num_threads=1)
 
     def read(crop: np.ndarray) -> str:
         rgb = np.ascontiguousarray(np.repeat(crop[:, :, None], 3, axis=2))
@@ -47,6 +47,24 @@ def rapidocr_reader() -> Reader | None:
         return " ".join(str(text) for text, score in result or () if score >= 0.5).strip()
 
     return read
+
+
+_engine_lock = threading.Lock()
+
+
+def _rapidocr_engine() -> Any:
+    with _engine_lock:  # two workers starting together load the models once
+        return _load_rapidocr()
+
+
+@functools.cache
+def _load_rapidocr() -> Any:
+    try:
+        from rapidocr_onnxruntime import RapidOCR  # type: ignore[import-untyped]
+    except ImportError:
+        return None
+    # one thread: OCR runs beside the agent's steps and must leave them a core
+    return RapidOCR(intra_op_num_threads=1, inter_op_num_threads=1)
 
 
 class OcrWorker:
@@ -101,9 +119,9 @@ class OcrWorker:
         with self._idle:
             return self._idle.wait_for(lambda: not self._pending, timeout)
 
-    def close(self) -> None:
-        """Stop the thread: crops queued and not yet read are dropped (the one being read
-        is finished). Safe to call twice."""
+    def close(self, *, wait: bool = True) -> None:
+        """Stop the thread: crops queued and not yet read are dropped; the one being read
+        is finished, and waited for unless `wait` is False. Safe to call twice."""
         with self._idle:
             while True:
                 try:
@@ -114,7 +132,8 @@ class OcrWorker:
                     self._pending.discard(item[0])
             self._idle.notify_all()
         self._queue.put(None)
-        self._thread.join()
+        if wait:
+            self._thread.join()
 
     def _run(self) -> None:
         reader = self._reader

@@ -87,8 +87,9 @@ class Perception:
     `accessibility` is the desktop's AccessibilitySource (None: pixels only). OCR reads
     labels in a background OcrWorker: perceive() takes the labels already read for the
     same pixels and queues the rest, so a new label shows on a later observation.
-    `ocr=None` uses OCR when RapidOCR or tesseract is installed; pass an OcrWorker to
-    share one (or to choose its reader); close() stops a worker this object started.
+    `ocr=None` uses OCR when RapidOCR or tesseract is installed. Perceptions share one
+    worker per process (its cache outlives a run) unless given their own OcrWorker
+    (to choose its reader, say); close() is for a subclass's resources.
     `threshold` is the memory match score (0–1) a pixel component needs to take a
     remembered label.
     """
@@ -104,12 +105,11 @@ class Perception:
     ) -> None:
         self.memory = memory
         self.ocr = _ocr_installed() if ocr is None else bool(ocr)
-        self._owns_worker = self.ocr and not isinstance(ocr, OcrWorker)
         self._worker: OcrWorker | None = None
         if isinstance(ocr, OcrWorker):
             self._worker = ocr
         elif self.ocr:
-            self._worker = OcrWorker()
+            self._worker = _shared_worker()
         self.max_components = max_components
         self.threshold = threshold
         self.accessibility = accessibility
@@ -144,9 +144,8 @@ class Perception:
         return Observation(picture, tuple(components), describe(components), notes, accessibility)
 
     def close(self) -> None:
-        """Stop the OCR worker this Perception started (a shared one is left running)."""
-        if self._owns_worker and self._worker is not None:
-            self._worker.close()
+        """Release what this Perception holds: nothing of its own (the OCR worker is
+        shared or the caller's); gui_agent calls it on a Perception it made."""
 
     def remember(
         self, observation: Observation, index: int, label: str, *, pinned: bool = False
@@ -159,6 +158,18 @@ class Perception:
         return self.memory.remember(
             observation.image, observation.component(index), label, pinned=pinned
         )
+
+
+_shared_lock = threading.Lock()
+_shared: list[OcrWorker] = []
+
+
+def _shared_worker() -> OcrWorker:
+    """The process's OCR worker: one reading thread, one cache, for every Perception."""
+    with _shared_lock:
+        if not _shared:
+            _shared.append(OcrWorker())
+        return _shared[0]
 
 
 def _ocr_installed() -> bool:

@@ -9,7 +9,7 @@ from gui_harness.agent import gui_agent
 from gui_harness.demo.policy import BASIC_TASK as TASK
 from gui_harness.demo.policy import NAME, demo_policy
 from gui_harness.desktop.fake import FakeDesktop
-from gui_harness.perception import OcrWorker, Perception
+from gui_harness.perception import ComponentMemory, OcrWorker, Perception
 from openprogram import ModelAuthError, Runtime, ScriptedModel, Session
 from openprogram.callbacks.base import Callback
 from openprogram.render import seen_by
@@ -247,11 +247,13 @@ def test_a_raising_budget_gate_ends_the_run_as_stopped():
 
 
 def test_used_components_are_remembered_for_next_time():
-    from gui_harness.perception import ComponentMemory
-
+    looker = Perception()  # OCR reads in the background: let it read the form first
+    looker.perceive(FakeDesktop.demo_form().screenshot())
+    assert looker._worker is not None and looker._worker.wait_idle(timeout=120)
     run(demo_policy, app="demo-form")
-    labels = {entry.label for entry in ComponentMemory("demo-form").entries}
-    assert {"Subscribe", "Save"} <= labels
+    entries = ComponentMemory("demo-form").entries
+    assert "Save" in {entry.label for entry in entries}
+    assert "checkbox" not in {entry.kind for entry in entries}  # named by its caption
 
 
 def test_the_agents_own_default_policy_refuses_a_terminal_chord():
@@ -336,3 +338,26 @@ def test_a_resumed_run_shows_the_recorded_labels_not_what_ocr_reads_now(tmp_path
     assert result.steps[2]["target"] == result.steps[3]["target"] == "first"
     live = resumed.dag.find(name="observe", kind="code")[-1].output
     assert live["step"] == 5 and "second" in {c["label"] for c in live["shown"]}
+
+
+def test_memory_learns_a_clicked_button_but_not_a_checkbox_named_by_its_caption(tmp_path):
+    desktop = FakeDesktop.demo_form()
+    perception = _primed("Caption", desktop)
+    perception.memory = memory = ComponentMemory("demo", tmp_path)
+    shown = perception.perceive(desktop.screenshot())
+    box = next(c.index for c in shown.components if c.kind == "checkbox")
+    button = next(c.index for c in shown.components if c.kind == "button")
+    assert shown.component(box).label == shown.component(button).label == "Caption"
+    script = {
+        "plan_next_action": [
+            plan({"type": "click", "element": box}),
+            plan({"type": "click", "element": button}),
+            plan({"type": "done"}),
+        ],
+        "verify_step": [OK, COMPLETE],
+        "conclusion": [END],
+    }
+    with Session(), Runtime(ScriptedModel(script)):
+        gui_agent(TASK, desktop=desktop, settle_timeout=0.2, perception=perception)
+    # every unticked box looks alike: remembering one would name them all after it
+    assert [entry.kind for entry in memory.entries] == ["button"]

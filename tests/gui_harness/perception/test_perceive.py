@@ -171,13 +171,33 @@ def test_a_checkbox_takes_the_label_ocr_read_beside_it(form):
     worker.close()
 
 
-def test_closing_a_perception_stops_the_worker_it_started(form):
-    looker = Perception(ocr=True)
-    worker = looker._worker
-    assert worker is not None and worker._thread.is_alive()
-    looker.close()
-    assert not worker._thread.is_alive()
-    looker.close()  # twice is harmless
+def test_perceptions_share_one_ocr_worker_and_closing_one_leaves_it_running(form):
+    one, two = Perception(ocr=True), Perception(ocr=True)
+    worker = one._worker
+    assert worker is not None and worker is two._worker and worker._thread.is_alive()
+    one.close()
+    one.close()  # twice is harmless
+    assert worker._thread.is_alive()
+    assert Perception(ocr=False)._worker is None
+
+
+def test_a_closed_worker_drops_what_it_had_not_read(form):
+    image, _ = form
+    started, gate = threading.Event(), threading.Event()
+
+    def reader(crop: np.ndarray) -> str:
+        started.set()
+        gate.wait()
+        return "read"
+
+    worker = OcrWorker(reader)
+    worker.label(image, detect_components(image))
+    assert worker.queued > 1 and started.wait(timeout=60)
+    worker.close(wait=False)  # returns with a read still blocked
+    assert worker.wait_idle(timeout=0) is False  # the crop in the reader's hands
+    gate.set()
+    assert worker.wait_idle(timeout=60)
+    assert worker.reads == 1  # the queued ones were dropped, not read
 
 
 def test_the_marked_picture_is_one_image_value_hashed_once(form):
