@@ -33,6 +33,8 @@ _GOAL = re.compile(r'"goal": "([^"]*)"[^\n]*"status": "acted"')
 _PREVIOUS = re.compile(r"^Previous step: (.*)$", re.M)
 _TASK = re.compile(r"(?:^Task: |do this task: )(.*)$", re.M)
 
+_MAX_WAITS = 4
+_WAIT_MS = 500
 _STEPS = (
     "click the Name field",
     f"type {NAME}",
@@ -166,6 +168,10 @@ def _plan(request: ModelRequest) -> dict[str, Any]:
         return {"goal": goal, "action": {"type": "type", "text": NAME}}
     target = _target(goal, _components(request.text))
     if target is None:
+        # OCR labels a new screen in the background: look again before giving up
+        waiting = f"wait for labels to {goal}"
+        if request.history.count(f'"goal": "{waiting}"') < _MAX_WAITS:
+            return {"goal": waiting, "action": {"type": "wait", "ms": _WAIT_MS}}
         return {"goal": goal, "action": {"type": "fail", "reason": f"cannot see where to {goal}"}}
     return {"goal": goal, "action": {"type": "click", "element": target.index}}
 

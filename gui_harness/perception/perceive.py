@@ -8,6 +8,7 @@ resolving an action's element to coordinates to gui_harness.actions.
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import threading
 from dataclasses import dataclass
@@ -169,6 +170,8 @@ def _shared_worker() -> OcrWorker:
     with _shared_lock:
         if not _shared:
             _shared.append(OcrWorker())
+            # an ONNX read cut off by interpreter shutdown aborts the process: stop first
+            atexit.register(_shared[0].close)
         return _shared[0]
 
 
