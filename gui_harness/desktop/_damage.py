@@ -1,8 +1,9 @@
 """When an X screen stops changing after input: `DamageWatch`, fed by DAMAGE events.
 
-Owns one X connection with a DAMAGE object on the root window (the server reports every
-drawn rectangle, in any window) and the settle rule: after input, wait for the first
-change, then for a quiet spell. X11Desktop marks each action; settle.py decides when to ask.
+Owns one X connection with a DAMAGE object on the root window (the server reports when
+anything is drawn, in any window; one report until we read it, so an animation nobody
+watches queues nothing) and the settle rule: after input, wait for the first change,
+then for a quiet spell. X11Desktop marks each action; settle.py decides when to ask.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ class DamageWatch:
             self._x.close()
             raise DesktopError(f"X display {display!r} lacks the DAMAGE extension")
         self._x.damage_query_version()  # the server checks a client asked first
-        self._x.screen().root.damage_create(damage.DamageReportRawRectangles)
+        self._damage = self._x.screen().root.damage_create(damage.DamageReportNonEmpty)
         self._x.sync()
         self._event = self._x.extension_event.DamageNotify
         self._lock = threading.Lock()
@@ -117,6 +118,9 @@ class DamageWatch:
                 event = self._x.next_event()
                 if event.type & 0x7F == self._event:
                     changes += 1
+            if changes:  # empty the damage, so the next drawing is reported again
+                self._x.damage_subtract(self._damage)
+                self._x.flush()
         except (Xlib.error.ConnectionClosedError, OSError) as exc:
             raise DesktopError(f"lost the X display while watching it: {exc}") from exc
         return changes
