@@ -56,8 +56,6 @@ class DamageWatch:
         self._event = self._x.extension_event.DamageNotify
         self._lock = threading.Lock()
         self._latencies: collections.deque[float] = collections.deque(maxlen=_REMEMBERED)
-        self.last_wait = 0.0
-        """Seconds the latest settle() waited."""
 
     def mark(self) -> None:
         """Forget the changes so far: what comes after is the next action's doing."""
@@ -80,21 +78,18 @@ class DamageWatch:
             if quiet is None:
                 quiet = min(_QUIET_MAX_S, QUIET_S * patience)
             last: float | None = None
-            try:
-                while True:
-                    now = time.monotonic()
-                    until = start + first_wait if last is None else last + quiet
-                    if until <= min(now, deadline):
-                        return True
-                    if now >= deadline:
-                        return False
-                    if self._drain() or self._wait(min(until, deadline) - now):
-                        changed = time.monotonic()
-                        if last is None:
-                            self._latencies.append(changed - start)
-                        last = changed
-            finally:
-                self.last_wait = time.monotonic() - start
+            while True:
+                now = time.monotonic()
+                until = start + first_wait if last is None else last + quiet
+                if until <= min(now, deadline):
+                    return True
+                if now >= deadline:
+                    return False
+                if self._drain() or self._wait(min(until, deadline) - now):
+                    changed = time.monotonic()
+                    if last is None:
+                        self._latencies.append(changed - start)
+                    last = changed
 
     @property
     def first_wait(self) -> float:
