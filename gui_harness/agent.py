@@ -53,6 +53,7 @@ __all__ = [
 _MAX_CONSECUTIVE_ERRORS = 3
 _HIDDEN = {"hidden": True}
 _CAPTIONED = frozenset({"checkbox", "radio"})
+_TREE_LAG_S = 0.15
 
 # the replaceable leaves: how the loop calls each, and what each returns
 _LEAVES: dict[str, tuple[tuple[str, ...], str]] = {
@@ -182,6 +183,7 @@ def dispatch_action(action: dict[str, Any], step: int) -> dict[str, Any]:
         return {"executed": False, "error": f"rejected by policy: {exc.reason}"}
     callbacks = run.runtime.callbacks
     notify(callbacks, "on_action_start", screen_action, record_on=current_run())
+    sent = time.monotonic()
     try:
         run.desktop.execute(screen_action)
     except ActionRejected as exc:  # a remote desktop's own policy refused it
@@ -194,6 +196,11 @@ def dispatch_action(action: dict[str, Any], step: int) -> dict[str, Any]:
     _learn(run, planned)
     # frames=3: one matching pair can come before the app has redrawn
     settled = wait_until_stable(run.desktop, timeout=run.settle_timeout, frames=3)
+    tree = observation.accessibility
+    if tree is not None and tree.components:
+        # an app's accessibility tree reaches us over D-Bus after its pixels, and no event
+        # of it is watched: give it the time the screenshot-polling settle used to give
+        time.sleep(max(0.0, min(run.settle_timeout, _TREE_LAG_S) - (time.monotonic() - sent)))
     return {"executed": True, "settled": settled}
 
 

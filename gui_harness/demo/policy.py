@@ -119,14 +119,14 @@ def _list_item(components: list[_Seen]) -> _Seen | None:
     """The line for COUNTRY in the open drop-down list: by its label when OCR read one,
     else by its place: the list opens below the chooser at its top, one country a line
     in COUNTRIES order, so it is the line at (position + 1/2) line pitches down. With
-    the list open the chooser may look like a field: the lowest chooser-like box with
-    three lines or more stacked under it is the one."""
+    the list open the chooser may look like a field or a button: the lowest one with
+    three lines or more stacked right under it is the one."""
     texts = [c for c in components if c.kind == "text"]
     named = _labelled(texts, COUNTRY)
     if named is not None:
         return named
-    choosers = [c for c in components if c.kind in ("dropdown", "field")]
-    for chooser in sorted(choosers, key=lambda c: -c.y):
+    choosers = [c for c in components if c.kind in ("dropdown", "field", "button")]
+    for chooser in sorted(choosers, key=lambda c: (c.kind != "dropdown", -c.y)):
         top = chooser.y + chooser.h
         lines = sorted(
             (
@@ -136,7 +136,7 @@ def _list_item(components: list[_Seen]) -> _Seen | None:
             ),
             key=lambda c: c.y,
         )
-        if len(lines) < 3:
+        if len(lines) < 3 or lines[0].y - top > chooser.h:  # not a list opened from it
             continue
         steps = sorted(b.y + b.h / 2 - (a.y + a.h / 2) for a, b in pairwise(lines))
         pitch = steps[len(steps) // 2]
