@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import statistics
 import sys
 import tempfile
@@ -120,7 +121,9 @@ class _Phases:
 def bench_steps(episodes: int = 3) -> None:
     phases = _Phases()
     failures = []
-    with phases.installed():
+    # a fresh data directory: component memory starts empty, as on a first run
+    with tempfile.TemporaryDirectory() as data, phases.installed():
+        os.environ["OPENPROGRAM_DATA_DIR"] = data
         for _ in range(episodes):
             run = demo_run()
             problem = check_saved_state(run.state)
