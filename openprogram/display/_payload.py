@@ -1,8 +1,9 @@
 """The compact JSON a DAG view embeds: one row per node, images once, reads diff-encoded.
 
 Owns the size budgets (longest values cut first; thumbnails up to a byte budget) and
-stores an llm node's reads as a change against the previous call of the same function.
-_script.py reads it. Start at build_payload().
+stores an llm node's reads, and what was hidden from it and why (from _hiding), as a
+change against the previous call of the same function. view.js reads it. Start at
+build_payload().
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from itertools import accumulate
 from typing import Any
 
 from openprogram.dag import ContextDAG, Node
+from openprogram.display._hiding import CallHiding
 from openprogram.display._images import thumbnail_url
 from openprogram.image import ImageRef
 
@@ -202,7 +204,9 @@ def build_payload(
     image_bytes = full_bytes = 0
     previous_llm: dict[str, int] = {}
     full_reads: dict[int, list[int]] = {}
+    hiding = CallHiding(dag)
     rows: list[list[Any]] = []
+    rules: dict[str, int] = {}
     for i, node in enumerate(nodes):
         name = names.setdefault(node.name, len(names))
         refs: list[ImageRef] = []
@@ -230,6 +234,8 @@ def build_payload(
             if slot not in pictures:
                 pictures.append(slot)
         reads: Any = 0
+        hidden: Any = 0
+        extra = _extra(node, index)
         if node.kind == "llm":
             current = [index[r] for r in node.reads if r in index]
             base = previous_llm.get(node.name, -1)
@@ -238,6 +244,9 @@ def build_payload(
                 reads[0] = base
             full_reads[i] = current
             previous_llm[node.name] = i
+            if base >= 0:
+                extra["prev"] = base
+            hidden = _encode_hidden(*hiding.changes[i])
         usage = node.usage
         rows.append(
             [
@@ -263,7 +272,8 @@ def build_payload(
                 _cut(texts[i][1], cap),
                 pictures or 0,
                 reads,
-                _extra(node, index) or 0,
+                extra or 0,
+                hidden,
             ]
         )
     return {
@@ -275,6 +285,9 @@ def build_payload(
         "nodes": rows,
         "images": images,
         "branches": _branches(dag),
+        "reasons": [[code, text, named, rules.setdefault(rule, len(rules))]
+                    for code, text, named, rule in hiding.reasons],
+        "rules": list(rules),
         "focus": index.get(focus, -1) if focus is not None else -1,
         "cap": cap,
         "tpx": thumbnail_px,
@@ -309,6 +322,25 @@ def _encode_reads(current: list[int], before: list[int] | None) -> Any:
     if len(removed) + len(added) >= len(current):
         return [-1, [], current]
     return [0, removed, added]
+
+
+def _encode_hidden(base: int, removed: list[int], added: list[tuple[int, int]]) -> list[Any]:
+    """`[base, removed, added]`: an llm call's hidden nodes as a change against the base
+    row's (-1: none), in runs of rows: removed `[start, count, …]`, added (newly hidden,
+    or hidden for another reason) `[start, count, reason, …]` (an index of "reasons")."""
+    gone: list[int] = []
+    for row in removed:
+        if gone and gone[-2] + gone[-1] == row:
+            gone[-1] += 1
+        else:
+            gone += [row, 1]
+    runs: list[int] = []
+    for row, reason in added:
+        if runs and runs[-3] + runs[-2] == row and runs[-1] == reason:
+            runs[-2] += 1
+        else:
+            runs += [row, 1, reason]
+    return [base, gone, runs]
 
 
 def _extra(node: Node, index: dict[str, int]) -> dict[str, Any]:
