@@ -45,7 +45,8 @@ def label(dag: ContextDAG, node: Node) -> str:
 @dataclass(frozen=True)
 class Call:
     """What the rules need to know about one llm call: its stack (outermost first),
-    branch, the branch's newest top-level node before it, and its frame's window."""
+    branch, the branch's newest top-level node before it (or the node a fresh branch
+    was forked at, as the render takes it), and its frame's window."""
 
     node: Node
     stack: list[Node]
@@ -66,7 +67,7 @@ def call_of(dag: ContextDAG, llm_node: Node) -> Call:
         stack=stack,
         stack_ids=frozenset(n.id for n in stack),
         branch=branch,
-        head=dag.head(branch, before=llm_node.seq),
+        head=dag.head(branch, before=llm_node.seq) or dag.fork_point(branch),
         window=frame.render_range if frame is not None and frame.render_range else None,
         reads=frozenset(llm_node.reads),
     )
@@ -207,10 +208,10 @@ class CallHiding:
     @staticmethod
     def _comparable(before: Call, after: Call) -> bool:
         """Whether `after` can be worked out from `before` (else from nothing): the same
-        branch, a head on both or on neither, the same window, the same stack depth."""
+        branch, the same window, the same stack depth. (A call without a head has no
+        earlier nodes, so its successor recomputes everything anyway.)"""
         return (
             before.branch == after.branch
-            and (before.head is None) == (after.head is None)
             and before.window == after.window
             and len(before.stack) == len(after.stack)
         )

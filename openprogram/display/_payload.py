@@ -284,7 +284,6 @@ def build_payload(
         "names": list(names),
         "nodes": rows,
         "images": images,
-        "branches": _branches(dag),
         "reasons": [[code, text, named, rules.setdefault(rule, len(rules))]
                     for code, text, named, rule in hiding.reasons],
         "rules": list(rules),
@@ -372,8 +371,3 @@ def _extra(node: Node, index: dict[str, int]) -> dict[str, Any]:
     if meta.get("attempts"):
         extra["att"] = [str(a) for a in meta["attempts"]]
     return extra
-
-
-def _branches(dag: ContextDAG) -> dict[str, Any]:
-    origins = getattr(dag, "_branch_origin", {})  # ContextDAG keeps no public view of these
-    return {name: [o[0], o[1]] if o else None for name, o in origins.items()}

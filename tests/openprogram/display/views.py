@@ -32,3 +32,25 @@ def decoded_reads(data: dict[str, Any]) -> dict[int, list[int]]:
             removed = set(encoded[1])
             full[index] = sorted([r for r in full[encoded[0]] if r not in removed] + encoded[2])
     return full
+
+
+def decoded_hidden(data: dict[str, Any]) -> dict[int, dict[int, list[Any]]]:
+    """Row index of each llm call -> {hidden row: its reason [code, text, frame, rule]},
+    undoing the run and change encoding as the browser does."""
+    full: dict[int, dict[int, int]] = {}
+    for index, row in enumerate(data["nodes"]):
+        if row[1] != "l":
+            assert row[16] == 0
+            continue
+        base, removed, added = row[16]
+        hidden = dict(full[base]) if base >= 0 else {}
+        for start, count in zip(removed[::2], removed[1::2]):
+            for gone in range(start, start + count):
+                del hidden[gone]
+        for start, count, reason in zip(added[::3], added[1::3], added[2::3]):
+            hidden.update(dict.fromkeys(range(start, start + count), reason))
+        full[index] = hidden
+    return {
+        call: {row: data["reasons"][reason] for row, reason in hidden.items()}
+        for call, hidden in full.items()
+    }
