@@ -23,6 +23,7 @@ __all__ = [
     "earlier_hidden",
     "label",
     "reason_text",
+    "template",
     "why",
 ]
 
@@ -147,8 +148,15 @@ def earlier_hidden(
             yield candidate, code, frame
 
 
-Reason = tuple[HiddenCode, str, int, str]
-"""(code, text, row of the call it names or -1, rule): one entry of the reasons table."""
+def template(dag: ContextDAG, text: str, frame: Node | None) -> str:
+    """The reason with `{call}` where it names `frame`: filled with the function's name
+    it is the rule views group by (`inside gui_step (expose='io')`), with the call's
+    label the reason itself."""
+    return text if frame is None else text.replace(label(dag, frame), "{call}", 1)
+
+
+Reason = tuple[HiddenCode, str, int]
+"""(code, template, row of the call it names or -1): one entry of the reasons table."""
 
 
 class CallHiding:
@@ -172,7 +180,7 @@ class CallHiding:
             if node.parent is not None and node.parent in self.row:
                 self.kids.setdefault(self.row[node.parent], []).append(i)
         self.reasons: list[Reason] = []
-        self._reason_index: dict[tuple[str, str, int], int] = {}
+        self._reason_index: dict[tuple[HiddenCode, str, int], int] = {}
         self.changes: dict[int, tuple[int, list[int], list[tuple[int, int]]]] = {}
         last: dict[str, tuple[int, Call, dict[int, int]]] = {}
         for i, node in enumerate(self.nodes):
@@ -195,14 +203,12 @@ class CallHiding:
             last[node.name] = (i, call, state)
 
     def _reason(self, code: HiddenCode, node: Node, frame: Node | None, call: Call) -> int:
-        text = reason_text(self.dag, code, node, frame, call)
-        named = -1 if frame is None else self.row[frame.id]
-        key = (code, text, named)
+        text = template(self.dag, reason_text(self.dag, code, node, frame, call), frame)
+        key = (code, text, -1 if frame is None else self.row[frame.id])
         index = self._reason_index.get(key)
         if index is None:
-            rule = text if frame is None else text.replace(label(self.dag, frame), frame.name, 1)
             index = self._reason_index[key] = len(self.reasons)
-            self.reasons.append((code, text, named, rule))
+            self.reasons.append(key)
         return index
 
     @staticmethod
@@ -223,7 +229,7 @@ class CallHiding:
         (concurrency names that call), and what one read and the other did not."""
         dirty = set(range(base_row, row))
         shared = 0
-        for one, other in zip(before.stack, after.stack):
+        for one, other in zip(before.stack, after.stack, strict=True):  # same depth
             if one.id != other.id:
                 break
             shared += 1

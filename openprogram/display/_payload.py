@@ -207,6 +207,7 @@ def build_payload(
     hiding = CallHiding(dag)
     rows: list[list[Any]] = []
     rules: dict[str, int] = {}
+    codes: dict[str, int] = {}
     for i, node in enumerate(nodes):
         name = names.setdefault(node.name, len(names))
         refs: list[ImageRef] = []
@@ -244,9 +245,7 @@ def build_payload(
                 reads[0] = base
             full_reads[i] = current
             previous_llm[node.name] = i
-            if base >= 0:
-                extra["prev"] = base
-            hidden = _encode_hidden(*hiding.changes[i])
+            hidden = _encode_hidden(base, *hiding.changes[i])
         usage = node.usage
         rows.append(
             [
@@ -284,8 +283,11 @@ def build_payload(
         "names": list(names),
         "nodes": rows,
         "images": images,
-        "reasons": [[code, text, named, rules.setdefault(rule, len(rules))]
-                    for code, text, named, rule in hiding.reasons],
+        "reasons": [
+            [codes.setdefault(code, len(codes)), rules.setdefault(text, len(rules)), named]
+            for code, text, named in hiding.reasons
+        ],
+        "codes": list(codes),
         "rules": list(rules),
         "focus": index.get(focus, -1) if focus is not None else -1,
         "cap": cap,
@@ -323,10 +325,15 @@ def _encode_reads(current: list[int], before: list[int] | None) -> Any:
     return [0, removed, added]
 
 
-def _encode_hidden(base: int, removed: list[int], added: list[tuple[int, int]]) -> list[Any]:
-    """`[base, removed, added]`: an llm call's hidden nodes as a change against the base
-    row's (-1: none), in runs of rows: removed `[start, count, …]`, added (newly hidden,
-    or hidden for another reason) `[start, count, reason, …]` (an index of "reasons")."""
+def _encode_hidden(
+    previous: int, base: int, removed: list[int], added: list[tuple[int, int]]
+) -> list[Any]:
+    """`[previous, removed, added]`: what was hidden from an llm call, and why. `previous`
+    is the row of the previous call of the same function (-1: none). `removed` is 0 when
+    `added` lists every hidden row; else the hidden rows are the previous call's, less
+    the runs of rows in `removed` (`[start, count, …]`), with `added` set on top. `added`
+    is runs `[start, count, reason, …]` (reason: an index of the payload's "reasons")."""
+    assert base in (-1, previous), (base, previous)  # changes are against the previous call
     gone: list[int] = []
     for row in removed:
         if gone and gone[-2] + gone[-1] == row:
@@ -339,7 +346,7 @@ def _encode_hidden(base: int, removed: list[int], added: list[tuple[int, int]]) 
             runs[-2] += 1
         else:
             runs += [row, 1, reason]
-    return [base, gone, runs]
+    return [previous, gone if base >= 0 else 0, runs]
 
 
 def _extra(node: Node, index: dict[str, int]) -> dict[str, Any]:

@@ -12,7 +12,14 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from openprogram.dag import ContextDAG, Node
-from openprogram.display._hiding import HiddenCode, call_of, earlier_hidden, label, reason_text
+from openprogram.display._hiding import (
+    HiddenCode,
+    call_of,
+    earlier_hidden,
+    label,
+    reason_text,
+    template,
+)
 from openprogram.errors import UsageError
 from openprogram.render import RenderedContext, seen_by
 
@@ -75,9 +82,9 @@ def group_hidden(dag: ContextDAG, hidden: list[HiddenNode]) -> list[HiddenGroup]
     groups: dict[str, HiddenGroup] = {}
     frames: dict[str, set[str]] = {}
     for entry in hidden:
-        rule = entry.reason
+        rule = template(dag, entry.reason, entry.frame)
         if entry.frame is not None:
-            rule = rule.replace(label(dag, entry.frame), entry.frame.name, 1)
+            rule = rule.replace("{call}", entry.frame.name)
         group = groups.setdefault(rule, HiddenGroup(rule, [], []))
         group.nodes.append(entry.node)
         seen = frames.setdefault(rule, set())

@@ -25,8 +25,8 @@ const EXPLAIN = {
 const N = D.nodes.map((r, i) => ({
   i: i, id: r[0], kind: r[1], name: D.names[r[2]], parent: r[3], st: r[4], seq: r[5],
   end: r[6], t0: r[7], dur: r[8], u: r[9] || null, ex: r[10], inp: r[11], out: r[12],
-  img: r[13] || [], renc: r[14], x: r[15] || {}, hid: r[16] || null, kids: [], k: 0,
-  roll: null, rd: null,
+  img: r[13] || [], renc: r[14], x: r[15] || {}, hid: r[16], kids: [], k: 0, roll: null,
+  rd: null,
 }));
 const byId = {}, counts = {}, tops = [];
 for (const n of N) {
@@ -324,7 +324,7 @@ function llmDetail(n) {
   h += n.out ? pre(n.out) : `<div class="opv-meta">no reply</div>`;
   if (n.x.err) h += pre(n.x.err, "opv-err");
   if (n.x.att) h += `<div class="opv-meta">attempts: ${esc(n.x.att.join(" | "))}</div>`;
-  const prev = n.x.prev === undefined ? -1 : n.x.prev;
+  const prev = n.hid[0];
   h += `<div class="opv-tabs"><button data-a="tab" data-t="saw" class="opv-on">what it saw `
     + `(${plural(reads(n).length, "node")})</button>`
     + `<button data-a="tab" data-t="hid">hidden from it</button>`
@@ -392,14 +392,17 @@ function saw(n) {
 // -- what was hidden, and why: computed in Python (display/_hiding.py), only drawn here ----
 function hiddenOf(n) {  // row -> index into D.reasons for each row older than n; -1: not hidden
   const chain = [], map = new Int32Array(n.i).fill(-1);
-  for (let c = n; c; c = c.hid && c.hid[0] >= 0 ? N[c.hid[0]] : null) chain.push(c);
+  for (let c = n; c; c = c.hid[1] ? N[c.hid[0]] : null) chain.push(c);  // to a whole list
   for (let j = chain.length - 1; j >= 0; j--) {
-    if (!chain[j].hid) continue;
-    const gone = chain[j].hid[1], runs = chain[j].hid[2];
+    const gone = chain[j].hid[1] || [], runs = chain[j].hid[2];
     for (let k = 0; k < gone.length; k += 2) map.fill(-1, gone[k], gone[k] + gone[k + 1]);
     for (let k = 0; k < runs.length; k += 3) map.fill(runs[k + 2], runs[k], runs[k] + runs[k + 1]);
   }
   return map;
+}
+function why(k, name) {  // a reason's rule (calls by function name) or its text (by label)
+  const reason = D.reasons[k], rule = D.rules[reason[1]], call = reason[2];
+  return call < 0 ? rule : rule.replace("{call}", name ? N[call].name : label(N[call]));
 }
 const chip = (j, title) => `<span class="opv-chip" data-a="go" data-i="${j}"`
   + (title ? ` title="${esc(title)}"` : "") + `>${esc(label(N[j]))}</span>`;
@@ -408,7 +411,7 @@ function hidden(n) {
   let total = 0;
   for (let j = 0; j < map.length; j++) {
     if (map[j] < 0) continue;
-    const reason = D.reasons[map[j]], rule = reason[3], frame = reason[2];
+    const rule = why(map[j], true), frame = D.reasons[map[j]][2];
     if (!groups.has(rule)) groups.set(rule, {nodes: [], frames: [], named: new Set()});
     const group = groups.get(rule);
     group.nodes.push(j);
@@ -424,10 +427,10 @@ function hidden(n) {
     const shown = group.frames.length ? group.frames : group.nodes;
     const count = plural(group.nodes.length, "node")
       + (group.frames.length ? " in " + plural(group.frames.length, "call") : "");
-    h += `<div class="opv-group"><b>${esc(D.rules[rule])}</b> <span class="opv-meta">(${count})`
+    h += `<div class="opv-group"><b>${esc(rule)}</b> <span class="opv-meta">(${count})`
       + `</span> ` + shown.slice(0, 12).map(j => chip(j)).join("")
       + (shown.length > 12 ? ` <span class="opv-meta">and ${shown.length - 12} more</span>` : "")
-      + `<details class="opv-all"><summary data-a="all" data-r="${rule}">each node and why`
+      + `<details class="opv-all"><summary data-a="all" data-r="${esc(rule)}">each node and why`
       + `</summary></details></div>`;
   });
   return h;
@@ -435,7 +438,7 @@ function hidden(n) {
 function hiddenList(n, rule) {  // every node of one rule, the exact reason on each
   const map = hiddenOf(n), chips = [];
   for (let j = 0; j < map.length; j++) {
-    if (map[j] >= 0 && D.reasons[map[j]][3] === rule) chips.push(chip(j, D.reasons[map[j]][1]));
+    if (map[j] >= 0 && why(map[j], true) === rule) chips.push(chip(j, why(map[j], false)));
   }
   return chips.join("");
 }
@@ -475,7 +478,7 @@ function diffOps(a, b) {  // longest common subsequence; a set difference when t
   return ops;
 }
 function diff(n) {
-  const p = N[n.x.prev], ops = diffOps(sawLines(p), sawLines(n));
+  const p = N[n.hid[0]], ops = diffOps(sawLines(p), sawLines(n));
   const changed = ops.filter(o => o[0] !== " ").length;
   let h = `<div class="opv-meta">compared with ${esc(label(p))}: ${plural(changed, "changed line")}`
     + `</div><div class="opv-diff">`;
@@ -561,7 +564,7 @@ root.addEventListener("click", ev => {
     const list = t.parentNode;
     if (list.children.length < 2) {  // filled on first open
       const n = N[+t.closest(".opv-detail").parentNode.dataset.i];
-      list.insertAdjacentHTML("beforeend", `<div>${hiddenList(n, +t.dataset.r)}</div>`);
+      list.insertAdjacentHTML("beforeend", `<div>${hiddenList(n, t.dataset.r)}</div>`);
     }
   }
   else if (action === "zoom") lightbox(+t.dataset.o, +t.dataset.k);
