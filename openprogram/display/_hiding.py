@@ -181,6 +181,7 @@ class CallHiding:
                 self.kids.setdefault(self.row[node.parent], []).append(i)
         self.reasons: list[Reason] = []
         self._reason_index: dict[tuple[HiddenCode, str, int], int] = {}
+        self._seen: dict[tuple[object, ...], int] = {}
         self.changes: dict[int, tuple[int, list[int], list[tuple[int, int]]]] = {}
         last: dict[str, tuple[int, Call, dict[int, int]]] = {}
         for i, node in enumerate(self.nodes):
@@ -203,12 +204,23 @@ class CallHiding:
             last[node.name] = (i, call, state)
 
     def _reason(self, code: HiddenCode, node: Node, frame: Node | None, call: Call) -> int:
+        window = call.window
+        seen = (  # all that reason_text reads: formats each distinct reason once
+            code,
+            None if frame is None else frame.id,
+            node.expose,
+            None if window is None else (window.callers, window.subcalls),
+        )
+        index = self._seen.get(seen)
+        if index is not None:
+            return index
         text = template(self.dag, reason_text(self.dag, code, node, frame, call), frame)
         key = (code, text, -1 if frame is None else self.row[frame.id])
         index = self._reason_index.get(key)
         if index is None:
             index = self._reason_index[key] = len(self.reasons)
             self.reasons.append(key)
+        self._seen[seen] = index
         return index
 
     @staticmethod
