@@ -149,9 +149,9 @@ def earlier_hidden(
 
 
 def template(dag: ContextDAG, text: str, frame: Node | None) -> str:
-    """The reason with `{call}` where it names `frame`: filled with the function's name
-    it is the rule views group by (`inside gui_step (expose='io')`), with the call's
-    label the reason itself."""
+    """The reason with `{call}` in place of the call it names (`frame`). Filled with the
+    function's name it is the rule views group by (`inside gui_step (expose='io')`);
+    filled with the call's label, the reason itself."""
     return text if frame is None else text.replace(label(dag, frame), "{call}", 1)
 
 
