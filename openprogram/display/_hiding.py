@@ -45,13 +45,14 @@ def label(dag: ContextDAG, node: Node) -> str:
 
 @dataclass(frozen=True)
 class Call:
-    """What the rules need to know about one llm call: its stack (outermost first),
-    branch, the branch's newest top-level node before it (or the node a fresh branch
-    was forked at, as the render takes it), and its frame's window."""
+    """What the rules need to know about one llm call: its stack (outermost first;
+    `stack_ids` gives each one's depth), branch, the branch's newest top-level node
+    before it (or the node a fresh branch was forked at, as the render takes it), and
+    its frame's window."""
 
     node: Node
     stack: list[Node]
-    stack_ids: frozenset[str]
+    stack_ids: dict[str, int]
     branch: str
     head: Node | None
     window: RenderRange | None
@@ -66,7 +67,7 @@ def call_of(dag: ContextDAG, llm_node: Node) -> Call:
     return Call(
         node=llm_node,
         stack=stack,
-        stack_ids=frozenset(n.id for n in stack),
+        stack_ids={n.id: depth for depth, n in enumerate(stack)},
         branch=branch,
         head=dag.head(branch, before=llm_node.seq) or dag.fork_point(branch),
         window=frame.render_range if frame is not None and frame.render_range else None,
@@ -103,7 +104,7 @@ def why(dag: ContextDAG, node: Node, call: Call) -> tuple[HiddenCode, Node | Non
     if node.kind == "code" and node.expose in ("llm", "hidden"):
         return "own_line", None
     if anchor is not None:
-        position = next(i for i, s in enumerate(stack) if s.id == anchor.id)
+        position = call.stack_ids[anchor.id]
         current = stack[position + 1] if position + 1 < len(stack) else call.node
         if inner[-1].seq > current.seq:
             return "concurrent", current
@@ -245,9 +246,9 @@ class CallHiding:
             if one.id != other.id:
                 break
             shared += 1
-        for stack in (before.stack, after.stack):
-            if shared < len(stack):
-                self._subtree(self.row[stack[shared].id], row, dirty)
+        walked = {self.row[s[shared].id] for s in (before.stack, after.stack) if shared < len(s)}
+        for root in walked:
+            self._subtree(root, row, dirty)
         if shared:
             nexts = [
                 s[shared] if shared < len(s) else c.node
@@ -258,7 +259,8 @@ class CallHiding:
             for sibling in siblings[bisect.bisect_right(siblings, since) :]:
                 if sibling >= row:
                     break
-                self._subtree(sibling, row, dirty)
+                if sibling not in walked and sibling < base_row:  # else added whole above
+                    self._subtree(sibling, row, dirty)
         for node_id in before.reads ^ after.reads:
             j = self.row.get(node_id)
             if j is not None and j < row:
