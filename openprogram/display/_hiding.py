@@ -80,20 +80,19 @@ def why(dag: ContextDAG, node: Node, call: Call) -> tuple[HiddenCode, Node | Non
     reason names: the finished call whose expose hid it, or for `concurrent` the stack's
     call the node's subtree started after."""
     stack, head = call.stack, call.head
-    top = dag.top_level_ancestor(node)
+    ancestors = dag.ancestors(node)  # innermost first
+    top = ancestors[-1] if ancestors else node
     if head is None or not dag.on_branch(top, call.branch, head.seq):
         return "branch", None
     if node.id in call.stack_ids:  # a caller's call line: its expose, else the window
         return ("call_line" if node.expose in ("llm", "hidden") else "callers"), None
     chain: list[Node] = []
     anchor: Node | None = None
-    parent = dag.get(node.parent)
-    while parent is not None:
+    for parent in ancestors:
         if parent.id in call.stack_ids:
             anchor = parent
             break
         chain.append(parent)
-        parent = dag.get(parent.parent)
     inner = [node, *chain]
     for position in range(len(chain) - 1, -1, -1):
         frame, child = chain[position], inner[position]
