@@ -1,0 +1,547 @@
+"""The history part of a render, built node by node, and reused by the next render.
+
+Owns History (the visible nodes' lines, merged messages, running messages hash and
+report, with a checkpoint after every node) and the per-DAG cache that lets a full-range
+render start from the longest prefix of an earlier one that is still valid, so a step
+costs what changed since the last one, not the whole history. render.py decides what is
+visible; _messages.py makes the pieces. Start at render_history().
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Protocol
+
+from openprogram._messages import (
+    Message,
+    MessageStream,
+    content_parts,
+    json_text,
+    openai_call,
+    reply_text,
+    shown,
+)
+from openprogram.dag import ContextDAG, Node
+from openprogram.image import ImageRef
+
+_ENTRIES = 4  # per DAG and settings: a few stacks (threads, nesting) keep their own
+
+
+class Walk(Protocol):
+    """What the history needs of render.py's view of the DAG."""
+
+    dag: ContextDAG
+    before: int | None
+
+    def done(self, node: Node) -> bool: ...
+
+    def exists(self, node: Node) -> bool: ...
+
+    def shows(self, node: Node) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything besides the DAG and the stack that a history's text depends on."""
+
+    branch: str
+    system: str
+    max_images: int | None
+    max_line_chars: int | None
+    timeless: bool  # rendered with before=None
+
+
+class _Checkpoint(NamedTuple):
+    """Where the history stood after one node's turns."""
+
+    state: Any  # the messages hash so far (a hashlib object, copied)
+    messages: int
+    last: int  # parts in the last, still open, message
+    line_reports: int
+    build_reports: int
+    omitted: int
+    answers: tuple[str, ...]  # tool results this node's turns carry
+
+
+@dataclass
+class History:
+    """The rendered history of one render, and what it takes to extend it."""
+
+    settings: Settings
+    stack: list[Node]
+    before: int | None
+    horizon: int  # every node with a smaller seq was considered
+    nodes: list[Node]
+    ids: list[str]
+    lines: list[str]
+    checkpoints: list[_Checkpoint]
+    start: _Checkpoint
+    stream: MessageStream
+    line_reports: list[dict[str, Any]]
+    build_reports: list[dict[str, Any]]
+    omitted: list[dict[str, Any]]  # oldest first; the report lists them newest first
+    # visible nodes whose text may still change: (node, what it was, seq to redo from)
+    open: list[tuple[Node, tuple[Any, ...], int]] = field(default_factory=list)
+    extras: dict[str, tuple[int, int]] = field(default_factory=dict)  # include= only
+    kept_from: int | None = None  # redo from here: the oldest history image still sent
+
+    def report(self) -> list[dict[str, Any]]:
+        return [*self.line_reports, *self.build_reports, *self.omitted[::-1]]
+
+
+class _Redo(Exception):
+    """The prefix reaches past a change found while building the rest: redo from seq."""
+
+    def __init__(self, seq: int) -> None:
+        self.seq = seq
+
+
+_lock = threading.Lock()
+_caches: weakref.WeakKeyDictionary[ContextDAG, dict[Settings, list[History]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def render_history(
+    walk: Walk,
+    stack: list[Node],
+    settings: Settings,
+    include: Sequence[str],
+    cold: Callable[[], tuple[list[Node], set[str]]],
+) -> History:
+    """The full-range history (DESIGN.md §4 with callers=None, subcalls=-1), extending
+    the cached history whose prefix stays valid longest; `cold()` gives the visible nodes
+    (and which of them only include= shows) when there is none."""
+    dag, before = walk.dag, walk.before
+    horizon = before if before is not None else dag._peek_seq() + 1
+    with _lock:
+        entries = _caches.setdefault(dag, {}).setdefault(settings, [])
+        candidates = list(entries)
+    best, floor = None, 0
+    for entry in candidates:
+        valid = _valid_until(entry, walk, stack, horizon, include)
+        if valid > floor:
+            best, floor = entry, valid
+    while True:
+        try:
+            if best is None:
+                nodes, extra_ids = cold()
+                history = _build(walk, stack, settings, horizon, None, 0, nodes, extra_ids)
+            else:
+                tail, extra_ids = _tail(walk, floor, horizon, include)
+                history = _build(walk, stack, settings, horizon, best, floor, tail, extra_ids)
+            break
+        except _Redo as redo:
+            floor = min(floor, redo.seq)
+            best = best if floor > 0 else None
+    with _lock:
+        if best is not None and best in entries:
+            entries.remove(best)
+        entries.append(history)
+        del entries[:-_ENTRIES]
+    return history
+
+
+def build_history(
+    walk: Walk, stack: list[Node], settings: Settings, nodes: list[Node], extra_ids: set[str]
+) -> History:
+    """A history from scratch, outside the cache (windowed renders)."""
+    horizon = walk.before if walk.before is not None else walk.dag._peek_seq() + 1
+    return _build(walk, stack, settings, horizon, None, 0, nodes, extra_ids)
+
+
+def _valid_until(
+    entry: History, walk: Walk, stack: list[Node], horizon: int, include: Sequence[str]
+) -> int:
+    """The seq below which `entry`'s history is what this render would make (0: none)."""
+    if entry.before is not None and walk.before is not None and walk.before < entry.before:
+        return 0  # an earlier moment: completions since then would show
+    valid = min(entry.horizon, horizon)
+    common = 0  # stacks are chains: they agree up to the first difference
+    for old, new in zip(entry.stack, stack, strict=False):
+        if old is not new:
+            break
+        common += 1
+    for node in (*entry.stack[common:], *stack[common:]):
+        valid = min(valid, node.seq)
+    kept_from = entry.kept_from
+    if kept_from is not None:
+        valid = min(valid, kept_from)
+    for node, was, redo in entry.open:
+        if redo < valid and not _same(was, _state(node, walk)):
+            valid = redo
+    if entry.extras or include:
+        wanted = set(include)
+        for node_id, (_seq, redo) in entry.extras.items():
+            if redo < valid and node_id not in wanted:
+                valid = redo
+        nodes = entry.nodes
+        for node_id in include:
+            node = walk.dag.get(node_id)
+            if node is None or node.seq >= valid or not walk.exists(node):
+                continue
+            index = bisect.bisect_left(nodes, node.seq, key=_seq)
+            if index == len(nodes) or nodes[index] is not node:
+                valid = min(valid, _redo_seq(walk.dag, node))
+    return max(valid, 0)
+
+
+def _tail(
+    walk: Walk, floor: int, horizon: int, include: Sequence[str]
+) -> tuple[list[Node], set[str]]:
+    """The visible nodes with seq >= floor: every node created since is checked alone."""
+    order = walk.dag._order
+    start = bisect.bisect_left(order, floor, key=lambda n: n.seq)
+    tail = [n for n in order[start:] if n.seq < horizon and walk.shows(n)]
+    extra_ids: set[str] = set()
+    if include:
+        shown_ids = {n.id for n in tail}
+        for node_id in include:
+            node = walk.dag.get(node_id)
+            if node is None or node.seq < floor or node_id in shown_ids or not walk.exists(node):
+                continue
+            tail.append(node)
+            shown_ids.add(node_id)
+            extra_ids.add(node_id)
+        tail.sort(key=lambda n: n.seq)
+    return tail, extra_ids
+
+
+def _state(node: Node, walk: Walk) -> tuple[Any, ...]:
+    """What a node's text depends on besides its fixed record."""
+    meta = node.meta
+    return (
+        node.status,
+        node.end_seq,
+        node.error,
+        walk.done(node),
+        node.output,
+        meta.get("render_output"),
+        meta.get("tool_calls"),
+    )
+
+
+def _same(was: tuple[Any, ...], now: tuple[Any, ...]) -> bool:
+    return was[:4] == now[:4] and all(a is b for a, b in zip(was[4:], now[4:], strict=True))
+
+
+def _redo_seq(dag: ContextDAG, node: Node) -> int:
+    """Where a change of `node` takes effect: a tool result shows with the call that asked."""
+    asker = dag.get(node.meta.get("asked_by")) if "tool_call_id" in node.meta else None
+    return min(node.seq, asker.seq) if asker is not None else node.seq
+
+
+def _build(
+    walk: Walk,
+    stack: list[Node],
+    settings: Settings,
+    horizon: int,
+    base: History | None,
+    floor: int,
+    tail: list[Node],
+    extra_ids: set[str],
+) -> History:
+    """`base`'s history below seq `floor`, then `tail` (the visible nodes from there)."""
+    writer = _Writer(walk, {n.id for n in stack}, settings.max_line_chars)
+    stream = MessageStream()
+    if base is None:
+        if settings.system:
+            stream.add("system", [{"type": "text", "text": settings.system}], None)
+        last = len(stream.messages[-1][1]) if stream.messages else 0
+        start = _Checkpoint(stream.hash.copy(), len(stream.messages), last, 0, 0, 0, ())
+        history = History(
+            settings, stack, walk.before, horizon, [], [], [], [], start, stream, [], [], []
+        )
+    else:
+        history = _prefix(base, floor, stack, walk.before, horizon, stream)
+    if tail:
+        _extend(history, writer, tail, extra_ids, base)
+    return history
+
+
+def _prefix(
+    base: History,
+    floor: int,
+    stack: list[Node],
+    before: int | None,
+    horizon: int,
+    stream: MessageStream,
+) -> History:
+    """`base` cut to the nodes below seq `floor`, ready to be extended."""
+    count = bisect.bisect_left(base.nodes, floor, key=_seq)
+    point = base.checkpoints[count - 1] if count else base.start
+    stream.restore(base.stream.messages, point.messages, point.last, point.state)
+    return History(
+        base.settings,
+        stack,
+        before,
+        horizon,
+        base.nodes[:count],
+        base.ids[:count],
+        base.lines[:count],
+        base.checkpoints[:count],
+        base.start,
+        stream,
+        base.line_reports[: point.line_reports],
+        base.build_reports[: point.build_reports],
+        base.omitted[: point.omitted],
+        [entry for entry in base.open if entry[2] < floor],
+        {key: value for key, value in base.extras.items() if value[0] < floor},
+        None,  # no history image in the prefix is still sent: they start at floor or later
+    )
+
+
+def _extend(
+    history: History,
+    writer: _Writer,
+    tail: list[Node],
+    extra_ids: set[str],
+    base: History | None,
+) -> None:
+    """Append `tail`'s lines and turns to `history`, checkpointing after each node."""
+    walk, dag = writer.walk, writer.walk.dag
+    opened = [
+        (node, _state(node, walk), _redo_seq(dag, node))
+        for node in tail
+        if node.status != "completed" or not walk.done(node)
+    ]
+    carried = _carried_by_prefix(history, base, dag, tail)
+    lines, line_counts = [], []
+    writer.reports = history.line_reports
+    for node in tail:
+        lines.append(writer.line(node))
+        line_counts.append(len(history.line_reports))
+    writer.reports = history.build_reports
+    groups = writer.turns(tail, lines, carried)
+    omitted: list[tuple[int, dict[str, Any]]] = []
+    kept_from = _retain_images(groups, tail, history.settings.max_images, omitted)
+    omitted.reverse()  # oldest first, as stored
+    stream, checkpoints, done_omitted = history.stream, history.checkpoints, 0
+    for index, (turns, answers, build_count) in enumerate(groups):
+        for role, parts, _, extra in turns:
+            stream.add(role, parts, extra)
+        while done_omitted < len(omitted) and omitted[done_omitted][0] == index:
+            history.omitted.append(omitted[done_omitted][1])
+            done_omitted += 1
+        last = len(stream.messages[-1][1]) if stream.messages else 0
+        checkpoints.append(
+            _Checkpoint(
+                stream.hash.copy(),
+                len(stream.messages),
+                last,
+                line_counts[index],
+                build_count,
+                len(history.omitted),
+                answers,
+            )
+        )
+    history.nodes.extend(tail)
+    history.ids.extend(node.id for node in tail)
+    history.lines.extend(lines)
+    history.open.extend(opened)
+    for node_id in extra_ids:
+        node = dag.node(node_id)
+        history.extras[node_id] = (node.seq, _redo_seq(dag, node))
+    history.kept_from = kept_from
+
+
+def _carried_by_prefix(
+    history: History, base: History | None, dag: ContextDAG, tail: list[Node]
+) -> set[str]:
+    """Tool results in `tail` that a call in the prefix already carries (its turns show
+    them). _Redo from that call when what it would carry changed: a result it did not
+    take became visible, or one it took is no longer shown."""
+    carried: set[str] = set()
+    if base is None or not history.nodes:
+        return carried
+    nodes = history.nodes
+
+    def prefix_answers(node: Node) -> tuple[Node, tuple[str, ...]] | None:
+        meta = node.meta
+        if "tool_call_id" not in meta or "asked_by" not in meta:
+            return None
+        asker = dag.get(meta["asked_by"])
+        if asker is None:
+            return None
+        index = bisect.bisect_left(nodes, asker.seq, key=_seq)
+        if index == len(nodes) or nodes[index] is not asker:
+            return None  # its call is not in the prefix
+        return asker, history.checkpoints[index].answers
+
+    for node in tail:
+        found = prefix_answers(node)
+        if found is None:
+            continue
+        asker, answers = found
+        if node.id in answers:
+            carried.add(node.id)
+        elif asker.meta.get("tool_calls"):
+            raise _Redo(asker.seq)
+    shown_ids = {node.id for node in tail}
+    for node in base.nodes[len(nodes) :]:
+        found = prefix_answers(node)
+        if found is not None and node.id in found[1] and node.id not in shown_ids:
+            raise _Redo(found[0].seq)
+    return carried
+
+
+def _seq(node: Node) -> int:
+    return node.seq
+
+
+Turn = tuple[str, list[dict[str, Any]], str | None, dict[str, Any] | None]
+"""(role, parts, id of the node it shows, extra) before adjacent turns merge."""
+
+
+def _retain_images(
+    groups: list[tuple[list[Turn], tuple[str, ...], int]],
+    tail: list[Node],
+    keep: int | None,
+    omitted: list[tuple[int, dict[str, Any]]],
+) -> int | None:
+    """Keep the newest `keep` history images; older ones become placeholders, noted in
+    `omitted` newest first. The seq of the oldest node whose image is still sent."""
+    if keep is None:
+        return None
+    seen, kept_from = 0, None
+    for index in range(len(groups) - 1, -1, -1):
+        for _, parts, node_id, _ in reversed(groups[index][0]):
+            for position in range(len(parts) - 1, -1, -1):
+                if parts[position].get("type") != "image":
+                    continue
+                seen += 1
+                if seen <= keep:
+                    kept_from = tail[index].seq
+                    continue
+                ref: ImageRef = parts[position]["image"]
+                parts[position] = {"type": "text", "text": f"[image omitted: {ref}]"}
+                reason = (
+                    f"image {ref} dropped: only the {keep} most recent history images are sent"
+                )
+                omitted.append((index, {"kind": "omitted", "node_id": node_id, "reason": reason}))
+    return kept_from
+
+
+class _Writer:
+    """The text of visible nodes: lines (outputs as later calls see them) and turns."""
+
+    def __init__(self, walk: Walk, stack_ids: set[str], max_line_chars: int | None) -> None:
+        self.walk = walk
+        self.dag = walk.dag
+        self.stack_ids = stack_ids
+        self.max_line_chars = max_line_chars
+        self.reports: list[dict[str, Any]] = []
+
+    def line(self, node: Node) -> str:
+        if node.kind == "user":
+            line = f"user: {node.input}"
+        elif node.kind == "llm":
+            line = f"assistant: {reply_text(node)}"
+        else:
+            cache = self.dag._text_cache
+            cached = cache.get(node.id)
+            if cached is not None:
+                line = cached
+            else:  # inputs never change once recorded: format them once
+                hidden = node.hidden_inputs
+                inputs = node.input
+                if hidden and isinstance(inputs, dict):
+                    inputs = {key: v for key, v in inputs.items() if key not in hidden}
+                line = f"[{node.name} #{self.dag.ordinal(node)}] input={json_text(inputs)}"
+                cache[node.id] = line
+            if node.id not in self.stack_ids and self.walk.done(node):
+                if node.status == "completed":
+                    line += " output=" + self.output(node, len(line), as_json=True)
+                else:
+                    line += f" error={node.error or node.status}"
+        return self.cut(line, node.id)
+
+    def output(self, node: Node, used: int, *, as_json: bool) -> str:
+        """A completed code node's output as later calls see it: its render_output when
+        it has one, cut to whole items (saying how much was left out) when too long."""
+        cache = self.dag._text_cache
+        key = f"{node.id}:{'out' if as_json else 'tool'}"
+        text = cache.get(key)
+        if text is None:
+            value = node.meta.get("render_output", node.output)
+            limit = self.max_line_chars
+            # room for the line so far and the note saying what was cut
+            budget = None if limit is None else max(limit - used - 160 - len(node.name), 20)
+            text, cut = shown(value, budget, node.name, as_json)
+            cache[key] = text
+            if cut is not None:
+                cache[key + ":cut"] = cut
+        cut = cache.get(key + ":cut")
+        if cut is not None:
+            self.reports.append({"kind": "truncated", "node_id": node.id, "reason": cut})
+        return text
+
+    def cut(self, text: str, node_id: str | None) -> str:
+        limit = self.max_line_chars
+        if limit is None or len(text) <= limit:
+            return text
+        reason = f"{len(text)} characters cut to {limit}"
+        self.reports.append({"kind": "truncated", "node_id": node_id, "reason": reason})
+        return text[:limit] + f"… [{len(text) - limit} characters truncated]"
+
+    def turns(
+        self, nodes: list[Node], lines: list[str], carried: set[str]
+    ) -> list[tuple[list[Turn], tuple[str, ...], int]]:
+        """Per node: its turns, the tool results they carry, and the report's length
+        after them. Results already carried (`carried`, or by an earlier call) show none."""
+        results = {
+            (n.meta["asked_by"], n.meta["tool_call_id"]): n
+            for n in nodes
+            if n.kind == "code" and "tool_call_id" in n.meta and "asked_by" in n.meta
+        }
+        answered = set(carried)
+        groups: list[tuple[list[Turn], tuple[str, ...], int]] = []
+        for node, line in zip(nodes, lines, strict=True):
+            turns: list[Turn] = []
+            answers = None
+            if node.id in answered:
+                pass
+            elif node.kind != "llm":
+                turns.append(("user", [{"type": "text", "text": line}], node.id, None))
+            else:
+                turns.append(("user", content_parts(node.input, self.cut, node.id), node.id, None))
+                calls: list[dict[str, Any]] = node.meta.get("tool_calls") or []
+                answers = self.answers(node, calls, results) if calls else None
+                if answers is not None:  # the provider's shape: the calls, then each result
+                    text = self.cut(str(node.output or ""), node.id)
+                    parts = [{"type": "text", "text": text}] if text else []
+                    extra = {"tool_calls": [openai_call(call) for call in calls]}
+                    turns.append(("assistant", parts, node.id, extra))
+                    for call, answer in zip(calls, answers, strict=True):
+                        answered.add(answer.id)
+                        result = {"type": "text", "text": self.tool_text(answer)}
+                        turns.append(("tool", [result], answer.id, {"tool_call_id": call["id"]}))
+                elif node.output is not None or calls:
+                    reply = self.cut(reply_text(node), node.id)
+                    turns.append(("assistant", [{"type": "text", "text": reply}], node.id, None))
+            carried_ids = tuple(a.id for a in answers) if answers else ()
+            groups.append((turns, carried_ids, len(self.reports)))
+        return groups
+
+    def answers(
+        self, node: Node, calls: list[dict[str, Any]], results: dict[tuple[str, str], Node]
+    ) -> list[Node] | None:
+        """The finished, visible result node of each of `node`'s tool calls; None when
+        one is missing (then the calls show as text and the results as lines)."""
+        answers = []
+        for call in calls:
+            answer = results.get((node.id, str(call.get("id"))))
+            if answer is None or answer.id in self.stack_ids or not self.walk.done(answer):
+                return None
+            answers.append(answer)
+        return answers
+
+    def tool_text(self, node: Node) -> str:
+        """What a tool message tells the model: the result, or the error."""
+        if node.status == "completed":
+            return self.output(node, 0, as_json=False)
+        return f"error: {node.error or node.status}"
