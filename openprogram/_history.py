@@ -10,9 +10,10 @@ visible; _messages.py makes the pieces. Start at render_history().
 from __future__ import annotations
 
 import bisect
+import contextlib
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
@@ -65,9 +66,10 @@ class _Checkpoint(NamedTuple):
     build_reports: int
     omitted: int
     answers: tuple[str, ...]  # tool results this node's turns carry
+    images: int  # history image parts so far, sent or omitted
 
 
-@dataclass
+@dataclass(eq=False)  # identity: comparing two histories field by field costs O(history)
 class History:
     """The rendered history of one render, and what it takes to extend it."""
 
@@ -176,7 +178,7 @@ def _valid_until(
             valid = redo
     if entry.extras or include:
         wanted = set(include)
-        for node_id, (_seq, redo) in entry.extras.items():
+        for node_id, (_, redo) in entry.extras.items():
             if redo < valid and node_id not in wanted:
                 valid = redo
         nodes = entry.nodes
@@ -252,7 +254,7 @@ def _build(
         if settings.system:
             stream.add("system", [{"type": "text", "text": settings.system}], None)
         last = len(stream.messages[-1][1]) if stream.messages else 0
-        start = _Checkpoint(stream.hash.copy(), len(stream.messages), last, 0, 0, 0, ())
+        start = _Checkpoint(stream.hash.copy(), len(stream.messages), last, 0, 0, 0, (), 0)
         history = History(
             settings, stack, walk.before, horizon, [], [], [], [], start, stream, [], [], []
         )
@@ -317,10 +319,15 @@ def _extend(
         line_counts.append(len(history.line_reports))
     writer.reports = history.build_reports
     groups = writer.turns(tail, lines, carried)
+    images = [
+        sum(p.get("type") == "image" for turn in turns for p in turn[1]) for turns, _, _ in groups
+    ]
+    _check_prefix_images(history, sum(images))
     omitted: list[tuple[int, dict[str, Any]]] = []
     kept_from = _retain_images(groups, tail, history.settings.max_images, omitted)
     omitted.reverse()  # oldest first, as stored
     stream, checkpoints, done_omitted = history.stream, history.checkpoints, 0
+    seen_images = checkpoints[-1].images if checkpoints else 0
     for index, (turns, answers, build_count) in enumerate(groups):
         for role, parts, _, extra in turns:
             stream.add(role, parts, extra)
@@ -328,6 +335,7 @@ def _extend(
             history.omitted.append(omitted[done_omitted][1])
             done_omitted += 1
         last = len(stream.messages[-1][1]) if stream.messages else 0
+        seen_images += images[index]
         checkpoints.append(
             _Checkpoint(
                 stream.hash.copy(),
@@ -337,6 +345,7 @@ def _extend(
                 build_count,
                 len(history.omitted),
                 answers,
+                seen_images,
             )
         )
     history.nodes.extend(tail)
@@ -347,6 +356,24 @@ def _extend(
         node = dag.node(node_id)
         history.extras[node_id] = (node.seq, _redo_seq(dag, node))
     history.kept_from = kept_from
+
+
+def _check_prefix_images(history: History, later: int) -> None:
+    """_Redo when the prefix omits an image this render sends: the prefix holds no image
+    still sent, which stays true only while `later` (the images after it) fill the limit."""
+    keep = history.settings.max_images
+    if keep is None or later >= keep or not history.checkpoints:
+        return
+    before = history.checkpoints[-1].images
+    if not before:
+        return
+    sent_from = max(before - (keep - later), 0)  # index of the oldest image to send
+    index = bisect.bisect_right(history.checkpoints, sent_from, key=_images)
+    raise _Redo(history.nodes[index].seq)
+
+
+def _images(point: _Checkpoint) -> int:
+    return point.images
 
 
 def _carried_by_prefix(
@@ -545,3 +572,18 @@ class _Writer:
         if node.status == "completed":
             return self.output(node, 0, as_json=False)
         return f"error: {node.error or node.status}"
+
+
+@contextlib.contextmanager
+def _uncached(dag: ContextDAG) -> Iterator[None]:
+    """Render `dag` from scratch inside the block; its cache is left as it was (tests
+    compare the two)."""
+    with _lock:
+        saved = _caches.pop(dag, None)
+    try:
+        yield
+    finally:
+        with _lock:
+            _caches.pop(dag, None)
+            if saved is not None:
+                _caches[dag] = saved

@@ -82,6 +82,15 @@ class MessageStream:
         state.update(tail.encode("utf-8", "surrogatepass"))
         return state.hexdigest()
 
+    def digest_with(self, role: str, parts: list[dict[str, Any]]) -> str:
+        """The digest after one more plain turn, leaving this stream as it is: the parts
+        of the open message are not copied (they only matter to merging, not to the hash)."""
+        other = MessageStream.__new__(MessageStream)
+        other.messages = [(m[0], [], m[2]) for m in self.messages[-1:]]
+        other.hash = self.hash.copy()
+        other.add(role, parts, None)
+        return other.digest()
+
     def _feed(self, text: str) -> None:
         # surrogatepass: lone surrogates (a filename decoded with surrogateescape) hash
         # too, and every other text hashes to the same bytes as plain utf-8

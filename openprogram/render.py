@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from openprogram._history import History, Settings, build_history, render_history
-from openprogram._messages import chat_message, content_parts
+from openprogram._messages import Message, MessageStream, chat_message, content_parts
 from openprogram.dag import ContextDAG, Node, RenderRange, _view, check_render_range
 from openprogram.errors import UsageError
 from openprogram.image import ImageRef
@@ -301,13 +301,23 @@ class RenderedContext:
         self.content = content
         self._lines = history.lines
         self._ids = history.ids
-        stream = history.stream.copy() if content is not None else history.stream
-        if content is not None:
-            stream.add("user", content_parts(content, None, None), None)
-        self._parts = [(role, parts) for role, parts, _ in stream.messages]
-        self._extras: list[dict[str, Any] | None] = [extra for _, _, extra in stream.messages]
-        self._hash = stream.digest()
+        self._history = history.stream.messages
+        self._current = content_parts(content, None, None) if content is not None else []
+        self._hash = history.stream.digest_with("user", self._current)
+        self._turns: list[Message] | None = None
         self._messages: list[dict[str, Any]] | None = None
+
+    def _merged(self) -> list[Message]:
+        """The messages: the history's, with the current content merged in last."""
+        if self._turns is None:
+            stream = MessageStream()
+            stream.messages = list(self._history)
+            if stream.messages:  # the last message is the history's: extend a copy
+                role, parts, extra = stream.messages[-1]
+                stream.messages[-1] = (role, list(parts), extra)
+            stream.add("user", self._current, None)
+            self._turns = stream.messages
+        return self._turns
 
     @property
     def reads(self) -> list[str]:
@@ -323,7 +333,7 @@ class RenderedContext:
         if self._messages is None:
             self._messages = [
                 chat_message(role, parts, self.dag, extra)
-                for (role, parts), extra in zip(self._parts, self._extras, strict=True)
+                for role, parts, extra in self._merged()
             ]
         return self._messages
 
@@ -331,7 +341,7 @@ class RenderedContext:
         """(label, parts) per message for views: tool calls as text lines, and a tool
         result labelled with its call id."""
         turns = []
-        for (role, parts), extra in zip(self._parts, self._extras, strict=True):
+        for role, parts, extra in self._merged():
             if extra and "tool_calls" in extra:
                 asked = [
                     f"→ {c['function']['name']}({c['function']['arguments']})  [{c['id']}]"
@@ -350,10 +360,10 @@ class RenderedContext:
 
     def images(self) -> list[ImageRef]:
         """The image references that are sent, in order."""
-        return [p["image"] for _, parts in self._parts for p in parts if p.get("type") == "image"]
+        return [p["image"] for _, parts, _ in self._merged() for p in parts if p.get("type") == "image"]
 
     def __repr__(self) -> str:
-        return f"RenderedContext(nodes={len(self.nodes)}, messages={len(self._parts)})"
+        return f"RenderedContext(nodes={len(self.nodes)}, messages={len(self._merged())})"
 
     def _repr_html_(self) -> str:
         return _view("context")(self)
