@@ -251,3 +251,67 @@ def test_the_cache_follows_completions_inside_the_reused_prefix():
     assert '[slow #1] input=null output="late"' in second.text()
     with _uncached(dag):
         assert render_context(dag, agent.id).messages_hash == second.messages_hash
+
+
+def test_a_tool_result_that_arrives_later_turns_the_earlier_call_into_the_provider_shape():
+    dag = ContextDAG()
+    agent = dag.add("code", "agent")
+    asker = dag.add("llm", "agent", parent=agent.id, input="add them")
+    asker.meta["tool_calls"] = [{"id": "call_1", "name": "add", "arguments": {"a": 1}}]
+    dag.complete(asker, "")
+    now = dag.add("llm", "agent", parent=agent.id, input="again")
+    before = render_context(dag, agent.id, before=now.seq, content="again")
+    assert [m["role"] for m in before.messages] == ["user", "assistant", "user"]  # as text
+    answer = dag.add(
+        "code", "add", parent=agent.id, meta={"asked_by": asker.id, "tool_call_id": "call_1"}
+    )
+    dag.complete(answer, 2)
+    later = dag.add("llm", "agent", parent=agent.id, input="and now")
+    after = render_context(dag, agent.id, before=later.seq, content="and now")
+    assert [m["role"] for m in after.messages] == ["user", "assistant", "tool", "user"]
+    with _uncached(dag):
+        scratch = render_context(dag, agent.id, before=later.seq, content="and now")
+    assert snapshot(after) == snapshot(scratch)
+
+
+def test_a_tool_result_hidden_by_a_later_frame_turns_the_call_back_into_a_line():
+    """Rule 4: a sibling that started after the new frame is not visible, so the call
+    that it answered, in the reused prefix, no longer carries it."""
+    dag = ContextDAG()
+    agent = dag.add("code", "agent")
+    asker = dag.add("llm", "agent", parent=agent.id, input="add them")
+    asker.meta["tool_calls"] = [{"id": "call_1", "name": "add", "arguments": {"a": 1}}]
+    dag.complete(asker, "")
+    worker = dag.add("code", "worker", parent=agent.id)  # runs concurrently from here
+    answer = dag.add(
+        "code", "add", parent=agent.id, meta={"asked_by": asker.id, "tool_call_id": "call_1"}
+    )
+    dag.complete(answer, 2)
+    seen = render_context(dag, agent.id)
+    assert [m["role"] for m in seen.messages] == ["user", "assistant", "tool", "user"]
+    inside = render_context(dag, worker.id)
+    with _uncached(dag):
+        scratch = render_context(dag, worker.id)
+    assert snapshot(inside) == snapshot(scratch)
+    assert [m["role"] for m in inside.messages] == ["user", "assistant", "user"]
+
+
+def test_images_omitted_in_a_reused_prefix_come_back_when_later_ones_are_not_visible():
+    dag = ContextDAG()
+    refs = [dag.add_image(PILImage.new("RGB", (4, 4 + i))) for i in range(3)]
+    agent = dag.add("code", "agent", expose="full")
+    dag.complete(dag.add("llm", "agent", parent=agent.id, input=_picture(refs[0])), "a")
+    inner = dag.add("code", "inner", parent=agent.id)
+    dag.complete(dag.add("llm", "inner", parent=inner.id, input=_picture(refs[1])), "b")
+    dag.complete(dag.add("llm", "inner", parent=inner.id, input=_picture(refs[2])), "c")
+    deep = render_context(dag, inner.id, max_images=2)  # sees all three: the first omitted
+    assert [r.sha256 for r in deep.images()] == [refs[1].sha256, refs[2].sha256]
+    outer = render_context(dag, agent.id, max_images=2)  # inner's are hidden: send the first
+    with _uncached(dag):
+        scratch = render_context(dag, agent.id, max_images=2)
+    assert snapshot(outer) == snapshot(scratch)
+    assert [r.sha256 for r in outer.images()] == [refs[0].sha256]
+
+
+def _picture(ref: Any) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": "look"}, {"type": "image", "image": ref}]
