@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 from openprogram._messages import (
-    Message,
     MessageStream,
     content_parts,
     json_text,
@@ -67,6 +66,7 @@ class _Checkpoint(NamedTuple):
     omitted: int
     answers: tuple[str, ...]  # tool results this node's turns carry
     images: int  # history image parts so far, sent or omitted
+    chars: int  # length of the text lines so far, joined
 
 
 @dataclass(eq=False)  # identity: comparing two histories field by field costs O(history)
@@ -90,9 +90,26 @@ class History:
     open: list[tuple[Node, tuple[Any, ...], int]] = field(default_factory=list)
     extras: dict[str, tuple[int, int]] = field(default_factory=dict)  # include= only
     kept_from: int | None = None  # redo from here: the oldest history image still sent
+    # the text of the base's lines and how much of it, with how many lines, is ours
+    seed: tuple[str, int, int] | None = None
+    _text: str | None = None
 
     def report(self) -> list[dict[str, Any]]:
         return [*self.line_reports, *self.build_reports, *self.omitted[::-1]]
+
+    def text(self) -> str:
+        """The lines joined: the base's text up to the prefix, then the rest (one copy of
+        a string rather than a visit to every line: long histories stay cheap)."""
+        if self._text is None:
+            if self.seed is None:
+                self._text = "\n".join(self.lines)
+            else:
+                base, chars, count = self.seed
+                rest = "\n".join(self.lines[count:])
+                joint = "\n" if count and len(self.lines) > count else ""
+                self._text = base[:chars] + joint + rest
+                self.seed = None
+        return self._text
 
 
 class _Redo(Exception):
@@ -183,12 +200,12 @@ def _valid_until(
                 valid = redo
         nodes = entry.nodes
         for node_id in include:
-            node = walk.dag.get(node_id)
-            if node is None or node.seq >= valid or not walk.exists(node):
+            wanted_node = walk.dag.get(node_id)
+            if wanted_node is None or wanted_node.seq >= valid or not walk.exists(wanted_node):
                 continue
-            index = bisect.bisect_left(nodes, node.seq, key=_seq)
-            if index == len(nodes) or nodes[index] is not node:
-                valid = min(valid, _redo_seq(walk.dag, node))
+            index = bisect.bisect_left(nodes, wanted_node.seq, key=_seq)
+            if index == len(nodes) or nodes[index] is not wanted_node:
+                valid = min(valid, _redo_seq(walk.dag, wanted_node))
     return max(valid, 0)
 
 
@@ -254,7 +271,7 @@ def _build(
         if settings.system:
             stream.add("system", [{"type": "text", "text": settings.system}], None)
         last = len(stream.messages[-1][1]) if stream.messages else 0
-        start = _Checkpoint(stream.hash.copy(), len(stream.messages), last, 0, 0, 0, (), 0)
+        start = _Checkpoint(stream.hash.copy(), len(stream.messages), last, 0, 0, 0, (), 0, 0)
         history = History(
             settings, stack, walk.before, horizon, [], [], [], [], start, stream, [], [], []
         )
@@ -294,6 +311,7 @@ def _prefix(
         [entry for entry in base.open if entry[2] < floor],
         {key: value for key, value in base.extras.items() if value[0] < floor},
         None,  # no history image in the prefix is still sent: they start at floor or later
+        (base._text, point.chars, count) if base._text is not None else None,
     )
 
 
@@ -328,6 +346,7 @@ def _extend(
     omitted.reverse()  # oldest first, as stored
     stream, checkpoints, done_omitted = history.stream, history.checkpoints, 0
     seen_images = checkpoints[-1].images if checkpoints else 0
+    chars = checkpoints[-1].chars if checkpoints else 0
     for index, (turns, answers, build_count) in enumerate(groups):
         for role, parts, _, extra in turns:
             stream.add(role, parts, extra)
@@ -336,6 +355,7 @@ def _extend(
             done_omitted += 1
         last = len(stream.messages[-1][1]) if stream.messages else 0
         seen_images += images[index]
+        chars += len(lines[index]) + (1 if chars or checkpoints else 0)
         checkpoints.append(
             _Checkpoint(
                 stream.hash.copy(),
@@ -346,6 +366,7 @@ def _extend(
                 len(history.omitted),
                 answers,
                 seen_images,
+                chars,
             )
         )
     history.nodes.extend(tail)
@@ -446,9 +467,7 @@ def _retain_images(
                     continue
                 ref: ImageRef = parts[position]["image"]
                 parts[position] = {"type": "text", "text": f"[image omitted: {ref}]"}
-                reason = (
-                    f"image {ref} dropped: only the {keep} most recent history images are sent"
-                )
+                reason = f"image {ref} dropped: only the {keep} most recent history images are sent"
                 omitted.append((index, {"kind": "omitted", "node_id": node_id, "reason": reason}))
     return kept_from
 

@@ -9,6 +9,7 @@ history with what changed since (_history.py). Start at render_context().
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -295,11 +296,11 @@ class RenderedContext:
     ) -> None:
         self.dag = dag
         self.frame = frame
-        self.nodes = list(history.nodes)
+        self._nodes = history.nodes  # shared with the cache: handed out as copies
         self.report: list[dict[str, Any]] = history.report()
         self.system = history.settings.system
         self.content = content
-        self._lines = history.lines
+        self._text = history.text
         self._ids = history.ids
         self._history = history.stream.messages
         self._current = content_parts(content, None, None) if content is not None else []
@@ -319,21 +320,25 @@ class RenderedContext:
             self._turns = stream.messages
         return self._turns
 
+    @functools.cached_property
+    def nodes(self) -> list[Node]:
+        """The visible nodes, in seq order."""
+        return list(self._nodes)
+
     @property
     def reads(self) -> list[str]:
         return list(self._ids)
 
     def text(self) -> str:
         """One line per visible node, in seq order."""
-        return "\n".join(self._lines)
+        return self._text()
 
     @property
     def messages(self) -> list[dict[str, Any]]:
         """The chat in litellm/OpenAI format, images as PNG data URLs."""
         if self._messages is None:
             self._messages = [
-                chat_message(role, parts, self.dag, extra)
-                for role, parts, extra in self._merged()
+                chat_message(role, parts, self.dag, extra) for role, parts, extra in self._merged()
             ]
         return self._messages
 
@@ -360,10 +365,11 @@ class RenderedContext:
 
     def images(self) -> list[ImageRef]:
         """The image references that are sent, in order."""
-        return [p["image"] for _, parts, _ in self._merged() for p in parts if p.get("type") == "image"]
+        merged = self._merged()
+        return [p["image"] for _, parts, _ in merged for p in parts if p.get("type") == "image"]
 
     def __repr__(self) -> str:
-        return f"RenderedContext(nodes={len(self.nodes)}, messages={len(self._merged())})"
+        return f"RenderedContext(nodes={len(self._nodes)}, messages={len(self._merged())})"
 
     def _repr_html_(self) -> str:
         return _view("context")(self)

@@ -74,8 +74,22 @@ class Program:
     def step(self) -> None:
         action = self.draw(
             st.sampled_from(
-                ["call", "call", "finish", "finish", "llm", "llm", "user", "tools", "answer",
-                 "fork", "reopen", "render", "render", "render"]
+                [
+                    "call",
+                    "call",
+                    "finish",
+                    "finish",
+                    "llm",
+                    "llm",
+                    "user",
+                    "tools",
+                    "answer",
+                    "fork",
+                    "reopen",
+                    "render",
+                    "render",
+                    "render",
+                ]
             )
         )
         getattr(self, action)()
