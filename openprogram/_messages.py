@@ -1,19 +1,38 @@
 """The pieces a render is made of: lines' text, message parts, chat messages and the
 messages hash, fed one message at a time.
 
-Pure functions of values and nodes; render.py decides what is shown, _history.py puts
-the pieces together. Start at MessageStream.
+Writer turns visible nodes into lines and turns (outputs as later calls see them, tool
+calls in the provider's shape); render.py decides what is shown, _history.py puts the
+pieces together. Start at Writer and MessageStream.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, Protocol
 
 from openprogram.dag import ContextDAG, Node
 from openprogram.image import ImageRef
 from openprogram.values import replace_surrogates
+
+
+class Walk(Protocol):
+    """What the history needs of render.py's view of the DAG."""
+
+    dag: ContextDAG
+    before: int | None
+
+    def done(self, node: Node) -> bool: ...
+
+    def exists(self, node: Node) -> bool: ...
+
+    def shows(self, node: Node) -> bool: ...
+
+
+Turn = tuple[str, list[dict[str, Any]], str | None, dict[str, Any] | None]
+"""(role, parts, id of the node it shows, extra) before adjacent turns merge."""
+
 
 Message = tuple[str, list[dict[str, Any]], dict[str, Any] | None]
 """(role, parts, extra): one chat message before it is put in the provider's shape."""
@@ -202,3 +221,124 @@ def chat_message(
         else:
             out.append({"type": "text", "text": replace_surrogates(part["text"])})
     return {"role": role, "content": out}
+
+
+class Writer:
+    """The text of visible nodes: lines (outputs as later calls see them) and turns."""
+
+    def __init__(self, walk: Walk, stack_ids: set[str], max_line_chars: int | None) -> None:
+        self.walk = walk
+        self.dag = walk.dag
+        self.stack_ids = stack_ids
+        self.max_line_chars = max_line_chars
+        self.reports: list[dict[str, Any]] = []
+
+    def line(self, node: Node) -> str:
+        if node.kind == "user":
+            line = f"user: {node.input}"
+        elif node.kind == "llm":
+            line = f"assistant: {reply_text(node)}"
+        else:
+            cache = self.dag._text_cache
+            cached = cache.get(node.id)
+            if cached is not None:
+                line = cached
+            else:  # inputs never change once recorded: format them once
+                hidden = node.hidden_inputs
+                inputs = node.input
+                if hidden and isinstance(inputs, dict):
+                    inputs = {key: v for key, v in inputs.items() if key not in hidden}
+                line = f"[{node.name} #{self.dag.ordinal(node)}] input={json_text(inputs)}"
+                cache[node.id] = line
+            if node.id not in self.stack_ids and self.walk.done(node):
+                if node.status == "completed":
+                    line += " output=" + self.output(node, len(line), as_json=True)
+                else:
+                    line += f" error={node.error or node.status}"
+        return self.cut(line, node.id)
+
+    def output(self, node: Node, used: int, *, as_json: bool) -> str:
+        """A completed code node's output as later calls see it: its render_output when
+        it has one, cut to whole items (saying how much was left out) when too long."""
+        cache = self.dag._text_cache
+        key = f"{node.id}:{'out' if as_json else 'tool'}"
+        text = cache.get(key)
+        if text is None:
+            value = node.meta.get("render_output", node.output)
+            limit = self.max_line_chars
+            # room for the line so far and the note saying what was cut
+            budget = None if limit is None else max(limit - used - 160 - len(node.name), 20)
+            text, cut = shown(value, budget, node.name, as_json)
+            cache[key] = text
+            if cut is not None:
+                cache[key + ":cut"] = cut
+        cut = cache.get(key + ":cut")
+        if cut is not None:
+            self.reports.append({"kind": "truncated", "node_id": node.id, "reason": cut})
+        return text
+
+    def cut(self, text: str, node_id: str | None) -> str:
+        limit = self.max_line_chars
+        if limit is None or len(text) <= limit:
+            return text
+        reason = f"{len(text)} characters cut to {limit}"
+        self.reports.append({"kind": "truncated", "node_id": node_id, "reason": reason})
+        return text[:limit] + f"… [{len(text) - limit} characters truncated]"
+
+    def turns(
+        self, nodes: list[Node], lines: list[str], carried: set[str]
+    ) -> list[tuple[list[Turn], tuple[str, ...], int]]:
+        """Per node: its turns, the tool results they carry, and the report's length
+        after them. Results already carried (`carried`, or by an earlier call) show none."""
+        results = {
+            (n.meta["asked_by"], n.meta["tool_call_id"]): n
+            for n in nodes
+            if n.kind == "code" and "tool_call_id" in n.meta and "asked_by" in n.meta
+        }
+        answered = set(carried)
+        groups: list[tuple[list[Turn], tuple[str, ...], int]] = []
+        for node, line in zip(nodes, lines, strict=True):
+            turns: list[Turn] = []
+            answers = None
+            if node.id in answered:
+                pass
+            elif node.kind != "llm":
+                turns.append(("user", [{"type": "text", "text": line}], node.id, None))
+            else:
+                turns.append(("user", content_parts(node.input, self.cut, node.id), node.id, None))
+                calls: list[dict[str, Any]] = node.meta.get("tool_calls") or []
+                answers = self.answers(node, calls, results) if calls else None
+                if answers is not None:  # the provider's shape: the calls, then each result
+                    text = self.cut(str(node.output or ""), node.id)
+                    parts = [{"type": "text", "text": text}] if text else []
+                    extra = {"tool_calls": [openai_call(call) for call in calls]}
+                    turns.append(("assistant", parts, node.id, extra))
+                    for call, answer in zip(calls, answers, strict=True):
+                        answered.add(answer.id)
+                        result = {"type": "text", "text": self.tool_text(answer)}
+                        turns.append(("tool", [result], answer.id, {"tool_call_id": call["id"]}))
+                elif node.output is not None or calls:
+                    reply = self.cut(reply_text(node), node.id)
+                    turns.append(("assistant", [{"type": "text", "text": reply}], node.id, None))
+            carried_ids = tuple(a.id for a in answers) if answers else ()
+            groups.append((turns, carried_ids, len(self.reports)))
+        return groups
+
+    def answers(
+        self, node: Node, calls: list[dict[str, Any]], results: dict[tuple[str, str], Node]
+    ) -> list[Node] | None:
+        """The finished, visible result node of each of `node`'s tool calls; None when
+        one is missing (then the calls show as text and the results as lines)."""
+        answers = []
+        for call in calls:
+            answer = results.get((node.id, str(call.get("id"))))
+            if answer is None or answer.id in self.stack_ids or not self.walk.done(answer):
+                return None
+            answers.append(answer)
+        return answers
+
+    def tool_text(self, node: Node) -> str:
+        """What a tool message tells the model: the result, or the error."""
+        if node.status == "completed":
+            return self.output(node, 0, as_json=False)
+        return f"error: {node.error or node.status}"
