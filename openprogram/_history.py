@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from openprogram._chunks import Chunks
 from openprogram._messages import MessageStream, Turn, Walk, Writer
 from openprogram.dag import ContextDAG, Node
 from openprogram.image import ImageRef
@@ -57,10 +58,10 @@ class History:
     stack: list[Node]
     before: int | None
     horizon: int  # every node with a smaller seq was considered
-    nodes: list[Node]
+    nodes: Chunks[Node]
     ids: list[str]
-    lines: list[str]
-    checkpoints: list[_Checkpoint]
+    lines: Chunks[str]
+    checkpoints: Chunks[_Checkpoint]
     start: _Checkpoint
     stream: MessageStream
     line_reports: list[dict[str, Any]]
@@ -85,7 +86,7 @@ class History:
                 self._text = "\n".join(self.lines)
             else:
                 base, chars, count = self.seed
-                rest = "\n".join(self.lines[count:])
+                rest = "\n".join(self.lines.since(count))
                 joint = "\n" if count and len(self.lines) > count else ""
                 self._text = base[:chars] + joint + rest
                 self.seed = None
@@ -183,7 +184,7 @@ def _valid_until(
             wanted_node = walk.dag.get(node_id)
             if wanted_node is None or wanted_node.seq >= valid or not walk.exists(wanted_node):
                 continue
-            index = bisect.bisect_left(nodes, wanted_node.seq, key=_seq)
+            index = nodes.bisect(wanted_node.seq, _seq)
             if index == len(nodes) or nodes[index] is not wanted_node:
                 valid = min(valid, _redo_seq(walk.dag, wanted_node))
     return max(valid, 0)
@@ -253,7 +254,19 @@ def _build(
         last = len(stream.messages[-1][1]) if stream.messages else 0
         start = _Checkpoint(stream.hash.copy(), len(stream.messages), last, 0, 0, 0, (), 0, 0)
         history = History(
-            settings, stack, walk.before, horizon, [], [], [], [], start, stream, [], [], []
+            settings,
+            stack,
+            walk.before,
+            horizon,
+            Chunks(),
+            [],
+            Chunks(),
+            Chunks(),
+            start,
+            stream,
+            [],
+            [],
+            [],
         )
     else:
         history = _prefix(base, floor, stack, walk.before, horizon, stream)
@@ -271,18 +284,18 @@ def _prefix(
     stream: MessageStream,
 ) -> History:
     """`base` cut to the nodes below seq `floor`, ready to be extended."""
-    count = bisect.bisect_left(base.nodes, floor, key=_seq)
+    count = base.nodes.bisect(floor, _seq)
     point = base.checkpoints[count - 1] if count else base.start
-    stream.restore(base.stream.messages, point.messages, point.last, point.state)
+    stream.restore(base.stream, point.messages, point.last, point.state)
     return History(
         base.settings,
         stack,
         before,
         horizon,
-        base.nodes[:count],
+        base.nodes.prefix(count),
         base.ids[:count],
-        base.lines[:count],
-        base.checkpoints[:count],
+        base.lines.prefix(count),
+        base.checkpoints.prefix(count),
         base.start,
         stream,
         base.line_reports[: point.line_reports],
@@ -369,7 +382,7 @@ def _check_prefix_images(history: History, later: int) -> None:
     if not before:
         return
     sent_from = max(before - (keep - later), 0)  # index of the oldest image to send
-    index = bisect.bisect_right(history.checkpoints, sent_from, key=_images)
+    index = history.checkpoints.bisect(sent_from, _images, right=True)
     raise _Redo(history.nodes[index].seq)
 
 
@@ -395,7 +408,7 @@ def _carried_by_prefix(
         asker = dag.get(meta["asked_by"])
         if asker is None:
             return None
-        index = bisect.bisect_left(nodes, asker.seq, key=_seq)
+        index = nodes.bisect(asker.seq, _seq)
         if index == len(nodes) or nodes[index] is not asker:
             return None  # its call is not in the prefix
         return asker, history.checkpoints[index].answers
@@ -410,7 +423,7 @@ def _carried_by_prefix(
         elif asker.meta.get("tool_calls"):
             raise _Redo(asker.seq)
     shown_ids = {node.id for node in tail}
-    for node in base.nodes[len(nodes) :]:
+    for node in base.nodes.since(len(nodes)):
         found = prefix_answers(node)
         if found is not None and node.id in found[1] and node.id not in shown_ids:
             raise _Redo(found[0].seq)

@@ -12,6 +12,7 @@ import hashlib
 import json
 from typing import Any, Protocol
 
+from openprogram._chunks import Chunks
 from openprogram.dag import ContextDAG, Node
 from openprogram.image import ImageRef
 from openprogram.values import replace_surrogates
@@ -47,30 +48,21 @@ class MessageStream:
 
     The hash equals sha256 of `json.dumps(canonical, ensure_ascii=False,
     sort_keys=True)`: the JSON is written piece by piece, and the last message is left
-    open so that a later turn can still merge into it. `copy()` forks the stream.
+    open so that a later turn can still merge into it. Parts are kept in Chunks, so a
+    later stream continues from any earlier point without copying them all.
     """
 
     def __init__(self) -> None:
-        self.messages: list[Message] = []
+        self.messages: list[tuple[str, Chunks[dict[str, Any]], dict[str, Any] | None]] = []
         self.hash = hashlib.sha256(b"[")
 
-    def copy(self) -> MessageStream:
-        """A stream that continues from here; this one is left as it is."""
-        other = MessageStream.__new__(MessageStream)
-        other.messages = list(self.messages)
-        if other.messages:  # the open message grows in the copy only
-            role, parts, extra = other.messages[-1]
-            other.messages[-1] = (role, list(parts), extra)
-        other.hash = self.hash.copy()
-        return other
-
-    def restore(self, messages: list[Message], count: int, last: int, state: Any) -> None:
-        """Continue from an earlier point of another stream: its first `count` messages,
-        the last of them with its first `last` parts, and its hash state then."""
-        self.messages = messages[:count]
+    def restore(self, stream: MessageStream, count: int, last: int, state: Any) -> None:
+        """Continue from an earlier point of `stream`: its first `count` messages, the
+        last of them with its first `last` parts, and its hash state then."""
+        self.messages = stream.messages[:count]
         if count:
             role, parts, extra = self.messages[-1]
-            self.messages[-1] = (role, parts[:last], extra)
+            self.messages[-1] = (role, parts.prefix(last), extra)
         self.hash = state.copy()
 
     def add(self, role: str, parts: list[dict[str, Any]], extra: dict[str, Any] | None) -> None:
@@ -92,7 +84,9 @@ class MessageStream:
             return
         opening = f"[{_CANONICAL.encode(role)}, [" + ", ".join(_canonical(p) for p in parts)
         self._feed(opening if previous is None else _closing_of(previous) + ", " + opening)
-        messages.append((role, list(parts), extra))
+        chunks: Chunks[dict[str, Any]] = Chunks()
+        chunks.extend(parts)
+        messages.append((role, chunks, extra))
 
     def digest(self) -> str:
         """The hex sha256 of the messages as they stand (the stream stays open)."""
@@ -102,13 +96,19 @@ class MessageStream:
         return state.hexdigest()
 
     def digest_with(self, role: str, parts: list[dict[str, Any]]) -> str:
-        """The digest after one more plain turn, leaving this stream as it is: the parts
-        of the open message are not copied (they only matter to merging, not to the hash)."""
-        other = MessageStream.__new__(MessageStream)
-        other.messages = [(m[0], [], m[2]) for m in self.messages[-1:]]
+        """The digest after one more plain turn, leaving this stream as it is."""
+        other = MessageStream()
+        other.messages = [(m[0], Chunks(), m[2]) for m in self.messages[-1:]]
         other.hash = self.hash.copy()
         other.add(role, parts, None)
         return other.digest()
+
+    def with_turn(self, role: str, parts: list[dict[str, Any]]) -> list[Message]:
+        """The messages as lists, after one more plain turn; this stream stays as it is."""
+        other = MessageStream()
+        other.messages = [(r, p.prefix(len(p)), e) for r, p, e in self.messages]
+        other.add(role, parts, None)
+        return [(r, p.tolist(), e) for r, p, e in other.messages]
 
     def _feed(self, text: str) -> None:
         # surrogatepass: lone surrogates (a filename decoded with surrogateescape) hash
@@ -116,7 +116,7 @@ class MessageStream:
         self.hash.update(text.encode("utf-8", "surrogatepass"))
 
 
-def _closing_of(message: Message) -> str:
+def _closing_of(message: tuple[str, Any, dict[str, Any] | None]) -> str:
     extra = message[2]
     return "]]" if not extra else "], " + _CANONICAL.encode(extra) + "]"
 

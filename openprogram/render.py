@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from openprogram._history import History, Settings, build_history, render_history
-from openprogram._messages import Message, MessageStream, chat_message, content_parts
+from openprogram._messages import Message, chat_message, content_parts
 from openprogram.dag import ContextDAG, Node, RenderRange, _view, check_render_range
 from openprogram.errors import UsageError
 from openprogram.image import ImageRef
@@ -302,28 +302,22 @@ class RenderedContext:
         self.content = content
         self._text = history.text
         self._ids = history.ids
-        self._history = history.stream.messages
+        self._stream = history.stream
         self._current = content_parts(content, None, None) if content is not None else []
-        self._hash = history.stream.digest_with("user", self._current)
+        self._hash = self._stream.digest_with("user", self._current)
         self._turns: list[Message] | None = None
         self._messages: list[dict[str, Any]] | None = None
 
     def _merged(self) -> list[Message]:
         """The messages: the history's, with the current content merged in last."""
         if self._turns is None:
-            stream = MessageStream()
-            stream.messages = list(self._history)
-            if stream.messages:  # the last message is the history's: extend a copy
-                role, parts, extra = stream.messages[-1]
-                stream.messages[-1] = (role, list(parts), extra)
-            stream.add("user", self._current, None)
-            self._turns = stream.messages
+            self._turns = self._stream.with_turn("user", self._current)
         return self._turns
 
     @functools.cached_property
     def nodes(self) -> list[Node]:
         """The visible nodes, in seq order."""
-        return list(self._nodes)
+        return self._nodes.tolist()
 
     @property
     def reads(self) -> list[str]:
