@@ -1,18 +1,21 @@
-"""Perception benchmarks: timing on a 1280×800 synthetic form, accuracy on MiniWoB++.
+"""Perception benchmarks: timing on a 1280×800 synthetic form, accuracy on MiniWoB++
+and against a GTK app's accessibility tree.
 
 Times detect_components, memory labelling of the detected components (10 remembered
-entries), describe, and their sum — the per-step cost of observe() without OCR (target:
-detection <= ~10 ms on 2 cores) — plus the lazy extras: set-of-marks drawing and a
-whole-screen memory search. Median of N runs (default 50), wall and process CPU time.
+entries), describe, and their sum — the per-step cost of observe() without OCR — plus
+the lazy extras: set-of-marks drawing and a whole-screen memory search. Median of N runs
+(default 50), wall and process CPU time.
 
 `--miniwob` instead measures the pixel path against the DOM: recall (visible interactive
 elements with a detected box at IoU >= 0.5) and precision (detected boxes at IoU >= 0.5
-with some visible element or line of text), on TUNED tasks and on HELD_OUT tasks that
-detection was never adjusted on, at several seeds, in headless Chromium.
+with some visible element or line of text) on four task sets (see SETS: each was
+written here before it was measured, and docs/performance.md says which were tuned on),
+at several seeds, in headless Chromium; `--misses DIR` saves annotated pages with
+misses. `--gtk` measures it against the AT-SPI tree of gtk3-widget-factory.
 
 A plain script, not a test: `python benchmarks/bench_perception.py [--runs N]
-[--threads N] [--miniwob [--seeds 0 1 2] [--zoom 1]]`. Results go into
-docs/performance.md by hand, with the machine and date.
+[--threads N] [--miniwob [--seeds 0 1 2] [--zoom 1] [--sets ...] [--misses DIR]]
+[--gtk]`. Results go into docs/performance.md by hand, with the machine and date.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from gui_harness.perception import (
 from gui_harness.perception._pixels import grey_array
 from tests.gui_harness.perception.screens import form_screen, iou
 
-DETECT_TARGET_MS = 10.0
+DETECT_TARGET_MS = 20.0  # CPU per 1280×800 frame (issue 10); wall time depends on the load
 TUNED = [
     "click-button", "click-button-sequence", "click-checkboxes", "click-checkboxes-soft",
     "click-dialog", "click-dialog-2", "click-link", "click-option", "click-tab",
@@ -51,6 +54,25 @@ HELD_OUT = [
     "guess-number", "search-engine", "social-media", "email-inbox", "use-autocomplete",
     "text-transform", "navigate-tree", "click-menu", "click-tab-2-hard",
     "login-user-popup", "multi-layouts",
+]  # fmt: skip
+# Drawn on 2026-11-30 at 23:05 UTC, before any of them was run through detection, after
+# TUNED and HELD_OUT had both been looked at (so both are tuning sets now): tasks across
+# widget kinds (fields, textareas, selects, radios, checkbox grids, spinners, sliders,
+# toolbars, tables, pagination links), none a variant of a task above.
+NEW_HELD_OUT = [
+    "book-flight", "choose-date", "copy-paste", "form-sequence-2", "form-sequence-3",
+    "identify-shape", "number-checkboxes", "phone-book", "read-table", "sign-agreement",
+    "simple-algebra", "use-spinner", "text-editor", "use-slider", "find-word", "odd-or-even",
+]  # fmt: skip
+# Drawn on 2026-11-30 at 23:12 UTC, after NEW_HELD_OUT had been measured once (89.0 %
+# recall / 79.3 % precision, the held-out figure reported in docs/performance.md) and
+# before its misses were studied and fixed: NEW_HELD_OUT became a tuning set then, and
+# these are the tasks measured only afterwards. None is a variant of a task above.
+THIRD_HELD_OUT = [
+    "buy-ticket", "daily-calendar", "form-sequence", "generate-number", "multi-orderings",
+    "order-food", "resize-textarea", "scroll-text", "simple-arithmetic", "stock-market",
+    "terminal", "highlight-text", "button-delay", "hot-cold", "find-greatest",
+    "grid-coordinate",
 ]  # fmt: skip
 
 
@@ -68,41 +90,155 @@ def measure(work: Callable[[], object], runs: int) -> tuple[float, float, float]
     return statistics.median(wall) * 1000, statistics.median(cpu) * 1000, min(wall) * 1000
 
 
-def miniwob(seeds: list[int], zoom: float) -> None:
-    """Recall, precision and ms per frame of the pixel path on MiniWoB++ pages."""
+SETS = {
+    "tuned": TUNED,
+    "held-out": HELD_OUT,
+    "new-held-out": NEW_HELD_OUT,
+    "third-held-out": THIRD_HELD_OUT,
+}
+
+
+def miniwob(seeds: list[int], zoom: float, sets: list[str], misses: Path | None) -> None:
+    """Recall, precision and ms per frame of the pixel path on MiniWoB++ pages; with
+    `misses`, each page with a missed element or a stray box saved there, annotated
+    (green: found, red: missed element with its DOM kind, orange: stray box)."""
     from tests.gui_harness.perception.miniwob_pages import pages
 
-    print(f"MiniWoB++ pixel path, seeds {seeds}, zoom {zoom}, IoU >= 0.5")
-    print(f"{'set':9} {'task':24} {'found':>9} {'recall':>7} {'precise':>9} {'prec':>6} {'ms':>6}")
-    for name, tasks in (("tuned", TUNED), ("held-out", HELD_OUT)):
+    print(f"MiniWoB++ pixel path, seeds {seeds}, zoom {zoom}, IoU >= 0.5; {machine()}")
+    print(f"{'set':12} {'task':24} {'found':>9} {'recall':>7} {'precise':>9} {'prec':>6} {'ms':>6}")
+    for name in sets:
+        tasks = SETS[name]
         totals = [0, 0, 0, 0]
         times: list[float] = []
+        missed_kinds: dict[str, int] = {}
         for task in tasks:
             counts = [0, 0, 0, 0]  # interactive found, interactive, boxes matching, boxes
             for page in pages([task], seeds, zoom=zoom):
                 start = time.perf_counter()
                 found = detect_components(page.image)
                 times.append(time.perf_counter() - start)
-                targets: list[tuple[int, int, int, int]] = []
-                for _, box in page.interactive:  # nested duplicates: a tab's li and its a
-                    if all(iou(box, other) < 0.7 for other in targets):
-                        targets.append(box)
-                truth = page.elements + targets
-                counts[0] += sum(any(iou(c.box, t) >= 0.5 for c in found) for t in targets)
-                counts[1] += len(targets)
-                counts[2] += sum(any(iou(c.box, t) >= 0.5 for t in truth) for c in found)
-                counts[3] += len(found)
+                targets: list[tuple[str, tuple[int, int, int, int]]] = []
+                for kind, box in page.interactive:  # nested duplicates: a tab's li and its a
+                    if all(iou(box, other) < 0.7 for _, other in targets):
+                        targets.append((kind, box))
+                truth = page.elements + [box for _, box in targets]
+                hit = [any(iou(c.box, t) >= 0.5 for c in found) for _, t in targets]
+                good = [any(iou(c.box, t) >= 0.5 for t in truth) for c in found]
+                for (kind, _), ok in zip(targets, hit, strict=True):
+                    if not ok:
+                        missed_kinds[kind] = missed_kinds.get(kind, 0) + 1
+                counts = [
+                    counts[0] + sum(hit),
+                    counts[1] + len(targets),
+                    counts[2] + sum(good),
+                    counts[3] + len(found),
+                ]
+                if misses is not None and not (all(hit) and all(good)):
+                    _annotate(page, found, targets, hit, good, misses / name)
             totals = [a + b for a, b in zip(totals, counts, strict=True)]
             print(
-                f"{name:9} {task:24} {counts[0]:4}/{counts[1]:<4} "
+                f"{name:12} {task:24} {counts[0]:4}/{counts[1]:<4} "
                 f"{counts[0] / max(counts[1], 1):7.1%} {counts[2]:4}/{counts[3]:<4} "
                 f"{counts[2] / max(counts[3], 1):6.1%}"
             )
         print(
-            f"{name:9} {'ALL ' + str(len(tasks)) + ' tasks':24} {totals[0]:4}/{totals[1]:<4} "
+            f"{name:12} {'ALL ' + str(len(tasks)) + ' tasks':24} {totals[0]:4}/{totals[1]:<4} "
             f"{totals[0] / max(totals[1], 1):7.1%} {totals[2]:4}/{totals[3]:<4} "
             f"{totals[2] / max(totals[3], 1):6.1%} {statistics.median(times) * 1000:6.2f}"
         )
+        print(f"{name:12} missed by DOM kind: {missed_kinds}")
+
+
+def _annotate(page, found, targets, hit, good, folder: Path) -> None:  # type: ignore[no-untyped-def]
+    from PIL import ImageDraw
+
+    scale = 4
+    image = page.image.resize((page.image.width * scale, page.image.height * scale))
+    draw = ImageDraw.Draw(image)
+
+    def rect(box: tuple[int, int, int, int], colour: str, width: int) -> None:
+        x, y, w, h = (v * scale for v in box)
+        draw.rectangle((x, y, x + w - 1, y + h - 1), outline=colour, width=width)
+
+    for component, ok in zip(found, good, strict=True):
+        rect(component.box, "green" if ok else "orange", 1 if ok else 2)
+    for (kind, box), ok in zip(targets, hit, strict=True):
+        if not ok:
+            rect(box, "red", 3)
+            draw.text((box[0] * scale, box[1] * scale - 10), kind, fill="red")
+    folder.mkdir(parents=True, exist_ok=True)
+    image.save(folder / f"{page.task}-{page.seed}.png")
+
+
+def _clicks(box: tuple[int, int, int, int], target: tuple[int, int, int, int]) -> bool:
+    """Whether a click on `box`'s centre lands on `target` and `box` is mostly inside it
+    (a check box's square in its row with the label, a tab's label in the tab)."""
+    x, y, w, h = box
+    tx, ty, tw, th = target
+    cx, cy = x + w // 2, y + h // 2
+    ix = min(x + w, tx + tw) - max(x, tx)
+    iy = min(y + h, ty + th) - max(y, ty)
+    inside = max(ix, 0) * max(iy, 0) >= 0.5 * w * h
+    return tx <= cx < tx + tw and ty <= cy < ty + th and inside
+
+
+def gtk(runs: int, misses: Path | None) -> None:
+    """The pixel path against AT-SPI truth on gtk3-widget-factory (1280×800): recall of
+    the interactive elements the tree reports showing (IoU >= 0.5), by kind, and the
+    share of detected boxes that match one (a lower bound on precision: labels, frames
+    and panels are not in the truth); CPU ms per frame on that screenshot."""
+    from gui_harness.desktop.virtual import VirtualDesktop
+    from gui_harness.perception import AccessibilitySource
+
+    with VirtualDesktop((1280, 800), apps=[["gtk3-widget-factory"]]) as desktop:
+        if desktop.accessibility_bus is None:
+            raise SystemExit(f"no accessibility bus: {desktop.accessibility_note}")
+        source = AccessibilitySource(desktop.accessibility_bus, screen=desktop.size, timeout=5)
+        deadline = time.monotonic() + 30
+        truth = source.snapshot().components
+        while len(truth) < 50 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            truth = source.snapshot().components
+        image = desktop.screenshot()
+        truth = source.snapshot().components  # the same screen as the screenshot
+        source.close()
+    found = detect_components(image)
+    by_kind: dict[str, list[int]] = {}
+    for element in truth:
+        hit = any(iou(c.box, element.box) >= 0.5 for c in found)
+        counts = by_kind.setdefault(element.kind, [0, 0, 0])
+        counts[0] += hit
+        counts[1] += 1
+        counts[2] += any(_clicks(c.box, element.box) for c in found)
+    matching = sum(any(iou(c.box, t.box) >= 0.5 for t in truth) for c in found)
+    hits = sum(v[0] for v in by_kind.values())
+    _, cpu, _ = measure(lambda: detect_components(image), runs)
+    if misses is not None:
+        from PIL import ImageDraw
+
+        marked = image.copy()
+        draw = ImageDraw.Draw(marked)
+        for c in found:
+            x, y, w, h = c.box
+            draw.rectangle((x, y, x + w - 1, y + h - 1), outline="green")
+        for t in truth:
+            if not any(iou(c.box, t.box) >= 0.5 for c in found):
+                x, y, w, h = t.box
+                draw.rectangle((x, y, x + w - 1, y + h - 1), outline="red", width=2)
+                draw.text((x, y - 10), t.kind, fill="red")
+        misses.mkdir(parents=True, exist_ok=True)
+        marked.save(misses / "gtk3-widget-factory.png")
+    print(f"gtk3-widget-factory, pixel path vs AT-SPI; {machine()}")
+    clicks = sum(v[2] for v in by_kind.values())
+    print(f"recall {hits}/{len(truth)} = {hits / max(len(truth), 1):.1%}; by kind {by_kind}")
+    print(
+        f"a component to click (centre inside, box mostly inside): {clicks}/{len(truth)} = "
+        f"{clicks / max(len(truth), 1):.1%}"
+    )
+    print(
+        f"boxes matching an interactive element {matching}/{len(found)} = "
+        f"{matching / max(len(found), 1):.1%}; detect_components {cpu:.1f} ms CPU per frame"
+    )
 
 
 def main() -> None:
@@ -112,12 +248,18 @@ def main() -> None:
     parser.add_argument("--miniwob", action="store_true", help="accuracy on MiniWoB++ pages")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--zoom", type=float, default=1.0, help="device pixels per CSS pixel")
+    parser.add_argument("--sets", nargs="+", choices=list(SETS), default=list(SETS))
+    parser.add_argument("--misses", type=Path, help="save annotated pages with misses here")
+    parser.add_argument("--gtk", action="store_true", help="pixels vs AT-SPI on a GTK app")
     options = parser.parse_args()
     runs = options.runs
     if options.threads is not None:
         cv2.setNumThreads(options.threads)
+    if options.gtk:
+        gtk(runs, options.misses)
+        return
     if options.miniwob:
-        miniwob(options.seeds, options.zoom)
+        miniwob(options.seeds, options.zoom, options.sets, options.misses)
         return
 
     image, _ = form_screen()
@@ -151,9 +293,9 @@ def main() -> None:
             count = max(5, runs // 5) if "whole screen" in name else runs
             wall, cpu, fastest = measure(work, count)
             print(f"{name:34} {wall:9.2f} {cpu:9.2f} {fastest:9.2f}")
-        detect_wall, _, _ = measure(lambda: detect_components(image), runs)
-        verdict = "ok" if detect_wall <= DETECT_TARGET_MS else "OVER"
-        print(f"detection target <= {DETECT_TARGET_MS} ms: {detect_wall:.2f} ms ({verdict})")
+        _, detect_cpu, _ = measure(lambda: detect_components(image), runs)
+        verdict = "ok" if detect_cpu <= DETECT_TARGET_MS else "OVER"
+        print(f"detection target <= {DETECT_TARGET_MS} ms CPU: {detect_cpu:.2f} ms ({verdict})")
 
 
 if __name__ == "__main__":

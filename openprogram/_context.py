@@ -3,29 +3,63 @@
 Everything lives in contextvars so threads and asyncio tasks never share a call stack.
 Entered sessions and runtimes are also registered process-wide, so a plain thread (one
 that did not copy a context) finds them by the threads rule of DESIGN.md §3: the one
-live, or a UsageError when several are. Start at current_session().
+live, or a UsageError when several are. This layer sits below session.py and
+runtime.py: it knows them only as the AmbientSession and AmbientRuntime protocols, and
+they register the factories of the process defaults. Start at current_session().
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
+from openprogram.dag import ContextDAG, Node
 from openprogram.errors import UsageError
 
-if TYPE_CHECKING:
-    from openprogram.runtime import Runtime
-    from openprogram.session import Session
+
+class AmbientSession(Protocol):
+    """What the layers below session.py use of the recording Session."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def dag(self) -> ContextDAG: ...
+
+    def _enter_call(
+        self, name: str, arguments: dict[str, Any], parent: str | None, settings: dict[str, Any]
+    ) -> Node: ...
+
+    def _enter_llm(
+        self, name: str, parent: str | None, parts: list[Any], meta: dict[str, Any]
+    ) -> Node: ...
+
+    def _exit_call(self, node: Node, result: Any, exc: BaseException | None) -> None: ...
+
+    def _not_recorded(self, name: str, parent: str | None, exc: BaseException) -> None: ...
+
+    def _resumed_output(self, node: Node, fn: Any) -> Any: ...
+
+
+class AmbientRuntime(Protocol):
+    """What the layers below runtime.py use of the ambient Runtime."""
+
+    @property
+    def callbacks(self) -> Sequence[Any]: ...
+
 
 frame_var: ContextVar[str | None] = ContextVar("openprogram_frame", default=None)
-session_var: ContextVar[Session | None] = ContextVar("openprogram_session", default=None)
-runtime_var: ContextVar[Runtime | None] = ContextVar("openprogram_runtime", default=None)
+session_var: ContextVar[AmbientSession | None] = ContextVar("openprogram_session", default=None)
+runtime_var: ContextVar[AmbientRuntime | None] = ContextVar("openprogram_runtime", default=None)
 
 _lock = threading.Lock()
-_entered: list[Session] = []  # live sessions, once per `with` block still open
-_live_runtimes: list[Runtime] = []  # likewise for runtimes made ambient
-_default: list[Session] = []
+_entered: list[AmbientSession] = []  # live sessions, once per `with` block still open
+_live_runtimes: list[AmbientRuntime] = []  # likewise for runtimes made ambient
+_default: list[AmbientSession] = []
+_default_runtime: list[AmbientRuntime] = []
+_factories: dict[str, Callable[[], Any]] = {}
 
 T = TypeVar("T")
 
@@ -36,21 +70,31 @@ _FIX = (
 )
 
 
-def push_session(session: Session) -> None:
+def set_session_factory(factory: Callable[[], AmbientSession]) -> None:
+    """How the process default session is made (session.py registers `Session`)."""
+    _factories["session"] = factory
+
+
+def set_runtime_factory(factory: Callable[[], AmbientRuntime]) -> None:
+    """How the process default runtime is made (runtime.py registers `Runtime`)."""
+    _factories["runtime"] = factory
+
+
+def push_session(session: AmbientSession) -> None:
     with _lock:
         _entered.append(session)
 
 
-def pop_session(session: Session) -> None:
+def pop_session(session: AmbientSession) -> None:
     _remove(_entered, session)
 
 
-def push_runtime(runtime: Runtime) -> None:
+def push_runtime(runtime: AmbientRuntime) -> None:
     with _lock:
         _live_runtimes.append(runtime)
 
 
-def pop_runtime(runtime: Runtime) -> None:
+def pop_runtime(runtime: AmbientRuntime) -> None:
     _remove(_live_runtimes, runtime)
 
 
@@ -78,7 +122,15 @@ def _the_one_live(live: list[T], what: str) -> T | None:
     return distinct[0] if distinct else None
 
 
-def current_session() -> Session:
+def _process_default(defaults: list[T], what: str) -> T:
+    with _lock:
+        if not defaults:
+            # openprogram/__init__ imports session.py and runtime.py, which register these
+            defaults.append(_factories[what]())
+        return defaults[0]
+
+
+def current_session() -> AmbientSession:
     """The session that records here: this context's (`with Session()`); else, in a plain
     thread, the one session live in the process; else a process-wide default in-memory
     session. Raises UsageError when this context has none and several are live."""
@@ -88,15 +140,10 @@ def current_session() -> Session:
     live = _the_one_live(_entered, "Session")
     if live is not None:
         return live
-    with _lock:
-        if not _default:
-            from openprogram.session import Session
-
-            _default.append(Session())
-        return _default[0]
+    return _process_default(_default, "session")
 
 
-def live_runtime() -> Runtime | None:
+def live_runtime() -> AmbientRuntime | None:
     """This context's Runtime, else the one live in the process (None when none is).
     Raises UsageError when this context has none and several are live."""
     runtime = runtime_var.get()
@@ -105,7 +152,22 @@ def live_runtime() -> Runtime | None:
     return _the_one_live(_live_runtimes, "Runtime")
 
 
+def current_runtime() -> AmbientRuntime:
+    """live_runtime(), else a process default Runtime (made on first use)."""
+    runtime = live_runtime()
+    if runtime is not None:
+        return runtime
+    return _process_default(_default_runtime, "runtime")
+
+
 def reset_default_session() -> None:
     """Drop the process-wide default session (tests and notebooks starting afresh)."""
     with _lock:
         _default.clear()
+
+
+def reset_defaults() -> None:
+    """Drop the process-wide default session and runtime (tests starting afresh)."""
+    with _lock:
+        _default.clear()
+        _default_runtime.clear()

@@ -6,11 +6,10 @@ depth-first walk. No colours and no I/O: the CLI styles these lines. Start at tr
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Sequence
+from typing import Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from openprogram.dag import ContextDAG, Node
+from openprogram.usage import Usage
 
 __all__ = ["MARKS", "node_line", "tree_lines", "walk"]
 
@@ -18,7 +17,39 @@ MARKS = {"completed": "✓", "error": "✗", "running": "…", "cancelled": "⊘
 """One character per node status, as the tree shows it."""
 
 
-def walk(dag: ContextDAG, depth: int | None = None) -> Iterator[tuple[Node, int]]:
+class Node(Protocol):
+    """What a tree line shows of a node (dag.py's Node, a layer above)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def expose(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def usage(self) -> Usage | None: ...
+    @property
+    def duration_s(self) -> float | None: ...
+
+
+N = TypeVar("N", bound=Node)
+
+
+class ContextDAG(Protocol[N]):
+    """What the tree walks of a ContextDAG (whose nodes are N)."""
+
+    def __len__(self) -> int: ...
+    def children(self, node_id: str | None) -> Sequence[N]: ...
+    def ordinal(self, node: N | str) -> int: ...
+
+
+def walk(dag: ContextDAG[N], depth: int | None = None) -> Iterator[tuple[N, int]]:
     """(node, level) depth first in seq order; level 0 is top level."""
     stack = [(node, 0) for node in reversed(dag.children(None))]
     while stack:
@@ -28,7 +59,7 @@ def walk(dag: ContextDAG, depth: int | None = None) -> Iterator[tuple[Node, int]
             stack.extend((child, level + 1) for child in reversed(dag.children(node.id)))
 
 
-def node_line(dag: ContextDAG, node: Node) -> tuple[str, str, list[str]]:
+def node_line(dag: ContextDAG[N], node: N) -> tuple[str, str, list[str]]:
     """(status mark, `name #k`, the facts after it) for one node."""
     name = f"{node.name} #{dag.ordinal(node)}" + (" (llm)" if node.kind == "llm" else "")
     facts = []
@@ -45,7 +76,9 @@ def node_line(dag: ContextDAG, node: Node) -> tuple[str, str, list[str]]:
     return MARKS.get(node.status, "?"), name, facts
 
 
-def tree_lines(dag: ContextDAG, *, depth: int | None = None, limit: int | None = None) -> list[str]:
+def tree_lines(
+    dag: ContextDAG[N], *, depth: int | None = None, limit: int | None = None
+) -> list[str]:
     """The tree as lines, two spaces of indent per level; `limit` caps the node count
     (a last line says how many were left out)."""
     lines = []

@@ -1,8 +1,9 @@
 """The `openprogram` command: inspect recorded sessions, and run the GUI agent.
 
 Owns the command line (click): `sessions list | show | render | report | export | fork |
-check` over a session store, and `demo` / `gui`, which hand over to gui_harness (imported only
-when used). Every failure ends as a ClickException saying what to do. Start at main().
+check` over a session store, and the commands plugins register under the
+`openprogram.commands` entry-point group (gui_harness: demo, gui, serve, batch, bench).
+Every failure ends as a ClickException saying what to do. Start at main().
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,7 +23,7 @@ import click
 from openprogram.dag import ContextDAG, Node
 from openprogram.errors import OpenProgramError
 
-__all__ = ["DEFAULT_STORE", "cli", "main"]
+__all__ = ["DEFAULT_STORE", "PLUGINS", "cli", "main", "run_command", "store_option"]
 
 DEFAULT_STORE = "openprogram.db"
 """The store the session commands read when neither --store nor OPENPROGRAM_STORE is set."""
@@ -32,7 +34,7 @@ _COLOUR = {
     "error": "red",
     "running": "yellow",
     "cancelled": "bright_black",
-    "stopped": "yellow",
+    "stopped": "magenta",
 }
 _SHOW_LIMIT = 300
 
@@ -56,7 +58,115 @@ def store_option(command: F) -> F:
     )(command)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+# -- plugins -------------------------------------------------------------------------------
+PLUGINS = "openprogram.commands"
+"""The entry-point group plugins register their click commands under (gui_harness: demo,
+gui, serve, batch, bench), e.g. in pyproject.toml:
+`[project.entry-points."openprogram.commands"] demo = "gui_harness.commands:demo"`."""
+_GUI_EXTRA = (
+    "pip install 'openprogram[gui]'; on Debian/Ubuntu also: apt-get install xvfb xdotool python3-tk"
+)
+
+
+def _entry_points() -> list[EntryPoint]:
+    """The installed plugins' commands (read on every use: cheap, and never stale)."""
+    return list(entry_points(group=PLUGINS))
+
+
+class _Commands(click.Group):
+    """The built-in commands, then those of the installed plugins (loaded when listed or
+    run); an unknown command, with no plugin installed, says what to install."""
+
+    def _plugins(self) -> dict[str, EntryPoint]:
+        found: dict[str, EntryPoint] = {}
+        for entry in _entry_points():
+            if entry.name not in self.commands:  # a built-in command is never replaced
+                found.setdefault(entry.name, entry)
+        return found
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*super().list_commands(ctx), *sorted(self._plugins())]
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        command = super().get_command(ctx, name)
+        if command is not None:
+            return command
+        entry = self._plugins().get(name)
+        return None if entry is None else _load(entry)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            if self._plugins():
+                raise
+            raise click.UsageError(
+                f"{exc.message} The GUI agent's commands (demo, gui, serve, batch, bench) "
+                f"come from a plugin, and none is installed: {_GUI_EXTRA}",
+                ctx,
+            ) from exc
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        width = formatter.width - 6 - max((len(n) for n in self.list_commands(ctx)), default=0)
+        built_in = [(n, c.get_short_help_str(width)) for n, c in sorted(self.commands.items())]
+        with formatter.section("Commands"):
+            formatter.write_dl(built_in)
+        plugins = self._plugins()
+        if not plugins:
+            with formatter.section("Plugin commands"):
+                formatter.write_text(
+                    "none installed; the GUI agent's (demo, gui, serve, batch, bench) come "
+                    f"with: {_GUI_EXTRA}"
+                )
+            return
+        by_source: dict[str, list[tuple[str, EntryPoint]]] = {}
+        for name, entry in sorted(plugins.items()):
+            source = entry.dist.name if entry.dist is not None else entry.module
+            by_source.setdefault(source, []).append((name, entry))
+        for group in by_source.values():
+            packages = sorted({entry.module.partition(".")[0] for _, entry in group})
+            with formatter.section(f"Plugin commands (from {', '.join(packages)})"):
+                formatter.write_dl(
+                    [(name, _load(entry).get_short_help_str(width)) for name, entry in group]
+                )
+
+
+def _load(entry: EntryPoint) -> click.Command:
+    """The plugin's command; one saying what went wrong (and what to install) when it
+    cannot be loaded."""
+    try:
+        command = entry.load()
+    except ImportError as exc:
+        problem = f"could not be loaded ({exc})"
+        fix = (
+            f"Install what it needs: {_GUI_EXTRA}"
+            if entry.dist is not None and entry.dist.name == "openprogram"
+            else "Reinstall the package that provides it, with its extras"
+        )
+    else:
+        if isinstance(command, click.Command):
+            return command
+        problem = f"is {command!r}, not a click command"
+        fix = "Its plugin is broken; reinstall or upgrade it"
+    message = f"the {entry.name!r} command ({entry.value}) {problem}. {fix}"
+
+    @click.command(
+        name=entry.name,
+        help=f"Unavailable: {message}",
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    )
+    def unavailable() -> None:
+        raise click.ClickException(message)
+
+    return unavailable
+
+
+@click.group(
+    cls=_Commands,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(package_name="openprogram", prog_name="openprogram")
 def cli() -> None:
     """openprogram: agents as decorated functions, with a context DAG you can inspect.
@@ -218,6 +328,11 @@ def show_command(
             f"{total['input_tokens'] + total['output_tokens']:,} tokens · "
             f"${total['cost_usd']:.4f} · {_duration(total['duration_s'])}"
             + (click.style(f" · {statuses['error']} errors", fg="red") if statuses["error"] else "")
+            + (
+                click.style(f" · {statuses['stopped']} stopped", fg="magenta")
+                if statuses["stopped"]
+                else ""
+            )
         )
         for shown, (node, level) in enumerate(walk(dag, depth)):
             if not show_all and shown >= _SHOW_LIMIT:
@@ -448,119 +563,9 @@ def _file_safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", text).lstrip(".") or "session"
 
 
-# -- running the GUI agent -----------------------------------------------------------------
-def _gui_entry(module: str, name: str) -> Callable[..., int]:
-    import importlib
-
-    try:
-        return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
-    except ImportError as exc:
-        raise click.ClickException(
-            f"the GUI agent could not be loaded ({exc}). Install its extra: "
-            "pip install 'openprogram[gui]'; on Debian/Ubuntu also: "
-            "apt-get install xvfb xdotool python3-tk"
-        ) from exc
-    except AttributeError as exc:
-        raise click.ClickException(
-            f"{module}.{name} is missing: this install of gui_harness is incomplete"
-        ) from exc
-
-
-@cli.command()
-@click.option(
-    "--model", help="A litellm model to plan with (default: the scripted offline policy)."
-)
-@click.option(
-    "--report",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Also write an HTML report of the run here.",
-)
-@click.option("--quiet", is_flag=True, help="Do not show step progress.")
-@store_option
-def demo(model: str | None, report: Path | None, quiet: bool, store_spec: str) -> None:
-    """Run the bundled GUI demo end to end: a Tk form on a private X display, real
-    screenshots and clicks, offline unless --model is given. The run is recorded in
-    the session store and written as an HTML report."""
-    run_demo = _gui_entry("gui_harness.demo.run", "run_demo")
-    sys.exit(
-        _run(
-            lambda: run_demo(model=model, report=report, show_progress=not quiet, store=store_spec)
-        )
-    )
-
-
-@cli.command()
-@click.argument("task")
-@click.option(
-    "--model",
-    envvar="OPENPROGRAM_MODEL",
-    help="litellm model string, e.g. openai/gpt-4o (env OPENPROGRAM_MODEL).",
-)
-@click.option("--max-steps", default=15, show_default=True, type=click.IntRange(min=1))
-@click.option(
-    "--report",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Also write an HTML report of the run here.",
-)
-@click.option(
-    "--app",
-    help="A command to start on a private Xvfb display, where the agent then acts "
-    "(default: act on the X display in $DISPLAY).",
-)
-@store_option
-def gui(
-    task: str,
-    model: str | None,
-    max_steps: int,
-    report: Path | None,
-    app: str | None,
-    store_spec: str,
-) -> None:
-    """Let the GUI agent do TASK, on a private display running --app or on $DISPLAY."""
-    if not model:
-        raise click.UsageError(
-            "no model: pass --model provider/name (e.g. openai/gpt-4o, with OPENAI_API_KEY "
-            "set) or set OPENPROGRAM_MODEL"
-        )
-    run_task = _gui_entry("gui_harness.run", "run_task")
-    sys.exit(
-        _run(
-            lambda: run_task(
-                task, model=model, max_steps=max_steps, report=report, app=app, store=store_spec
-            )
-        )
-    )
-
-
-@cli.command()
-@click.option("--app", help="A command to start on the served display (e.g. 'xterm').")
-@click.option("--size", default="1280x800", show_default=True, help="Screen size, WIDTHxHEIGHT.")
-@click.option("--port", default=0, type=click.IntRange(0, 65535), help="Port (0: a free one).")
-def serve(app: str | None, size: str, port: int) -> None:
-    """Serve a private X display over HTTP on 127.0.0.1 until Ctrl-C; prints the URL and
-    the token a RemoteDesktop needs."""
-    serve_main = _gui_entry("gui_harness.desktop.serve", "serve_main")
-    sys.exit(_run(lambda: serve_main(app=app, size=size, port=port)))
-
-
-_FORWARD = {"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
-
-
-@cli.command(context_settings=_FORWARD, add_help_option=False)
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def batch(args: tuple[str, ...]) -> None:
-    """Run a tasks.jsonl file as gui_agent episodes, locally or on Ray (see --help)."""
-    sys.exit(_gui_entry("gui_harness.batch.cli", "batch_main")(list(args)))
-
-
-@cli.command(context_settings=_FORWARD, add_help_option=False)
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def bench(args: tuple[str, ...]) -> None:
-    """Measure gui_agent on benchmarks: bench miniwob --model M (see --help)."""
-    sys.exit(_gui_entry("gui_harness.batch.cli", "bench_main")(list(args)))
-
-
-def _run(start: Callable[[], int]) -> int:
+def run_command(start: Callable[[], int]) -> int:
+    """Run a command's work: the exit code it returns, an OpenProgramError as a message
+    (no traceback), Ctrl-C as exit code 130. For plugin commands too."""
     try:
         code = start()
     except OpenProgramError as exc:

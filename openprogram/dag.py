@@ -14,12 +14,14 @@ import os
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Literal
 
 import networkx as nx
 from pydantic import BaseModel, Field
 
+from openprogram._tree import tree_lines
 from openprogram.errors import UsageError
 from openprogram.image import Image, ImageRef
 from openprogram.usage import Usage
@@ -38,7 +40,10 @@ __all__ = [
 
 Kind = Literal["user", "code", "llm"]
 """user: input from outside; code: one call of a decorated function; llm: one model exchange."""
-Status = Literal["running", "completed", "error", "cancelled"]
+Status = Literal["running", "completed", "error", "cancelled", "stopped"]
+"""running (not finished yet), completed, error (it raised; `error` says what), cancelled
+(interrupted: KeyboardInterrupt, a cancelled task, a run that never came back), stopped
+(a gate or budget ended it: RunStopped; `meta["stop_reason"]` says why)."""
 Expose = Literal["io", "llm", "full", "hidden"]
 """What callers see of a function: io (its call and result), llm (only its llm exchanges),
 full (everything inside it), hidden (nothing)."""
@@ -98,6 +103,11 @@ def check_render_range(value: Mapping[str, Any] | None) -> RenderRange | None:
 class Node(BaseModel):
     """One recorded event: a call (code), a model exchange (llm) or an outside input (user)."""
 
+    # A weak reference to the ContextDAG that holds the node, set when the DAG inserts it
+    # (_dag_of reads it). A slot, not a field or private attribute: pydantic leaves it out
+    # of equality, dumps, copies and pickles, so a copy or an unpickled node holds none.
+    __slots__ = ("_dag",)
+
     id: str
     seq: int
     kind: Kind
@@ -134,6 +144,16 @@ class Node(BaseModel):
 
     def _repr_html_(self) -> str:
         return _view("node")(self)
+
+
+_DAG_SLOT = Node._dag  # type: ignore[attr-defined]  # the slot's descriptor: a fast setter
+
+
+def _dag_of(node: Node) -> ContextDAG | None:
+    """The live ContextDAG holding this very node (not a copy of it), or None."""
+    ref = getattr(node, "_dag", None)
+    dag = ref() if ref is not None else None
+    return dag if dag is not None and dag.get(node.id) is node else None
 
 
 # Every node has every field set; one shared set serves them all (pydantic only ever
@@ -180,6 +200,7 @@ class ContextDAG:
         self._text_cache: dict[str, str] = {}  # render's formatted io, by node id
         self.branch = "main"
         self.listeners: list[Listener] = []
+        self._ref = weakref.ref(self)  # one reference object shared by all its nodes
 
     # -- reading -------------------------------------------------------------------------
     @property
@@ -330,6 +351,7 @@ class ContextDAG:
         return node
 
     def _insert(self, node: Node) -> None:
+        _DAG_SLOT.__set__(node, self._ref)
         self._nodes[node.id] = node
         self._order.append(node)
         self._children.setdefault(node.parent, []).append(node)
@@ -471,8 +493,6 @@ class ContextDAG:
         """The call tree as text: one line per node (status, `name #k`, duration, tokens,
         cost, error), indented by nesting. `depth` stops at that many levels; `limit`
         caps the number of nodes shown."""
-        from openprogram._tree import tree_lines
-
         return "\n".join(tree_lines(self, depth=depth, limit=limit))
 
     def __str__(self) -> str:

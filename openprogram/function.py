@@ -3,7 +3,8 @@
 Owns decoration-time validation, the tool `.spec` (and the model its arguments are
 validated with), runtime injection, `render_output`, and the recording of one `code`
 node per call (created at entry, completed in place at exit). Recording never changes
-what the function returns or raises. Start at agentic_function().
+what the function returns or raises; the one error of recording that reaches the caller
+is ResumeDivergence (a resumed run left its recording). Start at agentic_function().
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pydantic import BaseModel, Field, create_model
 from openprogram import _context
 from openprogram.callbacks.base import notify
 from openprogram.dag import Expose, Node, RenderRange, check_render_range
-from openprogram.errors import RunStopped
+from openprogram.errors import ResumeDivergence, RunStopped
 
 __all__ = ["agentic_function"]
 
@@ -163,9 +164,7 @@ def _wrap(
             given = kwargs.get("runtime")
             if given is None and not _runtime_positional(signature, args):
                 if runtime is None:
-                    from openprogram.runtime import current_runtime
-
-                    runtime = current_runtime()
+                    runtime = _context.current_runtime()
                 kwargs["runtime"] = runtime
             elif given is not None:
                 runtime = given
@@ -195,6 +194,9 @@ def _wrap(
             return call
         try:
             node = session._enter_call(name, arguments, _context.frame_var.get(), node_settings)
+        except ResumeDivergence as exc:  # not a failure to record: the run left its recording
+            end(call, None, exc)
+            raise
         except Exception as exc:  # recording must never break the user's call
             log.exception("openprogram: could not record a call of %s", name)
             session._not_recorded(name, _context.frame_var.get(), exc)

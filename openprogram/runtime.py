@@ -15,7 +15,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar, cast
 
 from pydantic import BaseModel
 
@@ -512,17 +512,11 @@ def current_runtime() -> Runtime:
     """The ambient Runtime: this context's (innermost `with Runtime()`); else, in a plain
     thread, the one Runtime live in the process; else a process default one. Raises
     UsageError when this context has none and several are live (DESIGN.md §3)."""
-    runtime = _context.live_runtime()
-    if runtime is not None:
-        return runtime
-    with _default_lock:
-        if not _default:
-            _default.append(Runtime())
-        return _default[0]
+    # the ambient runtime is one a `with Runtime()` or a `runtime=` argument made so
+    return cast(Runtime, _context.current_runtime())
 
 
-_default_lock = threading.Lock()
-_default: list[Runtime] = []
+_context.set_runtime_factory(Runtime)
 
 
 def llm(

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from contextlib import suppress
 from contextvars import Token
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ConfigDict, TypeAdapter
 
@@ -32,6 +32,7 @@ from openprogram.errors import (
     StoreError,
     UsageError,
 )
+from openprogram.function import _annotations
 from openprogram.image import ImageRef
 from openprogram.store.base import Store
 from openprogram.store.blobs import StoredBlobs
@@ -44,7 +45,12 @@ __all__ = ["Session", "current_frame", "current_session"]
 
 log = logging.getLogger("openprogram")
 
-current_session = _context.current_session
+
+def current_session() -> Session:
+    """The session that records here: this context's (`with Session()`); else, in a plain
+    thread, the one session live in the process; else a process-wide default in-memory
+    session. Raises UsageError when this context has none and several are live."""
+    return cast(Session, _context.current_session())  # only a Session enters itself
 
 
 def current_frame() -> Node | None:
@@ -89,7 +95,7 @@ class Session:
         self.store = store
         self.info = SessionInfo(id=id, created_at=time.time())
         self._owns_store = owns
-        self._tokens: list[Token[Session | None]] = []
+        self._tokens: list[Token[_context.AmbientSession | None]] = []
         self._inputs: dict[str, str] = {}
         self._lock = threading.Lock()
         self._recorder: Recorder | None = None
@@ -236,6 +242,9 @@ class Session:
     def _enter_call(
         self, name: str, arguments: dict[str, Any], parent: str | None, settings: dict[str, Any]
     ) -> Node:
+        """The code node of a call about to run (a completed one: do not run it, it was
+        resumed). Raises ResumeDivergence when a resumed run calls with another input
+        at a recorded place; function.py lets only that error through to the caller."""
         if parent is not None and parent not in self.dag:
             parent = None
         value = self.dag.jsonable(arguments)
@@ -262,18 +271,16 @@ class Session:
             self.dag.complete(node, self.dag.jsonable(result))
         elif isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit)):
             self.dag.complete(node, None, status="cancelled", error=type(exc).__name__)
+        elif isinstance(exc, RunStopped):  # a gate or budget ended it: not a failure
+            node.meta["stop_reason"] = exc.reason
+            self.dag.complete(node, None, status="stopped", error=f"{type(exc).__name__}: {exc}")
         else:
-            if isinstance(exc, RunStopped):
-                node.meta["stop_reason"] = exc.reason
             self.dag.complete(node, None, status="error", error=f"{type(exc).__name__}: {exc}")
 
     def _resumed_output(self, node: Node, fn: Any) -> Any:
         """The value a resumed call returns instead of running: its recorded output,
         validated into `fn`'s return annotation when it has one (so a pydantic model
         comes back as that model), images as PIL images."""
-        divergence = node.meta.get("divergence")
-        if isinstance(divergence, ResumeDivergence):
-            raise divergence
         output = self._revive(node.output)
         adapter = self._adapter(fn)
         if adapter is None:
@@ -315,13 +322,8 @@ class Session:
         found = self._resumer.match(kind, name, parent, input_hash(value, hidden))
         if found is None:
             return None
-        if isinstance(found, Divergence):
-            error = self._divergence(found.recorded, value)
-            if kind == "llm":
-                raise error
-            # function.py logs errors of _enter_call; a completed stand-in makes it ask
-            # _resumed_output, which raises outside that guard.
-            return Node.model_construct(status="completed", meta={"divergence": error})
+        if isinstance(found, Divergence):  # function.py lets this one through to the caller
+            raise self._divergence(found.recorded, value)
         node = found
         if node.status == "completed":
             return node
@@ -424,6 +426,9 @@ class Session:
         return f"Session(id={self.id!r}, nodes={len(self.dag)}{where})"
 
 
+_context.set_session_factory(Session)
+
+
 def _preview(value: Any, limit: int = 200) -> str:
     text = _secrets.scrub(json.dumps(value, ensure_ascii=False, default=str, sort_keys=True))
     return text if len(text) <= limit else text[:limit] + "…"
@@ -432,8 +437,6 @@ def _preview(value: Any, limit: int = 200) -> str:
 def _return_adapter(fn: Any) -> Any:
     """A pydantic TypeAdapter for fn's return annotation, or None when it has none
     (or one pydantic cannot validate)."""
-    from openprogram.function import _annotations
-
     try:
         annotation = _annotations(inspect.unwrap(fn)).get("return", inspect.Signature.empty)
     except Exception:

@@ -3,7 +3,8 @@
 Owns reading a model's chunks: the llm node completes with the whole text when the
 stream ends, and is marked error with the partial text kept when the stream breaks off
 or the consumer stops early. Callbacks watch chunks through `on_llm_chunk`. runtime.py
-calls open_stream (retries before the first chunk). Start at open_stream().
+calls open_stream (retries before the first chunk), passing itself as the `Exchange` a
+stream finishes through. Start at open_stream().
 """
 
 from __future__ import annotations
@@ -11,26 +12,50 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-from collections.abc import AsyncIterator, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from typing import Any, NoReturn, Protocol
 
 from openprogram import _context
 from openprogram.callbacks.base import notify
 from openprogram.dag import Node
 from openprogram.errors import ModelError, ModelUnavailable, RunError
-from openprogram.models import Model, ModelReply
+from openprogram.models import Model, ModelReply, ModelRequest
 from openprogram.usage import Usage
 
-if TYPE_CHECKING:
-    from openprogram.runtime import Runtime
-
 __all__ = ["AsyncTextStream", "TextStream", "aopen_stream", "open_stream"]
+
+
+class Exchange(Protocol):
+    """What a stream uses of the Runtime that opened it (runtime.py, the layer above):
+    the node and request of the exchange, retries, and how the node is finished."""
+
+    @property
+    def callbacks(self) -> Sequence[Any]: ...
+
+    @property
+    def max_retries(self) -> int: ...
+
+    @property
+    def _sleep(self) -> Callable[[float], None]: ...
+
+    @property
+    def _asleep(self) -> Callable[[float], Awaitable[Any]]: ...
+
+    def _prepare(
+        self, content: Any, model: Model, response_format: Any, options: dict[str, Any]
+    ) -> tuple[Node, ModelRequest | None]: ...
+
+    def _retry_delay(self, exc: ModelError, attempt: int, node: Node) -> float | None: ...
+
+    def _failed(self, node: Node, exc: Exception) -> Exception: ...
+
+    def _finish(self, node: Node, reply: ModelReply) -> ModelReply: ...
 
 
 class _Stream:
     """What both streams share: the chunks so far and how the node is finished."""
 
-    def __init__(self, node: Node, runtime: Runtime, *, finished: bool = False) -> None:
+    def __init__(self, node: Node, runtime: Exchange, *, finished: bool = False) -> None:
         self.node = node
         self._runtime = runtime
         self._parts: list[str] = []
@@ -105,7 +130,7 @@ class TextStream(_Stream):
         self,
         source: Iterator[str | ModelReply],
         node: Node,
-        runtime: Runtime,
+        runtime: Exchange,
         *,
         finished: bool = False,
     ) -> None:
@@ -160,7 +185,7 @@ class AsyncTextStream(_Stream):
         self,
         source: AsyncIterator[str | ModelReply],
         node: Node,
-        runtime: Runtime,
+        runtime: Exchange,
         *,
         finished: bool = False,
     ) -> None:
@@ -205,7 +230,7 @@ class AsyncTextStream(_Stream):
 
 
 def open_stream(
-    runtime: Runtime, content: Any, model: Model, options: dict[str, Any]
+    runtime: Exchange, content: Any, model: Model, options: dict[str, Any]
 ) -> TextStream:
     """Create the llm node and open the model's stream, retrying transient errors until
     the first chunk arrives; a replayed exchange streams its recorded text."""
@@ -229,7 +254,7 @@ def open_stream(
 
 
 async def aopen_stream(
-    runtime: Runtime, content: Any, model: Model, options: dict[str, Any]
+    runtime: Exchange, content: Any, model: Model, options: dict[str, Any]
 ) -> AsyncTextStream:
     """Async twin of open_stream; a sync model stream is read on worker threads."""
     node, request = runtime._prepare(content, model, None, options)
@@ -254,13 +279,15 @@ async def aopen_stream(
     return AsyncTextStream(aprepend(first, source), node, runtime)
 
 
-def _ended(runtime: Runtime, node: Node, text: str, reply: ModelReply | None) -> str:
+def _ended(runtime: Exchange, node: Node, text: str, reply: ModelReply | None) -> str:
     """Complete a stream's node with the whole text; the text after on_llm_end."""
     final = ModelReply(text=text, usage=reply.usage if reply is not None else Usage())
     return runtime._finish(node, final).text
 
 
-def _broken(runtime: Runtime, node: Node, text: str, exc: BaseException | None) -> Exception | None:
+def _broken(
+    runtime: Exchange, node: Node, text: str, exc: BaseException | None
+) -> Exception | None:
     """Mark a stream's node as failed, keeping the partial text; the error to raise
     (None when the consumer stopped reading)."""
     dag = _context.current_session().dag

@@ -7,13 +7,10 @@ per-run total is `Runtime.usage`. Start at usage_from_response().
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from pydantic import BaseModel
-
-if TYPE_CHECKING:
-    from openprogram.dag import ContextDAG
 
 __all__ = ["Usage", "frame_usage", "usage_from_response"]
 
@@ -142,7 +139,28 @@ def usage_from_response(
     )
 
 
-def frame_usage(dag: ContextDAG, node_id: str | None = None) -> Usage:
+class _Exchange(Protocol):
+    """What frame_usage reads of a node (dag.py's Node, a layer above)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def usage(self) -> Usage | None: ...
+
+
+class _Frames(Protocol):
+    """What frame_usage reads of a ContextDAG."""
+
+    def node(self, node_id: str) -> _Exchange: ...
+
+    def children(self, node_id: str | None) -> Sequence[_Exchange]: ...
+
+
+def frame_usage(dag: _Frames, node_id: str | None = None) -> Usage:
     """The summed usage of every llm exchange inside frame `node_id`, at any depth.
 
     `node_id=None` sums the whole session (every top-level subtree); an llm node's own

@@ -13,13 +13,11 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 @pytest.fixture(autouse=True)
 def _fresh_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory):
-    from openprogram import _context, runtime
+    from openprogram import _context
 
     monkeypatch.delenv("OPENPROGRAM_MODEL", raising=False)
     # component memory and other user data go to a scratch folder, never the real home
     monkeypatch.setenv("OPENPROGRAM_DATA_DIR", str(tmp_path_factory.mktemp("data")))
-    _context.reset_default_session()
-    runtime._default.clear()
+    _context.reset_defaults()
     yield
-    _context.reset_default_session()
-    runtime._default.clear()
+    _context.reset_defaults()

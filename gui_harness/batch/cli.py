@@ -1,6 +1,6 @@
 """`openprogram batch` and `openprogram bench miniwob`: the batch commands' options.
 
-Owns parsing and printing for the two commands; openprogram/cli.py forwards their
+Owns parsing and printing for the two commands; gui_harness/commands.py forwards their
 arguments here (openprogram never imports gui_harness). The work is run_batch's.
 """
 
@@ -191,12 +191,12 @@ def miniwob_command(task_names: str | None, seeds: str, max_steps: int, name: st
 
 
 def batch_main(args: list[str]) -> int:
-    """`openprogram batch ARGS` (openprogram/cli.py forwards here)."""
+    """`openprogram batch ARGS` (gui_harness/commands.py forwards here)."""
     return _main(batch_command, args, "openprogram batch")
 
 
 def bench_main(args: list[str]) -> int:
-    """`openprogram bench ARGS` (openprogram/cli.py forwards here)."""
+    """`openprogram bench ARGS` (gui_harness/commands.py forwards here)."""
     return _main(bench_group, args, "openprogram bench")
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from gui_harness.perception._blobs import boxes_of, scratch
 from gui_harness.perception._pixels import ImageLike
 
-__all__ = ["colour_of", "links", "text_lines"]
+__all__ = ["colour_of", "links", "list_rows", "text_lines"]
 
 _Found = tuple[Any, tuple[int, int, int, int], float]  # (kind, box, confidence)
 _TEXT_KERNEL = np.ones((1, 7), np.uint8)  # closes letter and word gaps, never line gaps
@@ -55,6 +55,40 @@ def text_lines(edges: np.ndarray, controls: list[_Found]) -> list[_Found]:
     return found
 
 
+def list_rows(texts: list[_Found], panels: list[tuple[int, int, int, int]]) -> list[_Found]:
+    """Lines of a list become its rows (kind button, as an accessibility tree reports
+    list and menu items): the lines of a panel that start at one x, mostly stop short
+    of its right side and follow at a regular pitch looser than a paragraph's, each widened
+    to the panel's inside and to half the pitch above and below."""
+    out = list(texts)
+    for px, py, pw, ph in panels:
+        members = sorted(
+            (
+                i
+                for i, (kind, (x, y, w, h), _) in enumerate(out)
+                if kind == "text" and px <= x and py <= y and x + w <= px + pw and y + h <= py + ph
+            ),
+            key=lambda i: out[i][1][1],
+        )
+        if len(members) < 2:
+            continue
+        boxes = np.array([out[i][1] for i in members])
+        centres = boxes[:, 1] + boxes[:, 3] / 2
+        pitches = np.diff(centres)
+        # a paragraph's lines but its last fill the width; most of a list's stop short
+        short = np.mean(boxes[:, 0] + boxes[:, 2] <= px + 0.9 * pw) >= 0.5
+        aligned = np.ptp(boxes[:, 0]) <= 3
+        regular = np.ptp(pitches) <= 3 and pitches.min() >= 1.4 * np.median(boxes[:, 3])
+        if not (short and aligned and regular):
+            continue
+        pitch = float(np.median(pitches))
+        for i, centre in zip(members, centres.tolist(), strict=True):
+            top = max(py + 1, round(centre - pitch / 2))
+            bottom = min(py + ph - 1, round(centre + pitch / 2))
+            out[i] = ("button", (px + 1, top, pw - 2, bottom - top), 0.5)
+    return out
+
+
 def colour_of(image: ImageLike) -> np.ndarray | None:
     """`image` as an RGB array when it has colour, else None."""
     if isinstance(image, np.ndarray):
@@ -71,25 +105,45 @@ def links(rgb: np.ndarray, texts: list[_Found]) -> list[_Found]:
     for kind, (x, y, w, h), confidence in texts:
         crop = rgb[y : y + h, x : x + w].astype(np.int16)
         blue = crop[:, :, 2] - np.maximum(crop[:, :, 0], crop[:, :, 1]) >= _LINK_BLUE
-        columns = np.flatnonzero(blue.any(axis=0))
-        if kind != "text" or len(columns) < 3 or blue.mean() > 0.45:
+        if kind != "text" or np.count_nonzero(blue) < 3 or blue.mean() > 0.45:
             out.append((kind, (x, y, w, h), confidence))
             continue
-        # Letters of a word are 1-2 px apart, words a space (about a third of the height).
-        breaks = np.flatnonzero(np.diff(columns) > max(3, h // 4))
+        # Glyphs are 3 px high or more; a flat run is an underline, maybe the line above's.
+        _, labels, stats, _ = cv2.connectedComponentsWithStats(blue.view(np.uint8))
+        glyphs = (stats[:, cv2.CC_STAT_HEIGHT] >= 3)[labels] & blue
+        columns = np.flatnonzero(glyphs.any(axis=0))
+        if len(columns) < 3:
+            out.append((kind, (x, y, w, h), confidence))
+            continue
+        # Letters of a word are 1-2 px apart, words a space (about a third of the height);
+        # under an underlined link the underline runs on through its spaces, so where it
+        # stops two links meet, however narrow the space.
+        # The underline: the fullest blue row at the glyphs' foot, maybe below the line.
+        foot = y + int(np.flatnonzero(glyphs.any(axis=1))[-1])
+        below = rgb[max(foot - 2, 0) : foot + 4, x : x + w].astype(np.int16)
+        band = below[:, :, 2] - np.maximum(below[:, :, 0], below[:, :, 1]) >= _LINK_BLUE
+        under_row = int(np.argmax(band.sum(axis=1)))
+        underline = band[under_row]
+        # A link starts at its line's top and reaches down to its underline.
+        bottom = max(foot, max(foot - 2, 0) + under_row if underline.any() else 0) + 1
+        gaps = np.diff(columns)
+        underlined = underline[columns[0] : columns[-1] + 1].mean() >= 0.6
+        # (at the gap's middle: the underline skips a pixel or two around descenders)
+        cut = ~underline[(columns[:-1] + columns[1:]) // 2]
+        breaks = np.flatnonzero(
+            (gaps > max(3, h // 4)) & (cut | ~underlined) | ((gaps >= 3) & cut & underlined)
+        )
         starts = np.concatenate([[columns[0]], columns[breaks + 1]])
         ends = np.concatenate([columns[breaks], [columns[-1]]]) + 1
         left = 0
         for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-            rows = np.flatnonzero(blue[:, start:end].any(axis=1))
-            if rows[-1] - rows[0] < 3:  # an underline alone: its word is on the line above
-                continue
+            rows = np.flatnonzero(glyphs[:, start:end].any(axis=1))
             if start - left >= 4:
                 out.append(("text", (x + left, y, start - left - 2, h), confidence))
             out.append(
                 (
                     "link",
-                    (x + start, y + int(rows[0]), end - start, int(rows[-1] - rows[0]) + 1),
+                    (x + start, y, end - start, max(y + int(rows[-1]) + 1, bottom) - y),
                     0.6,
                 )
             )

@@ -16,7 +16,7 @@ import numpy as np
 
 from gui_harness.perception._blobs import Sums, boxes_of, scratch
 from gui_harness.perception._pixels import ImageLike, grey_array
-from gui_harness.perception._text import colour_of, links, text_lines
+from gui_harness.perception._text import colour_of, links, list_rows, text_lines
 
 __all__ = [
     "KINDS",
@@ -132,8 +132,9 @@ def detect_components(
     # from the normal one, so anti-aliasing stays out of it.
     pale = cv2.Canny(grey, *_PALE_CANNY, edges=scratch.get("pale", grey.shape, np.uint8))
     thick = cv2.dilate(pale, _KERNEL, dst=scratch.get("thick", grey.shape, np.uint8))
-    controls = _controls(grey, pale, thick)
-    texts = text_lines(edges, controls)
+    controls, panels = _controls(grey, pale, thick)
+    texts = list_rows(text_lines(edges, controls), [box for box, _ in panels])
+    controls += [("field", box, 0.5) for box, plain in panels if plain]
     colour = colour_of(image)
     if colour is not None:
         texts = links(colour, texts)
@@ -170,8 +171,11 @@ def reading_order(components: Sequence[Component]) -> list[Component]:
 _Found = tuple[Kind, tuple[int, int, int, int], float]
 
 
-def _controls(grey: np.ndarray, thin: np.ndarray, thick: np.ndarray) -> list[_Found]:
-    """Rectangular outlines of control size, classified, with nested duplicates merged.
+def _controls(
+    grey: np.ndarray, thin: np.ndarray, thick: np.ndarray
+) -> tuple[list[_Found], list[tuple[tuple[int, int, int, int], bool]]]:
+    """Rectangular outlines of control size, classified, with nested duplicates merged;
+    and the panels (tall outlines holding lines), each with whether it is plain inside.
 
     Candidates are the blobs of the dilated edge map and the holes of both maps: where
     controls touch (a row of buttons, a close button inside a title bar, a control at
@@ -179,7 +183,13 @@ def _controls(grey: np.ndarray, thin: np.ndarray, thick: np.ndarray) -> list[_Fo
     hole, on the thin map when the gap is a pixel or two.
     """
     boxes, holes, thick_holes = boxes_of(thick)
-    thin_holes = boxes_of(thin)[2]
+    thin_blobs, thin_blob_holes, thin_holes = boxes_of(thin)
+    # A check box or radio 2-3 px from its label joins it once dilated; on the thin map
+    # its outline is a ring of its own, whose hole is over half its size.
+    tw, th = thin_blobs[:, 2], thin_blobs[:, 3]
+    ring = (np.minimum(tw, th) >= 12) & (np.maximum(tw, th) <= _CHECKBOX_SIDE[1] + 2)
+    ring &= (np.abs(tw - th) <= 2) & (thin_blob_holes >= 0.5 * thin_blobs[:, 2:]).all(axis=1)
+    thin_rings = _symmetric(grey, _lone(thin_blobs[ring], thin_blobs))
     width = grey.shape[1]
     x, y, w, h = boxes.T
     # An outline, unlike a word, encloses one hole nearly its own size. A tick can cut
@@ -189,29 +199,35 @@ def _controls(grey: np.ndarray, thin: np.ndarray, thick: np.ndarray) -> list[_Fo
     share = np.where(square, 0.25, 0.5)
     hollow = (holes[:, 0] >= share * w) & (holes[:, 1] >= share * 0.8 * h)
     # A hole is the inside of an outline: grown back to where a blob's box would be.
-    boxes = np.concatenate(
-        [boxes, thick_holes + np.array([-2, -2, 4, 4]), thin_holes + np.array([-1, -1, 2, 2])]
-    )
-    added = np.ones(len(thick_holes) + len(thin_holes), bool)
+    grow = np.array([-1, -1, 2, 2])  # a thin map's box to where a dilated one's would be
+    boxes = np.concatenate([boxes, thick_holes + 2 * grow, thin_holes + grow, thin_rings + grow])
+    added = np.ones(len(thick_holes) + len(thin_holes) + len(thin_rings), bool)
     # Blobs' boxes are exact; holes' are grown by a guess: the first wins among equals.
-    source = np.repeat([0, 1, 2], [len(hollow), len(thick_holes), len(thin_holes)])
+    source = np.repeat(
+        [0, 1, 2, 3], [len(hollow), len(thick_holes), len(thin_holes), len(thin_rings)]
+    )
     # A radio's ring is thin: its hole is over half its size, unlike an "o" or an "e".
     open_ = np.concatenate(
         [
             (holes[:, 0] >= 0.5 * w) & (holes[:, 1] >= 0.5 * h),
             np.ones(len(thick_holes), bool),
             np.zeros(len(thin_holes), bool),  # a solid round glyph is a thin hole: no rings
+            np.ones(len(thin_rings), bool),
         ]
     )
     hollow = np.concatenate([hollow, added])
     x, y, w, h = boxes.T
     square = (np.maximum(w, h) <= _CHECKBOX_SIDE[1] + 2) & (np.abs(w - h) <= 0.3 * h)
-    keep = (h >= _CONTROL_H[0]) & (h <= _CONTROL_H[1]) & (w >= 10) & (w <= 0.97 * width)
+    # A box across the whole image is the window's or page's frame, unless it clears
+    # both edges (a full-width bar of a small page: an accordion header, a menu bar).
+    inside_edges = (x > 0) & (x + w < width)
+    keep = (h >= _CONTROL_H[0]) & (h <= _CONTROL_H[1]) & (w >= 10)
+    keep &= (w <= 0.97 * width) | inside_edges
     keep &= hollow | square
     boxes, solid, square, open_ = boxes[keep], ~hollow[keep], square[keep], open_[keep]
     source = source[keep]
     if not len(boxes):
-        return []
+        return [], []
     x, y, w, h = boxes.T
     edge = Sums(thick, "thick sums")
     # An outline is a rectangle when the middle of each side is covered by a straight
@@ -248,7 +264,7 @@ def _controls(grey: np.ndarray, thin: np.ndarray, thick: np.ndarray) -> list[_Fo
     # A filled square is a ticked box only with square corners; an "o" has none.
     rect &= ~solid | (corners >= 0.5)
     if not rect.any():
-        return []
+        return [], []
     boxes, round_ = _merge_nested(boxes[rect], ring[rect], source[rect])
     # The dilation grew each outline by a pixel, and Canny marks the outer side of a step.
     boxes = boxes + np.array([2, 2, -3, -3])
@@ -289,9 +305,77 @@ def _controls(grey: np.ndarray, thin: np.ndarray, thick: np.ndarray) -> list[_Fo
         for i in range(len(boxes))
     ]
     # A tall box holding three or more lines, or content hung from its top, is a list
-    # or a panel: what it holds are the targets.
-    found = [f for f in found if f[1][3] < 40 or not _panel(thin, f[1])]
-    return _tabs(found)
+    # or a panel: what it holds are the targets. One plain inside, like an entry's (a
+    # list box, a text area, a menu), is a target too: its lines are read as a list's.
+    controls, panels = [], []
+    for i, f in enumerate(found):
+        if f[1][3] < 40 or not _panel(thin, f[1]):
+            controls.append(f)
+        else:
+            panels.append((f[1], bool(inside[i] >= 190 or inside[i] <= 80)))
+    return _tabs(controls) + _bar_cells(thin, controls), panels
+
+
+def _bar_cells(thin: np.ndarray, controls: list[_Found]) -> list[_Found]:
+    """The buttons of toolbars: inside a low, wide box, three or more separate marks
+    (icons, single glyphs), each narrower than the bar is high, at a regular pitch; each
+    becomes a button one pitch wide and as high as the bar's inside."""
+    cells: list[_Found] = []
+    for _, (x, y, w, h), _ in controls:
+        if h > _PART_OF_CONTROL_H or w < 3 * h:
+            continue
+        columns = np.count_nonzero(thin[y + 3 : y + h - 3, x + 3 : x + w - 3], axis=0) > 0
+        ink = np.flatnonzero(columns)
+        if len(ink) < 3:
+            continue
+        gap = max(6, h // 3)  # wider than a word space
+        breaks = np.flatnonzero(np.diff(ink) > gap)
+        starts = np.concatenate([ink[:1], ink[breaks + 1]])
+        ends = np.concatenate([ink[breaks], ink[-1:]]) + 1
+        if len(starts) < 3 or (ends - starts).max() > h:
+            continue
+        centres = (starts + ends) / 2
+        pitches = np.diff(centres)
+        if np.ptp(pitches) > 3 or pitches.min() < 0.8 * h:
+            continue
+        pitch = float(np.median(pitches))
+        for centre in centres.tolist():
+            left = x + 3 + round(centre - pitch / 2)
+            cells.append(("button", (max(left, x + 1), y + 1, round(pitch), h - 2), 0.5))
+    return cells
+
+
+def _lone(rings: np.ndarray, blobs: np.ndarray) -> np.ndarray:
+    """The `rings` with no neighbour of nearly their height within 4 px left or right
+    among `blobs`: a check box's label is lower than the box, a letter "o" or "O" has
+    letters of its own height beside it."""
+    if not len(rings):
+        return rings
+    rx, ry, rw, rh = (v[:, None] for v in rings.T)
+    bx, by, bw, bh = (v[None, :] for v in blobs.T)
+    overlap = np.minimum(ry + rh, by + bh) - np.maximum(ry, by)
+    gap = np.maximum(bx - (rx + rw), rx - (bx + bw))
+    beside = (overlap >= 0.5 * np.minimum(rh, bh)) & (gap >= 0) & (gap <= 4)
+    return rings[~(beside & (bh >= 0.9 * rh)).any(axis=1)]
+
+
+def _symmetric(grey: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+    """The `boxes` whose pixels look the same mirrored left to right and top to bottom,
+    as an empty or dotted box or ring does and a glyph ("g", "e") does not."""
+    keep = np.zeros(len(boxes), bool)
+    for i, (x, y, w, h) in enumerate(boxes.tolist()):
+        patch = grey[y : y + h, x : x + w].astype(np.int16)
+        contrast = int(patch.max()) - int(patch.min())
+        # a pixel either way: anti-aliasing puts a ring off its box's centre
+        mirrored = min(
+            np.abs(patch[:, a : w - b] - patch[:, a : w - b][:, ::-1]).mean()
+            for a, b in ((0, 0), (1, 0), (0, 1))
+        ) + min(
+            np.abs(patch[a : h - b] - patch[a : h - b][::-1]).mean()
+            for a, b in ((0, 0), (1, 0), (0, 1))
+        )
+        keep[i] = contrast >= 40 and mirrored <= 0.1 * contrast
+    return boxes[keep]
 
 
 def _panel(thin: np.ndarray, box: tuple[int, int, int, int]) -> bool:
@@ -468,10 +552,17 @@ def _merge_nested(
     children &= ~parts
     count = children.sum(axis=1)
     tallest_child = np.where(children, boxes[None, :, 3], 0).max(axis=1, initial=0)
-    panel = (count >= 2) | ((count == 1) & (tallest_child < 0.6 * boxes[:, 3]))
+    # One outline split by a divider into a wide part and a narrow one of its full height
+    # is one control (a drop-down's entry and arrow, a spin box), not a panel of two.
+    full = children & (boxes[None, :, 3] >= 0.75 * boxes[:, None, 3])
+    wide_part = full & (boxes[None, :, 2] >= 0.5 * boxes[:, None, 2])
+    end_part = full & (boxes[None, :, 2] <= 1.5 * boxes[:, None, 3]) & ~wide_part
+    spans = np.where(full, boxes[None, :, 2], 0).sum(axis=1) >= 0.85 * boxes[:, 2]
+    split = (count == 2) & (wide_part.sum(axis=1) == 1) & (end_part.sum(axis=1) == 1) & spans
+    panel = ((count >= 2) & ~split) | ((count == 1) & (tallest_child < 0.6 * boxes[:, 3]))
     # A wide child is the inner border of its parent; a narrow one of the same height is
     # a button at the end of a bar (a close button, a search button), and stays.
     wide = boxes[None, :, 2] >= 0.5 * boxes[:, None, 2]
-    composite_child = ((children & wide) | parts) & ((count <= 1) & ~panel)[:, None]
+    composite_child = ((children & wide) | parts) & (((count <= 1) | split) & ~panel)[:, None]
     alive &= ~panel & ~composite_child.any(axis=0)
     return boxes[alive], flags[alive]

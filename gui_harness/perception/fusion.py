@@ -10,11 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+import numpy as np
+
 from gui_harness.perception.detect import Component, reading_order
 
 __all__ = ["fuse", "to_image"]
 
-_COVERED = 0.5  # share of a pixel box under tree boxes that makes it a duplicate
+_COVERED = 0.8  # share of a box under the other's that makes the pixel one a duplicate
+_SAME = 0.5  # IoU at which a pixel box and a tree box are one element
 
 
 def to_image(
@@ -39,12 +42,14 @@ def fuse(
     tree: Sequence[Component], pixels: Sequence[Component], *, max_components: int = 200
 ) -> list[Component]:
     """One list numbered in reading order: every `tree` component, and the `pixels`
-    components that tree boxes do not cover.
+    components that no tree box really covers.
 
-    A pixel box is covered when tree boxes overlap at least half of it (a label inside a
-    button, a checkbox's square inside its row), or, unless it is text, when it holds
-    most of a tree box (a blob spanning a field and its label); a paragraph around a
-    link stays. Both lists are in image pixels.
+    A pixel box is covered when it is the same element as a tree box (IoU >= 0.5), when
+    tree boxes hold most of it (a label inside a button, a checkbox's square inside its
+    row, a line across two tabs), or, unless it is text, when it holds most of a tree
+    box (a blob spanning a field and its label); a paragraph around a link stays, and so
+    does a control that a stale or misaligned tree box only partly overlaps (a field
+    the page moved after the tree was read). Both lists are in image pixels.
     Past `max_components`, pixel components go first, smallest first.
     """
     kept = [c for c in pixels if not _covered(c.box, tree, holds=c.kind != "text")]
@@ -57,15 +62,24 @@ def fuse(
 def _covered(box: tuple[int, int, int, int], tree: Sequence[Component], *, holds: bool) -> bool:
     x, y, w, h = box
     area = max(w * h, 1)
-    overlap = 0
+    parts: list[tuple[int, int, int, int]] = []  # overlaps, relative to `box`
     for other in tree:
         ox, oy, ow, oh = other.box
-        ix = min(x + w, ox + ow) - max(x, ox)
-        iy = min(y + h, oy + oh) - max(y, oy)
-        if ix <= 0 or iy <= 0:
+        x0, y0 = max(x, ox), max(y, oy)
+        x1, y1 = min(x + w, ox + ow), min(y + h, oy + oh)
+        if x1 <= x0 or y1 <= y0:
             continue
-        inter = ix * iy
-        if inter >= _COVERED * area or (holds and inter >= _COVERED * max(ow * oh, 1)):
+        inter = (x1 - x0) * (y1 - y0)
+        other_area = max(ow * oh, 1)
+        if inter >= _SAME * (area + other_area - inter) or inter >= _COVERED * area:
             return True
-        overlap += inter
-    return overlap >= _COVERED * area
+        if holds and inter >= _COVERED * other_area:
+            return True
+        parts.append((x0 - x, y0 - y, x1 - x, y1 - y))
+    if sum((x1 - x0) * (y1 - y0) for x0, y0, x1, y1 in parts) < _COVERED * area:
+        return False
+    # Tree boxes nest (a list and its items): count the area they cover once.
+    under = np.zeros((h, w), bool)
+    for x0, y0, x1, y1 in parts:
+        under[y0:y1, x0:x1] = True
+    return int(np.count_nonzero(under)) >= _COVERED * area

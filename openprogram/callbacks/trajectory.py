@@ -362,7 +362,7 @@ def _json_text(value: Any, indent: int | None = None) -> str:
 
 def run_status(run: Node) -> str:
     """The trajectory status of a finished run: completed, failed or stopped."""
-    if run.meta.get("stop_reason") or run.status == "cancelled":
+    if run.status in ("stopped", "cancelled") or run.meta.get("stop_reason"):
         return "stopped"
     return "completed" if run.status == "completed" else "failed"
 

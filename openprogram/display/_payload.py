@@ -37,7 +37,7 @@ _MIN_CAP = 80
 _IMAGE_MARK = "<image sha256:"  # how str(ImageRef) starts, so every image's text holds it
 _MAX_CHARS = 20_000
 _KIND = {"code": "c", "llm": "l", "user": "u"}
-_STATUS = {"running": "r", "completed": "c", "error": "e", "cancelled": "x"}
+_STATUS = {"running": "r", "completed": "c", "error": "e", "cancelled": "x", "stopped": "s"}
 _EXPOSE = {"io": "i", "llm": "l", "full": "f", "hidden": "h"}
 
 
@@ -145,7 +145,7 @@ def summary(dag: ContextDAG, nodes: list[Node] | None = None) -> dict[str, Any]:
     """Totals of a DAG (or of `nodes`): counts, duration, tokens, cost."""
     nodes = dag.nodes if nodes is None else nodes
     kinds = {"code": 0, "llm": 0, "user": 0}
-    statuses = {"running": 0, "completed": 0, "error": 0, "cancelled": 0}
+    statuses = {"running": 0, "completed": 0, "error": 0, "cancelled": 0, "stopped": 0}
     tokens_in = tokens_out = unpriced = 0
     cost = 0.0
     start = end = None
@@ -313,7 +313,7 @@ def _encode_reads(current: list[int], before: list[int] | None) -> Any:
 
 def _extra(node: Node, index: dict[str, int]) -> dict[str, Any]:
     extra: dict[str, Any] = {}
-    if node.error or node.status in ("error", "cancelled"):
+    if node.error or node.status in ("error", "cancelled", "stopped"):
         extra["err"] = _cut(node.error or node.status, _MAX_CHARS)
     if node.kind == "code" and node.render_range is not None:
         extra["rr"] = [node.render_range.callers, node.render_range.subcalls]

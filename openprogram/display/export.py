@@ -51,6 +51,7 @@ _COLOURS = {
     "error": "#cf222e",
     "running": "#9a6700",
     "cancelled": "#6e7781",
+    "stopped": "#bc4c00",
 }
 _LABEL_CHARS = 60
 

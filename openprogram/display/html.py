@@ -7,15 +7,13 @@ tree lazily; context and call views are static HTML. Start at dag_html().
 
 from __future__ import annotations
 
-import gc
 import html
 import json
 import uuid
-import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from openprogram.dag import register_view
+from openprogram.dag import _dag_of, register_view
 from openprogram.display._images import thumbnail_url
 from openprogram.display._payload import (
     DEFAULT_FULL_IMAGE_BUDGET,
@@ -35,7 +33,6 @@ if TYPE_CHECKING:
 
 __all__ = ["call_html", "context_html", "dag_html", "node_html"]
 
-_known: weakref.WeakSet[ContextDAG] = weakref.WeakSet()
 _STATIC_ROOTS = 50
 
 
@@ -67,7 +64,6 @@ def dag_html(
     """
     if thumbnail_px < 16:
         raise UsageError(f"thumbnail_px={thumbnail_px!r} is too small; pass 16 or more pixels")
-    _known.add(dag)
     payload = build_payload(
         dag,
         focus=focus,
@@ -104,6 +100,8 @@ def _header(payload: dict[str, Any]) -> str:
     ]
     if statuses.get("error"):
         stats.append(f'<span class="opv-err"><b>{statuses["error"]}</b> errors</span>')
+    if statuses.get("stopped"):
+        stats.append(f'<span class="opv-stop"><b>{statuses["stopped"]}</b> stopped</span>')
     if statuses.get("running"):
         stats.append(f'<span class="opv-warn"><b>{statuses["running"]}</b> running</span>')
     title = payload.get("title") or "context DAG"
@@ -140,7 +138,8 @@ def _static_tree(dag: ContextDAG, focus: str | None) -> str:
 
 
 def _status_code(status: str) -> str:
-    return {"completed": "c", "error": "e", "running": "r", "cancelled": "x"}.get(status, "r")
+    codes = {"completed": "c", "error": "e", "running": "r", "cancelled": "x", "stopped": "s"}
+    return codes.get(status, "r")
 
 
 def _usd(cost: float) -> str:
@@ -161,10 +160,10 @@ def _duration(seconds: float | None) -> str:
 def node_html(node: Node, dag: ContextDAG | None = None) -> str:
     """A node: for an llm node, the call view; for a frame, the tree of its subtree.
 
-    Without `dag`, the DAG holding this node is looked up among the sessions of this
-    process and the DAGs displayed before; failing that, the node alone is shown.
+    Without `dag`, the DAG that holds this node is used (the node knows it while that
+    DAG is alive); failing that, the node alone is shown.
     """
-    dag = dag or _find_dag(node)
+    dag = dag or _dag_of(node)
     if dag is not None and node.kind == "llm":
         from openprogram.display.calls import CallView
 
@@ -172,38 +171,6 @@ def node_html(node: Node, dag: ContextDAG | None = None) -> str:
     if dag is not None and dag.children(node.id):
         return dag_html(dag, focus=node.id)
     return f'<div class="opv">{STYLE}{_node_block(node, dag)}</div>'
-
-
-def _find_dag(node: Node) -> ContextDAG | None:
-    from openprogram import _context
-
-    candidates: list[Any] = [_context.session_var.get(), *_context._entered, *_context._default]
-    dags = [s.dag for s in candidates if s is not None] + list(_known)
-    for dag in dags:
-        if dag.get(node.id) is node:
-            return dag
-    return _owner(node)
-
-
-def _owner(node: Node) -> ContextDAG | None:
-    """The DAG whose id index holds `node`, found through the garbage collector.
-
-    A last resort: a Node keeps no link to its DAG, and a notebook user displays nodes
-    of sessions that have ended. Costs one scan of tracked objects (milliseconds).
-    """
-    from openprogram.dag import ContextDAG
-
-    for holder in gc.get_referrers(node):
-        if not (isinstance(holder, dict) and holder.get(node.id) is node):
-            continue
-        for owner in gc.get_referrers(holder):
-            if isinstance(owner, ContextDAG):
-                return owner
-            if isinstance(owner, dict):  # an instance __dict__ before Python 3.11
-                for instance in gc.get_referrers(owner):
-                    if isinstance(instance, ContextDAG) and vars(instance) is owner:
-                        return instance
-    return None
 
 
 def _node_block(node: Node, dag: ContextDAG | None) -> str:

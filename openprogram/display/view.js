@@ -11,7 +11,7 @@ if (!root || root.dataset.ready) return;
 root.dataset.ready = "1";
 const D = JSON.parse(document.getElementById(id + "-data").textContent);
 const KIND = {c: "code", l: "llm", u: "user"};
-const ST = {c: "completed", e: "error", r: "running", x: "cancelled"};
+const ST = {c: "completed", e: "error", r: "running", x: "cancelled", s: "stopped"};
 const EX = {i: "io", l: "llm", f: "full", h: "hidden"};
 const CHUNK = 200, MAXROWS = 3000;
 const EXPLAIN = {
@@ -88,7 +88,8 @@ function reads(n) {
 function preview(n) {
   let s;
   if (n.kind === "c") {
-    s = n.inp + (n.st === "c" ? " → " + n.out : n.st === "e" ? " ✗ " + (n.x.err || "") : "");
+    s = n.inp + (n.st === "c" ? " → " + n.out
+      : n.st === "e" ? " ✗ " + (n.x.err || "") : n.st === "s" ? " ■ " + (n.x.stop || "") : "");
   } else {
     s = n.kind === "l" ? n.out || n.x.err || "" : n.inp;
   }

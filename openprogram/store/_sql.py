@@ -18,6 +18,7 @@ from typing import Any, ClassVar, NamedTuple
 from openprogram.errors import SessionLocked, StoreError, UsageError
 from openprogram.store.format import (
     FORMAT_VERSION,
+    LEASES_VERSION,
     ROW_COLUMNS,
     NodeRow,
     SessionInfo,
@@ -371,7 +372,7 @@ class SQLStore(ABC):
         """Who holds `session`'s writer lease (live or expired), or None."""
         with self._lock, self._translate(f"read the writer lease of session {session!r}"):
             connection = self._connect()
-            if self.format_version < FORMAT_VERSION:  # an old store read-only: no leases
+            if self.format_version < LEASES_VERSION:  # an old store read-only: no leases
                 return None
             found = connection.execute(
                 self._statements.lease, (self._key(connection, session),)

@@ -26,6 +26,7 @@ from openprogram.values import escape_surrogates, from_jsonable, to_jsonable
 
 __all__ = [
     "FORMAT_VERSION",
+    "LEASES_VERSION",
     "OLDEST_VERSION",
     "ROW_COLUMNS",
     "NodeRow",
@@ -39,10 +40,13 @@ __all__ = [
     "reads_overlap",
 ]
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 """Version of the stored layout (tables, row encoding). Bump on any change an older
 reader would misread; add a migration from the previous version (docs/sessions.md).
-2 added the writer leases table (openprogram_leases); 1 is migrated when opened."""
+3 added the node status `stopped` (an older reader calls such a row damaged); 2 added
+the writer leases table (openprogram_leases); older ones are migrated when opened."""
+LEASES_VERSION = 2
+"""The format_version that added the writer leases table."""
 OLDEST_VERSION = 1
 """The oldest format_version this openprogram reads (and migrates when it writes)."""
 
@@ -336,7 +340,7 @@ def _decode_row(row: NodeRow) -> tuple[Node, ReadsBase | None]:
         kind=row.kind,
         name=row.name,
         parent=row.parent,
-        status=row.status,
+        status=_status(row.status, data),
         started_at=row.started_at,
         ended_at=row.ended_at,
         end_seq=row.end_seq,
@@ -345,6 +349,19 @@ def _decode_row(row: NodeRow) -> tuple[Node, ReadsBase | None]:
     node.input = from_jsonable(_column(row.input, "input"))
     node.output = from_jsonable(_column(row.output, "output"))
     return node, None if base is None else (str(base[0]), int(base[1]), int(base[2]))
+
+
+_OLD_STOP = re.compile(r"(RunStopped|BudgetExceeded): ")
+
+
+def _status(status: str, data: dict[str, Any]) -> str:
+    """The row's status. A stop written before the `stopped` status existed (`error`,
+    with `meta["stop_reason"]` and a RunStopped error) reads as `stopped`."""
+    if status == "error" and _OLD_STOP.match(str(data.get("error") or "")):
+        meta = data.get("meta")
+        if isinstance(meta, dict) and "stop_reason" in meta:
+            return "stopped"
+    return status
 
 
 def reads_overlap(base: list[str], reads: list[str]) -> tuple[int, int] | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -48,8 +49,11 @@ def run(*arguments: str, code: int = 0):
 
 
 def all_commands(group: click.Group, prefix: tuple[str, ...] = ()):
+    """Every command, the installed plugins' too (as `openprogram --help` lists them)."""
     yield prefix
-    for name, command in group.commands.items():
+    context = click.Context(group)
+    for name in group.list_commands(context):
+        command = group.get_command(context, name)
         if isinstance(command, click.Group):
             yield from all_commands(command, (*prefix, name))
         else:
@@ -214,3 +218,98 @@ def test_the_entry_point_runs_as_a_program():
     )
 
     assert result.returncode == 0 and result.stdout.startswith("openprogram, version ")
+
+
+def test_show_counts_and_marks_a_stopped_run_apart_from_errors(tmp_path, monkeypatch):
+    from openprogram import RunStopped
+
+    @agentic_function
+    def job() -> None:
+        raise RunStopped("paused by the operator")
+
+    path = tmp_path / "stopped.db"
+    with Session(str(path), id="paused01"), pytest.raises(RunStopped):
+        job()
+    output = run("sessions", "show", "paused01", "--store", str(path)).output
+
+    assert "1 nodes · 0 llm calls" in output and " · 1 stopped" in output
+    assert "errors" not in output
+    assert "■  job #1" in output and "RunStopped: paused by the operator" in output
+
+
+# -- plugins -------------------------------------------------------------------------------
+
+
+def test_the_gui_agent_commands_come_from_its_plugin_and_are_listed_apart():
+    output = run("--help").output
+    built_in, _, plugins = output.partition("Plugin commands (from gui_harness):")
+    assert "sessions" in built_in
+    for name in ("batch", "bench", "demo", "gui", "serve"):
+        assert f"\n  {name} " in plugins and f"\n  {name} " not in built_in.split("Commands:")[1]
+    assert run("demo", "--help").output.startswith("Usage: openprogram demo")
+
+
+def test_without_plugins_the_help_and_an_unknown_command_say_what_to_install(monkeypatch):
+    import openprogram.cli
+
+    monkeypatch.setattr(openprogram.cli, "_entry_points", list)  # nothing is installed
+    help_text = run("--help").output
+    assert "none installed" in help_text and "pip install 'openprogram[gui]'" in help_text
+    assert "\n  demo " not in help_text
+    result = run("demo", code=2)
+    assert "No such command 'demo'" in result.output
+    assert "come from a plugin, and none is installed: pip install 'openprogram[gui]'" in (
+        " ".join(result.output.split())
+    )
+
+
+_PLUGIN = """
+import click
+
+@click.command()
+@click.argument("who")
+def hello(who):
+    '''Greet WHO from a plugin.'''
+    click.echo(f"hello, {who}")
+
+broken = object()
+"""
+
+_ENTRY_POINTS = """[openprogram.commands]
+hello = hello_plugin:hello
+missing = hello_plugin_gone:command
+odd = hello_plugin:broken
+sessions = hello_plugin:hello
+"""
+
+
+def test_an_installed_plugin_adds_its_commands_and_a_broken_one_says_why(tmp_path):
+    (tmp_path / "hello_plugin.py").write_text(_PLUGIN)
+    info = tmp_path / "hello_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hello-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(_ENTRY_POINTS)
+
+    def openprogram(*arguments: str) -> subprocess.CompletedProcess[str]:
+        code = "from openprogram.cli import main; main()"
+        return subprocess.run(
+            [sys.executable, "-c", code, *arguments],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(tmp_path), "COLUMNS": "200"},
+            check=False,
+        )
+
+    listing = openprogram("--help").stdout
+    assert "Plugin commands (from hello_plugin, hello_plugin_gone):" in listing
+    assert "hello    Greet WHO from a plugin." in listing
+    assert "Unavailable: the 'missing' command (hello_plugin_gone:command) could not be" in listing
+    assert "Plugin commands (from gui_harness):" in listing  # the other plugin is still there
+    assert openprogram("hello", "Ada").stdout == "hello, Ada\n"
+    assert "List, inspect" in openprogram("sessions", "--help").stdout  # built-ins win
+    odd = openprogram("odd")
+    assert odd.returncode == 1 and "is <object object at" in odd.stderr
+    assert "not a click command" in odd.stderr and "Traceback" not in odd.stderr
+    missing = openprogram("missing", "--flag")
+    assert missing.returncode == 1 and "No module named 'hello_plugin_gone'" in missing.stderr

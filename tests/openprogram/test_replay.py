@@ -20,6 +20,7 @@ from openprogram import (
     agentic_function,
     allm,
     llm,
+    render_context,
 )
 from openprogram.store import MemoryStore
 
@@ -331,3 +332,39 @@ def test_work_the_recording_shows_that_never_comes_is_a_mismatch_after_patience(
     message = str(outcome["error"])
     assert "ask #1" in message and "has not started in this run" in message
     assert "patience=0.2s" in message
+
+
+def test_a_recording_with_a_stopped_run_replays_with_the_stop_in_later_contexts():
+    from openprogram import RunStopped
+
+    class StopFirst:
+        """Refuses the first model call (stopping that run), allows the rest."""
+
+        def __init__(self) -> None:
+            self.stop_reason: str | None = None
+
+        def on_run_continue(self, runtime, *, kind, frame):
+            if self.stop_reason is None:
+                self.stop_reason = "not yet"
+                return False
+            return True
+
+    @agentic_function
+    def ask(question: str) -> str:
+        return llm(question)
+
+    def program() -> str:
+        with pytest.raises(RunStopped):
+            ask("first")
+        return ask("second")  # its context shows the stopped first run
+
+    store = MemoryStore()
+    with Session(store, id="recorded"), Runtime(ScriptedModel(["two"]), callbacks=[StopFirst()]):
+        assert program() == "two"
+    recording = Session.open(store, "recorded")
+    exchange = recording.dag.find(kind="llm")[0]
+    seen = render_context(recording.dag, exchange.parent, before=exchange.seq).text()
+    assert "ask #1" in seen and "RunStopped: not yet" in seen
+    with Session() as session, Runtime(ReplayModel(recording), callbacks=[StopFirst()]):
+        assert program() == "two"  # the rebuilt context matched the recorded hash
+    assert [n.status for n in session.dag.find(name="ask", kind="code")] == ["stopped", "completed"]

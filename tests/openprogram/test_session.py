@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
 import sys
 from typing import Any
 
@@ -23,6 +24,8 @@ from openprogram import (
     UsageError,
     agentic_function,
     allm,
+    current_frame,
+    current_runtime,
     llm,
     render_context,
 )
@@ -369,3 +372,23 @@ def test_a_call_whose_place_was_taken_out_of_order_still_diverges():
     ):
         loop()
     assert runs == [1, 2]  # nothing ran again: each(2) was replayed, each(3) refused
+
+
+def test_a_divergence_reaches_the_caller_unlogged_with_the_context_as_it_was(caplog):
+    store = MemoryStore()
+
+    @agentic_function
+    def step(x: int, runtime: Runtime = None) -> int:
+        return x
+
+    with Session(store, id="diverge"):
+        step(1)
+    ambient, passed = Runtime(ScriptedModel([])), Runtime(ScriptedModel([]))
+    with Session.open(store, "diverge", resume=True) as session, ambient:
+        with pytest.raises(ResumeDivergence, match=r"step #1") as caught:
+            step(2, runtime=passed)
+        # the call's own runtime and frame end with it, as when any call raises
+        assert current_runtime() is ambient and current_frame() is None
+        assert caught.value.node_id == session.dag.find(name="step")[0].id
+        assert len(session.dag) == 1 and session.failed_writes == 0
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []

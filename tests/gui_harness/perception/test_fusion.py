@@ -54,6 +54,28 @@ def test_a_pixel_blob_holding_a_tree_control_goes_but_a_paragraph_around_a_link_
     assert [(c.kind, c.source) for c in fused] == [("text", "pixels"), ("link", "accessibility")]
 
 
+def test_a_field_the_page_moved_survives_its_stale_tree_box():
+    # The tree still holds the entry (and its inner editable text) where it was before
+    # the page moved it 24 px down: the boxes overlap part of the real field, twice.
+    stale = [tree("field", (20, 100, 200, 40), "Answer"), tree("field", (24, 104, 192, 32))]
+    moved = pixel("field", (20, 124, 200, 40))
+    fused = fuse(stale, [moved])
+    assert moved.box in [c.box for c in fused if c.source == "pixels"]
+
+
+def test_a_pixel_box_a_tree_box_matches_or_holds_still_gives_way():
+    field = tree("field", (20, 100, 200, 40), "Answer")
+    fused = fuse(
+        [field, tree("button", (20, 160, 80, 30), "Tab 1"), tree("button", (100, 160, 80, 30))],
+        [
+            pixel("field", (22, 103, 200, 40)),  # the same field, 2-3 px off
+            pixel("text", (30, 110, 60, 14)),  # the text typed into it
+            pixel("text", (40, 166, 120, 14)),  # a line across both tabs
+        ],
+    )
+    assert [c.source for c in fused] == ["accessibility"] * 3
+
+
 def test_fused_components_are_numbered_in_reading_order_across_sources():
     fused = fuse(
         [tree("button", (300, 10, 80, 30), "OK"), tree("field", (10, 200, 200, 28), "Name")],

@@ -143,9 +143,10 @@ def test_gates_are_asked_in_order_and_the_first_refusal_stops_the_run():
         outer("hello")
     assert asked == [("allow", "llm"), ("first", "llm")]
     assert model.requests == []
-    run = session.dag.find(name="outer")[0]
-    assert run.meta["stop_reason"] == "first"
-    assert session.dag.find(name="inner")[0].meta["stop_reason"] == "first"
+    run, inner = session.dag.find(name="outer")[0], session.dag.find(name="inner")[0]
+    assert run.meta["stop_reason"] == inner.meta["stop_reason"] == "first"
+    # a stop is not a failure: both calls it ended are `stopped`, the error says by what
+    assert run.status == inner.status == "stopped" and inner.error == "RunStopped: first"
 
 
 def test_run_end_fires_on_success_error_and_a_gate_stop():
@@ -168,7 +169,7 @@ def test_run_end_fires_on_success_error_and_a_gate_stop():
     assert ends == [
         ("r", "run_end", "outer", "completed"),
         ("r", "run_end", "crash", "error"),
-        ("r", "run_end", "outer", "error"),
+        ("r", "run_end", "outer", "stopped"),
     ]
 
 

@@ -252,3 +252,26 @@ def test_a_10000_node_dag_is_at_most_5_mb_of_html():
 
     assert len(html.encode("utf-8")) <= 5_000_000
     assert len(payload(html)["nodes"]) == len(dag)
+
+
+def test_a_stopped_run_has_its_own_status_colour_and_count_apart_from_errors():
+    from openprogram import RunStopped
+    from openprogram.display.export import to_mermaid
+
+    @agentic_function
+    def job() -> None:
+        raise RunStopped("the budget is spent")
+
+    with Session() as session, pytest.raises(RunStopped):
+        job()
+    html = dag_html(session.dag)
+    data = payload(html)
+    (row,) = data["nodes"]
+    assert row[ROW_STATUS] == "s"
+    assert row[ROW_EXTRA]["stop"] == "the budget is spent"
+    assert data["summary"]["statuses"]["stopped"] == 1
+    assert data["summary"]["statuses"]["error"] == 0
+    assert "<b>1</b> stopped" in html and "errors" not in html.split("<script>")[0]
+    assert ".opv-s-s .opv-dot{background:var(--stop)}" in html
+    assert "classDef stopped stroke:#bc4c00" in to_mermaid(session.dag)
+    assert "■  job #1" in session.dag.tree()

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from openprogram import Session, StoreError, UnsupportedFormatVersion
+from openprogram import RunStopped, Session, StoreError, UnsupportedFormatVersion, agentic_function
 from openprogram.dag import ContextDAG
 from openprogram.image import Image
 from openprogram.store import FORMAT_VERSION, SQLiteStore
 from openprogram.store.format import (
+    NodeRow,
     check_format_version,
     decode_node,
     decode_rows,
@@ -23,9 +24,9 @@ from openprogram.store.format import (
 
 def test_the_current_version_is_accepted_and_others_are_named_with_ours():
     assert check_format_version(str(FORMAT_VERSION), "here") == FORMAT_VERSION
-    with pytest.raises(UnsupportedFormatVersion, match=r"'99'.*format_version 1 to 2.*Upgrade"):
+    with pytest.raises(UnsupportedFormatVersion, match=r"'99'.*format_version 1 to 3.*Upgrade"):
         check_format_version("99", "here")
-    with pytest.raises(UnsupportedFormatVersion, match=r"'banana'.*format_version 1 to 2"):
+    with pytest.raises(UnsupportedFormatVersion, match=r"'banana'.*format_version 1 to 3"):
         check_format_version("banana", "here")
     with pytest.raises(UnsupportedFormatVersion, match=r"None"):
         check_format_version(None, "here")
@@ -41,12 +42,12 @@ def _set_sqlite_version(path: Path, version: str) -> None:
 def test_a_sqlite_store_of_a_newer_version_is_refused_naming_both(tmp_path):
     path = tmp_path / "future.db"
     Session(path, id="old").close()
-    _set_sqlite_version(path, "3")
+    _set_sqlite_version(path, "4")
     with pytest.raises(
-        UnsupportedFormatVersion, match=r"format_version '3'.*format_version 1 to 2"
+        UnsupportedFormatVersion, match=r"format_version '4'.*format_version 1 to 3"
     ):
         Session.open(path, "old")
-    with pytest.raises(UnsupportedFormatVersion, match="'3'"):
+    with pytest.raises(UnsupportedFormatVersion, match="'4'"):
         Session(path)
 
 
@@ -58,7 +59,7 @@ def test_a_postgres_store_of_a_newer_version_is_refused_naming_both(postgres_url
     with psycopg.connect(postgres_url, autocommit=True) as connection:
         connection.execute("UPDATE openprogram_meta SET value = '7'")
     with pytest.raises(
-        UnsupportedFormatVersion, match=r"format_version '7'.*format_version 1 to 2"
+        UnsupportedFormatVersion, match=r"format_version '7'.*format_version 1 to 3"
     ):
         Session.open(postgres_url, "old")
 
@@ -165,3 +166,39 @@ def test_rows_whose_reads_base_is_missing_keep_what_they_have_and_say_so():
     assert broken[1].meta["reads_incomplete"]
     with pytest.raises(StoreError, match="relative to"):
         decode_node(rows[1])
+
+
+def _old_row(error: str, meta: dict | None) -> NodeRow:
+    data = {"error": error, **({"meta": meta} if meta is not None else {})}
+    return NodeRow(1, "n1", "code", "job", None, "error", 1.0, 2.0, 1, None, None,
+                   json.dumps(data))  # fmt: skip
+
+
+def test_a_stop_stored_before_the_stopped_status_reads_as_stopped():
+    stopped = decode_node(_old_row("BudgetExceeded: budget reached", {"stop_reason": "budget"}))
+    assert (stopped.status, stopped.error) == ("stopped", "BudgetExceeded: budget reached")
+    assert stopped.meta == {"stop_reason": "budget"}
+    # an error whose frame a gate had stopped before, and a RunStopped without a reason
+    # recorded, stay errors: only the old spelling of a stop is read as one
+    assert decode_node(_old_row("ValueError: late", {"stop_reason": "budget"})).status == "error"
+    assert decode_node(_old_row("RunStopped: enough", None)).status == "error"
+
+
+def test_a_version_2_store_with_a_stop_is_migrated_and_reads_it_as_stopped(tmp_path):
+    @agentic_function
+    def job() -> None:
+        raise RunStopped("enough for today")
+
+    path = tmp_path / "old.db"
+    with Session(path, id="old"), pytest.raises(RunStopped):
+        job()
+    with closing(sqlite3.connect(path)) as connection, connection:
+        connection.execute("UPDATE openprogram_nodes SET status = 'error'")  # how it was stored
+    _set_sqlite_version(path, "2")
+    reopened = Session.open(path, "old")
+    (node,) = reopened.dag.nodes
+    assert (node.status, node.meta["stop_reason"]) == ("stopped", "enough for today")
+    assert reopened.store.format_version == FORMAT_VERSION == 3
+    reopened.close()
+    with closing(sqlite3.connect(path)) as connection:
+        assert connection.execute("SELECT value FROM openprogram_meta").fetchall() == [("3",)]

@@ -13,6 +13,7 @@ from PIL import Image as PILImage
 
 from openprogram import (
     ResumeDivergence,
+    RunStopped,
     Runtime,
     ScriptedModel,
     Session,
@@ -398,3 +399,61 @@ def test_a_crashed_gui_shaped_run_resumes_without_repeating_clicks_or_model_call
         "step 4: where to click?",
         "step 5: where to click?",
     ]
+
+
+# -- runs a gate stopped ---------------------------------------------------------------------
+
+
+class _StopAfter:
+    """A gate allowing `calls` model calls, then stopping the run."""
+
+    def __init__(self, calls: int) -> None:
+        self.calls = calls
+        self.stop_reason: str | None = None
+
+    def on_run_continue(self, runtime: Any, *, kind: str, frame: Any) -> bool:
+        if self.calls == 0:
+            self.stop_reason = "paused by the operator"
+            return False
+        self.calls -= 1
+        return True
+
+
+@agentic_function
+def _ask(question: str) -> str:
+    return llm(question)
+
+
+@agentic_function
+def _job() -> list[str]:
+    return [_ask("one"), _ask("two")]
+
+
+def test_a_stopped_run_is_stored_as_stopped_and_resumed_past_its_stop(store):
+    with (
+        Session(store, id="paused"),
+        Runtime(ScriptedModel(["A", "B"]), callbacks=[_StopAfter(1)]),
+        pytest.raises(RunStopped),
+    ):
+        _job()
+    reopened = Session.open(store, "paused")
+    statuses = [(n.kind, n.name, n.status) for n in reopened.dag.nodes]
+    assert statuses == [
+        ("code", "_job", "stopped"),
+        ("code", "_ask", "completed"),
+        ("llm", "_ask", "completed"),
+        ("code", "_ask", "stopped"),
+    ]
+    job, second = reopened.dag.nodes[0], reopened.dag.nodes[3]
+    for node in (job, second):
+        assert node.meta["stop_reason"] == "paused by the operator"
+        assert node.error == "RunStopped: paused by the operator"
+    reopened.close()
+
+    model = ScriptedModel(["B"])
+    with Session.open(store, "paused", resume=True) as resumed, Runtime(model):
+        assert _job() == ["A", "B"]
+    assert len(model.requests) == 1  # the first exchange came from the recording
+    job = resumed.dag.nodes[0]
+    assert job.status == "completed"
+    assert job.meta["previous_errors"] == ["RunStopped: paused by the operator"]
