@@ -62,8 +62,18 @@ class Chunks(Generic[T]):
             self._tail = []
 
     def extend(self, items: Iterable[T]) -> None:
-        for item in items:
-            self.append(item)
+        values = items if isinstance(items, list) else list(items)
+        tail = self._tail
+        room = _SIZE - len(tail)
+        if len(values) < room:
+            tail.extend(values)
+            return
+        tail.extend(values[:room])
+        self._full.append(tuple(tail))
+        rest = values[room:]
+        whole = len(rest) - len(rest) % _SIZE
+        self._full.extend(tuple(rest[i : i + _SIZE]) for i in range(0, whole, _SIZE))
+        self._tail = rest[whole:]
 
     def tolist(self) -> list[T]:
         items: list[T] = []

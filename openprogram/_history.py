@@ -151,7 +151,7 @@ def build_history(
 ) -> History:
     """A history from scratch, outside the cache (windowed renders)."""
     horizon = walk.before if walk.before is not None else walk.dag._peek_seq() + 1
-    return _build(walk, stack, settings, horizon, None, 0, nodes, extra_ids)
+    return _build(walk, stack, settings, horizon, None, 0, nodes, extra_ids, kept=False)
 
 
 def _valid_until(
@@ -244,10 +244,13 @@ def _build(
     floor: int,
     tail: list[Node],
     extra_ids: set[str],
+    *,
+    kept: bool = True,
 ) -> History:
-    """`base`'s history below seq `floor`, then `tail` (the visible nodes from there)."""
+    """`base`'s history below seq `floor`, then `tail` (the visible nodes from there).
+    `kept`: False for a history no later render extends (no checkpoints, one hash)."""
     writer = Writer(walk, {n.id for n in stack}, settings.max_line_chars)
-    stream = MessageStream()
+    stream = MessageStream(running=kept)
     if base is None:
         if settings.system:
             stream.add("system", [{"type": "text", "text": settings.system}], None)
@@ -271,7 +274,7 @@ def _build(
     else:
         history = _prefix(base, floor, stack, walk.before, horizon, stream)
     if tail:
-        _extend(history, writer, tail, extra_ids, base)
+        _extend(history, writer, tail, extra_ids, base, kept)
     return history
 
 
@@ -314,13 +317,15 @@ def _extend(
     tail: list[Node],
     extra_ids: set[str],
     base: History | None,
+    kept: bool,
 ) -> None:
-    """Append `tail`'s lines and turns to `history`, checkpointing after each node."""
+    """Append `tail`'s lines and turns to `history`, checkpointing after each node
+    (when `kept`: a later render may continue from any of them)."""
     walk, dag = writer.walk, writer.walk.dag
     opened = [
         (node, _state(node, walk), _redo_seq(dag, node))
         for node in tail
-        if node.status != "completed" or not walk.done(node)
+        if kept and (node.status != "completed" or not walk.done(node))
     ]
     carried = _carried_by_prefix(history, base, dag, tail)
     lines, line_counts = [], []
@@ -331,8 +336,9 @@ def _extend(
     writer.reports = history.build_reports
     groups = writer.turns(tail, lines, carried)
     images = [
-        sum(p.get("type") == "image" for turn in turns for p in turn[1]) for turns, _, _ in groups
-    ]
+        sum(p.get("type") == "image" for p in turns[0][1]) if node.kind == "llm" and turns else 0
+        for node, (turns, _, _) in zip(tail, groups, strict=True)
+    ]  # history images come only with llm nodes' requests, their first turn
     _check_prefix_images(history, sum(images))
     omitted: list[tuple[int, dict[str, Any]]] = []
     kept_from = _retain_images(groups, tail, history.settings.max_images, omitted)
@@ -346,6 +352,8 @@ def _extend(
         while done_omitted < len(omitted) and omitted[done_omitted][0] == index:
             history.omitted.append(omitted[done_omitted][1])
             done_omitted += 1
+        if not kept:
+            continue
         last = len(stream.messages[-1][1]) if stream.messages else 0
         seen_images += images[index]
         chars += len(lines[index]) + (1 if chars or checkpoints else 0)

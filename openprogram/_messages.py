@@ -52,9 +52,11 @@ class MessageStream:
     later stream continues from any earlier point without copying them all.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, running: bool = True) -> None:
         self.messages: list[tuple[str, Chunks[dict[str, Any]], dict[str, Any] | None]] = []
         self.hash = hashlib.sha256(b"[")
+        # False: a render that nothing continues hashes its messages once, at the end
+        self.running = running
 
     def restore(self, stream: MessageStream, count: int, last: int, state: Any) -> None:
         """Continue from an earlier point of `stream`: its first `count` messages, the
@@ -80,10 +82,12 @@ class MessageStream:
             and previous[2] is None
         ):
             previous[1].extend(parts)
-            self._feed("".join(", " + _canonical(p) for p in parts))
+            if self.running:
+                self._feed("".join(", " + _canonical(p) for p in parts))
             return
-        opening = f"[{_CANONICAL.encode(role)}, [" + ", ".join(_canonical(p) for p in parts)
-        self._feed(opening if previous is None else _closing_of(previous) + ", " + opening)
+        if self.running:
+            opening = f"[{_CANONICAL.encode(role)}, [" + ", ".join(_canonical(p) for p in parts)
+            self._feed(opening if previous is None else _closing_of(previous) + ", " + opening)
         chunks: Chunks[dict[str, Any]] = Chunks()
         chunks.extend(parts)
         messages.append((role, chunks, extra))
@@ -97,6 +101,13 @@ class MessageStream:
 
     def digest_with(self, role: str, parts: list[dict[str, Any]]) -> str:
         """The digest after one more plain turn, leaving this stream as it is."""
+        if not self.running:
+            canonical = [
+                [role, [_canonical_value(p) for p in parts], *([extra] if extra else [])]
+                for role, parts, extra in self.with_turn(role, parts)
+            ]
+            text = json.dumps(canonical, ensure_ascii=False, sort_keys=True)
+            return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         other = MessageStream()
         other.messages = [(m[0], Chunks(), m[2]) for m in self.messages[-1:]]
         other.hash = self.hash.copy()
@@ -122,9 +133,13 @@ def _closing_of(message: tuple[str, Any, dict[str, Any] | None]) -> str:
 
 
 def _canonical(part: dict[str, Any]) -> str:
+    return _CANONICAL.encode(_canonical_value(part))
+
+
+def _canonical_value(part: dict[str, Any]) -> Any:
     if part.get("type") == "image":
-        return _CANONICAL.encode({"image": part["image"].sha256})
-    return _CANONICAL.encode(part)
+        return {"image": part["image"].sha256}
+    return part
 
 
 def json_text(value: Any) -> str:
