@@ -102,10 +102,17 @@ class MessageStream:
     def digest_with(self, role: str, parts: list[dict[str, Any]]) -> str:
         """The digest after one more plain turn, leaving this stream as it is."""
         if not self.running:
-            canonical = [
-                [role, [_canonical_value(p) for p in parts], *([extra] if extra else [])]
-                for role, parts, extra in self.with_turn(role, parts)
+            canonical: list[list[Any]] = [
+                [name, [_canonical_value(p) for p in chunks], *([extra] if extra else [])]
+                for name, chunks, extra in self.messages
             ]
+            if parts:  # merged as add() would
+                added = [_canonical_value(p) for p in parts]
+                last = canonical[-1] if canonical else None
+                if last is not None and last[0] == role != "system" and len(last) == 2:
+                    last[1].extend(added)
+                else:
+                    canonical.append([role, added])
             text = json.dumps(canonical, ensure_ascii=False, sort_keys=True)
             return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         other = MessageStream()

@@ -36,6 +36,9 @@ def assert_same_as_from_scratch(dag: ContextDAG, frame: str | None, **options: A
     with _uncached(dag):
         scratch = render_context(dag, frame, **options)
     assert snapshot(incremental) == snapshot(scratch)
+    # a window wide enough to hold everything: built in one go, hashed once at the end
+    wide = render_context(dag, frame, {"callers": 10_000, "subcalls": 10_000}, **options)
+    assert snapshot(wide) == snapshot(scratch)
 
 
 class Program:
