@@ -88,9 +88,13 @@ class MessageStream:
         if self.running:
             opening = f"[{_CANONICAL.encode(role)}, [" + ", ".join(_canonical(p) for p in parts)
             self._feed(opening if previous is None else _closing_of(previous) + ", " + opening)
-        chunks: Chunks[dict[str, Any]] = Chunks()
-        chunks.extend(parts)
-        messages.append((role, chunks, extra))
+        if self.running:  # a later stream may continue from here: parts it can share
+            chunks: Chunks[dict[str, Any]] = Chunks()
+            chunks.extend(parts)
+            messages.append((role, chunks, extra))
+        else:
+            # nothing continues this stream: a plain list reads and grows as Chunks does
+            messages.append((role, list(parts), extra))  # type: ignore[arg-type]
 
     def digest(self) -> str:
         """The hex sha256 of the messages as they stand (the stream stays open)."""
@@ -124,9 +128,12 @@ class MessageStream:
     def with_turn(self, role: str, parts: list[dict[str, Any]]) -> list[Message]:
         """The messages as lists, after one more plain turn; this stream stays as it is."""
         other = MessageStream()
-        other.messages = [(r, p.prefix(len(p)), e) for r, p, e in self.messages]
+        other.messages = [
+            (r, p.prefix(len(p)) if isinstance(p, Chunks) else list(p), e)  # type: ignore[misc]
+            for r, p, e in self.messages
+        ]
         other.add(role, parts, None)
-        return [(r, p.tolist(), e) for r, p, e in other.messages]
+        return [(r, list(p), e) for r, p, e in other.messages]
 
     def _feed(self, text: str) -> None:
         # surrogatepass: lone surrogates (a filename decoded with surrogateescape) hash
