@@ -332,3 +332,17 @@ def test_images_omitted_in_a_reused_prefix_come_back_when_later_ones_are_not_vis
 
 def _picture(ref: Any) -> list[dict[str, Any]]:
     return [{"type": "text", "text": "look"}, {"type": "image", "image": ref}]
+
+
+def test_a_render_at_an_earlier_moment_shows_calls_that_had_not_finished_then():
+    dag = ContextDAG()
+    agent = dag.add("code", "agent")
+    step = dag.add("code", "step", parent=agent.id)
+    first = dag.add("llm", "agent", parent=agent.id, input="first")
+    dag.complete(step, "done")  # finished after `first` was asked
+    second = dag.add("llm", "agent", parent=agent.id, input="second")
+    assert 'output="done"' in render_context(dag, agent.id, before=second.seq).text()
+    then = render_context(dag, agent.id, before=first.seq)
+    assert "output" not in then.text()
+    with _uncached(dag):
+        assert snapshot(render_context(dag, agent.id, before=first.seq)) == snapshot(then)
