@@ -5,7 +5,10 @@
 (b) one llm step with ScriptedModel and render_range={"callers": 20} after 10 and after
     1000 prior steps (target: ratio <= 1.3), for top-level steps and for steps inside a
     running GUI-shaped loop; and after 30 vs 1000 steps, where the 20-node window is full
-    in both, which separates the DAG's size from the window filling up.
+    in both, which separates the DAG's size from the window filling up;
+(c) one llm step with the default (full) range, which reads the whole history, after 10,
+    200 and 1000 prior steps (target: 1000 vs 10 ratio <= 1.5, with the same bytes sent:
+    the render extends the previous step's history instead of redoing it).
 
 Times are CPU time of the benchmark thread (time.thread_time), medians of many runs.
 
@@ -34,6 +37,8 @@ from openprogram import Runtime, ScriptedModel, Session, agentic_function, llm
 
 OVERHEAD_TARGET_US = 15.0
 RATIO_TARGET = 1.3
+FULL_RATIO_TARGET = 1.5
+FULL_PRIORS = (10, 200, 1000)
 WINDOW = {"callers": 20}
 
 # CPU time of this thread: other processes on a shared machine inflate wall time, not this.
@@ -139,6 +144,36 @@ def loop_samples(prior: int, steps: int) -> list[float]:
     return samples
 
 
+@agentic_function
+def full_step(i: int) -> str:
+    """A top-level step: one llm() call reading the whole history (the default range)."""
+    return llm(f"step {i}")
+
+
+def full_samples(prior: int, steps: int) -> list[float]:
+    """`prior` full-history steps done; each timed unit is one more."""
+    samples: list[float] = []
+    with Session(), Runtime(ScriptedModel(lambda request: "ok")):
+        for i in range(prior):
+            full_step(i)
+        gc.collect()
+        for i in range(prior, prior + steps):
+            started = clock()
+            full_step(i)
+            samples.append((clock() - started) * 1e6)
+    return samples
+
+
+def bench_full(reps: int, steps: int) -> dict[int, float]:
+    """Median full-history step cost per prior size, sizes built in alternation."""
+    full_samples(FULL_PRIORS[0], steps)  # warm up
+    samples: dict[int, list[float]] = {prior: [] for prior in FULL_PRIORS}
+    for _ in range(reps):
+        for prior in FULL_PRIORS:
+            samples[prior] += full_samples(prior, steps)
+    return {prior: statistics.median(values) for prior, values in samples.items()}
+
+
 CASES = [
     # label, sampler, small, large
     ("flat steps, 10 vs 1000 prior", flat_samples, 10, 1000),
@@ -200,7 +235,17 @@ def main() -> int:
             f" (target <= {RATIO_TARGET:g}) [{'ok' if ok else 'MISSED'}];"
             f" medians of {result['samples']} steps each"
         )
-    return 0 if ok_a and ok_b else 1
+    full = bench_full(max(reps // 4, 2), per_rep * 4)
+    small, large = FULL_PRIORS[0], FULL_PRIORS[-1]
+    ratio = full[large] / full[small]
+    ok_c = ratio <= FULL_RATIO_TARGET
+    print(
+        "(c) llm step, full history: "
+        + ", ".join(f"after {prior} steps {us:.1f} us" for prior, us in full.items())
+        + f" -> ratio {large} vs {small} {ratio:.2f} (target <= {FULL_RATIO_TARGET:g})"
+        f" [{'ok' if ok_c else 'MISSED'}]"
+    )
+    return 0 if ok_a and ok_b and ok_c else 1
 
 
 if __name__ == "__main__":

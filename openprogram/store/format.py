@@ -375,6 +375,8 @@ def reads_overlap(base: list[str], reads: list[str]) -> tuple[int, int] | None:
     except ValueError:
         return None
     limit = min(len(base) - start, len(reads))
+    if base[start : start + limit] == reads[:limit]:  # the usual case, compared in C
+        return (start, limit) if limit >= _MIN_SHARED_READS else None
     count = 0
     while count < limit and base[start + count] == reads[count]:
         count += 1

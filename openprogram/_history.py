@@ -1,0 +1,484 @@
+"""The history part of a render, built node by node, and reused by the next render.
+
+Owns History (the visible nodes' lines, merged messages, running messages hash and
+report, with a checkpoint after every node) and the per-DAG cache that lets a full-range
+render start from the longest prefix of an earlier one that is still valid, so a step
+costs what changed since the last one, not the whole history. render.py decides what is
+visible; _messages.py makes the pieces. Start at render_history().
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import threading
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from openprogram._chunks import Chunks
+from openprogram._messages import MessageStream, Turn, Walk, Writer
+from openprogram.dag import ContextDAG, Node
+from openprogram.image import ImageRef
+
+_ENTRIES = 4  # per DAG and settings: a few stacks (threads, nesting) keep their own
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything besides the DAG and the stack that a history's text depends on."""
+
+    branch: str
+    system: str
+    max_images: int | None
+    max_line_chars: int | None
+    timeless: bool  # rendered with before=None
+
+
+class _Checkpoint(NamedTuple):
+    """Where the history stood after one node's turns."""
+
+    state: Any  # the messages hash so far (a hashlib object, copied)
+    messages: int
+    last: int  # parts in the last, still open, message
+    line_reports: int
+    build_reports: int
+    omitted: int
+    answers: tuple[str, ...]  # tool results this node's turns carry
+    images: int  # history image parts so far, sent or omitted
+    chars: int  # length of the text lines so far, joined
+
+
+@dataclass(eq=False)  # identity: comparing two histories field by field costs O(history)
+class History:
+    """The rendered history of one render, and what it takes to extend it."""
+
+    settings: Settings
+    stack: list[Node]
+    before: int | None
+    horizon: int  # every node with a smaller seq was considered
+    nodes: Chunks[Node]
+    ids: list[str]
+    lines: Chunks[str]
+    checkpoints: Chunks[_Checkpoint]
+    start: _Checkpoint
+    stream: MessageStream
+    line_reports: list[dict[str, Any]]
+    build_reports: list[dict[str, Any]]
+    omitted: list[dict[str, Any]]  # oldest first; the report lists them newest first
+    # visible nodes whose text may still change: (node, what it was, seq to redo from)
+    open: list[tuple[Node, tuple[Any, ...], int]] = field(default_factory=list)
+    extras: dict[str, tuple[int, int]] = field(default_factory=dict)  # include= only
+    kept_from: int | None = None  # redo from here: the oldest history image still sent
+    # the text of the base's lines and how much of it, with how many lines, is ours
+    seed: tuple[str, int, int] | None = None
+    _text: str | None = None
+
+    def report(self) -> list[dict[str, Any]]:
+        return [*self.line_reports, *self.build_reports, *self.omitted[::-1]]
+
+    def text(self) -> str:
+        """The lines joined: the base's text up to the prefix, then the rest (one copy of
+        a string rather than a visit to every line: long histories stay cheap)."""
+        if self._text is None:
+            if self.seed is None:
+                self._text = "\n".join(self.lines)
+            else:
+                base, chars, count = self.seed
+                rest = "\n".join(self.lines.since(count))
+                joint = "\n" if count and len(self.lines) > count else ""
+                self._text = base[:chars] + joint + rest
+                self.seed = None
+        return self._text
+
+
+class _Redo(Exception):
+    """The prefix reaches past a change found while building the rest: redo from seq."""
+
+    def __init__(self, seq: int) -> None:
+        self.seq = seq
+
+
+_lock = threading.Lock()
+_caches: weakref.WeakKeyDictionary[ContextDAG, dict[Settings, list[History]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def render_history(
+    walk: Walk,
+    stack: list[Node],
+    settings: Settings,
+    include: Sequence[str],
+    cold: Callable[[], tuple[list[Node], set[str]]],
+) -> History:
+    """The full-range history (DESIGN.md §4 with callers=None, subcalls=-1), extending
+    the cached history whose prefix stays valid longest; `cold()` gives the visible nodes
+    (and which of them only include= shows) when there is none."""
+    dag, before = walk.dag, walk.before
+    horizon = before if before is not None else dag._peek_seq() + 1
+    with _lock:
+        entries = _caches.setdefault(dag, {}).setdefault(settings, [])
+        candidates = list(entries)
+    best, floor = None, 0
+    for entry in candidates:
+        valid = _valid_until(entry, walk, stack, horizon, include)
+        if valid > floor:
+            best, floor = entry, valid
+    while True:
+        try:
+            if best is None:
+                nodes, extra_ids = cold()
+                history = _build(walk, stack, settings, horizon, None, 0, nodes, extra_ids)
+            else:
+                tail, extra_ids = _tail(walk, floor, horizon, include)
+                history = _build(walk, stack, settings, horizon, best, floor, tail, extra_ids)
+            break
+        except _Redo as redo:
+            floor = min(floor, redo.seq)
+            best = best if floor > 0 else None
+    with _lock:
+        if best is not None and best in entries:
+            entries.remove(best)
+        entries.append(history)
+        del entries[:-_ENTRIES]
+    return history
+
+
+def build_history(
+    walk: Walk, stack: list[Node], settings: Settings, nodes: list[Node], extra_ids: set[str]
+) -> History:
+    """A history from scratch, outside the cache (windowed renders)."""
+    horizon = walk.before if walk.before is not None else walk.dag._peek_seq() + 1
+    return _build(walk, stack, settings, horizon, None, 0, nodes, extra_ids, kept=False)
+
+
+def _valid_until(
+    entry: History, walk: Walk, stack: list[Node], horizon: int, include: Sequence[str]
+) -> int:
+    """The seq below which `entry`'s history is what this render would make (0: none)."""
+    if entry.before is not None and walk.before is not None and walk.before < entry.before:
+        return 0  # an earlier moment: completions since then would show
+    valid = min(entry.horizon, horizon)
+    common = 0  # stacks are chains: they agree up to the first difference
+    for old, new in zip(entry.stack, stack, strict=False):
+        if old is not new:
+            break
+        common += 1
+    for node in (*entry.stack[common:], *stack[common:]):
+        valid = min(valid, node.seq)
+    kept_from = entry.kept_from
+    if kept_from is not None:
+        valid = min(valid, kept_from)
+    for node, was, redo in entry.open:
+        if redo < valid and not _same(was, _state(node, walk)):
+            valid = redo
+    if entry.extras or include:
+        wanted = set(include)
+        for node_id, (_, redo) in entry.extras.items():
+            if redo < valid and node_id not in wanted:
+                valid = redo
+        nodes = entry.nodes
+        for node_id in include:
+            wanted_node = walk.dag.get(node_id)
+            if wanted_node is None or wanted_node.seq >= valid or not walk.exists(wanted_node):
+                continue
+            index = nodes.bisect(wanted_node.seq, _seq)
+            if index == len(nodes) or nodes[index] is not wanted_node:
+                valid = min(valid, _redo_seq(walk.dag, wanted_node))
+    return max(valid, 0)
+
+
+def _tail(
+    walk: Walk, floor: int, horizon: int, include: Sequence[str]
+) -> tuple[list[Node], set[str]]:
+    """The visible nodes with seq >= floor: every node created since is checked alone."""
+    order = walk.dag._order
+    start = bisect.bisect_left(order, floor, key=lambda n: n.seq)
+    tail = [n for n in order[start:] if n.seq < horizon and walk.shows(n)]
+    extra_ids: set[str] = set()
+    if include:
+        shown_ids = {n.id for n in tail}
+        for node_id in include:
+            node = walk.dag.get(node_id)
+            if node is None or node.seq < floor or node_id in shown_ids or not walk.exists(node):
+                continue
+            tail.append(node)
+            shown_ids.add(node_id)
+            extra_ids.add(node_id)
+        tail.sort(key=lambda n: n.seq)
+    return tail, extra_ids
+
+
+def _state(node: Node, walk: Walk) -> tuple[Any, ...]:
+    """What a node's text depends on besides its fixed record."""
+    meta = node.meta
+    return (
+        node.status,
+        node.end_seq,
+        node.error,
+        walk.done(node),
+        node.output,
+        meta.get("render_output"),
+        meta.get("tool_calls"),
+    )
+
+
+def _same(was: tuple[Any, ...], now: tuple[Any, ...]) -> bool:
+    return was[:4] == now[:4] and all(a is b for a, b in zip(was[4:], now[4:], strict=True))
+
+
+def _redo_seq(dag: ContextDAG, node: Node) -> int:
+    """Where a change of `node` takes effect: a tool result shows with the call that asked."""
+    asker = dag.get(node.meta.get("asked_by")) if "tool_call_id" in node.meta else None
+    return min(node.seq, asker.seq) if asker is not None else node.seq
+
+
+def _build(
+    walk: Walk,
+    stack: list[Node],
+    settings: Settings,
+    horizon: int,
+    base: History | None,
+    floor: int,
+    tail: list[Node],
+    extra_ids: set[str],
+    *,
+    kept: bool = True,
+) -> History:
+    """`base`'s history below seq `floor`, then `tail` (the visible nodes from there).
+    `kept`: False for a history no later render extends (no checkpoints, one hash)."""
+    writer = Writer(walk, {n.id for n in stack}, settings.max_line_chars)
+    stream = MessageStream(running=kept)
+    if base is None:
+        if settings.system:
+            stream.add("system", [{"type": "text", "text": settings.system}], None)
+        last = len(stream.messages[-1][1]) if stream.messages else 0
+        start = _Checkpoint(stream.hash.copy(), len(stream.messages), last, 0, 0, 0, (), 0, 0)
+        history = History(
+            settings,
+            stack,
+            walk.before,
+            horizon,
+            Chunks(),
+            [],
+            Chunks(),
+            Chunks(),
+            start,
+            stream,
+            [],
+            [],
+            [],
+        )
+    else:
+        history = _prefix(base, floor, stack, walk.before, horizon, stream)
+    if tail:
+        _extend(history, writer, tail, extra_ids, base, kept)
+    return history
+
+
+def _prefix(
+    base: History,
+    floor: int,
+    stack: list[Node],
+    before: int | None,
+    horizon: int,
+    stream: MessageStream,
+) -> History:
+    """`base` cut to the nodes below seq `floor`, ready to be extended."""
+    count = base.nodes.bisect(floor, _seq)
+    point = base.checkpoints[count - 1] if count else base.start
+    stream.restore(base.stream, point.messages, point.last, point.state)
+    return History(
+        base.settings,
+        stack,
+        before,
+        horizon,
+        base.nodes.prefix(count),
+        base.ids[:count],
+        base.lines.prefix(count),
+        base.checkpoints.prefix(count),
+        base.start,
+        stream,
+        base.line_reports[: point.line_reports],
+        base.build_reports[: point.build_reports],
+        base.omitted[: point.omitted],
+        [entry for entry in base.open if entry[2] < floor],
+        {key: value for key, value in base.extras.items() if value[0] < floor},
+        None,  # no history image in the prefix is still sent: they start at floor or later
+        (base._text, point.chars, count) if base._text is not None else None,
+    )
+
+
+def _extend(
+    history: History,
+    writer: Writer,
+    tail: list[Node],
+    extra_ids: set[str],
+    base: History | None,
+    kept: bool,
+) -> None:
+    """Append `tail`'s lines and turns to `history`, checkpointing after each node
+    (when `kept`: a later render may continue from any of them)."""
+    walk, dag = writer.walk, writer.walk.dag
+    opened = [
+        (node, _state(node, walk), _redo_seq(dag, node))
+        for node in tail
+        if kept and (node.status != "completed" or not walk.done(node))
+    ]
+    carried = _carried_by_prefix(history, base, dag, tail)
+    lines, line_counts = [], []
+    writer.reports = history.line_reports
+    for node in tail:
+        lines.append(writer.line(node))
+        line_counts.append(len(history.line_reports))
+    writer.reports = history.build_reports
+    groups = writer.turns(tail, lines, carried)
+    images = [
+        sum(p.get("type") == "image" for p in turns[0][1]) if node.kind == "llm" and turns else 0
+        for node, (turns, _, _) in zip(tail, groups, strict=True)
+    ]  # history images come only with llm nodes' requests, their first turn
+    _check_prefix_images(history, sum(images))
+    omitted: list[tuple[int, dict[str, Any]]] = []
+    kept_from = _retain_images(groups, tail, history.settings.max_images, omitted)
+    omitted.reverse()  # oldest first, as stored
+    stream, checkpoints, done_omitted = history.stream, history.checkpoints, 0
+    seen_images = checkpoints[-1].images if checkpoints else 0
+    chars = checkpoints[-1].chars if checkpoints else 0
+    for index, (turns, answers, build_count) in enumerate(groups):
+        for role, parts, _, extra in turns:
+            stream.add(role, parts, extra)
+        while done_omitted < len(omitted) and omitted[done_omitted][0] == index:
+            history.omitted.append(omitted[done_omitted][1])
+            done_omitted += 1
+        if not kept:
+            continue
+        last = len(stream.messages[-1][1]) if stream.messages else 0
+        seen_images += images[index]
+        chars += len(lines[index]) + (1 if chars or checkpoints else 0)
+        checkpoints.append(
+            _Checkpoint(
+                stream.hash.copy(),
+                len(stream.messages),
+                last,
+                line_counts[index],
+                build_count,
+                len(history.omitted),
+                answers,
+                seen_images,
+                chars,
+            )
+        )
+    history.nodes.extend(tail)
+    history.ids.extend(node.id for node in tail)
+    history.lines.extend(lines)
+    history.open.extend(opened)
+    for node_id in extra_ids:
+        node = dag.node(node_id)
+        history.extras[node_id] = (node.seq, _redo_seq(dag, node))
+    history.kept_from = kept_from
+
+
+def _check_prefix_images(history: History, later: int) -> None:
+    """_Redo when the prefix omits an image this render sends: the prefix holds no image
+    still sent, which stays true only while `later` (the images after it) fill the limit."""
+    keep = history.settings.max_images
+    if keep is None or later >= keep or not history.checkpoints:
+        return
+    before = history.checkpoints[-1].images
+    if not before:
+        return
+    sent_from = max(before - (keep - later), 0)  # index of the oldest image to send
+    index = history.checkpoints.bisect(sent_from, _images, right=True)
+    raise _Redo(history.nodes[index].seq)
+
+
+def _images(point: _Checkpoint) -> int:
+    return point.images
+
+
+def _carried_by_prefix(
+    history: History, base: History | None, dag: ContextDAG, tail: list[Node]
+) -> set[str]:
+    """Tool results in `tail` that a call in the prefix already carries (its turns show
+    them). _Redo from that call when what it would carry changed: a result it did not
+    take became visible, or one it took is no longer shown."""
+    carried: set[str] = set()
+    if base is None or not history.nodes:
+        return carried
+    nodes = history.nodes
+
+    def prefix_answers(node: Node) -> tuple[Node, tuple[str, ...]] | None:
+        meta = node.meta
+        if "tool_call_id" not in meta or "asked_by" not in meta:
+            return None
+        asker = dag.get(meta["asked_by"])
+        if asker is None:
+            return None
+        index = nodes.bisect(asker.seq, _seq)
+        if index == len(nodes) or nodes[index] is not asker:
+            return None  # its call is not in the prefix
+        return asker, history.checkpoints[index].answers
+
+    for node in tail:
+        found = prefix_answers(node)
+        if found is None:
+            continue
+        asker, answers = found
+        if node.id in answers:
+            carried.add(node.id)
+        elif asker.meta.get("tool_calls"):
+            raise _Redo(asker.seq)
+    shown_ids = {node.id for node in tail}
+    for node in base.nodes.since(len(nodes)):
+        found = prefix_answers(node)
+        if found is not None and node.id in found[1] and node.id not in shown_ids:
+            raise _Redo(found[0].seq)
+    return carried
+
+
+def _seq(node: Node) -> int:
+    return node.seq
+
+
+def _retain_images(
+    groups: list[tuple[list[Turn], tuple[str, ...], int]],
+    tail: list[Node],
+    keep: int | None,
+    omitted: list[tuple[int, dict[str, Any]]],
+) -> int | None:
+    """Keep the newest `keep` history images; older ones become placeholders, noted in
+    `omitted` newest first. The seq of the oldest node whose image is still sent."""
+    if keep is None:
+        return None
+    seen, kept_from = 0, None
+    for index in range(len(groups) - 1, -1, -1):
+        for _, parts, node_id, _ in reversed(groups[index][0]):
+            for position in range(len(parts) - 1, -1, -1):
+                if parts[position].get("type") != "image":
+                    continue
+                seen += 1
+                if seen <= keep:
+                    kept_from = tail[index].seq
+                    continue
+                ref: ImageRef = parts[position]["image"]
+                parts[position] = {"type": "text", "text": f"[image omitted: {ref}]"}
+                reason = f"image {ref} dropped: only the {keep} most recent history images are sent"
+                omitted.append((index, {"kind": "omitted", "node_id": node_id, "reason": reason}))
+    return kept_from
+
+
+@contextlib.contextmanager
+def _uncached(dag: ContextDAG) -> Iterator[None]:
+    """Render `dag` from scratch inside the block; its cache is left as it was (tests
+    compare the two)."""
+    with _lock:
+        saved = _caches.pop(dag, None)
+    try:
+        yield
+    finally:
+        with _lock:
+            _caches.pop(dag, None)
+            if saved is not None:
+                _caches[dag] = saved

@@ -1,0 +1,373 @@
+"""The pieces a render is made of: lines' text, message parts, chat messages and the
+messages hash, fed one message at a time.
+
+Writer turns visible nodes into lines and turns (outputs as later calls see them, tool
+calls in the provider's shape); render.py decides what is shown, _history.py puts the
+pieces together. Start at Writer and MessageStream.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Protocol
+
+from openprogram._chunks import Chunks
+from openprogram.dag import ContextDAG, Node
+from openprogram.image import ImageRef
+from openprogram.values import replace_surrogates
+
+
+class Walk(Protocol):
+    """What the history needs of render.py's view of the DAG."""
+
+    dag: ContextDAG
+    before: int | None
+
+    def done(self, node: Node) -> bool: ...
+
+    def exists(self, node: Node) -> bool: ...
+
+    def shows(self, node: Node) -> bool: ...
+
+
+Turn = tuple[str, list[dict[str, Any]], str | None, dict[str, Any] | None]
+"""(role, parts, id of the node it shows, extra) before adjacent turns merge."""
+
+
+Message = tuple[str, list[dict[str, Any]], dict[str, Any] | None]
+"""(role, parts, extra): one chat message before it is put in the provider's shape."""
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+_CANONICAL = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
+
+
+class MessageStream:
+    """Messages built turn by turn, merging adjacent turns of one role, with the sha256
+    of their canonical JSON kept up to date as they grow.
+
+    The hash equals sha256 of `json.dumps(canonical, ensure_ascii=False,
+    sort_keys=True)`: the JSON is written piece by piece, and the last message is left
+    open so that a later turn can still merge into it. Parts are kept in Chunks, so a
+    later stream continues from any earlier point without copying them all.
+    """
+
+    def __init__(self, *, running: bool = True) -> None:
+        self.messages: list[tuple[str, Chunks[dict[str, Any]], dict[str, Any] | None]] = []
+        self.hash = hashlib.sha256(b"[")
+        # False: a render that nothing continues hashes its messages once, at the end
+        self.running = running
+
+    def restore(self, stream: MessageStream, count: int, last: int, state: Any) -> None:
+        """Continue from an earlier point of `stream`: its first `count` messages, the
+        last of them with its first `last` parts, and its hash state then."""
+        self.messages = stream.messages[:count]
+        if count:
+            role, parts, extra = self.messages[-1]
+            self.messages[-1] = (role, parts.prefix(last), extra)
+        self.hash = state.copy()
+
+    def add(self, role: str, parts: list[dict[str, Any]], extra: dict[str, Any] | None) -> None:
+        """Append one turn: merged into the last message when both are plain turns of
+        the same role (never system), else a message of its own; empty turns vanish."""
+        if not parts and extra is None:
+            return
+        messages = self.messages
+        previous = messages[-1] if messages else None
+        if (
+            previous is not None
+            and previous[0] == role
+            and role != "system"
+            and extra is None
+            and previous[2] is None
+        ):
+            previous[1].extend(parts)
+            if self.running:
+                self._feed("".join(", " + _canonical(p) for p in parts))
+            return
+        if self.running:
+            opening = f"[{_CANONICAL.encode(role)}, [" + ", ".join(_canonical(p) for p in parts)
+            self._feed(opening if previous is None else _closing_of(previous) + ", " + opening)
+        if self.running:  # a later stream may continue from here: parts it can share
+            chunks: Chunks[dict[str, Any]] = Chunks()
+            chunks.extend(parts)
+            messages.append((role, chunks, extra))
+        else:
+            # nothing continues this stream: a plain list reads and grows as Chunks does
+            messages.append((role, list(parts), extra))  # type: ignore[arg-type]
+
+    def digest(self) -> str:
+        """The hex sha256 of the messages as they stand (the stream stays open)."""
+        state = self.hash.copy()
+        tail = (_closing_of(self.messages[-1]) if self.messages else "") + "]"
+        state.update(tail.encode("utf-8", "surrogatepass"))
+        return state.hexdigest()
+
+    def digest_with(self, role: str, parts: list[dict[str, Any]]) -> str:
+        """The digest after one more plain turn, leaving this stream as it is."""
+        if not self.running:
+            canonical: list[list[Any]] = [
+                [name, [_canonical_value(p) for p in chunks], *([extra] if extra else [])]
+                for name, chunks, extra in self.messages
+            ]
+            if parts:  # merged as add() would
+                added = [_canonical_value(p) for p in parts]
+                last = canonical[-1] if canonical else None
+                if last is not None and last[0] == role != "system" and len(last) == 2:
+                    last[1].extend(added)
+                else:
+                    canonical.append([role, added])
+            text = json.dumps(canonical, ensure_ascii=False, sort_keys=True)
+            return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        other = MessageStream()
+        other.messages = [(m[0], Chunks(), m[2]) for m in self.messages[-1:]]
+        other.hash = self.hash.copy()
+        other.add(role, parts, None)
+        return other.digest()
+
+    def with_turn(self, role: str, parts: list[dict[str, Any]]) -> list[Message]:
+        """The messages as lists, after one more plain turn; this stream stays as it is."""
+        other = MessageStream()
+        other.messages = [
+            (r, p.prefix(len(p)) if isinstance(p, Chunks) else list(p), e)  # type: ignore[misc]
+            for r, p, e in self.messages
+        ]
+        other.add(role, parts, None)
+        return [(r, list(p), e) for r, p, e in other.messages]
+
+    def _feed(self, text: str) -> None:
+        # surrogatepass: lone surrogates (a filename decoded with surrogateescape) hash
+        # too, and every other text hashes to the same bytes as plain utf-8
+        self.hash.update(text.encode("utf-8", "surrogatepass"))
+
+
+def _closing_of(message: tuple[str, Any, dict[str, Any] | None]) -> str:
+    extra = message[2]
+    return "]]" if not extra else "], " + _CANONICAL.encode(extra) + "]"
+
+
+def _canonical(part: dict[str, Any]) -> str:
+    return _CANONICAL.encode(_canonical_value(part))
+
+
+def _canonical_value(part: dict[str, Any]) -> Any:
+    if part.get("type") == "image":
+        return {"image": part["image"].sha256}
+    return part
+
+
+def json_text(value: Any) -> str:
+    return _ENCODER.encode(value)
+
+
+def reply_text(node: Node) -> str:
+    """An llm node's reply as a line: the text, then the tool calls it asked for."""
+    text = "" if node.output is None else str(node.output)
+    calls = node.meta.get("tool_calls")
+    if not calls:
+        return text
+    asked = ", ".join(f"{c.get('name')}({_arguments(c.get('arguments'))})" for c in calls)
+    return f"{text} [calls {asked}]" if text else f"[calls {asked}]"
+
+
+def _arguments(value: Any) -> str:
+    return value if isinstance(value, str) else json_text(value)
+
+
+def openai_call(call: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": call["id"],
+        "type": "function",
+        "function": {"name": call["name"], "arguments": _arguments(call.get("arguments", {}))},
+    }
+
+
+def shown(value: Any, budget: int | None, name: str, as_json: bool) -> tuple[str, str | None]:
+    """`value` as text (JSON, or a plain string for a tool message), cut to `budget`
+    characters at whole list items or dict entries where it can, saying what was cut;
+    and what was cut, for the report (None when nothing was)."""
+    text = value if isinstance(value, str) and not as_json else json_text(value)
+    if budget is None or len(text) <= budget:
+        return text, None
+    hint = f"set render_output= on {name} to choose what later calls see"
+    if isinstance(value, (list, dict)) and value:
+        items = list(value.items()) if isinstance(value, dict) else list(value)
+        kept, size = 0, 2
+        for item in items:
+            piece = len(json_text(dict([item]) if isinstance(value, dict) else [item]))
+            if size + piece > budget:
+                break
+            size, kept = size + piece, kept + 1
+        if kept:
+            part = dict(items[:kept]) if isinstance(value, dict) else items[:kept]
+            text_shown = json_text(part)[:-1] + ", …" + ("}" if isinstance(value, dict) else "]")
+            what = "entries" if isinstance(value, dict) else "items"
+            cut = (
+                f"output: showing {kept} of {len(items)} {what}, "
+                f"{len(text) - len(text_shown)} of {len(text)} characters left out"
+            )
+            return f"{text_shown} [cut: {cut}; {hint}]", cut
+    cut = f"output: {len(text) - budget} of {len(text)} characters left out"
+    return f"{text[:budget]}… [cut: {cut}; {hint}]", cut
+
+
+def content_parts(content: Any, cut: Any, node_id: str | None) -> list[dict[str, Any]]:
+    """Content (a str or a list of parts with ImageRefs) as internal message parts."""
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [{"type": "text", "text": cut(content, node_id) if cut else content}]
+    parts: list[dict[str, Any]] = []
+    for part in content:
+        if isinstance(part, dict) and part.get("type") == "image":
+            parts.append({"type": "image", "image": part["image"]})
+        elif isinstance(part, dict) and part.get("type") == "text":
+            text = str(part.get("text", ""))
+            parts.append({"type": "text", "text": cut(text, node_id) if cut else text})
+        else:
+            parts.append({"type": "text", "text": str(part)})
+    return parts
+
+
+def chat_message(
+    role: str, parts: list[dict[str, Any]], dag: ContextDAG, extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """One message in litellm/OpenAI format, images as PNG data URLs."""
+    if extra:  # a tool call or a tool result: text only, in the provider's shape
+        text = "\n".join(str(p.get("text", "")) for p in parts if p["type"] == "text")
+        return {"role": role, "content": text or None, **extra}
+    if all(p["type"] == "text" for p in parts) and len(parts) == 1:
+        return {"role": role, "content": replace_surrogates(parts[0]["text"])}
+    out: list[dict[str, Any]] = []
+    for part in parts:
+        if part["type"] == "image":
+            ref: ImageRef = part["image"]
+            image = dag.blobs.get(ref.sha256)
+            if image is None:
+                out.append({"type": "text", "text": f"[image unavailable: {ref}]"})
+            else:
+                out.append({"type": "image_url", "image_url": {"url": image.data_url()}})
+        else:
+            out.append({"type": "text", "text": replace_surrogates(part["text"])})
+    return {"role": role, "content": out}
+
+
+class Writer:
+    """The text of visible nodes: lines (outputs as later calls see them) and turns."""
+
+    def __init__(self, walk: Walk, stack_ids: set[str], max_line_chars: int | None) -> None:
+        self.walk = walk
+        self.dag = walk.dag
+        self.stack_ids = stack_ids
+        self.max_line_chars = max_line_chars
+        self.reports: list[dict[str, Any]] = []
+
+    def line(self, node: Node) -> str:
+        if node.kind == "user":
+            line = f"user: {node.input}"
+        elif node.kind == "llm":
+            line = f"assistant: {reply_text(node)}"
+        else:
+            cache = self.dag._text_cache
+            cached = cache.get(node.id)
+            if cached is not None:
+                line = cached
+            else:  # inputs never change once recorded: format them once
+                hidden = node.hidden_inputs
+                inputs = node.input
+                if hidden and isinstance(inputs, dict):
+                    inputs = {key: v for key, v in inputs.items() if key not in hidden}
+                line = f"[{node.name} #{self.dag.ordinal(node)}] input={json_text(inputs)}"
+                cache[node.id] = line
+            if node.id not in self.stack_ids and self.walk.done(node):
+                if node.status == "completed":
+                    line += " output=" + self.output(node, len(line), as_json=True)
+                else:
+                    line += f" error={node.error or node.status}"
+        return self.cut(line, node.id)
+
+    def output(self, node: Node, used: int, *, as_json: bool) -> str:
+        """A completed code node's output as later calls see it: its render_output when
+        it has one, cut to whole items (saying how much was left out) when too long."""
+        cache = self.dag._text_cache
+        key = f"{node.id}:{'out' if as_json else 'tool'}"
+        text = cache.get(key)
+        if text is None:
+            value = node.meta.get("render_output", node.output)
+            limit = self.max_line_chars
+            # room for the line so far and the note saying what was cut
+            budget = None if limit is None else max(limit - used - 160 - len(node.name), 20)
+            text, cut = shown(value, budget, node.name, as_json)
+            cache[key] = text
+            if cut is not None:
+                cache[key + ":cut"] = cut
+        cut = cache.get(key + ":cut")
+        if cut is not None:
+            self.reports.append({"kind": "truncated", "node_id": node.id, "reason": cut})
+        return text
+
+    def cut(self, text: str, node_id: str | None) -> str:
+        limit = self.max_line_chars
+        if limit is None or len(text) <= limit:
+            return text
+        reason = f"{len(text)} characters cut to {limit}"
+        self.reports.append({"kind": "truncated", "node_id": node_id, "reason": reason})
+        return text[:limit] + f"… [{len(text) - limit} characters truncated]"
+
+    def turns(
+        self, nodes: list[Node], lines: list[str], carried: set[str]
+    ) -> list[tuple[list[Turn], tuple[str, ...], int]]:
+        """Per node: its turns, the tool results they carry, and the report's length
+        after them. Results already carried (`carried`, or by an earlier call) show none."""
+        results = {
+            (n.meta["asked_by"], n.meta["tool_call_id"]): n
+            for n in nodes
+            if n.kind == "code" and "tool_call_id" in n.meta and "asked_by" in n.meta
+        }
+        answered = set(carried)
+        groups: list[tuple[list[Turn], tuple[str, ...], int]] = []
+        for node, line in zip(nodes, lines, strict=True):
+            turns: list[Turn] = []
+            answers = None
+            if node.id in answered:
+                pass
+            elif node.kind != "llm":
+                turns.append(("user", [{"type": "text", "text": line}], node.id, None))
+            else:
+                turns.append(("user", content_parts(node.input, self.cut, node.id), node.id, None))
+                calls: list[dict[str, Any]] = node.meta.get("tool_calls") or []
+                answers = self.answers(node, calls, results) if calls else None
+                if answers is not None:  # the provider's shape: the calls, then each result
+                    text = self.cut(str(node.output or ""), node.id)
+                    parts = [{"type": "text", "text": text}] if text else []
+                    extra = {"tool_calls": [openai_call(call) for call in calls]}
+                    turns.append(("assistant", parts, node.id, extra))
+                    for call, answer in zip(calls, answers, strict=True):
+                        answered.add(answer.id)
+                        result = {"type": "text", "text": self.tool_text(answer)}
+                        turns.append(("tool", [result], answer.id, {"tool_call_id": call["id"]}))
+                elif node.output is not None or calls:
+                    reply = self.cut(reply_text(node), node.id)
+                    turns.append(("assistant", [{"type": "text", "text": reply}], node.id, None))
+            carried_ids = tuple(a.id for a in answers) if answers else ()
+            groups.append((turns, carried_ids, len(self.reports)))
+        return groups
+
+    def answers(
+        self, node: Node, calls: list[dict[str, Any]], results: dict[tuple[str, str], Node]
+    ) -> list[Node] | None:
+        """The finished, visible result node of each of `node`'s tool calls; None when
+        one is missing (then the calls show as text and the results as lines)."""
+        answers = []
+        for call in calls:
+            answer = results.get((node.id, str(call.get("id"))))
+            if answer is None or answer.id in self.stack_ids or not self.walk.done(answer):
+                return None
+            answers.append(answer)
+        return answers
+
+    def tool_text(self, node: Node) -> str:
+        """What a tool message tells the model: the result, or the error."""
+        if node.status == "completed":
+            return self.output(node, 0, as_json=False)
+        return f"error: {node.error or node.status}"
