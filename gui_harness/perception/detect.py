@@ -52,6 +52,7 @@ _CANNY = (30, 90)
 _PALE_CANNY = (12, 36)  # outlines of pale flat controls: a 13-level step on white
 _KERNEL = np.ones((3, 3), np.uint8)
 _CONTROL_H = (10, 100)  # pixels; taller outlines are panels, shorter ones glyphs or lines
+_TEXT_AREA_H = 400  # px; a taller plain outline holding lines is a page, not a text area
 _CHECKBOX_SIDE = (10, 24)
 _PART_OF_CONTROL_H = 48  # px; a box up to this high owns the much lower boxes inside it
 
@@ -221,7 +222,7 @@ def _controls(
     # A box across the whole image is the window's or page's frame, unless it clears
     # both edges (a full-width bar of a small page: an accordion header, a menu bar).
     inside_edges = (x > 0) & (x + w < width)
-    keep = (h >= _CONTROL_H[0]) & (h <= _CONTROL_H[1]) & (w >= 10)
+    keep = (h >= _CONTROL_H[0]) & (h <= _TEXT_AREA_H) & (w >= 10)
     keep &= (w <= 0.97 * width) | inside_edges
     keep &= hollow | square
     boxes, solid, square, open_ = boxes[keep], ~hollow[keep], square[keep], open_[keep]
@@ -307,12 +308,18 @@ def _controls(
     # A tall box holding three or more lines, or content hung from its top, is a list
     # or a panel: what it holds are the targets. One plain inside, like an entry's (a
     # list box, a text area, a menu), is a target too: its lines are read as a list's.
+    # Its background, not its mean, says whether it is plain: text may fill a text area.
+    # Above control height only such plain boxes stay (a text area, empty or not).
     controls, panels = [], []
     for i, f in enumerate(found):
-        if f[1][3] < 40 or not _panel(thin, f[1]):
-            controls.append(f)
+        tall = f[1][3] > _CONTROL_H[1]
+        if f[1][3] >= 40 and (tall or _panel(thin, f[1])):
+            background = float(np.median(grey[iy0[i] : iy1[i], ix0[i] : ix1[i]]))
+            plain = background >= 190 or background <= 80
+            if not tall or (plain and (ink[:, i].max() < 0.01 or _panel(thin, f[1]))):
+                panels.append((f[1], plain))
         else:
-            panels.append((f[1], bool(inside[i] >= 190 or inside[i] <= 80)))
+            controls.append(f)
     return _tabs(controls) + _bar_cells(thin, controls), panels
 
 

@@ -1,0 +1,67 @@
+"""detect_components on synthetic screens for the failure classes left after the
+held-out MiniWoB++ sets (issue 10): text areas filled with text or taller than a
+control, spin buttons stacked in one column, controls cut off by the screen's edge."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PIL import Image, ImageDraw, ImageFont
+
+from gui_harness.perception import Component, detect_components
+from tests.gui_harness.perception.screens import font, iou
+
+WHITE = (255, 255, 255)
+BORDER = (118, 118, 118)
+MONO = "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf"  # as Chromium draws a textarea
+LOREM = "Donec ridiculus eget rhoncus pellentesque malesuada non donec morbi nunc".split()
+
+
+def _found(components: list[Component], box: tuple[int, int, int, int]) -> Component | None:
+    best = max(components, key=lambda c: iou(c.box, box), default=None)
+    return best if best is not None and iou(best.box, box) >= 0.5 else None
+
+
+def _text_area(
+    image: Image.Image, box: tuple[int, int, int, int], *, fill=(247, 247, 247), line=15
+) -> None:
+    """A text area with a line of words every `line` px from its left border, the last
+    one cut by its bottom border."""
+    x, y, w, h = box
+    inside = Image.new("RGB", (w - 2, h - 2), fill)  # text is clipped at the border
+    draw = ImageDraw.Draw(inside)
+    mono = ImageFont.truetype(MONO, 13) if Path(MONO).exists() else font(13)
+    words = iter(LOREM * 4)
+    for top in range(2, h, line):
+        text, word = next(words), next(words)
+        while draw.textlength(f"{text} {word}", font=mono) < w - 6:
+            text, word = f"{text} {word}", next(words)
+        draw.text((1, top), text, font=mono, fill=(40, 40, 40))
+    image.paste(inside, (x + 1, y + 1))
+    ImageDraw.Draw(image).rectangle((x, y, x + w - 1, y + h - 1), outline=BORDER)
+
+
+def test_a_text_area_filled_with_text_between_a_heading_and_a_field_is_a_field():
+    image = Image.new("RGB", (170, 150), WHITE)
+    draw = ImageDraw.Draw(image)
+    draw.text((3, 0), "User agreement", font=font(15), fill=(0, 0, 0))  # touches its top
+    box = (3, 14, 146, 76)
+    _text_area(image, box)
+    draw.rectangle((4, 91, 132, 111), fill=(247, 247, 247), outline=BORDER)  # 1 px below
+    found = _found(detect_components(image), box)
+    assert found is not None and found.kind == "field", detect_components(image)
+
+
+def test_a_text_area_taller_than_a_control_is_a_field():
+    image = Image.new("RGB", (220, 240), WHITE)
+    box = (10, 10, 180, 150)
+    _text_area(image, box, fill=WHITE)
+    found = _found(detect_components(image), box)
+    assert found is not None and found.kind == "field", detect_components(image)
+
+
+def test_a_panel_of_dense_text_on_grey_is_not_a_field():
+    image = Image.new("RGB", (170, 130), WHITE)
+    box = (3, 10, 146, 76)
+    _text_area(image, box, fill=(170, 170, 170))
+    assert _found(detect_components(image), box) is None
