@@ -132,6 +132,7 @@ def detect_components(
     # Outlines come from a low-threshold pass, so pale flat controls keep theirs; text
     # from the normal one, so anti-aliasing stays out of it.
     pale = cv2.Canny(grey, *_PALE_CANNY, edges=scratch.get("pale", grey.shape, np.uint8))
+    _close_at_edges(grey, pale)
     thick = cv2.dilate(pale, _KERNEL, dst=scratch.get("thick", grey.shape, np.uint8))
     controls, panels = _controls(grey, pale, thick)
     texts = list_rows(text_lines(edges, controls), [box for box, _ in panels])
@@ -149,6 +150,16 @@ def detect_components(
     return reading_order(
         [Component(0, kind, box, None, confidence) for kind, box, confidence in found]
     )
+
+
+def _close_at_edges(grey: np.ndarray, edges: np.ndarray) -> None:
+    """Mark on `edges` the pixels of the image's outermost rows and columns that differ
+    from the background along them (the median of all four), so a control cut off by
+    the screen's or page's edge gets the side of its outline that the edge took."""
+    lines = (grey[0], grey[-1], grey[:, 0], grey[:, -1])
+    background = int(np.median(np.concatenate(lines)))
+    for line, out in zip(lines, (edges[0], edges[-1], edges[:, 0], edges[:, -1]), strict=True):
+        out[np.abs(line.astype(np.int16) - background) >= _PALE_CANNY[0]] = 255
 
 
 def reading_order(components: Sequence[Component]) -> list[Component]:

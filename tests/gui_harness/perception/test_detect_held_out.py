@@ -65,3 +65,16 @@ def test_a_panel_of_dense_text_on_grey_is_not_a_field():
     box = (3, 10, 146, 76)
     _text_area(image, box, fill=(170, 170, 170))
     assert _found(detect_components(image), box) is None
+
+
+def test_a_button_cut_off_by_the_bottom_edge_is_found():
+    image = Image.new("RGB", (160, 120), WHITE)
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((4, 60, 132, 80), fill=WHITE, outline=BORDER)  # a field 1 px above
+    draw.rounded_rectangle((2, 82, 102, 130), 3, fill=(239, 239, 239), outline=BORDER)
+    draw.text((52, 101), "Submit", font=font(14), fill=(0, 0, 0), anchor="mm")
+    visible = (2, 82, 101, 38)
+    components = detect_components(image)
+    found = _found(components, visible)
+    assert found is not None and found.kind == "button", components
+    assert not [c for c in components if c.box[2] >= 150 and c.box[3] >= 100], components
