@@ -14,7 +14,10 @@ from tests.gui_harness.perception.screens import font, iou
 WHITE = (255, 255, 255)
 BORDER = (118, 118, 118)
 MONO = "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf"  # as Chromium draws a textarea
-LOREM = "Donec ridiculus eget rhoncus pellentesque malesuada non donec morbi nunc".split()
+LOREM = [
+    "Donec", "ridiculus", "eget", "rhoncus", "pellentesque", "malesuada", "non", "donec",
+    "morbi", "nunc",
+]  # fmt: skip
 
 
 def _found(components: list[Component], box: tuple[int, int, int, int]) -> Component | None:
@@ -78,3 +81,34 @@ def test_a_button_cut_off_by_the_bottom_edge_is_found():
     found = _found(components, visible)
     assert found is not None and found.kind == "button", components
     assert not [c for c in components if c.box[2] >= 150 and c.box[3] >= 100], components
+
+
+def _spin_box(draw: ImageDraw.ImageDraw, x: int, y: int) -> list[tuple[int, int, int, int]]:
+    """A spin box 150×22 at (x, y), its arrows stacked in one column; their boxes."""
+    line, column, dark = (197, 197, 197), (246, 246, 246), (119, 119, 119)
+    draw.rectangle((x, y, x + 149, y + 21), fill=WHITE, outline=line)
+    draw.rectangle((x + 133, y + 1, x + 148, y + 20), fill=column)
+    draw.line((x + 133, y, x + 133, y + 21), fill=line)
+    draw.polygon([(x + 141, y + 4), (x + 137, y + 8), (x + 145, y + 8)], fill=dark)
+    draw.polygon([(x + 141, y + 17), (x + 137, y + 13), (x + 145, y + 13)], fill=dark)
+    draw.text((x + 5, y + 11), "0", font=font(13), fill=(40, 40, 40), anchor="lm")
+    return [(x + 133, y + 1, 16, 10), (x + 133, y + 11, 16, 10)]
+
+
+def test_the_arrows_of_a_spin_box_are_two_buttons():
+    image = Image.new("RGB", (200, 80), WHITE)
+    arrows = _spin_box(ImageDraw.Draw(image), 5, 20)
+    components = detect_components(image)
+    kinds = [getattr(_found(components, box), "kind", None) for box in arrows]
+    assert kinds == ["button", "button"], components
+
+
+def test_a_colon_or_an_icon_of_two_marks_is_not_a_spin_box():
+    image = Image.new("RGB", (200, 80), WHITE)
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((20, 20, 39, 41), fill=(230, 230, 230), outline=BORDER)
+    draw.rectangle((27, 25, 31, 29), fill=(40, 40, 40))  # a colon: squares, not arrows
+    draw.rectangle((27, 33, 31, 37), fill=(40, 40, 40))
+    components = detect_components(image)
+    assert _found(components, (20, 20, 20, 22)) is not None, components
+    assert _found(components, (20, 20, 20, 11)) is None, components
