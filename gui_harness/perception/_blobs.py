@@ -12,7 +12,7 @@ import numpy as np
 __all__ = ["Scratch", "Sums", "boxes_of", "scratch"]
 
 _HOLE_SIDE = 14  # px; the smallest hole taken for a control's inside (word gaps are less)
-_PANEL_HOLE_SIDE = 40  # px; a hole this large both ways is an inside even when notched
+_PANEL_HOLE_SIDE = 30  # px; a hole this large both ways is an inside even when notched
 
 
 def boxes_of(binary: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

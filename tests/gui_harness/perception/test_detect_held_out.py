@@ -112,3 +112,13 @@ def test_a_colon_or_an_icon_of_two_marks_is_not_a_spin_box():
     components = detect_components(image)
     assert _found(components, (20, 20, 20, 22)) is not None, components
     assert _found(components, (20, 20, 20, 11)) is None, components
+
+
+def test_a_low_text_area_whose_lines_touch_its_border_is_a_field():
+    image = Image.new("RGB", (160, 110), WHITE)
+    box = (2, 20, 116, 36)
+    _text_area(image, box)
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((4, 59, 128, 76), fill=WHITE, outline=BORDER)  # a field below
+    found = _found(detect_components(image), box)
+    assert found is not None and found.kind == "field", detect_components(image)
