@@ -9,6 +9,7 @@ docs/performance.md under "## Inspecting" with the machine and date.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import statistics
 import subprocess
@@ -23,6 +24,7 @@ from PIL import ImageDraw
 
 from openprogram import Runtime, ScriptedModel, Session, agentic_function, llm
 from openprogram.display import CallView, dag_html, write_report
+from openprogram.display._payload import build_payload
 
 NODES_PER_STEP = 7
 TIME_TARGET_S = 2.0
@@ -81,6 +83,13 @@ def timed(work, repeat: int = 1) -> tuple[float, object]:
     return statistics.median(times), result
 
 
+def hidden_bytes(data: dict) -> int:
+    """JSON bytes of the payload's what-was-hidden part: the reasons table and each llm
+    row's hidden entry."""
+    table = sum(len(json.dumps(data[key])) for key in ("reasons", "codes", "rules"))
+    return table + sum(len(json.dumps(row[16])) for row in data["nodes"] if row[16])
+
+
 def browser_load(report: Path) -> float | None:
     """Seconds for headless Chromium to load the report and run its script."""
     binary = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -117,6 +126,8 @@ def main() -> int:
     cold, html = timed(lambda: dag_html(dag))
     warm, _ = timed(lambda: dag_html(dag), repeat=5)
     size = len(str(html).encode("utf-8"))
+    hidden_s, data = timed(lambda: build_payload(dag))
+    hidden = hidden_bytes(data)  # type: ignore[arg-type]
     with tempfile.TemporaryDirectory() as folder:
         report_s, report = timed(lambda: write_report(session, Path(folder) / "run.html"))
         loaded = browser_load(report)  # type: ignore[arg-type]
@@ -128,6 +139,8 @@ def main() -> int:
         ("dag_html, cold (thumbnails encoded)", f"{cold:.2f} s"),
         ("dag_html, warm (median of 5)", f"{warm:.2f} s"),
         ("HTML size", f"{size / 1e6:.2f} MB"),
+        ("of which: what was hidden from each call, and why", f"{hidden / 1e3:.0f} kB"),
+        ("build_payload (rows, hidden nodes and reasons; warm)", f"{hidden_s:.2f} s"),
         ("write_report", f"{report_s:.2f} s"),
         (
             "Chromium: load report and build the tree",

@@ -18,8 +18,9 @@ dev=0
 packages=(xvfb xdotool x11-utils python3-tk fonts-dejavu-core tesseract-ocr libgl1 libglib2.0-0
   dbus at-spi2-core)
 # gtk-3-examples: gtk3-widget-factory, the GTK app the accessibility tests read;
-# chromium-driver: drives MiniWoB++ pages and reads their DOM boxes
-[ "$dev" = 1 ] && packages+=(postgresql chromium chromium-driver gtk-3-examples)
+# chromium-driver: drives MiniWoB++ pages and reads their DOM boxes;
+# eslint: lints the views' JavaScript (openprogram/display/view.js), pure JS packages
+[ "$dev" = 1 ] && packages+=(postgresql chromium chromium-driver gtk-3-examples eslint)
 
 missing=()
 for package in "${packages[@]}"; do

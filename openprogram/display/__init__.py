@@ -3,6 +3,7 @@
 from openprogram.display.calls import (
     CallView,
     DiffLine,
+    HiddenCode,
     HiddenGroup,
     HiddenNode,
     context_diff,
@@ -27,6 +28,7 @@ __all__ = [
     "CallView",
     "DiffLine",
     "ExportFormat",
+    "HiddenCode",
     "HiddenGroup",
     "HiddenNode",
     "call_html",

@@ -1,8 +1,9 @@
 """The compact JSON a DAG view embeds: one row per node, images once, reads diff-encoded.
 
 Owns the size budgets (longest values cut first; thumbnails up to a byte budget) and
-stores an llm node's reads as a change against the previous call of the same function.
-_script.py reads it. Start at build_payload().
+stores an llm node's reads, and what was hidden from it and why (from _hiding), as a
+change against the previous call of the same function. view.js reads it. Start at
+build_payload().
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from itertools import accumulate
 from typing import Any
 
 from openprogram.dag import ContextDAG, Node
+from openprogram.display._hiding import CallHiding
 from openprogram.display._images import thumbnail_url
 from openprogram.image import ImageRef
 
@@ -202,7 +204,10 @@ def build_payload(
     image_bytes = full_bytes = 0
     previous_llm: dict[str, int] = {}
     full_reads: dict[int, list[int]] = {}
+    hiding = CallHiding(dag)
     rows: list[list[Any]] = []
+    rules: dict[str, int] = {}
+    codes: dict[str, int] = {}
     for i, node in enumerate(nodes):
         name = names.setdefault(node.name, len(names))
         refs: list[ImageRef] = []
@@ -230,6 +235,8 @@ def build_payload(
             if slot not in pictures:
                 pictures.append(slot)
         reads: Any = 0
+        hidden: Any = 0
+        extra = _extra(node, index)
         if node.kind == "llm":
             current = [index[r] for r in node.reads if r in index]
             base = previous_llm.get(node.name, -1)
@@ -238,6 +245,7 @@ def build_payload(
                 reads[0] = base
             full_reads[i] = current
             previous_llm[node.name] = i
+            hidden = _encode_hidden(base, *hiding.changes[i])
         usage = node.usage
         rows.append(
             [
@@ -263,7 +271,8 @@ def build_payload(
                 _cut(texts[i][1], cap),
                 pictures or 0,
                 reads,
-                _extra(node, index) or 0,
+                extra or 0,
+                hidden,
             ]
         )
     return {
@@ -274,7 +283,12 @@ def build_payload(
         "names": list(names),
         "nodes": rows,
         "images": images,
-        "branches": _branches(dag),
+        "reasons": [
+            [codes.setdefault(code, len(codes)), rules.setdefault(text, len(rules)), named]
+            for code, text, named in hiding.reasons
+        ],
+        "codes": list(codes),
+        "rules": list(rules),
         "focus": index.get(focus, -1) if focus is not None else -1,
         "cap": cap,
         "tpx": thumbnail_px,
@@ -311,6 +325,30 @@ def _encode_reads(current: list[int], before: list[int] | None) -> Any:
     return [0, removed, added]
 
 
+def _encode_hidden(
+    previous: int, base: int, removed: list[int], added: list[tuple[int, int]]
+) -> list[Any]:
+    """`[previous, removed, added]`: what was hidden from an llm call, and why. `previous`
+    is the row of the previous call of the same function (-1: none). `removed` is 0 when
+    `added` lists every hidden row; else the hidden rows are the previous call's, less
+    the runs of rows in `removed` (`[start, count, …]`), with `added` set on top. `added`
+    is runs `[start, count, reason, …]` (reason: an index of the payload's "reasons")."""
+    assert base in (-1, previous), (base, previous)  # changes are against the previous call
+    gone: list[int] = []
+    for row in removed:
+        if gone and gone[-2] + gone[-1] == row:
+            gone[-1] += 1
+        else:
+            gone += [row, 1]
+    runs: list[int] = []
+    for row, reason in added:
+        if runs and runs[-3] + runs[-2] == row and runs[-1] == reason:
+            runs[-2] += 1
+        else:
+            runs += [row, 1, reason]
+    return [previous, gone if base >= 0 else 0, runs]
+
+
 def _extra(node: Node, index: dict[str, int]) -> dict[str, Any]:
     extra: dict[str, Any] = {}
     if node.error or node.status in ("error", "cancelled", "stopped"):
@@ -340,8 +378,3 @@ def _extra(node: Node, index: dict[str, int]) -> dict[str, Any]:
     if meta.get("attempts"):
         extra["att"] = [str(a) for a in meta["attempts"]]
     return extra
-
-
-def _branches(dag: ContextDAG) -> dict[str, Any]:
-    origins = getattr(dag, "_branch_origin", {})  # ContextDAG keeps no public view of these
-    return {name: [o[0], o[1]] if o else None for name, o in origins.items()}

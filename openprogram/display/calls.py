@@ -8,16 +8,25 @@ the browser (_script.py). Start at CallView.
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
-from openprogram.dag import ContextDAG, Node, RenderRange
+from openprogram.dag import ContextDAG, Node
+from openprogram.display._hiding import (
+    HiddenCode,
+    call_of,
+    earlier_hidden,
+    label,
+    reason_text,
+    template,
+)
 from openprogram.errors import UsageError
 from openprogram.render import RenderedContext, seen_by
 
 __all__ = [
     "CallView",
     "DiffLine",
+    "HiddenCode",
     "HiddenGroup",
     "HiddenNode",
     "context_diff",
@@ -47,12 +56,15 @@ class HiddenNode:
     """A node that existed when a call was made but was not in its context, and why.
 
     `frame` is the call the reason names, if any: the finished call whose expose hid
-    the node, or the caller's call the node's concurrent subtree started after.
+    the node, or the caller's call the node's concurrent subtree started after. `code`
+    names the rule (`inside`, `callers`, …) for programs; `reason` says it for people.
     """
 
     node: Node
     reason: str
     frame: Node | None = None
+    code: HiddenCode = field(kw_only=True)
+    """Which rule, as a stable code: see openprogram.display._hiding.HiddenCode."""
 
 
 @dataclass(frozen=True)
@@ -70,9 +82,9 @@ def group_hidden(dag: ContextDAG, hidden: list[HiddenNode]) -> list[HiddenGroup]
     groups: dict[str, HiddenGroup] = {}
     frames: dict[str, set[str]] = {}
     for entry in hidden:
-        rule = entry.reason
+        rule = template(dag, entry.reason, entry.frame)
         if entry.frame is not None:
-            rule = rule.replace(label(dag, entry.frame), entry.frame.name, 1)
+            rule = rule.replace("{call}", entry.frame.name)
         group = groups.setdefault(rule, HiddenGroup(rule, [], []))
         group.nodes.append(entry.node)
         seen = frames.setdefault(rule, set())
@@ -85,84 +97,13 @@ def group_hidden(dag: ContextDAG, hidden: list[HiddenNode]) -> list[HiddenGroup]
 def hidden_nodes(dag: ContextDAG, node: Node | str) -> list[HiddenNode]:
     """Nodes older than llm node `node` that it did not read, each with the rule that
     hid it: another branch, a frame's expose, the node's own expose, concurrency, or the
-    render_range window. In seq order."""
-    llm_node = _llm_node(dag, node)
-    reads = set(llm_node.reads)
-    frame = dag.get(llm_node.parent)
-    stack = ([frame, *dag.ancestors(frame)] if frame is not None else [])[::-1]
-    stack_ids = {n.id for n in stack}
-    branch = stack[0].branch if stack else llm_node.branch
-    head = dag.head(branch, before=llm_node.seq)
-    window = frame.render_range if frame is not None and frame.render_range else None
-    hidden = []
-    for candidate in dag.nodes:
-        if candidate.seq >= llm_node.seq:
-            break
-        if candidate.id in reads:
-            continue
-        reason, named = _why(dag, candidate, llm_node, stack, stack_ids, branch, head, window)
-        hidden.append(HiddenNode(candidate, reason, named))
-    return hidden
-
-
-def label(dag: ContextDAG, node: Node) -> str:
-    """`name #k`, with the kind for llm and user nodes: how views name a node."""
-    suffix = " (llm)" if node.kind == "llm" else ""
-    return f"{node.name} #{dag.ordinal(node)}{suffix}"
-
-
-def _why(
-    dag: ContextDAG,
-    node: Node,
-    llm_node: Node,
-    stack: list[Node],
-    stack_ids: set[str],
-    branch: str,
-    head: Node | None,
-    window: RenderRange | None,
-) -> tuple[str, Node | None]:
-    top = dag.top_level_ancestor(node)
-    if head is None or not dag.on_branch(top, branch, head.seq):
-        return "on another branch", None
-    if node.id in stack_ids and node.expose in ("llm", "hidden"):
-        return f"its call line is not shown (expose={node.expose!r})", None
-    chain: list[Node] = []
-    anchor: Node | None = None
-    if node.id in stack_ids:  # a caller's call line, cut by the callers window
-        return f"outside render_range (callers={_callers(window)})", None
-    parent = dag.get(node.parent)
-    while parent is not None:
-        if parent.id in stack_ids:
-            anchor = parent
-            break
-        chain.append(parent)
-        parent = dag.get(parent.parent)
-    inner = [node, *chain]
-    for position in range(len(chain) - 1, -1, -1):
-        frame, child = chain[position], inner[position]
-        if frame.expose in ("io", "hidden"):
-            return f"inside {label(dag, frame)} (expose={frame.expose!r})", frame
-        if frame.expose == "llm" and child.kind != "llm":
-            return (
-                f"inside {label(dag, frame)} (expose='llm' shows only its llm exchanges)",
-                frame,
-            )
-    if node.kind == "code" and node.expose in ("llm", "hidden"):
-        return f"expose={node.expose!r}: its own line is not shown", None
-    root = inner[-1]
-    if anchor is not None:
-        position = next(i for i, s in enumerate(stack) if s.id == anchor.id)
-        current = stack[position + 1] if position + 1 < len(stack) else llm_node
-        if root.seq > current.seq:
-            return f"concurrent: started after {label(dag, current)}", current
-    if stack and anchor is not None and anchor.id == stack[-1].id:
-        subcalls = -1 if window is None else window.subcalls
-        return f"outside render_range (subcalls={subcalls})", None
-    return f"outside render_range (callers={_callers(window)})", None
-
-
-def _callers(window: RenderRange | None) -> int | None:
-    return None if window is None else window.callers
+    render_range window. In seq order. The DAG views show the same, computed by the same
+    rules (openprogram.display._hiding) into their payload."""
+    call = call_of(dag, _llm_node(dag, node))
+    return [
+        HiddenNode(candidate, reason_text(dag, code, candidate, frame, call), frame, code=code)
+        for candidate, code, frame in earlier_hidden(dag, call)
+    ]
 
 
 def previous_call(dag: ContextDAG, node: Node | str) -> Node | None:

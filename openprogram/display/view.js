@@ -1,9 +1,10 @@
 // The DAG view's script: builds the call tree of one view from its embedded JSON payload.
 // Inlined by openprogram/display/_script.py into every notebook view and report, with
 // %ID% replaced by the view's element id. Rows are built when a frame opens (200 at a
-// time), an llm node's panels when it opens; the hiding rules mirror
-// openprogram.display.calls.hidden_nodes(). `#n=NODE_ID&t=hid|diff` opens a node,
-// `#n=NODE_ID&i=SHA256` one of its images in the lightbox.
+// time), an llm node's panels when it opens. What was hidden from a call, and why, comes
+// computed in the payload (openprogram/display/_hiding.py): this script only draws it.
+// `#n=NODE_ID&t=hid|diff` opens a node, `#n=NODE_ID&i=SHA256` one of its images in the
+// lightbox.
 (function (id) {
 "use strict";
 const root = document.getElementById(id);
@@ -24,7 +25,8 @@ const EXPLAIN = {
 const N = D.nodes.map((r, i) => ({
   i: i, id: r[0], kind: r[1], name: D.names[r[2]], parent: r[3], st: r[4], seq: r[5],
   end: r[6], t0: r[7], dur: r[8], u: r[9] || null, ex: r[10], inp: r[11], out: r[12],
-  img: r[13] || [], renc: r[14], x: r[15] || {}, kids: [], k: 0, roll: null, rd: null,
+  img: r[13] || [], renc: r[14], x: r[15] || {}, hid: r[16], kids: [], k: 0, roll: null,
+  rd: null,
 }));
 const byId = {}, counts = {}, tops = [];
 for (const n of N) {
@@ -323,7 +325,7 @@ function llmDetail(n) {
   h += n.out ? pre(n.out) : `<div class="opv-meta">no reply</div>`;
   if (n.x.err) h += pre(n.x.err, "opv-err");
   if (n.x.att) h += `<div class="opv-meta">attempts: ${esc(n.x.att.join(" | "))}</div>`;
-  const prev = previous(n);
+  const prev = n.hid[0];
   h += `<div class="opv-tabs"><button data-a="tab" data-t="saw" class="opv-on">what it saw `
     + `(${plural(reads(n).length, "node")})</button>`
     + `<button data-a="tab" data-t="hid">hidden from it</button>`
@@ -331,10 +333,6 @@ function llmDetail(n) {
       : "")
     + `</div><div class="opv-panel">${saw(n)}</div>`;
   return h;
-}
-function previous(n) {
-  for (let j = n.i - 1; j >= 0; j--) if (N[j].kind === "l" && N[j].name === n.name) return j;
-  return -1;
 }
 function stackOf(n) {
   const s = new Set();
@@ -392,78 +390,32 @@ function saw(n) {
   return h;
 }
 
-// -- what was hidden, and why (calls.hidden_nodes in Python) -------------------------------
-function onBranch(top, branch, limit) {
-  let current = branch;
-  while (current != null) {
-    if ((top.x.br || "main") === current) return top.seq <= limit;
-    const origin = D.branches[current];
-    if (!origin) return false;
-    current = origin[0];
-    limit = Math.min(limit, origin[1]);
+// -- what was hidden, and why: computed in Python (display/_hiding.py), only drawn here ----
+function hiddenOf(n) {  // row -> index into D.reasons for each row older than n; -1: not hidden
+  const chain = [], map = new Int32Array(n.i).fill(-1);
+  for (let c = n; c; c = c.hid[1] ? N[c.hid[0]] : null) chain.push(c);  // to a whole list
+  for (let j = chain.length - 1; j >= 0; j--) {
+    const gone = chain[j].hid[1] || [], runs = chain[j].hid[2];
+    for (let k = 0; k < gone.length; k += 2) map.fill(-1, gone[k], gone[k] + gone[k + 1]);
+    for (let k = 0; k < runs.length; k += 3) map.fill(runs[k + 2], runs[k], runs[k] + runs[k + 1]);
   }
-  return false;
+  return map;
 }
-function why(c, n, stack, stackList, branch, head, rr) {
-  let top = c;
-  while (top.parent >= 0) top = N[top.parent];
-  if (!head || !onBranch(top, branch, head.seq)) return ["on another branch", -1];
-  const callers = `outside render_range (callers=${rr && rr[0] !== null ? rr[0] : "None"})`;
-  if (stack.has(c.i)) {
-    return [c.ex === "l" || c.ex === "h" ? `its call line is not shown (expose='${EX[c.ex]}')`
-      : callers, -1];
-  }
-  const chain = [];
-  let anchor = -1;
-  for (let j = c.parent; j >= 0; j = N[j].parent) {
-    if (stack.has(j)) { anchor = j; break; }
-    chain.push(N[j]);
-  }
-  const inner = [c].concat(chain);
-  for (let p = chain.length - 1; p >= 0; p--) {
-    const frame = chain[p], child = inner[p];
-    if (frame.ex === "i" || frame.ex === "h") {
-      return [`inside ${label(frame)} (expose='${EX[frame.ex]}')`, frame.i];
-    }
-    if (frame.ex === "l" && child.kind !== "l") {
-      return [`inside ${label(frame)} (expose='llm' shows only its llm exchanges)`, frame.i];
-    }
-  }
-  if (c.kind === "c" && (c.ex === "l" || c.ex === "h")) {
-    return [`expose='${EX[c.ex]}': its own line is not shown`, -1];
-  }
-  const outermost = inner[inner.length - 1];
-  if (anchor >= 0) {
-    const position = stackList.indexOf(anchor);
-    const current = position + 1 < stackList.length ? N[stackList[position + 1]] : n;
-    if (outermost.seq > current.seq) {
-      return [`concurrent: started after ${label(current)}`, current.i];
-    }
-  }
-  if (stackList.length && anchor === stackList[stackList.length - 1]) {
-    return [`outside render_range (subcalls=${rr ? rr[1] : -1})`, -1];
-  }
-  return [callers, -1];
+function why(k, name) {  // a reason's rule (calls by function name) or its text (by label)
+  const reason = D.reasons[k], rule = D.rules[reason[1]], call = reason[2];
+  return call < 0 ? rule : rule.replace("{call}", name ? N[call].name : label(N[call]));
 }
+const chip = (j, title) => `<span class="opv-chip" data-a="go" data-i="${j}"`
+  + (title ? ` title="${esc(title)}"` : "") + `>${esc(label(N[j]))}</span>`;
 function hidden(n) {
-  const seen = new Set(reads(n)), stack = stackOf(n), stackList = [...stack].reverse();
-  const branch = stackList.length ? N[stackList[0]].x.br || "main" : n.x.br || "main";
-  let head = null;
-  for (const t of tops) {
-    const m = N[t];
-    if (m.seq >= n.seq) break;
-    if ((m.x.br || "main") === branch) head = m;
-  }
-  const rr = n.parent >= 0 ? N[n.parent].x.rr : null, groups = new Map();
+  const map = hiddenOf(n), groups = new Map();
   let total = 0;
-  for (const c of N) {
-    if (c.seq >= n.seq) break;
-    if (seen.has(c.i)) continue;
-    const [reason, frame] = why(c, n, stack, stackList, branch, head, rr);
-    const rule = frame >= 0 ? reason.replace(label(N[frame]), N[frame].name) : reason;
+  for (let j = 0; j < map.length; j++) {
+    if (map[j] < 0) continue;
+    const rule = why(map[j], true), frame = D.reasons[map[j]][2];
     if (!groups.has(rule)) groups.set(rule, {nodes: [], frames: [], named: new Set()});
     const group = groups.get(rule);
-    group.nodes.push(c.i);
+    group.nodes.push(j);
     if (frame >= 0 && !group.named.has(frame)) { group.named.add(frame); group.frames.push(frame); }
     total++;
   }
@@ -476,13 +428,20 @@ function hidden(n) {
     const shown = group.frames.length ? group.frames : group.nodes;
     const count = plural(group.nodes.length, "node")
       + (group.frames.length ? " in " + plural(group.frames.length, "call") : "");
-    h += `<div class="opv-group"><b>${esc(rule)}</b> <span class="opv-meta">(${count})</span> `
-      + shown.slice(0, 12).map(j => `<span class="opv-chip" data-a="go" data-i="${j}">`
-      + `${esc(label(N[j]))}</span>`).join("")
+    h += `<div class="opv-group"><b>${esc(rule)}</b> <span class="opv-meta">(${count})`
+      + `</span> ` + shown.slice(0, 12).map(j => chip(j)).join("")
       + (shown.length > 12 ? ` <span class="opv-meta">and ${shown.length - 12} more</span>` : "")
-      + `</div>`;
+      + `<details class="opv-all"><summary data-a="all" data-r="${esc(rule)}">each node and why`
+      + `</summary></details></div>`;
   });
   return h;
+}
+function hiddenList(n, rule) {  // every node of one rule, the exact reason on each
+  const map = hiddenOf(n), chips = [];
+  for (let j = 0; j < map.length; j++) {
+    if (map[j] >= 0 && why(map[j], true) === rule) chips.push(chip(j, why(map[j], false)));
+  }
+  return chips.join("");
 }
 
 // -- diff against the previous call of the same function -----------------------------------
@@ -520,7 +479,7 @@ function diffOps(a, b) {  // longest common subsequence; a set difference when t
   return ops;
 }
 function diff(n) {
-  const p = N[previous(n)], ops = diffOps(sawLines(p), sawLines(n));
+  const p = N[n.hid[0]], ops = diffOps(sawLines(p), sawLines(n));
   const changed = ops.filter(o => o[0] !== " ").length;
   let h = `<div class="opv-meta">compared with ${esc(label(p))}: ${plural(changed, "changed line")}`
     + `</div><div class="opv-diff">`;
@@ -602,6 +561,13 @@ root.addEventListener("click", ev => {
     fill(box, box.opvList, +t.dataset.from);
   }
   else if (action === "go") go(+t.dataset.i);
+  else if (action === "all") {
+    const list = t.parentNode;
+    if (list.children.length < 2) {  // filled on first open
+      const n = N[+t.closest(".opv-detail").parentNode.dataset.i];
+      list.insertAdjacentHTML("beforeend", `<div>${hiddenList(n, t.dataset.r)}</div>`);
+    }
+  }
   else if (action === "zoom") lightbox(+t.dataset.o, +t.dataset.k);
   else if (action.startsWith("lb-")) lightboxAction(action, t);
   else if (action === "tab") {

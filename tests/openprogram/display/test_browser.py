@@ -181,3 +181,57 @@ def test_a_screenshot_opens_at_full_size_with_the_other_images_of_its_step(tmp_p
     assert '<button data-a="lb-next">▶</button>' in dom
     assert '<button data-a="lb-prev" disabled="">◀</button>' in dom
     assert 'style="width:200px"' in dom  # thumbnails at the size asked for
+
+
+# Clicks through the built page as a reader would, synchronously while it loads: every
+# llm call's "hidden from it" tab and each of its rules' "each node and why" lists, then
+# writes what the page showed into <pre id="shown">.
+_READ_THE_PAGE = """<script>
+(() => {
+  const root = document.querySelector(".opv");
+  const rows = JSON.parse(document.getElementById(root.id + "-data").textContent).nodes;
+  root.querySelector('[data-a="expand"]').click();
+  const shown = {};
+  rows.forEach((row, i) => {
+    if (row[1] !== "l") return;
+    const node = root.querySelector(`.opv-node[data-i="${i}"]`);
+    node.querySelector(":scope>.opv-row").click();
+    node.querySelector(':scope>.opv-detail [data-t="hid"]').click();
+    const panel = node.querySelector(":scope>.opv-detail .opv-panel");
+    panel.querySelectorAll('summary[data-a="all"]').forEach(s => s.click());
+    shown[i] = [...panel.querySelectorAll(".opv-all .opv-chip")].map(
+      c => [+c.dataset.i, c.title]);
+  });
+  const out = document.createElement("pre");
+  out.id = "shown";
+  out.textContent = JSON.stringify(shown);
+  document.body.appendChild(out);
+})();
+</script></body>"""
+
+
+def test_the_page_marks_hidden_exactly_what_hidden_nodes_gives(
+    every_rule_session, tmp_path, chromium
+):
+    import json
+    import re
+
+    from openprogram.display import hidden_nodes
+
+    dag = every_rule_session.dag
+    report = write_report(every_rule_session, tmp_path / "rules.html")
+    page = report.read_text("utf-8").replace("</body>", _READ_THE_PAGE, 1)
+    report.write_text(page, "utf-8")
+
+    dom = chromium("--dump-dom", report.as_uri())
+
+    found = re.search(r'<pre id="shown">(.*?)</pre>', dom, re.S)
+    assert found, "the page script did not finish"
+    shown = {int(k): v for k, v in json.loads(html.unescape(found.group(1))).items()}
+    row = {node.id: i for i, node in enumerate(dag.nodes)}
+    expected = {
+        row[call.id]: sorted([row[h.node.id], h.reason] for h in hidden_nodes(dag, call))
+        for call in dag.find(kind="llm")
+    }
+    assert {call: sorted(chips) for call, chips in shown.items()} == expected
+    assert sum(map(len, expected.values())) > 100  # a page with plenty to get wrong
