@@ -38,7 +38,10 @@ def boxes_of(binary: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     np.maximum.at(holes, parent[inner], rects[inner, 2:])
     # A control's inside is a filled rectangle; a glyph's ink or the gap between two
     # glyphs fills little of its box.
-    large = inner[(rects[inner, 2:] >= _HOLE_SIDE).all(axis=1)]
+    # A wide low hole is an entry's inside (a small field touching its neighbour), never
+    # a gap between glyphs.
+    side = rects[inner, 2:]
+    large = inner[(side >= _HOLE_SIDE).all(axis=1) | ((side[:, 0] >= 40) & (side[:, 1] >= 8))]
     area = np.array([cv2.contourArea(contours[i]) for i in large], float).reshape(-1)
     # A text area's lines join its border once dilated and notch its inside deeply; a
     # hole too large for a glyph's gap is kept with less, its outline is checked later.

@@ -122,3 +122,15 @@ def test_a_low_text_area_whose_lines_touch_its_border_is_a_field():
     draw.rectangle((4, 59, 128, 76), fill=WHITE, outline=BORDER)  # a field below
     found = _found(detect_components(image), box)
     assert found is not None and found.kind == "field", detect_components(image)
+
+
+def test_two_low_fields_a_pixel_apart_are_two_fields():
+    image = Image.new("RGB", (160, 80), WHITE)
+    draw = ImageDraw.Draw(image)
+    boxes = [(70, 20, 88, 14), (70, 35, 88, 14)]  # insides 10 px high, 1 px between
+    for (x, y, w, h), label in zip(boxes, ("Last name:", "Gender:"), strict=True):
+        draw.rounded_rectangle((x, y, x + w - 1, y + h - 1), 2, fill=WHITE, outline=BORDER)
+        draw.text((5, y + h // 2), label, font=font(12), fill=(0, 0, 0), anchor="lm")
+    components = detect_components(image)
+    kinds = [getattr(_found(components, box), "kind", None) for box in boxes]
+    assert kinds == ["field", "field"], components
