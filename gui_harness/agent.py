@@ -25,14 +25,19 @@ from gui_harness.normalize import normalize_action
 from gui_harness.perception import (
     AccessibilitySnapshot,
     AccessibilitySource,
+    Component,
     ComponentMemory,
+    Observation,
     Perception,
+    describe,
 )
+from gui_harness.perception._pixels import pil_image
 from gui_harness.prompts import DEFAULT_PROMPTS, Prompts
 from gui_harness.result import GuiResult
 from openprogram import agentic_function, current_frame, current_session
 from openprogram.callbacks.base import current_run, gate, notify
 from openprogram.errors import ModelAuthError, ModelError, RunStopped, UsageError
+from openprogram.image import Image
 from openprogram.runtime import Runtime, current_runtime
 
 __all__ = [
@@ -47,6 +52,8 @@ __all__ = [
 
 _MAX_CONSECUTIVE_ERRORS = 3
 _HIDDEN = {"hidden": True}
+_CAPTIONED = frozenset({"checkbox", "radio"})
+_TREE_LAG_S = 0.15
 
 # the replaceable leaves: how the loop calls each, and what each returns
 _LEAVES: dict[str, tuple[tuple[str, ...], str]] = {
@@ -133,8 +140,9 @@ def _is_plan(value: Any) -> bool:
 
 def _observed(run: _Run, fn: Any, seen: Any, published: int) -> None:
     """Make sure `run` holds the observation this step's observe made. A replayed
-    observe (resuming a crashed run) ran nothing, so perceive its recorded screenshot
-    again: the same picture gives the same numbered components the recorded plan used."""
+    observe (resuming a crashed run) ran nothing, so rebuild it from the record: the
+    components as shown to the planner (labels and all), or, in a record without them,
+    its screenshot perceived again."""
     if run.published != published:  # observe ran live and made one current
         return
     screenshot = seen.get("screenshot") if isinstance(seen, dict) else None
@@ -145,7 +153,15 @@ def _observed(run: _Run, fn: Any, seen: Any, published: int) -> None:
             "gui_harness.observe_screen(step) in it and return its record"
         )
     recorded = seen.get("accessibility")
-    if isinstance(run.perception, Perception):
+    shown = seen.get("shown")
+    if isinstance(shown, list):
+        components = tuple(Component.from_dict(c) for c in shown)
+        tree = AccessibilitySnapshot.from_dict(recorded) if recorded else None
+        notes = tuple(seen.get("notes") or ())
+        picture = pil_image(screenshot.pil if isinstance(screenshot, Image) else screenshot)
+        observation = Observation(picture, components, describe(components), notes, tree)
+    elif isinstance(run.perception, Perception):
+        screenshot = screenshot.pil if isinstance(screenshot, Image) else screenshot
         tree = AccessibilitySnapshot.from_dict(recorded) if recorded else AccessibilitySnapshot()
         observation = run.perception.perceive(screenshot, accessibility=tree)
     else:
@@ -167,6 +183,7 @@ def dispatch_action(action: dict[str, Any], step: int) -> dict[str, Any]:
         return {"executed": False, "error": f"rejected by policy: {exc.reason}"}
     callbacks = run.runtime.callbacks
     notify(callbacks, "on_action_start", screen_action, record_on=current_run())
+    sent = time.monotonic()
     try:
         run.desktop.execute(screen_action)
     except ActionRejected as exc:  # a remote desktop's own policy refused it
@@ -179,19 +196,27 @@ def dispatch_action(action: dict[str, Any], step: int) -> dict[str, Any]:
     _learn(run, planned)
     # frames=3: one matching pair can come before the app has redrawn
     settled = wait_until_stable(run.desktop, timeout=run.settle_timeout, frames=3)
+    tree = observation.accessibility
+    if tree is not None and tree.components:
+        # an app's accessibility tree reaches us over D-Bus after its pixels, and no event
+        # of it is watched: give it the time the screenshot-polling settle used to give
+        time.sleep(max(0.0, min(run.settle_timeout, _TREE_LAG_S) - (time.monotonic() - sent)))
     return {"executed": True, "settled": settled}
 
 
 def _learn(run: _Run, action: Any) -> None:
     """Remember the labelled component an action used, so the app's memory can name it
-    next time without OCR."""
+    next time without OCR. Not a checkbox or radio: its name is its caption's, and its
+    own pixels look like every other box of its kind."""
     element = getattr(action, "element", None)
     memory = getattr(run.perception, "memory", None)
     remember = getattr(run.perception, "remember", None)
     if element is None or memory is None or not callable(remember) or run.observation is None:
         return
     component = run.observation.component(element)
-    if component.label and not memory.match(run.observation.image, [component]):
+    if component.kind in _CAPTIONED or not component.label:
+        return
+    if not memory.match(run.observation.image, [component]):
         remember(run.observation, element, component.label)
 
 
@@ -333,11 +358,11 @@ def gui_agent(
         apps = [list(app)] if app is not None and not isinstance(app, str) else []
         owned = desktop = VirtualDesktop(apps=apps)
         owned.start()  # stops whatever it started if it fails
-    accessibility = None
+    accessibility = owned_perception = None
     try:
         if perception is None:
             accessibility = _accessibility(desktop)
-            perception = Perception(
+            perception = owned_perception = Perception(
                 ComponentMemory(memory_name) if memory_name else None, accessibility=accessibility
             )
         run = _Run(
@@ -357,6 +382,8 @@ def gui_agent(
         finally:
             _run.reset(token)
     finally:
+        if owned_perception is not None:
+            owned_perception.close()
         if accessibility is not None:
             accessibility.close()
         if owned is not None:

@@ -20,6 +20,7 @@ from gui_harness.prompts import Plan, Prompts
 from openprogram import llm
 from openprogram.callbacks.base import current_run, notify
 from openprogram.errors import ModelOutputError, UsageError
+from openprogram.image import Image
 from openprogram.runtime import Runtime
 
 __all__ = [
@@ -105,20 +106,24 @@ def observe_screen(step: int) -> dict[str, Any]:
     What the stock observe does, for a replaced observe to call: later leaves and
     dispatch use this observation (element numbers, the image↔screen transform).
     Notifies `on_screenshot` callbacks. Returns observe's record: step, size, scale,
-    the number of components and the screenshot the model sees, plus what the
-    accessibility tree said and perception's notes when there are any.
+    the number of components and the screenshot the model sees, the components as shown
+    (`shown`: their dicts, labels included, so a resumed run numbers and names them as
+    the planner saw them, whatever OCR had read by then), plus what the accessibility
+    tree said and perception's notes when there are any.
     """
     run = _current()
     image, scale, screenshot = _capture(run)
     observation = _perceive(run, image)
     _publish(run, observation, scale)
     notify(run.runtime.callbacks, "on_screenshot", screenshot, step, record_on=current_run())
+    shown = Image(image)  # one image value for the record and its view: hashed once
     seen: dict[str, Any] = {
         "step": step,
         "size": list(observation.size),
         "scale": scale,
         "components": len(observation.components),
-        "screenshot": image,
+        "screenshot": shown,
+        "shown": [component.to_dict() for component in observation.components],
     }
     accessibility = getattr(observation, "accessibility", None)
     if accessibility is not None:

@@ -23,7 +23,13 @@ from openprogram import agentic_function, llm
 __all__ = ["conclusion", "observe", "plan_next_action", "verify_step"]
 
 
-@agentic_function(render_range={"callers": 0})
+def _summary(seen: dict[str, Any]) -> dict[str, Any]:
+    """What later calls see of an observation: all but the component list, which the
+    planner already got as text with the screenshot."""
+    return {key: value for key, value in seen.items() if key != "shown"}
+
+
+@agentic_function(render_range={"callers": 0}, render_output=_summary)
 def observe(step: int) -> dict[str, Any]:
     """Take a screenshot and find the numbered components on it."""
     return observe_screen(step)

@@ -33,6 +33,8 @@ _GOAL = re.compile(r'"goal": "([^"]*)"[^\n]*"status": "acted"')
 _PREVIOUS = re.compile(r"^Previous step: (.*)$", re.M)
 _TASK = re.compile(r"(?:^Task: |do this task: )(.*)$", re.M)
 
+_MAX_WAITS = 4
+_WAIT_MS = 500
 _STEPS = (
     "click the Name field",
     f"type {NAME}",
@@ -116,30 +118,31 @@ def _target(goal: str, components: list[_Seen]) -> _Seen | None:
 def _list_item(components: list[_Seen]) -> _Seen | None:
     """The line for COUNTRY in the open drop-down list: by its label when OCR read one,
     else by its place: the list opens below the chooser at its top, one country a line
-    in COUNTRIES order, so it is the line at (position + 1/2) line pitches down."""
+    in COUNTRIES order, so it is the line at (position + 1/2) line pitches down. With
+    the list open the chooser may look like a field or a button: the lowest one with
+    three lines or more stacked right under it is the one."""
     texts = [c for c in components if c.kind == "text"]
     named = _labelled(texts, COUNTRY)
     if named is not None:
         return named
-    choosers = [c for c in components if c.kind == "dropdown"]
-    if not choosers:
-        return None
-    chooser = min(choosers, key=lambda c: c.y)
-    top = chooser.y + chooser.h
-    lines = sorted(
-        (
-            c
-            for c in texts
-            if top - 2 <= c.y <= top + 30 * chooser.h and chooser.x - 4 <= c.x <= chooser.x + 20
-        ),
-        key=lambda c: c.y,
-    )
-    if len(lines) < 3:
-        return None
-    steps = sorted(b.y + b.h / 2 - (a.y + a.h / 2) for a, b in pairwise(lines))
-    pitch = steps[len(steps) // 2]
-    wanted = top + (COUNTRIES.index(COUNTRY) + 0.5) * pitch
-    return min(lines, key=lambda c: abs(c.y + c.h / 2 - wanted))
+    choosers = [c for c in components if c.kind in ("dropdown", "field", "button")]
+    for chooser in sorted(choosers, key=lambda c: (c.kind != "dropdown", -c.y)):
+        top = chooser.y + chooser.h
+        lines = sorted(
+            (
+                c
+                for c in texts
+                if top - 2 <= c.y <= top + 30 * chooser.h and chooser.x - 4 <= c.x <= chooser.x + 20
+            ),
+            key=lambda c: c.y,
+        )
+        if len(lines) < 3 or lines[0].y - top > chooser.h:  # not a list opened from it
+            continue
+        steps = sorted(b.y + b.h / 2 - (a.y + a.h / 2) for a, b in pairwise(lines))
+        pitch = steps[len(steps) // 2]
+        wanted = top + (COUNTRIES.index(COUNTRY) + 0.5) * pitch
+        return min(lines, key=lambda c: abs(c.y + c.h / 2 - wanted))
+    return None
 
 
 def _steps_for(task: str) -> tuple[str, ...]:
@@ -166,6 +169,10 @@ def _plan(request: ModelRequest) -> dict[str, Any]:
         return {"goal": goal, "action": {"type": "type", "text": NAME}}
     target = _target(goal, _components(request.text))
     if target is None:
+        # OCR labels a new screen in the background: look again before giving up
+        waiting = f"wait for labels to {goal}"
+        if request.history.count(f'"goal": "{waiting}"') < _MAX_WAITS:
+            return {"goal": waiting, "action": {"type": "wait", "ms": _WAIT_MS}}
         return {"goal": goal, "action": {"type": "fail", "reason": f"cannot see where to {goal}"}}
     return {"goal": goal, "action": {"type": "click", "element": target.index}}
 

@@ -153,6 +153,10 @@ class VirtualDesktop:
         """Perform one action in screen pixels (see X11Desktop.execute)."""
         self.desktop.execute(action)
 
+    def wait_settled(self, *, timeout: float) -> bool:
+        """Wait for the screen to settle after the latest action (see X11Desktop)."""
+        return self.desktop.wait_settled(timeout=timeout)
+
     def start(self) -> None:
         """Start Xvfb and every app, waiting for each to be ready; stop them all on failure."""
         if self._started:

@@ -1,8 +1,9 @@
 """X11Desktop: a real X display, captured with mss and driven with XTest input events.
 
 Owns the translation of actions (already in screen pixels) into XTest events and of X11
-and mss errors into DesktopError. Starting a private display is virtual.py's job; waiting
-for the screen to settle is settle.py's. Start at X11Desktop.execute().
+and mss errors into DesktopError. Starting a private display is virtual.py's job; when
+the screen settles after input, _damage.py's (asked through settle.py). Start at
+X11Desktop.execute().
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ try:
     from PIL import Image
     from Xlib import XK, X
     from Xlib.ext import res
+
+    from gui_harness.desktop._damage import DamageWatch
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError(
         f'X11Desktop needs the gui extra ({exc.name} is missing): pip install "openprogram[gui]"'
@@ -118,6 +121,7 @@ class X11Desktop:
         self._keys_sent = False
         self._closed = False
         self._accessibility_bus: str | object | None = _UNKNOWN
+        self._watch: DamageWatch | object | None = _UNKNOWN
 
     def __repr__(self) -> str:
         return f"X11Desktop(display={self.display!r})"
@@ -167,9 +171,26 @@ class X11Desktop:
         if handler is None:
             raise InvalidAction(f"action type {kind!r} is not one X11Desktop can perform")
         self._check_open()
+        watch = self._damage()
+        if watch is not None:
+            watch.mark()
         with self._input_lock, _translate_errors(self.display):
             handler(self, action)
             self._x.sync()
+
+    def wait_settled(self, *, timeout: float) -> bool:
+        """Wait until the screen has answered the latest action and holds still (from X
+        DAMAGE events: no polling); True then, False when `timeout` seconds pass first.
+
+        Falls back to comparing screenshots (settle.compare_frames) on a server without
+        the DAMAGE extension.
+        """
+        watch = self._damage()
+        if watch is None:
+            from gui_harness.desktop.settle import compare_frames
+
+            return compare_frames(self, timeout=timeout)
+        return watch.settle(timeout=timeout)
 
     def visible_windows(self) -> list[Window]:
         """The viewable children of the root window, bottom to top, with their owners' pids.
@@ -206,6 +227,8 @@ class X11Desktop:
         if self._closed:
             return
         self._closed = True
+        if isinstance(self._watch, DamageWatch):
+            self._watch.close()
         with self._grabbers_lock:
             grabbers, self._grabbers = self._grabbers, []
         for grabber in grabbers:
@@ -222,6 +245,17 @@ class X11Desktop:
     def _check_open(self) -> None:
         if self._closed:
             raise DesktopError(f"{self!r} is closed")
+
+    def _damage(self) -> DamageWatch | None:
+        """The display's change watch, opened on first use; None without DAMAGE."""
+        if self._watch is _UNKNOWN:
+            with self._grabbers_lock:
+                if self._watch is _UNKNOWN:
+                    try:
+                        self._watch = DamageWatch(self.display)
+                    except DesktopError:
+                        self._watch = None
+        return self._watch  # type: ignore[return-value]  # _UNKNOWN replaced above
 
     def _grabber(self) -> Any:
         """This thread's mss instance: mss keeps per-thread X state, so one per thread."""

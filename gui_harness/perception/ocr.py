@@ -102,7 +102,7 @@ def label_with_ocr(
     workers: int | None = None,
 ) -> list[Component]:
     """`components` with missing labels read by OCR: the text of buttons, fields and text
-    lines, and for a checkbox the text line just right of it.
+    lines, and for a checkbox or radio the text line just right of it.
 
     Labels already set are kept; nothing changes when tesseract is missing. `workers`
     tesseract processes run at once (default: the CPU count, at most 4).
@@ -111,11 +111,6 @@ def label_with_ocr(
     if not ocr_available():
         return labelled
     grey = grey_array(image)
-    partner = {
-        position: _right_neighbour(component, labelled)
-        for position, component in enumerate(labelled)
-        if component.kind == "checkbox" and component.label is None
-    }
     wanted = {
         position
         for position, component in enumerate(labelled)
@@ -128,16 +123,26 @@ def label_with_ocr(
             x, y, w, h = box
             crops[position] = grey[y : y + h, x : x + w]
     if not crops:
-        return labelled
+        return _name_toggles(labelled)
     with ThreadPoolExecutor(max_workers=workers or min(4, os.cpu_count() or 1)) as pool:
         read = pool.map(lambda crop: read_text(crop, timeout=timeout), crops.values())
         texts = dict(zip(crops, read, strict=True))
     for position, text in texts.items():
         if text and labelled[position].label is None:
             labelled[position] = labelled[position].with_label(text)
-    for position, neighbour in partner.items():
+    return _name_toggles(labelled)
+
+
+def _name_toggles(components: Sequence[Component]) -> list[Component]:
+    """`components` with each unlabelled checkbox and radio named after the labelled
+    text line just right of it (its caption)."""
+    labelled = list(components)
+    for position, component in enumerate(labelled):
+        if component.kind not in ("checkbox", "radio") or component.label is not None:
+            continue
+        neighbour = _right_neighbour(component, labelled)
         if neighbour is not None and labelled[neighbour].label:
-            labelled[position] = labelled[position].with_label(labelled[neighbour].label)
+            labelled[position] = component.with_label(labelled[neighbour].label)
     return labelled
 
 

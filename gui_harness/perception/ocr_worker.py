@@ -3,17 +3,19 @@
 Owns the engine choice (RapidOCR, whose ONNX models ship in its PyPI wheel; tesseract
 when it is missing), the crop cache keyed by a hash of the crop's pixels, and the queue.
 `label()` never waits for OCR: it fills the labels already read and queues the rest, so
-a label appears on a later observation of the same pixels. Start at OcrWorker.label().
+a label appears on a later observation of the same pixels; the newest call's crops are
+read first (what is on the screen now). Start at OcrWorker.label().
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
-import queue
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -33,12 +35,11 @@ _READ_KINDS = frozenset({"button", "field", "text", "link", "tab", "dropdown"})
 
 def rapidocr_reader() -> Reader | None:
     """A reader backed by RapidOCR (recognition only: the crop is one line), or None
-    when `rapidocr-onnxruntime` is not installed. Loading its models takes about 1 s."""
-    try:
-        from rapidocr_onnxruntime import RapidOCR  # type: ignore[import-untyped]
-    except ImportError:
+    when `rapidocr-onnxruntime` is not installed. Its models are loaded once per process
+    (about 1 s) and shared by every reader."""
+    engine = _rapidocr_engine()
+    if engine is None:
         return None
-    engine = RapidOCR()
 
     def read(crop: np.ndarray) -> str:
         rgb = np.ascontiguousarray(np.repeat(crop[:, :, None], 3, axis=2))
@@ -48,12 +49,31 @@ def rapidocr_reader() -> Reader | None:
     return read
 
 
+_engine_lock = threading.Lock()
+
+
+def _rapidocr_engine() -> Any:
+    with _engine_lock:  # two workers starting together load the models once
+        return _load_rapidocr()
+
+
+@functools.cache
+def _load_rapidocr() -> Any:
+    try:
+        from rapidocr_onnxruntime import RapidOCR  # type: ignore[import-untyped]
+    except ImportError:
+        return None
+    # one thread: OCR runs beside the agent's steps and must leave them a core
+    return RapidOCR(intra_op_num_threads=1, inter_op_num_threads=1)
+
+
 class OcrWorker:
     """Reads component labels in one background thread, cached by crop hash.
 
     `reader` reads a grey crop (default: RapidOCR when installed, else tesseract's
-    read_text). Counters `hits`, `queued` and `reads` tell what each call did; use
-    `wait_idle()` where a test or a script needs the queue drained.
+    read_text). The crops of the latest label() call are read first, in reading order,
+    then those of older calls. Counters `hits`, `queued` and `reads` tell what each
+    call did; use `wait_idle()` where a test or a script needs the queue drained.
     """
 
     def __init__(self, reader: Reader | None = None, *, cache_size: int = 4096) -> None:
@@ -63,7 +83,10 @@ class OcrWorker:
         self._pending: set[bytes] = set()
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
-        self._queue: queue.Queue[tuple[bytes, np.ndarray] | None] = queue.Queue()
+        self._work = threading.Condition(self._lock)
+        # one batch of (key, crop) per label() call; the newest is read first
+        self._batches: deque[deque[tuple[bytes, np.ndarray]]] = deque()
+        self._closed = False
         self.hits = self.queued = self.reads = 0
         self._thread = threading.Thread(target=self._run, name="ocr-worker", daemon=True)
         self._thread.start()
@@ -73,6 +96,7 @@ class OcrWorker:
         read yet are queued, never waited for. Labels already set are kept."""
         grey = grey_array(image)
         labelled = list(components)
+        batch: deque[tuple[bytes, np.ndarray]] = deque()
         for position, component in enumerate(labelled):
             if component.label is not None or component.kind not in _READ_KINDS:
                 continue
@@ -87,12 +111,16 @@ class OcrWorker:
                 if text is not None:
                     self._cache.move_to_end(key)
                     self.hits += 1
-                elif key not in self._pending:
+                elif key not in self._pending and not self._closed:
                     self._pending.add(key)
                     self.queued += 1
-                    self._queue.put((key, crop.copy()))
+                    batch.append((key, crop.copy()))
             if text:
                 labelled[position] = component.with_label(text)
+        if batch:
+            with self._work:
+                self._batches.append(batch)
+                self._work.notify()
         return labelled
 
     def wait_idle(self, timeout: float | None = None) -> bool:
@@ -100,14 +128,22 @@ class OcrWorker:
         with self._idle:
             return self._idle.wait_for(lambda: not self._pending, timeout)
 
-    def close(self) -> None:
-        """Stop the thread once the crops queued so far are read."""
-        self._queue.put(None)
-        self._thread.join()
+    def close(self, *, wait: bool = True) -> None:
+        """Stop the thread: crops queued and not yet read are dropped; the one being read
+        is finished, and waited for unless `wait` is False. Safe to call twice."""
+        with self._lock:
+            self._closed = True
+            for batch in self._batches:
+                self._pending.difference_update(key for key, _ in batch)
+            self._batches.clear()
+            self._idle.notify_all()
+            self._work.notify_all()
+        if wait:
+            self._thread.join()
 
     def _run(self) -> None:
         reader = self._reader
-        while (item := self._queue.get()) is not None:
+        while (item := self._next()) is not None:
             key, crop = item
             if reader is None:
                 reader = self._reader = rapidocr_reader() or read_text
@@ -123,6 +159,19 @@ class OcrWorker:
                     self._cache.popitem(last=False)
                 self._pending.discard(key)
                 self._idle.notify_all()
+
+    def _next(self) -> tuple[bytes, np.ndarray] | None:
+        """The next crop to read (the newest batch's first), waiting for one; None once
+        closed."""
+        with self._work:
+            self._work.wait_for(lambda: self._batches or self._closed)
+            if self._closed:
+                return None
+            batch = self._batches[-1]
+            item = batch.popleft()
+            if not batch:
+                self._batches.pop()
+            return item
 
 
 def _crop(grey: np.ndarray, component: Component) -> np.ndarray | None:

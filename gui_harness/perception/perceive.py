@@ -1,12 +1,15 @@
 """One look at the screen: `Perception.perceive()` turns a screenshot into an `Observation`.
 
 Owns the order of the steps (accessibility query beside detection → memory labels →
-fusion → OCR labels → describe) and the lazy set-of-marks image. Capture belongs to
-gui_harness.desktop; resolving an action's element to coordinates to gui_harness.actions.
+fusion → OCR labels already read → describe) and the lazy set-of-marks image. OCR itself
+runs in ocr_worker's thread, never in perceive(). Capture belongs to gui_harness.desktop;
+resolving an action's element to coordinates to gui_harness.actions.
 """
 
 from __future__ import annotations
 
+import atexit
+import importlib.util
 import threading
 from dataclasses import dataclass
 from functools import cached_property
@@ -20,8 +23,10 @@ from gui_harness.perception.detect import Component, detect_components
 from gui_harness.perception.fusion import fuse, to_image
 from gui_harness.perception.marks import describe, draw_marks
 from gui_harness.perception.memory import ComponentMemory, MemoryEntry
-from gui_harness.perception.ocr import label_with_ocr, ocr_available
+from gui_harness.perception.ocr import _name_toggles, ocr_available
+from gui_harness.perception.ocr_worker import OcrWorker
 from openprogram.errors import UsageError
+from openprogram.image import Image as OpenprogramImage
 
 __all__ = ["Observation", "Perception"]
 
@@ -49,9 +54,11 @@ class Observation:
         return self.image.size
 
     @cached_property
-    def marked(self) -> Image.Image:
-        """The screenshot with every component boxed and numbered (drawn once, on demand)."""
-        return draw_marks(self.image, self.components)
+    def marked(self) -> OpenprogramImage:
+        """The screenshot with every component boxed and numbered, as the image value llm()
+        takes (drawn once, on demand; hashed and encoded at most once however many calls
+        show it). `.pil` is the PIL picture."""
+        return OpenprogramImage(draw_marks(self.image, self.components))
 
     def component(self, index: int) -> Component:
         """The component numbered `index`; raises KeyError naming the valid range."""
@@ -78,22 +85,32 @@ class Perception:
     """Turns screenshots into observations: the accessibility tree where apps publish
     one, pixel detection for the rest, labels from memory and optional OCR.
 
-    `accessibility` is the desktop's AccessibilitySource (None: pixels only). `ocr=None`
-    uses OCR when tesseract is installed. `threshold` is the memory match score (0–1) a
-    pixel component needs to take a remembered label.
+    `accessibility` is the desktop's AccessibilitySource (None: pixels only). OCR reads
+    labels in a background OcrWorker: perceive() takes the labels already read for the
+    same pixels and queues the rest, so a new label shows on a later observation.
+    `ocr=None` uses OCR when RapidOCR or tesseract is installed. Perceptions share one
+    worker per process (its cache outlives a run) unless given their own OcrWorker
+    (to choose its reader, say); close() is for a subclass's resources.
+    `threshold` is the memory match score (0–1) a pixel component needs to take a
+    remembered label.
     """
 
     def __init__(
         self,
         memory: ComponentMemory | None = None,
         *,
-        ocr: bool | None = None,
+        ocr: bool | OcrWorker | None = None,
         max_components: int = 200,
         threshold: float = 0.85,
         accessibility: AccessibilitySource | None = None,
     ) -> None:
         self.memory = memory
-        self.ocr = ocr_available() if ocr is None else ocr
+        self.ocr = _ocr_installed() if ocr is None else bool(ocr)
+        self._worker: OcrWorker | None = None
+        if isinstance(ocr, OcrWorker):
+            self._worker = ocr
+        elif self.ocr:
+            self._worker = _shared_worker()
         self.max_components = max_components
         self.threshold = threshold
         self.accessibility = accessibility
@@ -122,10 +139,14 @@ class Perception:
         if accessibility is not None:
             tree = to_image(accessibility.components, accessibility.screen, picture.size)
         components = fuse(tree, pixels, max_components=self.max_components)
-        if self.ocr:
-            components = label_with_ocr(grey, components)
+        if self._worker is not None:
+            components = _name_toggles(self._worker.label(grey, components))
         notes = (accessibility.note,) if accessibility is not None and accessibility.note else ()
         return Observation(picture, tuple(components), describe(components), notes, accessibility)
+
+    def close(self) -> None:
+        """Release what this Perception holds: nothing of its own (the OCR worker is
+        shared or the caller's); gui_agent calls it on a Perception it made."""
 
     def remember(
         self, observation: Observation, index: int, label: str, *, pinned: bool = False
@@ -138,6 +159,24 @@ class Perception:
         return self.memory.remember(
             observation.image, observation.component(index), label, pinned=pinned
         )
+
+
+_shared_lock = threading.Lock()
+_shared: list[OcrWorker] = []
+
+
+def _shared_worker() -> OcrWorker:
+    """The process's OCR worker: one reading thread, one cache, for every Perception."""
+    with _shared_lock:
+        if not _shared:
+            _shared.append(OcrWorker())
+            # an ONNX read cut off by interpreter shutdown aborts the process: stop first
+            atexit.register(_shared[0].close)
+        return _shared[0]
+
+
+def _ocr_installed() -> bool:
+    return importlib.util.find_spec("rapidocr_onnxruntime") is not None or ocr_available()
 
 
 class _Query:

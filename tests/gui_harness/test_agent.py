@@ -9,6 +9,7 @@ from gui_harness.agent import gui_agent
 from gui_harness.demo.policy import BASIC_TASK as TASK
 from gui_harness.demo.policy import NAME, demo_policy
 from gui_harness.desktop.fake import FakeDesktop
+from gui_harness.perception import ComponentMemory, OcrWorker, Perception
 from openprogram import ModelAuthError, Runtime, ScriptedModel, Session
 from openprogram.callbacks.base import Callback
 from openprogram.render import seen_by
@@ -246,11 +247,13 @@ def test_a_raising_budget_gate_ends_the_run_as_stopped():
 
 
 def test_used_components_are_remembered_for_next_time():
-    from gui_harness.perception import ComponentMemory
-
+    looker = Perception()  # OCR reads in the background: let it read the form first
+    looker.perceive(FakeDesktop.demo_form().screenshot())
+    assert looker._worker is not None and looker._worker.wait_idle(timeout=120)
     run(demo_policy, app="demo-form")
-    labels = {entry.label for entry in ComponentMemory("demo-form").entries}
-    assert {"Subscribe", "Save"} <= labels
+    entries = ComponentMemory("demo-form").entries
+    assert "Save" in {entry.label for entry in entries}
+    assert "checkbox" not in {entry.kind for entry in entries}  # named by its caption
 
 
 def test_the_agents_own_default_policy_refuses_a_terminal_chord():
@@ -282,3 +285,79 @@ def test_a_remote_desktop_with_the_wrong_token_stops_the_run_at_once():
     assert "the token is not this server's" in (result.detail or "")
     assert result.steps == []  # no retries: three tries would have left three error steps
     assert model.requests == [] and fake.actions == []
+
+
+class _Crash(Exception):
+    """The process dying mid-run, as far as the recording can tell."""
+
+
+def _primed(reading: str, desktop: FakeDesktop) -> Perception:
+    """A Perception whose OCR reads every crop as `reading`, its cache already holding
+    the first screen (so the first observation is labelled)."""
+    worker = OcrWorker(lambda crop: reading)
+    perception = Perception(ocr=worker)
+    perception.perceive(desktop.screenshot())
+    assert worker.wait_idle(timeout=60)
+    return perception
+
+
+def test_a_resumed_run_shows_the_recorded_labels_not_what_ocr_reads_now(tmp_path):
+    store = str(tmp_path / "runs.db")
+    desktop = FakeDesktop.demo_form()
+    plans = 0
+
+    def crashing(request):
+        nonlocal plans
+        plans += request.function == "plan_next_action"
+        if plans == 4:
+            raise _Crash("the process died here")
+        return demo_policy(request)
+
+    with (
+        Session(store, id="ocr") as session,
+        Runtime(ScriptedModel(crashing)),
+        pytest.raises(_Crash),
+    ):
+        gui_agent(TASK, desktop=desktop, settle_timeout=0.2, perception=_primed("first", desktop))
+    first = session.dag.find(name="observe", kind="code")[0].output
+    assert first["components"] == len(first["shown"])
+    assert "first" in {c["label"] for c in first["shown"]}
+
+    again = FakeDesktop.demo_form()
+    with (
+        Session.open(store, "ocr", resume=True) as resumed,
+        Runtime(ScriptedModel(demo_policy)),
+    ):
+        result = gui_agent(
+            TASK, desktop=again, settle_timeout=0.2, perception=_primed("second", again)
+        )
+    assert result.success
+    # steps 3 and 4 observed before the crash: the planner saw "first", and so do their
+    # outcomes, though OCR now reads "second" on the same pixels
+    assert [s["goal"] for s in result.steps[2:4]] == ["tick Subscribe", "press Save"]
+    assert result.steps[2]["target"] == result.steps[3]["target"] == "first"
+    live = resumed.dag.find(name="observe", kind="code")[-1].output
+    assert live["step"] == 5 and "second" in {c["label"] for c in live["shown"]}
+
+
+def test_memory_learns_a_clicked_button_but_not_a_checkbox_named_by_its_caption(tmp_path):
+    desktop = FakeDesktop.demo_form()
+    perception = _primed("Caption", desktop)
+    perception.memory = memory = ComponentMemory("demo", tmp_path)
+    shown = perception.perceive(desktop.screenshot())
+    box = next(c.index for c in shown.components if c.kind == "checkbox")
+    button = next(c.index for c in shown.components if c.kind == "button")
+    assert shown.component(box).label == shown.component(button).label == "Caption"
+    script = {
+        "plan_next_action": [
+            plan({"type": "click", "element": box}),
+            plan({"type": "click", "element": button}),
+            plan({"type": "done"}),
+        ],
+        "verify_step": [OK, COMPLETE],
+        "conclusion": [END],
+    }
+    with Session(), Runtime(ScriptedModel(script)):
+        gui_agent(TASK, desktop=desktop, settle_timeout=0.2, perception=perception)
+    # every unticked box looks alike: remembering one would name them all after it
+    assert [entry.kind for entry in memory.entries] == ["button"]

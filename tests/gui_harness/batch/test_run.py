@@ -80,7 +80,7 @@ def test_a_worker_killed_mid_episode_is_retried_and_its_processes_stopped(tmp_pa
     # it); the retry starts the demo form, which the scripted demo policy fills in
     app = ["sh", "-c", _APP, str(marker), sys.executable, str(tmp_path / "state.json")]
     store = str(tmp_path / "runs.db")
-    task = {"id": "form", "task": TASK, "app": app, "max_steps": 8}
+    task = {"id": "form", "task": TASK, "app": app, "max_steps": 12}  # room to wait for OCR
     outcome: dict[str, object] = {}
     batch = threading.Thread(
         target=lambda: outcome.update(

@@ -1,19 +1,26 @@
-"""wait_until_stable on a real Xvfb display: a still screen settles, a changing one does not."""
+"""Settling on a real Xvfb display: from DAMAGE events, and by comparing frames where the
+server has no DAMAGE; a still screen settles, a changing one does not."""
 
 from __future__ import annotations
 
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import Xlib.display
 from PIL import Image
 
 from gui_harness.actions import Click
 from gui_harness.demo.app import demo_app, read_state
-from gui_harness.desktop.settle import wait_until_stable
+from gui_harness.desktop import virtual
+from gui_harness.desktop._damage import DamageWatch
+from gui_harness.desktop.settle import compare_frames, wait_until_stable
 from gui_harness.desktop.virtual import VirtualDesktop
+from gui_harness.desktop.x11 import X11Desktop
+from gui_harness.errors import DesktopError
 from openprogram.errors import UsageError
 
 _skip_without_xvfb = pytest.mark.skipif(
@@ -75,3 +82,83 @@ def test_a_constantly_changing_screen_times_out_and_returns_false() -> None:
 def test_fewer_than_two_frames_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="frames=1"):
         wait_until_stable(object(), frames=1)  # type: ignore[arg-type]
+
+
+def _region(image: Image.Image, box: dict[str, int]) -> bytes:
+    return image.crop((box["x"], box["y"], box["x"] + box["w"], box["y"] + box["h"])).tobytes()
+
+
+@needs_xvfb
+def test_settling_from_damage_waits_for_the_apps_redraw(tmp_path: Path) -> None:
+    state_path = tmp_path / "state.json"
+    with VirtualDesktop((800, 600), [demo_app(state_path)]) as desktop:
+        state = read_state(state_path)
+        assert state is not None
+        box = state["widgets"]["subscribe"]
+        before = desktop.screenshot()
+        desktop.execute(Click(x=box["x"] + 10, y=box["y"] + box["h"] // 2))
+        assert desktop.wait_settled(timeout=5.0)
+        settled = desktop.screenshot()
+        assert _region(settled, box) != _region(before, box)  # the tick is drawn already
+        assert compare_frames(desktop.desktop, timeout=5.0)
+        assert _region(desktop.screenshot(), box) == _region(settled, box)  # nothing after
+
+
+@needs_xvfb
+def test_a_screen_drawn_on_without_pause_does_not_settle_by_the_deadline() -> None:
+    with VirtualDesktop((320, 240), accessibility=False) as desktop:
+        assert desktop.display is not None
+        watch = DamageWatch(desktop.display)
+        stop = threading.Event()
+
+        def draw() -> None:
+            painter = Xlib.display.Display(desktop.display)
+            root = painter.screen().root
+            gc = root.create_gc(foreground=0)
+            colour = 0
+            while not stop.is_set():
+                colour = (colour + 0x102030) & 0xFFFFFF
+                gc.change(foreground=colour)
+                root.fill_rectangle(gc, 0, 0, 100, 100)
+                painter.sync()
+                stop.wait(0.01)
+            painter.close()
+
+        drawer = threading.Thread(target=draw)
+        drawer.start()
+        try:
+            watch.mark()
+            # quiet=0.2: only a pause 20 times the drawing interval would count as still
+            assert not watch.settle(timeout=1.0, quiet=0.2)
+        finally:
+            stop.set()
+            drawer.join()
+            watch.close()
+
+
+@needs_xvfb
+def test_no_time_to_settle_is_not_settled_and_a_still_screen_is() -> None:
+    with VirtualDesktop((320, 240), accessibility=False) as desktop:
+        assert desktop.display is not None
+        watch = DamageWatch(desktop.display)
+        try:
+            watch.mark()
+            assert not watch.settle(timeout=0.0)
+            assert watch.settle(timeout=5.0)  # no change at all within the first wait
+        finally:
+            watch.close()
+            watch.close()  # twice is harmless
+
+
+@needs_xvfb
+def test_a_server_without_damage_settles_by_comparing_frames(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(virtual, "_XVFB_OPTIONS", (*virtual._XVFB_OPTIONS, "-extension", "DAMAGE"))
+    with VirtualDesktop((320, 240), accessibility=False) as desktop:
+        assert desktop.display is not None
+        with pytest.raises(DesktopError, match="lacks the DAMAGE extension"):
+            DamageWatch(desktop.display)
+        with X11Desktop(desktop.display) as screen:
+            assert screen.wait_settled(timeout=5.0)
+            assert not screen.wait_settled(timeout=0.0)

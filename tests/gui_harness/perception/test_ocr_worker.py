@@ -88,3 +88,34 @@ def test_rapidocr_reads_a_rendered_button_label(form):
     assert worker.wait_idle(timeout=120)
     assert worker.label(image, components)[0].label == "Save"
     worker.close()
+
+
+def test_the_newest_call_is_read_first(form):
+    image, _ = form
+    started, gate = threading.Event(), threading.Event()
+    order: list[int] = []
+
+    def reader(crop: np.ndarray) -> str:
+        started.set()
+        gate.wait()
+        order.append(crop.shape[1])
+        return "x"
+
+    worker = OcrWorker(reader)
+    found = [c for c in detect_components(image) if c.kind in ("button", "field", "text")]
+    widths = {c.box[2]: c for c in found}  # one component of each width
+    first, older, newest = list(widths.values())[:3]
+    worker.label(image, [first])
+    assert started.wait(timeout=60)  # the reader holds `first`
+    worker.label(image, [older])
+    worker.label(image, [newest])  # what is on the screen now
+    gate.set()
+    assert worker.wait_idle(timeout=60)
+    reads = {first.box[2]: "first", older.box[2]: "older", newest.box[2]: "newest"}
+    assert [reads[min(reads, key=lambda w: abs(w - width))] for width in order] == [
+        "first",
+        "newest",
+        "older",
+    ]
+    worker.close()
+    assert worker.label(image, found) is not None and worker.wait_idle(timeout=0)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import threading
 
 import numpy as np
 import pytest
@@ -11,11 +13,13 @@ import gui_harness.perception as perception
 from gui_harness.perception import (
     ComponentMemory,
     Observation,
+    OcrWorker,
     Perception,
     describe,
     detect_components,
 )
 from openprogram.errors import UsageError
+from openprogram.image import Image as OpenprogramImage
 from tests.gui_harness.perception.screens import iou
 
 SAVE = (140, 270, 100, 34)
@@ -120,7 +124,84 @@ def test_an_observation_summary_is_json(form):
     assert len(data["components"]) == len(observation.components)
 
 
-def test_ocr_defaults_to_whether_tesseract_is_installed(monkeypatch, tmp_path):
-    monkeypatch.setenv("PATH", str(tmp_path))
-    assert Perception().ocr is False
-    assert Perception(ocr=True).ocr is True
+def test_ocr_defaults_to_whether_an_engine_is_installed(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no tesseract: RapidOCR alone decides
+    rapidocr = importlib.util.find_spec("rapidocr_onnxruntime") is not None
+    looker = Perception()
+    assert looker.ocr is rapidocr
+    looker.close()
+    assert Perception(ocr=False).ocr is False
+
+
+def test_perceive_never_waits_for_ocr_and_shows_its_labels_on_a_later_look(form):
+    image, _ = form
+    gate = threading.Event()
+    crops: list[tuple[int, ...]] = []
+
+    def reader(crop: np.ndarray) -> str:
+        gate.wait()  # blocks until the test lets it: perceive must return before
+        crops.append(crop.shape)
+        return "Save" if crop.shape[1] > 60 else "Subscribe"
+
+    worker = OcrWorker(reader)
+    looker = Perception(ocr=worker)
+    first = looker.perceive(image)
+    assert not crops and all(c.label is None for c in first.components)
+    assert worker.queued > 0
+    gate.set()
+    assert worker.wait_idle(timeout=60)
+    later = looker.perceive(image)
+    save = max(later.components, key=lambda c: iou(c.box, SAVE))
+    assert save.label == "Save" and '"Save"' in later.text
+    # same pixels: every label came from the cache, nothing was read twice
+    assert worker.reads == worker.queued == len(crops)
+    looker.close()  # a worker passed in is the caller's: it keeps running
+    assert looker.perceive(image).components == later.components
+    worker.close()
+
+
+def test_a_checkbox_takes_the_label_ocr_read_beside_it(form):
+    image, _ = form
+    worker = OcrWorker(lambda crop: "Subscribe to news")
+    looker = Perception(ocr=worker)
+    looker.perceive(image)
+    assert worker.wait_idle(timeout=60)
+    boxes = [c for c in looker.perceive(image).components if c.kind == "checkbox"]
+    assert boxes and all(c.label == "Subscribe to news" for c in boxes)
+    worker.close()
+
+
+def test_perceptions_share_one_ocr_worker_and_closing_one_leaves_it_running(form):
+    one, two = Perception(ocr=True), Perception(ocr=True)
+    worker = one._worker
+    assert worker is not None and worker is two._worker and worker._thread.is_alive()
+    one.close()
+    one.close()  # twice is harmless
+    assert worker._thread.is_alive()
+    assert Perception(ocr=False)._worker is None
+
+
+def test_a_closed_worker_drops_what_it_had_not_read(form):
+    image, _ = form
+    started, gate = threading.Event(), threading.Event()
+
+    def reader(crop: np.ndarray) -> str:
+        started.set()
+        gate.wait()
+        return "read"
+
+    worker = OcrWorker(reader)
+    worker.label(image, detect_components(image))
+    assert worker.queued > 1 and started.wait(timeout=60)
+    worker.close(wait=False)  # returns with a read still blocked
+    assert worker.wait_idle(timeout=0) is False  # the crop in the reader's hands
+    gate.set()
+    assert worker.wait_idle(timeout=60)
+    assert worker.reads == 1  # the queued ones were dropped, not read
+
+
+def test_the_marked_picture_is_one_image_value_hashed_once(form):
+    observation = Perception(ocr=False).perceive(form[0])
+    marked = observation.marked
+    assert isinstance(marked, OpenprogramImage) and marked.size == observation.size
+    assert marked.sha256 == marked.sha256 and observation.marked is marked

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from gui_harness.perception import Perception
+from gui_harness.perception import OcrWorker, Perception
 
 pytestmark = [
     pytest.mark.x11,
@@ -91,9 +92,17 @@ def test_tk_widgets_are_found_with_their_kinds(tk_screenshot):
     assert kinds.count("text") == 4  # Name:, Subscribe, Remember me, Status: idle
 
 
-@pytest.mark.skipif(shutil.which("tesseract") is None, reason="tesseract is not installed")
-def test_tk_widgets_get_their_labels_by_ocr(tk_screenshot):
-    observation = Perception(ocr=True).perceive(tk_screenshot)
+@pytest.mark.skipif(
+    importlib.util.find_spec("rapidocr_onnxruntime") is None and shutil.which("tesseract") is None,
+    reason="neither RapidOCR nor tesseract is installed",
+)
+def test_tk_widgets_get_their_labels_by_ocr_on_a_later_look(tk_screenshot):
+    worker = OcrWorker()  # RapidOCR when installed, else tesseract
+    looker = Perception(ocr=worker)
+    looker.perceive(tk_screenshot)  # queues the crops; OCR reads them in the background
+    assert worker.wait_idle(timeout=120)
+    observation = looker.perceive(tk_screenshot)
+    worker.close()
     labels = {(c.kind, c.label) for c in observation.components}
     assert {("button", "Save"), ("button", "Cancel"), ("checkbox", "Remember me")} <= labels
 

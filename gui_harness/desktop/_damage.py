@@ -1,0 +1,135 @@
+"""When an X screen stops changing after input: `DamageWatch`, fed by DAMAGE events.
+
+Owns one X connection with a DAMAGE object on the root window (the server reports when
+anything is drawn, in any window; one report until we read it, so an animation nobody
+watches queues nothing) and the settle rule: after input, wait for the first change,
+then for a quiet spell. X11Desktop marks each action; settle.py decides when to ask.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import select
+import threading
+import time
+
+import Xlib.display
+import Xlib.error
+from Xlib.ext import damage
+
+from gui_harness.errors import DesktopError
+
+__all__ = ["DamageWatch"]
+
+QUIET_S = 0.025
+"""How long the screen must stay unchanged to count as settled: more than one 60 Hz
+frame, so a browser drawing a transition frame by frame is not taken as still."""
+_FIRST_MIN_S = 0.05  # the shortest wait for an action's first change
+_FIRST_MAX_S = 0.5
+_QUIET_MAX_S = 0.25
+_FIRST_FACTOR = 4  # the wait for a first change: this many times the slowest one seen lately
+_REMEMBERED = 8
+
+
+class DamageWatch:
+    """Changes on the X display `display`, as DAMAGE events on its own connection.
+
+    `mark()` before sending input forgets older changes; `settle()` after it waits for
+    the screen to change and then hold still. The wait for a first change adapts to how
+    fast this display's apps have answered lately. Raises DesktopError when the display
+    lacks the DAMAGE extension. Safe to share between threads (one settle at a time).
+    """
+
+    def __init__(self, display: str) -> None:
+        try:
+            self._x = Xlib.display.Display(display)
+        except (Xlib.error.DisplayError, Xlib.error.ConnectionClosedError) as exc:
+            raise DesktopError(f"X display {display!r} is not reachable: {exc}") from exc
+        if not self._x.has_extension("DAMAGE"):
+            self._x.close()
+            raise DesktopError(f"X display {display!r} lacks the DAMAGE extension")
+        self._x.damage_query_version()  # the server checks a client asked first
+        self._damage = self._x.screen().root.damage_create(damage.DamageReportNonEmpty)
+        self._x.sync()
+        self._event = self._x.extension_event.DamageNotify
+        self._lock = threading.Lock()
+        self._latencies: collections.deque[float] = collections.deque(maxlen=_REMEMBERED)
+
+    def mark(self) -> None:
+        """Forget the changes so far: what comes after is the next action's doing."""
+        with self._lock:
+            self._drain()
+
+    def settle(self, *, timeout: float, quiet: float | None = None) -> bool:
+        """Wait until the screen changed and then stayed unchanged for `quiet` seconds,
+        or saw no change at all within the adaptive first-change wait; True then.
+        False when `timeout` seconds pass first (an animation that never stops).
+
+        `quiet` defaults to QUIET_S stretched by the machine's load: on a machine with
+        more runnable processes than CPUs, an app waits its turn between two draws.
+        """
+        with self._lock:
+            start = time.monotonic()
+            deadline = start + timeout
+            patience = _patience()
+            first_wait = min(_FIRST_MAX_S, self.first_wait * patience)
+            if quiet is None:
+                quiet = min(_QUIET_MAX_S, QUIET_S * patience)
+            last: float | None = None
+            while True:
+                now = time.monotonic()
+                until = start + first_wait if last is None else last + quiet
+                if until <= min(now, deadline):
+                    return True
+                if now >= deadline:
+                    return False
+                if self._drain() or self._wait(min(until, deadline) - now):
+                    changed = time.monotonic()
+                    if last is None:
+                        self._latencies.append(changed - start)
+                    last = changed
+
+    @property
+    def first_wait(self) -> float:
+        """Seconds settle() waits for an action's first change before calling the screen
+        still: a few times the slowest answer lately, within fixed bounds."""
+        if not self._latencies:
+            return 2 * _FIRST_MIN_S
+        return min(_FIRST_MAX_S, max(_FIRST_MIN_S, _FIRST_FACTOR * max(self._latencies)))
+
+    def close(self) -> None:
+        """Close the connection (the server frees the DAMAGE object). Safe to call twice."""
+        # a server already gone has freed it all
+        with self._lock, contextlib.suppress(Xlib.error.ConnectionClosedError, OSError):
+            self._x.close()
+
+    def _drain(self) -> int:
+        """Read the events already sent; the number of them that were changes."""
+        changes = 0
+        try:
+            while self._x.pending_events():
+                event = self._x.next_event()
+                if event.type & 0x7F == self._event:
+                    changes += 1
+            if changes:  # empty the damage, so the next drawing is reported again
+                self._x.damage_subtract(self._damage)
+                self._x.flush()
+        except (Xlib.error.ConnectionClosedError, OSError) as exc:
+            raise DesktopError(f"lost the X display while watching it: {exc}") from exc
+        return changes
+
+    def _wait(self, seconds: float) -> int:
+        """Wait up to `seconds` for events; the number of changes among them."""
+        readable, _, _ = select.select([self._x.fileno()], [], [], max(0.0, seconds))
+        return self._drain() if readable else 0
+
+
+def _patience() -> float:
+    """How many times longer than on an idle machine an app may take to get a CPU: the
+    runnable processes per CPU (1-minute load average), at least 1."""
+    try:
+        return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+    except OSError:  # no load average on this platform
+        return 1.0
