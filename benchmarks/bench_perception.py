@@ -8,7 +8,7 @@ the lazy extras: set-of-marks drawing and a whole-screen memory search. Median o
 
 `--miniwob` instead measures the pixel path against the DOM: recall (visible interactive
 elements with a detected box at IoU >= 0.5) and precision (detected boxes at IoU >= 0.5
-with some visible element or line of text) on four task sets (see SETS: each was
+with some visible element or line of text) on five task sets (see SETS: each was
 written here before it was measured, and docs/performance.md says which were tuned on),
 at several seeds, in headless Chromium; `--misses DIR` saves annotated pages with
 misses. `--gtk` measures it against the AT-SPI tree of gtk3-widget-factory.
@@ -74,6 +74,19 @@ THIRD_HELD_OUT = [
     "terminal", "highlight-text", "button-delay", "hot-cold", "find-greatest",
     "grid-coordinate",
 ]  # fmt: skip
+# Drawn on 2026-11-30 at 23:52 UTC, committed before any of them was run through
+# detection and measured once on the code of that commit (the "before" figure), then
+# once after this round's fixes, which were made without looking at its pages; its
+# misses were studied only then, so it is a tuning set from then on. Not every
+# unused task has controls (drag, canvas and shape tasks have none); five are "-2" or
+# "-nl" relatives of tasks above (click-collapsible-2, click-menu-2, enter-text-2,
+# read-table-2, email-inbox-forward-nl), noted in docs/performance.md.
+FOURTH_HELD_OUT = [
+    "ascending-numbers", "bisect-angle", "click-collapsible-2", "click-menu-2",
+    "click-shades", "count-shape", "count-sides", "drag-sort-numbers",
+    "email-inbox-forward-nl", "enter-text-2", "read-table-2", "simon-says",
+    "unicode-test", "use-colorwheel", "use-slider-2", "visual-addition",
+]  # fmt: skip
 
 
 def measure(work: Callable[[], object], runs: int) -> tuple[float, float, float]:
@@ -95,6 +108,7 @@ SETS = {
     "held-out": HELD_OUT,
     "new-held-out": NEW_HELD_OUT,
     "third-held-out": THIRD_HELD_OUT,
+    "fourth-held-out": FOURTH_HELD_OUT,
 }
 
 

@@ -12,6 +12,7 @@ import numpy as np
 __all__ = ["Scratch", "Sums", "boxes_of", "scratch"]
 
 _HOLE_SIDE = 14  # px; the smallest hole taken for a control's inside (word gaps are less)
+_PANEL_HOLE_SIDE = 30  # px; a hole this large both ways is an inside even when notched
 
 
 def boxes_of(binary: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -37,9 +38,16 @@ def boxes_of(binary: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     np.maximum.at(holes, parent[inner], rects[inner, 2:])
     # A control's inside is a filled rectangle; a glyph's ink or the gap between two
     # glyphs fills little of its box.
-    large = inner[(rects[inner, 2:] >= _HOLE_SIDE).all(axis=1)]
+    # A wide low hole is an entry's inside (a small field touching its neighbour), never
+    # a gap between glyphs.
+    side = rects[inner, 2:]
+    large = inner[(side >= _HOLE_SIDE).all(axis=1) | ((side[:, 0] >= 40) & (side[:, 1] >= 8))]
     area = np.array([cv2.contourArea(contours[i]) for i in large], float).reshape(-1)
-    rectangular = large[area >= 0.75 * rects[large, 2] * rects[large, 3]]
+    # A text area's lines join its border once dilated and notch its inside deeply; a
+    # hole too large for a glyph's gap is kept with less, its outline is checked later.
+    big = (rects[large, 2:] >= _PANEL_HOLE_SIDE).all(axis=1)
+    filled = area >= np.where(big, 0.3, 0.75) * rects[large, 2] * rects[large, 3]
+    rectangular = large[filled]
     return rects[outer], holes[outer], rects[rectangular]
 
 

@@ -15,6 +15,7 @@ import cv2
 import numpy as np
 
 from gui_harness.perception._blobs import Sums, boxes_of, scratch
+from gui_harness.perception._parts import PART_OF_CONTROL_H, bar_cells, spin_buttons, tabs
 from gui_harness.perception._pixels import ImageLike, grey_array
 from gui_harness.perception._text import colour_of, links, list_rows, text_lines
 
@@ -52,8 +53,8 @@ _CANNY = (30, 90)
 _PALE_CANNY = (12, 36)  # outlines of pale flat controls: a 13-level step on white
 _KERNEL = np.ones((3, 3), np.uint8)
 _CONTROL_H = (10, 100)  # pixels; taller outlines are panels, shorter ones glyphs or lines
+_TEXT_AREA_H = 400  # px; a taller plain outline holding lines is a page, not a text area
 _CHECKBOX_SIDE = (10, 24)
-_PART_OF_CONTROL_H = 48  # px; a box up to this high owns the much lower boxes inside it
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +132,7 @@ def detect_components(
     # Outlines come from a low-threshold pass, so pale flat controls keep theirs; text
     # from the normal one, so anti-aliasing stays out of it.
     pale = cv2.Canny(grey, *_PALE_CANNY, edges=scratch.get("pale", grey.shape, np.uint8))
+    _close_at_edges(grey, pale)
     thick = cv2.dilate(pale, _KERNEL, dst=scratch.get("thick", grey.shape, np.uint8))
     controls, panels = _controls(grey, pale, thick)
     texts = list_rows(text_lines(edges, controls), [box for box, _ in panels])
@@ -138,7 +140,7 @@ def detect_components(
     colour = colour_of(image)
     if colour is not None:
         texts = links(colour, texts)
-    found = controls + texts
+    found = spin_buttons(grey, controls + texts)
     if len(found) > max_components:
         ranked = sorted(
             found,
@@ -148,6 +150,16 @@ def detect_components(
     return reading_order(
         [Component(0, kind, box, None, confidence) for kind, box, confidence in found]
     )
+
+
+def _close_at_edges(grey: np.ndarray, edges: np.ndarray) -> None:
+    """Mark on `edges` the pixels of the image's outermost rows and columns that differ
+    from the background along them (the median of all four), so a control cut off by
+    the screen's or page's edge gets the side of its outline that the edge took."""
+    lines = (grey[0], grey[-1], grey[:, 0], grey[:, -1])
+    background = int(np.median(np.concatenate(lines)))
+    for line, out in zip(lines, (edges[0], edges[-1], edges[:, 0], edges[:, -1]), strict=True):
+        out[np.abs(line.astype(np.int16) - background) >= _PALE_CANNY[0]] = 255
 
 
 def reading_order(components: Sequence[Component]) -> list[Component]:
@@ -221,7 +233,7 @@ def _controls(
     # A box across the whole image is the window's or page's frame, unless it clears
     # both edges (a full-width bar of a small page: an accordion header, a menu bar).
     inside_edges = (x > 0) & (x + w < width)
-    keep = (h >= _CONTROL_H[0]) & (h <= _CONTROL_H[1]) & (w >= 10)
+    keep = (h >= _CONTROL_H[0]) & (h <= _TEXT_AREA_H) & (w >= 10)
     keep &= (w <= 0.97 * width) | inside_edges
     keep &= hollow | square
     boxes, solid, square, open_ = boxes[keep], ~hollow[keep], square[keep], open_[keep]
@@ -307,42 +319,19 @@ def _controls(
     # A tall box holding three or more lines, or content hung from its top, is a list
     # or a panel: what it holds are the targets. One plain inside, like an entry's (a
     # list box, a text area, a menu), is a target too: its lines are read as a list's.
+    # Its background, not its mean, says whether it is plain: text may fill a text area.
+    # Above control height only such plain boxes stay (a text area, empty or not).
     controls, panels = [], []
     for i, f in enumerate(found):
-        if f[1][3] < 40 or not _panel(thin, f[1]):
-            controls.append(f)
+        tall = f[1][3] > _CONTROL_H[1]
+        if f[1][3] >= 40 and (tall or _panel(thin, f[1])):
+            background = float(np.median(grey[iy0[i] : iy1[i], ix0[i] : ix1[i]]))
+            plain = background >= 190 or background <= 80
+            if not tall or (plain and (ink[:, i].max() < 0.01 or _panel(thin, f[1]))):
+                panels.append((f[1], plain))
         else:
-            panels.append((f[1], bool(inside[i] >= 190 or inside[i] <= 80)))
-    return _tabs(controls) + _bar_cells(thin, controls), panels
-
-
-def _bar_cells(thin: np.ndarray, controls: list[_Found]) -> list[_Found]:
-    """The buttons of toolbars: inside a low, wide box, three or more separate marks
-    (icons, single glyphs), each narrower than the bar is high, at a regular pitch; each
-    becomes a button one pitch wide and as high as the bar's inside."""
-    cells: list[_Found] = []
-    for _, (x, y, w, h), _ in controls:
-        if h > _PART_OF_CONTROL_H or w < 3 * h:
-            continue
-        columns = np.count_nonzero(thin[y + 3 : y + h - 3, x + 3 : x + w - 3], axis=0) > 0
-        ink = np.flatnonzero(columns)
-        if len(ink) < 3:
-            continue
-        gap = max(6, h // 3)  # wider than a word space
-        breaks = np.flatnonzero(np.diff(ink) > gap)
-        starts = np.concatenate([ink[:1], ink[breaks + 1]])
-        ends = np.concatenate([ink[breaks], ink[-1:]]) + 1
-        if len(starts) < 3 or (ends - starts).max() > h:
-            continue
-        centres = (starts + ends) / 2
-        pitches = np.diff(centres)
-        if np.ptp(pitches) > 3 or pitches.min() < 0.8 * h:
-            continue
-        pitch = float(np.median(pitches))
-        for centre in centres.tolist():
-            left = x + 3 + round(centre - pitch / 2)
-            cells.append(("button", (max(left, x + 1), y + 1, round(pitch), h - 2), 0.5))
-    return cells
+            controls.append(f)
+    return tabs(controls) + bar_cells(thin, controls), panels
 
 
 def _lone(rings: np.ndarray, blobs: np.ndarray) -> np.ndarray:
@@ -442,30 +431,6 @@ def _has_arrow_button(thick: np.ndarray, box: tuple[int, int, int, int]) -> bool
     return arrow.size > 0 and bool(arrow.any())
 
 
-def _tabs(found: list[_Found]) -> list[_Found]:
-    """Buttons in a row of three or more of one height, touching or nearly, are tabs."""
-    buttons = sorted(
-        (i for i, (kind, _, _) in enumerate(found) if kind == "button"),
-        key=lambda i: (found[i][1][1], found[i][1][0]),
-    )
-    runs: list[list[int]] = []
-    for i in buttons:
-        bx, by, _, bh = found[i][1]
-        for run in runs:
-            px, py, pw, ph = found[run[-1]][1]
-            if abs(by - py) <= 2 and abs(bh - ph) <= 2 and -2 <= bx - (px + pw) <= 3:
-                run.append(i)
-                break
-        else:
-            runs.append([i])
-    tabbed = list(found)
-    for run in runs:
-        if len(run) >= 3:
-            for i in run:
-                tabbed[i] = ("tab", found[i][1], 0.6)
-    return tabbed
-
-
 def _classify(
     box: tuple[int, int, int, int],
     inside: float,
@@ -544,7 +509,7 @@ def _merge_nested(
     children = contains & ~duplicate & alive[None, :]
     # Inside a control-high box, parts much lower than it (an arrow, an icon, a glyph)
     # belong to it; elsewhere they are controls of a panel.
-    control = (boxes[:, 3] <= _PART_OF_CONTROL_H)[:, None]
+    control = (boxes[:, 3] <= PART_OF_CONTROL_H)[:, None]
     small = children & control & (boxes[None, :, 3] < 0.6 * boxes[:, None, 3])
     narrow = boxes[None, :, 2] < 0.25 * boxes[:, None, 2]
     # two wide low boxes in a low bar are its buttons (a dialog's OK and Cancel)
