@@ -109,18 +109,23 @@ def loop_step(i: int) -> str:
     return plan(i)
 
 
-def flat_samples(prior: int, steps: int) -> list[float]:
-    """`prior` top-level steps done; each timed unit is one more top-level step."""
+def _top_level_samples(step: Callable[[int], str], prior: int, steps: int) -> list[float]:
+    """`prior` top-level calls of `step` done; each timed unit is one more."""
     samples: list[float] = []
     with Session(), Runtime(ScriptedModel(lambda request: "ok")):
         for i in range(prior):
-            flat_step(i)
+            step(i)
         gc.collect()
         for i in range(prior, prior + steps):
             started = clock()
-            flat_step(i)
+            step(i)
             samples.append((clock() - started) * 1e6)
     return samples
+
+
+def flat_samples(prior: int, steps: int) -> list[float]:
+    """`prior` top-level steps done; each timed unit is one more top-level step."""
+    return _top_level_samples(flat_step, prior, steps)
 
 
 def loop_samples(prior: int, steps: int) -> list[float]:
@@ -152,16 +157,7 @@ def full_step(i: int) -> str:
 
 def full_samples(prior: int, steps: int) -> list[float]:
     """`prior` full-history steps done; each timed unit is one more."""
-    samples: list[float] = []
-    with Session(), Runtime(ScriptedModel(lambda request: "ok")):
-        for i in range(prior):
-            full_step(i)
-        gc.collect()
-        for i in range(prior, prior + steps):
-            started = clock()
-            full_step(i)
-            samples.append((clock() - started) * 1e6)
-    return samples
+    return _top_level_samples(full_step, prior, steps)
 
 
 def bench_full(reps: int, steps: int) -> dict[int, float]:

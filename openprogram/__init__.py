@@ -2,7 +2,6 @@
 what every model call saw. Start with `agentic_function`, `llm` and `Session`."""
 
 from openprogram import display as _views  # noqa: F401 - registers the notebook views
-from openprogram._context import current_session
 from openprogram.callbacks import (
     BudgetManager,
     Callback,
@@ -38,7 +37,7 @@ from openprogram.models import Model, ModelReply, ModelRequest, ScriptedModel, T
 from openprogram.render import RenderedContext, render_context
 from openprogram.replay import ReplayModel
 from openprogram.runtime import Runtime, allm, current_runtime, llm
-from openprogram.session import Session, current_frame
+from openprogram.session import Session, current_frame, current_session
 from openprogram.store import Store
 from openprogram.streaming import AsyncTextStream, TextStream
 from openprogram.threads import start_thread

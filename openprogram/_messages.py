@@ -290,7 +290,8 @@ class Writer:
         """A completed code node's output as later calls see it: its render_output when
         it has one, cut to whole items (saying how much was left out) when too long."""
         cache = self.dag._text_cache
-        key = f"{node.id}:{'out' if as_json else 'tool'}"
+        # the cut depends on the line limit, so renders with other limits keep their own
+        key = f"{node.id}:{'out' if as_json else 'tool'}:{self.max_line_chars}"
         text = cache.get(key)
         if text is None:
             value = node.meta.get("render_output", node.output)

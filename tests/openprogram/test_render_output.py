@@ -86,6 +86,19 @@ def test_the_default_cut_keeps_whole_items_and_says_how_much_was_left_out():
     )
 
 
+def test_each_line_limit_cuts_the_same_output_for_itself():
+    @agentic_function
+    def listing() -> list[str]:
+        return [f"item {i:04d}" for i in range(2000)]
+
+    with Session() as session:
+        listing()
+    short = render_context(session.dag, max_line_chars=1000).text()
+    longer = render_context(session.dag, max_line_chars=4000).text()
+    assert len(short) < 1200 < len(longer) < 4200
+    assert render_context(session.dag, max_line_chars=1000).text() == short
+
+
 def test_a_long_string_output_is_cut_by_characters_saying_how_many():
     @agentic_function
     def page() -> str:

@@ -39,15 +39,22 @@ def test_a_still_screen_settles_quickly(tmp_path: Path) -> None:
         assert wait_until_stable(desktop, timeout=5.0)
 
 
+def _click_subscribe(
+    desktop: VirtualDesktop, state_path: Path
+) -> tuple[dict[str, int], Image.Image]:
+    """Click the demo form's Subscribe box; its box and the screen from before the click."""
+    state = read_state(state_path)
+    assert state is not None
+    box: dict[str, int] = state["widgets"]["subscribe"]
+    before = desktop.screenshot()
+    desktop.execute(Click(x=box["x"] + 10, y=box["y"] + box["h"] // 2))
+    return box, before
+
+
 @needs_xvfb
 def test_the_screen_settles_after_a_click_changes_it(tmp_path: Path) -> None:
-    state_path = tmp_path / "state.json"
-    with VirtualDesktop((800, 600), [demo_app(state_path)]) as desktop:
-        state = read_state(state_path)
-        assert state is not None
-        box = state["widgets"]["subscribe"]
-        before = desktop.screenshot()
-        desktop.execute(Click(x=box["x"] + 10, y=box["y"] + box["h"] // 2))
+    with VirtualDesktop((800, 600), [demo_app(tmp_path / "state.json")]) as desktop:
+        _, before = _click_subscribe(desktop, tmp_path / "state.json")
         assert wait_until_stable(desktop, timeout=5.0, frames=3)
         assert desktop.screenshot().tobytes() != before.tobytes()
 
@@ -90,13 +97,8 @@ def _region(image: Image.Image, box: dict[str, int]) -> bytes:
 
 @needs_xvfb
 def test_settling_from_damage_waits_for_the_apps_redraw(tmp_path: Path) -> None:
-    state_path = tmp_path / "state.json"
-    with VirtualDesktop((800, 600), [demo_app(state_path)]) as desktop:
-        state = read_state(state_path)
-        assert state is not None
-        box = state["widgets"]["subscribe"]
-        before = desktop.screenshot()
-        desktop.execute(Click(x=box["x"] + 10, y=box["y"] + box["h"] // 2))
+    with VirtualDesktop((800, 600), [demo_app(tmp_path / "state.json")]) as desktop:
+        box, before = _click_subscribe(desktop, tmp_path / "state.json")
         assert desktop.wait_settled(timeout=5.0)
         settled = desktop.screenshot()
         assert _region(settled, box) != _region(before, box)  # the tick is drawn already
