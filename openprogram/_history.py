@@ -273,7 +273,7 @@ def _build(
         )
     else:
         history = _prefix(base, floor, stack, walk.before, horizon, stream)
-    if tail:
+    if tail or base is not None:  # an empty tail still checks the prefix's images and results
         _extend(history, writer, tail, extra_ids, base, kept)
     return history
 
@@ -327,7 +327,7 @@ def _extend(
         for node in tail
         if kept and (node.status != "completed" or not walk.done(node))
     ]
-    carried = _carried_by_prefix(history, base, dag, tail)
+    carried = _carried_by_prefix(history, base, writer, tail)
     lines, line_counts = [], []
     writer.reports = history.line_reports
     for node in tail:
@@ -399,15 +399,17 @@ def _images(point: _Checkpoint) -> int:
 
 
 def _carried_by_prefix(
-    history: History, base: History | None, dag: ContextDAG, tail: list[Node]
+    history: History, base: History | None, writer: Writer, tail: list[Node]
 ) -> set[str]:
     """Tool results in `tail` that a call in the prefix already carries (its turns show
     them). _Redo from that call when what it would carry changed: a result it did not
-    take became visible, or one it took is no longer shown."""
+    take became visible, one it took is no longer shown, or one it took can no longer be
+    an answer from here (this render's stack holds it, or it is not done for this reader:
+    the rule of Writer.answers)."""
     carried: set[str] = set()
     if base is None or not history.nodes:
         return carried
-    nodes = history.nodes
+    nodes, dag = history.nodes, writer.walk.dag
 
     def prefix_answers(node: Node) -> tuple[Node, tuple[str, ...]] | None:
         meta = node.meta
@@ -426,7 +428,7 @@ def _carried_by_prefix(
         if found is None:
             continue
         asker, answers = found
-        if node.id in answers:
+        if node.id in answers and node.id not in writer.stack_ids and writer.walk.done(node):
             carried.add(node.id)
         elif asker.meta.get("tool_calls"):
             raise _Redo(asker.seq)

@@ -313,6 +313,230 @@ def test_a_tool_result_hidden_by_a_later_frame_turns_the_call_back_into_a_line()
     assert [m["role"] for m in inside.messages] == ["user", "assistant", "user"]
 
 
+def test_a_tool_result_on_the_readers_stack_is_not_carried_by_the_reused_prefix():
+    """Seen top-level, the errored result answers its call; read from a call inside it,
+    the result is on the stack, so the call shows as text (found by the random test)."""
+    dag = ContextDAG()
+    asker = dag.add("llm", "plan", parent=None, input="use tools")
+    asker.meta["tool_calls"] = [{"id": "c-0", "name": "tool", "arguments": {"a": 0}}]
+    dag.complete(asker, "")
+    answer = dag.add(
+        "code",
+        "tool",
+        parent=None,
+        input={"a": 1},
+        meta={"asked_by": asker.id, "tool_call_id": "c-0"},
+    )
+    inner = dag.add("code", "step", parent=answer.id, input={"x": 0})
+    dag.complete(answer, None, status="error", error="boom")
+    assert_same_as_from_scratch(dag, None)
+    assert_same_as_from_scratch(dag, inner.id)
+
+
+class _Replayed:
+    """The draws of a case the random tests found, replayed in order."""
+
+    def __init__(self, draws: list[Any]) -> None:
+        self.draws = iter(draws)
+
+    def draw(self, strategy: Any) -> Any:
+        return next(self.draws)
+
+
+# a render whose reused prefix is followed by no node of its own (found by the random test)
+_EMPTY_TAIL_DRAWS = [
+    None,
+    3,
+    20000,
+    36,
+    "tools",
+    False,
+    2,
+    "",
+    True,
+    0,
+    0,
+    False,
+    "finish",
+    0,
+    False,
+    1,
+    0,
+    "llm",
+    2,
+    0,
+    0,
+    False,
+    False,
+    "llm",
+    0,
+    False,
+    False,
+    False,
+    "llm",
+    0,
+    False,
+    False,
+    False,
+    "finish",
+    0,
+    "ok",
+    "llm",
+    0,
+    False,
+    False,
+    False,
+    "finish",
+    0,
+    "ok",
+    "tools",
+    False,
+    1,
+    "",
+    False,
+    "answer",
+    0,
+    1,
+    "finish",
+    0,
+    "ok",
+    "call",
+    "step",
+    False,
+    0,
+    "llm",
+    False,
+    "llm",
+    1,
+    0,
+    False,
+    False,
+    "finish",
+    0,
+    False,
+    0,
+    "render",
+    1,
+    0,
+    0,
+    "llm",
+    2,
+    0,
+    0,
+    False,
+    False,
+    "call",
+    "step",
+    False,
+    0,
+    "io",
+    False,
+    "call",
+    "step",
+    False,
+    0,
+    "io",
+    False,
+    "call",
+    "step",
+    False,
+    0,
+    "io",
+    False,
+    "call",
+    "step",
+    False,
+    0,
+    "io",
+    False,
+    "call",
+    "step",
+    False,
+    0,
+    "io",
+    False,
+    "finish",
+    0,
+    False,
+    1,
+    0,
+    "render",
+    0,
+    1,
+    0,
+    1,
+    "finish",
+    0,
+    False,
+    0,
+    "call",
+    "step",
+    False,
+    0,
+    "io",
+    False,
+    "user",
+    "finish",
+    0,
+    False,
+    0,
+    "call",
+    "step",
+    False,
+    0,
+    "io",
+    False,
+    "answer",
+    0,
+    0,
+    "fork",
+    False,
+    0,
+    "reopen",
+    0,
+    "finish",
+    1,
+    False,
+    0,
+    "call",
+    "step",
+    False,
+    0,
+    "io",
+    False,
+    "call",
+    "step",
+    False,
+    0,
+    "io",
+    False,
+    "call",
+    "step",
+    False,
+    0,
+    "io",
+    False,
+    "llm",
+    0,
+    False,
+    True,
+    0,
+    False,
+]
+
+
+def test_a_reused_prefix_with_nothing_after_it_still_sends_the_images_it_had_dropped():
+    """Read top-level, the later requests' images pushed an early one out; read from a call
+    that started before them, nothing follows the reused prefix and the image is back."""
+    data = _Replayed(_EMPTY_TAIL_DRAWS)
+    program = Program(data)
+    for _ in range(data.draw(None)):
+        program.step()
+    dag = program.dag
+    node = [n for n in dag.nodes if n.kind == "llm" and n.parent is not None][-1]
+    assert_same_as_from_scratch(dag, node.parent, before=node.seq, content=node.input)
+
+
 def test_images_omitted_in_a_reused_prefix_come_back_when_later_ones_are_not_visible():
     dag = ContextDAG()
     refs = [dag.add_image(PILImage.new("RGB", (4, 4 + i))) for i in range(3)]
