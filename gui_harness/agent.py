@@ -53,7 +53,6 @@ __all__ = [
 _MAX_CONSECUTIVE_ERRORS = 3
 _HIDDEN = {"hidden": True}
 _CAPTIONED = frozenset({"checkbox", "radio"})
-_TREE_LAG_S = 0.15
 
 # the replaceable leaves: how the loop calls each, and what each returns
 _LEAVES: dict[str, tuple[tuple[str, ...], str]] = {
@@ -183,7 +182,12 @@ def dispatch_action(action: dict[str, Any], step: int) -> dict[str, Any]:
         return {"executed": False, "error": f"rejected by policy: {exc.reason}"}
     callbacks = run.runtime.callbacks
     notify(callbacks, "on_action_start", screen_action, record_on=current_run())
-    sent = time.monotonic()
+    tree = observation.accessibility
+    source = getattr(run.perception, "accessibility", None)
+    if not (tree is not None and tree.components and isinstance(source, AccessibilitySource)):
+        source = None  # no app on screen publishes a tree: nothing to wait for
+    if source is not None:
+        source.mark()
     try:
         run.desktop.execute(screen_action)
     except ActionRejected as exc:  # a remote desktop's own policy refused it
@@ -194,13 +198,12 @@ def dispatch_action(action: dict[str, Any], step: int) -> dict[str, Any]:
         raise
     notify(callbacks, "on_action_end", screen_action, None, record_on=current_run())
     _learn(run, planned)
+    started = time.monotonic()
     # frames=3: one matching pair can come before the app has redrawn
     settled = wait_until_stable(run.desktop, timeout=run.settle_timeout, frames=3)
-    tree = observation.accessibility
-    if tree is not None and tree.components:
-        # an app's accessibility tree reaches us over D-Bus after its pixels, and no event
-        # of it is watched: give it the time the screenshot-polling settle used to give
-        time.sleep(max(0.0, min(run.settle_timeout, _TREE_LAG_S) - (time.monotonic() - sent)))
+    if source is not None:  # the tree reaches us over D-Bus, after the pixels or before
+        left = run.settle_timeout - (time.monotonic() - started)
+        settled = source.wait_caught_up(timeout=max(0.0, left)) and settled
     return {"executed": True, "settled": settled}
 
 

@@ -3,7 +3,8 @@
 Owns `AccessibilitySource` (one Collection.GetMatches query per app, then each match's
 role, name, states and screen box, all pipelined on one D-Bus connection with one
 deadline) and `AccessibilitySnapshot`, what one query saw. The D-Bus client is jeepney
-(docs/gui.md says why). Fusing with pixels is fusion.py's job; starting the buses is
+(docs/gui.md says why). Waiting for a tree to catch up after an action is
+_tree_settle.py's; fusing with pixels is fusion.py's job; starting the buses is
 gui_harness.desktop.buses'. Start at AccessibilitySource.snapshot().
 """
 
@@ -16,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gui_harness.perception._tree_settle import TreeWatch
 from gui_harness.perception.detect import Component, Kind, State
 
 __all__ = ["ROLE_KINDS", "AccessibilitySnapshot", "AccessibilitySource"]
@@ -146,6 +148,9 @@ class AccessibilitySource:
     the bus or an app does; what did not answer by then is left out and named in the
     snapshot's note. `address=None` gives empty snapshots noting `note` (why there is no
     bus). Thread-safe; the connection is opened on first use and reopened after a failure.
+
+    mark() before an action and wait_caught_up() after it wait until the apps' tree
+    events stop, so the next snapshot sees what the action changed (see _tree_settle).
     """
 
     def __init__(
@@ -163,28 +168,50 @@ class AccessibilitySource:
         self._connection: Any = None
         self._roles: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
+        self._watch = TreeWatch(address, timeout=timeout) if address is not None else None
 
     def __repr__(self) -> str:
         return f"AccessibilitySource(address={self.address!r}, screen={self.screen!r})"
 
     def close(self) -> None:
-        """Close the D-Bus connection (the next snapshot opens a new one)."""
+        """Close the D-Bus connections (the next snapshot or mark opens new ones)."""
         with self._lock:
             self._drop_connection()
+        if self._watch is not None:
+            self._watch.close()
+
+    def mark(self) -> None:
+        """Call before an action: the tree events that follow are its doing."""
+        if self._watch is not None:
+            self._watch.mark()
+
+    def wait_caught_up(self, *, timeout: float) -> bool:
+        """Wait until the apps' tree events since mark() stopped for a short quiet spell
+        (none within an adaptive first wait: the action changed no tree); True then, and
+        at once without a bus; False when `timeout` seconds pass with events still coming.
+        Never raises for bus failures."""
+        if self._watch is None:
+            return True
+        return self._watch.settle(timeout=timeout)
 
     def snapshot(self) -> AccessibilitySnapshot:
         """Query every app once: the showing, on-screen interactive elements, in tree
-        order. Never raises for bus or app failures; returns within about `timeout`."""
+        order. Never raises for bus or app failures; returns within about `timeout`
+        (twice that the first time, when it also starts listening for tree events)."""
+        if self._watch is not None and not self._watch.watching:
+            # before the query: then every app has heard of the listener before it answers
+            self._watch.start()
         started = time.monotonic()
         with self._lock:
             components, apps, note = self._query(started + self.timeout)
-        return AccessibilitySnapshot(
+        snapshot = AccessibilitySnapshot(
             components=tuple(components),
             screen=self.screen,
             note=note,
             apps=apps,
             elapsed_ms=(time.monotonic() - started) * 1000,
         )
+        return snapshot
 
     # -- internals -----------------------------------------------------------------------
 

@@ -115,6 +115,23 @@ def test_a_click_through_the_tree_box_changes_the_state_the_tree_reports(factory
     )
 
 
+def test_after_a_click_the_tree_has_caught_up_once_its_events_stop(factory):
+    """No sleep and no polling: mark, click, wait for the app's tree events to stop,
+    then one snapshot sees the new state, both ways."""
+    desktop, source = factory
+    target = next(
+        c
+        for c in named(source.snapshot(), "checkbox", "checkbutton")
+        if not {"checked", "disabled"} & set(c.states)
+    )
+    for expected in (True, False):
+        source.mark()
+        desktop.execute(Click(x=target.center[0], y=target.center[1]))
+        assert source.wait_caught_up(timeout=30.0)
+        states = [c.states for c in source.snapshot().components if c.box == target.box]
+        assert len(states) == 1 and ("checked" in states[0]) is expected, states
+
+
 def test_the_fused_observation_lists_tree_components_first_hand(factory):
     desktop, source = factory
     observation = Perception(ocr=False, accessibility=source).perceive(desktop.screenshot())
