@@ -147,7 +147,9 @@ class SessionBus:
         self.accessibility_address = enable_accessibility(self.address)
 
     def close(self) -> None:
-        """Stop the bus and everything it activated (its whole process group)."""
+        """Stop the bus and everything it activated (its whole process group), and wait
+        until all of them have exited, not only dbus-daemon: SIGKILL after
+        _STOP_TIMEOUT_S."""
         process, self._process = self._process, None
         if process is None or process.returncode is not None:
             return
@@ -159,6 +161,35 @@ class SessionBus:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+        # the AT-SPI launcher, its bus and registry are not our children: they exit on
+        # their own time, and the next desktop must not meet them
+        if not _group_gone(process.pid, _STOP_TIMEOUT_S):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            _group_gone(process.pid, _STOP_TIMEOUT_S)
+
+
+def _group_gone(group: int, timeout: float) -> bool:
+    """Wait until no running process is left in process group `group`; whether none is
+    by `timeout` seconds. Zombies count as gone (whoever adopted them reaps them)."""
+    deadline = time.monotonic() + timeout
+    while _group_members(group):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)  # no event tells us when a process we did not start exits
+    return True
+
+
+def _group_members(group: int) -> list[int]:
+    members = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = (entry / "stat").read_text().rsplit(") ", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # exited while we looked
+        if int(fields[2]) == group and fields[0] != "Z":
+            members.append(int(entry.name))
+    return members
 
 
 def enable_accessibility(session_address: str, *, timeout: float = _CALL_TIMEOUT_S) -> str:

@@ -1,7 +1,8 @@
 """RemoteDesktop: the Desktop protocol over HTTP, the client of gui_harness.desktop.server.
 
 Owns the translation of HTTP and socket failures into gui_harness.errors, in this one
-place. Speaks protocol version 1; start at RemoteDesktop.execute().
+place. Speaks protocol version 1; start at RemoteDesktop.execute(). Settles on the server
+(`POST /v1/settle`) and, against an older server without it, by polling screenshots.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from PIL import Image
 
 from gui_harness.actions import Action, Wait
 from gui_harness.desktop.server import PROTOCOL_VERSION
+from gui_harness.desktop.settle import compare_frames
 from gui_harness.errors import (
     ActionRejected,
     DesktopAuthError,
@@ -53,6 +55,7 @@ class RemoteDesktop:
         self.timeout = timeout
         self._token = token
         self._size: tuple[int, int] | None = None
+        self._server_settles = True  # until a server answers that it has no /v1/settle
         # Loopback servers (the sandbox case) must not be routed through an HTTP proxy.
         local = parsed.hostname in ("localhost", "127.0.0.1", "::1")
         handlers = [urllib.request.ProxyHandler({})] if local else []
@@ -90,8 +93,37 @@ class RemoteDesktop:
         body = {"version": PROTOCOL_VERSION, "action": action.model_dump(mode="json")}
         self._request("POST", "/v1/execute", body, action=action)
 
+    def wait_settled(self, *, timeout: float) -> bool:
+        """Wait until the remote screen holds still after the latest action; True then,
+        False when `timeout` seconds pass first.
+
+        The server settles (from X DAMAGE events when it serves an X display) and says
+        which; a server older than `/v1/settle` is polled with screenshots instead
+        (settle.compare_frames), and asked no more.
+        """
+        if self._server_settles:
+            body = {"version": PROTOCOL_VERSION, "timeout": timeout}
+            try:
+                reply = self._request("POST", "/v1/settle", body, timeout=self.timeout + timeout)
+            except _NoEndpoint:
+                self._server_settles = False
+            else:
+                try:
+                    return bool(json.loads(reply)["settled"])
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise DesktopError(
+                        f"the server at {self.url} sent an unreadable settle reply: {reply[:200]!r}"
+                    ) from exc
+        return compare_frames(self, timeout=timeout)
+
     def _request(
-        self, method: str, path: str, body: dict[str, Any] | None = None, *, action: Any = None
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        *,
+        action: Any = None,
+        timeout: float | None = None,
     ) -> bytes:
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.url + path, data=data, method=method)
@@ -100,11 +132,14 @@ class RemoteDesktop:
         if self._token is not None:
             request.add_header("Authorization", f"Bearer {self._token}")
         try:
-            with self._opener.open(request, timeout=self.timeout) as response:
+            with self._opener.open(request, timeout=timeout or self.timeout) as response:
                 return response.read()
         except urllib.error.HTTPError as exc:
             with exc:
-                raise self._translate(exc, exc.read(), action) from exc
+                raw = exc.read()
+                if exc.code == 404 and path == "/v1/settle":
+                    raise _NoEndpoint(path) from exc
+                raise self._translate(exc, raw, action) from exc
         except urllib.error.URLError as exc:
             if isinstance(exc.reason, TimeoutError):
                 raise self._timeout(method, path) from exc
@@ -151,3 +186,7 @@ class RemoteDesktop:
                 f" {message}. Install the same gui_harness version on both sides"
             )
         return DesktopError(f"the desktop server at {self.url} answered {exc.code}: {message}")
+
+
+class _NoEndpoint(Exception):
+    """The server has no such endpoint: it is older than this client."""

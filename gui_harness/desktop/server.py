@@ -1,12 +1,14 @@
 """serve_desktop: expose any Desktop over HTTP so a RemoteDesktop can drive it from afar.
 
-Owns the wire protocol (version 1): `GET /v1/size`, `GET /v1/screenshot` (PNG) and
-`POST /v1/execute` with `{"version": 1, "action": {...}}`, each needing the server's
+Owns the wire protocol (version 1): `GET /v1/size`, `GET /v1/screenshot` (PNG),
+`POST /v1/execute` with `{"version": 1, "action": {...}}` and `POST /v1/settle` with
+`{"version": 1, "timeout": seconds}` (the screen settles here, from X events where the
+desktop has them, so a client does not poll screenshots), each needing the server's
 token; every action is validated and checked by a Policy before it reaches the desktop.
 Who may connect and the request limits live in _http.py; the client is remote.py.
 
 Built on the standard library's http.server rather than a server library: the server is
-meant for loopback, carries three endpoints, and must stay importable without extras.
+meant for loopback, carries four endpoints, and must stay importable without extras.
 What http.server lacks for a hostile neighbour (a total read deadline, bounded workers,
 body and depth limits, JSON refusals, token/Host/Origin checks) is in _http.py, and each
 case is tested against a real socket in tests/gui_harness/desktop/test_server.py.
@@ -34,6 +36,7 @@ from gui_harness.desktop._http import (
     json_body,
 )
 from gui_harness.desktop.base import Desktop
+from gui_harness.desktop.settle import compare_frames
 from gui_harness.errors import ActionRejected, InvalidAction
 from openprogram.errors import UsageError
 
@@ -43,7 +46,13 @@ PROTOCOL_VERSION = 1
 """The version of the wire protocol this server and RemoteDesktop speak."""
 
 _MAX_BODY = 256 * 1024  # a 10 000-character `type` escapes to at most 60 KB
-_ENDPOINTS = {"/v1/size": "GET", "/v1/screenshot": "GET", "/v1/execute": "POST"}
+_ENDPOINTS = {
+    "/v1/size": "GET",
+    "/v1/screenshot": "GET",
+    "/v1/execute": "POST",
+    "/v1/settle": "POST",
+}
+_SETTLE_FRAMES = 3  # when the desktop has no settle of its own: as gui_agent compares
 _MIN_TOKEN = 16
 
 
@@ -53,7 +62,9 @@ class DesktopServer:
     `url` and `token` are what a client needs: `RemoteDesktop(server.url,
     token=server.token)`. Actions run one at a time on one thread; screenshots on another,
     so a slow action never holds a screenshot back (the desktop must allow a capture
-    during an action, as X11Desktop and VirtualDesktop do); `wait` runs on neither.
+    during an action, as X11Desktop and VirtualDesktop do); `wait` runs on neither. A
+    settle waits at most `max_wait_ms`: on the actions' thread for a desktop that
+    reports its own changes (wait_settled), else comparing screenshots on the other.
     """
 
     def __init__(
@@ -128,6 +139,13 @@ class DesktopServer:
         image.save(buffer, format="PNG")
         return buffer.getvalue()
 
+    def _settle(self, timeout: float) -> bool:
+        limit = min(timeout, self.max_wait_ms / 1000)
+        settled = getattr(self.desktop, "wait_settled", None)
+        if callable(settled):  # X DAMAGE events: after the action sent before, no polling
+            return bool(self._input.submit(settled, timeout=limit).result())
+        return compare_frames(_ScreenThread(self), timeout=limit, frames=_SETTLE_FRAMES)
+
     def _perform(self, action: Any) -> None:
         if isinstance(action, Wait) and action.ms > self.max_wait_ms:
             raise ActionRejected(
@@ -196,6 +214,16 @@ def serve_desktop(
     )
 
 
+class _ScreenThread:
+    """A served desktop's screenshots, taken on the server's screen thread."""
+
+    def __init__(self, owner: DesktopServer) -> None:
+        self._owner = owner
+
+    def screenshot(self) -> Any:
+        return self._owner._screen.submit(self._owner.desktop.screenshot).result()
+
+
 def _header_safe(token: str) -> bool:
     return all(33 <= ord(character) <= 126 for character in token)
 
@@ -239,14 +267,33 @@ class _Handler(GuardedHandler):
                     HTTPStatus.INTERNAL_SERVER_ERROR, "desktop_error", message
                 ) from exc
             self.reply(HTTPStatus.OK, png, "image/png")
+        elif self.path == "/v1/settle":
+            self._settle(json_body(self.headers, self.rfile, _MAX_BODY))
         else:
             self._execute(json_body(self.headers, self.rfile, _MAX_BODY))
 
-    def _execute(self, body: Any) -> None:
-        if not isinstance(body, dict) or "version" not in body or "action" not in body:
+    def _settle(self, body: Any) -> None:
+        if not self._versioned(body, "timeout", '{"version": 1, "timeout": 3.0}'):
+            return
+        timeout = body["timeout"]
+        if not (type(timeout) in (int, float) and math.isfinite(timeout) and timeout >= 0):
             raise HttpRefusal(
-                HTTPStatus.BAD_REQUEST, "invalid_request", 'send {"version": 1, "action": {...}}'
+                HTTPStatus.BAD_REQUEST,
+                "invalid_request",
+                f"timeout={_short(timeout)} is not a number of seconds >= 0",
             )
+        try:
+            settled = self.server.owner._settle(float(timeout))
+        except Exception as exc:
+            message = f"the desktop failed to settle: {type(exc).__name__}: {exc}"
+            raise HttpRefusal(HTTPStatus.INTERNAL_SERVER_ERROR, "desktop_error", message) from exc
+        self.reply_json(HTTPStatus.OK, {"settled": bool(settled)})
+
+    def _versioned(self, body: Any, field: str, example: str) -> bool:
+        """Whether `body` is a dict of this protocol version with `field`; refuses it
+        (400, or 409 for another version) otherwise."""
+        if not isinstance(body, dict) or "version" not in body or field not in body:
+            raise HttpRefusal(HTTPStatus.BAD_REQUEST, "invalid_request", f"send {example}")
         version = body["version"]
         if type(version) is not int or version != PROTOCOL_VERSION:
             message = (
@@ -255,6 +302,11 @@ class _Handler(GuardedHandler):
             )
             payload = {"error": message, "kind": "unsupported_version"}
             self.reply_json(HTTPStatus.CONFLICT, {**payload, "supported": [PROTOCOL_VERSION]})
+            return False
+        return True
+
+    def _execute(self, body: Any) -> None:
+        if not self._versioned(body, "action", '{"version": 1, "action": {...}}'):
             return
         raw_action = body["action"]
         try:

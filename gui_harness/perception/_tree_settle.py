@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["EVENTS", "TreeWatch"]
+__all__ = ["EVENTS", "TreeWatch", "patience"]
 
 EVENTS: dict[str, str] = {
     "StateChanged": "object:state-changed",
@@ -42,6 +42,7 @@ _FIRST_MIN_S = 0.05
 _FIRST_MAX_S = 0.5
 _FIRST_FACTOR = 4  # the wait for a first event: this many times the slowest one seen lately
 _REMEMBERED = 8
+_MAX_PATIENCE = 8.0
 _RETRY_S = 10.0  # after a failed connect, actions go unwaited this long before a retry
 
 
@@ -122,12 +123,12 @@ class TreeWatch:
         True then, or at once when there is no bus; False when `timeout` seconds pass
         first (an app that keeps sending).
 
-        `quiet` defaults to QUIET_S stretched by the machine's load (see _patience).
+        `quiet` defaults to QUIET_S stretched by the machine's load (see patience()).
         """
-        patience = _patience()
-        first_wait = min(_FIRST_MAX_S, self.first_wait * patience)
+        stretch = patience()
+        first_wait = min(_FIRST_MAX_S, self.first_wait * stretch)
         if quiet is None:
-            quiet = min(_QUIET_MAX_S, QUIET_S * patience)
+            quiet = min(_QUIET_MAX_S, QUIET_S * stretch)
         with self._changed:
             now = time.monotonic()
             deadline = now + timeout
@@ -273,10 +274,11 @@ def _is_event(message: Any) -> bool:
     )
 
 
-def _patience() -> float:
+def patience() -> float:
     """How many times longer than on an idle machine an app may take to get a CPU: the
-    runnable processes per CPU (1-minute load average), at least 1."""
+    runnable processes per CPU (1-minute load average), at least 1 and at most
+    _MAX_PATIENCE, so what it stretches stays bounded."""
     try:
-        return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+        return min(_MAX_PATIENCE, max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1)))
     except OSError:  # no load average on this platform
         return 1.0

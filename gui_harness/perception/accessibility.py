@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gui_harness.perception._tree_settle import TreeWatch
+from gui_harness.perception._tree_settle import TreeWatch, patience
 from gui_harness.perception.detect import Component, Kind, State
 
 __all__ = ["ROLE_KINDS", "AccessibilitySnapshot", "AccessibilitySource"]
@@ -145,9 +145,11 @@ class AccessibilitySource:
     `screen` is (width, height) in pixels: boxes are clipped to it, and elements left
     with less than 4 px either way are dropped (a window larger than the screen reports
     its off-screen widgets as showing). `timeout` (seconds) bounds one snapshot, whatever
-    the bus or an app does; what did not answer by then is left out and named in the
-    snapshot's note. `address=None` gives empty snapshots noting `note` (why there is no
-    bus). Thread-safe; the connection is opened on first use and reopened after a failure.
+    the bus or an app does, stretched by the machine's load (an app answering a few
+    hundred calls waits its turn for a CPU; see _tree_settle.patience, at most 8×); what
+    did not answer by then is left out and named in the snapshot's note. `address=None`
+    gives empty snapshots noting `note` (why there is no bus). Thread-safe; the
+    connection is opened on first use and reopened after a failure.
 
     mark() before an action and wait_caught_up() after it wait until the apps' tree
     events stop, so the next snapshot sees what the action changed (see _tree_settle).
@@ -163,7 +165,8 @@ class AccessibilitySource:
     ) -> None:
         self.address = address
         self.screen = (int(screen[0]), int(screen[1]))
-        self.timeout = timeout
+        self.base_timeout = timeout
+        """The `timeout` given, before the load stretches it."""
         self._missing = note or "no accessibility bus is known for this desktop"
         self._connection: Any = None
         self._roles: dict[tuple[str, str], int] = {}
@@ -172,6 +175,11 @@ class AccessibilitySource:
 
     def __repr__(self) -> str:
         return f"AccessibilitySource(address={self.address!r}, screen={self.screen!r})"
+
+    @property
+    def timeout(self) -> float:
+        """Seconds a snapshot taken now may take: `base_timeout` stretched by the load."""
+        return self.base_timeout * patience()
 
     def close(self) -> None:
         """Close the D-Bus connections (the next snapshot or mark opens new ones)."""
@@ -197,7 +205,8 @@ class AccessibilitySource:
     def snapshot(self) -> AccessibilitySnapshot:
         """Query every app once: the showing, on-screen interactive elements, in tree
         order. Never raises for bus or app failures; returns within about `timeout`
-        (twice that the first time, when it also starts listening for tree events)."""
+        stretched by the load (twice that the first time, when it also starts listening
+        for tree events)."""
         if self._watch is not None and not self._watch.watching:
             # before the query: then every app has heard of the listener before it answers
             self._watch.start()
@@ -216,6 +225,7 @@ class AccessibilitySource:
     # -- internals -----------------------------------------------------------------------
 
     def _query(self, deadline: float) -> tuple[list[Component], int, str | None]:
+        limit = round(deadline - time.monotonic(), 2)  # the timeout, stretched by the load
         if self.address is None:
             return [], 0, self._missing
         try:
@@ -229,7 +239,7 @@ class AccessibilitySource:
             return (
                 [],
                 0,
-                (f"the accessibility registry did not answer within {self.timeout}s; pixels only"),
+                f"the accessibility registry did not answer within {limit}s; pixels only",
             )
         roots = [(str(name), str(path)) for name, path in apps["registry"][0]]
         matches = calls.run(
@@ -277,7 +287,7 @@ class AccessibilitySource:
         if silent:
             notes.append(
                 f"{len(silent)} app(s) did not answer the accessibility query within "
-                f"{self.timeout}s ({', '.join(silent)}); their windows come from pixels"
+                f"{limit}s ({', '.join(silent)}); their windows come from pixels"
             )
         if calls.errors:
             notes.append(f"{calls.errors} accessibility call(s) failed")
@@ -292,7 +302,7 @@ class AccessibilitySource:
             try:
                 self._connection = open_dbus_connection(self.address, auth_timeout=remaining)
             except TimeoutError as exc:
-                raise OSError(f"no answer within {self.timeout}s") from exc
+                raise OSError(f"no answer within {remaining:.2f}s") from exc
         return self._connection
 
     def _drop_connection(self) -> None:
