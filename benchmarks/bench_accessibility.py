@@ -5,18 +5,24 @@
   at a time; fused recall and labels against that walk's showing interactive elements.
 * MiniWoB++ pages (PyPI `miniwob`) in a headed Chromium: snapshot time, and fused recall
   (IoU >= 0.5) and labels right against the page's DOM boxes, read through chromedriver.
+* The tree wait after a click (gtk3-widget-factory's check button, a page's checkbox in
+  Chromium): the old rule (sleep until 150 ms after the click) against waiting for the
+  apps' AT-SPI events to stop (AccessibilitySource.wait_caught_up), wall and CPU time,
+  and how often the next snapshot showed the click's new state; no wait at all beside.
 
 Targets (issue 10): query <= 80 ms; fused recall >= 99% and labels right >= 95%.
 A plain script, not a test: `python benchmarks/bench_accessibility.py [--runs N]
-[--tasks a,b] [--seeds N]`. Results go into docs/performance.md by hand, with the
-machine and date. Exits 1 when a target is missed.
+[--tasks a,b] [--seeds N] [--only query|tree-wait]`. Results go into docs/performance.md
+by hand, with the machine and date. Exits 1 when a target is missed.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,8 +34,10 @@ from _common import machine  # benchmarks/ is on sys.path when a script runs
 from jeepney import DBusAddress, Properties, new_method_call
 from jeepney.io.blocking import open_dbus_connection
 
-from gui_harness.desktop.virtual import VirtualDesktop
+from gui_harness.actions import Click
+from gui_harness.desktop.virtual import App, VirtualDesktop
 from gui_harness.perception import ROLE_KINDS, AccessibilitySource, Component, Perception
+from tests.support.headed_page import CLICK_PAGE, page_app
 from tests.support.miniwob_page import DomElement, MiniWobPage
 
 QUERY_TARGET_MS = 80.0
@@ -50,6 +58,7 @@ TASKS = (
     "click-collapsible",
 )
 _SHOWING, _VISIBLE, _EDITABLE, _SELECTABLE, _FOCUSABLE = 25, 30, 7, 22, 11
+OLD_TREE_LAG_S = 0.15  # what dispatch_action slept after an action before tree events
 
 
 def iou(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> float:
@@ -204,13 +213,97 @@ def bench_chromium(tasks: list[str], seeds: int, runs: int) -> dict[str, Any]:
     }
 
 
+def bench_tree_wait(runs: int) -> list[str]:
+    """Rows: per app and rule, the tree wait's median / p90 wall ms, median process CPU ms
+    (the event reader thread included) and the share of clicks whose next snapshot
+    showed the check box's new state. The rules alternate click by click."""
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-tree-wait-") as folder:
+        for name, app, label in (
+            ("gtk3-widget-factory", App(argv=["gtk3-widget-factory"]), "checkbutton"),
+            ("Chromium page", page_app(CLICK_PAGE, Path(folder)), "Subscribe"),
+        ):
+            with VirtualDesktop((1280, 800), apps=[app]) as desktop:
+                source = AccessibilitySource(desktop.accessibility_bus, screen=desktop.size)
+                rows += _tree_wait_rows(name, desktop, source, label, runs)
+                source.close()
+    return rows
+
+
+def _tree_wait_rows(
+    name: str, desktop: VirtualDesktop, source: AccessibilitySource, label: str, runs: int
+) -> list[str]:
+    def target() -> Component | None:
+        return next(
+            (
+                c
+                for c in source.snapshot().components
+                if c.kind == "checkbox" and c.label == label and "disabled" not in c.states
+            ),
+            None,
+        )
+
+    deadline = time.monotonic() + 60
+    box = target()
+    while box is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+        box = target()
+    assert box is not None, f"{name} published no {label!r} check box"
+
+    def none(sent: float) -> None:
+        pass
+
+    def old(sent: float) -> None:
+        time.sleep(max(0.0, OLD_TREE_LAG_S - (time.monotonic() - sent)))
+
+    def events(sent: float) -> None:
+        source.wait_caught_up(timeout=3.0)
+
+    rules = {"no wait": none, "old: sleep to 150 ms": old, "new: AT-SPI events": events}
+    seen: dict[str, list[tuple[float, float, bool]]] = {rule: [] for rule in rules}
+    for _ in range(runs):
+        for rule, wait in rules.items():
+            was = (
+                "checked"
+                in next(c for c in source.snapshot().components if c.box == box.box).states
+            )
+            source.mark()
+            sent = time.monotonic()
+            desktop.execute(Click(x=box.center[0], y=box.center[1]))
+            start, start_cpu = time.perf_counter(), time.process_time()
+            wait(sent)
+            wall = (time.perf_counter() - start) * 1000
+            cpu = (time.process_time() - start_cpu) * 1000
+            now = [c for c in source.snapshot().components if c.box == box.box]
+            seen[rule].append((wall, cpu, bool(now) and ("checked" in now[0].states) != was))
+            time.sleep(0.3)  # let the click's aftermath pass before the next rule's click
+    rows = []
+    for rule, samples in seen.items():
+        walls = sorted(w for w, _, _ in samples)
+        cpu = statistics.median(c for _, c, _ in samples)
+        rows.append(
+            f"{name:<22} {rule:<22} {statistics.median(walls):>8.1f} / "
+            f"{walls[int(0.9 * (len(walls) - 1))]:>6.1f}  CPU {cpu:>5.2f}"
+            f"  {sum(ok for _, _, ok in samples)}/{len(samples)} saw the new state"
+        )
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--tasks", default=",".join(TASKS))
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--only", choices=("query", "tree-wait"))
     options = parser.parse_args()
     print(f"bench_accessibility on {machine()}")
+    if options.only != "query":
+        print(f"{'app':<22} {'tree wait rule':<22} {'wall ms: median / p90':>22}")
+        for row in bench_tree_wait(max(5, options.runs // 2)):
+            print(row)
+        print(f"  (load after: {os.getloadavg()[0]:.2f})")
+        if options.only == "tree-wait":
+            return 0
     results = [
         bench_gtk(options.runs),
         bench_chromium(options.tasks.split(","), options.seeds, max(5, options.runs // 3)),

@@ -144,7 +144,8 @@ class DesktopServer:
         settled = getattr(self.desktop, "wait_settled", None)
         if callable(settled):  # X DAMAGE events: after the action sent before, no polling
             return bool(self._input.submit(settled, timeout=limit).result())
-        return compare_frames(_ScreenThread(self), timeout=limit, frames=_SETTLE_FRAMES)
+        screens = _ScreenThread(self)  # compare_frames takes only screenshots of it
+        return compare_frames(screens, timeout=limit, frames=_SETTLE_FRAMES)  # type: ignore[arg-type]
 
     def _perform(self, action: Any) -> None:
         if isinstance(action, Wait) and action.ms > self.max_wait_ms:

@@ -16,9 +16,10 @@ from jeepney import DBusAddress, new_signal
 from jeepney.io.blocking import DBusConnection, open_dbus_connection
 
 from gui_harness.actions import Click
-from gui_harness.desktop.virtual import App, VirtualDesktop
+from gui_harness.desktop.virtual import VirtualDesktop
 from gui_harness.perception import AccessibilitySnapshot, AccessibilitySource, Component
 from gui_harness.perception._tree_settle import TreeWatch
+from tests.support.headed_page import CLICK_PAGE, page_app
 from tests.support.miniwob_page import chromium_binary
 
 pytestmark = pytest.mark.skipif(
@@ -143,12 +144,6 @@ def test_no_bus_means_no_wait():
     assert time.monotonic() - started < NEVER / 2  # neither waited its timeout out
 
 
-PAGE = """<!doctype html><html><body style="font-size:20px">
-<label><input type="checkbox"> Subscribe</label>
-<p><button onclick="this.textContent = 'Saved'">Save</button></p>
-</body></html>"""
-
-
 @pytest.mark.x11
 @pytest.mark.browser
 @pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed")
@@ -156,20 +151,7 @@ PAGE = """<!doctype html><html><body style="font-size:20px">
 def test_chromium_s_tree_has_caught_up_after_a_click_once_its_events_stop(tmp_path):
     """A state and a name a click changes in a page, seen by the first snapshot after the
     page's tree events stop: no sleep, no polling."""
-    page = tmp_path / "page.html"
-    page.write_text(PAGE)
-    argv = [chromium_binary(), *(["--no-sandbox"] if os.geteuid() == 0 else [])]
-    argv += [
-        "--no-first-run",
-        "--disable-gpu",
-        "--disable-extensions",
-        "--password-store=basic",
-        f"--user-data-dir={tmp_path / 'profile'}",
-        "--window-position=0,0",
-        "--window-size=600,400",
-        f"--app={page.as_uri()}",
-    ]
-    with VirtualDesktop((640, 480), apps=[App(argv=argv, timeout=90)]) as desktop:
+    with VirtualDesktop((640, 480), apps=[page_app(CLICK_PAGE, tmp_path)]) as desktop:
         source = AccessibilitySource(desktop.accessibility_bus, screen=desktop.size, timeout=2)
         try:
             check_clicks(desktop, source)
