@@ -86,14 +86,15 @@ class TreeWatch:
     def start(self) -> bool:
         """Connect and register for the apps' events, unless done already; whether the
         watch is watching now. Apps learn of a new listener a moment later, so start it
-        before the first action that must be waited for (AccessibilitySource does, on its
-        first snapshot). After a failure it tries again only after _RETRY_S seconds."""
+        before the first action that must be waited for (AccessibilitySource does, before
+        its queries). After a failure it tries again only after _RETRY_S seconds."""
         with self._starting:
             if self._connection is not None:
                 return True
             if time.monotonic() < self._retry_at:
                 return False
             self._retry_at = time.monotonic() + _RETRY_S
+            self._stop_reader()  # one that ended with a lost bus
             connection = self._connect()
             if connection is None:
                 return False
@@ -158,18 +159,21 @@ class TreeWatch:
         """Stop the reader and close the connection (the registry forgets what it
         registered). Safe to call twice."""
         with self._starting:
-            reader, self._reader = self._reader, None
-            wake, self._wake = self._wake, None
-            if wake is not None:
-                os.write(wake[1], b"x")
-            if reader is not None:
-                reader.join()
-            if wake is not None:
-                os.close(wake[0])
-                os.close(wake[1])
+            self._stop_reader()
             self._drop(None)
 
     # -- internals -----------------------------------------------------------------------
+
+    def _stop_reader(self) -> None:
+        reader, self._reader = self._reader, None
+        wake, self._wake = self._wake, None
+        if wake is not None:
+            os.write(wake[1], b"x")
+        if reader is not None:
+            reader.join()
+        if wake is not None:
+            os.close(wake[0])
+            os.close(wake[1])
 
     def _connect(self) -> Any:
         from jeepney import DBusAddress, MatchRule, MessageType, message_bus, new_method_call
