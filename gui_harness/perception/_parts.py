@@ -13,7 +13,15 @@ import numpy as np
 if TYPE_CHECKING:
     from gui_harness.perception.detect import Kind
 
-__all__ = ["PART_OF_CONTROL_H", "Found", "bar_cells", "notebook_tabs", "spin_buttons", "tabs"]
+__all__ = [
+    "PART_OF_CONTROL_H",
+    "Found",
+    "bar_cells",
+    "field_buttons",
+    "notebook_tabs",
+    "spin_buttons",
+    "tabs",
+]
 
 _BAR_KERNEL = np.ones((1, 24), np.uint8)
 _KERNEL_5 = np.ones((5, 5), np.uint8)
@@ -76,6 +84,37 @@ def tabs(found: list[Found]) -> list[Found]:
     return tabbed
 
 
+def field_buttons(edges: np.ndarray, controls: list[Found]) -> list[Found]:
+    """The icon buttons at the right end of entry fields (a date field's calendar, a
+    search field's magnifier): a mark no wider than the field's inside is high, within
+    that of its right side, set apart from any text by half that; each becomes a button
+    padded by an eighth of the room the field leaves above and below it."""
+    found: list[Found] = []
+    for kind, (x, y, w, h), _ in controls:
+        if kind != "field" or h > PART_OF_CONTROL_H or w < 3 * h or h < 20:
+            continue
+        side = h - 6
+        inner = edges[y + 3 : y + h - 3, x + 3 : x + w - 3]
+        columns = np.flatnonzero(inner.any(axis=0))
+        if len(columns) < 2:
+            continue
+        breaks = np.flatnonzero(np.diff(columns) >= side // 2)
+        start = int(columns[breaks[-1] + 1]) if len(breaks) else int(columns[0])
+        end = int(columns[-1]) + 1
+        if len(breaks) == 0 and start < w - 6 - 2 * side:
+            continue  # the field's only ink, far from its end: text
+        if not (6 <= end - start <= side and end >= w - 6 - side // 2):
+            continue
+        rows = np.flatnonzero(inner[:, start:end].any(axis=1))
+        top, high = int(rows[0]), int(rows[-1] - rows[0]) + 1
+        if high < 6 or high > side:
+            continue
+        pad = max(1, (side - high) // 8)
+        box = (x + 3 + start - pad, y + 3 + top - pad, end - start + 2 * pad, high + 2 * pad)
+        found.append(("button", box, 0.5))
+    return found
+
+
 def notebook_tabs(
     thin: np.ndarray,
     edges: np.ndarray,
@@ -86,6 +125,7 @@ def notebook_tabs(
     """A notebook's tab strip, read as tabs: a strip that shares a whole side with a
     page (its two outline lines run on along the page's) and holds separate labels; each
     label, padded as a tab pads it, becomes a tab, and the strip is no control or list.
+    A low strip whose labels are spread out, not packed, stays, with each label a button.
 
     A low strip above or below its page is one of `controls`, its labels the words in
     `edges` inside it set apart by more than half its inner height; a column beside its page
@@ -95,9 +135,12 @@ def notebook_tabs(
     tabs_found: list[Found] = []
     kept_controls: list[Found] = []
     for found in controls:
-        cells = _strip_labels(edges, found[1]) if _attached(thin, found[1], across=False) else []
-        tabs_found += [("tab", cell, 0.6) for cell in cells]
-        if not cells:
+        cells, packed = [], False
+        if _attached(thin, found[1], across=False):
+            cells, packed = _strip_labels(edges, found[1])
+        # labels spread along a bar (a site's header or footer) are its targets, not tabs
+        tabs_found += [("tab" if packed else "button", cell, 0.6) for cell in cells]
+        if not packed:
             kept_controls.append(found)
     kept_panels: list[tuple[Box, bool]] = []
     taken: set[int] = set()
@@ -143,21 +186,22 @@ def _attached(thin: np.ndarray, box: Box, *, across: bool) -> bool:
     return False
 
 
-def _strip_labels(edges: np.ndarray, box: Box) -> list[Box]:
-    """The tabs of a low strip: the runs of ink in `box` set apart by more than half
-    its inner height (words of one label are a space apart), two or more, none over half
-    the strip wide; each padded by a quarter of the room the label leaves above and
-    below, as high as the strip's inside."""
+def _strip_labels(edges: np.ndarray, box: Box) -> tuple[list[Box], bool]:
+    """The labels of a low strip, and whether they are packed as tabs are (one gap
+    between each two, at most twice the strip's inner height). Labels are the runs of
+    ink in `box` set apart by more than half its inner height (the words of one label
+    are a space apart), two or more, none over half the strip wide; each is padded by a
+    quarter of the room its strip leaves above and below it."""
     x, y, w, h = box
     if h > PART_OF_CONTROL_H or w < 3 * h:
-        return []
+        return [], False
     inner = edges[y + 3 : y + h - 3, x + 3 : x + w - 3]
     # a long straight run is the selected tab's bar, wider than its label, not a glyph
     bar = cv2.morphologyEx(inner, cv2.MORPH_OPEN, _BAR_KERNEL)
     inner = inner & ~cv2.dilate(bar, _KERNEL_5)  # with the bar's short ends
     columns = np.flatnonzero(inner.any(axis=0))
     if len(columns) < 2:
-        return []
+        return [], False
     breaks = np.flatnonzero(np.diff(columns) > max(4, (h - 6) // 4))
     starts = np.concatenate([columns[:1], columns[breaks + 1]])
     ends = np.concatenate([columns[breaks], columns[-1:]]) + 1
@@ -165,13 +209,17 @@ def _strip_labels(edges: np.ndarray, box: Box) -> list[Box]:
     starts, ends = starts[wide], ends[wide]
     gaps = starts[1:] - ends[:-1]
     if len(starts) < 2 or (ends - starts).max() > w / 2 or gaps.min() < (h - 6) // 2:
-        return []
-    rows = np.flatnonzero(inner.any(axis=1))
-    pad = max(3, (h - 6 - int(rows[-1] - rows[0] + 1)) // 4)
-    return [
-        (x + 3 + int(start) - pad, y + 2, int(end - start) + 2 * pad, h - 4)
-        for start, end in zip(starts.tolist(), ends.tolist(), strict=True)
-    ]
+        return [], False
+    cells = []
+    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        rows = np.flatnonzero(inner[:, start:end].any(axis=1))
+        top, high = int(rows[0]), int(rows[-1] - rows[0]) + 1
+        pad = max(3, (h - 6 - high) // 4)
+        cells.append(
+            (x + 3 + start - pad, y + 3 + top - pad, end - start + 2 * pad, high + 2 * pad)
+        )
+    packed = bool(np.ptp(gaps) <= 4 and gaps.max() <= 2 * (h - 6))
+    return cells, packed
 
 
 def spin_buttons(grey: np.ndarray, found: list[Found]) -> list[Found]:

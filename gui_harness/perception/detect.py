@@ -18,6 +18,7 @@ from gui_harness.perception._blobs import Sums, boxes_of, scratch
 from gui_harness.perception._parts import (
     PART_OF_CONTROL_H,
     bar_cells,
+    field_buttons,
     notebook_tabs,
     spin_buttons,
     tabs,
@@ -144,6 +145,7 @@ def detect_components(
     controls, panels, lines = notebook_tabs(
         pale, edges, controls, panels, text_lines(edges, controls)
     )
+    controls += field_buttons(edges, controls)
     texts = list_rows(lines, [box for box, _ in panels])
     controls += [("field", box, 0.5) for box, plain in panels if plain]
     colour = colour_of(image)

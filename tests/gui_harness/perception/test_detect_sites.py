@@ -99,3 +99,36 @@ def test_the_labels_of_a_notebooks_tab_strips_are_tabs_and_a_list_box_keeps_its_
     for box in rows:
         found = _found(components, box)
         assert found is not None and found.kind == "button", (box, components)
+
+
+def _date_field(
+    draw: ImageDraw.ImageDraw, box: tuple[int, int, int, int], text: str, *, icon: bool
+) -> tuple[int, int, int, int]:
+    """A site's date field: grey border, grey placeholder, and (`icon`) a calendar
+    icon at its right end; the icon button's box (18×18 around the 16 px icon)."""
+    x, y, w, h = box
+    draw.rectangle((x, y, x + w - 1, y + h - 1), fill=WHITE, outline=(160, 165, 170), width=2)
+    draw.text((x + 10, y + h // 2), text, font=font(15), fill=(110, 110, 110), anchor="lm")
+    bx, by = x + w - 27, y + (h - 18) // 2
+    if icon:
+        draw.rectangle(
+            (bx + 1, by + 2, bx + 16, by + 16), fill=(225, 238, 250), outline=(40, 130, 200)
+        )
+        draw.rectangle((bx + 1, by + 2, bx + 16, by + 5), fill=(40, 130, 200))
+        for gx in range(bx + 4, bx + 15, 4):
+            for gy in range(by + 8, by + 15, 3):
+                draw.rectangle((gx, gy, gx + 1, gy + 1), fill=(40, 130, 200))
+    return (bx, by, 18, 18)
+
+
+def test_an_icon_at_a_fields_right_end_is_a_button_of_its_own():
+    image = Image.new("RGB", (420, 120), WHITE)
+    draw = ImageDraw.Draw(image)
+    button = _date_field(draw, (11, 20, 174, 39), "mm/dd/yyyy", icon=True)
+    inside = _date_field(draw, (200, 20, 174, 39), "Portland, OR", icon=False)
+    components = detect_components(image)
+    found = _found(components, button)
+    assert found is not None and found.kind == "button", components
+    assert _found(components, (11, 20, 174, 39)) is not None, components
+    # a field holding only text gets no button
+    assert not any(iou(c.box, inside) > 0.1 for c in components), components
