@@ -86,7 +86,8 @@ def tabs(found: list[Found]) -> list[Found]:
 
 def field_buttons(edges: np.ndarray, controls: list[Found]) -> list[Found]:
     """The icon buttons at the right end of entry fields (a date field's calendar, a
-    search field's magnifier): a mark no wider than the field's inside is high, within
+    search field's magnifier): a mark no wider than the field's inside is high and at
+    least half as high (a drop-down's arrow is lower), within
     that of its right side, set apart from any text by half that; each becomes a button
     padded by an eighth of the room the field leaves above and below it."""
     found: list[Found] = []
@@ -107,7 +108,7 @@ def field_buttons(edges: np.ndarray, controls: list[Found]) -> list[Found]:
             continue
         rows = np.flatnonzero(inner[:, start:end].any(axis=1))
         top, high = int(rows[0]), int(rows[-1] - rows[0]) + 1
-        if high < 6 or high > side:
+        if high < max(6, side / 2) or high > side:  # a drop-down's arrow is lower
             continue
         pad = max(1, (side - high) // 8)
         box = (x + 3 + start - pad, y + 3 + top - pad, end - start + 2 * pad, high + 2 * pad)

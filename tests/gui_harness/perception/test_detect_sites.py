@@ -126,9 +126,12 @@ def test_an_icon_at_a_fields_right_end_is_a_button_of_its_own():
     draw = ImageDraw.Draw(image)
     button = _date_field(draw, (11, 20, 174, 39), "mm/dd/yyyy", icon=True)
     inside = _date_field(draw, (200, 20, 174, 39), "Portland, OR", icon=False)
+    _date_field(draw, (11, 70, 174, 39), "Show all", icon=False)
+    draw.polygon([(164, 86), (174, 86), (169, 92)], fill=(60, 60, 60))  # a drop-down's arrow
     components = detect_components(image)
     found = _found(components, button)
     assert found is not None and found.kind == "button", components
     assert _found(components, (11, 20, 174, 39)) is not None, components
-    # a field holding only text gets no button
+    # a field holding only text, or text and a drop-down's arrow, gets no button
     assert not any(iou(c.box, inside) > 0.1 for c in components), components
+    assert [c.kind for c in components if c.box[1] >= 70] == ["field"], components
