@@ -137,7 +137,8 @@ def notebook_tabs(
     kept_controls: list[Found] = []
     for found in controls:
         cells, packed = [], False
-        if _attached(thin, found[1], across=False):
+        _, _, w, h = found[1]
+        if h <= PART_OF_CONTROL_H and w >= 3 * h and _attached(thin, found[1], across=False):
             cells, packed = _strip_labels(edges, found[1])
         # labels spread along a bar (a site's header or footer) are its targets, not tabs
         tabs_found += [("tab" if packed else "button", cell, 0.6) for cell in cells]
@@ -147,12 +148,15 @@ def notebook_tabs(
     taken: set[int] = set()
     for box, plain in panels:
         x, y, w, h = box
+        if h < 2 * w:
+            kept_panels.append((box, plain))
+            continue
         inside = [
             i
             for i, (kind, (tx, ty, tw, th), _) in enumerate(texts)
             if kind == "text" and x < tx and y < ty and tx + tw < x + w and ty + th < y + h
         ]
-        if h < 2 * w or len(inside) < 2 or not _attached(thin, box, across=True):
+        if len(inside) < 2 or not _attached(thin, box, across=True):
             kept_panels.append((box, plain))
             continue
         boxes = sorted((texts[i][1] for i in inside), key=lambda b: b[1])
@@ -174,15 +178,13 @@ def _attached(thin: np.ndarray, box: Box, *, across: bool) -> bool:
     for sign in (-1, 1):
         if across:  # the rows of its top and bottom lines, left or right of it
             start, stop = (x - 2 * w, x - 2) if sign < 0 else (x + w + 2, x + 3 * w)
-            if start < 0 or stop > width:
-                continue
-            lines = [thin[max(r - 3, 0) : r + 4, start:stop].any(axis=0) for r in (y, y + h - 1)]
+            bands = [thin[max(r - 3, 0) : r + 4, start:stop] for r in (y, y + h - 1)]
         else:  # the columns of its left and right lines, above or below it
             start, stop = (y - 2 * h, y - 2) if sign < 0 else (y + h + 2, y + 3 * h)
-            if start < 0 or stop > height:
-                continue
-            lines = [thin[start:stop, max(c - 3, 0) : c + 4].any(axis=1) for c in (x, x + w - 1)]
-        if all(line.mean() >= 0.9 for line in lines):
+            bands = [thin[start:stop, max(c - 3, 0) : c + 4].T for c in (x, x + w - 1)]
+        if start < 0 or stop > (width if across else height):
+            continue
+        if all(np.count_nonzero(band.any(axis=0)) >= 0.9 * (stop - start) for band in bands):
             return True
     return False
 
