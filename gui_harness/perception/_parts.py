@@ -136,7 +136,8 @@ def notebook_tabs(
     tabs_found: list[Found] = []
     kept_controls: list[Found] = []
     for found in controls:
-        cells, packed = [], False
+        cells: list[Box] = []
+        packed = False
         _, _, w, h = found[1]
         if h <= PART_OF_CONTROL_H and w >= 3 * h and _attached(thin, found[1], across=False):
             cells, packed = _strip_labels(edges, found[1])
@@ -201,7 +202,7 @@ def _strip_labels(edges: np.ndarray, box: Box) -> tuple[list[Box], bool]:
     inner = edges[y + 3 : y + h - 3, x + 3 : x + w - 3]
     # a long straight run is the selected tab's bar, wider than its label, not a glyph
     bar = cv2.morphologyEx(inner, cv2.MORPH_OPEN, _BAR_KERNEL)
-    inner = inner & ~cv2.dilate(bar, _KERNEL_5)  # with the bar's short ends
+    inner = np.where(cv2.dilate(bar, _KERNEL_5) > 0, 0, inner)  # with the bar's short ends
     columns = np.flatnonzero(inner.any(axis=0))
     if len(columns) < 2:
         return [], False
