@@ -87,9 +87,9 @@ def tabs(found: list[Found]) -> list[Found]:
 def field_buttons(edges: np.ndarray, controls: list[Found]) -> list[Found]:
     """The icon buttons at the right end of entry fields (a date field's calendar, a
     search field's magnifier): a mark no wider than the field's inside is high and at
-    least half as high (a drop-down's arrow is lower), within
-    that of its right side, set apart from any text by half that; each becomes a button
-    padded by an eighth of the room the field leaves above and below it."""
+    least half as high (a drop-down's arrow is lower), within that of the field's right
+    side and set apart from any text by half that; each becomes a button padded by an
+    eighth of the room the field leaves above and below it."""
     found: list[Found] = []
     for kind, (x, y, w, h), _ in controls:
         if kind != "field" or h > PART_OF_CONTROL_H or w < 3 * h or h < 20:
@@ -129,9 +129,9 @@ def notebook_tabs(
     A low strip whose labels are spread out, not packed, stays, with each label a button.
 
     A low strip above or below its page is one of `controls`, its labels the words in
-    `edges` inside it set apart by more than half its inner height; a column beside its page
-    is one of `panels`, its labels the `texts` inside it. Returns `controls`, `panels`
-    and `texts` with the strips replaced by their tabs.
+    `edges` inside it set apart by more than half its inner height; a column beside its
+    page is one of `panels`, its labels the `texts` inside it. Returns `controls`,
+    `panels` and `texts` with the strips replaced by their tabs.
     """
     tabs_found: list[Found] = []
     kept_controls: list[Found] = []
