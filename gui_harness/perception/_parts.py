@@ -1,22 +1,34 @@
 """Controls made of parts that pixel detection reads inside one box: the buttons of a
-toolbar, the tabs of a tab strip, the two arrows of a spin box. Private to detect.py,
-which calls these on the boxes it found.
+toolbar, the tabs of a tab strip (bordered, or a notebook's borderless labels), the two
+arrows of a spin box. Private to detect.py, which calls these on the boxes it found.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import cv2
 import numpy as np
 
 if TYPE_CHECKING:
     from gui_harness.perception.detect import Kind
 
-__all__ = ["PART_OF_CONTROL_H", "Found", "bar_cells", "spin_buttons", "tabs"]
+__all__ = [
+    "PART_OF_CONTROL_H",
+    "Found",
+    "bar_cells",
+    "field_buttons",
+    "notebook_tabs",
+    "spin_buttons",
+    "tabs",
+]
 
+_BAR_KERNEL = np.ones((1, 24), np.uint8)
+_KERNEL_5 = np.ones((5, 5), np.uint8)
 PART_OF_CONTROL_H = 48  # px; a box up to this high owns the much lower boxes inside it
 
 Found = tuple["Kind", tuple[int, int, int, int], float]
+Box = tuple[int, int, int, int]
 
 
 def bar_cells(thin: np.ndarray, controls: list[Found]) -> list[Found]:
@@ -70,6 +82,148 @@ def tabs(found: list[Found]) -> list[Found]:
             for i in run:
                 tabbed[i] = ("tab", found[i][1], 0.6)
     return tabbed
+
+
+def field_buttons(edges: np.ndarray, controls: list[Found]) -> list[Found]:
+    """The icon buttons at the right end of entry fields (a date field's calendar, a
+    search field's magnifier): a mark no wider than the field's inside is high and at
+    least half as high (a drop-down's arrow is lower), within that of the field's right
+    side and set apart from any text by half that; each becomes a button padded by an
+    eighth of the room the field leaves above and below it."""
+    found: list[Found] = []
+    for kind, (x, y, w, h), _ in controls:
+        if kind != "field" or h > PART_OF_CONTROL_H or w < 3 * h or h < 20:
+            continue
+        side = h - 6
+        inner = edges[y + 3 : y + h - 3, x + 3 : x + w - 3]
+        columns = np.flatnonzero(inner.any(axis=0))
+        if len(columns) < 2:
+            continue
+        breaks = np.flatnonzero(np.diff(columns) >= side // 2)
+        start = int(columns[breaks[-1] + 1]) if len(breaks) else int(columns[0])
+        end = int(columns[-1]) + 1
+        if len(breaks) == 0 and start < w - 6 - 2 * side:
+            continue  # the field's only ink, far from its end: text
+        if not (6 <= end - start <= side and end >= w - 6 - side // 2):
+            continue
+        rows = np.flatnonzero(inner[:, start:end].any(axis=1))
+        top, high = int(rows[0]), int(rows[-1] - rows[0]) + 1
+        if high < max(6, side / 2) or high > side:  # a drop-down's arrow is lower
+            continue
+        pad = max(1, (side - high) // 8)
+        box = (x + 3 + start - pad, y + 3 + top - pad, end - start + 2 * pad, high + 2 * pad)
+        found.append(("button", box, 0.5))
+    return found
+
+
+def notebook_tabs(
+    thin: np.ndarray,
+    edges: np.ndarray,
+    controls: list[Found],
+    panels: list[tuple[Box, bool]],
+    texts: list[Found],
+) -> tuple[list[Found], list[tuple[Box, bool]], list[Found]]:
+    """A notebook's tab strip, read as tabs: a strip that shares a whole side with a
+    page (its two outline lines run on along the page's) and holds separate labels; each
+    label, padded as a tab pads it, becomes a tab, and the strip is no control or list.
+    A low strip whose labels are spread out, not packed, stays, with each label a button.
+
+    A low strip above or below its page is one of `controls`, its labels the words in
+    `edges` inside it set apart by more than half its inner height; a column beside its
+    page is one of `panels`, its labels the `texts` inside it. Returns `controls`,
+    `panels` and `texts` with the strips replaced by their tabs.
+    """
+    tabs_found: list[Found] = []
+    kept_controls: list[Found] = []
+    for found in controls:
+        cells: list[Box] = []
+        packed = False
+        _, _, w, h = found[1]
+        if h <= PART_OF_CONTROL_H and w >= 3 * h and _attached(thin, found[1], across=False):
+            cells, packed = _strip_labels(edges, found[1])
+        # labels spread along a bar (a site's header or footer) are its targets, not tabs
+        tabs_found += [("tab" if packed else "button", cell, 0.6) for cell in cells]
+        if not packed:
+            kept_controls.append(found)
+    kept_panels: list[tuple[Box, bool]] = []
+    taken: set[int] = set()
+    for box, plain in panels:
+        x, y, w, h = box
+        if h < 2 * w:
+            kept_panels.append((box, plain))
+            continue
+        inside = [
+            i
+            for i, (kind, (tx, ty, tw, th), _) in enumerate(texts)
+            if kind == "text" and x < tx and y < ty and tx + tw < x + w and ty + th < y + h
+        ]
+        if len(inside) < 2 or not _attached(thin, box, across=True):
+            kept_panels.append((box, plain))
+            continue
+        boxes = sorted((texts[i][1] for i in inside), key=lambda b: b[1])
+        pitch = float(np.median(np.diff([ty + th / 2 for _, ty, _, th in boxes])))
+        for tx, ty, tw, th in boxes:
+            pad = max(3, round((pitch - th) / 4))
+            tabs_found.append(("tab", (tx - pad, ty - pad, tw + 2 * pad, th + 2 * pad), 0.6))
+        taken.update(inside)
+    kept_texts = [t for i, t in enumerate(texts) if i not in taken]
+    return kept_controls + tabs_found, kept_panels, kept_texts
+
+
+def _attached(thin: np.ndarray, box: Box, *, across: bool) -> bool:
+    """Whether `box` shares a whole side with a bigger outlined box: its top and bottom
+    outline lines (`across`: a column) or its left and right ones (a low strip) run on
+    straight for twice its width (height) on one side of it."""
+    x, y, w, h = box
+    height, width = thin.shape
+    for sign in (-1, 1):
+        if across:  # the rows of its top and bottom lines, left or right of it
+            start, stop = (x - 2 * w, x - 2) if sign < 0 else (x + w + 2, x + 3 * w)
+            bands = [thin[max(r - 3, 0) : r + 4, start:stop] for r in (y, y + h - 1)]
+        else:  # the columns of its left and right lines, above or below it
+            start, stop = (y - 2 * h, y - 2) if sign < 0 else (y + h + 2, y + 3 * h)
+            bands = [thin[start:stop, max(c - 3, 0) : c + 4].T for c in (x, x + w - 1)]
+        if start < 0 or stop > (width if across else height):
+            continue
+        if all(np.count_nonzero(band.any(axis=0)) >= 0.9 * (stop - start) for band in bands):
+            return True
+    return False
+
+
+def _strip_labels(edges: np.ndarray, box: Box) -> tuple[list[Box], bool]:
+    """The labels of a low strip, and whether they are packed as tabs are (one gap
+    between each two, at most twice the strip's inner height). Labels are the runs of
+    ink in `box` set apart by more than half its inner height (the words of one label
+    are a space apart), two or more, none over half the strip wide; each is padded by a
+    quarter of the room its strip leaves above and below it."""
+    x, y, w, h = box
+    if h > PART_OF_CONTROL_H or w < 3 * h:
+        return [], False
+    inner = edges[y + 3 : y + h - 3, x + 3 : x + w - 3]
+    # a long straight run is the selected tab's bar, wider than its label, not a glyph
+    bar = cv2.morphologyEx(inner, cv2.MORPH_OPEN, _BAR_KERNEL)
+    inner = np.where(cv2.dilate(bar, _KERNEL_5) > 0, 0, inner)  # with the bar's short ends
+    columns = np.flatnonzero(inner.any(axis=0))
+    if len(columns) < 2:
+        return [], False
+    breaks = np.flatnonzero(np.diff(columns) > max(4, (h - 6) // 4))
+    starts = np.concatenate([columns[:1], columns[breaks + 1]])
+    ends = np.concatenate([columns[breaks], columns[-1:]]) + 1
+    wide = ends - starts >= 3  # a speck (a bar's end, a border's corner) is no label
+    starts, ends = starts[wide], ends[wide]
+    gaps = starts[1:] - ends[:-1]
+    if len(starts) < 2 or (ends - starts).max() > w / 2 or gaps.min() < (h - 6) // 2:
+        return [], False
+    cells = []
+    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        rows = np.flatnonzero(inner[:, start:end].any(axis=1))
+        top, high = int(rows[0]), int(rows[-1] - rows[0]) + 1
+        pad = max(3, (h - 6 - high) // 4)
+        cells.append(
+            (x + 3 + start - pad, y + 3 + top - pad, end - start + 2 * pad, high + 2 * pad)
+        )
+    packed = bool(np.ptp(gaps) <= 4 and gaps.max() <= 2 * (h - 6))
+    return cells, packed
 
 
 def spin_buttons(grey: np.ndarray, found: list[Found]) -> list[Found]:

@@ -21,6 +21,7 @@ _TEXT_KERNEL = np.ones((1, 7), np.uint8)  # closes letter and word gaps, never l
 _LINE_KERNELS = (np.ones((1, 48), np.uint8), np.ones((32, 1), np.uint8))
 _TEXT_H = (6, 64)
 _LINK_BLUE = 50  # blue above red and green: link-blue (0, 0, 238), visited (85, 26, 139)
+_BLUISH = 20  # the anti-aliased edge of a link-blue glyph on white
 _SPLIT_H = 18  # px; a text blob this high may be two touching lines
 
 
@@ -111,6 +112,11 @@ def links(rgb: np.ndarray, texts: list[_Found]) -> list[_Found]:
         # Glyphs are 3 px high or more; a flat run is an underline, maybe the line above's.
         _, labels, stats, _ = cv2.connectedComponentsWithStats(blue.view(np.uint8))
         glyphs = (stats[:, cv2.CC_STAT_HEIGHT] >= 3)[labels] & blue
+        # A lighter blue keeps only its stems above the threshold; its paler edges, still
+        # bluish and in the glyphs' rows, close the gaps between the letters of a word.
+        rows = glyphs.any(axis=1)
+        bluish = crop[:, :, 2] - np.maximum(crop[:, :, 0], crop[:, :, 1]) >= _BLUISH
+        glyphs |= bluish & rows[:, None] & (glyphs.mean() < 0.45)
         columns = np.flatnonzero(glyphs.any(axis=0))
         if len(columns) < 3:
             out.append((kind, (x, y, w, h), confidence))
@@ -130,8 +136,11 @@ def links(rgb: np.ndarray, texts: list[_Found]) -> list[_Found]:
         underlined = underline[columns[0] : columns[-1] + 1].mean() >= 0.6
         # (at the gap's middle: the underline skips a pixel or two around descenders)
         cut = ~underline[(columns[:-1] + columns[1:]) // 2]
+        # Without an underline a phrase is one link up to a gap wider than a word space
+        # (links side by side are set apart by more: padding, a separator).
+        space = max(3, h // 4) if underlined else max(3, int(0.8 * h))
         breaks = np.flatnonzero(
-            (gaps > max(3, h // 4)) & (cut | ~underlined) | ((gaps >= 3) & cut & underlined)
+            (gaps > space) & (cut | ~underlined) | ((gaps >= 3) & cut & underlined)
         )
         starts = np.concatenate([[columns[0]], columns[breaks + 1]])
         ends = np.concatenate([columns[breaks], [columns[-1]]]) + 1

@@ -15,7 +15,14 @@ import cv2
 import numpy as np
 
 from gui_harness.perception._blobs import Sums, boxes_of, scratch
-from gui_harness.perception._parts import PART_OF_CONTROL_H, bar_cells, spin_buttons, tabs
+from gui_harness.perception._parts import (
+    PART_OF_CONTROL_H,
+    bar_cells,
+    field_buttons,
+    notebook_tabs,
+    spin_buttons,
+    tabs,
+)
 from gui_harness.perception._pixels import ImageLike, grey_array
 from gui_harness.perception._text import colour_of, links, list_rows, text_lines
 
@@ -135,7 +142,11 @@ def detect_components(
     _close_at_edges(grey, pale)
     thick = cv2.dilate(pale, _KERNEL, dst=scratch.get("thick", grey.shape, np.uint8))
     controls, panels = _controls(grey, pale, thick)
-    texts = list_rows(text_lines(edges, controls), [box for box, _ in panels])
+    controls, panels, lines = notebook_tabs(
+        pale, edges, controls, panels, text_lines(edges, controls)
+    )
+    controls += field_buttons(edges, controls)
+    texts = list_rows(lines, [box for box, _ in panels])
     controls += [("field", box, 0.5) for box, plain in panels if plain]
     colour = colour_of(image)
     if colour is not None:
