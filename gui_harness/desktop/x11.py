@@ -153,7 +153,8 @@ class X11Desktop:
         width, height = self._size
         with _translate_errors(self.display):
             shot = grabber.grab({"left": 0, "top": 0, "width": width, "height": height})
-        return Image.frombytes("RGB", shot.size, shot.bgra, "raw", "BGRX")
+        # decoded straight from mss's buffer: `shot.bgra` would copy the pixels once more
+        return Image.frombytes("RGB", shot.size, shot.raw, "raw", "BGRX")
 
     def execute(self, action: Action) -> None:
         """Perform one action whose coordinates are screen pixels; returns once it is sent.
