@@ -4,8 +4,9 @@ Run by hand (`python benchmarks/bench_gui.py [--episodes N]`); results go to
 docs/performance.md. The step benchmark runs the bundled demo (Tk form on a private Xvfb
 screen, real XTest clicks, the scripted demo policy as the model, OCR on in its
 background thread) and times each phase by wrapping the functions that do it, so the
-phases' times exclude each other. CPU time is reported beside wall time because the
-machine is shared. observe() alone is measured at 1280×800 without OCR.
+phases' times exclude each other. CPU time (of the step's thread, phase by phase) is
+reported beside wall time because the machine is shared. observe() alone is measured at
+1280×800 without OCR, detecting the whole screen each time.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from _common import machine
 
 import gui_harness.agent as agent_module
 import gui_harness.desktop._damage as _damage
+import gui_harness.perception._changes as _changes
 import gui_harness.perception.perceive as perceive_module
 from gui_harness.agent import gui_agent
 from gui_harness.demo.app import demo_app
@@ -38,13 +40,15 @@ from gui_harness.desktop.fake import FakeDesktop
 from gui_harness.desktop.virtual import VirtualDesktop
 from gui_harness.desktop.x11 import X11Desktop
 from gui_harness.perception import ComponentMemory, OcrWorker, Perception
+from gui_harness.perception._changes import Redetector
 from openprogram import Runtime, ScriptedModel, Session
 from openprogram.image import Image
 
 # (owner, attribute, phase): what each phase of a step is, in the order printed
 _PHASES: list[tuple[Any, str, str]] = [
     (X11Desktop, "screenshot", "grab (mss)"),
-    (perceive_module, "detect_components", "detect (pixels)"),
+    (_changes, "detect_components", "detect (pixels)"),
+    (Redetector, "detect", "diff / incremental region"),
     (ComponentMemory, "label", "memory match"),
     (perceive_module._Query, "result", "accessibility wait"),
     (perceive_module, "fuse", "fuse"),
@@ -160,7 +164,8 @@ def bench_steps(episodes: int = 3) -> None:
 def bench_observe(runs: int = 50) -> None:
     with tempfile.TemporaryDirectory() as workdir:
         memory = ComponentMemory("bench", root=Path(workdir))
-        perception = Perception(memory, ocr=False)
+        # whole detections: the same screen again would cost only a diff
+        perception = Perception(memory, ocr=False, incremental=False)
         with VirtualDesktop((1280, 800), apps=[demo_app(Path(workdir) / "s.json")]) as desktop:
             first = perception.perceive(desktop.screenshot())
             for component in first.components[:8]:
@@ -177,7 +182,8 @@ def bench_observe(runs: int = 50) -> None:
                 whole.append(t2 - t0)
                 cpu.append(c2 - c0)
     print(
-        f"observe() at 1280x800, OCR off, {len(observation.components)} components, 8 remembered:"
+        f"observe() at 1280x800, OCR off, whole detection, {len(observation.components)} "
+        "components, 8 remembered:"
     )
     print(f"  capture (mss)            {_ms(grab):6.2f} ms")
     print(f"  detect + memory + text   {_ms(perceive):6.2f} ms")
