@@ -38,9 +38,9 @@ class Redetector:
     region that changed since the previous frame (plus context), old ones kept elsewhere.
 
     The result equals a whole detection of the frame; a whole detection runs when there
-    is no previous frame, the size differs, over 40 % of the frame changed, the region
-    touches the screen's edge, or a component found in it reaches the region's side
-    (it may continue outside). Safe to share between threads.
+    is no previous frame, the size or max_components differs, over 40 % of the frame
+    changed, the change is near the screen's edge, or a component found there may continue
+    past the crop or join an old one. Safe to share between threads.
     """
 
     def __init__(self) -> None:
@@ -87,6 +87,8 @@ def _again(
     if _area(region) > _FULL_SHARE * width * height:
         return None
     x0, y0, x1, y1 = crop = _grown(region, _CONTEXT, size)
+    if x0 == 0 or y0 == 0 or x1 == width or y1 == height:
+        return None  # a whole detection closes outlines the screen's edge cuts; a crop cannot
     colour = rgb_array(image)
     found = detect_components(
         np.ascontiguousarray(colour[y0:y1, x0:x1]),
@@ -172,8 +174,7 @@ def _overlaps_box(a: _Box, b: _Box) -> bool:
 
 
 def _inside(box: tuple[int, int, int, int], crop: _Box) -> bool:
-    """Whether `box` keeps _CUT pixels from every side of `crop` (a side that is the
-    screen's edge too: the crop's detection does not close outlines there)."""
+    """Whether `box` keeps _CUT pixels from every side of `crop`."""
     x, y, w, h = box
     return (
         x >= crop[0] + _CUT
