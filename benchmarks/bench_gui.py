@@ -47,6 +47,7 @@ from openprogram.image import Image
 # (owner, attribute, phase): what each phase of a step is, in the order printed
 _PHASES: list[tuple[Any, str, str]] = [
     (X11Desktop, "screenshot", "grab (mss)"),
+    (X11Desktop, "_grab", "grab (mss)"),
     (_changes, "detect_components", "detect (pixels)"),
     (Redetector, "detect", "diff / incremental region"),
     (ComponentMemory, "label", "memory match"),

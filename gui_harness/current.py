@@ -7,7 +7,9 @@ alike: current_observation(), observe_screen(), look(), ask_for_action() and fri
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +17,7 @@ from gui_harness.actions import Policy, Transform, resolve
 from gui_harness.desktop.base import Desktop
 from gui_harness.errors import InvalidAction
 from gui_harness.normalize import normalize_action
-from gui_harness.perception import Observation
+from gui_harness.perception import Observation, Perception
 from gui_harness.prompts import Plan, Prompts
 from openprogram import llm
 from openprogram.callbacks.base import current_run, notify
@@ -181,11 +183,37 @@ def _invalid(plan: Plan, observation: Observation, run: _Run) -> str | None:
 def _capture(run: _Run) -> tuple[Any, float, Any]:
     """(the screenshot at the model's size, its scale, the full screenshot)."""
     screenshot = run.desktop.screenshot()
+    image, scale = _model_size(run, screenshot)
+    return image, scale, screenshot
+
+
+def _model_size(run: _Run, screenshot: Any) -> tuple[Any, float]:
+    """(`screenshot` at the model's size, its scale)."""
     width, height = screenshot.size
     scale = max(1.0, width / run.max_image_width)
     if scale == 1.0:
-        return screenshot, scale, screenshot
-    return screenshot.resize((round(width / scale), round(height / scale))), scale, screenshot
+        return screenshot, scale
+    return screenshot.resize((round(width / scale), round(height / scale))), scale
+
+
+@contextlib.contextmanager
+def _early_frames(run: _Run) -> Iterator[None]:
+    """While in it, the frames the desktop takes as the screen settles after an action
+    go to the run's Perception, so the next observe finds its detection done."""
+    add = getattr(run.desktop, "add_frame_listener", None)
+    if not callable(add) or not isinstance(run.perception, Perception):
+        yield
+        return
+    perception = run.perception
+
+    def listener(frame: Any) -> None:
+        perception.prepare(_model_size(run, frame)[0])
+
+    add(listener)
+    try:
+        yield
+    finally:
+        run.desktop.remove_frame_listener(listener)  # type: ignore[attr-defined]  # has add
 
 
 def _perceive(run: _Run, image: Any) -> Observation:

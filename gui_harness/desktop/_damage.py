@@ -3,7 +3,8 @@
 Owns one X connection with a DAMAGE object on the root window (the server reports when
 anything is drawn, in any window; one report until we read it, so an animation nobody
 watches queues nothing) and the settle rule: after input, wait for the first change,
-then for a quiet spell. X11Desktop marks each action; settle.py decides when to ask.
+then for a quiet spell, during which a caller may take an early frame. X11Desktop marks
+each action; settle.py decides when to ask.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 import select
 import threading
 import time
+from collections.abc import Callable
 
 import Xlib.display
 import Xlib.error
@@ -31,6 +33,8 @@ _FIRST_MAX_S = 0.5
 _QUIET_MAX_S = 0.25
 _FIRST_FACTOR = 4  # the wait for a first change: this many times the slowest one seen lately
 _REMEMBERED = 8
+_EARLY_AFTER_S = 0.005  # quiet this long after a change: the drawing burst is over
+_EARLY_TIMES = 2  # early frames per settle at most: an animation would make each a waste
 
 
 class DamageWatch:
@@ -54,7 +58,8 @@ class DamageWatch:
         self._damage = self._x.screen().root.damage_create(damage.DamageReportNonEmpty)
         self._x.sync()
         self._event = self._x.extension_event.DamageNotify
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._changes = 0
         self._latencies: collections.deque[float] = collections.deque(maxlen=_REMEMBERED)
 
     def mark(self) -> None:
@@ -62,13 +67,23 @@ class DamageWatch:
         with self._lock:
             self._drain()
 
-    def settle(self, *, timeout: float, quiet: float | None = None) -> bool:
+    def settle(
+        self,
+        *,
+        timeout: float,
+        quiet: float | None = None,
+        early: Callable[[], object] | None = None,
+    ) -> bool:
         """Wait until the screen changed and then stayed unchanged for `quiet` seconds,
         or saw no change at all within the adaptive first-change wait; True then.
         False when `timeout` seconds pass first (an animation that never stops).
 
         `quiet` defaults to QUIET_S stretched by the machine's load: on a machine with
         more runnable processes than CPUs, an app waits its turn between two draws.
+        `early` is called (on this thread, at most twice) once the screen has been quiet
+        for a few milliseconds, so work on the frame overlaps the rest of the quiet
+        spell; its time counts towards the spell. Whether that frame is still the screen
+        is `changed_since(count)`'s answer, with `count` read before the frame was taken.
         """
         with self._lock:
             start = time.monotonic()
@@ -78,9 +93,19 @@ class DamageWatch:
             if quiet is None:
                 quiet = min(_QUIET_MAX_S, QUIET_S * patience)
             last: float | None = None
+            early_for: float | None = None
+            earlies = 0
             while True:
                 now = time.monotonic()
                 until = start + first_wait if last is None else last + quiet
+                if early is not None and last is not None and last != early_for:
+                    if earlies < _EARLY_TIMES:  # wake when the early frame is due
+                        if now - last >= min(_EARLY_AFTER_S, quiet):
+                            early_for = last
+                            earlies += 1
+                            early()
+                            continue
+                        until = min(until, last + min(_EARLY_AFTER_S, quiet))
                 if until <= min(now, deadline):
                     return True
                 if now >= deadline:
@@ -90,6 +115,22 @@ class DamageWatch:
                     if last is None:
                         self._latencies.append(changed - start)
                     last = changed
+
+    @property
+    def changes(self) -> int:
+        """How many DAMAGE reports this watch has read so far (not draining new ones)."""
+        return self._changes
+
+    def changed_since(self, count: int) -> bool:
+        """Whether the screen changed after `changes` was `count`: a round trip to the
+        server first, so every drawing it did before now has been reported."""
+        with self._lock:
+            try:
+                self._x.sync()
+            except (Xlib.error.ConnectionClosedError, OSError) as exc:
+                raise DesktopError(f"lost the X display while watching it: {exc}") from exc
+            self._drain()
+            return self._changes != count
 
     @property
     def first_wait(self) -> float:
@@ -114,6 +155,7 @@ class DamageWatch:
                 if event.type & 0x7F == self._event:
                     changes += 1
             if changes:  # empty the damage, so the next drawing is reported again
+                self._changes += changes
                 self._x.damage_subtract(self._damage)
                 self._x.flush()
         except (Xlib.error.ConnectionClosedError, OSError) as exc:

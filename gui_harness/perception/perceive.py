@@ -153,6 +153,14 @@ class Perception:
         notes = (accessibility.note,) if accessibility is not None and accessibility.note else ()
         return Observation(picture, tuple(components), describe(components), notes, accessibility)
 
+    def prepare(self, image: ImageLike) -> None:
+        """Detect the pixel components of `image` ahead of its perceive(): a later
+        perceive() of the same pixels then only checks that nothing changed. gui_agent
+        hands it the frame taken while the screen settles."""
+        if self.incremental:
+            picture = pil_image(image)
+            self._redetector.detect(picture, grey_array(picture), max_components=self.max_components)
+
     def close(self) -> None:
         """Release what this Perception holds: nothing of its own (the OCR worker is
         shared or the caller's); gui_agent calls it on a Perception it made."""

@@ -164,3 +164,83 @@ def test_a_server_without_damage_settles_by_comparing_frames(
         with X11Desktop(desktop.display) as screen:
             assert screen.wait_settled(timeout=5.0)
             assert not screen.wait_settled(timeout=0.0)
+
+
+@needs_xvfb
+def test_the_frame_taken_while_settling_goes_to_listeners_and_is_the_next_screenshot(
+    tmp_path: Path,
+) -> None:
+    with VirtualDesktop((800, 600), [demo_app(tmp_path / "state.json")]) as desktop:
+        frames: list[Image.Image] = []
+        desktop.add_frame_listener(frames.append)
+        box, before = _click_subscribe(desktop, tmp_path / "state.json")
+        assert desktop.wait_settled(timeout=5.0)
+        assert frames and _region(frames[-1], box) != _region(before, box)  # the tick drawn
+        assert desktop.screenshot() is frames[-1]  # nothing drawn since: no new capture
+        assert desktop.screenshot() is not frames[-1]  # used once
+        desktop.remove_frame_listener(frames.append)
+        desktop.remove_frame_listener(frames.append)  # twice is harmless
+        count = len(frames)
+        _click_subscribe(desktop, tmp_path / "state.json")
+        assert desktop.wait_settled(timeout=5.0)
+        assert len(frames) == count
+
+
+@needs_xvfb
+def test_a_frame_taken_while_settling_is_not_returned_once_the_screen_changed_after_it(
+    tmp_path: Path,
+) -> None:
+    with VirtualDesktop((800, 600), [demo_app(tmp_path / "state.json")]) as desktop:
+        frames: list[Image.Image] = []
+        desktop.add_frame_listener(frames.append)
+        box, before = _click_subscribe(desktop, tmp_path / "state.json")
+        assert desktop.wait_settled(timeout=5.0)
+        assert desktop.display is not None
+        painter = Xlib.display.Display(desktop.display)
+        try:
+            root = painter.screen().root
+            root.fill_rectangle(root.create_gc(foreground=0xFF0000), 0, 0, 20, 20)
+            painter.sync()
+        finally:
+            painter.close()
+        shot = desktop.screenshot()
+        assert shot is not frames[-1]
+        assert shot.getpixel((5, 5)) == (255, 0, 0)
+        assert _region(shot, box) == _region(frames[-1], box)
+
+
+@needs_xvfb
+def test_a_new_action_drops_the_frame_taken_while_settling(tmp_path: Path) -> None:
+    with VirtualDesktop((800, 600), [demo_app(tmp_path / "state.json")]) as desktop:
+        frames: list[Image.Image] = []
+        desktop.add_frame_listener(frames.append)
+        _click_subscribe(desktop, tmp_path / "state.json")
+        assert desktop.wait_settled(timeout=5.0)
+        desktop.execute(Click(x=1, y=1))  # on the bare root: nothing redraws
+        assert desktop.screenshot() is not frames[-1]
+
+
+@needs_xvfb
+def test_settle_calls_early_once_before_the_quiet_spell_ends_and_counts_changes() -> None:
+    with VirtualDesktop((320, 240), accessibility=False) as desktop:
+        assert desktop.display is not None
+        watch = DamageWatch(desktop.display)
+        painter = Xlib.display.Display(desktop.display)
+        calls: list[float] = []
+        try:
+            root = painter.screen().root
+            watch.mark()
+            root.fill_rectangle(root.create_gc(foreground=0x00FF00), 0, 0, 50, 50)
+            painter.sync()
+            start = time.monotonic()
+            assert watch.settle(timeout=5.0, quiet=0.2, early=lambda: calls.append(time.monotonic()))
+            assert len(calls) == 1
+            assert calls[0] - start < 0.2  # well before the quiet spell ended
+            count = watch.changes
+            assert not watch.changed_since(count)
+            root.fill_rectangle(root.create_gc(foreground=0x0000FF), 0, 0, 50, 50)
+            painter.sync()
+            assert watch.changed_since(count)
+        finally:
+            painter.close()
+            watch.close()
