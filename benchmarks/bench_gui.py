@@ -28,7 +28,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import machine
 
 import gui_harness.agent as agent_module
-import gui_harness.desktop._damage as _damage
 import gui_harness.perception._changes as _changes
 import gui_harness.perception.perceive as perceive_module
 from gui_harness.agent import gui_agent
@@ -211,15 +210,8 @@ def _ms(samples: list[float]) -> float:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--episodes", type=int, default=3, help="demo runs (8 steps each)")
-    parser.add_argument(
-        "--no-load-stretch",
-        action="store_true",
-        help="settle as on an idle machine (25 ms quiet) whatever the load average says",
-    )
     options = parser.parse_args()
-    if options.no_load_stretch:
-        _damage._patience = lambda: 1.0
-    print(machine(), "(settle not stretched by the load)" if options.no_load_stretch else "")
+    print(machine())
     bench_steps(options.episodes)
     bench_observe()
     bench_loop()

@@ -53,6 +53,10 @@ class _Run:
     verification: dict[str, Any] | None = None
     step: int = 0
     published: int = 0  # how many observations were made current so far
+    # the frame taken while the screen settled: screenshot, at the model's size, its
+    # scale, as hashed
+    early: tuple[Any, Any, float, Image] | None = None
+    shown: Image | None = None  # the hashed image of the latest capture, when made early
 
 
 _run: contextvars.ContextVar[_Run | None] = contextvars.ContextVar("gui_run", default=None)
@@ -118,7 +122,7 @@ def observe_screen(step: int) -> dict[str, Any]:
     observation = _perceive(run, image)
     _publish(run, observation, scale)
     notify(run.runtime.callbacks, "on_screenshot", screenshot, step, record_on=current_run())
-    shown = Image(image)  # one image value for the record and its view: hashed once
+    shown = run.shown if run.shown is not None and run.shown.pil is image else Image(image)
     seen: dict[str, Any] = {
         "step": step,
         "size": list(observation.size),
@@ -183,6 +187,10 @@ def _invalid(plan: Plan, observation: Observation, run: _Run) -> str | None:
 def _capture(run: _Run) -> tuple[Any, float, Any]:
     """(the screenshot at the model's size, its scale, the full screenshot)."""
     screenshot = run.desktop.screenshot()
+    early, run.early, run.shown = run.early, None, None
+    if early is not None and early[0] is screenshot:  # nothing drawn since: done already
+        run.shown = early[3]
+        return early[1], early[2], screenshot
     image, scale = _model_size(run, screenshot)
     return image, scale, screenshot
 
@@ -207,7 +215,11 @@ def _early_frames(run: _Run) -> Iterator[None]:
     perception = run.perception
 
     def listener(frame: Any) -> None:
-        perception.prepare(_model_size(run, frame)[0])
+        image, scale = _model_size(run, frame)
+        perception.prepare(image)
+        shown = Image(image)  # one image value for the record and its view: hashed once
+        shown.ref()  # hashed now, while the screen settles
+        run.early = (frame, image, scale, shown)
 
     add(listener)
     try:

@@ -16,6 +16,7 @@ from gui_harness.demo.run import check_saved_state
 from gui_harness.desktop.virtual import VirtualDesktop
 from gui_harness.perception import Observation, Perception
 from openprogram import Runtime, ScriptedModel, Session
+from openprogram.image import ImageRef
 
 pytestmark = [
     pytest.mark.x11,
@@ -46,7 +47,7 @@ def test_observe_perceives_the_frame_prepared_while_the_screen_settled(
 ) -> None:
     perception = _Watched()
     state = tmp_path / "state.json"
-    with VirtualDesktop(size, apps=[demo_app(state)]) as desktop, Session():
+    with VirtualDesktop(size, apps=[demo_app(state)]) as desktop, Session() as session:
         with Runtime(ScriptedModel(demo_policy)):
             result = gui_agent(
                 TASK, desktop=desktop, perception=perception, max_image_width=640
@@ -55,8 +56,15 @@ def test_observe_perceives_the_frame_prepared_while_the_screen_settled(
     assert result.success and check_saved_state(read_state(state)) is None
     assert perception.prepared  # frames came while settling
     prepared = {id(image) for image in perception.prepared}
-    if size == (640, 560):  # the screenshot itself: the same object perceived
-        assert sum(id(image) in prepared for image in perception.perceived) >= 3
+    # the very picture prepared is perceived (at scale 2, the one resized while settling)
+    assert sum(id(image) in prepared for image in perception.perceived) >= 3
+    # and hashed then: the record holds that picture
+    dag = session.dag
+    recorded = []
+    for node in dag.find(name="observe", kind="code"):
+        shot = node.output["screenshot"]
+        recorded.append(dag.image(shot if isinstance(shot, ImageRef) else shot.ref()).pil)
+    assert sum(id(image) in prepared for image in recorded) >= 3
     # every later perceive of an unchanged frame reused its components
     assert perception._redetector.incremental >= len(perception.prepared) // 2
     assert not listeners  # the run took its listener away
