@@ -95,14 +95,15 @@ class DamageWatch:
             while True:
                 now = time.monotonic()
                 until = start + first_wait if last is None else last + quiet
-                if early is not None and last is not None and last != early_for:
-                    if earlies < _EARLY_TIMES:  # wake when the early frame is due
-                        if now - last >= min(_EARLY_AFTER_S, quiet):
-                            early_for = last
-                            earlies += 1
-                            early()
-                            continue
-                        until = min(until, last + min(_EARLY_AFTER_S, quiet))
+                due = early is not None and last is not None and last != early_for
+                if due and earlies < _EARLY_TIMES:
+                    assert early is not None and last is not None  # due says so
+                    if now - last >= min(_EARLY_AFTER_S, quiet):
+                        early_for = last
+                        earlies += 1
+                        early()
+                        continue
+                    until = min(until, last + min(_EARLY_AFTER_S, quiet))  # wake for it
                 if until <= min(now, deadline):
                     return True
                 if now >= deadline:
@@ -163,4 +164,3 @@ class DamageWatch:
         """Wait up to `seconds` for events; the number of changes among them."""
         readable, _, _ = select.select([self._x.fileno()], [], [], max(0.0, seconds))
         return self._drain() if readable else 0
-

@@ -159,7 +159,8 @@ class Perception:
         hands it the frame taken while the screen settles."""
         if self.incremental:
             picture = pil_image(image)
-            self._redetector.detect(picture, grey_array(picture), max_components=self.max_components)
+            grey = grey_array(picture)
+            self._redetector.detect(picture, grey, max_components=self.max_components)
 
     def close(self) -> None:
         """Release what this Perception holds: nothing of its own (the OCR worker is

@@ -49,9 +49,7 @@ def test_observe_perceives_the_frame_prepared_while_the_screen_settled(
     state = tmp_path / "state.json"
     with VirtualDesktop(size, apps=[demo_app(state)]) as desktop, Session() as session:
         with Runtime(ScriptedModel(demo_policy)):
-            result = gui_agent(
-                TASK, desktop=desktop, perception=perception, max_image_width=640
-            )
+            result = gui_agent(TASK, desktop=desktop, perception=perception, max_image_width=640)
         listeners = desktop.desktop._frame_listeners
     assert result.success and check_saved_state(read_state(state)) is None
     assert perception.prepared  # frames came while settling

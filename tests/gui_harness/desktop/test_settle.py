@@ -193,7 +193,7 @@ def test_a_frame_taken_while_settling_is_not_returned_once_the_screen_changed_af
     with VirtualDesktop((800, 600), [demo_app(tmp_path / "state.json")]) as desktop:
         frames: list[Image.Image] = []
         desktop.add_frame_listener(frames.append)
-        box, before = _click_subscribe(desktop, tmp_path / "state.json")
+        box, _ = _click_subscribe(desktop, tmp_path / "state.json")
         assert desktop.wait_settled(timeout=5.0)
         assert desktop.display is not None
         painter = Xlib.display.Display(desktop.display)
@@ -221,25 +221,32 @@ def test_a_new_action_drops_the_frame_taken_while_settling(tmp_path: Path) -> No
 
 
 @needs_xvfb
-def test_settle_calls_early_once_before_the_quiet_spell_ends_and_counts_changes() -> None:
+def test_settle_calls_early_again_after_a_change_at_most_twice_and_counts_changes() -> None:
     with VirtualDesktop((320, 240), accessibility=False) as desktop:
         assert desktop.display is not None
         watch = DamageWatch(desktop.display)
         painter = Xlib.display.Display(desktop.display)
-        calls: list[float] = []
-        try:
-            root = painter.screen().root
-            watch.mark()
-            root.fill_rectangle(root.create_gc(foreground=0x00FF00), 0, 0, 50, 50)
+        root = painter.screen().root
+        colours = iter(range(0x10, 0xFF))
+        calls: list[int] = []
+
+        def paint() -> None:
+            root.fill_rectangle(root.create_gc(foreground=next(colours)), 0, 0, 50, 50)
             painter.sync()
-            start = time.monotonic()
-            assert watch.settle(timeout=5.0, quiet=0.2, early=lambda: calls.append(time.monotonic()))
-            assert len(calls) == 1
-            assert calls[0] - start < 0.2  # well before the quiet spell ended
+
+        def early() -> None:  # each early frame is made stale by a drawing right after it
+            calls.append(watch.changes)
+            paint()
+
+        try:
+            watch.mark()
+            paint()
+            assert watch.settle(timeout=5.0, early=early)
+            assert len(calls) == 2  # again after the change it saw, then no more
+            assert watch.changed_since(calls[0]) and watch.changed_since(calls[1])
             count = watch.changes
             assert not watch.changed_since(count)
-            root.fill_rectangle(root.create_gc(foreground=0x0000FF), 0, 0, 50, 50)
-            painter.sync()
+            paint()
             assert watch.changed_since(count)
         finally:
             painter.close()

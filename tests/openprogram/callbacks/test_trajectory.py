@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from PIL import Image as PILImage
@@ -300,7 +301,7 @@ def test_calls_outside_a_run_are_not_saved_and_failed_exchanges_have_no_reply(tm
 class _NotedScreen(PILImage.Image):
     """A screenshot that notes the thread that encodes it."""
 
-    threads: list[str] = []
+    threads: ClassVar[list[str]] = []
 
     def save(self, *args, **kwargs):  # type: ignore[override]
         self.threads.append(threading.current_thread().name)
