@@ -3,10 +3,11 @@ server has no DAMAGE; a still screen settles, a changing one does not."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -166,15 +167,25 @@ def test_a_server_without_damage_settles_by_comparing_frames(
             assert not screen.wait_settled(timeout=0.0)
 
 
-@needs_xvfb
-def test_the_frame_taken_while_settling_goes_to_listeners_and_is_the_next_screenshot(
+@contextlib.contextmanager
+def _ticked_with_frames(
     tmp_path: Path,
-) -> None:
+) -> Iterator[tuple[VirtualDesktop, list[Image.Image], dict[str, int], Image.Image]]:
+    """The demo form with a frame listener, its Subscribe box clicked and settled: the
+    desktop, the frames taken while settling, the box and the screen from before."""
     with VirtualDesktop((800, 600), [demo_app(tmp_path / "state.json")]) as desktop:
         frames: list[Image.Image] = []
         desktop.add_frame_listener(frames.append)
         box, before = _click_subscribe(desktop, tmp_path / "state.json")
         assert desktop.wait_settled(timeout=5.0)
+        yield desktop, frames, box, before
+
+
+@needs_xvfb
+def test_the_frame_taken_while_settling_goes_to_listeners_and_is_the_next_screenshot(
+    tmp_path: Path,
+) -> None:
+    with _ticked_with_frames(tmp_path) as (desktop, frames, box, before):
         assert frames and _region(frames[-1], box) != _region(before, box)  # the tick drawn
         assert desktop.screenshot() is frames[-1]  # nothing drawn since: no new capture
         assert desktop.screenshot() is not frames[-1]  # used once
@@ -190,11 +201,7 @@ def test_the_frame_taken_while_settling_goes_to_listeners_and_is_the_next_screen
 def test_a_frame_taken_while_settling_is_not_returned_once_the_screen_changed_after_it(
     tmp_path: Path,
 ) -> None:
-    with VirtualDesktop((800, 600), [demo_app(tmp_path / "state.json")]) as desktop:
-        frames: list[Image.Image] = []
-        desktop.add_frame_listener(frames.append)
-        box, _ = _click_subscribe(desktop, tmp_path / "state.json")
-        assert desktop.wait_settled(timeout=5.0)
+    with _ticked_with_frames(tmp_path) as (desktop, frames, box, _):
         assert desktop.display is not None
         painter = Xlib.display.Display(desktop.display)
         try:
@@ -211,11 +218,7 @@ def test_a_frame_taken_while_settling_is_not_returned_once_the_screen_changed_af
 
 @needs_xvfb
 def test_a_new_action_drops_the_frame_taken_while_settling(tmp_path: Path) -> None:
-    with VirtualDesktop((800, 600), [demo_app(tmp_path / "state.json")]) as desktop:
-        frames: list[Image.Image] = []
-        desktop.add_frame_listener(frames.append)
-        _click_subscribe(desktop, tmp_path / "state.json")
-        assert desktop.wait_settled(timeout=5.0)
+    with _ticked_with_frames(tmp_path) as (desktop, frames, _, _):
         desktop.execute(Click(x=1, y=1))  # on the bare root: nothing redraws
         assert desktop.screenshot() is not frames[-1]
 
