@@ -16,7 +16,7 @@ from typing import Any
 
 from gui_harness import leaves
 from gui_harness.actions import Policy, resolve
-from gui_harness.current import _current, _publish, _Run, _run
+from gui_harness.current import _current, _early_frames, _publish, _Run, _run
 from gui_harness.desktop.base import Desktop
 from gui_harness.desktop.settle import wait_until_stable
 from gui_harness.errors import ActionRejected, DesktopAuthError, DesktopError
@@ -381,7 +381,8 @@ def gui_agent(
         )
         token = _run.set(run)
         try:
-            return _loop(run, task, max_steps, timeout_s)
+            with _early_frames(run):
+                return _loop(run, task, max_steps, timeout_s)
         finally:
             _run.reset(token)
     finally:

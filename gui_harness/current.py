@@ -7,7 +7,9 @@ alike: current_observation(), observe_screen(), look(), ask_for_action() and fri
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +17,7 @@ from gui_harness.actions import Policy, Transform, resolve
 from gui_harness.desktop.base import Desktop
 from gui_harness.errors import InvalidAction
 from gui_harness.normalize import normalize_action
-from gui_harness.perception import Observation
+from gui_harness.perception import Observation, Perception
 from gui_harness.prompts import Plan, Prompts
 from openprogram import llm
 from openprogram.callbacks.base import current_run, notify
@@ -51,6 +53,10 @@ class _Run:
     verification: dict[str, Any] | None = None
     step: int = 0
     published: int = 0  # how many observations were made current so far
+    # the frame taken while the screen settled: screenshot, at the model's size, its
+    # scale, as hashed
+    early: tuple[Any, Any, float, Image] | None = None
+    shown: Image | None = None  # the hashed image of the latest capture, when made early
 
 
 _run: contextvars.ContextVar[_Run | None] = contextvars.ContextVar("gui_run", default=None)
@@ -116,7 +122,7 @@ def observe_screen(step: int) -> dict[str, Any]:
     observation = _perceive(run, image)
     _publish(run, observation, scale)
     notify(run.runtime.callbacks, "on_screenshot", screenshot, step, record_on=current_run())
-    shown = Image(image)  # one image value for the record and its view: hashed once
+    shown = run.shown if run.shown is not None and run.shown.pil is image else Image(image)
     seen: dict[str, Any] = {
         "step": step,
         "size": list(observation.size),
@@ -181,11 +187,45 @@ def _invalid(plan: Plan, observation: Observation, run: _Run) -> str | None:
 def _capture(run: _Run) -> tuple[Any, float, Any]:
     """(the screenshot at the model's size, its scale, the full screenshot)."""
     screenshot = run.desktop.screenshot()
+    early, run.early, run.shown = run.early, None, None
+    if early is not None and early[0] is screenshot:  # nothing drawn since: done already
+        run.shown = early[3]
+        return early[1], early[2], screenshot
+    image, scale = _model_size(run, screenshot)
+    return image, scale, screenshot
+
+
+def _model_size(run: _Run, screenshot: Any) -> tuple[Any, float]:
+    """(`screenshot` at the model's size, its scale)."""
     width, height = screenshot.size
     scale = max(1.0, width / run.max_image_width)
     if scale == 1.0:
-        return screenshot, scale, screenshot
-    return screenshot.resize((round(width / scale), round(height / scale))), scale, screenshot
+        return screenshot, scale
+    return screenshot.resize((round(width / scale), round(height / scale))), scale
+
+
+@contextlib.contextmanager
+def _early_frames(run: _Run) -> Iterator[None]:
+    """While in it, the frames the desktop takes as the screen settles after an action
+    go to the run's Perception, so the next observe finds its detection done."""
+    add = getattr(run.desktop, "add_frame_listener", None)
+    if not callable(add) or not isinstance(run.perception, Perception):
+        yield
+        return
+    perception = run.perception
+
+    def listener(frame: Any) -> None:
+        image, scale = _model_size(run, frame)
+        perception.prepare(image)
+        shown = Image(image)  # one image value for the record and its view: hashed once
+        shown.ref()  # hashed now, while the screen settles
+        run.early = (frame, image, scale, shown)
+
+    add(listener)
+    try:
+        yield
+    finally:
+        run.desktop.remove_frame_listener(listener)  # type: ignore[attr-defined]  # has add
 
 
 def _perceive(run: _Run, image: Any) -> Observation:

@@ -3,17 +3,18 @@
 Owns one X connection with a DAMAGE object on the root window (the server reports when
 anything is drawn, in any window; one report until we read it, so an animation nobody
 watches queues nothing) and the settle rule: after input, wait for the first change,
-then for a quiet spell. X11Desktop marks each action; settle.py decides when to ask.
+then for a quiet spell, during which a caller may take an early frame. X11Desktop marks
+each action; settle.py decides when to ask.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
-import os
 import select
 import threading
 import time
+from collections.abc import Callable
 
 import Xlib.display
 import Xlib.error
@@ -28,9 +29,10 @@ QUIET_S = 0.025
 frame, so a browser drawing a transition frame by frame is not taken as still."""
 _FIRST_MIN_S = 0.05  # the shortest wait for an action's first change
 _FIRST_MAX_S = 0.5
-_QUIET_MAX_S = 0.25
 _FIRST_FACTOR = 4  # the wait for a first change: this many times the slowest one seen lately
 _REMEMBERED = 8
+_EARLY_AFTER_S = 0.005  # quiet this long after a change: the drawing burst is over
+_EARLY_TIMES = 2  # early frames per settle at most: an animation would make each a waste
 
 
 class DamageWatch:
@@ -54,7 +56,8 @@ class DamageWatch:
         self._damage = self._x.screen().root.damage_create(damage.DamageReportNonEmpty)
         self._x.sync()
         self._event = self._x.extension_event.DamageNotify
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._changes = 0
         self._latencies: collections.deque[float] = collections.deque(maxlen=_REMEMBERED)
 
     def mark(self) -> None:
@@ -62,25 +65,45 @@ class DamageWatch:
         with self._lock:
             self._drain()
 
-    def settle(self, *, timeout: float, quiet: float | None = None) -> bool:
+    def settle(
+        self,
+        *,
+        timeout: float,
+        quiet: float | None = None,
+        early: Callable[[], object] | None = None,
+    ) -> bool:
         """Wait until the screen changed and then stayed unchanged for `quiet` seconds,
         or saw no change at all within the adaptive first-change wait; True then.
         False when `timeout` seconds pass first (an animation that never stops).
 
-        `quiet` defaults to QUIET_S stretched by the machine's load: on a machine with
-        more runnable processes than CPUs, an app waits its turn between two draws.
+        `quiet` defaults to QUIET_S, whatever the machine's load (the demo and MiniWoB
+        pages in Chromium settle right at a load average of 11–19 on 2 CPUs).
+        `early` is called (on this thread, at most twice) once the screen has been quiet
+        for a few milliseconds, so work on the frame overlaps the rest of the quiet
+        spell; its time counts towards the spell. Whether that frame is still the screen
+        is `changed_since(count)`'s answer, with `count` read before the frame was taken.
         """
         with self._lock:
             start = time.monotonic()
             deadline = start + timeout
-            patience = _patience()
-            first_wait = min(_FIRST_MAX_S, self.first_wait * patience)
+            first_wait = self.first_wait
             if quiet is None:
-                quiet = min(_QUIET_MAX_S, QUIET_S * patience)
+                quiet = QUIET_S
             last: float | None = None
+            early_for: float | None = None
+            earlies = 0
             while True:
                 now = time.monotonic()
                 until = start + first_wait if last is None else last + quiet
+                due = early is not None and last is not None and last != early_for
+                if due and earlies < _EARLY_TIMES:
+                    assert early is not None and last is not None  # due says so
+                    if now - last >= min(_EARLY_AFTER_S, quiet):
+                        early_for = last
+                        earlies += 1
+                        early()
+                        continue
+                    until = min(until, last + min(_EARLY_AFTER_S, quiet))  # wake for it
                 if until <= min(now, deadline):
                     return True
                 if now >= deadline:
@@ -90,6 +113,22 @@ class DamageWatch:
                     if last is None:
                         self._latencies.append(changed - start)
                     last = changed
+
+    @property
+    def changes(self) -> int:
+        """How many DAMAGE reports this watch has read so far (not draining new ones)."""
+        return self._changes
+
+    def changed_since(self, count: int) -> bool:
+        """Whether the screen changed after `changes` was `count`: a round trip to the
+        server first, so every drawing it did before now has been reported."""
+        with self._lock:
+            try:
+                self._x.sync()
+            except (Xlib.error.ConnectionClosedError, OSError) as exc:
+                raise DesktopError(f"lost the X display while watching it: {exc}") from exc
+            self._drain()
+            return self._changes != count
 
     @property
     def first_wait(self) -> float:
@@ -114,6 +153,7 @@ class DamageWatch:
                 if event.type & 0x7F == self._event:
                     changes += 1
             if changes:  # empty the damage, so the next drawing is reported again
+                self._changes += changes
                 self._x.damage_subtract(self._damage)
                 self._x.flush()
         except (Xlib.error.ConnectionClosedError, OSError) as exc:
@@ -124,12 +164,3 @@ class DamageWatch:
         """Wait up to `seconds` for events; the number of changes among them."""
         readable, _, _ = select.select([self._x.fileno()], [], [], max(0.0, seconds))
         return self._drain() if readable else 0
-
-
-def _patience() -> float:
-    """How many times longer than on an idle machine an app may take to get a CPU: the
-    runnable processes per CPU (1-minute load average), at least 1."""
-    try:
-        return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
-    except OSError:  # no load average on this platform
-        return 1.0

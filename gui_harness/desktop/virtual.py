@@ -157,6 +157,15 @@ class VirtualDesktop:
         """Wait for the screen to settle after the latest action (see X11Desktop)."""
         return self.desktop.wait_settled(timeout=timeout)
 
+    def add_frame_listener(self, listener: Callable[[Image.Image], object]) -> None:
+        """Have `listener` called with each frame taken while the screen settles (see
+        X11Desktop.add_frame_listener)."""
+        self.desktop.add_frame_listener(listener)
+
+    def remove_frame_listener(self, listener: Callable[[Image.Image], object]) -> None:
+        """Stop calling `listener` (see X11Desktop.remove_frame_listener)."""
+        self.desktop.remove_frame_listener(listener)
+
     def start(self) -> None:
         """Start Xvfb and every app, waiting for each to be ready; stop them all on failure."""
         if self._started:

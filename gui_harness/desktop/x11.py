@@ -14,7 +14,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -122,6 +122,8 @@ class X11Desktop:
         self._closed = False
         self._accessibility_bus: str | object | None = _UNKNOWN
         self._watch: DamageWatch | object | None = _UNKNOWN
+        self._early: tuple[Image.Image, int] | None = None  # a frame taken while settling
+        self._frame_listeners: list[Callable[[Image.Image], object]] = []
 
     def __repr__(self) -> str:
         return f"X11Desktop(display={self.display!r})"
@@ -148,12 +150,36 @@ class X11Desktop:
         return self._accessibility_bus  # type: ignore[return-value]  # _UNKNOWN replaced above
 
     def screenshot(self) -> Image.Image:
-        """Capture the whole screen as an RGB image of exactly `size` pixels."""
+        """Capture the whole screen as an RGB image of exactly `size` pixels.
+
+        The frame taken while the screen settled is returned when X reported no drawing
+        since it was taken (it is then what a capture now would show).
+        """
+        early, self._early = self._early, None
+        watch = self._damage()
+        if early is not None and watch is not None and not watch.changed_since(early[1]):
+            return early[0]
+        return self._grab()
+
+    def add_frame_listener(self, listener: Callable[[Image.Image], object]) -> None:
+        """Call `listener(frame)` with each frame taken while the screen settles after an
+        action (once it has been quiet for a few milliseconds), on the settling thread,
+        so work on it overlaps the rest of the quiet spell. The frame may turn out stale:
+        screenshot() then captures a new one."""
+        self._frame_listeners.append(listener)
+
+    def remove_frame_listener(self, listener: Callable[[Image.Image], object]) -> None:
+        """Stop calling `listener`; no error when it was not added."""
+        with contextlib.suppress(ValueError):
+            self._frame_listeners.remove(listener)
+
+    def _grab(self) -> Image.Image:
         grabber = self._grabber()
         width, height = self._size
         with _translate_errors(self.display):
             shot = grabber.grab({"left": 0, "top": 0, "width": width, "height": height})
-        return Image.frombytes("RGB", shot.size, shot.bgra, "raw", "BGRX")
+        # decoded straight from mss's buffer: `shot.bgra` would copy the pixels once more
+        return Image.frombytes("RGB", shot.size, shot.raw, "raw", "BGRX")
 
     def execute(self, action: Action) -> None:
         """Perform one action whose coordinates are screen pixels; returns once it is sent.
@@ -171,6 +197,7 @@ class X11Desktop:
         if handler is None:
             raise InvalidAction(f"action type {kind!r} is not one X11Desktop can perform")
         self._check_open()
+        self._early = None
         watch = self._damage()
         if watch is not None:
             watch.mark()
@@ -190,7 +217,7 @@ class X11Desktop:
             from gui_harness.desktop.settle import compare_frames
 
             return compare_frames(self, timeout=timeout)
-        return watch.settle(timeout=timeout)
+        return watch.settle(timeout=timeout, early=lambda: self._take_early(watch))
 
     def visible_windows(self) -> list[Window]:
         """The viewable children of the root window, bottom to top, with their owners' pids.
@@ -256,6 +283,14 @@ class X11Desktop:
                     except DesktopError:
                         self._watch = None
         return self._watch  # type: ignore[return-value]  # _UNKNOWN replaced above
+
+    def _take_early(self, watch: DamageWatch) -> None:
+        """Take the settling screen's frame and hand it to the frame listeners."""
+        count = watch.changes
+        frame = self._grab()
+        self._early = (frame, count)
+        for listener in list(self._frame_listeners):
+            listener(frame)
 
     def _grabber(self) -> Any:
         """This thread's mss instance: mss keeps per-thread X state, so one per thread."""

@@ -122,7 +122,11 @@ class Component:
 
 
 def detect_components(
-    image: ImageLike, *, max_components: int = 200, grey: np.ndarray | None = None
+    image: ImageLike,
+    *,
+    max_components: int = 200,
+    grey: np.ndarray | None = None,
+    image_edges: bool = True,
 ) -> list[Component]:
     """Find buttons, fields, checkboxes, icons and text lines on a screenshot.
 
@@ -132,6 +136,8 @@ def detect_components(
     are more, controls are kept first, then the largest text lines and icons. Each
     calling thread keeps about 12 bytes per pixel of scratch images for its next call.
     `grey`: the image already in grey (uint8, same size), when the caller has it.
+    `image_edges=False`: `image` is a crop of a larger screen, so its outermost rows and
+    columns are not the screen's edges and close no outline.
     """
     if grey is None:
         grey = grey_array(image)
@@ -139,7 +145,8 @@ def detect_components(
     # Outlines come from a low-threshold pass, so pale flat controls keep theirs; text
     # from the normal one, so anti-aliasing stays out of it.
     pale = cv2.Canny(grey, *_PALE_CANNY, edges=scratch.get("pale", grey.shape, np.uint8))
-    _close_at_edges(grey, pale)
+    if image_edges:
+        _close_at_edges(grey, pale)
     thick = cv2.dilate(pale, _KERNEL, dst=scratch.get("thick", grey.shape, np.uint8))
     controls, panels = _controls(grey, pale, thick)
     controls, panels, lines = notebook_tabs(

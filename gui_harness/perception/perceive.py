@@ -1,7 +1,8 @@
 """One look at the screen: `Perception.perceive()` turns a screenshot into an `Observation`.
 
 Owns the order of the steps (accessibility query beside detection → memory labels →
-fusion → OCR labels already read → describe) and the lazy set-of-marks image. OCR itself
+fusion → OCR labels already read → describe) and the lazy set-of-marks image. Detection
+runs again only where the screen changed since the previous look (_changes.py). OCR itself
 runs in ocr_worker's thread, never in perceive(). Capture belongs to gui_harness.desktop;
 resolving an action's element to coordinates to gui_harness.actions.
 """
@@ -17,9 +18,10 @@ from typing import Any
 
 from PIL import Image
 
+from gui_harness.perception._changes import Redetector
 from gui_harness.perception._pixels import ImageLike, grey_array, pil_image
 from gui_harness.perception.accessibility import AccessibilitySnapshot, AccessibilitySource
-from gui_harness.perception.detect import Component, detect_components
+from gui_harness.perception.detect import Component
 from gui_harness.perception.fusion import fuse, to_image
 from gui_harness.perception.marks import describe, draw_marks
 from gui_harness.perception.memory import ComponentMemory, MemoryEntry
@@ -92,7 +94,9 @@ class Perception:
     worker per process (its cache outlives a run) unless given their own OcrWorker
     (to choose its reader, say); close() is for a subclass's resources.
     `threshold` is the memory match score (0–1) a pixel component needs to take a
-    remembered label.
+    remembered label. `incremental=True` detects pixel components again only in the
+    region that changed since the previous screenshot (same result as a whole
+    detection, much less work after a small change); False detects every screenshot whole.
     """
 
     def __init__(
@@ -103,6 +107,7 @@ class Perception:
         max_components: int = 200,
         threshold: float = 0.85,
         accessibility: AccessibilitySource | None = None,
+        incremental: bool = True,
     ) -> None:
         self.memory = memory
         self.ocr = _ocr_installed() if ocr is None else bool(ocr)
@@ -114,6 +119,8 @@ class Perception:
         self.max_components = max_components
         self.threshold = threshold
         self.accessibility = accessibility
+        self.incremental = incremental
+        self._redetector = Redetector()
 
     def perceive(
         self, image: ImageLike, *, accessibility: AccessibilitySnapshot | None = None
@@ -130,7 +137,9 @@ class Perception:
         if accessibility is None and self.accessibility is not None:
             query = _Query(self.accessibility)
         # the colour picture: links are told apart by their colour
-        pixels = detect_components(picture, max_components=self.max_components, grey=grey)
+        if not self.incremental:
+            self._redetector.forget()
+        pixels = self._redetector.detect(picture, grey, max_components=self.max_components)
         if self.memory is not None:
             pixels = self.memory.label(grey, pixels, threshold=self.threshold)
         if query is not None:
@@ -143,6 +152,15 @@ class Perception:
             components = _name_toggles(self._worker.label(grey, components))
         notes = (accessibility.note,) if accessibility is not None and accessibility.note else ()
         return Observation(picture, tuple(components), describe(components), notes, accessibility)
+
+    def prepare(self, image: ImageLike) -> None:
+        """Detect the pixel components of `image` ahead of its perceive(): a later
+        perceive() of the same pixels then only checks that nothing changed. gui_agent
+        hands it the frame taken while the screen settles."""
+        if self.incremental:
+            picture = pil_image(image)
+            grey = grey_array(picture)
+            self._redetector.detect(picture, grey, max_components=self.max_components)
 
     def close(self) -> None:
         """Release what this Perception holds: nothing of its own (the OCR worker is

@@ -1,12 +1,14 @@
 """TrajectorySaver: one folder per run with screenshots, actions, model exchanges, report.
 
 Owns the on-disk layout (documented in docs/callbacks.md), atomic metadata writes,
-image de-duplication by hash and the self-contained report.html. Every path is built
-from sanitised names and checked to stay inside the root. Start at on_run_start().
+image de-duplication by hash and the self-contained report.html. Screenshots are encoded
+and written by a background writer, flushed at each run's end. Every path is built from
+sanitised names and checked to stay inside the root. Start at on_run_start().
 """
 
 from __future__ import annotations
 
+import atexit
 import base64
 import binascii
 import contextvars
@@ -14,11 +16,12 @@ import hashlib
 import json
 import logging
 import os
+import queue
 import re
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -85,6 +88,11 @@ class TrajectorySaver(Callback):
     PIIRedactor so that no unmasked personal data is written. Only calls inside a run (a
     top-level agentic function call) are saved. Write failures are logged and recorded
     on the run, never raised into it (unless strict=True).
+
+    Screenshots and their annotated copies are encoded and written on a background
+    thread, in order, so a step never waits for PNG compression; a run's end waits for
+    its files, as do flush() and interpreter exit. strict=True writes them on the
+    calling thread instead, so a failure raises there.
     """
 
     def __init__(self, dir: str | os.PathLike[str], *, strict: bool = False) -> None:
@@ -95,6 +103,7 @@ class TrajectorySaver(Callback):
         self._root = self.dir.resolve()
         self._runs: dict[str, _Trajectory] = {}
         self._lock = threading.Lock()
+        self._writer = _Writer()
         # pairs a request with its reply: both hooks run in the same context (task/thread)
         self._exchange: contextvars.ContextVar[tuple[_Trajectory, dict[str, Any]] | None] = (
             contextvars.ContextVar(f"openprogram_trajectory_{id(self)}", default=None)
@@ -148,7 +157,12 @@ class TrajectorySaver(Callback):
             self.folders[run.id] = folder
         self._write_metadata(trajectory, "running")
 
+    def flush(self) -> None:
+        """Wait until every screenshot handed to this saver so far is on disk."""
+        self._writer.flush()
+
     def on_run_end(self, run: Node) -> None:
+        self._writer.flush()
         with self._lock:
             trajectory = self._runs.pop(run.id, None)
         if trajectory is None:
@@ -203,8 +217,14 @@ class TrajectorySaver(Callback):
             name = f"screenshots/step-{number:03d}{suffix}.png"
             trajectory.step, trajectory.screenshot = number, pil
             entry["screenshots"].append(name)
-        pil.save(self._file(trajectory, *name.split("/")), format="PNG")
-        self._write_metadata(trajectory, "running")
+        path = self._file(trajectory, *name.split("/"))
+        metadata = _json_text(self._metadata(trajectory, "running"), indent=2).encode("utf-8")
+        self._later(trajectory, "on_screenshot", lambda: pil.save(path, format="PNG"))
+        self._later(
+            trajectory,
+            "on_screenshot",
+            lambda: _write_atomic(self._file(trajectory, "metadata.json"), metadata),
+        )
 
     def on_action_start(self, action: Any) -> None:
         """Record `action` and save a copy of the latest screenshot marking its point(s)."""
@@ -227,8 +247,13 @@ class TrajectorySaver(Callback):
         points = _points(action)
         if screenshot is not None and points:
             name = f"screenshots/step-{step:03d}-action-{record['index']}.png"
-            marked = _annotate(screenshot, points, str(record["action"].get("type", "")))
-            marked.save(self._file(trajectory, *name.split("/")), format="PNG")
+            path = self._file(trajectory, *name.split("/"))
+            label = str(record["action"].get("type", ""))
+            self._later(
+                trajectory,
+                "on_action_start",
+                lambda: _annotate(screenshot, points, label).save(path, format="PNG"),
+            )
             record["annotated"] = name
         self._append_action(trajectory, record)
 
@@ -348,10 +373,54 @@ class TrajectorySaver(Callback):
         data = _json_text(to_jsonable(body, None), indent=2)
         _write_atomic(self._file(trajectory, *name.split("/")), data.encode("utf-8"))
 
+    def _later(self, trajectory: _Trajectory, hook: str, write: Callable[[], object]) -> None:
+        """Run `write` on the background writer (now, when strict), recording a failure."""
+        if self.strict:
+            write()
+            return
+
+        def job() -> None:
+            try:
+                write()
+            except Exception as exc:  # the step that asked has moved on: record, never raise
+                self._failed(trajectory, hook, exc)
+
+        self._writer.submit(job)
+
     def _failed(self, trajectory: _Trajectory, hook: str, exc: Exception) -> None:
         message = f"TrajectorySaver.{hook}: {type(exc).__name__}: {exc}"
         log.warning("callback %s", message)
         trajectory.run.meta.setdefault("callback_errors", []).append(message)
+
+
+class _Writer:
+    """One daemon thread running queued writes in order; started on the first write."""
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[Callable[[], None]] = queue.Queue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="trajectory-writer", daemon=True
+                )
+                self._thread.start()
+                atexit.register(self.flush)  # a daemon thread dies with the interpreter
+        self._queue.put(job)
+
+    def flush(self) -> None:
+        self._queue.join()
+
+    def _run(self) -> None:
+        while True:
+            job = self._queue.get()
+            try:
+                job()
+            finally:
+                self._queue.task_done()
 
 
 def _json_text(value: Any, indent: int | None = None) -> str:

@@ -3,10 +3,11 @@ server has no DAMAGE; a still screen settles, a changing one does not."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -164,3 +165,92 @@ def test_a_server_without_damage_settles_by_comparing_frames(
         with X11Desktop(desktop.display) as screen:
             assert screen.wait_settled(timeout=5.0)
             assert not screen.wait_settled(timeout=0.0)
+
+
+@contextlib.contextmanager
+def _ticked_with_frames(
+    tmp_path: Path,
+) -> Iterator[tuple[VirtualDesktop, list[Image.Image], dict[str, int], Image.Image]]:
+    """The demo form with a frame listener, its Subscribe box clicked and settled: the
+    desktop, the frames taken while settling, the box and the screen from before."""
+    with VirtualDesktop((800, 600), [demo_app(tmp_path / "state.json")]) as desktop:
+        frames: list[Image.Image] = []
+        desktop.add_frame_listener(frames.append)
+        box, before = _click_subscribe(desktop, tmp_path / "state.json")
+        assert desktop.wait_settled(timeout=5.0)
+        yield desktop, frames, box, before
+
+
+@needs_xvfb
+def test_the_frame_taken_while_settling_goes_to_listeners_and_is_the_next_screenshot(
+    tmp_path: Path,
+) -> None:
+    with _ticked_with_frames(tmp_path) as (desktop, frames, box, before):
+        assert frames and _region(frames[-1], box) != _region(before, box)  # the tick drawn
+        assert desktop.screenshot() is frames[-1]  # nothing drawn since: no new capture
+        assert desktop.screenshot() is not frames[-1]  # used once
+        desktop.remove_frame_listener(frames.append)
+        desktop.remove_frame_listener(frames.append)  # twice is harmless
+        count = len(frames)
+        _click_subscribe(desktop, tmp_path / "state.json")
+        assert desktop.wait_settled(timeout=5.0)
+        assert len(frames) == count
+
+
+@needs_xvfb
+def test_a_frame_taken_while_settling_is_not_returned_once_the_screen_changed_after_it(
+    tmp_path: Path,
+) -> None:
+    with _ticked_with_frames(tmp_path) as (desktop, frames, box, _):
+        assert desktop.display is not None
+        painter = Xlib.display.Display(desktop.display)
+        try:
+            root = painter.screen().root
+            root.fill_rectangle(root.create_gc(foreground=0xFF0000), 0, 0, 20, 20)
+            painter.sync()
+        finally:
+            painter.close()
+        shot = desktop.screenshot()
+        assert shot is not frames[-1]
+        assert shot.getpixel((5, 5)) == (255, 0, 0)
+        assert _region(shot, box) == _region(frames[-1], box)
+
+
+@needs_xvfb
+def test_a_new_action_drops_the_frame_taken_while_settling(tmp_path: Path) -> None:
+    with _ticked_with_frames(tmp_path) as (desktop, frames, _, _):
+        desktop.execute(Click(x=1, y=1))  # on the bare root: nothing redraws
+        assert desktop.screenshot() is not frames[-1]
+
+
+@needs_xvfb
+def test_settle_calls_early_again_after_a_change_at_most_twice_and_counts_changes() -> None:
+    with VirtualDesktop((320, 240), accessibility=False) as desktop:
+        assert desktop.display is not None
+        watch = DamageWatch(desktop.display)
+        painter = Xlib.display.Display(desktop.display)
+        root = painter.screen().root
+        colours = iter(range(0x10, 0xFF))
+        calls: list[int] = []
+
+        def paint() -> None:
+            root.fill_rectangle(root.create_gc(foreground=next(colours)), 0, 0, 50, 50)
+            painter.sync()
+
+        def early() -> None:  # each early frame is made stale by a drawing right after it
+            calls.append(watch.changes)
+            paint()
+
+        try:
+            watch.mark()
+            paint()
+            assert watch.settle(timeout=5.0, early=early)
+            assert len(calls) == 2  # again after the change it saw, then no more
+            assert watch.changed_since(calls[0]) and watch.changed_since(calls[1])
+            count = watch.changes
+            assert not watch.changed_since(count)
+            paint()
+            assert watch.changed_since(count)
+        finally:
+            painter.close()
+            watch.close()

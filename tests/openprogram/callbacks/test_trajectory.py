@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from PIL import Image as PILImage
@@ -294,3 +296,61 @@ def test_calls_outside_a_run_are_not_saved_and_failed_exchanges_have_no_reply(tm
     assert not (folder / "llm" / "0001-reply.json").exists()
     assert "no reply recorded" in (folder / "report.html").read_text()
     assert json.loads((folder / "metadata.json").read_text())["status"] == "failed"
+
+
+class _NotedScreen(PILImage.Image):
+    """A screenshot that notes the thread that encodes it."""
+
+    threads: ClassVar[list[str]] = []
+
+    def save(self, *args, **kwargs):  # type: ignore[override]
+        self.threads.append(threading.current_thread().name)
+        return super().save(*args, **kwargs)
+
+
+def noted_screen() -> PILImage.Image:
+    image = screen("navy")
+    image.__class__ = _NotedScreen
+    return image
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_screenshots_are_encoded_off_the_step_unless_strict_and_on_disk_at_the_runs_end(
+    tmp_path, strict
+):
+    saver = TrajectorySaver(tmp_path, strict=strict)
+    _NotedScreen.threads = []
+
+    @agentic_function
+    def job() -> str:
+        notify([saver], "on_screenshot", noted_screen(), 1, record_on=current_run())
+        notify([saver], "on_action_start", Click(x=5, y=5), record_on=current_run())
+        saver.flush()
+        folder = next(iter(saver.folders.values()))
+        assert (folder / "screenshots" / "step-001.png").is_file()  # flushed
+        return "ok"
+
+    with Session(), Runtime(ScriptedModel([]), callbacks=[saver]):
+        assert job() == "ok"
+    folder = next(iter(saver.folders.values()))
+    assert PILImage.open(folder / "screenshots" / "step-001.png").getpixel((0, 0)) == (0, 0, 128)
+    assert (folder / "screenshots" / "step-001-action-1.png").is_file()
+    caller = threading.current_thread().name
+    assert _NotedScreen.threads == [caller if strict else "trajectory-writer"]
+
+
+def test_a_screenshot_that_fails_to_encode_in_the_background_is_recorded_on_the_run(tmp_path):
+    saver = TrajectorySaver(tmp_path)
+
+    @agentic_function
+    def job() -> str:
+        notify([saver], "on_screenshot", screen().convert("CMYK"), 1, record_on=current_run())
+        return "ok"
+
+    with Session() as session, Runtime(ScriptedModel([]), callbacks=[saver]):
+        assert job() == "ok"
+    run = session.dag.find(name="job")[0]
+    assert any("TrajectorySaver.on_screenshot" in e for e in run.meta["callback_errors"])
+    folder = next(iter(saver.folders.values()))
+    meta = json.loads((folder / "metadata.json").read_text())
+    assert any("on_screenshot" in e for e in meta["callback_errors"])
