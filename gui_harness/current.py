@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,8 @@ from openprogram.callbacks.base import current_run, notify
 from openprogram.errors import ModelOutputError, UsageError
 from openprogram.image import Image
 from openprogram.runtime import Runtime
+
+_log = logging.getLogger(__name__)
 
 __all__ = [
     "ask_for_action",
@@ -215,10 +218,17 @@ def _early_frames(run: _Run) -> Iterator[None]:
     perception = run.perception
 
     def listener(frame: Any) -> None:
-        image, scale = _model_size(run, frame)
-        perception.prepare(image)
-        shown = Image(image)  # one image value for the record and its view: hashed once
-        shown.ref()  # hashed now, while the screen settles
+        run.early = None
+        try:
+            image, scale = _model_size(run, frame)
+            perception.prepare(image)
+            shown = Image(image)  # one image value for the record and its view: hashed once
+            shown.ref()  # hashed now, while the screen settles
+        except Exception:
+            # only a head start: the next observe does this work again on its own thread,
+            # and a fault that is real shows there, recorded on its node
+            _log.debug("early frame work failed; observe starts afresh", exc_info=True)
+            return
         run.early = (frame, image, scale, shown)
 
     add(listener)

@@ -66,3 +66,30 @@ def test_observe_perceives_the_frame_prepared_while_the_screen_settled(
     # every later perceive of an unchanged frame reused its components
     assert perception._redetector.incremental >= len(perception.prepared) // 2
     assert not listeners  # the run took its listener away
+
+
+class _FailingPrepare(Perception):
+    """A Perception whose head start always fails (a bug in a subclass, say)."""
+
+    def __init__(self) -> None:
+        super().__init__(ocr=False)
+        self.attempts = 0
+
+    def prepare(self, image: Any) -> None:
+        self.attempts += 1
+        raise RuntimeError("prepare broke")
+
+
+def test_a_failing_head_start_costs_nothing_but_the_head_start(tmp_path: Path) -> None:
+    perception = _FailingPrepare()
+    state = tmp_path / "state.json"
+    with (
+        VirtualDesktop((640, 560), apps=[demo_app(state)]) as desktop,
+        Session() as session,
+        Runtime(ScriptedModel(demo_policy)),
+    ):
+        result = gui_agent(TASK, desktop=desktop, perception=perception)
+    assert perception.attempts  # the settle offered frames and the failure was swallowed
+    assert result.success and check_saved_state(read_state(state)) is None
+    observed = session.dag.find(name="observe", kind="code")
+    assert observed and all(node.status == "completed" for node in observed)
