@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from gui_harness.desktop._tether import TetheredProcess, group_gone
 from gui_harness.errors import DesktopError, DesktopTimeout
 
 __all__ = [
@@ -87,7 +88,9 @@ class SessionBus:
     """A private D-Bus session bus (dbus-daemon) for one X display, with the AT-SPI bus on.
 
     start() runs `dbus-daemon --session` in its own process group, so the AT-SPI bus
-    launcher and registry it activates are stopped with it by close(). Raises DesktopError
+    launcher and registry it activates are stopped with it by close(), or, should the
+    owning process die without closing it (SIGKILL), by the group's watcher (see
+    _tether.TetheredProcess). Raises DesktopError
     when dbus-daemon is missing or exits, DesktopTimeout when it does not answer.
     """
 
@@ -98,7 +101,7 @@ class SessionBus:
         self.accessibility_address: str | None = None
         """The AT-SPI bus address once start() switched accessibility on."""
         self.pid: int | None = None
-        self._process: subprocess.Popen[bytes] | None = None
+        self._process: TetheredProcess | None = None
 
     def __repr__(self) -> str:
         return f"SessionBus(display={self.display!r}, address={self.address!r})"
@@ -127,14 +130,13 @@ class SessionBus:
         for name in ("DBUS_SESSION_BUS_ADDRESS", "AT_SPI_BUS_ADDRESS", "NO_AT_BRIDGE"):
             environment.pop(name, None)
         try:
-            self._process = subprocess.Popen(
+            self._process = TetheredProcess(
                 [daemon, "--session", "--nofork", "--nopidfile", f"--print-address={write_fd}"],
                 pass_fds=(write_fd,),
                 env=environment,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,
             )
             self.pid = self._process.pid
             os.close(write_fd)
@@ -151,45 +153,30 @@ class SessionBus:
         until all of them have exited, not only dbus-daemon: SIGKILL after
         _STOP_TIMEOUT_S."""
         process, self._process = self._process, None
-        if process is None or process.returncode is not None:
+        if process is None:
             return
+        try:
+            if process.returncode is None:
+                _stop_group(process)
+        finally:
+            process.release()  # a group left behind is now the watcher's to end
+
+
+def _stop_group(process: TetheredProcess) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(_STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(_STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        # the AT-SPI launcher, its bus and registry are not our children: they exit on
-        # their own time, and the next desktop must not meet them
-        if not _group_gone(process.pid, _STOP_TIMEOUT_S):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            _group_gone(process.pid, _STOP_TIMEOUT_S)
-
-
-def _group_gone(group: int, timeout: float) -> bool:
-    """Wait until no running process is left in process group `group`; whether none is
-    by `timeout` seconds. Zombies count as gone (whoever adopted them reaps them)."""
-    deadline = time.monotonic() + timeout
-    while _group_members(group):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)  # no event tells us when a process we did not start exits
-    return True
-
-
-def _group_members(group: int) -> list[int]:
-    members = []
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            fields = (entry / "stat").read_text().rsplit(") ", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # exited while we looked
-        if int(fields[2]) == group and fields[0] != "Z":
-            members.append(int(entry.name))
-    return members
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    # the AT-SPI launcher, its bus and registry are not our children: they exit on
+    # their own time, and the next desktop must not meet them
+    if not group_gone(process.pid, _STOP_TIMEOUT_S):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        group_gone(process.pid, _STOP_TIMEOUT_S)
 
 
 def enable_accessibility(session_address: str, *, timeout: float = _CALL_TIMEOUT_S) -> str:

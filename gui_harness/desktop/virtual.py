@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING
 
+from gui_harness.desktop._tether import TetheredProcess
 from gui_harness.desktop.buses import SessionBus, with_accessibility_flag
 from gui_harness.desktop.x11 import X11Desktop
 from gui_harness.errors import DesktopError, DesktopTimeout
@@ -97,8 +98,8 @@ class VirtualDesktop:
         """The X display name (":N") once started."""
         self.pids: list[int] = []
         """Every process started, Xvfb first; kept after close() for inspection."""
-        self._xvfb: subprocess.Popen[bytes] | None = None
-        self._apps: list[subprocess.Popen[bytes]] = []
+        self._xvfb: TetheredProcess | None = None
+        self._apps: list[TetheredProcess] = []
         self._logs: list[IO[bytes]] = []
         self._desktop: X11Desktop | None = None
         self._started = False
@@ -191,12 +192,12 @@ class VirtualDesktop:
             self._desktop.close()
             self._desktop = None
         while self._apps:
-            _stop(self._apps.pop(), group=True)
+            _stop(self._apps.pop())
         if self._bus is not None:
             self._bus.close()
             self._bus = None
         if self._xvfb is not None:
-            _stop(self._xvfb, group=False)
+            _stop(self._xvfb)
             self._xvfb = None
         while self._logs:
             self._logs.pop().close()
@@ -219,7 +220,7 @@ class VirtualDesktop:
         log = self._new_log()
         read_fd, write_fd = os.pipe()
         try:
-            self._xvfb = subprocess.Popen(
+            self._xvfb = TetheredProcess(
                 [xvfb, "-displayfd", str(write_fd), *_XVFB_OPTIONS, "-screen", "0", screen],
                 pass_fds=(write_fd,),
                 stdin=subprocess.DEVNULL,
@@ -258,14 +259,13 @@ class VirtualDesktop:
                 environment.pop(name, None)
         log = self._new_log()
         try:
-            process = subprocess.Popen(
+            process = TetheredProcess(
                 argv,
                 env={**environment, **self.env, **app.env, "DISPLAY": self.display},
                 cwd=app.cwd,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,
             )
         except OSError as exc:
             raise DesktopError(f"cannot start app {argv!r}: {exc}") from exc
@@ -336,19 +336,22 @@ def _read_display_number(fd: int, process: subprocess.Popen[bytes], log: IO[byte
     return int(data.strip())
 
 
-def _stop(process: subprocess.Popen[bytes], *, group: bool) -> None:
-    """Terminate, wait, then kill. `group` signals the process group an app leads."""
-    if process.returncode is None:
-        # The unreaped leader keeps its pid (and so its group id) reserved: signalling is safe.
-        send = (lambda sig: os.killpg(process.pid, sig)) if group else process.send_signal
-        with contextlib.suppress(ProcessLookupError):
-            send(signal.SIGTERM)
-        try:
-            process.wait(_STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
+def _stop(process: TetheredProcess) -> None:
+    """Terminate its process group, wait, then kill; then release the group's tether."""
+    try:
+        if process.returncode is None:
+            # The unreaped leader keeps its pid (and so its group id) reserved: signalling
+            # is safe.
             with contextlib.suppress(ProcessLookupError):
-                send(signal.SIGKILL)
-            process.wait()
+                os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(_STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+    finally:
+        process.release()  # what is left of the group (an app's children) is the watcher's
 
 
 def _tail(log: IO[bytes]) -> str:
