@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +15,7 @@ from jeepney import DBusAddress, Properties
 from jeepney.io.blocking import open_dbus_connection
 
 from gui_harness.agent import _accessibility
+from gui_harness.desktop._tether import group_gone, group_members
 from gui_harness.desktop.buses import (
     CHROMIUM_ACCESSIBILITY_FLAG,
     find_accessibility_bus,
@@ -87,9 +92,44 @@ def test_a_virtual_desktop_runs_its_apps_on_a_private_bus_with_accessibility_on(
             assert other.accessibility_bus == desktop.accessibility_bus
         bus_pid = desktop.bus_pid
         assert bus_pid is not None and bus_pid not in desktop.pids
-        members = _group(bus_pid)
+        members = group_members(bus_pid)
         assert bus_pid in members and len(members) >= 2  # dbus-daemon and what it activated
+        groups = [*desktop.pids, bus_pid]  # each leads its group, with the group's watcher
+        assert all(len(group_members(group)) >= 2 for group in groups)
     assert not any(_alive(pid) for pid in members)
+    assert all(group_gone(group, 5) for group in groups)  # no watcher is left behind
+
+
+# A process that starts a VirtualDesktop (an app whose child outlives nothing on its own,
+# and the bus), reports what it started, then waits to be killed.
+_OWNER = """
+import json, sys, time
+from gui_harness.desktop.virtual import App, VirtualDesktop
+app = App(argv=["sh", "-c", "sleep 600 & wait"], ready=lambda: True)
+desktop = VirtualDesktop((320, 240), apps=[app])
+desktop.start()
+print(json.dumps({"groups": [*desktop.pids, desktop.bus_pid]}), flush=True)
+time.sleep(600)
+"""
+
+
+@needs_buses
+def test_a_killed_owner_leaves_no_xvfb_app_or_bus_behind():
+    with subprocess.Popen([sys.executable, "-c", _OWNER], stdout=subprocess.PIPE) as owner:
+        try:
+            assert owner.stdout is not None
+            groups = json.loads(owner.stdout.readline())["groups"]
+            assert None not in groups and len(groups) == 3  # Xvfb, the app, the bus
+            started = [pid for group in groups for pid in group_members(group)]
+            assert len(started) >= 6  # each with its watcher, the bus with what it activated
+            owner.send_signal(signal.SIGKILL)  # no close(), no atexit
+            owner.wait()
+            assert all(group_gone(group, 20) for group in groups), [
+                group_members(group) for group in groups
+            ]
+            assert not any(_alive(pid) for pid in started)
+        finally:
+            owner.kill()
 
 
 @needs_xvfb
@@ -145,16 +185,3 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].split()[0]
     except (OSError, IndexError):
         return "Z"
-
-
-def _group(pgid: int) -> list[int]:
-    members = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().split(") ")[1].split()
-            except (OSError, IndexError):
-                continue
-            if int(fields[2]) == pgid and fields[0] != "Z":
-                members.append(int(entry.name))
-    return members
