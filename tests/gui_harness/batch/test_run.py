@@ -11,10 +11,12 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from gui_harness.batch import run_batch, session_id
+from gui_harness.desktop._tether import group_gone, group_members
 from gui_harness.demo.policy import TASK
 from openprogram.errors import ConfigError, UsageError
 from openprogram.store.open import open_store
@@ -66,6 +68,22 @@ def test_four_episodes_run_on_two_workers_and_a_rerun_does_none_again(tmp_path, 
     assert _sessions(store) == {session_id("b", e["id"], 1) for e in result.episodes}
 
 
+def _descendant_groups(pid: int) -> set[int]:
+    """The process groups of `pid`'s descendants, other than its own."""
+    parents: dict[int, tuple[int, int]] = {}  # pid -> (parent, group)
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = (entry / "stat").read_text().rsplit(") ", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        parents[int(entry.name)] = (int(fields[1]), int(fields[2]))
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, (parent, _) in parents.items() if parent in frontier}
+        found |= frontier
+    return {parents[child][1] for child in found} - {os.getpgid(pid)}
+
+
 _APP = (
     'if [ -e "$0" ]; then exec "$1" -m gui_harness.demo.app --state "$2"; '
     'else touch "$0"; exec xprop -root -spy; fi'
@@ -96,6 +114,8 @@ def test_a_worker_killed_mid_episode_is_retried_and_its_processes_stopped(tmp_pa
     root = next(r for r in opened.rows(session_id("k", "form", 1)) if r.parent is None)
     opened.close()
     pid = json.loads(root.input)["worker"]["pid"]
+    groups = _descendant_groups(pid)  # Xvfb's, the bus's (dbus-daemon, AT-SPI), the app's
+    assert len(groups) >= 3, groups
     os.kill(pid, signal.SIGKILL)
     batch.join(timeout=240)
     assert not batch.is_alive()
@@ -105,8 +125,11 @@ def test_a_worker_killed_mid_episode_is_retried_and_its_processes_stopped(tmp_pa
     assert episode["status"] == "success" and episode["attempts"] == 2
     assert episode["session"] == session_id("k", "form", 2)
     assert result.retries == 1  # type: ignore[attr-defined]
-    with pytest.raises(ProcessLookupError):  # Xvfb and the rest of its group went too
+    with pytest.raises(ProcessLookupError):  # the rest of its group went too
         os.killpg(pid, 0)
+    # and so did the groups its desktop started in their own sessions: no SIGKILL reaches
+    # them, their watchers do
+    assert all(group_gone(group, 20) for group in groups), {g: group_members(g) for g in groups}
 
 
 def test_bad_settings_are_refused_before_any_episode(tmp_path):
