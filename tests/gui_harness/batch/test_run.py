@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from gui_harness.batch import run_batch, session_id
-from gui_harness.desktop._tether import group_gone, group_members
 from gui_harness.demo.policy import TASK
+from gui_harness.desktop._tether import group_gone, group_members
 from openprogram.errors import ConfigError, UsageError
 from openprogram.store.open import open_store
 from tests.gui_harness.bench.conftest import needs_miniwob
