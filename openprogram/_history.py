@@ -59,7 +59,7 @@ class History:
     before: int | None
     horizon: int  # every node with a smaller seq was considered
     nodes: Chunks[Node]
-    ids: list[str]
+    ids: Chunks[str]
     lines: Chunks[str]
     checkpoints: Chunks[_Checkpoint]
     start: _Checkpoint
@@ -91,6 +91,12 @@ class History:
                 self._text = base[:chars] + joint + rest
                 self.seed = None
         return self._text
+
+    def text_length(self) -> int:
+        """len(self.text()), without joining the lines when the checkpoints know it."""
+        if self._text is None and self.checkpoints:
+            return self.checkpoints[-1].chars
+        return len(self.text())
 
 
 class _Redo(Exception):
@@ -262,7 +268,7 @@ def _build(
             walk.before,
             horizon,
             Chunks(),
-            [],
+            Chunks(),
             Chunks(),
             Chunks(),
             start,
@@ -296,7 +302,7 @@ def _prefix(
         before,
         horizon,
         base.nodes.prefix(count),
-        base.ids[:count],
+        base.ids.prefix(count),
         base.lines.prefix(count),
         base.checkpoints.prefix(count),
         base.start,

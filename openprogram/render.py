@@ -301,6 +301,7 @@ class RenderedContext:
         self.system = history.settings.system
         self.content = content
         self._text = history.text
+        self._text_length = history.text_length
         self._ids = history.ids
         self._stream = history.stream
         self._current = content_parts(content, None, None) if content is not None else []
@@ -321,11 +322,15 @@ class RenderedContext:
 
     @property
     def reads(self) -> list[str]:
-        return list(self._ids)
+        return self._ids.tolist()
 
     def text(self) -> str:
         """One line per visible node, in seq order."""
         return self._text()
+
+    def text_length(self) -> int:
+        """len(self.text()), without building the text of a long history."""
+        return self._text_length()
 
     @property
     def messages(self) -> list[dict[str, Any]]:
