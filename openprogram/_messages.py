@@ -54,9 +54,7 @@ class MessageStream:
 
     def __init__(self, *, running: bool = True) -> None:
         # Chunks too: a later stream shares all but the last, still open, message
-        self.messages: Chunks[tuple[str, Chunks[dict[str, Any]], dict[str, Any] | None]] = (
-            Chunks()
-        )
+        self.messages: Chunks[tuple[str, Chunks[dict[str, Any]], dict[str, Any] | None]] = Chunks()
         self.hash = hashlib.sha256(b"[")
         # False: a render that nothing continues hashes its messages once, at the end
         self.running = running

@@ -13,6 +13,7 @@ import functools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from openprogram._chunks import Frozen
 from openprogram._history import History, Settings, build_history, render_history
 from openprogram._messages import Message, chat_message, content_parts
 from openprogram.dag import ContextDAG, Node, RenderRange, _view, check_render_range
@@ -322,7 +323,12 @@ class RenderedContext:
 
     @property
     def reads(self) -> list[str]:
+        """The ids of the visible nodes, in seq order."""
         return self._ids.tolist()
+
+    def _frozen_reads(self) -> Frozen[str]:
+        """`reads` sharing the history's chunks: what an llm node records."""
+        return self._ids.freeze()
 
     def text(self) -> str:
         """One line per visible node, in seq order."""
