@@ -13,14 +13,13 @@ import functools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from openprogram._chunks import Frozen
 from openprogram._history import History, Settings, build_history, render_history
 from openprogram._messages import Message, chat_message, content_parts
 from openprogram.dag import ContextDAG, Node, RenderRange, _view, check_render_range
 from openprogram.errors import UsageError
 from openprogram.image import ImageRef
 
-__all__ = ["RenderedContext", "render_context", "seen_by"]
+__all__ = ["RenderedContext", "recorded_report", "render_context", "seen_by"]
 
 _SHOW_SELF = ("io", "full")
 _DEFAULT_RANGE = RenderRange()
@@ -139,6 +138,35 @@ def seen_by(dag: ContextDAG, node: Node | str) -> RenderedContext:
         max_images=llm_node.meta.get("max_images", 3),
         include=llm_node.meta.get("tool_loop", ()),
     )
+
+
+def recorded_report(dag: ContextDAG, node: Node | str) -> list[dict[str, Any]]:
+    """The render report recorded on llm node `node`: what its render left out or
+    shortened, as `RenderedContext.report` listed it.
+
+    llm() stores on each node only the entries an earlier one does not hold: its
+    `meta["report"]`, and in `meta["report_base"]` `[node id, count]` when the oldest
+    `count` omitted-image entries are that node's (so a long run with images stores
+    O(n), not O(n²)). A base missing from the DAG (a damaged store) leaves them out.
+    """
+    current = dag.node(node) if isinstance(node, str) else node
+    own = list(current.meta.get("report") or ())
+    entries = [entry for entry in own if entry.get("kind") != "omitted"]
+    entries.extend(entry for entry in own if entry.get("kind") == "omitted")
+    base = current.meta.get("report_base")
+    wanted = int(base[1]) if base else 0  # the oldest omitted entries, held by the base
+    while base and wanted > 0:
+        holder = dag.get(base[0])
+        if holder is None:
+            break
+        older = [e for e in holder.meta.get("report") or () if e.get("kind") == "omitted"]
+        base = holder.meta.get("report_base")
+        inherited = min(int(base[1]) if base else 0, wanted)
+        # its omitted entries, oldest first: its base's, then its own (stored newest first)
+        if wanted > inherited:
+            entries.extend(older[max(len(older) - (wanted - inherited), 0) :])
+        wanted = inherited
+    return entries
 
 
 def _range(value: RenderRange | dict[str, Any] | None, frame: Node | None) -> RenderRange:
@@ -297,6 +325,7 @@ class RenderedContext:
     ) -> None:
         self.dag = dag
         self.frame = frame
+        self._history = history
         self._nodes = history.nodes  # shared with the cache: handed out as copies
         self.report: list[dict[str, Any]] = history.report()
         self.system = history.settings.system
@@ -326,9 +355,18 @@ class RenderedContext:
         """The ids of the visible nodes, in seq order."""
         return self._ids.tolist()
 
-    def _frozen_reads(self) -> Frozen[str]:
-        """`reads` sharing the history's chunks: what an llm node records."""
-        return self._ids.freeze()
+    def _record(self, node: Node) -> None:
+        """Note on llm node `node` what this render read, its hash and its report (only
+        the entries an earlier node does not hold: see recorded_report)."""
+        node.reads = self._ids.freeze()  # shares its chunks with the next node's
+        node.messages_hash = self._hash
+        node.system = self.system or None
+        own, base = self._history.own_report()
+        if own:
+            node.meta["report"] = own
+        if base is not None:
+            node.meta["report_base"] = list(base)
+        self._history.recorded_on = node.id
 
     def text(self) -> str:
         """One line per visible node, in seq order."""
