@@ -38,6 +38,8 @@ Turn = tuple[str, list[dict[str, Any]], str | None, dict[str, Any] | None]
 Message = tuple[str, list[dict[str, Any]], dict[str, Any] | None]
 """(role, parts, extra): one chat message before it is put in the provider's shape."""
 
+_Open = tuple[str, "Chunks[dict[str, Any]]", "dict[str, Any] | None"]  # a message, growing
+
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
 _CANONICAL = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
 
@@ -53,8 +55,9 @@ class MessageStream:
     """
 
     def __init__(self, *, running: bool = True) -> None:
-        # Chunks too: a later stream shares all but the last, still open, message
-        self.messages: Chunks[tuple[str, Chunks[dict[str, Any]], dict[str, Any] | None]] = Chunks()
+        # Chunks when running: a later stream shares all but the last, still open, message;
+        # a plain list (faster to grow and read) when nothing continues this stream
+        self.messages: Chunks[_Open] | list[_Open] = Chunks() if running else []
         self.hash = hashlib.sha256(b"[")
         # False: a render that nothing continues hashes its messages once, at the end
         self.running = running
@@ -65,6 +68,7 @@ class MessageStream:
         if not count:
             self.messages = Chunks()
         else:
+            assert isinstance(stream.messages, Chunks)  # only running streams are continued
             self.messages = stream.messages.prefix(count - 1)
             role, parts, extra = stream.messages[count - 1]
             self.messages.append((role, parts.prefix(last), extra))
