@@ -327,7 +327,6 @@ class RenderedContext:
         self.frame = frame
         self._history = history
         self._nodes = history.nodes  # shared with the cache: handed out as copies
-        self.report: list[dict[str, Any]] = history.report()
         self.system = history.settings.system
         self.content = content
         self._text = history.text
@@ -344,6 +343,12 @@ class RenderedContext:
         if self._turns is None:
             self._turns = self._stream.with_turn("user", self._current)
         return self._turns
+
+    @functools.cached_property
+    def report(self) -> list[dict[str, Any]]:
+        """What the render left out or shortened besides the visibility rules (built on
+        first use: a long run with images omits more with every step)."""
+        return self._history.report()
 
     @functools.cached_property
     def nodes(self) -> list[Node]:
