@@ -59,7 +59,7 @@ class History:
     before: int | None
     horizon: int  # every node with a smaller seq was considered
     nodes: Chunks[Node]
-    ids: list[str]
+    ids: Chunks[str]
     lines: Chunks[str]
     checkpoints: Chunks[_Checkpoint]
     start: _Checkpoint
@@ -73,10 +73,22 @@ class History:
     kept_from: int | None = None  # redo from here: the oldest history image still sent
     # the text of the base's lines and how much of it, with how many lines, is ours
     seed: tuple[str, int, int] | None = None
+    # the llm node this history was recorded on (runtime sets it), and that of the
+    # history it continues with how many of its omitted entries: a node's report then
+    # stores only its own entries (recorded_report reads them back)
+    recorded_on: str | None = None
+    omitted_base: tuple[str, int] | None = None
     _text: str | None = None
 
     def report(self) -> list[dict[str, Any]]:
         return [*self.line_reports, *self.build_reports, *self.omitted[::-1]]
+
+    def own_report(self) -> tuple[list[dict[str, Any]], tuple[str, int] | None]:
+        """The report less the omitted entries that `omitted_base`'s node records (the
+        oldest ones), and that base: what an llm node stores, O(1) per step."""
+        inherited = self.omitted_base[1] if self.omitted_base else 0
+        own = [*self.line_reports, *self.build_reports, *self.omitted[inherited:][::-1]]
+        return own, self.omitted_base
 
     def text(self) -> str:
         """The lines joined: the base's text up to the prefix, then the rest (one copy of
@@ -91,6 +103,12 @@ class History:
                 self._text = base[:chars] + joint + rest
                 self.seed = None
         return self._text
+
+    def text_length(self) -> int:
+        """len(self.text()), without joining the lines when the checkpoints know it."""
+        if self._text is None and self.checkpoints:
+            return self.checkpoints[-1].chars
+        return len(self.text())
 
 
 class _Redo(Exception):
@@ -262,7 +280,7 @@ def _build(
             walk.before,
             horizon,
             Chunks(),
-            [],
+            Chunks(),
             Chunks(),
             Chunks(),
             start,
@@ -296,7 +314,7 @@ def _prefix(
         before,
         horizon,
         base.nodes.prefix(count),
-        base.ids[:count],
+        base.ids.prefix(count),
         base.lines.prefix(count),
         base.checkpoints.prefix(count),
         base.start,
@@ -308,6 +326,11 @@ def _prefix(
         {key: value for key, value in base.extras.items() if value[0] < floor},
         None,  # no history image in the prefix is still sent: they start at floor or later
         (base._text, point.chars, count) if base._text is not None else None,
+        omitted_base=(
+            (base.recorded_on, point.omitted)
+            if base.recorded_on is not None and point.omitted
+            else None
+        ),
     )
 
 

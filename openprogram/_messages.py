@@ -38,6 +38,8 @@ Turn = tuple[str, list[dict[str, Any]], str | None, dict[str, Any] | None]
 Message = tuple[str, list[dict[str, Any]], dict[str, Any] | None]
 """(role, parts, extra): one chat message before it is put in the provider's shape."""
 
+_Open = tuple[str, "Chunks[dict[str, Any]]", "dict[str, Any] | None"]  # a message, growing
+
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
 _CANONICAL = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
 
@@ -53,7 +55,9 @@ class MessageStream:
     """
 
     def __init__(self, *, running: bool = True) -> None:
-        self.messages: list[tuple[str, Chunks[dict[str, Any]], dict[str, Any] | None]] = []
+        # Chunks when running: a later stream shares all but the last, still open, message;
+        # a plain list (faster to grow and read) when nothing continues this stream
+        self.messages: Chunks[_Open] | list[_Open] = Chunks() if running else []
         self.hash = hashlib.sha256(b"[")
         # False: a render that nothing continues hashes its messages once, at the end
         self.running = running
@@ -61,10 +65,13 @@ class MessageStream:
     def restore(self, stream: MessageStream, count: int, last: int, state: Any) -> None:
         """Continue from an earlier point of `stream`: its first `count` messages, the
         last of them with its first `last` parts, and its hash state then."""
-        self.messages = stream.messages[:count]
-        if count:
-            role, parts, extra = self.messages[-1]
-            self.messages[-1] = (role, parts.prefix(last), extra)
+        if not count:
+            self.messages = Chunks()
+        else:
+            assert isinstance(stream.messages, Chunks)  # only running streams are continued
+            self.messages = stream.messages.prefix(count - 1)
+            role, parts, extra = stream.messages[count - 1]
+            self.messages.append((role, parts.prefix(last), extra))
         self.hash = state.copy()
 
     def add(self, role: str, parts: list[dict[str, Any]], extra: dict[str, Any] | None) -> None:
@@ -120,7 +127,9 @@ class MessageStream:
             text = json.dumps(canonical, ensure_ascii=False, sort_keys=True)
             return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         other = MessageStream()
-        other.messages = [(m[0], Chunks(), m[2]) for m in self.messages[-1:]]
+        if self.messages:
+            last_role, _, extra = self.messages[-1]
+            other.messages.append((last_role, Chunks(), extra))
         other.hash = self.hash.copy()
         other.add(role, parts, None)
         return other.digest()
@@ -128,10 +137,12 @@ class MessageStream:
     def with_turn(self, role: str, parts: list[dict[str, Any]]) -> list[Message]:
         """The messages as lists, after one more plain turn; this stream stays as it is."""
         other = MessageStream()
-        other.messages = [
-            (r, p.prefix(len(p)) if isinstance(p, Chunks) else list(p), e)  # type: ignore[misc]
-            for r, p, e in self.messages
-        ]
+        other.messages.extend(
+            [
+                (r, p.prefix(len(p)) if isinstance(p, Chunks) else list(p), e)  # type: ignore[misc]
+                for r, p, e in self.messages
+            ]
+        )
         other.add(role, parts, None)
         return [(r, list(p), e) for r, p, e in other.messages]
 

@@ -308,7 +308,7 @@ _CHUNK = re.compile(r"\s*\S+|\s+")
 
 
 def _estimate_tokens(request: ModelRequest) -> int:
-    characters = len(request.rendered.system) + len(request.history) + len(request.text)
+    characters = len(request.rendered.system) + request.rendered.text_length() + len(request.text)
     return max(1, characters // 4)
 
 

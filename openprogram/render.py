@@ -19,7 +19,7 @@ from openprogram.dag import ContextDAG, Node, RenderRange, _view, check_render_r
 from openprogram.errors import UsageError
 from openprogram.image import ImageRef
 
-__all__ = ["RenderedContext", "render_context", "seen_by"]
+__all__ = ["RenderedContext", "recorded_report", "render_context", "seen_by"]
 
 _SHOW_SELF = ("io", "full")
 _DEFAULT_RANGE = RenderRange()
@@ -138,6 +138,35 @@ def seen_by(dag: ContextDAG, node: Node | str) -> RenderedContext:
         max_images=llm_node.meta.get("max_images", 3),
         include=llm_node.meta.get("tool_loop", ()),
     )
+
+
+def recorded_report(dag: ContextDAG, node: Node | str) -> list[dict[str, Any]]:
+    """The render report recorded on llm node `node`: what its render left out or
+    shortened, as `RenderedContext.report` listed it.
+
+    llm() stores on each node only the entries an earlier one does not hold: its
+    `meta["report"]`, and in `meta["report_base"]` `[node id, count]` when the oldest
+    `count` omitted-image entries are that node's (so a long run with images stores
+    O(n), not O(n²)). A base missing from the DAG (a damaged store) leaves them out.
+    """
+    current = dag.node(node) if isinstance(node, str) else node
+    own = list(current.meta.get("report") or ())
+    entries = [entry for entry in own if entry.get("kind") != "omitted"]
+    entries.extend(entry for entry in own if entry.get("kind") == "omitted")
+    base = current.meta.get("report_base")
+    wanted = int(base[1]) if base else 0  # the oldest omitted entries, held by the base
+    while base and wanted > 0:
+        holder = dag.get(base[0])
+        if holder is None:
+            break
+        older = [e for e in holder.meta.get("report") or () if e.get("kind") == "omitted"]
+        base = holder.meta.get("report_base")
+        inherited = min(int(base[1]) if base else 0, wanted)
+        # its omitted entries, oldest first: its base's, then its own (stored newest first)
+        if wanted > inherited:
+            entries.extend(older[max(len(older) - (wanted - inherited), 0) :])
+        wanted = inherited
+    return entries
 
 
 def _range(value: RenderRange | dict[str, Any] | None, frame: Node | None) -> RenderRange:
@@ -296,11 +325,12 @@ class RenderedContext:
     ) -> None:
         self.dag = dag
         self.frame = frame
+        self._history = history
         self._nodes = history.nodes  # shared with the cache: handed out as copies
-        self.report: list[dict[str, Any]] = history.report()
         self.system = history.settings.system
         self.content = content
         self._text = history.text
+        self._text_length = history.text_length
         self._ids = history.ids
         self._stream = history.stream
         self._current = content_parts(content, None, None) if content is not None else []
@@ -315,17 +345,41 @@ class RenderedContext:
         return self._turns
 
     @functools.cached_property
+    def report(self) -> list[dict[str, Any]]:
+        """What the render left out or shortened besides the visibility rules (built on
+        first use: a long run with images omits more with every step)."""
+        return self._history.report()
+
+    @functools.cached_property
     def nodes(self) -> list[Node]:
         """The visible nodes, in seq order."""
         return self._nodes.tolist()
 
     @property
     def reads(self) -> list[str]:
-        return list(self._ids)
+        """The ids of the visible nodes, in seq order."""
+        return self._ids.tolist()
+
+    def _record(self, node: Node) -> None:
+        """Note on llm node `node` what this render read, its hash and its report (only
+        the entries an earlier node does not hold: see recorded_report)."""
+        node.reads = self._ids.freeze()  # shares its chunks with the next node's
+        node.messages_hash = self._hash
+        node.system = self.system or None
+        own, base = self._history.own_report()
+        if own:
+            node.meta["report"] = own
+        if base is not None:
+            node.meta["report_base"] = list(base)
+        self._history.recorded_on = node.id
 
     def text(self) -> str:
         """One line per visible node, in seq order."""
         return self._text()
+
+    def text_length(self) -> int:
+        """len(self.text()), without building the text of a long history."""
+        return self._text_length()
 
     @property
     def messages(self) -> list[dict[str, Any]]:

@@ -338,11 +338,7 @@ class Runtime:
                 max_images=limit,
                 include=earlier,
             )
-            node.reads = rendered.reads
-            node.messages_hash = rendered.messages_hash
-            node.system = rendered.system or None
-            if rendered.report:
-                node.meta["report"] = rendered.report
+            rendered._record(node)
             request = ModelRequest(
                 rendered=rendered,
                 function=frame.name if frame is not None else None,

@@ -1,14 +1,32 @@
-"""Shared fixtures: every test starts with no default session or runtime around."""
+"""Shared fixtures: every test starts with no default session or runtime around.
+
+Hypothesis runs derandomized by default (profile "ci": the same examples every run, so a
+rare random failure never fails CI and no shrinking stalls it); profile "dev" draws new
+examples each run (`--hypothesis-profile=dev`; `--hypothesis-seed=N` implies it).
+"""
 
 from __future__ import annotations
 
 import os
 
 import pytest
+from hypothesis import settings
 
 from tests.support.postgres import postgres_url  # noqa: F401 - a fixture for every test
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("dev", derandomize=False)
+# the hypothesis plugin loads a --hypothesis-profile given on the command line after this
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # a derandomized run ignores --hypothesis-seed: asking for a seed means a random run
+    seed = config.getoption("hypothesis_seed", None)
+    if seed is not None and config.getoption("hypothesis_profile", None) is None:
+        settings.load_profile("dev")
 
 
 @pytest.fixture(autouse=True)

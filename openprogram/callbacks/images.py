@@ -2,7 +2,7 @@
 
 Owns no mechanism of its own: it sets `max_images`, which `Runtime._max_images()` reads
 (the tightest limit wins) and `render_context` applies, turning older images into text
-placeholders with an "omitted" entry in the render report (node.meta["report"]).
+placeholders with an "omitted" entry in the render report (recorded_report).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ class ImageRetention(Callback):
     """Send at most the `n` most recent history images with each model call.
 
     Older images become `[image omitted: <image sha256:…>]` placeholders and each one gets
-    an `{"kind": "omitted", ...}` entry in the llm node's `meta["report"]`. The images of
-    the current llm() content are always sent. Combined with `Runtime(max_images=...)`
-    the smaller limit applies.
+    an `{"kind": "omitted", ...}` entry in the llm node's render report (read it with
+    `recorded_report`). The images of the current llm() content are always sent.
+    Combined with `Runtime(max_images=...)` the smaller limit applies.
     """
 
     def __init__(self, n: int) -> None:

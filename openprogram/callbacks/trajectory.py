@@ -36,6 +36,7 @@ from openprogram.callbacks.base import Callback, current_run
 from openprogram.dag import Node
 from openprogram.errors import UsageError
 from openprogram.image import Image, is_image
+from openprogram.render import recorded_report
 from openprogram.usage import Usage, frame_usage
 from openprogram.values import escape_surrogates, replace_surrogates, to_jsonable
 
@@ -337,7 +338,7 @@ class TrajectorySaver(Callback):
             "model": node.meta.get("model"),
             "reply": node.output,
             "usage": record["usage"],
-            "render_report": node.meta.get("report", []),
+            "render_report": recorded_report(_context.current_session().dag, node),
         }
         self._write_json(trajectory, record["reply"], body)
 

@@ -18,6 +18,7 @@ from openprogram.dag import ContextDAG, Node
 from openprogram.display._hiding import CallHiding
 from openprogram.display._images import thumbnail_url
 from openprogram.image import ImageRef
+from openprogram.render import recorded_report
 
 __all__ = [
     "DEFAULT_FULL_IMAGE_BUDGET",
@@ -236,7 +237,7 @@ def build_payload(
                 pictures.append(slot)
         reads: Any = 0
         hidden: Any = 0
-        extra = _extra(node, index)
+        extra = _extra(dag, node, index)
         if node.kind == "llm":
             current = [index[r] for r in node.reads if r in index]
             base = previous_llm.get(node.name, -1)
@@ -349,7 +350,7 @@ def _encode_hidden(
     return [previous, gone if base >= 0 else 0, runs]
 
 
-def _extra(node: Node, index: dict[str, int]) -> dict[str, Any]:
+def _extra(dag: ContextDAG, node: Node, index: dict[str, int]) -> dict[str, Any]:
     extra: dict[str, Any] = {}
     if node.error or node.status in ("error", "cancelled", "stopped"):
         extra["err"] = _cut(node.error or node.status, _MAX_CHARS)
@@ -370,10 +371,10 @@ def _extra(node: Node, index: dict[str, int]) -> dict[str, Any]:
     ):
         if meta.get(key) is not None:
             extra[short] = str(meta[key])
-    if meta.get("report"):
+    if meta.get("report") or meta.get("report_base"):
         extra["rep"] = [
             [str(e.get("kind")), str(e.get("reason")), index.get(e.get("node_id") or "", -1)]
-            for e in meta["report"]
+            for e in recorded_report(dag, node)
         ]
     if meta.get("attempts"):
         extra["att"] = [str(a) for a in meta["attempts"]]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from json.encoder import (  # type: ignore[attr-defined]  # private C helpers, no stubs
     c_make_encoder,
@@ -218,9 +218,9 @@ def encode_node(
         data["system"] = node.system
     if reads_base is not None:
         data["reads_base"] = list(reads_base)
-        data["reads"] = node.reads[reads_base[2] :]
+        data["reads"] = list(node.reads[reads_base[2] :])
     elif node.reads:
-        data["reads"] = node.reads
+        data["reads"] = list(node.reads)
     if node.messages_hash is not None:
         data["messages_hash"] = node.messages_hash
     if node.usage is not None:
@@ -364,7 +364,7 @@ def _status(status: str, data: dict[str, Any]) -> str:
     return status
 
 
-def reads_overlap(base: list[str], reads: list[str]) -> tuple[int, int] | None:
+def reads_overlap(base: Sequence[str], reads: Sequence[str]) -> tuple[int, int] | None:
     """(start, count) when `reads` begins with base[start:start+count] for a count worth
     referring to (an llm call in a loop reads what the previous one read, plus a little:
     storing only the difference keeps a long run's storage linear), else None."""

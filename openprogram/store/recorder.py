@@ -15,7 +15,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from openprogram._secrets import scrub_exception, scrub_json
 from openprogram.dag import ContextDAG, Node
@@ -58,7 +58,7 @@ class Recorder:
         self.rows: set[int] = set(stored_rows)
         self._sent: set[str] = set(stored_blobs)
         self._inputs: dict[str, tuple[str, list[str]]] = {}
-        self._reads: dict[str, tuple[str, list[str]]] = {}  # function -> newest llm reads
+        self._reads: dict[str, tuple[str, Sequence[str]]] = {}  # function -> newest llm reads
         write_batch = getattr(store, "write_batch", None)
         self._write_batch = write_batch if callable(write_batch) else None
         self._lock = threading.RLock()

@@ -33,6 +33,8 @@ def snapshot(rendered: RenderedContext) -> dict[str, Any]:
 
 def assert_same_as_from_scratch(dag: ContextDAG, frame: str | None, **options: Any) -> None:
     incremental = render_context(dag, frame, **options)
+    length = incremental.text_length()  # from the checkpoints, before text() is built
+    assert length == len(incremental.text())
     with _uncached(dag):
         scratch = render_context(dag, frame, **options)
     assert snapshot(incremental) == snapshot(scratch)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from pydantic import BaseModel
 
 from openprogram import (
     ConfigError,
+    ContextDAG,
     ModelAuthError,
     ModelOutputError,
     ModelUnavailable,
@@ -23,6 +25,7 @@ from openprogram import (
 )
 from openprogram.errors import UsageError
 from openprogram.models import ModelReply
+from openprogram.render import seen_by
 
 
 class Verdict(BaseModel):
@@ -276,3 +279,25 @@ def test_a_structured_reply_that_never_validates_shows_the_reply():
     ):
         _ask(_Answer)
     assert caught.value.reply == "still none"
+
+
+def test_llm_nodes_of_a_long_run_share_the_ids_they_read_and_dump_them_as_lists(tmp_path):
+    @agentic_function
+    def step(i: int) -> str:
+        return llm(f"step {i}")
+
+    with Session() as session, Runtime(ScriptedModel(lambda request: "ok")):
+        for i in range(40):
+            step(i)
+    dag = session.dag
+    calls = dag.find(kind="llm")
+    previous, last = calls[-2], calls[-1]
+    rebuilt = seen_by(dag, last)
+    assert last.reads == rebuilt.reads and len(last.reads) == 40  # the steps, then its own
+    # a step holds no copy of what the step before read: the full chunks are shared
+    assert last.reads._full and last.reads._full[0] is previous.reads._full[0]
+    assert last.model_dump()["reads"] == rebuilt.reads  # a plain list, as stored
+    data = json.loads(json.dumps(dag.to_dict()))
+    assert next(n for n in data["nodes"] if n["id"] == last.id)["reads"] == rebuilt.reads
+    loaded = ContextDAG.from_dict(data)
+    assert [n.reads for n in loaded.nodes] == [n.reads for n in dag.nodes]

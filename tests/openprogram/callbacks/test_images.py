@@ -14,6 +14,7 @@ from openprogram import (
     agentic_function,
     llm,
 )
+from openprogram.render import recorded_report, seen_by
 
 
 def shot(color: str) -> PILImage.Image:
@@ -48,7 +49,7 @@ def test_older_history_images_become_placeholders_with_omitted_report_entries():
     assert len(image_parts(third)) == 2  # the newest history image and the current one
     assert text_of(third).count("[image omitted: <image sha256:") == 1
     node = session.dag.find(kind="llm")[2]
-    (entry,) = node.meta["report"]
+    (entry,) = recorded_report(session.dag, node)
     assert entry["kind"] == "omitted"
     assert entry["node_id"] == session.dag.find(kind="llm")[0].id
     assert "only the 1 most recent history images" in entry["reason"]
@@ -60,7 +61,7 @@ def test_zero_keeps_only_the_current_images_and_the_dag_keeps_every_image():
     with Session() as session, Runtime(model, callbacks=[ImageRetention(0)]):
         look_three_times()
     assert len(image_parts(model.requests[2].messages)) == 1
-    assert len(session.dag.find(kind="llm")[2].meta["report"]) == 2
+    assert len(recorded_report(session.dag, session.dag.find(kind="llm")[2])) == 2
     assert all(n.input[1]["type"] == "image" for n in session.dag.find(kind="llm"))
     assert len(session.dag.blobs) == 3
 
@@ -77,3 +78,25 @@ def test_the_tighter_of_runtime_and_callback_limits_applies():
 def test_a_negative_limit_is_rejected():
     with pytest.raises(UsageError, match="n=-1"):
         ImageRetention(-1)
+
+
+@agentic_function(expose="full")  # later steps see its exchange, images and all
+def look(i: int) -> str:
+    return llm([f"step {i}: what changed?", shot(("red", "green", "blue", "white")[i % 4])])
+
+
+def test_a_long_run_with_images_stores_each_omitted_entry_once(tmp_path):
+    path = tmp_path / "run.db"
+    with Session(path) as session, Runtime(ScriptedModel(lambda request: "ok"), max_images=2):
+        for i in range(40):
+            look(i)
+    calls = session.dag.find(kind="llm")
+    for node in calls:
+        assert recorded_report(session.dag, node) == seen_by(session.dag, node).report
+    assert len(recorded_report(session.dag, calls[-1])) == 39 - 2  # all but the newest two
+    # stored: the entries no earlier node holds, and where the rest are
+    assert sum(len(node.meta.get("report", ())) for node in calls) == 39 - 2
+    assert calls[-1].meta["report_base"] == [calls[-2].id, 38 - 2]
+    with Session.open(path, session.id) as reopened:
+        for node in reopened.dag.find(kind="llm"):
+            assert recorded_report(reopened.dag, node) == seen_by(reopened.dag, node).report
