@@ -100,3 +100,32 @@ def test_a_long_run_with_images_stores_each_omitted_entry_once(tmp_path):
     with Session.open(path, session.id) as reopened:
         for node in reopened.dag.find(kind="llm"):
             assert recorded_report(reopened.dag, node) == seen_by(reopened.dag, node).report
+
+
+def test_a_version_3_store_holding_whole_reports_reads_them_as_they_are(tmp_path):
+    import json
+    import sqlite3
+    from contextlib import closing
+
+    path = tmp_path / "old.db"
+    with Session(path) as session, Runtime(ScriptedModel(lambda request: "ok"), max_images=1):
+        for i in range(6):
+            look(i)
+    whole = {node.id: seen_by(session.dag, node).report for node in session.dag.find(kind="llm")}
+    # rewrite it as format_version 3 stored it: every node its whole report, no base
+    with closing(sqlite3.connect(path)) as connection, connection:
+        for node_id, report in whole.items():
+            (data,) = connection.execute(
+                "SELECT data FROM openprogram_nodes WHERE id = ?", (node_id,)
+            ).fetchone()
+            fields = json.loads(data)
+            fields["meta"].pop("report_base", None)
+            fields["meta"]["report"] = report
+            connection.execute(
+                "UPDATE openprogram_nodes SET data = ? WHERE id = ?", (json.dumps(fields), node_id)
+            )
+        connection.execute("UPDATE openprogram_meta SET value = '3' WHERE key = 'format_version'")
+    with Session.open(path, session.id) as reopened:
+        assert reopened.store.format_version == 4  # migrated: only the version changes
+        for node in reopened.dag.find(kind="llm"):
+            assert recorded_report(reopened.dag, node) == whole[node.id]
