@@ -44,8 +44,9 @@ FORMAT_VERSION = 4
 """Version of the stored layout (tables, row encoding). Bump on any change an older
 reader would misread; add a migration from the previous version (docs/sessions.md).
 4 stores an llm node's render report relative to an earlier node's (`report_base`: an
-older reader would show part of it); 3 added the node status `stopped` (an older reader calls such a row damaged); 2 added
-the writer leases table (openprogram_leases); older ones are migrated when opened."""
+older reader would show part of it); 3 added the node status `stopped` (an older reader
+calls such a row damaged); 2 added the writer leases table (openprogram_leases); older
+ones are migrated when opened."""
 LEASES_VERSION = 2
 """The format_version that added the writer leases table."""
 OLDEST_VERSION = 1
