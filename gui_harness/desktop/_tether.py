@@ -13,9 +13,11 @@ program in its own pid.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -52,6 +54,21 @@ class TetheredProcess(subprocess.Popen[bytes]):
             raise
         finally:
             os.close(read_fd)
+
+    def stop_group(self, timeout: float) -> None:
+        """Send the whole group SIGTERM, wait up to `timeout` seconds for this process,
+        then SIGKILL the group and reap it. The group's other members (processes that
+        are not our children) may outlive it; release() still closes the tether."""
+        # the unreaped leader keeps its pid (and so its group id) reserved: signalling
+        # is safe
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.pid, signal.SIGTERM)
+        try:
+            self.wait(timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.pid, signal.SIGKILL)
+            self.wait()
 
     def release(self) -> None:
         """Close the tether: the watcher stops whatever is left of the group. Idempotent."""

@@ -163,14 +163,7 @@ class SessionBus:
 
 
 def _stop_group(process: TetheredProcess) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(_STOP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+    process.stop_group(_STOP_TIMEOUT_S)
     # the AT-SPI launcher, its bus and registry are not our children: they exit on
     # their own time, and the next desktop must not meet them
     if not group_gone(process.pid, _STOP_TIMEOUT_S):

@@ -11,7 +11,6 @@ import contextlib
 import os
 import select
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -340,16 +339,7 @@ def _stop(process: TetheredProcess) -> None:
     """Terminate its process group, wait, then kill; then release the group's tether."""
     try:
         if process.returncode is None:
-            # The unreaped leader keeps its pid (and so its group id) reserved: signalling
-            # is safe.
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(_STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+            process.stop_group(_STOP_TIMEOUT_S)
     finally:
         process.release()  # what is left of the group (an app's children) is the watcher's
 
