@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import socket
 import threading
-import urllib.error
-import urllib.request
 
 import numpy as np
 import pytest
@@ -18,8 +16,7 @@ from gui_harness.desktop.remote import RemoteDesktop
 from gui_harness.desktop.server import PROTOCOL_VERSION, serve_desktop
 from gui_harness.errors import ActionRejected, DesktopError, DesktopTimeout, InvalidAction
 from openprogram.errors import UsageError
-
-_NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+from tests.support.desktop_api import post_json
 
 
 @pytest.fixture
@@ -34,15 +31,7 @@ def server(fake):
 
 
 def post(server, body: bytes) -> tuple[int, dict]:
-    request = urllib.request.Request(server.url + "/v1/execute", data=body, method="POST")
-    request.add_header("Content-Type", "application/json")
-    request.add_header("Authorization", f"Bearer {server.token}")
-    try:
-        with _NO_PROXY.open(request, timeout=5) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        with exc:
-            return exc.code, json.loads(exc.read())
+    return post_json(server.url + "/v1/execute", body, server.token, timeout=5)
 
 
 def test_remote_desktop_implements_the_protocol_and_reports_the_size(server):

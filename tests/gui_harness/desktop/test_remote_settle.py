@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import urllib.error
-import urllib.request
 from typing import Any
 
 import pytest
@@ -17,8 +15,7 @@ from gui_harness.desktop.fake import FakeDesktop
 from gui_harness.desktop.remote import RemoteDesktop
 from gui_harness.desktop.server import serve_desktop
 from gui_harness.desktop.settle import wait_until_stable
-
-_NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+from tests.support.desktop_api import post_json
 
 
 class Counted:
@@ -55,17 +52,7 @@ class SelfSettling(Counted):
 
 
 def settle(running, body: Any, token: str | None = None) -> tuple[int, dict]:
-    request = urllib.request.Request(
-        running.url + "/v1/settle", data=json.dumps(body).encode(), method="POST"
-    )
-    request.add_header("Content-Type", "application/json")
-    request.add_header("Authorization", f"Bearer {token or running.token}")
-    try:
-        with _NO_PROXY.open(request, timeout=10) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        with exc:
-            return exc.code, json.loads(exc.read())
+    return post_json(running.url + "/v1/settle", json.dumps(body).encode(), token or running.token)
 
 
 @pytest.mark.parametrize("settles", [True, False])
