@@ -297,8 +297,10 @@ class SQLiteStore(SQLStore):
         assert cursor.lastrowid is not None
         return cursor.lastrowid
 
-    def _upsert_rows(self, cursor: sqlite3.Cursor, key: int, rows: Sequence[NodeRow], owner: str) -> int:
-        """Upsert `rows` CHUNK_ROWS at a time, one statement each (the rest row by row):
+    def _upsert_rows(
+        self, cursor: sqlite3.Cursor, key: int, rows: Sequence[NodeRow], owner: str
+    ) -> int:
+        """Upsert `rows` _CHUNKS rows at a time, one statement each (the rest row by row):
         a statement per row costs SQLite a virtual machine run, and sqlite3 a release and
         retake of the GIL, per row."""
         changed, done = 0, 0
