@@ -319,12 +319,16 @@ class SQLStore(ABC):
             with self._transaction(connection), closing(connection.cursor()) as cursor:
                 if blobs:
                     cursor.executemany(self._statements.insert_blob, list(blobs.items()))
-                cursor.executemany(upsert, [(key, *row, key, owner) for row in rows])
-                if cursor.rowcount != len(rows):
+                if self._upsert_rows(cursor, key, rows, owner) != len(rows):
                     raise _Unchanged(self._conflict(connection, key, rows))
         except _Unchanged as unchanged:  # rolled back, the blobs with the rows
             return unchanged.args[0]
         return None
+
+    def _upsert_rows(self, cursor: Any, key: int, rows: Sequence[NodeRow], owner: str) -> int:
+        """Upsert `rows` inside the caller's transaction; the number of rows changed."""
+        cursor.executemany(self._statements.upsert, [(key, *row, key, owner) for row in rows])
+        return int(cursor.rowcount)
 
     def _conflict(self, connection: Any, key: int, rows: Sequence[NodeRow]) -> NodeRow:
         """The first of `rows` whose seq holds another node, else the first row (then the

@@ -7,6 +7,7 @@ deduplicated by sha256. Several processes may write different sessions into one 
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sqlite3
@@ -296,6 +297,23 @@ class SQLiteStore(SQLStore):
         assert cursor.lastrowid is not None
         return cursor.lastrowid
 
+    def _upsert_rows(
+        self, cursor: sqlite3.Cursor, key: int, rows: Sequence[NodeRow], owner: str
+    ) -> int:
+        """Upsert `rows` _CHUNKS rows at a time, one statement each (the rest row by row):
+        a statement per row costs SQLite a virtual machine run, and sqlite3 a release and
+        retake of the GIL, per row."""
+        changed, done = 0, 0
+        for size in _CHUNKS:
+            statement = _chunk_upsert(self._statements.upsert, size)
+            while len(rows) - done >= size:
+                values = [value for row in rows[done : done + size] for value in (key, *row)]
+                changed += cursor.execute(statement, (*values, key, owner)).rowcount
+                done += size
+        if done < len(rows):
+            changed += super()._upsert_rows(cursor, key, rows[done:], owner)
+        return changed
+
     def _record(
         self, session: str, rows: Sequence[NodeRow], blobs: Mapping[str, bytes], owner: str
     ) -> NodeRow | None:
@@ -306,6 +324,20 @@ class SQLiteStore(SQLStore):
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self._where})"
+
+
+_CHUNKS = (64, 8)
+"""Rows per multi-row upsert statement, largest first (few sizes: each is prepared once
+and kept in sqlite3's statement cache)."""
+_ONE_ROW = "SELECT " + ", ".join(["?"] * 13) + " WHERE"
+
+
+@functools.cache
+def _chunk_upsert(upsert: str, size: int) -> str:
+    """`upsert` (one row of 13 values) made to insert `size` rows at once."""
+    rows = ", ".join(["(" + ", ".join(["?"] * 13) + ")"] * size)
+    assert _ONE_ROW in upsert
+    return upsert.replace(_ONE_ROW, f"SELECT * FROM (VALUES {rows}) WHERE", 1)
 
 
 def _corrupt(exc: sqlite3.Error) -> bool:

@@ -137,3 +137,38 @@ def test_flush_reports_whether_everything_was_stored(durable_store: Any, no_time
     assert session.failed_writes == 1
     if owned:
         resolved.close()
+
+
+def _row(seq: int, status: str = "completed", id: str | None = None) -> NodeRow:
+    return NodeRow(
+        seq, id or f"node-{seq}", "code", "count", None, status, 1.0 + seq,
+        None if status == "running" else 2.0 + seq, None if status == "running" else seq,
+        f'{{"i":{seq}}}', None if status == "running" else str(seq), None,
+    )  # fmt: skip
+
+
+def test_a_large_batch_is_stored_whole_and_a_conflict_anywhere_refuses_all_of_it(
+    durable_store: Any,
+):
+    """A batch longer than one multi-row statement (SQLite writes 64 and 8 rows at a
+    time, then row by row): new rows and updates of running ones are all stored; a row
+    whose seq is another node's, wherever it is, refuses the whole batch."""
+    store, owned = open_store(durable_store)
+    assert store is not None
+    session = Session(store, id="large")
+    store.acquire("large", "me")
+    store.write_batch("large", [_row(seq, "running") for seq in range(1, 11)], {})
+    store.write_batch("large", [_row(seq) for seq in range(1, 76)], {})  # 10 updates, 65 new
+    stored = {row.seq: row for row in store.rows("large")}
+    assert sorted(stored) == list(range(1, 76))
+    assert all(stored[seq] == _row(seq) for seq in range(1, 76))
+    for bad in (76, 140, 149):  # in the 64-row statement, in the 8-row one, in the rest
+        batch = [_row(seq) for seq in range(76, 150)]
+        batch[bad - 76] = _row(1, id="another")  # seq 1 belongs to node-1
+        with pytest.raises(StoreError, match="belongs to another node"):
+            store.write_batch("large", batch, {})
+        assert len(store.rows("large")) == 75
+    store.release("large", "me")
+    session.close()
+    if owned:
+        store.close()
