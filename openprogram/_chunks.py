@@ -2,14 +2,14 @@
 
 A render's history keeps its lines, nodes and checkpoints in these, so the next render
 takes all but the last few without visiting every item (touching a thousand scattered
-objects costs more than the rest of a step). Full chunks are tuples, shared between cuts;
-`Chunks.freeze()` gives a Frozen sequence that shares them too (an llm node's `reads`).
+objects costs more than the rest of a step). Full chunks are tuples, shared between cuts.
+An llm node's `reads` is a plain list (`tolist()`), not a view of these: DESIGN §2.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Generic, TypeVar, overload
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -76,10 +76,6 @@ class Chunks(Generic[T]):
         self._full.extend(tuple(rest[i : i + _SIZE]) for i in range(0, whole, _SIZE))
         self._tail = rest[whole:]
 
-    def freeze(self) -> Frozen[T]:
-        """The items as they are now, immutable, sharing the full chunks."""
-        return Frozen(tuple(self._full), tuple(self._tail))
-
     def tolist(self) -> list[T]:
         items: list[T] = []
         for chunk in self._full:
@@ -108,77 +104,3 @@ class Chunks(Generic[T]):
             else:
                 end = middle
         return low * _SIZE + start
-
-
-class Frozen(Sequence[T]):
-    """An immutable sequence made of shared chunks: taking one of a Chunks costs
-    O(length / 32), so every llm node can hold the ids it read without a copy of its
-    own. Equal to a list or tuple with the same items; slices are lists."""
-
-    __slots__ = ("_full", "_tail")
-
-    def __init__(self, full: tuple[tuple[T, ...], ...] = (), tail: tuple[T, ...] = ()) -> None:
-        self._full = full
-        self._tail = tail
-
-    def __len__(self) -> int:
-        return len(self._full) * _SIZE + len(self._tail)
-
-    @overload
-    def __getitem__(self, index: int) -> T: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[T]: ...
-
-    def __getitem__(self, index: int | slice) -> T | list[T]:
-        if isinstance(index, slice):
-            return self.tolist()[index]
-        size = len(self)
-        if index < 0:
-            index += size
-        if not 0 <= index < size:
-            raise IndexError("Frozen index out of range")
-        chunk, offset = divmod(index, _SIZE)
-        if chunk < len(self._full):
-            return self._full[chunk][offset]
-        return self._tail[offset]
-
-    def __iter__(self) -> Iterator[T]:
-        for chunk in self._full:
-            yield from chunk
-        yield from self._tail
-
-    def __contains__(self, item: object) -> bool:
-        return any(item in chunk for chunk in self._full) or item in self._tail
-
-    def index(self, value: Any, start: int = 0, stop: int | None = None) -> int:
-        """The first index of `value` (ValueError when absent), searching chunk by chunk."""
-        items = self.tolist() if start or stop is not None else None
-        if items is not None:
-            return items.index(value, start, len(items) if stop is None else stop)
-        for number, chunk in enumerate((*self._full, self._tail)):
-            if value in chunk:
-                return number * _SIZE + chunk.index(value)
-        raise ValueError(f"{value!r} is not in the sequence")
-
-    def tolist(self) -> list[T]:
-        items: list[T] = []
-        for chunk in self._full:
-            items.extend(chunk)
-        items.extend(self._tail)
-        return items
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Frozen):
-            return len(self) == len(other) and self.tolist() == other.tolist()
-        if isinstance(other, (list, tuple)):
-            return len(self) == len(other) and self.tolist() == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]  # equal to lists, which do not hash
-
-    def __repr__(self) -> str:
-        return repr(self.tolist())
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (Frozen, (self._full, self._tail))

@@ -15,11 +15,11 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Annotated, Any, Literal
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Literal
 
 import networkx as nx
-from pydantic import BaseModel, Field, PlainSerializer
+from pydantic import BaseModel, Field
 
 from openprogram._tree import tree_lines
 from openprogram.errors import UsageError
@@ -100,15 +100,6 @@ def check_render_range(value: Mapping[str, Any] | None) -> RenderRange | None:
     return RenderRange(callers=callers, subcalls=subcalls)
 
 
-def _as_list(value: Sequence[str]) -> list[str]:
-    return list(value)
-
-
-Reads = Annotated[Sequence[str], PlainSerializer(_as_list, return_type=list[str])]
-"""The ids an llm node read, in seq order: a list, or (as llm() records them) a Frozen
-sequence sharing its chunks with the other nodes' reads; either dumps as a JSON list."""
-
-
 class Node(BaseModel):
     """One recorded event: a call (code), a model exchange (llm) or an outside input (user)."""
 
@@ -132,7 +123,7 @@ class Node(BaseModel):
     render_range: RenderRange | None = None
     hidden_inputs: list[str] = Field(default_factory=list)
     system: str | None = None
-    reads: Reads = Field(default_factory=list)
+    reads: list[str] = Field(default_factory=list)
     messages_hash: str | None = None
     usage: Usage | None = None
     started_at: float = 0.0

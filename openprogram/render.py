@@ -363,7 +363,7 @@ class RenderedContext:
     def _record(self, node: Node) -> None:
         """Note on llm node `node` what this render read, its hash and its report (only
         the entries an earlier node does not hold: see recorded_report)."""
-        node.reads = self._ids.freeze()  # shares its chunks with the next node's
+        node.reads = self._ids.tolist()  # a list of its own (DESIGN §2: list[str])
         node.messages_hash = self._hash
         node.system = self.system or None
         own, base = self._history.own_report()

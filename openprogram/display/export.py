@@ -72,7 +72,7 @@ def _attributes(dag: ContextDAG, node: Node) -> dict[str, Any]:
         "error": node.error or "",
         "started_at": node.started_at,
         "duration_s": node.duration_s if node.duration_s is not None else -1.0,
-        "reads": json.dumps(list(node.reads)),
+        "reads": json.dumps(node.reads),
         "label": f"{node.name} #{dag.ordinal(node)}",
     }
     if node.render_range is not None:

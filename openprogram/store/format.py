@@ -220,9 +220,9 @@ def encode_node(
         data["system"] = node.system
     if reads_base is not None:
         data["reads_base"] = list(reads_base)
-        data["reads"] = list(node.reads[reads_base[2] :])
+        data["reads"] = node.reads[reads_base[2] :]
     elif node.reads:
-        data["reads"] = list(node.reads)
+        data["reads"] = node.reads
     if node.messages_hash is not None:
         data["messages_hash"] = node.messages_hash
     if node.usage is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 
 import pytest
@@ -281,12 +282,13 @@ def test_a_structured_reply_that_never_validates_shows_the_reply():
     assert caught.value.reply == "still none"
 
 
-def test_llm_nodes_of_a_long_run_share_the_ids_they_read_and_dump_them_as_lists(tmp_path):
+def test_llm_nodes_of_a_long_run_hold_their_reads_as_lists_of_their_own(tmp_path):
     @agentic_function
     def step(i: int) -> str:
         return llm(f"step {i}")
 
-    with Session() as session, Runtime(ScriptedModel(lambda request: "ok")):
+    path = tmp_path / "run.db"
+    with Session(path, id="steps") as session, Runtime(ScriptedModel(lambda request: "ok")):
         for i in range(40):
             step(i)
     dag = session.dag
@@ -294,10 +296,26 @@ def test_llm_nodes_of_a_long_run_share_the_ids_they_read_and_dump_them_as_lists(
     previous, last = calls[-2], calls[-1]
     rebuilt = seen_by(dag, last)
     assert last.reads == rebuilt.reads and len(last.reads) == 40  # the steps, then its own
-    # a step holds no copy of what the step before read: the full chunks are shared
-    assert last.reads._full and last.reads._full[0] is previous.reads._full[0]
-    assert last.model_dump()["reads"] == rebuilt.reads  # a plain list, as stored
+    # DESIGN §2: reads is a list[str], usable as one
+    assert type(last.reads) is list and all(type(i) is str for i in last.reads)
+    assert json.loads(json.dumps(last.reads)) == last.reads
+    assert last.reads + ["x"] == [*rebuilt.reads, "x"]  # noqa: RUF005  # list + list works
+    # each node holds a list of its own: appending to one changes no other
+    before = list(previous.reads)
+    last.reads.append("extra")
+    assert previous.reads == before and [*rebuilt.reads, "extra"] == last.reads
+    assert all(a.reads is not b.reads for a, b in itertools.pairwise(calls))
+    last.reads.pop()
+    assert last.model_dump()["reads"] == rebuilt.reads
     data = json.loads(json.dumps(dag.to_dict()))
     assert next(n for n in data["nodes"] if n["id"] == last.id)["reads"] == rebuilt.reads
     loaded = ContextDAG.from_dict(data)
     assert [n.reads for n in loaded.nodes] == [n.reads for n in dag.nodes]
+    # stored (each step's reads relative to the step before) and reopened: equal lists
+    reopened = Session.open(path, "steps")
+    try:
+        for node in dag.nodes:
+            again = reopened.dag.node(node.id)
+            assert type(again.reads) is list and again.reads == node.reads
+    finally:
+        reopened.close()
