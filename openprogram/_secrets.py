@@ -27,6 +27,7 @@ __all__ = [
     "scrub",
     "scrub_exception",
     "scrub_json",
+    "scrub_jsons",
     "scrub_value",
     "secrets",
 ]
@@ -161,6 +162,15 @@ def scrub_json(text: str | None, *, refresh: bool = True) -> str | None:
     except ValueError:  # a match that crossed JSON syntax: scrub the decoded strings
         scrubbed = _walk(json.loads(text), pattern)
         return escape_surrogates(json.dumps(scrubbed, ensure_ascii=False, separators=(",", ":")))
+
+
+def scrub_jsons(texts: tuple[str | None, ...], *, refresh: bool = True) -> tuple[str | None, ...]:
+    """scrub_json() of each of `texts`, looking the secrets up once (a stored row's
+    JSON columns); `texts` itself when none holds a secret."""
+    pattern = _pattern(refresh=refresh)
+    if pattern is None or not any(text and pattern.search(text) for text in texts):
+        return texts
+    return tuple(scrub_json(text, refresh=False) for text in texts)
 
 
 _ATTRIBUTES = ("message", "body", "litellm_debug_info", "doc", "msg", "reason", "text")

@@ -201,7 +201,8 @@ class Session:
         """Commit what waits to be recorded, give up the writer lease, and release the
         store's connection if this session opened it (a later record reconnects).
         Called when the outermost `with` ends."""
-        self.flush()
+        if self._recorder is not None:
+            self._recorder.close()  # commits, and removes its journal
         self._release()
         if self.store is not None and self._owns_store:
             self.store.close()

@@ -166,6 +166,10 @@ class SQLStore(ABC):
     def _lock_session(self, connection: Any, key: int) -> None:
         """Inside a transaction: make other writers of session `key`'s lease wait."""
 
+    def _fold_pending(self, connection: Any, session: str | None) -> None:  # noqa: B027
+        """Fold in what writers that died left uncommitted (of `session`, or of all
+        sessions): SQLite keeps such records in journals beside its file."""
+
     def _check_writable(self, action: str) -> None:  # noqa: B027 - most stores can
         """Raise StoreError when this store cannot `action` (a read-only file, say)."""
 
@@ -342,6 +346,7 @@ class SQLStore(ABC):
     def rows(self, session: str) -> list[NodeRow]:
         with self._lock, self._translate(f"read session {session!r}"):
             connection = self._connect()
+            self._fold_pending(connection, session)
             found = connection.execute(
                 self._statements.rows, (self._key(connection, session),)
             ).fetchall()
@@ -359,6 +364,7 @@ class SQLStore(ABC):
         self._check_writable(f"record into session {session!r}")
         with self._lock, self._translate(f"take the writer lease of session {session!r}"):
             connection = self._connect()
+            self._fold_pending(connection, session)  # before its dead writer's lease goes
             with self._transaction(connection):
                 key = self._key(connection, session)
                 self._lock_session(connection, key)

@@ -16,8 +16,9 @@ import math
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
-from openprogram._secrets import scrub_exception, scrub_json
+from openprogram._secrets import scrub_exception, scrub_jsons
 from openprogram.dag import ContextDAG, Node
 from openprogram.store.base import Store
 from openprogram.store.format import NodeRow, ReadsBase, encode_node, reads_overlap
@@ -61,6 +62,10 @@ class Recorder:
         self._reads: dict[str, tuple[str, Sequence[str]]] = {}  # function -> newest llm reads
         write_batch = getattr(store, "write_batch", None)
         self._write_batch = write_batch if callable(write_batch) else None
+        journal = getattr(store, "journal", None)
+        self._open_journal = journal if callable(journal) and self._write_batch else None
+        self._journal: Any = None  # a journal.Journal once a record waits, or False
+        self._deferred: Node | None = None  # the call started last, its start unjournaled
         self._lock = threading.RLock()
         # seq -> the newest row and its images, or a running call's node not yet encoded
         self._batch: dict[int, tuple[NodeRow, list[str]] | Node] = {}
@@ -78,8 +83,14 @@ class Recorder:
         created = event == "created"
         if created and node.kind == "code" and self._write_batch is not None:
             with self._lock:  # encoded when committed, unless it completes first
+                journaled = self._journal_deferred()
                 self._batch[node.seq] = node
-                self._wait()
+                if self._open_journal is not None:
+                    self._deferred = node
+                if journaled:
+                    self._wait()
+                else:
+                    self._commit()
             return
         try:
             row, refs = self._encode(node, created=created)
@@ -90,8 +101,13 @@ class Recorder:
             stored = self._write_one(row, refs, self._new_blobs(refs, {}))
         else:
             with self._lock:
+                whole = self._deferred is node  # its start was never journaled
+                if whole:
+                    self._deferred = None
+                journaled = self._journal_deferred()
                 self._batch[row.seq] = (row, refs)
-                for sha, image in self._new_blobs(refs, self._blobs).items():
+                new = self._new_blobs(refs, self._blobs)
+                for sha, image in new.items():
                     self._blobs[sha] = image
                     self._blob_bytes += len(image)
                 stored = False
@@ -100,12 +116,67 @@ class Recorder:
                     or _ran(node) >= SLOW_CALL_S
                     or len(self._batch) >= BATCH_ROWS
                     or self._blob_bytes >= BATCH_BYTES
+                    or not journaled
+                    or not self._journaled(row, with_input=whole, images=bool(new))
                 ):
                     stored = self._commit()
                 else:
                     self._wait()
         if stored and node.kind == "llm" and node.status == "completed" and node.reads:
             self._reads[node.name] = (node.id, node.reads)  # a stored node's reads stay
+
+    # -- the journal ---------------------------------------------------------------------
+    def _journal_deferred(self) -> bool:
+        """Journal the start of the call recorded last, if it is still waiting unjournaled
+        (the caller holds the lock). A fast call's start is never journaled on its own:
+        its completion comes next and holds all of it. False when the batch must be
+        committed instead."""
+        node, self._deferred = self._deferred, None
+        if node is None or self._batch.get(node.seq) is not node:
+            return True  # none, or committed meanwhile
+        try:
+            row, refs = self._encode(node, created=True)
+        except Exception as exc:
+            del self._batch[node.seq]
+            self._failed(node.id, node.name, node.seq, exc)
+            return True
+        self._batch[node.seq] = (row, refs)
+        new = self._new_blobs(refs, self._blobs)
+        for sha, image in new.items():
+            self._blobs[sha] = image
+            self._blob_bytes += len(image)
+        return self._journaled(row, with_input=True, images=bool(new))
+
+    def _journaled(self, row: NodeRow, *, with_input: bool, images: bool) -> bool:
+        """Append a waiting record to the journal (the caller holds the lock): True when
+        it is there or the store keeps none, False when it must be committed now (it
+        brings new images, which the journal does not hold, or the journal failed).
+        Without `with_input`, its input is left out: the call's start holds it."""
+        if self._open_journal is None:
+            return True
+        if images:
+            return False
+        journal = self._journal
+        if journal is None:
+            try:
+                journal = self._journal = self._open_journal(self.session)
+            except OSError as exc:
+                log.warning(
+                    "openprogram: no journal for session %s beside %s (%s): every record "
+                    "is committed at once instead, which is slower",
+                    self.session, getattr(self.store, "url", self.store), exc,
+                )  # fmt: skip
+                journal = self._journal = False
+            if journal is None:  # the store does not hold the lease: the commit says so
+                return False
+        if journal is False:
+            return False
+        try:
+            journal.append(row, with_input=with_input)
+        except OSError as exc:
+            log.warning("openprogram: could not append to %s: %s", journal.path, exc)
+            return False
+        return True
 
     def _wait(self) -> None:
         """Let the batch wait (the caller holds the lock): committed when full, else
@@ -123,6 +194,15 @@ class Recorder:
         counted in `failures` and logged)."""
         with self._lock:
             return self._commit()
+
+    def close(self) -> None:
+        """Commit the waiting rows and remove the journal (the session stops writing;
+        a later record opens a new one)."""
+        with self._lock:
+            self._commit()
+            if self._journal:
+                self._journal.close()
+            self._journal = None
 
     # -- encoding ------------------------------------------------------------------------
     def _encode(self, node: Node, *, created: bool) -> tuple[NodeRow, list[str]]:
@@ -167,6 +247,19 @@ class Recorder:
             return True
         batch, blobs = self._batch, self._blobs
         self._batch, self._blobs, self._blob_bytes, self._since = {}, {}, 0, None
+        assert self._write_batch is not None
+        try:
+            return self._write(batch, blobs)
+        finally:  # stored, or counted and logged as failed: the journal's part is done
+            if self._journal:
+                try:
+                    self._journal.clear()
+                except OSError as exc:
+                    log.warning("openprogram: could not empty %s: %s", self._journal.path, exc)
+
+    def _write(
+        self, batch: dict[int, tuple[NodeRow, list[str]] | Node], blobs: dict[str, bytes]
+    ) -> bool:
         assert self._write_batch is not None
         entries, encoded = self._encoded(batch.values(), blobs)
         try:
@@ -248,12 +341,9 @@ def _ran(node: Node) -> float:
 
 def _scrubbed(row: NodeRow) -> NodeRow:
     """The row with secret values (keys, tokens) masked in its JSON columns."""
-    values = (
-        scrub_json(row.input, refresh=False),
-        scrub_json(row.output, refresh=False),
-        scrub_json(row.data, refresh=False),
-    )
-    if values == (row.input, row.output, row.data):
+    columns = (row.input, row.output, row.data)
+    values = scrub_jsons(columns, refresh=False)
+    if values is columns:
         return row
     return row._replace(input=values[0], output=values[1], data=values[2])
 

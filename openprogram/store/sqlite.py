@@ -22,6 +22,7 @@ from urllib.parse import quote
 from openprogram.errors import StoreDamaged, StoreError, UsageError
 from openprogram.store._sql import SQLStore, statements
 from openprogram.store.format import FORMAT_VERSION, NodeRow
+from openprogram.store.journal import Journal, pending_dir, replay
 
 __all__ = ["SQLiteStore"]
 
@@ -121,6 +122,7 @@ class SQLiteStore(SQLStore):
                         if version != FORMAT_VERSION:
                             with self._transaction(connection):
                                 self._create_tables(connection, _SCHEMA + _LEASES, _MIGRATIONS)
+                        self._fold_pending(connection, None)
                 except BaseException:
                     connection.close()
                     raise
@@ -263,6 +265,25 @@ class SQLiteStore(SQLStore):
             if _corrupt(exc):
                 raise self._damaged([f"could not {action}: {exc}"]) from exc
             raise StoreError(f"SQLite store {self._where} could not {action}: {exc}") from exc
+
+    def _fold_pending(self, connection: sqlite3.Connection, session: str | None) -> None:
+        """Fold the journals of writers that died (journal.py) into the file."""
+        if self.memory or self.read_only:
+            return
+
+        def write(session: str, rows: Sequence[NodeRow], owner: str) -> NodeRow | None:
+            return self._upsert(connection, session, rows, {}, owner)
+
+        replay(pending_dir(self.path), write, self._where, session)
+
+    def journal(self, session: str) -> Journal | None:
+        """A journal for the records of `session` that wait for their batch's commit
+        (None for an in-memory or read-only store, or one not holding the session's
+        lease): with it a killed process loses none of them. Raises OSError."""
+        owner = self._held.get(session)
+        if self.memory or self.read_only or owner is None:
+            return None
+        return Journal.open(pending_dir(self.path), session, owner)
 
     def _lock_session(self, connection: sqlite3.Connection, key: int) -> None:
         """Nothing to do: BEGIN IMMEDIATE made every other writer of the file wait."""

@@ -116,6 +116,30 @@ def test_a_process_killed_at_any_instant_loses_nothing_made_durable_by_flush(
     assert Session.open(durable_store, "loop").dag.nodes[-1].input == {"i": -1}
 
 
+@pytest.mark.parametrize("after", [1, 37, 150])
+def test_a_killed_sqlite_writer_loses_no_call_that_returned(tmp_path: Path, after: int):
+    """No flush: each call waits for its batch's commit in the journal beside the file."""
+    store = tmp_path / "sessions.db"
+    child = start("loop", str(store), "loop", "100000")
+    wait_ready(child)
+    _send(child, "go")
+    assert child.stdout is not None
+    returned = [int(child.stdout.readline()) for _ in range(after)]
+    kill(child)
+    assert (tmp_path / "sessions.db-pending").is_dir()  # the journal its writer left
+
+    session = Session.open(str(store), "loop")
+    assert not (tmp_path / "sessions.db-pending").exists()  # folded in, and removed
+    assert_coherent(session)
+    finished = [n.input["i"] for n in session.dag.nodes if n.status == "completed"]
+    assert finished[: len(returned)] == returned  # every call that returned
+    assert [n.input["i"] for n in session.dag.nodes] == list(range(len(session.dag)))
+    assert all(n.output == n.input["i"] for n in session.dag.nodes if n.status == "completed")
+    assert len(session.dag) - len(finished) <= 1  # at most the call in flight
+    session.close()
+    _integrity_ok(str(store))
+
+
 def _integrity_ok(store: str) -> None:
     if not store.startswith("postgresql://"):
         with closing(sqlite3.connect(store)) as connection:

@@ -1,0 +1,168 @@
+"""The journal beside a SQLite store: what waits for its batch's commit outlives a kill.
+
+Writers that die are real processes ended with os._exit (SIGKILL is in
+test_processes.py); their journals are folded in by whoever opens the store next.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from openprogram import Session, agentic_function
+from openprogram.store import open_store
+from openprogram.store import recorder as recorder_module
+from openprogram.store.journal import pending, pending_dir
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uses flock")
+
+
+@agentic_function
+def echo(text: str) -> str:
+    return text
+
+
+@pytest.fixture
+def no_timer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing commits by time or slowness: records wait in the batch (and journal)."""
+    monkeypatch.setattr(recorder_module, "BATCH_AGE_S", 3600.0)
+    monkeypatch.setattr(recorder_module, "SLOW_CALL_S", 3600.0)
+
+
+def die_recording(store: Path, session: str, calls: int, *, nested: bool = False) -> None:
+    """A child process records `calls` fast calls (inside a running parent call when
+    `nested`) and dies at once, before any commit: os._exit skips every flush."""
+    program = f"""
+        import os
+        from openprogram import Session, agentic_function
+        from openprogram.store import recorder
+        recorder.BATCH_AGE_S = recorder.SLOW_CALL_S = 3600.0
+
+        @agentic_function
+        def count(i: int) -> int:
+            return i
+
+        @agentic_function
+        def outer(n: int) -> None:
+            for i in range(n):
+                count(i)
+            os._exit(0)
+
+        with Session({str(store)!r}, id={session!r}):
+            if {nested!r}:
+                outer({calls})
+            for i in range({calls}):
+                count(i)
+            os._exit(0)
+    """
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(program)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).parents[3],
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_calls_a_dead_writer_never_committed_are_folded_in_by_the_next_opener(tmp_path: Path):
+    store = tmp_path / "runs.db"
+    die_recording(store, "dead", 5)
+    with closing(sqlite3.connect(store)) as raw:  # nothing reached the file itself
+        assert raw.execute("SELECT count(*) FROM openprogram_nodes").fetchone() == (0,)
+
+    session = Session.open(str(store), "dead")
+    assert [(n.input, n.status, n.output) for n in session.dag.nodes] == [
+        ({"i": i}, "completed", i) for i in range(5)
+    ]
+    assert not pending_dir(store).exists()
+    session.close()
+
+
+def test_a_running_parent_is_stored_running_with_the_children_that_returned(tmp_path: Path):
+    store = tmp_path / "runs.db"
+    die_recording(store, "nested", 3, nested=True)
+
+    session = Session.open(str(store), "nested")
+    outer, *children = session.dag.nodes
+    assert (outer.name, outer.status, outer.input) == ("outer", "running", {"n": 3})
+    assert [(c.parent, c.status, c.output) for c in children] == [
+        (outer.id, "completed", i) for i in range(3)
+    ]
+    session.close()
+
+
+def test_a_torn_last_record_is_left_out_and_the_whole_ones_are_kept(tmp_path: Path):
+    store = tmp_path / "runs.db"
+    die_recording(store, "torn", 4)
+    (journal,) = pending_dir(store).iterdir()
+    whole = journal.read_bytes()
+    with journal.open("ab") as file:  # the start of a fifth record, cut short
+        file.write(whole[-20:-3])
+
+    session = Session.open(str(store), "torn")
+    assert [n.output for n in session.dag.nodes] == [0, 1, 2, 3]
+    session.close()
+
+
+def test_a_live_writers_journal_is_left_to_it(tmp_path: Path, no_timer: None):
+    store = tmp_path / "runs.db"
+    with Session(str(store), id="live"):
+        echo("waiting")
+        assert list(pending(pending_dir(store))) == []  # locked by its writer
+        reader = Session.open(str(store), "live")  # another opener folds nothing in
+        assert reader.dag.nodes == []
+        reader.close()
+    assert [n.output for n in Session.open(str(store), "live").dag.nodes] == ["waiting"]
+    assert not pending_dir(store).exists()  # closing the session removed it
+
+
+def test_a_journal_holds_no_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_timer: None):
+    key = "sk-journal-test-0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    store = tmp_path / "runs.db"
+    with Session(str(store), id="secret"):
+        echo(f"the key is {key}")
+        (journal,) = pending_dir(store).iterdir()
+        written = journal.read_bytes()
+        assert b"the key is ***" in written
+        assert key.encode() not in written
+
+
+def test_records_of_a_session_taken_over_since_are_dropped_and_said(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+):
+    store = tmp_path / "runs.db"
+    die_recording(store, "taken", 2)
+    with closing(sqlite3.connect(store)) as raw, raw:  # another machine's writer took over
+        raw.execute("UPDATE openprogram_leases SET owner = 'elsewhere:1:abcd', host = 'elsewhere'")
+
+    with caplog.at_level(logging.WARNING, logger="openprogram.store"):
+        open_store(str(store))[0].close()
+    assert "dropped 2 records of session 'taken'" in caplog.text
+    assert not pending_dir(store).exists()
+    session = Session.open(str(store), "taken")
+    assert session.dag.nodes == []
+    session.close()
+
+
+def test_a_file_that_is_not_a_journal_is_left_alone(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+):
+    store = tmp_path / "runs.db"
+    Session(str(store), id="any").close()
+    folder = pending_dir(store)
+    folder.mkdir()
+    (folder / "notes.log").write_text("not a journal\n")
+
+    with caplog.at_level(logging.WARNING, logger="openprogram.store"):
+        Session.open(str(store), "any").close()
+    assert "is not a journal this version reads" in caplog.text
+    assert (folder / "notes.log").read_text() == "not a journal\n"
