@@ -16,6 +16,7 @@ from typing import Any
 from openprogram.errors import StoreError, UsageError
 from openprogram.store._sql import SQLStore
 from openprogram.store.format import ROW_COLUMNS, NodeRow, SessionInfo, _decode
+from openprogram.store.journal import pending, pending_dir
 from openprogram.store.open import open_store
 from openprogram.store.sqlite import SQLiteStore
 
@@ -54,6 +55,9 @@ class StoreReport:
     problems: list[str] = field(default_factory=list)
     """Damage of the store itself (SQLite's integrity_check, an unreadable session table)."""
     sessions: list[SessionReport] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)
+    """Journals of SQLite writers that died, not yet folded in (not damage): "N records
+    of session 'x' in path"."""
 
     @property
     def ok(self) -> bool:
@@ -84,6 +88,12 @@ class StoreReport:
                     out += [f"      {item}" for item in items[:_SHOWN]]
                     if len(items) > _SHOWN:
                         out.append(f"      … {len(items) - _SHOWN} more")
+        if self.pending:
+            out.append(
+                f"  {len(self.pending)} journal(s) of writers that died, folded in when the "
+                "store is next opened for writing (a Session, `sessions show`):"
+            )
+            out += [f"    {p}" for p in self.pending[:_SHOWN]]
         if not self.ok:
             out.append(
                 "What to do: restore the store from a backup. Until then, sessions marked ok "
@@ -106,6 +116,7 @@ def check_store(spec: Any, session: str | None = None) -> StoreReport:
         report = StoreReport(store.url)
         if isinstance(store, SQLiteStore):
             report.problems += _integrity(store)
+            report.pending += _pending(store)
         infos = _sessions(store, report)
         if session is not None:
             infos = [info for info in infos if info.id == session]
@@ -118,6 +129,18 @@ def check_store(spec: Any, session: str | None = None) -> StoreReport:
     finally:
         if owned:
             store.close()
+
+
+def _pending(store: SQLiteStore) -> list[str]:
+    """The journals nobody holds beside the file, left as they are."""
+    found = []
+    for journal in pending(pending_dir(store.path)):
+        torn = ", the last one cut short" * journal.torn
+        found.append(
+            f"{len(journal.rows)} records of session {journal.session!r}{torn} in {journal.path}"
+        )
+        journal.skip()
+    return found
 
 
 def _integrity(store: SQLiteStore) -> list[str]:

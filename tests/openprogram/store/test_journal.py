@@ -19,6 +19,7 @@ import pytest
 from openprogram import Session, agentic_function
 from openprogram.store import open_store
 from openprogram.store import recorder as recorder_module
+from openprogram.store.check import check_store
 from openprogram.store.journal import pending, pending_dir
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uses flock")
@@ -166,3 +167,16 @@ def test_a_file_that_is_not_a_journal_is_left_alone(
         Session.open(str(store), "any").close()
     assert "is not a journal this version reads" in caplog.text
     assert (folder / "notes.log").read_text() == "not a journal\n"
+
+
+def test_sessions_check_reports_a_dead_writers_journal_and_leaves_it(tmp_path: Path):
+    store = tmp_path / "runs.db"
+    die_recording(store, "checked", 3)
+
+    report = check_store(str(store))
+    assert report.ok
+    (line,) = report.pending
+    assert line.startswith("3 records of session 'checked' in ")
+    assert any("journal(s) of writers that died" in text for text in report.lines())
+    assert len(list(pending_dir(store).iterdir())) == 1  # only read: still there
+    assert [n.output for n in Session.open(str(store), "checked").dag.nodes] == [0, 1, 2]
