@@ -104,7 +104,6 @@ class Recorder:
                 whole = self._deferred is node  # its start was never journaled
                 if whole:
                     self._deferred = None
-                journaled = self._journal_deferred()
                 self._batch[row.seq] = (row, refs)
                 new = self._new_blobs(refs, self._blobs)
                 for sha, image in new.items():
@@ -116,7 +115,7 @@ class Recorder:
                     or _ran(node) >= SLOW_CALL_S
                     or len(self._batch) >= BATCH_ROWS
                     or self._blob_bytes >= BATCH_BYTES
-                    or not journaled
+                    or not self._journal_deferred()  # (only when nothing commits anyway)
                     or not self._journaled(row, with_input=whole, images=bool(new))
                 ):
                     stored = self._commit()
@@ -247,6 +246,7 @@ class Recorder:
             return True
         batch, blobs = self._batch, self._blobs
         self._batch, self._blobs, self._blob_bytes, self._since = {}, {}, 0, None
+        self._deferred = None  # committed with the rest
         assert self._write_batch is not None
         try:
             return self._write(batch, blobs)
