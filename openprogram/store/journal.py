@@ -15,6 +15,7 @@ another writer has taken over since are refused, and logged. Start at Journal.op
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import json
 import logging
@@ -22,6 +23,7 @@ import marshal
 import os
 import secrets
 import struct
+import weakref
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import suppress
@@ -83,7 +85,9 @@ class Journal:
             os.close(fd)
             path.unlink(missing_ok=True)
             raise
-        return cls(path, fd, len(header.encode()) + 1)
+        journal = cls(path, fd, len(header.encode()) + 1)
+        _open.add(journal)
+        return journal
 
     def append(self, row: NodeRow, *, with_input: bool = True) -> None:
         """Add one record (one write: a reader never sees half of it, a kill never
@@ -109,6 +113,19 @@ class Journal:
         os.close(self._fd)
         self._fd = -1
         _remove_if_empty(self.path.parent)
+
+
+_open: weakref.WeakSet[Journal] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_emptied() -> None:
+    """At interpreter exit, remove the journals with nothing left in them (the
+    Recorder's flusher, whose exit handler is registered later and so runs first,
+    has committed their batches); one still holding records stays for the next opener."""
+    for journal in list(_open):
+        if journal._empty:
+            journal.close()
 
 
 def _remove_if_empty(directory: Path) -> None:

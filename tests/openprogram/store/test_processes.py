@@ -211,6 +211,7 @@ def test_a_process_that_exits_with_its_session_open_commits_what_waited(durable_
     out, errors = child.communicate(timeout=120)
     assert child.returncode == 0, errors
     assert out.strip() == "open recorded"
+    assert not Path(f"{durable_store}-pending").exists()  # its emptied journal went too
     session = Session.open(durable_store, "open")
     assert [(n.status, n.output) for n in session.dag.nodes] == [
         ("completed", i) for i in range(40)
