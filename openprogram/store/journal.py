@@ -95,8 +95,10 @@ class Journal:
         record of the node holds it, in this journal or in the store). Raises OSError."""
         values = row[:] if with_input else (*row[:9], None, *row[10:])
         data = marshal.dumps(values, _MARSHAL)
-        os.write(self._fd, _FRAME.pack(len(data), zlib.crc32(data)) + data)
+        record = _FRAME.pack(len(data), zlib.crc32(data)) + data
         self._empty = False
+        if os.write(self._fd, record) != len(record):  # a full disk: the reader drops it
+            raise OSError(f"could not write a whole record to {self.path} (disk full?)")
 
     def clear(self) -> None:
         """Forget the records: their batch is committed. Raises OSError."""
