@@ -15,6 +15,7 @@ import os
 import time
 import warnings
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from openprogram import _secrets
@@ -263,6 +264,7 @@ class LiteLLMModel:
             raise translate_error(exc, self.name) from exc
         chunks = iter(response)
         parts: list[str] = []
+        calls: dict[int, dict[str, Any]] = {}  # a tool call's deltas, by its index
         usage = None
         try:
             while True:
@@ -275,7 +277,10 @@ class LiteLLMModel:
                 if getattr(chunk, "usage", None) is not None:
                     usage = chunk.usage
                 choices = getattr(chunk, "choices", None) or ()
-                text = choices[0].delta.content if choices else None
+                delta = choices[0].delta if choices else None
+                text = getattr(delta, "content", None)
+                for call in getattr(delta, "tool_calls", None) or ():
+                    _add_call_delta(calls, call)
                 if text:
                     parts.append(text)
                     yield text
@@ -288,6 +293,7 @@ class LiteLLMModel:
             usage=usage_from_response(
                 usage, cost_usd=self._stream_cost(usage), latency_s=time.perf_counter() - started
             ),
+            tool_calls=_tool_calls([_StreamedCall(**calls[i]) for i in sorted(calls)]),
         )
 
     def _stream_cost(self, usage: Any) -> float | None:
@@ -355,6 +361,38 @@ class LiteLLMModel:
                 warnings.simplefilter("ignore")
                 raw = response.model_dump()
         return ModelReply(text=text, usage=usage, raw=raw, tool_calls=tool_calls)
+
+
+@dataclass
+class _StreamedFunction:
+    name: str
+    arguments: str
+
+
+@dataclass
+class _StreamedCall:
+    """A tool call put together from a stream's deltas (read like a provider's call)."""
+
+    id: str | None
+    name: str
+    arguments: str
+
+    @property
+    def function(self) -> _StreamedFunction:
+        return _StreamedFunction(self.name, self.arguments)
+
+
+def _add_call_delta(calls: dict[int, dict[str, Any]], delta: Any) -> None:
+    """Add one streamed tool-call delta: the id and name come once, the arguments'
+    JSON in pieces."""
+    index = getattr(delta, "index", None) or 0
+    entry = calls.setdefault(index, {"id": None, "name": "", "arguments": ""})
+    entry["id"] = getattr(delta, "id", None) or entry["id"]
+    function = getattr(delta, "function", None)
+    name = getattr(function, "name", None)
+    if name and name != entry["name"]:
+        entry["name"] += name
+    entry["arguments"] += getattr(function, "arguments", None) or ""
 
 
 def _tool_calls(calls: Any) -> list[ToolCall] | None:

@@ -51,6 +51,8 @@ class Exchange(Protocol):
 
     def _finish(self, node: Node, reply: ModelReply) -> ModelReply: ...
 
+    def _mark_error(self, node: Node, error: str) -> None: ...
+
 
 class _Stream:
     """What both streams share: the chunks so far and how the node is finished."""
@@ -280,9 +282,24 @@ async def aopen_stream(
 
 
 def _ended(runtime: Exchange, node: Node, text: str, reply: ModelReply | None) -> str:
-    """Complete a stream's node with the whole text; the text after on_llm_end."""
-    final = ModelReply(text=text, usage=reply.usage if reply is not None else Usage())
-    return runtime._finish(node, final).text
+    """Complete a stream's node with the whole text; the text after on_llm_end. A reply
+    that asks for tools (a stream offers none) is recorded, marked as an error and
+    raised as ModelError: never handed out as an empty or partial text."""
+    calls = reply.tool_calls if reply is not None else None
+    final = ModelReply(
+        text=text, usage=reply.usage if reply is not None else Usage(), tool_calls=calls
+    )
+    finished = runtime._finish(node, final)
+    if calls:
+        names = ", ".join(call.name for call in calls)
+        message = (
+            f"the model answered a streamed llm() call with tool calls ({names}); "
+            "stream=True offers no tools: call llm(..., tools=[...]) without stream, or "
+            "ask for a text answer in the prompt"
+        )
+        runtime._mark_error(node, message)
+        raise ModelError(message, node_id=node.id)
+    return finished.text
 
 
 def _broken(

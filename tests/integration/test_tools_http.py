@@ -197,3 +197,21 @@ def test_a_stream_is_retried_until_its_first_chunk_and_refused_keys_fail_at_once
     first, failed = session.dag.find(kind="llm")
     assert first.status == "completed" and len(first.meta["attempts"]) == 1
     assert failed.status == "error"
+
+
+def test_a_streamed_reply_that_asks_for_tools_is_an_error_not_an_empty_text(server):
+    server.reply(tool_calls=[{"name": "add", "arguments": {"a": 20, "b": 22}, "id": "call_s"}])
+    received: list[str] = []
+    with Session() as session, runtime_for(server), pytest.raises(ModelError) as caught:
+        for chunk in llm("talk", stream=True):
+            received.append(chunk)
+    assert received == []
+    assert "tool calls (add)" in str(caught.value) and "stream=True offers no tools" in str(
+        caught.value
+    )
+    (node,) = session.dag.find(kind="llm")
+    assert node.status == "error" and caught.value.node_id == node.id
+    # the arguments' pieces were put back together
+    assert node.meta["tool_calls"] == [
+        {"id": "call_s", "name": "add", "arguments": {"a": 20, "b": 22}}
+    ]

@@ -9,6 +9,7 @@ import pytest
 
 from openprogram import (
     Callback,
+    ModelError,
     ModelReply,
     ModelUnavailable,
     Runtime,
@@ -169,3 +170,27 @@ def test_a_resumed_run_replays_a_recorded_stream_without_asking_again(tmp_path):
     with Session.open(store, first.id, resume=True), Runtime(model):
         assert story() == "recorded words"
     assert model.requests == []
+
+
+def test_a_reply_that_asks_for_tools_raises_instead_of_streaming_nothing():
+    script = [{"tool_calls": [{"name": "lookup", "arguments": {"q": "x"}}]}]
+    with (
+        Session() as session,
+        Runtime(ScriptedModel(script)),
+        pytest.raises(ModelError, match=r"tool calls \(lookup\).*offers no tools"),
+    ):
+        "".join(llm("go", stream=True))
+    (node,) = session.dag.find(kind="llm")
+    assert node.status == "error" and node.meta["tool_calls"][0]["name"] == "lookup"
+
+
+def test_allm_streaming_a_tool_call_reply_raises_too():
+    script = [{"tool_calls": [{"name": "lookup", "arguments": {}}]}]
+
+    async def main() -> None:
+        with Session(), Runtime(ScriptedModel(script)):
+            stream = await allm("go", stream=True)
+            [chunk async for chunk in stream]
+
+    with pytest.raises(ModelError, match="offers no tools"):
+        asyncio.run(main())

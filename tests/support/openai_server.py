@@ -190,7 +190,8 @@ class OpenAIServer(ServedOnThread):
         }
 
     def _chunks(self, reply: _Reply, model: str, usage: bool) -> list[dict[str, Any]]:
-        """The streamed form of `reply`: one chunk per word, the tool calls, the end."""
+        """The streamed form of `reply`: one chunk per word, the tool calls (each in
+        several deltas), the end."""
         ident = f"chatcmpl-test-{next(self._ids)}"
 
         def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
@@ -204,9 +205,14 @@ class OpenAIServer(ServedOnThread):
 
         chunks = [chunk({"role": "assistant", "content": ""})]
         chunks += [chunk({"content": word}) for word in re.findall(r"\s*\S+|\s+", reply.text)]
-        if reply.tool_calls:
-            calls = [{"index": i, **call} for i, call in enumerate(reply.tool_calls)]
-            chunks.append(chunk({"tool_calls": calls}))
+        for i, call in enumerate(reply.tool_calls):  # as OpenAI streams them: the id
+            # and name first, then the arguments' JSON in pieces
+            opening = {**call, "function": {**call["function"], "arguments": ""}}
+            chunks.append(chunk({"tool_calls": [{"index": i, **opening}]}))
+            arguments = call["function"]["arguments"]
+            for start in range(0, len(arguments), 7):
+                piece = {"index": i, "function": {"arguments": arguments[start : start + 7]}}
+                chunks.append(chunk({"tool_calls": [piece]}))
         chunks.append(chunk({}, "tool_calls" if reply.tool_calls else "stop"))
         if usage:
             chunks.append({**chunk({}), "choices": [], "usage": _usage(reply)})
