@@ -55,6 +55,21 @@ class RenderRange(BaseModel):
     callers: int | None = None
     subcalls: int = -1
 
+    def __eq__(self, other: object) -> bool:
+        """Equal to another RenderRange, or to the dict the decorator was given (a code
+        node's `render_range` is the decorator's setting)."""
+        if isinstance(other, Mapping):
+            return {"callers": self.callers, "subcalls": self.subcalls} == dict(other)
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like any BaseModel
+
+    def __getitem__(self, key: str) -> int | None:
+        """`range["callers"]`, as on the decorator's dict."""
+        if key not in ("callers", "subcalls"):
+            raise KeyError(key)
+        return getattr(self, key)  # type: ignore[no-any-return]
+
 
 _VIEWS: dict[str, Callable[[Any], str]] = {}
 

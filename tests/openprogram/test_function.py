@@ -52,6 +52,21 @@ def test_wrapper_keeps_metadata_and_exposes_settings():
     assert documented(2) == 4
 
 
+def test_a_code_node_carries_the_decorators_expose_and_render_range():
+    @agentic_function(expose="llm", render_range={"callers": 2})
+    def ranged() -> None:
+        pass
+
+    with Session() as session:
+        ranged()
+    (node,) = session.dag.nodes
+    assert node.expose == "llm"
+    assert node.render_range == {"callers": 2, "subcalls": -1} == ranged.render_range
+    assert node.render_range != {"callers": 3, "subcalls": -1}
+    assert (node.render_range["callers"], node.render_range["subcalls"]) == (2, -1)
+    assert node.model_dump()["render_range"] == {"callers": 2, "subcalls": -1}
+
+
 def test_spec_is_an_openai_tool_spec_built_from_the_signature():
     @agentic_function(
         input={
