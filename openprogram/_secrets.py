@@ -50,7 +50,9 @@ _SECRET_OPTION = re.compile(
 
 _lock = threading.Lock()
 _given: set[str] = set()
+_given_size = 0  # len(_given), set with it under _lock: read without the lock
 _cache: tuple[frozenset[str], re.Pattern[str] | None] = (frozenset(), None)
+_cache_given = 0  # _given_size when _cache was built
 
 
 def is_secret_name(name: str) -> bool:
@@ -74,7 +76,9 @@ def register(values: Iterable[Any] | Mapping[str, Any]) -> None:
     else:
         found = list(values)
     with _lock:
+        global _given_size
         _given.update(v for v in found if isinstance(v, str) and len(v) >= MIN_LENGTH)
+        _given_size = len(_given)
 
 
 def secrets() -> frozenset[str]:
@@ -96,14 +100,14 @@ def refresh() -> None:
 
 def _pattern(*, refresh: bool = True) -> re.Pattern[str] | None:
     """One regex matching every known secret in its plain and JSON-escaped forms."""
-    global _cache
+    global _cache, _cache_given
     cached_values, cached = _cache
-    if not refresh:
-        with _lock:
-            if _given <= cached_values:
-                return cached
+    if not refresh and _given_size == _cache_given:  # nothing registered since
+        return cached
+    size = _given_size  # before reading: a value registered meanwhile is read next time
     values = secrets()
     if values == cached_values:
+        _cache_given = size
         return cached
     forms: set[str] = set()
     for value in values:
@@ -112,7 +116,7 @@ def _pattern(*, refresh: bool = True) -> re.Pattern[str] | None:
         forms.add(json.dumps(value)[1:-1])
     ordered = sorted(forms, key=len, reverse=True)  # the longest form wins an overlap
     pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
-    _cache = (values, pattern)
+    _cache, _cache_given = (values, pattern), size
     return pattern
 
 

@@ -65,7 +65,6 @@ class Recorder:
         journal = getattr(store, "journal", None)
         self._open_journal = journal if callable(journal) and self._write_batch else None
         self._journal: Any = None  # a journal.Journal once a record waits, or False
-        self._deferred: Node | None = None  # the call started last, its start unjournaled
         self._lock = threading.RLock()
         # seq -> the newest row and its images, or a running call's node not yet encoded
         self._batch: dict[int, tuple[NodeRow, list[str]] | Node] = {}
@@ -81,16 +80,15 @@ class Recorder:
 
     def __call__(self, event: str, node: Node) -> None:
         created = event == "created"
-        if created and node.kind == "code" and self._write_batch is not None:
+        if (
+            created
+            and node.kind == "code"
+            and self._write_batch is not None
+            and self._open_journal is None
+        ):
             with self._lock:  # encoded when committed, unless it completes first
-                journaled = self._journal_deferred()
                 self._batch[node.seq] = node
-                if self._open_journal is not None:
-                    self._deferred = node
-                if journaled:
-                    self._wait()
-                else:
-                    self._commit()
+                self._wait()
             return
         try:
             row, refs = self._encode(node, created=created)
@@ -101,9 +99,6 @@ class Recorder:
             stored = self._write_one(row, refs, self._new_blobs(refs, {}))
         else:
             with self._lock:
-                whole = self._deferred is node  # its start was never journaled
-                if whole:
-                    self._deferred = None
                 self._batch[row.seq] = (row, refs)
                 new = self._new_blobs(refs, self._blobs)
                 for sha, image in new.items():
@@ -115,8 +110,7 @@ class Recorder:
                     or _ran(node) >= SLOW_CALL_S
                     or len(self._batch) >= BATCH_ROWS
                     or self._blob_bytes >= BATCH_BYTES
-                    or not self._journal_deferred()  # (only when nothing commits anyway)
-                    or not self._journaled(row, with_input=whole, images=bool(new))
+                    or not self._journaled(row, with_input=created, images=bool(new))
                 ):
                     stored = self._commit()
                 else:
@@ -125,32 +119,12 @@ class Recorder:
             self._reads[node.name] = (node.id, node.reads)  # a stored node's reads stay
 
     # -- the journal ---------------------------------------------------------------------
-    def _journal_deferred(self) -> bool:
-        """Journal the start of the call recorded last, if it is still waiting unjournaled
-        (the caller holds the lock). A fast call's start is never journaled on its own:
-        its completion comes next and holds all of it. False when the batch must be
-        committed instead."""
-        node, self._deferred = self._deferred, None
-        if node is None or self._batch.get(node.seq) is not node:
-            return True  # none, or committed meanwhile
-        try:
-            row, refs = self._encode(node, created=True)
-        except Exception as exc:
-            del self._batch[node.seq]
-            self._failed(node.id, node.name, node.seq, exc)
-            return True
-        self._batch[node.seq] = (row, refs)
-        new = self._new_blobs(refs, self._blobs)
-        for sha, image in new.items():
-            self._blobs[sha] = image
-            self._blob_bytes += len(image)
-        return self._journaled(row, with_input=True, images=bool(new))
-
     def _journaled(self, row: NodeRow, *, with_input: bool, images: bool) -> bool:
         """Append a waiting record to the journal (the caller holds the lock): True when
         it is there or the store keeps none, False when it must be committed now (it
         brings new images, which the journal does not hold, or the journal failed).
-        Without `with_input`, its input is left out: the call's start holds it."""
+        Without `with_input`, its input is left out: the call's start holds it (every
+        code call's start is journaled or committed before it completes)."""
         if self._open_journal is None:
             return True
         if images:
@@ -246,7 +220,6 @@ class Recorder:
             return True
         batch, blobs = self._batch, self._blobs
         self._batch, self._blobs, self._blob_bytes, self._since = {}, {}, 0, None
-        self._deferred = None  # committed with the rest
         assert self._write_batch is not None
         try:
             return self._write(batch, blobs)

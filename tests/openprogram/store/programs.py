@@ -2,6 +2,7 @@
 
 Imported by the tests, and run as a child process by the kill tests:
     python programs.py agent STORE SESSION KILL_AT   (blocks at KILL_AT until killed)
+    python programs.py hang STORE SESSION   (one fast call, then a call that waits to be killed)
     python programs.py loop STORE SESSION CALLS [flush]
                        (prints each finished call; with "flush", once it is durable)
     python programs.py ledger STORE SESSION STEPS
@@ -115,6 +116,13 @@ def count(i: int) -> int:
 
 
 @agentic_function
+def hang() -> None:
+    """Says "ready" and waits for the parent to kill it, recording nothing more."""
+    print("ready", flush=True)
+    sys.stdin.read()
+
+
+@agentic_function
 def tagged(writer: str, i: int) -> str:
     return f"{writer} {i}"
 
@@ -215,6 +223,10 @@ def main(argv: list[str]) -> None:
         with Session(store, id=session), Runtime(model()):
             ledger(int(argv[3]))
         sys.stdin.read()  # the parent kills us here, or earlier
+    elif mode == "hang":
+        with Session(store, id=session):
+            count(0)
+            hang()
     elif mode == "exit":
         recording = Session(store, id=session).__enter__()
         for i in range(int(argv[3])):

@@ -140,6 +140,21 @@ def test_a_killed_sqlite_writer_loses_no_call_that_returned(tmp_path: Path, afte
     _integrity_ok(str(store))
 
 
+def test_a_call_killed_while_it_runs_is_stored_as_running_at_once(tmp_path: Path):
+    """Its start is durable when the call starts, not at the next commit."""
+    store = str(tmp_path / "sessions.db")
+    child = start("hang", store, "hang")
+    wait_ready(child)  # said from inside hang(), nothing recorded since its start
+    kill(child)
+
+    session = Session.open(store, "hang")
+    assert [(n.name, n.status) for n in session.dag.nodes] == [
+        ("count", "completed"),
+        ("hang", "running"),
+    ]
+    session.close()
+
+
 def _integrity_ok(store: str) -> None:
     if not store.startswith("postgresql://"):
         with closing(sqlite3.connect(store)) as connection:
