@@ -16,7 +16,6 @@ another writer has taken over since are refused, and logged. Start at Journal.op
 from __future__ import annotations
 
 import atexit
-import fcntl
 import json
 import logging
 import marshal
@@ -32,7 +31,12 @@ from pathlib import Path
 
 from openprogram.store.format import NodeRow
 
-__all__ = ["Journal", "Pending", "pending", "pending_dir"]
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no flock, so no journal (see available)
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["Journal", "Pending", "available", "pending", "pending_dir", "replay"]
 
 log = logging.getLogger("openprogram.store")
 
@@ -46,6 +50,12 @@ _FIELDS: tuple[type | tuple[type, ...], ...] = (
     (int, _NONE), _OPTIONAL_TEXT, _OPTIONAL_TEXT, _OPTIONAL_TEXT,
 )  # fmt: skip
 """The types of a NodeRow's fields, checked on every record read back."""
+
+
+def available() -> bool:
+    """Whether journals can be kept here (they need flock: not on Windows, where the
+    Recorder commits each record of a SQLite session at once instead)."""
+    return fcntl is not None
 
 
 def pending_dir(store_path: Path) -> Path:
@@ -165,6 +175,8 @@ def pending(directory: Path, session: str | None = None) -> Iterator[Pending]:
     """The journals in `directory` whose writers have died (of `session` only, when
     given), each locked while the caller handles it; the caller calls done() or skip().
     Unreadable or foreign files are left alone."""
+    if fcntl is None:
+        return
     try:
         names = sorted(os.listdir(directory))
     except OSError:

@@ -140,7 +140,7 @@ class Recorder:
                     self.session, getattr(self.store, "url", self.store), exc,
                 )  # fmt: skip
                 journal = self._journal = False
-            if journal is None:  # the store does not hold the lease: the commit says so
+            if journal is None:  # none here (no lease, so the commit says why; Windows)
                 return False
         if journal is False:
             return False

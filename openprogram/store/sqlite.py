@@ -22,7 +22,7 @@ from urllib.parse import quote
 from openprogram.errors import StoreDamaged, StoreError, UsageError
 from openprogram.store._sql import SQLStore, statements
 from openprogram.store.format import FORMAT_VERSION, NodeRow
-from openprogram.store.journal import Journal, pending_dir, replay
+from openprogram.store.journal import Journal, available, pending_dir, replay
 
 __all__ = ["SQLiteStore"]
 
@@ -278,10 +278,11 @@ class SQLiteStore(SQLStore):
 
     def journal(self, session: str) -> Journal | None:
         """A journal for the records of `session` that wait for their batch's commit
-        (None for an in-memory or read-only store, or one not holding the session's
-        lease): with it a killed process loses none of them. Raises OSError."""
+        (None for an in-memory or read-only store, one not holding the session's
+        lease, or on Windows): with it a killed process loses none of them. Raises
+        OSError."""
         owner = self._held.get(session)
-        if self.memory or self.read_only or owner is None:
+        if self.memory or self.read_only or owner is None or not available():
             return None
         return Journal.open(pending_dir(self.path), session, owner)
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from openprogram import Session, agentic_function
+from openprogram.store import journal as journal_module
 from openprogram.store import open_store
 from openprogram.store import recorder as recorder_module
 from openprogram.store.check import check_store
@@ -180,3 +181,18 @@ def test_sessions_check_reports_a_dead_writers_journal_and_leaves_it(tmp_path: P
     assert any("journal(s) of writers that died" in text for text in report.lines())
     assert len(list(pending_dir(store).iterdir())) == 1  # only read: still there
     assert [n.output for n in Session.open(str(store), "checked").dag.nodes] == [0, 1, 2]
+
+
+def test_without_flock_every_record_is_committed_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_timer: None
+):
+    """Where journals cannot be kept (Windows), nothing waits in memory either."""
+    monkeypatch.setattr(journal_module, "fcntl", None)
+    store = tmp_path / "runs.db"
+    with Session(str(store), id="plain"):
+        echo("at once")
+        with closing(sqlite3.connect(store)) as raw:
+            assert raw.execute("SELECT status FROM openprogram_nodes").fetchall() == [
+                ("completed",)
+            ]
+    assert not pending_dir(store).exists()
