@@ -74,30 +74,33 @@ def per_call_us(store: Any, calls: int) -> tuple[float, float]:
     return wall / calls * 1e6, cpu / calls * 1e6
 
 
-class PerRecord:
-    """A store without write_batch: the Recorder commits every record on its own, as it
-    did before group commit. `store`: a SQLite file path or a postgresql:// URL."""
+class _Hiding:
+    """A store with one of its methods hidden (`hidden`), so the Recorder goes without.
+    `store`: a SQLite file path or a postgresql:// URL."""
+
+    hidden = ""
 
     def __init__(self, store: str | Path) -> None:
         self._store = open_store(store)[0]
 
     def __getattr__(self, name: str) -> Any:
-        if name == "write_batch":
+        if name == self.hidden:
             raise AttributeError(name)
         return getattr(self._store, name)
 
 
-class NoJournal:
+class PerRecord(_Hiding):
+    """A store without write_batch: the Recorder commits every record on its own, as it
+    did before group commit."""
+
+    hidden = "write_batch"
+
+
+class NoJournal(_Hiding):
     """A SQLite store without its journal: the records waiting for their batch's commit
     live in memory only (what a kill loses), to show what the journal costs."""
 
-    def __init__(self, store: str | Path) -> None:
-        self._store = open_store(store)[0]
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "journal":
-            raise AttributeError(name)
-        return getattr(self._store, name)
+    hidden = "journal"
 
 
 @agentic_function
