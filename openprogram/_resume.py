@@ -37,6 +37,8 @@ def input_hash(value: Any, hidden: Iterable[str] = ()) -> str:
     """
     if hidden and isinstance(value, dict):
         value = {k: v for k, v in value.items() if k not in hidden}
+    elif isinstance(value, str):  # an llm() content given as a string: the same as its one
+        value = [{"type": "text", "text": value}]  # part (as sessions recorded it before)
     text = json.dumps(
         to_jsonable(value, None),
         sort_keys=True,

@@ -318,7 +318,9 @@ class Runtime:
         earlier = loop.nodes if loop is not None and loop.toolbox is not None else []
         if earlier:
             meta["tool_loop"] = list(earlier)
-        node = session._enter_llm(name, frame_id, parts, meta)
+        # the node keeps the content as given (DESIGN §2): a plain string stays one
+        recorded = content if isinstance(content, str) and len(parts) == 1 else parts
+        node = session._enter_llm(name, frame_id, recorded, meta)
         if node.status == "completed":  # replayed from a resumed session's record
             return node, None
         try:

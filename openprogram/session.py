@@ -263,7 +263,7 @@ class Session:
         return self.dag.add("code", name, parent=parent, input=value, **settings)
 
     def _enter_llm(
-        self, name: str, parent: str | None, parts: list[Any], meta: dict[str, Any]
+        self, name: str, parent: str | None, parts: str | list[Any], meta: dict[str, Any]
     ) -> Node:
         """The llm node for an exchange about to be sent (a completed one when replayed)."""
         if self._resumer is not None:

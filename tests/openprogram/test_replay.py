@@ -181,7 +181,7 @@ class InOrder:
 def test_a_gathered_run_sees_siblings_running_as_in_production():
     with Session() as session, Runtime(ScriptedModel(lambda request: "ok")):
         asyncio.run(boss(["a", "b"]))
-    firsts = [n for n in session.dag.find(kind="llm") if "first" in n.input[0]["text"]]
+    firsts = [n for n in session.dag.find(kind="llm") if "first" in n.input]
     assert len(firsts) == 2
     assert all(n.end_seq >= max(f.seq for f in firsts) for n in firsts)  # both asked first
 

@@ -198,7 +198,7 @@ def test_transformers_change_what_is_sent_but_not_the_dag():
         assert llm("hello") == "quiet!"
     assert model.requests[0].messages[-1]["content"] == "HELLO"
     (node,) = session.dag.find(kind="llm")
-    assert node.input == [{"type": "text", "text": "hello"}] and node.output == "quiet"
+    assert node.input == "hello" and node.output == "quiet"  # the content as given
 
 
 def test_image_paths_are_read_and_missing_ones_are_a_clear_error(tmp_path):

@@ -392,3 +392,42 @@ def test_a_divergence_reaches_the_caller_unlogged_with_the_context_as_it_was(cap
         assert caught.value.node_id == session.dag.find(name="step")[0].id
         assert len(session.dag) == 1 and session.failed_writes == 0
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_an_llm_node_keeps_a_string_content_as_given_and_older_recordings_still_resume(
+    tmp_path,
+):
+    import json
+    import sqlite3
+    from contextlib import closing
+
+    path = str(tmp_path / "runs.db")
+
+    @agentic_function
+    def greet() -> str:
+        reply = llm("say hello")
+        if reply == "hello":
+            raise RuntimeError("dies after its exchange")
+        return reply
+
+    with (
+        Session(path, id="older") as session,
+        Runtime(ScriptedModel(["hello"])),
+        pytest.raises(RuntimeError),
+    ):
+        greet()
+    (exchange,) = session.dag.find(kind="llm")
+    assert exchange.input == "say hello"  # DESIGN §2: the request content
+    # an earlier openprogram stored a string content as its one text part
+    with closing(sqlite3.connect(path)) as raw, raw:
+        raw.execute(
+            "UPDATE openprogram_nodes SET input = ? WHERE kind = 'llm'",
+            (json.dumps([{"type": "text", "text": "say hello"}]),),
+        )
+
+    @agentic_function
+    def greet() -> str:  # the same program, run again, no longer failing
+        return llm("say hello")
+
+    with Session.open(path, "older", resume=True), Runtime(ScriptedModel([])):
+        assert greet() == "hello"  # replayed from the recording: the model is not asked

@@ -126,7 +126,7 @@ def test_transformers_chain_in_list_order_and_the_dag_keeps_the_raw_exchange():
         assert outer("hello") == "reply-a-b"
     assert model.requests[0].messages[-1]["content"][-1]["text"] == "hello-a-b"
     (node,) = session.dag.find(kind="llm")
-    assert node.input == [{"type": "text", "text": "hello"}]
+    assert node.input == "hello"
     assert node.output == "reply"
     assert session.dag.find(name="inner")[0].output == "reply-a-b"
 

@@ -131,7 +131,7 @@ def test_the_model_sees_placeholders_the_dag_and_the_caller_see_originals():
     sent = json.dumps(model.requests[0].messages)
     assert EMAIL not in sent and "<EMAIL_1>" in sent
     (node,) = session.dag.find(kind="llm")
-    assert node.input == [{"type": "text", "text": f"Write to {EMAIL}"}]
+    assert node.input == f"Write to {EMAIL}"
     assert node.output == "I will write to <EMAIL_1>"
 
 

@@ -56,7 +56,7 @@ def test_a_surrogate_argument_is_recorded_and_later_llm_calls_work(store):
     nodes = stored(store, session.id)
     assert [n.status for n in nodes] == ["completed"] * 4
     assert nodes[0].input == {"name": FILENAME}  # the exact string, surrogates and all
-    assert FILENAME in nodes[1].input[0]["text"]
+    assert FILENAME in nodes[1].input
     assert nodes[1].messages_hash == session.dag.nodes[1].messages_hash
 
 
