@@ -54,7 +54,7 @@ _FIELDS: tuple[type | tuple[type, ...], ...] = (
 
 def available() -> bool:
     """Whether journals can be kept here (they need flock: not on Windows, where the
-    Recorder commits each record of a SQLite session at once instead)."""
+    Recorder commits each record of a SQLite file session at once instead)."""
     return fcntl is not None
 
 

@@ -140,8 +140,8 @@ class Recorder:
                     self.session, getattr(self.store, "url", self.store), exc,
                 )  # fmt: skip
                 journal = self._journal = False
-            if journal is None:  # none here (no lease, so the commit says why; Windows)
-                return False
+            if journal is None:  # none needed: in memory, read-only, no lease (yet)
+                return True
         if journal is False:
             return False
         try:

@@ -278,12 +278,15 @@ class SQLiteStore(SQLStore):
 
     def journal(self, session: str) -> Journal | None:
         """A journal for the records of `session` that wait for their batch's commit
-        (None for an in-memory or read-only store, one not holding the session's
-        lease, or on Windows): with it a killed process loses none of them. Raises
-        OSError."""
+        (None when none is needed: an in-memory or read-only store, or one not holding
+        the session's lease): with it a killed process loses none of them. Raises
+        OSError when it cannot be kept (no flock: Windows; an unwritable folder); the
+        Recorder then commits each record at once."""
         owner = self._held.get(session)
-        if self.memory or self.read_only or owner is None or not available():
+        if self.memory or self.read_only or owner is None:
             return None
+        if not available():
+            raise OSError("this platform has no flock, which journals need")
         return Journal.open(pending_dir(self.path), session, owner)
 
     def _lock_session(self, connection: sqlite3.Connection, key: int) -> None:
