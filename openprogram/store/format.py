@@ -40,11 +40,13 @@ __all__ = [
     "reads_overlap",
 ]
 
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 """Version of the stored layout (tables, row encoding). Bump on any change an older
 reader would misread; add a migration from the previous version (docs/sessions.md).
-4 stores an llm node's render report relative to an earlier node's (`report_base`: an
-older reader would show part of it); 3 added the node status `stopped` (an older reader
+5 stores an llm node's string content as a string (an older resume would call it
+another input than the one-part list it recorded); 4 stores an llm node's render report
+relative to an earlier node's (`report_base`: an older reader would show part of it); 3
+added the node status `stopped` (an older reader
 calls such a row damaged); 2 added the writer leases table (openprogram_leases); older
 ones are migrated when opened."""
 LEASES_VERSION = 2

@@ -35,9 +35,9 @@ _LEASES = (
     "host TEXT NOT NULL, pid BIGINT NOT NULL, process TEXT NOT NULL, "
     "acquired_at DOUBLE PRECISION NOT NULL, heartbeat_at DOUBLE PRECISION NOT NULL)",
 )
-_MIGRATIONS = {1: _LEASES, 2: (), 3: ()}
+_MIGRATIONS = {1: _LEASES, 2: (), 3: (), 4: ()}
 """format_version N -> N+1 (3 only allows the status `stopped`, 4 the render report's
-`report_base`: no table changes)."""
+`report_base`, 5 llm contents stored as strings: no table changes)."""
 _NOW = "extract(epoch from clock_timestamp())::float8"
 _CASTS = ("bigint", "bigint", "text", "text", "text", "text", "text", "float8", "float8",
           "bigint", "text", "text", "text")  # fmt: skip

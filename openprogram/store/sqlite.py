@@ -47,8 +47,9 @@ _LEASES = (
     "host TEXT NOT NULL, pid INTEGER NOT NULL, process TEXT NOT NULL, "
     "acquired_at REAL NOT NULL, heartbeat_at REAL NOT NULL)",
 )
-_MIGRATIONS = {1: _LEASES, 2: (), 3: ()}
-"""format_version N -> N+1 (3 only allows the status `stopped`: no table changes)."""
+_MIGRATIONS = {1: _LEASES, 2: (), 3: (), 4: ()}
+"""format_version N -> N+1 (3 only allows the status `stopped`, 4 the render report's
+`report_base`, 5 llm contents stored as strings: no table changes)."""
 _NOW = "((julianday('now') - 2440587.5) * 86400.0)"
 _CHECKED_TABLES = ("openprogram_meta", "openprogram_sessions", "openprogram_nodes",
                    "openprogram_leases")  # fmt: skip

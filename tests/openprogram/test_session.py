@@ -418,16 +418,18 @@ def test_an_llm_node_keeps_a_string_content_as_given_and_older_recordings_still_
         greet()
     (exchange,) = session.dag.find(kind="llm")
     assert exchange.input == "say hello"  # DESIGN §2: the request content
-    # an earlier openprogram stored a string content as its one text part
+    # format_version 4 stored a string content as its one text part
     with closing(sqlite3.connect(path)) as raw, raw:
         raw.execute(
             "UPDATE openprogram_nodes SET input = ? WHERE kind = 'llm'",
             (json.dumps([{"type": "text", "text": "say hello"}]),),
         )
+        raw.execute("UPDATE openprogram_meta SET value = '4' WHERE key = 'format_version'")
 
     @agentic_function
     def greet() -> str:  # the same program, run again, no longer failing
         return llm("say hello")
 
-    with Session.open(path, "older", resume=True), Runtime(ScriptedModel([])):
+    with Session.open(path, "older", resume=True) as resumed, Runtime(ScriptedModel([])):
         assert greet() == "hello"  # replayed from the recording: the model is not asked
+    assert resumed.store.format_version == 5  # migrated: only the version changes
