@@ -3,8 +3,10 @@
 Records each node when it is created and when it completes. A store with `write_batch`
 (SQLite, PostgreSQL) gets the records in batches, one transaction each, at the durable
 points of docs/sessions.md#durability (an llm exchange, an input, a call of 1 ms or
-more, a full or 0.2 s old batch, closing, exit); a call that completes before its batch
-is committed is encoded once. Other stores get each record at once. A failing store is
+more, a full or 0.2 s old batch, closing, exit). A store that keeps a journal (SQLite
+files: store/journal.py) gets every waiting record appended to it first, so a killed
+process loses none; without one (PostgreSQL), a call that completes before its batch is
+committed is encoded once. Other stores get each record at once. A failing store is
 logged, never raised.
 """
 
