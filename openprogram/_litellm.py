@@ -15,7 +15,6 @@ import os
 import time
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from openprogram import _secrets
@@ -293,7 +292,7 @@ class LiteLLMModel:
             usage=usage_from_response(
                 usage, cost_usd=self._stream_cost(usage), latency_s=time.perf_counter() - started
             ),
-            tool_calls=_tool_calls([_StreamedCall(**calls[i]) for i in sorted(calls)]),
+            tool_calls=_streamed_calls(calls),
         )
 
     def _stream_cost(self, usage: Any) -> float | None:
@@ -363,53 +362,45 @@ class LiteLLMModel:
         return ModelReply(text=text, usage=usage, raw=raw, tool_calls=tool_calls)
 
 
-@dataclass
-class _StreamedFunction:
-    name: str
-    arguments: str
-
-
-@dataclass
-class _StreamedCall:
-    """A tool call put together from a stream's deltas (read like a provider's call)."""
-
-    id: str | None
-    name: str
-    arguments: str
-
-    @property
-    def function(self) -> _StreamedFunction:
-        return _StreamedFunction(self.name, self.arguments)
-
-
 def _add_call_delta(calls: dict[int, dict[str, Any]], delta: Any) -> None:
     """Add one streamed tool-call delta: the id and name come once, the arguments'
     JSON in pieces."""
-    index = getattr(delta, "index", None) or 0
-    entry = calls.setdefault(index, {"id": None, "name": "", "arguments": ""})
-    entry["id"] = getattr(delta, "id", None) or entry["id"]
+    entry = calls.setdefault(getattr(delta, "index", None) or 0, {"arguments": ""})
     function = getattr(delta, "function", None)
-    name = getattr(function, "name", None)
-    if name and name != entry["name"]:
-        entry["name"] += name
+    entry["id"] = entry.get("id") or getattr(delta, "id", None)
+    entry["name"] = entry.get("name") or getattr(function, "name", None)
     entry["arguments"] += getattr(function, "arguments", None) or ""
 
 
 def _tool_calls(calls: Any) -> list[ToolCall] | None:
-    """The provider's tool calls as ToolCalls; arguments that are not a JSON object
-    stay text, for the tool loop to report back to the model."""
+    """The provider's tool calls as ToolCalls."""
     if not calls:
         return None
     found = []
     for position, call in enumerate(calls, start=1):
         function = getattr(call, "function", None)
-        raw = getattr(function, "arguments", None) or "{}"
-        try:
-            arguments: dict[str, Any] | str = json.loads(raw) if isinstance(raw, str) else raw
-        except json.JSONDecodeError:
-            arguments = str(raw)
-        if not isinstance(arguments, dict):
-            arguments = str(raw)
-        name = str(getattr(function, "name", None) or "")
-        found.append(ToolCall(getattr(call, "id", None) or f"call_{position}", name, arguments))
+        name, raw = getattr(function, "name", None), getattr(function, "arguments", None)
+        found.append(_tool_call(position, getattr(call, "id", None), name, raw))
     return found
+
+
+def _streamed_calls(calls: dict[int, dict[str, Any]]) -> list[ToolCall] | None:
+    """The tool calls a stream's deltas put together (see _add_call_delta)."""
+    found = [
+        _tool_call(position, entry["id"], entry["name"], entry["arguments"])
+        for position, (_, entry) in enumerate(sorted(calls.items()), start=1)
+    ]
+    return found or None
+
+
+def _tool_call(position: int, id: Any, name: Any, raw: Any) -> ToolCall:
+    """One tool call; arguments that are not a JSON object stay text, for the tool loop
+    to report back to the model."""
+    raw = raw or "{}"
+    try:
+        arguments: dict[str, Any] | str = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError:
+        arguments = str(raw)
+    if not isinstance(arguments, dict):
+        arguments = str(raw)
+    return ToolCall(id or f"call_{position}", str(name or ""), arguments)
