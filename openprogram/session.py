@@ -263,14 +263,15 @@ class Session:
         return self.dag.add("code", name, parent=parent, input=value, **settings)
 
     def _enter_llm(
-        self, name: str, parent: str | None, parts: str | list[Any], meta: dict[str, Any]
+        self, name: str, parent: str | None, content: str | list[Any], meta: dict[str, Any]
     ) -> Node:
-        """The llm node for an exchange about to be sent (a completed one when replayed)."""
+        """The llm node for an exchange about to be sent (a completed one when replayed);
+        `content` is its input: llm()'s string as given, or the parts."""
         if self._resumer is not None:
-            resumed = self._resume("llm", name, parent, parts, meta)
+            resumed = self._resume("llm", name, parent, content, meta)
             if resumed is not None:
                 return resumed
-        return self.dag.add("llm", name, parent=parent, input=parts, meta=meta)
+        return self.dag.add("llm", name, parent=parent, input=content, meta=meta)
 
     def _exit_call(self, node: Node, result: Any, exc: BaseException | None) -> None:
         if self._resumer is not None and node.id in self._resumer.reused:

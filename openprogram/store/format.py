@@ -46,9 +46,8 @@ reader would misread; add a migration from the previous version (docs/sessions.m
 5 stores an llm node's string content as a string (an older resume would call it
 another input than the one-part list it recorded); 4 stores an llm node's render report
 relative to an earlier node's (`report_base`: an older reader would show part of it); 3
-added the node status `stopped` (an older reader
-calls such a row damaged); 2 added the writer leases table (openprogram_leases); older
-ones are migrated when opened."""
+added the node status `stopped` (an older reader calls such a row damaged); 2 added the
+writer leases table (openprogram_leases); older ones are migrated when opened."""
 LEASES_VERSION = 2
 """The format_version that added the writer leases table."""
 OLDEST_VERSION = 1
