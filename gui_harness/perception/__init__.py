@@ -5,6 +5,7 @@ from gui_harness.perception.accessibility import (
     AccessibilitySnapshot,
     AccessibilitySource,
 )
+from gui_harness.perception.cells import Grid, cell_point
 from gui_harness.perception.detect import (
     KINDS,
     SOURCES,
@@ -36,6 +37,8 @@ __all__ = [  # noqa: RUF022 - grouped by topic, as STYLE.md asks of package root
     "Kind",
     "detect_components",
     "reading_order",
+    "Grid",
+    "cell_point",
     "STATES",
     "SOURCES",
     "State",

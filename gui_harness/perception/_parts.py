@@ -5,13 +5,10 @@ arrows of a spin box. Private to detect.py, which calls these on the boxes it fo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import cv2
 import numpy as np
 
-if TYPE_CHECKING:
-    from gui_harness.perception.detect import Kind
+from gui_harness.perception.component import Kind
 
 __all__ = [
     "PART_OF_CONTROL_H",
@@ -27,7 +24,7 @@ _BAR_KERNEL = np.ones((1, 24), np.uint8)
 _KERNEL_5 = np.ones((5, 5), np.uint8)
 PART_OF_CONTROL_H = 48  # px; a box up to this high owns the much lower boxes inside it
 
-Found = tuple["Kind", tuple[int, int, int, int], float]
+Found = tuple[Kind, tuple[int, int, int, int], float]
 Box = tuple[int, int, int, int]
 
 

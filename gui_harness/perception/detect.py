@@ -1,15 +1,11 @@
-"""UI element detection on screenshots: `Component` and `detect_components()`.
+"""UI element detection on screenshots: `detect_components()`.
 
 Owns the OpenCV pipeline (edges → rectangles → controls; the remaining edges → text lines
-and icons) and the reading-order numbering. Labels are filled later by memory.py and
-ocr.py. Start at detect_components().
+and icons). Component and reading_order live in component.py (re-exported here); labels
+are filled later by memory.py and ocr.py. Start at detect_components().
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import Any, Literal, get_args
 
 import cv2
 import numpy as np
@@ -25,6 +21,16 @@ from gui_harness.perception._parts import (
 )
 from gui_harness.perception._pixels import ImageLike, grey_array
 from gui_harness.perception._text import colour_of, links, list_rows, text_lines
+from gui_harness.perception.component import (
+    KINDS,
+    SOURCES,
+    STATES,
+    Component,
+    Kind,
+    Source,
+    State,
+    reading_order,
+)
 
 __all__ = [
     "KINDS",
@@ -38,87 +44,12 @@ __all__ = [
     "reading_order",
 ]
 
-Kind = Literal["button", "field", "checkbox", "radio", "dropdown", "tab", "link", "icon", "text"]
-"""What a component looks like: a push button, a text entry, a check box, a radio button
-(round), a drop-down chooser (an entry with an arrow button), a tab of a tab strip, a
-link, an icon or a line of text. Pixel detection guesses it from geometry and fill, so
-treat it as a hint; an accessibility source knows it."""
-
-KINDS: tuple[Kind, ...] = get_args(Kind)
-
-State = Literal["checked", "selected", "focused", "disabled", "expanded"]
-"""A state a component is in, as the accessibility tree reports it."""
-
-STATES: tuple[State, ...] = get_args(State)
-
-Source = Literal["pixels", "accessibility"]
-"""Where a component came from: pixel detection, or an app's accessibility tree."""
-
-SOURCES: tuple[Source, ...] = get_args(Source)
-
 _CANNY = (30, 90)
 _PALE_CANNY = (12, 36)  # outlines of pale flat controls: a 13-level step on white
 _KERNEL = np.ones((3, 3), np.uint8)
 _CONTROL_H = (10, 100)  # pixels; taller outlines are panels, shorter ones glyphs or lines
 _TEXT_AREA_H = 400  # px; a taller plain outline holding lines is a page, not a text area
 _CHECKBOX_SIDE = (10, 24)
-
-
-@dataclass(frozen=True, slots=True)
-class Component:
-    """One UI element found on a screenshot.
-
-    `index` is 1-based in reading order (rows top to bottom, then left to right);
-    `box` is (x, y, width, height) in image pixels; `label` is its text when memory or
-    OCR supplied one; `confidence` (0–1) is how sure detection is about `kind`.
-    `states` are the states the accessibility tree reported (pixels report none) and
-    `source` is where the component came from.
-    """
-
-    index: int
-    kind: Kind
-    box: tuple[int, int, int, int]
-    label: str | None = None
-    confidence: float = 0.5
-    states: tuple[State, ...] = ()
-    source: Source = "pixels"
-
-    @property
-    def center(self) -> tuple[int, int]:
-        """The middle of the box, in image pixels: where a click on it lands."""
-        x, y, w, h = self.box
-        return (x + w // 2, y + h // 2)
-
-    def with_label(self, label: str | None) -> Component:
-        """A copy carrying `label`."""
-        return replace(self, label=label)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-able dict: index, kind, box as [x, y, w, h], label, confidence, states
-        and source."""
-        return {
-            "index": self.index,
-            "kind": self.kind,
-            "box": list(self.box),
-            "label": self.label,
-            "confidence": round(self.confidence, 3),
-            "states": list(self.states),
-            "source": self.source,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Component:
-        """The component `to_dict()` described."""
-        x, y, w, h = (int(v) for v in data["box"])
-        return cls(
-            index=int(data["index"]),
-            kind=data["kind"],
-            box=(x, y, w, h),
-            label=data.get("label"),
-            confidence=float(data.get("confidence", 0.5)),
-            states=tuple(data.get("states", ())),
-            source=data.get("source", "pixels"),
-        )
 
 
 def detect_components(
@@ -178,24 +109,6 @@ def _close_at_edges(grey: np.ndarray, edges: np.ndarray) -> None:
     background = int(np.median(np.concatenate(lines)))
     for line, out in zip(lines, (edges[0], edges[-1], edges[:, 0], edges[:, -1]), strict=True):
         out[np.abs(line.astype(np.int16) - background) >= _PALE_CANNY[0]] = 255
-
-
-def reading_order(components: Sequence[Component]) -> list[Component]:
-    """`components` sorted into rows (by vertical centre, with a tolerance) then by x,
-    and renumbered from 1."""
-    by_centre = sorted(components, key=lambda c: (c.box[1] + c.box[3] / 2, c.box[0]))
-    rows: list[list[Component]] = []
-    anchor_y = anchor_h = 0.0
-    for component in by_centre:
-        centre = component.box[1] + component.box[3] / 2
-        tolerance = max(8.0, 0.5 * min(component.box[3], anchor_h))
-        if rows and centre - anchor_y <= tolerance:
-            rows[-1].append(component)
-        else:
-            rows.append([component])
-            anchor_y, anchor_h = centre, float(component.box[3])
-    ordered = [c for row in rows for c in sorted(row, key=lambda c: c.box[0])]
-    return [replace(c, index=i) for i, c in enumerate(ordered, start=1)]
 
 
 _Found = tuple[Kind, tuple[int, int, int, int], float]

@@ -29,6 +29,7 @@ KIND_COLOURS: dict[Kind, tuple[int, int, int]] = {
     "link": (30, 60, 170),
     "icon": (150, 50, 200),
     "text": (20, 100, 230),
+    "grid": (110, 110, 20),
 }
 """RGB outline and tag colour of each component kind."""
 
@@ -84,8 +85,9 @@ def describe(components: Sequence[Component]) -> str:
     ``#3 checkbox at (120, 84, 13x13) "Subscribe" [checked, focused]``.
 
     The numbers are x, y, width x height in image pixels; the label, when known, is quoted
-    as a JSON string; the states, when there are any, follow in brackets. No components
-    give an empty string.
+    as a JSON string; the states, when there are any, follow in brackets. A grid names
+    the cells it shows, e.g. ``cells A1:F20 (6 columns, 20 rows)``. No components give an
+    empty string.
     """
     lines = []
     for component in components:
@@ -95,6 +97,9 @@ def describe(components: Sequence[Component]) -> str:
             line += " " + json.dumps(component.label, ensure_ascii=False)
         if component.states:
             line += " [" + ", ".join(component.states) + "]"
+        if component.grid is not None and component.grid.span():
+            rows, columns = component.grid.shape
+            line += f" cells {component.grid.span()} ({columns} columns, {rows} rows)"
         lines.append(line)
     return "\n".join(lines)
 

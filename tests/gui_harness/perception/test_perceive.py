@@ -33,6 +33,8 @@ def test_the_package_exports_exactly_its_public_api():
             "Kind",
             "detect_components",
             "reading_order",
+            "Grid",
+            "cell_point",
             "KIND_COLOURS",
             "describe",
             "draw_marks",
