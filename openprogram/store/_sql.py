@@ -48,6 +48,7 @@ class Statements(NamedTuple):
     lease: str
     take_lease: str
     renew: str
+    rewind: str
     release: str
 
 
@@ -101,6 +102,10 @@ def statements(placeholder: str, now: str, casts: tuple[str, ...] = ()) -> State
         renew=(
             f"UPDATE openprogram_leases SET heartbeat_at = {now} "
             f"WHERE session = {p} AND owner = {p}"
+        ),
+        rewind=(  # a heartbeat in the future (a clock stepped back, a forged row)
+            f"UPDATE openprogram_leases SET heartbeat_at = {p} "
+            f"WHERE session = {p} AND owner = {p} AND heartbeat_at > {p}"
         ),
         release=f"DELETE FROM openprogram_leases WHERE session = {p} AND owner = {p}",
     )
@@ -365,6 +370,7 @@ class SQLStore(ABC):
         with self._lock, self._translate(f"take the writer lease of session {session!r}"):
             connection = self._connect()
             self._fold_pending(connection, session)  # before its dead writer's lease goes
+            locked: SessionLocked | None = None
             with self._transaction(connection):
                 key = self._key(connection, session)
                 self._lock_session(connection, key)
@@ -374,16 +380,24 @@ class SQLStore(ABC):
                     holder = Holder(*found)
                     reason = holder.expired(now, self.lease_ttl_s)
                     if reason is None:
-                        raise holder.locked(session, self._where, now)
-                    log.warning(
-                        "openprogram: took over the writer lease of session %s in %s from "
-                        "writer %s: %s", session, self._where, holder.owner, reason,
-                    )  # fmt: skip
-                host = owner.rsplit(":", 2)[0]
-                connection.execute(
-                    self._statements.take_lease,
-                    (key, owner, host, os.getpid(), this_process()),
-                )
+                        if holder.heartbeat_at > now:  # its time-to-live counts from now on
+                            connection.execute(
+                                self._statements.rewind, (now, key, holder.owner, now)
+                            )
+                        locked = holder.locked(session, self._where, now)
+                    else:
+                        log.warning(
+                            "openprogram: took over the writer lease of session %s in %s "
+                            "from writer %s: %s", session, self._where, holder.owner, reason,
+                        )  # fmt: skip
+                if locked is None:
+                    host = owner.rsplit(":", 2)[0]
+                    connection.execute(
+                        self._statements.take_lease,
+                        (key, owner, host, os.getpid(), this_process()),
+                    )
+            if locked is not None:
+                raise locked
             self._held[session] = owner
             self._lost.pop(session, None)
 

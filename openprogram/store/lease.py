@@ -95,7 +95,10 @@ class Holder:
 
         On this machine the holder's process is looked up: alive (the same pid with the
         same start time) holds the lease whatever its heartbeat; ended, it has expired.
-        Elsewhere only the heartbeat tells: older than `ttl_s`, the lease has expired.
+        Elsewhere, or when the lease or this machine cannot say when the pid started (a
+        live pid may then be another process), only the heartbeat tells: older than
+        `ttl_s`, the lease has expired. A heartbeat in the future counts as one at `now`
+        (the store moves it there: see SQLStore.acquire), so it cannot hold for longer.
         """
         machine, _, recorded = self.process.partition("|")
         recorded = recorded.partition("|")[2]
@@ -105,8 +108,9 @@ class Holder:
                 return f"its process {self.pid} has ended"
             if recorded and started and started != recorded:
                 return f"its process {self.pid} has ended (the pid now belongs to another)"
-            return None
-        silent = now - self.heartbeat_at
+            if recorded and started:
+                return None
+        silent = now - min(self.heartbeat_at, now)
         if silent > ttl_s:
             return f"its last heartbeat was {silent:.0f} s ago (more than {ttl_s:.0f} s)"
         return None

@@ -58,6 +58,7 @@ class Recorder:
         self.session = session
         self.dag = dag
         self.failures = 0
+        self._journal_failures = 0
         self.rows: set[int] = set(stored_rows)
         self._sent: set[str] = set(stored_blobs)
         self._inputs: dict[str, tuple[str, list[str]]] = {}
@@ -149,9 +150,20 @@ class Recorder:
         try:
             journal.append(row, with_input=with_input)
         except OSError as exc:
-            log.warning("openprogram: could not append to %s: %s", journal.path, exc)
+            self._journal_failed("append to", journal.path, exc)
             return False
         return True
+
+    def _journal_failed(self, action: str, path: Any, exc: OSError) -> None:
+        """Log a failed journal write on the 1st, 2nd, 4th, 8th... (a full disk fails
+        every one of them; the record is committed at once instead)."""
+        self._journal_failures += 1
+        if _logged(self._journal_failures):
+            log.warning(
+                "openprogram: could not %s %s (%d journal writes failed so far; each of "
+                "their records is committed at once instead): %s",
+                action, path, self._journal_failures, exc,
+            )  # fmt: skip
 
     def _wait(self) -> None:
         """Let the batch wait (the caller holds the lock): committed when full, else
@@ -230,7 +242,7 @@ class Recorder:
                 try:
                     self._journal.clear()
                 except OSError as exc:
-                    log.warning("openprogram: could not empty %s: %s", self._journal.path, exc)
+                    self._journal_failed("empty", self._journal.path, exc)
 
     def _write(
         self, batch: dict[int, tuple[NodeRow, list[str]] | Node], blobs: dict[str, bytes]
@@ -289,7 +301,7 @@ class Recorder:
 
     def _failed(self, id: str, name: str, seq: int, exc: Exception) -> None:
         self.failures += 1
-        if self.failures & (self.failures - 1) == 0:  # the 1st, 2nd, 4th, 8th...: no flood
+        if _logged(self.failures):
             log.error(
                 "openprogram: could not record node %s (%s #%s) of session %s in %s "
                 "(%d failed writes so far): %s",
@@ -307,6 +319,12 @@ class Recorder:
                 self._scheduled = False
                 return None
             return self._since + BATCH_AGE_S
+
+
+def _logged(count: int) -> bool:
+    """Whether the `count`th failure of a kind is logged: the 1st, 2nd, 4th, 8th...,
+    so a store that fails every write (a full disk) does not flood the log."""
+    return count & (count - 1) == 0
 
 
 def _ran(node: Node) -> float:

@@ -6,13 +6,20 @@ test_processes.py); their journals are folded in by whoever opens the store next
 
 from __future__ import annotations
 
+import errno
 import logging
+import math
+import os
+import shutil
 import sqlite3
 import subprocess
 import sys
 import textwrap
-from contextlib import closing
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import closing, suppress
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -196,3 +203,67 @@ def test_without_flock_every_record_is_committed_at_once(
                 ("completed",)
             ]
     assert not pending_dir(store).exists()
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], None]]:
+    """A folder for the store, and a function that fills its disk: a real 512 KiB tmpfs
+    when this process may mount one (root in CI), else os.write failing with ENOSPC for
+    the journals (the one OS failure this fakes)."""
+    folder = tmp_path / "small"
+    folder.mkdir()
+    mounted = (
+        shutil.which("mount") is not None
+        and subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(folder)],
+            capture_output=True,
+        ).returncode
+        == 0
+    )
+
+    def fill() -> None:
+        if not mounted:
+            write = os.write
+
+            def no_space(fd: int, data: Any) -> int:
+                if os.readlink(f"/proc/self/fd/{fd}").endswith(".log"):
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                return write(fd, data)
+
+            monkeypatch.setattr(journal_module.os, "write", no_space)
+            return
+        fd = os.open(folder / "filler", os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            for size in (65536, 4096, 1):
+                with suppress(OSError):
+                    while True:
+                        os.write(fd, b"\0" * size)
+        finally:
+            os.close(fd)
+
+    try:
+        yield fill
+    finally:
+        if mounted:
+            subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def test_a_full_disk_is_logged_on_the_1st_2nd_4th_8th_failure(
+    tmp_path: Path, full_disk: Callable[[], None], caplog: pytest.LogCaptureFixture
+):
+    """docs/sessions.md#durability: a dead store does not flood the log."""
+    calls = 1000
+    with (
+        caplog.at_level(logging.WARNING, logger="openprogram.store"),
+        Session(str(tmp_path / "small" / "runs.db"), id="full") as session,
+    ):
+        echo("before")
+        session.flush()
+        full_disk()
+        for i in range(calls):
+            echo(str(i))
+    lines = Counter(record.msg for record in caplog.records)
+    assert lines, "a full disk must be logged"
+    most = math.floor(math.log2(2 * calls + 2)) + 1  # each failure kind: 1st, 2nd, 4th...
+    assert max(lines.values()) <= most, lines.most_common(2)
+    assert len(caplog.records) <= 3 * most

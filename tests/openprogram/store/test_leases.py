@@ -242,3 +242,43 @@ def test_a_version_1_store_opened_read_only_is_read_as_it_is(tmp_path):
     store.close()
     assert _sql(path, "SELECT value FROM openprogram_meta") == [("1",)]
     assert ("openprogram_leases",) not in _sql(path, "SELECT name FROM sqlite_master")
+
+
+def test_a_holder_without_a_start_time_is_judged_by_its_heartbeat():
+    """A live pid says nothing when the lease does not say which process had it."""
+    now = time.time()
+    machine = this_process().split("|")[0]
+    unknown = f"{machine}|{os.getpid()}|"  # this pid lives, but was it the writer?
+    silent = Holder("h:1:x", "h", os.getpid(), unknown, now, now - 3600)
+    assert "3600 s ago" in (silent.expired(now) or "")
+    assert Holder("h:1:x", "h", os.getpid(), unknown, now, now - 5).expired(now) is None
+
+
+@pytest.mark.parametrize("start", ["", "99"])
+def test_a_heartbeat_in_the_future_counts_from_now(sql_store: Any, start: str):
+    """A dead holder that wrote a heartbeat an hour ahead (a clock stepped back, or a
+    forged row) holds the lease for LEASE_TTL_S from when it is seen, not for the hour."""
+    Session(sql_store, id="ahead").close()
+    (key,) = _sql(sql_store, "SELECT key FROM openprogram_sessions WHERE id = ?", ("ahead",))[0]
+    machine = this_process().split("|")[0]
+    pid = os.getpid() if not start else 4242
+    process = f"{machine}|{pid}|" if not start else f"other-boot/ns|4242|{start}"
+    ahead = time.time() + 3600
+    _sql(
+        sql_store,
+        "INSERT INTO openprogram_leases VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (key, "gone:4242:abcd0123", "gone", pid, process, ahead, ahead),
+    )
+    with pytest.raises(SessionLocked), Session.open(sql_store, "ahead"):
+        pass  # still fresh by its heartbeat: as if renewed just now
+    lease = "FROM openprogram_leases WHERE session = ?"
+    ((beat,),) = _sql(sql_store, f"SELECT heartbeat_at {lease}", (key,))
+    assert beat <= time.time() + 1  # judged from now on: it expires LEASE_TTL_S from now
+    _sql(
+        sql_store,
+        "UPDATE openprogram_leases SET heartbeat_at = ? WHERE session = ?",
+        (beat - 31, key),
+    )
+    with Session.open(sql_store, "ahead") as taken:  # 31 s later, no sign of life: taken over
+        programs.count(1)
+    assert taken.failed_writes == 0
