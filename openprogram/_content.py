@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from openprogram.dag import ContextDAG
+from openprogram.echo import cut
 from openprogram.errors import UsageError
 from openprogram.image import Image, is_image
 
@@ -86,6 +87,7 @@ def parse(reply: str, response_format: type[T]) -> tuple[T | None, str | None]:
         return response_format.model_validate_json(text), None
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'reply'}: {e['msg']}" for e in exc.errors()[:5]
+            f"{cut('.'.join(str(p) for p in e['loc']) or 'reply')}: {cut(e['msg'])}"
+            for e in exc.errors()[:5]
         )
         return None, problems

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from openprogram import _secrets
+from openprogram.echo import cut, echo
 from openprogram.errors import (
     ModelAuthError,
     ModelBadRequest,
@@ -125,7 +126,7 @@ def translate_error(exc: BaseException, model: str) -> ModelError:
         "parameters and message size",
         ModelUnavailable: "a transient provider problem; it is retried automatically",
     }.get(target, "see the provider's message above")
-    error = target(f"model {model!r}: {type(exc).__name__}: {message} — {hint}")
+    error = target(f"model {model!r}: {type(exc).__name__}: {cut(message)} — {hint}")
     error.retry_after = _retry_after(exc)  # type: ignore[attr-defined]
     error.status_code = status if isinstance(status, int) else None  # type: ignore[attr-defined]
     return error
@@ -317,7 +318,7 @@ class LiteLLMModel:
         except Exception as exc:  # a reply shape litellm let through: transient, retried
             raise ModelUnavailable(
                 f"model {self.name!r}: the provider's reply could not be read "
-                f"({type(exc).__name__}: {_secrets.scrub(_text(exc))}); it is retried "
+                f"({type(exc).__name__}: {cut(_secrets.scrub(_text(exc)))}); it is retried "
                 "automatically"
             ) from None
 
@@ -327,7 +328,7 @@ class LiteLLMModel:
         if not choices:
             raise ModelUnavailable(
                 f"model {self.name!r}: the provider's reply has no choices "
-                f"(choices={choices!r}); it is retried automatically"
+                f"(choices={echo(choices)}); it is retried automatically"
             )
         choice = choices[0]
         message = getattr(choice, "message", None)
@@ -336,13 +337,13 @@ class LiteLLMModel:
             reason = getattr(choice, "finish_reason", None)
             raise ModelOutputError(
                 f"model {self.name!r} replied with no content and no tool calls "
-                f"(finish_reason={reason!r}): a content filter, or max_tokens spent before "
+                f"(finish_reason={echo(reason)}): a content filter, or max_tokens spent before "
                 "any text. Check the prompt and max_tokens, or try another model."
             )
         if content is not None and not isinstance(content, str):
             raise ModelOutputError(
                 f"model {self.name!r} replied with content of type "
-                f"{type(content).__name__}, not text: {content!r:.200}"
+                f"{type(content).__name__}, not text: {echo(content)}"
             )
         text = content or ""
         tool_calls = _tool_calls(getattr(message, "tool_calls", None))

@@ -23,6 +23,7 @@ from openprogram import _context, _secrets
 from openprogram._content import content_parts, parse, repair_prompt, schema_instruction
 from openprogram.callbacks.base import gate, notify, transform
 from openprogram.dag import Node
+from openprogram.echo import echo
 from openprogram.errors import (
     ConfigError,
     ModelError,
@@ -455,11 +456,10 @@ class Runtime:
         if problem is None:
             return parsed  # type: ignore[return-value]
         self._mark_invalid(node, problem)
-        shown = reply if len(reply) <= 500 else reply[:500] + f"… [+{len(reply) - 500} chars]"
         raise ModelOutputError(
             f"the model's reply did not match {response_format.__name__} even after one "
             f"repair: {problem}. Check the prompt, or use a model that supports "
-            f"structured output. The reply was: {shown!r}",
+            f"structured output. The reply was: {echo(reply)}",
             node_id=node.id,
             reply=reply,
         )

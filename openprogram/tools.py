@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from openprogram import _context
 from openprogram.dag import Node
+from openprogram.echo import cut, echo
 from openprogram.errors import ModelError, ReplayMismatch, ResumeDivergence, RunStopped, UsageError
 from openprogram.function import _tool_call, _ToolCallSlot, agentic_function
 from openprogram.models import ToolCall
@@ -67,21 +68,21 @@ class _Tool:
         """(keyword arguments, None), or ({}, what is wrong) to tell the model."""
         if not isinstance(arguments, dict):
             return {}, (
-                f"the arguments of {self.name} are not a JSON object: {arguments!r}. "
+                f"the arguments of {self.name} are not a JSON object: {echo(arguments)}. "
                 "Call it again with a JSON object matching its parameters."
             )
         unknown = sorted(set(arguments) - set(self.model.model_fields))
         if unknown:
             return {}, (
-                f"{self.name} has no parameter {unknown[0]!r}; its parameters are "
+                f"{self.name} has no parameter {echo(unknown[0])}; its parameters are "
                 f"{sorted(self.model.model_fields)!r}. Call it again with those."
             )
         try:
             parsed = self.model.model_validate(arguments)
         except ValidationError as exc:
             problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
-                f" (got {e['input']!r})"
+                f"{cut('.'.join(str(p) for p in e['loc']) or 'arguments')}: {cut(e['msg'])}"
+                f" (got {echo(e['input'])})"
                 for e in exc.errors()[:5]
             )
             return {}, (
@@ -195,7 +196,7 @@ class Toolbox:
                 None,
                 {},
                 (
-                    f"there is no tool {call.name!r}; the tools are {sorted(self.tools)!r}. "
+                    f"there is no tool {echo(call.name)}; the tools are {sorted(self.tools)!r}. "
                     "Call one of those."
                 ),
             )
@@ -234,7 +235,7 @@ class ToolLoop:
         self, node: Node, calls: list[ToolCall], mark_error: Callable[[Node, str], None]
     ) -> None:
         """Count a round of tool calls; ModelError (the node marked) when none may run."""
-        names = ", ".join(call.name for call in calls)
+        names = cut(", ".join(call.name for call in calls))
         if self.toolbox is None:
             message = (
                 f"the model answered with tool calls ({names}) but this llm() call offered "
@@ -272,5 +273,7 @@ def _unrecorded(slot: _ToolCallSlot, call: ToolCall, asked_by: Node, exc: Except
     call Python refused before the function ran), so the model still gets the error."""
     if slot.node is not None:
         return slot.node.id
-    problem = f"{type(exc).__name__}: {exc}" if exc is not None else "the call was not recorded"
+    problem = (
+        f"{type(exc).__name__}: {cut(str(exc))}" if exc is not None else "the call was not recorded"
+    )
     return _refuse(call, asked_by, problem)

@@ -215,3 +215,25 @@ def test_a_streamed_reply_that_asks_for_tools_is_an_error_not_an_empty_text(serv
     assert node.meta["tool_calls"] == [
         {"id": "call_s", "name": "add", "arguments": {"a": 20, "b": 22}}
     ]
+
+
+def test_a_refused_huge_tool_argument_is_not_echoed_back_whole(server):
+    big = "x" * 10_000_000
+    calls = [
+        {"name": "add", "arguments": {"a": big, "b": 1}, "id": "call_type"},
+        {"name": "add", "arguments": '{"a": "' + "y" * 1_000_000, "id": "call_json"},
+        {"name": "add", "arguments": {"k" * 100_000: 1}, "id": "call_key"},
+        {"name": "n" * 100_000, "arguments": {}, "id": "call_name"},
+    ]
+    server.reply(tool_calls=calls)
+    server.reply("sorry")
+    with Session(), runtime_for(server):
+        assert solve("add") == "sorry"
+    second = server.requests[1].body
+    assistant = next(m for m in second["messages"] if m.get("tool_calls"))
+    own = len(json.dumps(assistant))  # the model's own calls, sent back as they were
+    tools = [m for m in second["messages"] if m["role"] == "tool"]
+    assert [len(m["content"]) < 2_000 for m in tools] == [True] * 4
+    assert "…[cut 9 999 700 of 10 000 000 characters]" in tools[0]["content"]
+    assert "characters]" in tools[1]["content"] and "characters]" in tools[3]["content"]
+    assert len(json.dumps(second)) < own + 20_000

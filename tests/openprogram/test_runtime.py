@@ -282,6 +282,18 @@ def test_a_structured_reply_that_never_validates_shows_the_reply():
     assert caught.value.reply == "still none"
 
 
+def test_a_huge_unusable_reply_is_quoted_in_a_bounded_message_and_kept_whole():
+    huge = "z" * 5_000_000
+    with (
+        Session(),
+        Runtime(ScriptedModel(["no json here", huge])),
+        pytest.raises(ModelOutputError, match=r"cut 4 999 700 of 5 000 000 characters") as caught,
+    ):
+        _ask(_Answer)
+    assert len(str(caught.value)) < 2_000
+    assert caught.value.reply == huge
+
+
 def test_llm_nodes_of_a_long_run_hold_their_reads_as_lists_of_their_own(tmp_path):
     @agentic_function
     def step(i: int) -> str:

@@ -1,0 +1,83 @@
+"""Quoting input back: what of a value an error, log line or CLI message may show.
+
+Owns the two rules every echo follows: it is cut to a few hundred characters, saying how
+much was cut (`cut`, `echo`), and a URL's credentials never appear (`mask_url`: the
+password of `scheme://user:password@host`, secret-named query values). Start at echo().
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = ["LIMIT", "cut", "echo", "mask_url"]
+
+LIMIT = 300
+"""Characters of an echoed input kept by default: enough to recognise it."""
+
+MASK = "***"
+
+_SECRET_KEY = re.compile(r"pass|pwd|secret|token|key|auth|credential|signature", re.IGNORECASE)
+"""Query (or libpq key=value) names whose value is masked: over-masking costs nothing."""
+_ASSIGNMENT = re.compile(r"(?<![\w.-])([\w.-]{1,64})=([^&;#\s'\"]+)")
+_SPACE = re.compile(r"\s")
+
+
+def cut(text: str, limit: int = LIMIT) -> str:
+    """`text`, or its first `limit` characters and a note saying how much was cut:
+    "abc…[cut 10 485 460 of 10 485 760 characters]"."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}…[cut {_count(len(text) - limit)} of {_count(len(text))} characters]"
+
+
+def echo(value: Any, limit: int = LIMIT) -> str:
+    """The repr of a user- or model-supplied value for a message: URL credentials
+    masked, cut to about `limit` characters (a long string is never copied whole)."""
+    if isinstance(value, str):
+        masked = mask_url(value)
+        if len(masked) <= limit:
+            return repr(masked)
+        return f"{masked[:limit]!r}{cut(masked, limit)[limit:]}"
+    if isinstance(value, (bytes, bytearray)) and len(value) > limit:
+        note = f"…[cut {_count(len(value) - limit)} of {_count(len(value))} bytes]"
+        return f"{bytes(value[:limit])!r}{note}"
+    try:
+        text = repr(value)
+    except Exception as exc:  # a broken __repr__ must not hide the error being reported
+        text = f"<{type(value).__name__} (repr failed: {type(exc).__name__})>"
+    return cut(mask_url(text), limit)
+
+
+def mask_url(text: str) -> str:
+    """`text` with the credentials of every URL in it masked:
+    "postgresql://bob:S3cret@host/db?sslpassword=x" -> "postgresql://bob:***@host/db?sslpassword=***".
+    Over-masks rather than leaks: a password holding '@' or '/' is masked whole."""
+    if not isinstance(text, str) or ("://" not in text and "=" not in text):
+        return text
+    parts: list[str] = []
+    done = 0
+    start = text.find("://")
+    while start >= 0:
+        begin = start + 3
+        space = _SPACE.search(text, begin)
+        end = space.start() if space else len(text)
+        run = text[begin:end]
+        colon, at = run.find(":"), run.rfind("@")
+        boundary = min((i for i in (run.find("/"), run.find("?"), run.find("#")) if i >= 0),
+                       default=len(run))  # fmt: skip
+        if 0 <= colon < at and colon < boundary:
+            parts += [text[done : begin + colon + 1], MASK]
+            done = begin + at
+        start = text.find("://", end)
+    masked = "".join([*parts, text[done:]]) if parts else text
+    return _ASSIGNMENT.sub(_mask_assignment, masked) if "=" in masked else masked
+
+
+def _mask_assignment(match: re.Match[str]) -> str:
+    name = match.group(1)
+    return f"{name}={MASK}" if _SECRET_KEY.search(name) else match.group(0)
+
+
+def _count(number: int) -> str:
+    return f"{number:,}".replace(",", " ")

@@ -1,0 +1,63 @@
+"""openprogram.echo: echoed input is bounded and a URL's credentials never show."""
+
+from __future__ import annotations
+
+import pytest
+
+from openprogram.echo import LIMIT, cut, echo, mask_url
+
+
+def test_a_short_value_is_echoed_as_its_repr():
+    assert echo("abc") == "'abc'"
+    assert echo({"a": 1}) == "{'a': 1}"
+    assert cut("abc") == "abc"
+
+
+def test_a_huge_string_is_cut_to_a_few_hundred_characters_saying_how_much():
+    text = "x" * 10_485_760
+    shown = echo(text)
+    assert len(shown) < LIMIT + 80
+    assert shown.startswith("'xxx")
+    assert shown.endswith("…[cut 10 485 460 of 10 485 760 characters]")
+    assert cut(text, 10) == "xxxxxxxxxx…[cut 10 485 750 of 10 485 760 characters]"
+
+
+def test_huge_containers_bytes_and_broken_reprs_are_bounded():
+    assert len(echo({"a": "y" * 1_000_000, "b": [1] * 100_000})) < LIMIT + 80
+    assert echo(b"z" * 5000).endswith("…[cut 4 700 of 5 000 bytes]")
+
+    class Broken:
+        def __repr__(self):
+            raise RuntimeError("no")
+
+    assert echo(Broken()) == "<Broken (repr failed: RuntimeError)>"
+
+
+@pytest.mark.parametrize(
+    ("url", "masked"),
+    [
+        ("postgresql://bob:S3cretPassw0rd!@host/db", "postgresql://bob:***@host/db"),
+        ("postgres://bob:p@ss/w:rd@db.example:5432/x", "postgres://bob:***@db.example:5432/x"),
+        ("postgresql://bob@host/db", "postgresql://bob@host/db"),
+        ("postgresql://host:5432/db", "postgresql://host:5432/db"),
+        ("postgresql://h/db?sslmode=require&password=hunter22", "postgresql://h/db?sslmode=require&password=***"),
+        ("https://x.test/v1?api_key=abc123&user=al", "https://x.test/v1?api_key=***&user=al"),
+        ("host=h password=S3cret dbname=d", "host=h password=*** dbname=d"),
+        ("sqlite:////tmp/a:b@c.db", "sqlite:////tmp/a:b@c.db"),
+        ("/tmp/plain.db", "/tmp/plain.db"),
+    ],
+)  # fmt: skip
+def test_mask_url_hides_passwords_and_secret_query_values(url, masked):
+    assert mask_url(url) == masked
+
+
+def test_urls_inside_a_message_and_inside_an_echo_are_masked():
+    text = "cannot reach postgresql://bob:S3cretPassw0rd!@db/x (timeout); tried twice"
+    assert mask_url(text) == "cannot reach postgresql://bob:***@db/x (timeout); tried twice"
+    assert "S3cret" not in echo(text)
+    assert "S3cret" not in echo(["postgresql://bob:S3cretPassw0rd!@db/x"])
+
+
+def test_a_password_cut_in_half_by_the_bound_is_still_masked():
+    url = "postgresql://bob:" + "S3cret" * 100 + "@db/x"
+    assert "S3cret" not in echo(url)
