@@ -7,6 +7,7 @@ resolved, checked actions. Start at the models, then resolve() and Policy.check(
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -23,6 +24,7 @@ from pydantic import (
 )
 
 from gui_harness.errors import ActionRejected, InvalidAction
+from openprogram.ask import ask_user
 from openprogram.errors import UsageError
 
 __all__ = [
@@ -330,11 +332,12 @@ class Policy:
     `deny_keys`: chords refused in any order, also inside a larger chord (default
     DEFAULT_DENY_KEYS; extend it with `DEFAULT_DENY_KEYS | {frozenset({"ctrl", "q"})}`).
     `confirm`: asked about every action that touches the screen (not wait/done/fail);
-    False refuses it.
+    False refuses it. `confirm=openprogram.ask_user` asks a person "Allow …?" (yes/no):
+    the runtime's asker answers, or the run suspends until the question is answered.
     """
 
     deny_keys: Iterable[Iterable[str]] = DEFAULT_DENY_KEYS
-    confirm: Callable[[Action], bool] | None = None
+    confirm: Callable[[Action], bool] | Callable[..., Any] | None = None
     max_text: int = 10_000
     _denied: frozenset[frozenset[str]] = field(init=False, repr=False)
 
@@ -379,6 +382,14 @@ class Policy:
                 " limit; type it in smaller parts"
             )
         touches_screen = not isinstance(action, (Wait, Done, Fail))
-        if touches_screen and self.confirm is not None and not self.confirm(action):
+        if touches_screen and self.confirm is not None and not self._confirmed(action):
             return f"{action.type} was declined by the confirm hook; try another way"
         return None
+
+    def _confirmed(self, action: Action) -> bool:
+        if self.confirm is ask_user:
+            shown = json.dumps(action.model_dump(exclude_none=True), ensure_ascii=False)
+            answer = ask_user(f"Allow the GUI agent to do {shown[:500]}?", choices=["yes", "no"])
+            return bool(answer == "yes")
+        assert self.confirm is not None
+        return bool(self.confirm(action))

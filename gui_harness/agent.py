@@ -36,7 +36,7 @@ from gui_harness.prompts import DEFAULT_PROMPTS, Prompts
 from gui_harness.result import GuiResult
 from openprogram import agentic_function, current_frame, current_session
 from openprogram.callbacks.base import current_run, gate, notify
-from openprogram.errors import ModelAuthError, ModelError, RunStopped, UsageError
+from openprogram.errors import ModelAuthError, ModelError, RunStopped, RunWaiting, UsageError
 from openprogram.image import Image
 from openprogram.runtime import Runtime, current_runtime
 
@@ -428,6 +428,11 @@ def _loop(run: _Run, task: str, max_steps: int, timeout_s: float | None) -> GuiR
             break
         try:
             outcome = gui_step(task, step, feedback)
+        except RunWaiting as exc:  # an ask_user (the policy's confirm hook) needs an answer
+            stop, detail = "waiting", exc.reason
+            if frame is not None:  # recorded `waiting`: a resumed run goes on from this step
+                frame.meta["waiting_on"] = getattr(exc.question, "id", None) or "?"
+            break
         except RunStopped as exc:
             stop, detail = "stopped", exc.reason
             break
@@ -451,7 +456,7 @@ def _loop(run: _Run, task: str, max_steps: int, timeout_s: float | None) -> GuiR
         if outcome["status"] == "fail":
             stop, detail = "fail", outcome.get("error")
             break
-    if frame is not None and stop in ("stopped", "error"):
+    if frame is not None and stop in ("stopped", "error", "waiting"):
         frame.meta["stop_reason"] = detail
     summary = _conclude(run, task, stop, detail)
     result = GuiResult(
@@ -470,7 +475,7 @@ def _loop(run: _Run, task: str, max_steps: int, timeout_s: float | None) -> GuiR
 
 def _conclude(run: _Run, task: str, stop: str, detail: str | None) -> str:
     outcome = stop if not detail else f"{stop}: {detail}"
-    if stop in ("stopped", "error"):
+    if stop in ("stopped", "error", "waiting"):
         return f"The run ended early ({outcome}); no conclusion was asked of the model."
     leaf = run.leaves["conclusion"]
     try:

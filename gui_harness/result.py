@@ -16,9 +16,11 @@ from openprogram.usage import Usage
 
 __all__ = ["GuiResult", "StopReason"]
 
-StopReason = Literal["done", "fail", "max_steps", "timeout", "stopped", "error"]
+StopReason = Literal["done", "fail", "max_steps", "timeout", "stopped", "error", "waiting"]
 """done/fail: the model ended the run (done only when verified); max_steps, timeout: a
-limit was reached; stopped: a callback gate ended it; error: a fatal error."""
+limit was reached; stopped: a callback gate ended it; error: a fatal error; waiting: an
+ask_user (e.g. the policy's confirm hook) awaits an answer, and the run is recorded
+`waiting`: answer it and re-run under Session.open(..., resume=True) to go on."""
 
 
 class GuiResult(BaseModel):

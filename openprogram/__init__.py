@@ -2,6 +2,7 @@
 what every model call saw. Start with `agentic_function`, `llm` and `Session`."""
 
 from openprogram import display as _views  # noqa: F401 - registers the notebook views
+from openprogram.ask import ConsoleAsk, ask_user, needs_approval
 from openprogram.callbacks import (
     BudgetManager,
     Callback,
@@ -24,6 +25,7 @@ from openprogram.errors import (
     ResumeDivergence,
     RunError,
     RunStopped,
+    RunWaiting,
     ScriptExhausted,
     SessionLocked,
     StoreDamaged,
@@ -34,6 +36,7 @@ from openprogram.errors import (
 from openprogram.function import agentic_function
 from openprogram.image import Image, ImageRef
 from openprogram.models import Model, ModelReply, ModelRequest, ScriptedModel, ToolCall
+from openprogram.questions import Question
 from openprogram.render import RenderedContext, render_context
 from openprogram.replay import ReplayModel
 from openprogram.runtime import Runtime, allm, current_runtime, llm
@@ -75,6 +78,11 @@ __all__ = [
     "TextStream",
     "AsyncTextStream",
     "Usage",
+    # human in the loop
+    "ask_user",
+    "ConsoleAsk",
+    "Question",
+    "needs_approval",
     # callbacks
     "Callback",
     "BudgetManager",
@@ -101,4 +109,5 @@ __all__ = [
     "ResumeDivergence",
     "RunStopped",
     "BudgetExceeded",
+    "RunWaiting",
 ]

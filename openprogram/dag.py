@@ -40,10 +40,11 @@ __all__ = [
 
 Kind = Literal["user", "code", "llm"]
 """user: input from outside; code: one call of a decorated function; llm: one model exchange."""
-Status = Literal["running", "completed", "error", "cancelled", "stopped"]
+Status = Literal["running", "completed", "error", "cancelled", "stopped", "waiting"]
 """running (not finished yet), completed, error (it raised; `error` says what), cancelled
 (interrupted: KeyboardInterrupt, a cancelled task, a run that never came back), stopped
-(a gate or budget ended it: RunStopped; `meta["stop_reason"]` says why)."""
+(a gate or budget ended it: RunStopped; `meta["stop_reason"]` says why), waiting (an
+ask_user on its stack awaits an answer: RunWaiting; a resumed run goes on from there)."""
 Expose = Literal["io", "llm", "full", "hidden"]
 """What callers see of a function: io (its call and result), llm (only its llm exchanges),
 full (everything inside it), hidden (nothing)."""

@@ -17,12 +17,15 @@
     │   │   └── StoreDamaged               the store's file or one of its rows is damaged
     │   └── ResumeDivergence               a resumed program took a different path
     └── RunStopped                         control signal: a gate or limit ended the run
-        └── BudgetExceeded                 the BudgetManager's cap was reached
+        ├── BudgetExceeded                 the BudgetManager's cap was reached
+        └── RunWaiting                     ask_user has no answer yet: the run suspends
 
 Third-party errors are translated in exactly one place each (litellm: _litellm.py).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 __all__ = [
     "BudgetExceeded",
@@ -37,6 +40,7 @@ __all__ = [
     "ResumeDivergence",
     "RunError",
     "RunStopped",
+    "RunWaiting",
     "ScriptExhausted",
     "SessionLocked",
     "StoreDamaged",
@@ -139,3 +143,14 @@ class RunStopped(OpenProgramError):
 
 class BudgetExceeded(RunStopped):
     """The BudgetManager's max_cost was reached and raise_error=True."""
+
+
+class RunWaiting(RunStopped):
+    """Control signal: `ask_user` has no answer yet, so the run suspends. The calls on its
+    stack are recorded `waiting`; answer with `session.answer(exc.question.id, value)`
+    (or `openprogram sessions answer`) and re-run under Session.open(..., resume=True).
+    `question` is the openprogram.Question asked."""
+
+    def __init__(self, reason: str, *, question: Any = None) -> None:
+        super().__init__(reason)
+        self.question = question

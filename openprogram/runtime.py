@@ -56,7 +56,9 @@ class Runtime:
     max_retries: extra attempts after a transient provider error (rate limit, timeout,
         5xx, connection), with exponential backoff and jitter, honouring Retry-After.
     timeout: seconds per provider request. max_images: history images kept per render.
-    system: system prompt for every call. Other keyword arguments go to litellm.
+    system: system prompt for every call. ask: who answers ask_user (a function
+        Question -> answer, or None for "not now"; e.g. ConsoleAsk()); without one a
+        run that asks suspends (RunWaiting). Other keyword arguments go to litellm.
     Use it as a context manager to make it ambient, or pass it as `runtime=`.
     """
 
@@ -69,6 +71,7 @@ class Runtime:
         timeout: float | None = None,
         max_images: int | None = 3,
         system: str | None = None,
+        ask: Callable[[Any], Any] | None = None,
         **litellm_kwargs: Any,
     ) -> None:
         if max_retries < 0:
@@ -76,7 +79,10 @@ class Runtime:
         if max_images is not None and max_images < 0:
             raise UsageError(f"max_images={max_images!r} must be >= 0 or None")
         _check_model(model)
+        if ask is not None and not callable(ask):
+            raise UsageError(f"ask={ask!r} must be a function question -> answer (or None)")
         self.model = model
+        self.ask = ask
         self.callbacks = list(callbacks)
         self.max_retries = max_retries
         self.timeout = timeout

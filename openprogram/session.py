@@ -22,12 +22,13 @@ from typing import Any, cast
 
 from pydantic import ConfigDict, TypeAdapter
 
-from openprogram import _context, _secrets
+from openprogram import _context, _secrets, questions
 from openprogram._resume import Divergence, Resumer, call_path, input_hash, path_text
 from openprogram.dag import ContextDAG, Kind, Node
 from openprogram.errors import (
     ResumeDivergence,
     RunStopped,
+    RunWaiting,
     SessionLocked,
     StoreError,
     UsageError,
@@ -276,8 +277,13 @@ class Session:
     def _exit_call(self, node: Node, result: Any, exc: BaseException | None) -> None:
         if self._resumer is not None and node.id in self._resumer.reused:
             self._cancel_leftovers(node.id)
-        if exc is None:
+        if exc is None and node.meta.get("waiting_on"):  # it returned, suspended (gui_agent)
+            self.dag.complete(node, self.dag.jsonable(result), status="waiting")
+        elif exc is None:
             self.dag.complete(node, self.dag.jsonable(result))
+        elif isinstance(exc, RunWaiting):  # an ask_user below has no answer yet
+            node.meta["waiting_on"] = getattr(exc.question, "id", None)
+            self.dag.complete(node, None, status="waiting", error=f"RunWaiting: {exc}")
         elif isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit)):
             self.dag.complete(node, None, status="cancelled", error=type(exc).__name__)
         elif isinstance(exc, RunStopped):  # a gate or budget ended it: not a failure
@@ -340,7 +346,9 @@ class Session:
             node.status, node.error = "completed", None  # a reply that failed validation:
             self._write(node)  # replay it; llm() marks it invalid again and re-asks
             return node
-        if node.status != "running":
+        if node.status == "waiting":  # suspended for an answer: it goes on now
+            node.meta.pop("waiting_on", None)
+        elif node.status != "running":
             node.meta.setdefault("previous_errors", []).append(node.error or node.status)
         node.meta["resumed"] = int(node.meta.get("resumed", 0)) + 1
         if kind == "llm":
@@ -369,6 +377,45 @@ class Session:
     def _write(self, node: Node) -> None:
         if self._recorder is not None:
             self._recorder("created", node)
+
+    # -- questions -----------------------------------------------------------------------
+    def pending(self) -> list[questions.Question]:
+        """The questions this session's run waits on (ask_user with no answer yet), oldest
+        first; answer them with answer()."""
+        return questions.pending(self.dag)
+
+    def answer(self, question_id: str, value: Any) -> questions.Question:
+        """Record `value` as the answer to question `question_id`; returns the Question.
+
+        The answer completes the waiting `ask_user` node (durable at once); the program
+        re-run under Session.open(store, id, resume=True) gets it from that call. The same
+        answer again is a no-op. UsageError for an unknown question, an answer that does
+        not fit its choices or schema, or a question answered otherwise already.
+        """
+        node = questions.find(self.dag, question_id)
+        asked = questions.question(node)
+        value = questions.check(asked, value)
+        if node.status == "completed":
+            if node.output == value:
+                return asked
+            raise UsageError(
+                f"question {question_id} was answered already, with {_preview(node.output)}; "
+                "an answer is final (fork the session before it to answer otherwise)"
+            )
+        if node.status != "waiting":
+            raise UsageError(
+                f"question {question_id} is not waiting for an answer (it is {node.status})"
+            )
+        held = self._holding
+        self._claim()
+        try:
+            node.meta["answered_at"] = time.time()
+            self.dag.complete(node, value)
+            self.flush()
+        finally:
+            if not held:  # the run that resumes takes the lease next
+                self._release()
+        return asked
 
     # -- inputs and forks ----------------------------------------------------------------
     def submit(self, text: str, *, input_id: str | None = None) -> Node:

@@ -358,6 +358,11 @@ def test_package_root_exports_are_pinned():
         "ResumeDivergence",
         "RunStopped",
         "BudgetExceeded",
+        "RunWaiting",
+        "ask_user",
+        "ConsoleAsk",
+        "Question",
+        "needs_approval",
     }
     for name in openprogram.__all__:
         assert hasattr(openprogram, name)
