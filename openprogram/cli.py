@@ -576,6 +576,15 @@ def run_command(start: Callable[[], int]) -> int:
     return int(code or 0)
 
 
+def _add_model_commands() -> None:
+    from openprogram._cli_model import serve_model
+
+    cli.add_command(serve_model)
+
+
+_add_model_commands()
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `openprogram` script."""
     cli.main(args=argv, prog_name="openprogram")

@@ -25,7 +25,7 @@ from openprogram.usage import Usage
 if TYPE_CHECKING:
     from openprogram.render import RenderedContext
 
-__all__ = ["Model", "ModelReply", "ModelRequest", "ScriptedModel", "ToolCall"]
+__all__ = ["Model", "ModelReply", "ModelRequest", "ScriptedModel", "ToolCall", "reply_text"]
 
 _MAX_YIELDS = 100
 
@@ -199,7 +199,7 @@ class ScriptedModel:
             raise reply
         with self._lock:  # call ids count across threads
             tool_calls = self._tool_calls(reply)
-        text = str(reply.get("content") or "") if tool_calls else _as_text(reply)
+        text = str(reply.get("content") or "") if tool_calls else reply_text(reply)
         return ModelReply(
             text=text,
             usage=Usage(
@@ -291,7 +291,9 @@ async def yield_to_loop(request: ModelRequest) -> None:
             return
 
 
-def _as_text(reply: Reply) -> str:
+def reply_text(reply: Reply) -> str:
+    """A scripted reply (not a tool call) as the text a model sends: JSON for dicts,
+    lists and pydantic models; UsageError for anything else."""
     if isinstance(reply, str):
         return reply
     if isinstance(reply, BaseModel):

@@ -238,7 +238,7 @@ class Runtime:
         """Exchanges until the model answers with content, running the tools it asks for."""
         node, reply = self._ask(content, model, response_format, options, loop)
         while reply.tool_calls:
-            loop.next_round(node, reply.tool_calls, self._mark_error)
+            self._tool_round(node, reply.tool_calls, loop)
             loop.nodes.extend(loop.toolbox.run(reply.tool_calls, node))  # type: ignore[union-attr]
             node, reply = self._ask([], model, response_format, options, loop)
         return node, reply.text
@@ -253,10 +253,17 @@ class Runtime:
     ) -> tuple[Node, str]:
         node, reply = await self._aask(content, model, response_format, options, loop)
         while reply.tool_calls:
-            loop.next_round(node, reply.tool_calls, self._mark_error)
+            self._tool_round(node, reply.tool_calls, loop)
             loop.nodes.extend(await loop.toolbox.arun(reply.tool_calls, node))  # type: ignore[union-attr]
             node, reply = await self._aask([], model, response_format, options, loop)
         return node, reply.text
+
+    def _tool_round(self, node: Node, calls: list[ToolCall], loop: ToolLoop) -> None:
+        """Before a round of tool calls runs: count it (ModelError when none may run) and
+        ask the gates (RunStopped when one says stop)."""
+        loop.next_round(node, calls, self._mark_error)
+        frame = _context.current_session().dag.get(node.parent) if node.parent else None
+        self._gate(kind="tool_calls", frame=frame, calls=calls)
 
     def _ask(
         self,

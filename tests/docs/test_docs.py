@@ -2,7 +2,7 @@
 cannot drift from the code.
 
 Each page runs in a fresh interpreter in an empty folder, offline: litellm model strings
-reach the local OpenAI-compatible server on 127.0.0.1 (tests/support/openai_server.py),
+reach the local OpenAI-compatible server on 127.0.0.1 (openprogram.testing.OpenAIServer),
 and the GUI agent gets its private Xvfb desktop as a user would.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.openai_server import OpenAIServer
+from openprogram.testing import OpenAIServer
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from openprogram.cli import cli
-from tests.support.openai_server import OpenAIServer
+from openprogram.testing import OpenAIServer
 
 pytest.importorskip("miniwob", reason='needs pip install "openprogram[bench]"')
 

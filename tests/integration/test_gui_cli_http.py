@@ -18,7 +18,7 @@ from gui_harness.demo.app import read_state
 from gui_harness.demo.policy import BASIC_TASK as TASK
 from gui_harness.demo.policy import NAME, demo_policy
 from openprogram.cli import cli
-from tests.support.openai_server import OpenAIServer
+from openprogram.testing import OpenAIServer
 
 pytestmark = [
     pytest.mark.x11,

@@ -7,7 +7,7 @@ import json
 from gui_harness.agent import gui_agent
 from gui_harness.desktop.fake import FakeDesktop
 from openprogram import PIIRedactor, Runtime, Session
-from tests.support.openai_server import OpenAIServer
+from openprogram.testing import OpenAIServer
 
 EMAIL = "alice.smith@example.com"
 TASK = f"Type {EMAIL} into the Name field"

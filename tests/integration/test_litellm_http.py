@@ -16,7 +16,7 @@ from openprogram import (
     agentic_function,
     llm,
 )
-from tests.support.openai_server import OpenAIServer
+from openprogram.testing import OpenAIServer
 
 KEY = "sk-test-0123456789abcdefghij"
 

@@ -18,7 +18,7 @@ from openprogram import (
     llm,
 )
 from openprogram.render import seen_by
-from tests.support.openai_server import OpenAIServer
+from openprogram.testing import OpenAIServer
 
 KEY = "sk-test-0123456789abcdefghij"
 

@@ -206,7 +206,7 @@ def test_a_gathered_run_replays_strictly_whatever_order_the_replies_came_in(orde
 
 
 def test_a_gathered_run_recorded_over_http_replays_strictly():
-    from tests.support.openai_server import OpenAIServer
+    from openprogram.testing import OpenAIServer
 
     store = MemoryStore()
     with OpenAIServer(default_reply="fine") as server:

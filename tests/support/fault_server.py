@@ -3,7 +3,7 @@
 Owns raw HTTP answers on 127.0.0.1 that a real provider might send on a bad day: any
 status, headers and body bytes (non-JSON, truncated, an error object with status 200,
 odd retry headers), served first in, first out. `REPLY_SHAPES` is the fuzz corpus.
-OpenAIServer (openai_server.py) is the well-behaved sibling; start at FaultServer.add().
+openprogram.testing.OpenAIServer is the well-behaved sibling; start at FaultServer.add().
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.support._serving import ServedOnThread
+from openprogram.testing._serving import ServedOnThread
 
 __all__ = ["REPLY_SHAPES", "FaultServer", "RawReply", "completion"]
 

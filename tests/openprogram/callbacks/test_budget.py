@@ -95,8 +95,8 @@ def test_concurrent_runs_each_get_their_own_cap():
 
 
 def test_calls_of_unknown_cost_are_counted_and_warned_about(caplog):
-    caplog.set_level(logging.WARNING, "openprogram.callbacks")
-    budget = BudgetManager(1.0)
+    caplog.set_level(logging.INFO, "openprogram.callbacks")
+    budget = BudgetManager(max_requests=5)
     seen = {}
 
     @agentic_function
@@ -124,7 +124,8 @@ def test_the_stop_reason_mentions_calls_of_unknown_cost():
     with (
         Session(),
         Runtime(priced, callbacks=[BudgetManager(0.01)]),
-        pytest.raises(RunStopped, match=r"\$0\.0100 .* over 2 model call\(s\) \(plus 1 call"),
+        pytest.raises(RunStopped, match=r"\$0\.0100 over 2 model call\(s\) \(plus 1 call"),
+        pytest.warns(UserWarning, match="cannot be enforced"),
     ):
         mixed()
     assert len(priced.requests) == 1
@@ -161,3 +162,81 @@ def test_invalid_caps_are_rejected():
     with pytest.raises(UsageError, match="max_cost=-1"):
         BudgetManager(-1)
     assert BudgetManager(0.5).remaining == 0.5
+
+
+def test_a_cost_limit_over_an_unpriced_model_warns_once_that_it_cannot_be_enforced():
+    budget = BudgetManager(0.01)
+    with (
+        Session(),
+        Runtime(PricedModel(cost=None), callbacks=[budget]),
+        pytest.warns(UserWarning, match=r"cannot be enforced for 'priced/test'") as caught,
+    ):
+        spend(3)
+        spend(2)
+    assert len([w for w in caught if "cannot be enforced" in str(w.message)]) == 1
+    assert budget.unpriced_calls == 2
+
+
+def test_no_warning_without_a_cost_limit(recwarn):
+    with Session(), Runtime(PricedModel(cost=None), callbacks=[BudgetManager(max_requests=9)]):
+        spend(2)
+    assert not [w for w in recwarn if "cannot be enforced" in str(w.message)]
+
+
+@pytest.mark.parametrize(
+    ("limits", "requests", "message"),
+    [
+        (
+            {"max_requests": 2},
+            2,
+            "max_requests=2; made 2 model call(s); stopped before the next llm",
+        ),
+        ({"max_tokens": 250}, 3, "max_tokens=250; used 330 tokens over 3 model call(s)"),
+        ({"max_cost": 0}, 0, "max_cost=$0 allows no model call"),
+    ],
+)
+def test_each_limit_stops_the_run_naming_the_limit_and_the_count(limits, requests, message):
+    model = PricedModel(cost=None)  # 110 tokens a call, of unknown price
+    budget = BudgetManager(**limits)
+    with (
+        Session() as session,
+        Runtime(model, callbacks=[budget]),
+        pytest.raises(RunStopped) as stopped,
+    ):
+        spend(10)
+    assert len(model.requests) == requests
+    assert message in str(stopped.value)
+    assert "$0.0000" not in str(stopped.value)
+    assert message in session.dag.find(name="spend")[0].meta["stop_reason"]
+
+
+def test_max_tool_calls_stops_before_a_round_that_would_pass_it():
+    from openprogram import ScriptedModel
+
+    ran = []
+
+    def note(text: str) -> str:
+        ran.append(text)
+        return "noted"
+
+    def asks(*texts: str) -> dict:
+        return {"tool_calls": [{"name": "note", "arguments": {"text": t}} for t in texts]}
+
+    model = ScriptedModel([asks("a", "b"), asks("c", "d"), "done"])
+    budget = BudgetManager(max_tool_calls=3, raise_error=True)
+    with (
+        Session() as session,
+        Runtime(model, callbacks=[budget]),
+        pytest.raises(BudgetExceeded, match=r"max_tool_calls=3; the model asked for 4 tool"),
+    ):
+        llm("take notes", tools=[note])
+    assert ran == ["a", "b"]
+    assert budget.tool_calls == 4
+    assert len(session.dag.find(name="note", kind="code")) == 2
+
+
+def test_limits_must_be_whole_numbers():
+    with pytest.raises(UsageError, match=r"max_tokens=1\.5 must be an int >= 0"):
+        BudgetManager(max_tokens=1.5)  # type: ignore[arg-type]
+    assert BudgetManager(max_requests=3).remaining is None
+    assert "max_requests=3" in repr(BudgetManager(max_requests=3))

@@ -16,7 +16,7 @@ from openprogram import (
     agentic_function,
     llm,
 )
-from tests.support.openai_server import OpenAIServer
+from openprogram.testing import OpenAIServer
 
 # litellm imports a provider lazily on the first call and pydantic warns there about a
 # ReadOnly TypedDict; third-party, not ours to fix.

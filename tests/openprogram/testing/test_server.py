@@ -17,7 +17,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm
 
-from tests.support.openai_server import OpenAIServer, RecordedRequest
+from openprogram.testing import OpenAIServer, RecordedRequest
 
 T = TypeVar("T")
 MESSAGES = [{"role": "user", "content": "hello"}]
@@ -42,8 +42,8 @@ def server() -> Iterator[OpenAIServer]:
 def complete(server: OpenAIServer, **options: Any) -> Any:
     """litellm.completion against `server` with litellm's and openai's retries off."""
     options.setdefault("messages", MESSAGES)
+    options.setdefault("model", "openai/test-model")
     return litellm.completion(
-        model="openai/test-model",
         api_base=server.url,
         api_key="sk-test",
         num_retries=0,
@@ -65,6 +65,17 @@ def run(coroutine: Coroutine[Any, Any, T]) -> T:
     finally:
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
+
+
+def get(url: str, path: str) -> tuple[int, dict[str, str], Any]:
+    host_port = url.removeprefix("http://").split("/", 1)[0]
+    connection = http.client.HTTPConnection(host_port, timeout=5)
+    try:
+        connection.request("GET", path)
+        response = connection.getresponse()
+        return response.status, dict(response.getheaders()), json.loads(response.read())
+    finally:
+        connection.close()
 
 
 def post(url: str, path: str, body: Any) -> tuple[int, dict[str, str], Any]:
@@ -152,6 +163,47 @@ def test_empty_script_answers_500_when_default_reply_is_none(server: OpenAIServe
     assert body["error"]["type"] == "server_error"
 
 
+def test_a_list_responder_is_a_scripted_model_script_served_in_order() -> None:
+    script = [
+        "plain",
+        {"answer": 42},
+        {"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}], "content": "adding"},
+        ValueError("scripted outage"),
+    ]
+    with OpenAIServer(script) as server:
+        plain, as_json, calls = complete(server), complete(server), complete(server)
+        assert server.pending == 1
+        outage, _, outage_body = post(server.url, "/v1/chat/completions", {"model": "m"})
+        ran_out, _, ran_out_body = post(server.url, "/v1/chat/completions", {"model": "m"})
+
+    assert plain.choices[0].message.content == "plain"
+    assert json.loads(as_json.choices[0].message.content) == {"answer": 42}
+    call = calls.choices[0].message.tool_calls[0]
+    assert (call.function.name, json.loads(call.function.arguments)) == ("add", {"a": 2, "b": 3})
+    assert calls.choices[0].message.content == "adding"
+    assert (outage, ran_out) == (500, 500)
+    assert "scripted outage" in outage_body["error"]["message"]
+    assert "ran out" in ran_out_body["error"]["message"]
+
+
+def test_a_dict_responder_answers_per_model_name_and_lists_them() -> None:
+    with OpenAIServer({"planner": ["plan A"], "*": ["anyone"]}) as server:
+        planned = complete(server, model="openai/planner")
+        other = complete(server, model="openai/writer")
+        status, _, models = get(server.url, "/v1/models")
+
+    assert planned.choices[0].message.content == "plan A"
+    assert other.choices[0].message.content == "anyone"
+    assert (status, [m["id"] for m in models["data"]]) == (200, ["planner"])
+
+
+def test_a_responder_that_is_not_a_list_or_callable_is_refused() -> None:
+    from openprogram import UsageError
+
+    with pytest.raises(UsageError, match="must be a list of replies"):
+        OpenAIServer("just one string")
+
+
 def test_empty_script_uses_responder_then_default_reply() -> None:
     with OpenAIServer(responder=lambda body: body["messages"][-1]["content"].upper()) as server:
         response = complete(server)
@@ -174,7 +226,17 @@ def test_completion_is_openai_shaped_and_echoes_model(server: OpenAIServer) -> N
     assert body["choices"] == [
         {"index": 0, "message": {"role": "assistant", "content": "x"}, "finish_reason": "stop"}
     ]
-    assert body["usage"] == {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    assert body["usage"] == {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+
+
+def test_usage_is_counted_from_the_words_of_the_request_and_the_reply() -> None:
+    with OpenAIServer(["Hello, world", "one two three four five"]) as server:
+        short = complete(server, messages=[{"role": "user", "content": "hi"}])
+        long = complete(server, messages=[{"role": "user", "content": "a b c d e f g h"}])
+
+    # words and punctuation marks: "Hello" "," "world"
+    assert (short.usage.prompt_tokens, short.usage.completion_tokens) == (1, 3)
+    assert (long.usage.prompt_tokens, long.usage.completion_tokens) == (8, 5)
 
 
 def stream_events(url: str, body: Any) -> list[Any]:

@@ -1,7 +1,7 @@
-"""The life cycle the local test servers share: serve on a thread, stop and join.
+"""The life cycle of a local HTTP server: serve on a thread, stop and join.
 
-OpenAIServer and FaultServer differ in what they answer, not in how they run; both
-inherit this. Start at ServedOnThread.
+OpenAIServer and the tests' FaultServer differ in what they answer, not in how they run;
+both inherit this. Start at ServedOnThread.
 """
 
 from __future__ import annotations

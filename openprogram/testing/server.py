@@ -1,9 +1,10 @@
-"""A local OpenAI-compatible chat-completions server for tests: OpenAIServer.
+"""A local OpenAI-compatible chat-completions server: OpenAIServer.
 
-Owns the HTTP fake on 127.0.0.1 that litellm (or any OpenAI client) talks to: scripted
-replies (text or tool calls, sent whole or streamed over SSE, optionally broken off
-mid-stream) and failures, and a record of every chat request. Leaves retries and error
-translation to the code under test. Start at OpenAIServer.reply() and .fail().
+Owns the HTTP server on 127.0.0.1 that litellm (or any OpenAI client) talks to, for tests
+and offline runs: replies from a responder (a ScriptedModel-style script or a callable)
+or scripted one by one (text or tool calls, whole or streamed over SSE, optionally broken
+off mid-stream), failures, token usage counted from the text, and a record of every chat
+request. Start at OpenAIServer.
 """
 
 from __future__ import annotations
@@ -15,17 +16,20 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.support._serving import ServedOnThread
+from openprogram.errors import UsageError
+from openprogram.models import reply_text
+from openprogram.testing._serving import ServedOnThread
 
-__all__ = ["OpenAIServer", "RecordedRequest"]
+__all__ = ["OpenAIServer", "RecordedRequest", "Responder"]
 
 _CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
 _MODELS_PATHS = frozenset({"/v1/models", "/models"})
+_TOKEN = re.compile(r"\w+|[^\w\s]")
 
 # (type, code) of the error body the real API sends for each status.
 _ERROR_KINDS: dict[int, tuple[str, str | None]] = {
@@ -40,6 +44,13 @@ _ERROR_KINDS: dict[int, tuple[str, str | None]] = {
     503: ("server_error", None),
 }
 
+Responder = Iterable[Any] | Mapping[str, Iterable[Any]] | Callable[[dict[str, Any]], Any]
+"""What OpenAIServer answers with: a list of replies consumed in order, a dict
+`{model_name: [replies...]}` ("*" for any other model), or a callable `(request body) ->
+reply`. A reply is what a ScriptedModel script holds: a string; a dict with "tool_calls"
+(`{"tool_calls": [{"name": "add", "arguments": {"a": 2}}], "content": "optional"}`); a
+dict, list or pydantic model (sent as JSON); or an exception (sent as a 500 naming it)."""
+
 
 @dataclass(frozen=True)
 class RecordedRequest:
@@ -53,8 +64,8 @@ class RecordedRequest:
 @dataclass(frozen=True)
 class _Reply:
     text: str
-    prompt_tokens: int
-    completion_tokens: int
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
     tool_calls: tuple[dict[str, Any], ...] = ()
     break_after: int | None = None
 
@@ -69,27 +80,43 @@ class _Failure:
 class OpenAIServer(ServedOnThread):
     """An OpenAI-compatible chat-completions server on 127.0.0.1, started on construction.
 
-    Scripted responses (`reply`, `fail`) are served first in, first out, one per chat
-    request. When the script is empty the server answers with `responder(body)` if given,
-    else with `default_reply`, else (``default_reply=None``) with a 500 saying the script
-    ran out. Streaming requests (``"stream": true``) get a 400 and consume nothing.
+    Give litellm its `.url` as the api_base: `Runtime("openai/any-name",
+    api_base=server.url, api_key="test")`. It serves `POST /v1/chat/completions` (whole
+    or streamed over SSE, tool calls included) and `GET /v1/models`.
 
-    Use it as a context manager, or call `stop()`; either joins every thread it started.
+    responder: what to answer (see `Responder`): a list of replies, a dict of them per
+    model name, or a callable given the request body; None answers `default_reply`
+    ("ok") to everything. Responses scripted with `reply()` and `fail()` come first, one
+    per request. When a list runs out, or with ``default_reply=None``, the answer is a
+    500 saying the script ran out. Token usage is counted from the text sent and
+    replied (words and punctuation marks), unless a `reply()` gives the counts.
+    port: 0 picks a free one. Use it as a context manager, or call `stop()`; either
+    joins every thread it started.
     """
 
     def __init__(
         self,
+        responder: Responder | None = None,
         *,
+        port: int = 0,
         default_reply: str | None = "ok",
-        responder: Callable[[dict[str, Any]], str | dict[str, Any]] | None = None,
     ) -> None:
         self._default_reply = default_reply
-        self._responder = responder
+        self._callable: Callable[[dict[str, Any]], Any] | None = None
+        self._queues: dict[str, deque[Any]] | None = None
+        if callable(responder) and not isinstance(responder, Mapping):
+            self._callable = responder
+        elif isinstance(responder, Mapping):
+            self._queues = {
+                str(k): _replies(v, f"the replies for {k!r}") for k, v in responder.items()
+            }
+        elif responder is not None:
+            self._queues = {"*": _replies(responder, "OpenAIServer(responder)")}
         self._script: deque[_Reply | _Failure] = deque()
         self._requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        http = _HTTPServer(("127.0.0.1", 0), _Handler, fake=self)
+        http = _HTTPServer(("127.0.0.1", port), _Handler, fake=self)
         self._serve(http, f"OpenAIServer:{http.server_address[1]}")
 
     @property
@@ -100,24 +127,27 @@ class OpenAIServer(ServedOnThread):
 
     @property
     def pending(self) -> int:
-        """How many scripted responses have not been served yet."""
+        """How many responses scripted with reply(), fail() or a responder list have not
+        been served yet."""
         with self._lock:
-            return len(self._script)
+            queued = sum(len(q) for q in (self._queues or {}).values())
+            return len(self._script) + queued
 
     def reply(
         self,
         text: str = "",
         *,
         tool_calls: list[dict[str, Any]] | None = None,
-        prompt_tokens: int = 10,
-        completion_tokens: int = 5,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
         break_after: int | None = None,
     ) -> None:
         """Script a successful completion whose assistant message is `text`.
 
         tool_calls: `[{"name": ..., "arguments": {...} or "raw json", "id"?: ...}]` asks for
-        tool calls (ids default to `call_<n>`). break_after: when streamed, send that many
-        chunks and then drop the connection mid-response.
+        tool calls (ids default to `call_<n>`). prompt_tokens, completion_tokens: the usage
+        to report (default: counted from the text). break_after: when streamed, send that
+        many chunks and then drop the connection mid-response.
         """
         calls = tuple(_tool_call(call, next(self._ids)) for call in tool_calls or ())
         with self._lock:
@@ -151,22 +181,45 @@ class OpenAIServer(ServedOnThread):
         with self._lock:
             if self._script:
                 return self._script.popleft()
-        if self._responder is not None:
+            if self._queues is not None:
+                model = str(body.get("model", ""))
+                queue = self._queues.get(model, self._queues.get("*"))
+                if not queue:
+                    named = "" if queue is None else f" for model {model!r}"
+                    return _Failure(500, f"OpenAIServer script ran out{named}: no reply left", None)
+                answer = queue.popleft()
+                return self._from_script(answer)
+        if self._callable is not None:
             try:
-                answer = self._responder(body)
-                if isinstance(answer, dict):
-                    calls = tuple(
-                        _tool_call(call, next(self._ids)) for call in answer.get("tool_calls") or ()
-                    )
-                    return _Reply(str(answer.get("content") or ""), 10, 5, calls)
-                return _Reply(answer, 10, 5)
+                answer = self._callable(body)
             except Exception as exc:
-                return _Failure(500, f"OpenAIServer responder raised {exc!r}", None)
+                return _Failure(500, f"OpenAIServer responder raised {exc!r:.300}", None)
+            return self._from_script(answer)
         if self._default_reply is not None:
-            return _Reply(self._default_reply, 10, 5)
+            return _Reply(self._default_reply)
         return _Failure(500, "OpenAIServer script ran out: no reply() or fail() left", None)
 
-    def _completion(self, reply: _Reply, model: str) -> dict[str, Any]:
+    def _from_script(self, answer: Any) -> _Reply | _Failure:
+        """A script's reply (see Responder) as what to send."""
+        if isinstance(answer, BaseException):
+            return _Failure(500, f"OpenAIServer script: {answer!r:.300}", None)
+        if isinstance(answer, Mapping) and "tool_calls" in answer:
+            try:
+                calls = tuple(_tool_call(c, next(self._ids)) for c in answer["tool_calls"] or ())
+            except (KeyError, TypeError, AttributeError):
+                return _Failure(
+                    500,
+                    "OpenAIServer script: a tool_calls reply needs a list of "
+                    f"{{'name': ..., 'arguments': {{...}}}}, not {answer['tool_calls']!r:.200}",
+                    None,
+                )
+            return _Reply(str(answer.get("content") or ""), tool_calls=calls)
+        try:
+            return _Reply(reply_text(answer))
+        except UsageError as exc:
+            return _Failure(500, f"OpenAIServer script: {exc}", None)
+
+    def _completion(self, reply: _Reply, model: str, body: dict[str, Any]) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": reply.text}
         if reply.tool_calls:
             message = {
@@ -186,10 +239,12 @@ class OpenAIServer(ServedOnThread):
                     "finish_reason": "tool_calls" if reply.tool_calls else "stop",
                 }
             ],
-            "usage": _usage(reply),
+            "usage": _usage(reply, body),
         }
 
-    def _chunks(self, reply: _Reply, model: str, usage: bool) -> list[dict[str, Any]]:
+    def _chunks(
+        self, reply: _Reply, model: str, body: dict[str, Any], usage: bool
+    ) -> list[dict[str, Any]]:
         """The streamed form of `reply`: one chunk per word, the tool calls (each in
         several deltas), the end."""
         ident = f"chatcmpl-test-{next(self._ids)}"
@@ -215,7 +270,7 @@ class OpenAIServer(ServedOnThread):
                 chunks.append(chunk({"tool_calls": [piece]}))
         chunks.append(chunk({}, "tool_calls" if reply.tool_calls else "stop"))
         if usage:
-            chunks.append({**chunk({}), "choices": [], "usage": _usage(reply)})
+            chunks.append({**chunk({}), "choices": [], "usage": _usage(reply, body)})
         return chunks
 
 
@@ -266,11 +321,11 @@ class _Handler(BaseHTTPRequestHandler):
         if body.get("stream"):
             options = body.get("stream_options") or {}
             self._send_events(
-                fake._chunks(response, model, bool(options.get("include_usage"))),
+                fake._chunks(response, model, body, bool(options.get("include_usage"))),
                 response.break_after,
             )
             return
-        self._send_json(200, fake._completion(response, model))
+        self._send_json(200, fake._completion(response, model, body))
 
     def _send_events(self, chunks: list[dict[str, Any]], break_after: int | None) -> None:
         """Server-sent events over a chunked HTTP/1.1 body; with break_after, the
@@ -298,8 +353,11 @@ class _Handler(BaseHTTPRequestHandler):
         if path not in _MODELS_PATHS:
             self._send_error(404, f"no route for GET {path!r}; use /v1/models")
             return
-        model = {"id": "test-model", "object": "model", "created": 0, "owned_by": "openprogram"}
-        self._send_json(200, {"object": "list", "data": [model]})
+        names = sorted(set(self.server.fake._queues or ()) - {"*"}) or ["test-model"]
+        models = [
+            {"id": n, "object": "model", "created": 0, "owned_by": "openprogram"} for n in names
+        ]
+        self._send_json(200, {"object": "list", "data": models})
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -340,12 +398,54 @@ def _tool_call(call: dict[str, Any], number: int) -> dict[str, Any]:
     }
 
 
-def _usage(reply: _Reply) -> dict[str, int]:
+def _usage(reply: _Reply, body: dict[str, Any]) -> dict[str, int]:
+    prompt = reply.prompt_tokens
+    if prompt is None:
+        prompt = count_tokens(_request_text(body))
+    completion = reply.completion_tokens
+    if completion is None:
+        calls = " ".join(
+            c["function"]["name"] + c["function"]["arguments"] for c in reply.tool_calls
+        )
+        completion = count_tokens(reply.text + " " + calls)
     return {
-        "prompt_tokens": reply.prompt_tokens,
-        "completion_tokens": reply.completion_tokens,
-        "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
     }
+
+
+def count_tokens(text: str) -> int:
+    """Tokens as this server counts them: words and punctuation marks (at least 1)."""
+    return max(1, len(_TOKEN.findall(text)))
+
+
+def _request_text(body: dict[str, Any]) -> str:
+    """The text of a request's messages and tools, as the prompt's token count reads it."""
+    texts: list[str] = []
+    for message in body.get("messages") or ():
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            texts += [str(p.get("text", "")) for p in content if isinstance(p, dict)]
+        for call in message.get("tool_calls") or ():
+            if isinstance(call, dict):
+                texts.append(json.dumps(call.get("function", "")))
+    if body.get("tools"):
+        texts.append(json.dumps(body["tools"]))
+    return "\n".join(texts)
+
+
+def _replies(replies: Any, where: str) -> deque[Any]:
+    if isinstance(replies, (str, bytes)) or not isinstance(replies, Iterable):
+        raise UsageError(
+            f"{where} must be a list of replies (or a callable given the request body), "
+            f"not {type(replies).__name__}: {replies!r:.60}"
+        )
+    return deque(replies)
 
 
 def _header_value(retry_after: float | str) -> str:

@@ -1,0 +1,69 @@
+"""`openprogram serve-model`: the shipped server run from the shell, answered through
+litellm over HTTP by a Runtime with a tool."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from openprogram import Runtime, Session, agentic_function, llm
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@agentic_function
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def serve(*arguments: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", "from openprogram.cli import main; main()", "serve-model",
+         *arguments],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+
+
+def test_serve_model_answers_a_scripted_tool_loop_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    tool_call = {"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}]}
+    script.write_text(json.dumps([tool_call, "2 + 3 = 5"]))
+    process = serve("--script", str(script))
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
+        runtime = Runtime("openai/local", api_base=url, api_key="test", max_retries=0)
+        with Session() as session, runtime:
+            answer = llm("What is 2 + 3?", tools=[add])
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, errors = process.communicate(timeout=20)
+
+    assert answer == "2 + 3 = 5"
+    [tool] = session.dag.find(name="add", kind="code")
+    assert (tool.input, tool.output) == ({"a": 2, "b": 3}, 5)
+    first, second = session.dag.find(kind="llm")
+    assert second.usage.input_tokens > first.usage.input_tokens  # the tool turn is longer
+    assert second.usage.output_tokens == 5  # "2" "+" "3" "=" "5"
+    assert process.returncode == 0
+    assert "stopped after 2 request(s)" in errors
+
+
+def test_serve_model_refuses_a_script_that_is_not_a_list_in_one_line(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text('"just text"')
+    process = serve("--script", str(script))
+    _, errors = process.communicate(timeout=20)
+
+    assert process.returncode == 1
+    assert "must hold a JSON list of replies" in errors
+    assert "Traceback" not in errors
