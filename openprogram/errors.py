@@ -15,7 +15,8 @@
     │   │   ├── UnsupportedFormatVersion   the store was written by another format version
     │   │   ├── SessionLocked              another live writer holds the session's lease
     │   │   └── StoreDamaged               the store's file or one of its rows is damaged
-    │   └── ResumeDivergence               a resumed program took a different path
+    │   ├── ResumeDivergence               a resumed program took a different path
+    │   └── MCPServerError                 an MCP server failed a call, timed out or died
     └── RunStopped                         control signal: a gate or limit ended the run
         ├── BudgetExceeded                 the BudgetManager's cap was reached
         └── RunWaiting                     ask_user has no answer yet: the run suspends
@@ -30,6 +31,7 @@ from typing import Any
 __all__ = [
     "BudgetExceeded",
     "ConfigError",
+    "MCPServerError",
     "ModelAuthError",
     "ModelBadRequest",
     "ModelError",
@@ -131,6 +133,12 @@ class StoreDamaged(StoreError):
 
 class ResumeDivergence(RunError):
     """A resumed program called something different from what was recorded at that place."""
+
+
+class MCPServerError(RunError):
+    """An MCP server failed a tool call: an error result, a refusal, a timeout, or a
+    connection that broke (the server is restarted on next use). Inside the tool loop
+    it goes back to the model as the call's error."""
 
 
 class RunStopped(OpenProgramError):

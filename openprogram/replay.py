@@ -97,6 +97,24 @@ class ReplayModel:
     def __repr__(self) -> str:
         return f"ReplayModel({self.name!r}, exchanges={len(self.recorded)})"
 
+    def tool_result(self, dag: ContextDAG, node: Node) -> Node | None:
+        """The recorded node answering the same tool call as `node` (a running tool call
+        of this replay, `meta["asked_by"]` and `meta["tool_call_id"]`), or None. For
+        tools that must not run again under replay (an MCP server's)."""
+        asked_by = dag.get(node.meta.get("asked_by"))
+        run = self._runs.get(dag)
+        recorded = run.counterpart(asked_by) if run is not None and asked_by else None
+        if recorded is None:
+            return None
+        call_id = node.meta.get("tool_call_id")
+        for answer in self._dag.children(recorded.parent):
+            if (
+                answer.meta.get("asked_by") == recorded.id
+                and answer.meta.get("tool_call_id") == call_id
+            ):
+                return answer
+        return None
+
     # -- matching ------------------------------------------------------------------------
     def _match(self, request: ModelRequest) -> tuple[_Run, Node, Node]:
         dag = request.rendered.dag

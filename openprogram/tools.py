@@ -34,21 +34,42 @@ programming mistake, or a re-run that no longer matches its recording."""
 _wrapped: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
+def _is_tool_object(tool: Any) -> bool:
+    """A tool object (an MCP server's tool): not a function, but a `.spec`, a
+    `validate(arguments)` and a call that records itself; `acall` for allm()."""
+    return (
+        not getattr(tool, "__agentic__", False)
+        and isinstance(getattr(tool, "spec", None), dict)
+        and callable(getattr(tool, "validate", None))
+    )
+
+
 class _Tool:
     def __init__(self, fn: Callable[..., Any]) -> None:
-        if not getattr(fn, "__agentic__", False):
-            fn = _wrap_plain(fn)
-        self.fn = fn
-        self.spec: dict[str, Any] = fn.spec  # type: ignore[attr-defined]
+        self.checker: Callable[[Any], tuple[dict[str, Any], str | None]] | None = None
+        if _is_tool_object(fn):
+            self.checker = fn.validate  # type: ignore[attr-defined]
+            acall = getattr(fn, "acall", None)
+            self.is_async = acall is not None
+            self.fn = fn
+            self.afn: Callable[..., Any] = acall or fn
+            self.spec: dict[str, Any] = fn.spec  # type: ignore[attr-defined]
+        else:
+            if not getattr(fn, "__agentic__", False):
+                fn = _wrap_plain(fn)
+            self.fn = fn
+            self.spec = fn.spec  # type: ignore[attr-defined]
+            self.model: type[BaseModel] = fn._arguments_model  # type: ignore[attr-defined]
+            self.is_async = inspect.iscoroutinefunction(fn)
+            self.afn = fn
         self.name: str = self.spec["name"]
-        self.model: type[BaseModel] = fn._arguments_model  # type: ignore[attr-defined]
-        self.is_async = inspect.iscoroutinefunction(fn)
         if not _NAME.match(self.name):
             raise UsageError(
                 f"tool name {self.name!r} is not allowed by model providers (letters, digits, "
                 "'_' and '-', at most 64); define the tool with `def` and a plain name"
             )
-        self._check_fillable(fn)
+        if self.checker is None:
+            self._check_fillable(fn)
 
     def _check_fillable(self, fn: Callable[..., Any]) -> None:
         fields = set(self.model.model_fields)
@@ -66,6 +87,8 @@ class _Tool:
 
     def validate(self, arguments: dict[str, Any] | str) -> tuple[dict[str, Any], str | None]:
         """(keyword arguments, None), or ({}, what is wrong) to tell the model."""
+        if self.checker is not None:
+            return self.checker(arguments)
         if not isinstance(arguments, dict):
             return {}, (
                 f"the arguments of {self.name} are not a JSON object: {echo(arguments)}. "
@@ -114,8 +137,9 @@ def _wrap_plain(fn: Callable[..., Any]) -> Callable[..., Any]:
 class Toolbox:
     """The tools of one llm() call, by name, and how their calls run.
 
-    tools: agentic functions (their `.spec` is the schema) or plain functions, which
-    are wrapped with @agentic_function. callbacks: the runtime's; one with a
+    tools: agentic functions (their `.spec` is the schema), plain functions, which
+    are wrapped with @agentic_function, or tool objects (`.spec`, `.validate`, recording
+    their own calls; an MCP server's tools). callbacks: the runtime's; one with a
     `restore(value)` method (PIIRedactor) puts the originals back into the arguments
     before they are validated. Raises UsageError for duplicate or unusable tools.
     """
@@ -180,7 +204,7 @@ class Toolbox:
         _tool_call.set(slot)  # this task's own context: no reset needed
         try:
             if tool.is_async:
-                await tool.fn(**arguments)
+                await tool.afn(**arguments)
             else:
                 await asyncio.to_thread(tool.fn, **arguments)
         except _PROPAGATE:

@@ -5,7 +5,7 @@
 #                           gui extra)
 #   scripts/setup.sh --dev  also what the tests need (PostgreSQL, tesseract, Chromium and
 #                           chromedriver, gtk3-widget-factory, dev tools; the postgres, otel,
-#                           bench and ray extras)
+#                           bench, ray and mcp extras; node and the MCP reference servers)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,9 +19,12 @@ packages=(xvfb xdotool x11-utils python3-tk fonts-dejavu-core tesseract-ocr libg
   dbus at-spi2-core)
 # gtk-3-examples: gtk3-widget-factory, the GTK app the accessibility tests read;
 # chromium-driver: drives MiniWoB++ pages and reads their DOM boxes;
-# eslint: lints the views' JavaScript (openprogram/display/view.js), pure JS packages
-[ "$dev" = 1 ] && packages+=(postgresql chromium chromium-driver gtk-3-examples eslint)
+# eslint: lints the views' JavaScript (openprogram/display/view.js), pure JS packages;
+# nodejs: runs the MCP reference servers the MCP tests start (below)
+[ "$dev" = 1 ] && packages+=(postgresql chromium chromium-driver gtk-3-examples eslint nodejs)
 
+sudo=""
+[ "$(id -u)" != 0 ] && sudo="sudo"
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "ok installed" || missing+=("$package")
@@ -30,8 +33,6 @@ if [ ${#missing[@]} -gt 0 ]; then
   if ! command -v apt-get >/dev/null; then
     echo "setup: please install these system packages yourself: ${missing[*]}" >&2
   else
-    sudo=""
-    [ "$(id -u)" != 0 ] && sudo="sudo"
     echo "setup: installing ${missing[*]}"
     $sudo apt-get -o DPkg::Lock::Timeout=900 update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
@@ -43,10 +44,27 @@ if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
 extras="gui"
-[ "$dev" = 1 ] && extras="dev,postgres,otel,bench,ray"
+[ "$dev" = 1 ] && extras="dev,postgres,otel,bench,ray,mcp"
 stamp=".venv/.installed-$extras-$(sha256sum pyproject.toml | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -e ".[$extras]"
   touch "$stamp"
+fi
+
+# The MCP reference servers the tests start (tests/support/mcp_servers.py), pinned, from npm
+# into .cache/npm-mcp (git-ignored), so the tests need no network. Debian's nodejs package
+# leaves npm out; NodeSource's brings it.
+if [ "$dev" = 1 ]; then
+  if ! command -v npm >/dev/null && command -v apt-get >/dev/null; then
+    $sudo apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends npm >/dev/null
+  fi
+  mcp_servers=(@modelcontextprotocol/server-everything@2026.8.31
+    @modelcontextprotocol/server-filesystem@2026.8.31)
+  mcp_stamp=".cache/npm-mcp/.installed-$(echo "${mcp_servers[*]}" | sha256sum | cut -c1-16)"
+  if [ ! -f "$mcp_stamp" ]; then
+    mkdir -p .cache/npm-mcp
+    npm install --prefix .cache/npm-mcp --save-exact --no-audit --no-fund --silent "${mcp_servers[@]}"
+    touch "$mcp_stamp"
+  fi
 fi

@@ -1,0 +1,449 @@
+"""MCPServer: one connection to an MCP server, kept for the session's life.
+
+Owns starting the server (stdio subprocess or streamable HTTP), the initialize
+handshake, the tool list (refreshed on `tools/list_changed`), calls with a timeout,
+and restarting a server that died (bounded). tool.py turns its tools into recorded tool
+objects. The connection lives on _loop.py's thread. Start at MCPServer.stdio().
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from openprogram import _secrets
+from openprogram.errors import ConfigError, MCPServerError, UsageError
+from openprogram.mcp import _loop
+from openprogram.mcp._sdk import (
+    ClientSession,
+    MCPError,
+    StdioServerParameters,
+    create_mcp_http_client,
+    mcp_types,
+    stdio_client,
+    streamable_http_client,
+)
+from openprogram.mcp.tool import MCPTool
+
+__all__ = ["MCPServer"]
+
+log = logging.getLogger("openprogram")
+
+Transport = Literal["stdio", "http"]
+
+
+class MCPServer:
+    """An MCP server whose tools an agent may call; make one with `MCPServer.stdio()`
+    or `MCPServer.http()`.
+
+    A context manager (sync and async): entering starts the server and lists its tools
+    (ConfigError when it cannot start or does not answer initialize in `init_timeout`
+    seconds); leaving stops it. Used without `with`, it connects on first use; call
+    `close()` when done. One connection serves every call; a server that dies is
+    restarted on next use, at most `max_restarts` times.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        target: Any,
+        *,
+        name: str,
+        timeout: float = 60.0,
+        init_timeout: float = 10.0,
+        max_restarts: int = 3,
+    ) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise UsageError(f"name={name!r} must be a non-empty string, e.g. name='files'")
+        for option, value in (("timeout", timeout), ("init_timeout", init_timeout)):
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+                raise UsageError(f"{option}={value!r} must be a number of seconds > 0")
+        if not isinstance(max_restarts, int) or max_restarts < 0:
+            raise UsageError(f"max_restarts={max_restarts!r} must be an int >= 0")
+        self.name = name
+        self.transport = transport
+        self.timeout = float(timeout)
+        self.init_timeout = float(init_timeout)
+        self.max_restarts = max_restarts
+        self.restarts = 0
+        self._target = target
+        self._session: Any = None
+        self._holder: asyncio.Task[None] | None = None
+        self._stop: asyncio.Event | None = None
+        self._lock: asyncio.Lock | None = None
+        self._listing: list[Any] | None = None
+        self._stale = False
+        self._started = False
+        self._closed = False
+        self._last_fault: str | None = None
+        self._tools: dict[tuple[str, Any], MCPTool] = {}
+
+    @classmethod
+    def stdio(
+        cls,
+        argv: Sequence[str],
+        *,
+        name: str,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        timeout: float = 60.0,
+        init_timeout: float = 10.0,
+        max_restarts: int = 3,
+    ) -> MCPServer:
+        """A server run as a subprocess speaking MCP over its stdin and stdout.
+
+        argv: the command and its arguments, e.g. `["npx", "-y", "@modelcontextprotocol/
+        server-filesystem", "/data"]`. env: variables added to a minimal inherited
+        environment (PATH, HOME, ...); values of secret-looking names (`*_TOKEN`,
+        `*_API_KEY`, ...) are scrubbed from everything recorded. cwd: its working folder.
+        timeout: seconds a tool call may take before it fails as a tool error.
+        """
+        if isinstance(argv, (str, bytes)) or not argv or not all(isinstance(a, str) for a in argv):
+            raise UsageError(
+                f"argv={argv!r} must be a non-empty list of strings, e.g. ['node', 'server.js']"
+            )
+        if env is not None:
+            _secrets.register({k: v for k, v in env.items() if _secrets.is_secret_name(k)})
+        parameters = StdioServerParameters(
+            command=argv[0],
+            args=list(argv[1:]),
+            env=dict(env) if env else None,
+            cwd=None if cwd is None else Path(cwd),
+        )
+        return cls(
+            "stdio", parameters, name=name, timeout=timeout, init_timeout=init_timeout,
+            max_restarts=max_restarts,
+        )  # fmt: skip
+
+    @classmethod
+    def http(
+        cls,
+        url: str,
+        *,
+        name: str,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = 60.0,
+        init_timeout: float = 10.0,
+        max_restarts: int = 3,
+    ) -> MCPServer:
+        """A server reached over streamable HTTP at `url` (e.g. `http://127.0.0.1:3001/mcp`).
+
+        headers: sent with every request (e.g. `{"Authorization": "Bearer ..."}`); the
+        values of secret-looking ones are scrubbed from everything recorded.
+        """
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise UsageError(f"url={url!r} must be an http:// or https:// URL")
+        if headers:
+            _secrets.register({k: v for k, v in headers.items() if _secrets.is_secret_option(k)})
+            _secrets.register(
+                {k: v.split(" ", 1)[-1] for k, v in headers.items() if k.lower() == "authorization"}
+            )
+        target = (url, dict(headers or {}))
+        return cls(
+            "http", target, name=name, timeout=timeout, init_timeout=init_timeout,
+            max_restarts=max_restarts,
+        )  # fmt: skip
+
+    def __repr__(self) -> str:
+        state = "connected" if self._session is not None else "not connected"
+        return f"<MCPServer {self.name!r} {self.transport} {state}>"
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def __enter__(self) -> MCPServer:
+        self.connect()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> MCPServer:
+        await _loop.arun(self._connect(first=True))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await _loop.arun(self._close())
+
+    def connect(self) -> None:
+        """Start the server and list its tools (done by `with` or on first use).
+        Raises ConfigError when it cannot start or does not answer."""
+        _loop.run(self._connect(first=True))
+
+    def close(self) -> None:
+        """Stop the server (a subprocess is terminated); safe to call twice."""
+        if self._holder is not None:
+            _loop.run(self._close())
+
+    # -- tools -----------------------------------------------------------------------
+
+    def tools(self, *, render_output: Callable[[Any], Any] | None = None) -> list[MCPTool]:
+        """The server's tools as tool objects for `llm(tools=...)` / `allm`.
+
+        Named `{name}_{tool}` for the model and the DAG. The list is fetched again after
+        the server announced a change. A tool whose input schema is not valid JSON
+        Schema is left out, with a warning in the log (asking for it with `tool()`
+        raises ConfigError). render_output: what later calls see of each result, as
+        for @agentic_function.
+        """
+        listing = _loop.run(self._list())
+        return self._wrap(listing, render_output, strict=False)
+
+    async def atools(self, *, render_output: Callable[[Any], Any] | None = None) -> list[MCPTool]:
+        """As tools(), from async code."""
+        listing = await _loop.arun(self._list())
+        return self._wrap(listing, render_output, strict=False)
+
+    def tool(self, tool: str, *, render_output: Callable[[Any], Any] | None = None) -> MCPTool:
+        """One tool by the server's name for it (`"read_file"`); ConfigError when the
+        server has no such tool or its schema is invalid."""
+        listing = [t for t in _loop.run(self._list()) if t.name == tool]
+        if not listing:
+            names = sorted(t.name for t in self._listing or [])
+            raise ConfigError(
+                f"MCP server {self.name!r} has no tool {tool!r}; its tools are {names!r}"
+            )
+        return self._wrap(listing, render_output, strict=True)[0]
+
+    def _wrap(
+        self, listing: list[Any], render_output: Callable[[Any], Any] | None, strict: bool
+    ) -> list[MCPTool]:
+        tools = []
+        for described in listing:
+            key = (described.name, render_output)
+            made = self._tools.get(key)
+            if made is None or made.described != described:
+                try:
+                    made = MCPTool(self, described, render_output=render_output)
+                except ConfigError as exc:
+                    if strict:
+                        raise
+                    log.warning("openprogram: %s; the tool is left out", exc)
+                    continue
+                self._tools[key] = made
+            tools.append(made)
+        return tools
+
+    # -- on the loop -----------------------------------------------------------------
+
+    async def _connect(self, *, first: bool = False) -> None:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._session is not None:
+                return
+            if self._closed and first:
+                self._closed = False
+                self.restarts = 0
+            if self._started:
+                if self.restarts >= self.max_restarts:
+                    raise MCPServerError(
+                        f"MCP server {self.name!r} stopped and was restarted "
+                        f"{self.restarts} times already (max_restarts={self.max_restarts}); "
+                        "not starting it again"
+                    )
+                self.restarts += 1
+                log.warning(
+                    "openprogram: restarting MCP server %r (restart %d of %d)",
+                    self.name, self.restarts, self.max_restarts,
+                )  # fmt: skip
+            ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._stop = asyncio.Event()
+            self._holder = asyncio.get_running_loop().create_task(self._hold(ready, self._stop))
+            try:
+                await ready
+            except BaseException:
+                await self._end_holder()
+                raise
+            self._started = True
+
+    async def _hold(self, ready: asyncio.Future[None], stop: asyncio.Event) -> None:
+        """Own the connection: open it, list the tools, wait until told to stop (every
+        context of the SDK is entered and left in this one task)."""
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                streams = await stack.enter_async_context(self._transport())
+                session = await stack.enter_async_context(
+                    ClientSession(
+                        streams[0],
+                        streams[1],
+                        message_handler=self._on_message,
+                        read_timeout_seconds=self.timeout,
+                    )
+                )
+                try:
+                    await asyncio.wait_for(session.initialize(), self.init_timeout)
+                    self._listing = await asyncio.wait_for(self._list_all(session), self.timeout)
+                except (TimeoutError, asyncio.TimeoutError):
+                    raise ConfigError(self._no_answer()) from None
+                self._session = session
+                self._stale = False
+                ready.set_result(None)
+                await stop.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(self._start_error(exc))
+            elif not isinstance(exc, asyncio.CancelledError):
+                log.warning("openprogram: MCP server %r connection ended: %r", self.name, exc)
+        finally:
+            self._session = None
+
+    def _transport(self) -> Any:
+        if self.transport == "stdio":
+            return stdio_client(self._target, errlog=_errlog())
+        url, headers = self._target
+        client = create_mcp_http_client(headers=headers or None)
+        return _with_client(client, streamable_http_client(url, http_client=client))
+
+    def _no_answer(self) -> str:
+        where = (
+            f"command {[self._target.command, *self._target.args]!r}"
+            if self.transport == "stdio"
+            else f"URL {self._target[0]!r}"
+        )
+        return (
+            f"MCP server {self.name!r} ({where}) did not answer initialize within "
+            f"{self.init_timeout:g} s; check that it speaks MCP over {self.transport} "
+            "(a server printing logs to stdout breaks stdio), or raise init_timeout"
+        )
+
+    def _start_error(self, exc: BaseException) -> BaseException:
+        if isinstance(exc, (ConfigError, asyncio.CancelledError)):
+            return exc
+        cause = _first_cause(exc)
+        if self.transport == "stdio":
+            command = self._target.command
+            missing = isinstance(cause, FileNotFoundError) or shutil.which(command) is None
+            if missing and not Path(command).exists():
+                return ConfigError(
+                    f"cannot start MCP server {self.name!r}: no program {command!r} "
+                    "(give the full path, or install it)"
+                )
+        error = ConfigError(
+            f"MCP server {self.name!r} could not be started: {type(cause).__name__}: {cause}"
+        )
+        error.__cause__ = cause
+        return error
+
+    async def _list_all(self, session: Any) -> list[Any]:
+        tools: list[Any] = []
+        cursor = None
+        while True:
+            params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            page = await session.list_tools(params=params)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                return tools
+
+    async def _list(self) -> list[Any]:
+        await self._connect(first=not self._started)
+        if self._stale and self._session is not None:
+            self._stale = False
+            self._listing = await asyncio.wait_for(self._list_all(self._session), self.timeout)
+        return list(self._listing or [])
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, mcp_types.ToolListChangedNotification):
+            self._stale = True
+        elif isinstance(message, Exception):
+            self._last_fault = f"{type(message).__name__}: {str(message)[:300]}"
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
+        """Call `tool` on the MCP loop: the CallToolResult, or MCPServerError for a
+        timeout, a protocol error or a broken connection (restarted on next use)."""
+        try:
+            await self._connect(first=not self._started)
+        except ConfigError as exc:
+            raise MCPServerError(f"MCP server {self.name!r} is not available: {exc}") from exc
+        session = self._session
+        if session is None:
+            raise MCPServerError(f"MCP server {self.name!r} is not connected")
+        self._last_fault = None
+        try:
+            return await asyncio.wait_for(session.call_tool(tool, arguments), self.timeout)
+        except (TimeoutError, asyncio.TimeoutError):
+            fault = self._last_fault
+            await self._check_alive(session)
+            said = f"; it sent something that is not JSON-RPC ({fault})" if fault else ""
+            raise MCPServerError(
+                f"MCP server {self.name!r} did not answer {tool} within {self.timeout:g} s{said}"
+            ) from None
+        except MCPError as exc:
+            if exc.code == mcp_types.CONNECTION_CLOSED:
+                await self._drop(session)
+                raise MCPServerError(
+                    f"MCP server {self.name!r} closed the connection during {tool} "
+                    f"({exc.message}); it is restarted on next use"
+                ) from None
+            raise MCPServerError(
+                f"MCP server {self.name!r} refused {tool}: {exc.message} (code {exc.code})"
+            ) from None
+        except (OSError, EOFError) as exc:
+            await self._drop(session)
+            raise MCPServerError(
+                f"MCP server {self.name!r} connection broke during {tool}: {exc!r}; "
+                "it is restarted on next use"
+            ) from None
+
+    async def _check_alive(self, session: Any) -> None:
+        """After a timeout: a server that does not answer a ping either is restarted."""
+        try:
+            await asyncio.wait_for(session.send_ping(), min(self.timeout, 2.0))
+        except Exception:
+            await self._drop(session)
+
+    async def _drop(self, session: Any) -> None:
+        if self._session is session:
+            await self._end_holder()
+
+    async def _end_holder(self) -> None:
+        holder, stop = self._holder, self._stop
+        self._session = None
+        if stop is not None:
+            stop.set()
+        if holder is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(holder), 5.0)
+            except (TimeoutError, asyncio.TimeoutError):
+                holder.cancel()
+                with contextlib.suppress(BaseException):
+                    await holder
+            except BaseException:
+                pass
+        self._holder = None
+
+    async def _close(self) -> None:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            await self._end_holder()
+            self._closed = True
+            self._started = False
+
+
+@contextlib.asynccontextmanager
+async def _with_client(client: Any, transport: Any) -> Any:
+    async with client, transport as streams:
+        yield streams
+
+
+def _errlog() -> Any:
+    """Where a stdio server's stderr goes: ours, unless OPENPROGRAM_MCP_STDERR=quiet."""
+    import sys
+
+    if os.environ.get("OPENPROGRAM_MCP_STDERR") == "quiet":
+        return open(os.devnull, "w")
+    return sys.stderr
+
+
+def _first_cause(exc: BaseException) -> BaseException:
+    """The first leaf of an exception group (anyio wraps task errors in one)."""
+    while getattr(exc, "exceptions", None):
+        exc = exc.exceptions[0]  # type: ignore[attr-defined]
+    return exc

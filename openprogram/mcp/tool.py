@@ -1,0 +1,247 @@
+"""MCPTool: one tool of an MCP server, as a tool object for `llm(tools=...)`.
+
+Owns the tool's spec (the server's schema under the name `{server}_{tool}`), checking a
+model's arguments against that schema, recording each call as a tool code node (an
+agentic function made for the call's argument names, so resume, replay and callbacks
+work as for any tool), and turning results into values (text, Image, structured).
+client.py owns the connection. Start at MCPTool.__call__().
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import inspect
+import keyword
+import re
+from collections.abc import Callable
+from typing import Any
+
+from openprogram import _context
+from openprogram.dag import _dag_of
+from openprogram.errors import ConfigError, MCPServerError
+from openprogram.function import agentic_function
+from openprogram.image import Image, ImageRef
+from openprogram.mcp import _loop
+from openprogram.replay import ReplayModel
+
+__all__ = ["MCPTool", "tool_name"]
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+_RESERVED = {"runtime", "self", "cls", "arguments"}
+
+
+def tool_name(server: str, tool: str) -> str:
+    """`{server}_{tool}` with characters providers refuse replaced by `_`, at most 64."""
+    return _UNSAFE.sub("_", f"{server}_{tool}")[:64]
+
+
+class MCPTool:
+    """A tool of an MCPServer. Pass it in `llm(tools=[...])` (or the whole
+    `server.tools()`); call it yourself with keyword arguments for the same recorded call.
+
+    `.spec` is what the model sees (`name`, `description`, `parameters`), `.server` and
+    `.tool` say where it runs. A server error, a timeout or a broken connection raises
+    MCPServerError, which the tool loop hands back to the model.
+    """
+
+    def __init__(
+        self, server: Any, described: Any, *, render_output: Callable[[Any], Any] | None = None
+    ) -> None:
+        self.server = server
+        self.described = described
+        self.tool: str = described.name
+        self.name = tool_name(server.name, described.name)
+        schema = dict(described.input_schema or {"type": "object"})
+        schema.pop("$schema", None)  # some providers refuse the draft marker
+        self._validator = _validator(server.name, described.name, described.input_schema)
+        self.spec: dict[str, Any] = {
+            "name": self.name,
+            "description": (described.description or "").strip(),
+            "parameters": schema,
+        }
+        self.render_output = render_output
+        self._recorders: dict[tuple[tuple[str, ...], bool], Any] = {}
+
+    def __repr__(self) -> str:
+        return f"<MCPTool {self.name} ({self.server.name!r}: {self.tool!r})>"
+
+    def validate(self, arguments: Any) -> tuple[dict[str, Any], str | None]:
+        """(arguments, None), or ({}, what is wrong) for the model to read."""
+        if not isinstance(arguments, dict):
+            return {}, (
+                f"the arguments of {self.name} are not a JSON object: {arguments!r:.200}. "
+                "Call it again with a JSON object matching its parameters."
+            )
+        problems = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.path))
+        if problems:
+            described = "; ".join(
+                f"{'.'.join(str(p) for p in e.path) or 'arguments'}: {e.message[:200]}"
+                for e in problems[:5]
+            )
+            return {}, (
+                f"invalid arguments for {self.name}: {described}. Call it again with "
+                "arguments matching its schema."
+            )
+        return dict(arguments), None
+
+    def __call__(self, **arguments: Any) -> Any:
+        """Call the tool (recorded as a code node); its result as a value."""
+        return self._recorder(arguments, is_async=False)(**_as_parameters(arguments))
+
+    async def acall(self, **arguments: Any) -> Any:
+        """As calling it, from async code (the tool loop of allm uses this)."""
+        return await self._recorder(arguments, is_async=True)(**_as_parameters(arguments))
+
+    def _recorder(self, arguments: dict[str, Any], *, is_async: bool) -> Any:
+        """The agentic function recording a call with these argument names (made once
+        per set of names, so the node's input is exactly the arguments given)."""
+        names = tuple(sorted(arguments)) if _plain(arguments) else ("arguments",)
+        key = (names, is_async)
+        recorder = self._recorders.get(key)
+        if recorder is None:
+            recorder = self._recorders[key] = self._make_recorder(names, is_async)
+        return recorder
+
+    def _make_recorder(self, names: tuple[str, ...], is_async: bool) -> Any:
+        server, tool = self.server, self.tool
+
+        def given(parameters: dict[str, Any]) -> dict[str, Any]:
+            if names == ("arguments",):
+                return dict(parameters["arguments"])
+            return parameters
+
+        run: Callable[..., Any]
+        if is_async:
+
+            async def arun(**parameters: Any) -> Any:
+                replayed = _begin(server.name, tool)
+                if replayed is not _LIVE:
+                    return replayed
+                result = await _loop.arun(server.call(tool, given(parameters)))
+                return _value(server.name, tool, result)
+
+            run = arun
+        else:
+
+            def srun(**parameters: Any) -> Any:
+                replayed = _begin(server.name, tool)
+                if replayed is not _LIVE:
+                    return replayed
+                result = _loop.run(server.call(tool, given(parameters)))
+                return _value(server.name, tool, result)
+
+            run = srun
+
+        run.__name__ = run.__qualname__ = self.name
+        run.__doc__ = self.spec["description"]
+        run.__signature__ = inspect.Signature(  # type: ignore[union-attr]  # read by inspect
+            [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY) for n in names]
+        )
+        return agentic_function(render_output=self.render_output)(run)
+
+
+def _plain(arguments: dict[str, Any]) -> bool:
+    """Whether every argument name can be a Python keyword parameter of its own."""
+    return all(
+        isinstance(n, str) and n.isidentifier() and not keyword.iskeyword(n) and n not in _RESERVED
+        for n in arguments
+    )
+
+
+def _as_parameters(arguments: dict[str, Any]) -> dict[str, Any]:
+    return dict(arguments) if _plain(arguments) else {"arguments": dict(arguments)}
+
+
+_LIVE = object()
+
+
+def _begin(server: str, tool: str) -> Any:
+    """Note on the running call's node where it runs (`meta["mcp"]`); under a
+    ReplayModel, the recorded result of the same call instead of asking the server
+    (an error recorded raises again), else _LIVE."""
+    frame = _context.frame_var.get()
+    session = _context.current_session()
+    node = session.dag.get(frame) if frame is not None else None
+    if node is None:
+        return _LIVE
+    node.meta["mcp"] = {"server": server, "tool": tool}
+    model = getattr(_context.live_runtime(), "model", None)
+    if not isinstance(model, ReplayModel) or "tool_call_id" not in node.meta:
+        return _LIVE
+    recorded = model.tool_result(session.dag, node)
+    if recorded is None:
+        return _LIVE
+    if recorded.status != "completed":
+        raise MCPServerError(f"{server}/{tool} (as recorded): {recorded.error}")
+    return _revive(recorded.output, _dag_of(recorded))
+
+
+def _revive(value: Any, dag: Any) -> Any:
+    """A recorded output with its images as Images (read from the recording's DAG)."""
+    if isinstance(value, ImageRef):
+        return dag.image(value) if dag is not None else value
+    if isinstance(value, list):
+        return [_revive(v, dag) for v in value]
+    if isinstance(value, dict):
+        return {k: _revive(v, dag) for k, v in value.items()}
+    return value
+
+
+def _validator(server: str, tool: str, schema: Any) -> Any:
+    import jsonschema
+
+    if not isinstance(schema, dict) or schema.get("type", "object") != "object":
+        raise ConfigError(
+            f"MCP server {server!r}: tool {tool!r} has an input schema that is not a JSON "
+            f"object schema: {str(schema)[:200]}"
+        )
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise ConfigError(
+            f"MCP server {server!r}: tool {tool!r} has an invalid input schema "
+            f"({exc.message[:200]})"
+        ) from None
+    return cls(schema)
+
+
+def _value(server: str, tool: str, result: Any) -> Any:
+    """A CallToolResult as the call's value: the structured content when there is
+    some, else the text (one text block), an Image, or a list of texts and Images.
+    A result marked as an error raises MCPServerError with its text."""
+    parts: list[Any] = []
+    for block in result.content or []:
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            parts.append(block.text)
+        elif kind == "image":
+            parts.append(_image(block.data, block.mime_type))
+        elif kind == "resource_link":
+            parts.append({"resource_link": str(block.uri), "name": block.name})
+        elif kind == "resource":
+            resource = block.resource
+            text = getattr(resource, "text", None)
+            parts.append(
+                {"resource": str(resource.uri), "text": text}
+                if text is not None
+                else {"resource": str(resource.uri), "mime_type": resource.mime_type}
+            )
+        else:  # audio and anything newer: described, not passed on
+            parts.append({"content": kind, "mime_type": getattr(block, "mime_type", None)})
+    if getattr(result, "is_error", False):
+        text = " ".join(p for p in parts if isinstance(p, str)) or "the tool failed"
+        raise MCPServerError(f"{server}/{tool}: {text}")
+    if getattr(result, "structured_content", None) is not None:
+        return result.structured_content
+    if len(parts) == 1:
+        return parts[0]
+    return parts
+
+
+def _image(data: str, mime_type: str) -> Any:
+    try:
+        return Image(base64.b64decode(data, validate=True))
+    except (binascii.Error, ValueError, OSError) as exc:
+        return {"image": mime_type, "error": f"undecodable image data: {exc}"}
