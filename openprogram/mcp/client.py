@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from openprogram import _secrets
+from openprogram.echo import cut, echo
 from openprogram.errors import ConfigError, MCPServerError, UsageError
 from openprogram.mcp import _loop
 from openprogram.mcp._sdk import (
@@ -138,7 +139,7 @@ class MCPServer:
         values of secret-looking ones are scrubbed from everything recorded.
         """
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise UsageError(f"url={url!r} must be an http:// or https:// URL")
+            raise UsageError(f"url={echo(url)} must be an http:// or https:// URL")
         if headers:
             _secrets.register({k: v for k, v in headers.items() if _secrets.is_secret_option(k)})
             _secrets.register(
@@ -352,7 +353,7 @@ class MCPServer:
         if isinstance(message, mcp_types.ToolListChangedNotification):
             self._stale = True
         elif isinstance(message, Exception):
-            self._last_fault = f"{type(message).__name__}: {str(message)[:300]}"
+            self._last_fault = f"{type(message).__name__}: {cut(str(message))}"
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
         """Call `tool` on the MCP loop: the CallToolResult, or MCPServerError for a

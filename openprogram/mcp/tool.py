@@ -19,6 +19,7 @@ from typing import Any
 
 from openprogram import _context
 from openprogram.dag import _dag_of
+from openprogram.echo import cut, echo
 from openprogram.errors import ConfigError, MCPServerError
 from openprogram.function import agentic_function
 from openprogram.image import Image, ImageRef
@@ -70,13 +71,13 @@ class MCPTool:
         """(arguments, None), or ({}, what is wrong) for the model to read."""
         if not isinstance(arguments, dict):
             return {}, (
-                f"the arguments of {self.name} are not a JSON object: {arguments!r:.200}. "
+                f"the arguments of {self.name} are not a JSON object: {echo(arguments)}. "
                 "Call it again with a JSON object matching its parameters."
             )
         problems = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.path))
         if problems:
             described = "; ".join(
-                f"{'.'.join(str(p) for p in e.path) or 'arguments'}: {e.message[:200]}"
+                f"{'.'.join(str(p) for p in e.path) or 'arguments'}: {cut(e.message)}"
                 for e in problems[:5]
             )
             return {}, (
