@@ -10,6 +10,7 @@ they register the factories of the process defaults. Start at current_session().
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
@@ -54,7 +55,7 @@ frame_var: ContextVar[str | None] = ContextVar("openprogram_frame", default=None
 session_var: ContextVar[AmbientSession | None] = ContextVar("openprogram_session", default=None)
 runtime_var: ContextVar[AmbientRuntime | None] = ContextVar("openprogram_runtime", default=None)
 
-_lock = threading.Lock()
+_lock = threading.Lock()  # made anew in a fork child (below)
 _entered: list[AmbientSession] = []  # live sessions, once per `with` block still open
 _live_runtimes: list[AmbientRuntime] = []  # likewise for runtimes made ambient
 _default: list[AmbientSession] = []
@@ -62,6 +63,16 @@ _default_runtime: list[AmbientRuntime] = []
 _factories: dict[str, Callable[[], Any]] = {}
 
 T = TypeVar("T")
+
+
+def _new_lock_in_child() -> None:
+    """In a fork child: another thread of the parent may have held the lock."""
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_in_child)
 
 _FIX = (
     "start the thread in the current context: openprogram.start_thread(target, ...), "

@@ -12,9 +12,11 @@ import asyncio
 import inspect
 import json
 import logging
+import os
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Iterable
 from contextlib import suppress
 from contextvars import Token
@@ -111,6 +113,19 @@ class Session:
         assert self.store is not None
         self._recorder = Recorder(self.store, self.id, self.dag, stored_blobs, rows)
         self.dag.listeners.append(self._recorder)
+        _recording.add(self)
+
+    def _detach(self) -> None:
+        """In a fork child: from now on this session records into the child's memory
+        only, like Session(None): no store writes, no lease, no journal (the parent
+        still writes it). Its DAG is the child's copy; failed_writes keeps its count."""
+        self._lock = threading.Lock()  # another thread may have held it at the fork
+        if self._recorder is not None:
+            with suppress(ValueError):
+                self.dag.listeners.remove(self._recorder)
+            self._recorder.detach()
+        self.store, self._owns_store, self._holding = None, False, False
+        self._owner = new_owner()
 
     # -- reopening -----------------------------------------------------------------------
     @classmethod
@@ -484,6 +499,18 @@ class Session:
 
 
 _context.set_session_factory(Session)
+_recording: weakref.WeakSet[Session] = weakref.WeakSet()
+"""The sessions that record into a store (detached in a fork child)."""
+
+
+def _detach_in_child() -> None:
+    for session in list(_recording):
+        session._detach()
+    _recording.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_detach_in_child)
 
 
 def _preview(value: Any, limit: int = 200) -> str:

@@ -7,9 +7,11 @@ sqlite.py and postgres.py, behind the hooks SQLStore names. Start at SQLStore.wr
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import threading
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, closing, suppress
@@ -111,6 +113,19 @@ def statements(placeholder: str, now: str, casts: tuple[str, ...] = ()) -> State
     )
 
 
+_stores: weakref.WeakSet[SQLStore] = weakref.WeakSet()
+_kept: list[Any] = []  # the connections fork children inherited: never closed there
+
+
+def _forget_in_child() -> None:
+    for store in list(_stores):
+        store._forked()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
+
+
 class _Unchanged(Exception):
     """Raised inside a write's transaction to roll it back: a row was refused (args[0])."""
 
@@ -139,6 +154,7 @@ class SQLStore(ABC):
         self._keys: dict[str, int] = {}
         self._held: dict[str, str] = {}  # session -> owner of the lease this store holds
         self._lost: dict[str, str] = {}  # session -> owner whose lease was taken over
+        _stores.add(self)
 
     # -- hooks ---------------------------------------------------------------------------
     @abstractmethod
@@ -177,6 +193,24 @@ class SQLStore(ABC):
 
     def _check_writable(self, action: str) -> None:  # noqa: B027 - most stores can
         """Raise StoreError when this store cannot `action` (a read-only file, say)."""
+
+    def _abandon(self, connection: Any) -> None:
+        """In a fork child: let go of the parent's `connection` without closing it
+        (closing can tell the server, or SQLite's files, that the parent is done). It
+        is kept, never used, until the process ends; a backend may do better."""
+        _kept.append(connection)
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(connection))  # not even at exit
+
+    def _forked(self) -> None:
+        """In a fork child: drop the parent's connection and leases. The store connects
+        anew when used here, and holds the leases this process takes."""
+        self._lock = threading.RLock()  # another thread may have held it at the fork
+        connection, self._connection = self._connection, None
+        self._held.clear()
+        self._lost.clear()
+        if connection is not None:
+            with suppress(Exception):
+                self._abandon(connection)
 
     # -- connection ----------------------------------------------------------------------
     def _version(self, connection: Any) -> int | None:

@@ -130,6 +130,21 @@ class Journal:
 _open: weakref.WeakSet[Journal] = weakref.WeakSet()
 
 
+def _forget_in_child() -> None:
+    """In a fork child: close its copies of the parent's journals (the flock stays the
+    parent's, the files are never written, emptied or removed from here)."""
+    for journal in list(_open):
+        if journal._fd >= 0:
+            with suppress(OSError):
+                os.close(journal._fd)
+            journal._fd = -1
+    _open.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
+
+
 @atexit.register
 def _close_emptied() -> None:
     """At interpreter exit, remove the journals with nothing left in them (the

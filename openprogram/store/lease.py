@@ -200,6 +200,16 @@ _heartbeat: _Heartbeat | None = None
 _heartbeat_lock = threading.Lock()
 
 
+def _forget_in_child() -> None:
+    """In a fork child: the parent's leases are not this process's to renew."""
+    global _heartbeat, _heartbeat_lock
+    _heartbeat, _heartbeat_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
+
+
 def heartbeat() -> _Heartbeat:
     """The process's heartbeat thread (started when it first keeps a lease)."""
     global _heartbeat

@@ -7,9 +7,10 @@ reopened on the next call. psycopg errors are translated here, and only here.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any
 
 from openprogram.errors import StoreError
@@ -95,6 +96,19 @@ class PostgresStore(SQLStore):
         with connection.transaction():
             connection.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_ID,))
             self._create_tables(connection, _SCHEMA + _LEASES, _MIGRATIONS)
+
+    def _abandon(self, connection: Any) -> None:
+        """Close the child's copy of the connection without a word to the server: its
+        socket (the parent's too) is replaced by /dev/null here first."""
+        with suppress(Exception):
+            devnull = os.open(os.devnull, os.O_RDWR)
+            try:
+                os.dup2(devnull, connection.pgconn.socket)
+            finally:
+                os.close(devnull)
+            connection.close()
+            return
+        super()._abandon(connection)
 
     def _lock_session(self, connection: Any, key: int) -> None:
         connection.execute("SELECT key FROM openprogram_sessions WHERE key = %s FOR UPDATE", (key,))

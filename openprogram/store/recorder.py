@@ -15,6 +15,7 @@ from __future__ import annotations
 import atexit
 import logging
 import math
+import os
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -148,7 +149,8 @@ class Recorder:
         if journal is False:
             return False
         try:
-            journal.append(row, with_input=with_input)
+            if journal.append(row, with_input=with_input) is False:  # too big to journal
+                return False
         except OSError as exc:
             self._journal_failed("append to", journal.path, exc)
             return False
@@ -181,6 +183,14 @@ class Recorder:
         counted in `failures` and logged)."""
         with self._lock:
             return self._commit()
+
+    def detach(self) -> None:
+        """In a fork child: forget the parent's waiting rows and journal, so flush() and
+        close() write nothing (the caller stops sending events). Never writes."""
+        self._lock = threading.RLock()  # another thread may have held it at the fork
+        self._batch, self._blobs, self._blob_bytes, self._since = {}, {}, 0, None
+        self._journal = self._open_journal = None
+        self._scheduled = False
 
     def close(self) -> None:
         """Commit the waiting rows and remove the journal (the session stops writing;
@@ -390,6 +400,20 @@ class _Flusher(threading.Thread):
 
 _the_flusher: _Flusher | None = None
 _flusher_lock = threading.Lock()
+
+
+def _forget_in_child() -> None:
+    """In a fork child: the parent's flusher (its thread is gone) commits nothing here,
+    at exit either; a recorder made in the child starts a flusher of its own."""
+    global _the_flusher, _flusher_lock
+    if _the_flusher is not None:
+        _the_flusher._condition = threading.Condition()
+        _the_flusher._due = {}
+    _the_flusher, _flusher_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def _flusher() -> _Flusher:

@@ -290,6 +290,10 @@ class SQLiteStore(SQLStore):
             raise OSError("this platform has no flock, which journals need")
         return Journal.open(pending_dir(self.path), session, owner)
 
+    def _forked(self) -> None:
+        super()._forked()
+        self._checkpointer = None  # the parent's thread: not in this process
+
     def _lock_session(self, connection: sqlite3.Connection, key: int) -> None:
         """Nothing to do: BEGIN IMMEDIATE made every other writer of the file wait."""
 

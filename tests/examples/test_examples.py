@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -39,6 +40,25 @@ def test_tools_example_runs_offline_and_shows_the_tool_loop():
     assert "code  search_notes #1 [completed] (tool call call_1)" in out
     assert 'assistant: [calls search_notes({"query": "espresso"})]' in out
     assert '[search_notes #1] input={"query": "espresso"} output={"count": 202, "first": [' in out
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_fork_example_keeps_the_parents_session_its_own(tmp_path: Path):
+    """A child forked inside a session, and a fork Pool, exit as usual (atexit and all)."""
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / "fork_in_session.py"), str(tmp_path / "runs.db")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "child: own session stored 1 node(s)" in out
+    assert "pool: [0, 1, 4, 9, 16]" in out
+    assert "parent: failed writes 0" in out
+    assert "stored parent: [('square', 4), ('square', 25)]" in out
+    assert "stored child: [('square', 16)]" in out
+    assert result.stderr == ""
 
 
 @pytest.mark.x11
