@@ -25,12 +25,14 @@ from pydantic import (
 
 from gui_harness.errors import ActionRejected, InvalidAction
 from openprogram.ask import ask_user
+from openprogram.echo import echo
 from openprogram.errors import UsageError
 
 __all__ = [
     "ACTION_TYPES",
     "DEFAULT_DENY_KEYS",
     "KEY_NAMES",
+    "MAX_KEYS",
     "Action",
     "Click",
     "Done",
@@ -61,6 +63,8 @@ _NAMED_KEYS = (
 )
 KEY_NAMES: frozenset[str] = frozenset((*_MODIFIERS, *_NAMED_KEYS))
 """Canonical multi-character key names; any single character is a key too."""
+MAX_KEYS = 8
+"""Keys in one keypress chord: the four modifiers and a key, with room for aliases."""
 
 _KEY_ALIASES = {
     "return": "enter", "ret": "enter", "kpenter": "enter", "newline": "enter",
@@ -93,7 +97,7 @@ def canonical_key(name: str) -> str:
     if key in KEY_NAMES:
         return key
     raise InvalidAction(
-        f"key {name!r} is not a known key; use one of {', '.join(_MODIFIERS + _NAMED_KEYS)}"
+        f"key {echo(name, 40)} is not a known key; use one of {', '.join(_MODIFIERS + _NAMED_KEYS)}"
         " or a single character"
     )
 
@@ -178,10 +182,11 @@ class Type(_Base):
 
 
 class Keypress(_Base):
-    """Press keys together as one chord (["ctrl", "s"]) and release them."""
+    """Press keys together as one chord (["ctrl", "s"]) and release them (at most
+    MAX_KEYS keys)."""
 
     type: Literal["keypress"] = "keypress"
-    keys: list[str] = Field(min_length=1)
+    keys: list[str] = Field(min_length=1, max_length=MAX_KEYS)
 
     @field_validator("keys")
     @classmethod
@@ -278,7 +283,7 @@ def resolve(
         if box is None:
             valid = ", ".join(map(str, sorted(boxes))) or "none are on screen"
             raise InvalidAction(
-                f"element={action.element!r} is not on the latest screen; valid elements:"
+                f"element={echo(action.element)} is not on the latest screen; valid elements:"
                 f" {valid}. Pick one of those or give x, y"
             )
         x, y, w, h = box
@@ -304,6 +309,17 @@ DEFAULT_DENY_KEYS: frozenset[frozenset[str]] = frozenset(
         ("alt", "f3"),
         ("alt", "space"),
         ("ctrl", "escape"),
+        # drop-down terminals (Guake, Yakuake, Tilda: f12), terminals and launchers of
+        # tiling window managers (dwm, i3 with alt as mod: alt+enter, alt+shift+enter,
+        # alt+p/dmenu, alt+shift+q quits), an editor's terminal (ctrl+`), and the
+        # keyboard context menu (shift+f10), which offers "Open in Terminal" on a desktop
+        ("f12",),
+        ("alt", "enter"),
+        ("alt", "p"),
+        ("alt", "shift", "q"),
+        ("alt", "shift", "c"),
+        ("ctrl", "`"),
+        ("shift", "f10"),
         # the super (meta, windows, cmd) key alone or in any chord: overview, launcher,
         # lock (super+l), run (super+r), session and window-manager shortcuts
         ("super",),
@@ -321,8 +337,9 @@ DEFAULT_DENY_KEYS: frozenset[frozenset[str]] = frozenset(
         *(("ctrl", "alt", f"f{n}") for n in range(1, 13)),
     ]
 )
-"""Chords refused by default: those that open a terminal, a run dialog or a launcher,
-any chord with super, and those that lock, end or leave the session or close windows."""
+"""Chords refused by default: those that open a terminal (drop-down ones included), a
+run dialog, a launcher or a context menu, any chord with super or f12, and those that
+lock, end or leave the session or close windows."""
 
 
 @dataclass
@@ -371,7 +388,7 @@ class Policy:
             if denied is not None:
                 pressed, listed = "+".join(action.keys), "+".join(sorted(denied))
                 return (
-                    f"keypress {pressed!r} is not allowed ({listed!r} is on the deny list);"
+                    f"keypress {echo(pressed)} is not allowed ({listed!r} is on the deny list);"
                     " reach the goal another way"
                 )
         if isinstance(action, Type) and not action.text:

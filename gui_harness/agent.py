@@ -36,6 +36,7 @@ from gui_harness.prompts import DEFAULT_PROMPTS, Prompts
 from gui_harness.result import GuiResult
 from openprogram import agentic_function, current_frame, current_session
 from openprogram.callbacks.base import current_run, gate, notify
+from openprogram.echo import cut
 from openprogram.errors import ModelAuthError, ModelError, RunStopped, RunWaiting, UsageError
 from openprogram.image import Image
 from openprogram.runtime import Runtime, current_runtime
@@ -441,10 +442,11 @@ def _loop(run: _Run, task: str, max_steps: int, timeout_s: float | None) -> GuiR
             break
         except (ModelError, DesktopError) as exc:
             errors += 1
-            feedback = {"step": step, "status": "error", "error": f"{type(exc).__name__}: {exc}"}
+            problem = f"{type(exc).__name__}: {cut(str(exc))}"
+            feedback = {"step": step, "status": "error", "error": problem}
             steps.append(feedback)
             if errors >= _MAX_CONSECUTIVE_ERRORS:
-                stop, detail = "error", f"{errors} errors in a row, last: {exc}"
+                stop, detail = "error", f"{errors} errors in a row, last: {cut(str(exc))}"
                 break
             continue
         errors = 0

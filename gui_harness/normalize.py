@@ -25,6 +25,7 @@ from gui_harness.actions import (
     canonical_key,
 )
 from gui_harness.errors import InvalidAction
+from openprogram.echo import cut, echo
 
 __all__ = ["normalize_action"]
 
@@ -76,15 +77,15 @@ def normalize_action(raw: Mapping[str, Any] | str | BaseModel) -> Action:
     if isinstance(raw, str):
         raw = _parse_json(raw)
     if not isinstance(raw, Mapping):
-        raise InvalidAction(f"an action must be a JSON object, got {raw!r}; {_HINT}")
+        raise InvalidAction(f"an action must be a JSON object, got {echo(raw)}; {_HINT}")
     fields = _unwrap(dict(raw))
     kind_key = next((k for k in ("type", "action", "name") if isinstance(fields.get(k), str)), None)
     if kind_key is None:
-        raise InvalidAction(f"action {dict(raw)!r} has no 'type'; {_HINT}")
+        raise InvalidAction(f"action {echo(dict(raw))} has no 'type'; {_HINT}")
     spelled = fields.pop(kind_key)
     alias = spelled.strip().lower().replace("-", "_").replace(" ", "_")
     if alias not in _KINDS:
-        raise InvalidAction(f"unknown action kind {spelled!r}; {_HINT}")
+        raise InvalidAction(f"unknown action kind {echo(spelled)}; {_HINT}")
     kind, preset = _KINDS[alias]
     fields = {k: v for k, v in fields.items() if v is not None}
     data: dict[str, Any] = {"type": kind, **preset}
@@ -115,18 +116,19 @@ def normalize_action(raw: Mapping[str, Any] | str | BaseModel) -> Action:
     leftover = sorted(k for k in fields if k not in _COMMENTARY)
     if leftover:
         raise InvalidAction(
-            f"{kind} does not take {', '.join(map(repr, leftover))} (in {dict(raw)!r});"
+            f"{kind} does not take {', '.join(echo(k, 60) for k in leftover[:5])}"
+            f" (in {echo(dict(raw))});"
             f" a {kind} takes {', '.join(list(_BY_TYPE[kind].model_fields)[1:])}"
         )
     try:
         return action_adapter.validate_python({k: v for k, v in data.items() if v is not None})
     except ValidationError as exc:
         problems = "; ".join(
-            e["msg"].removeprefix("Value error, ")
-            + (f" (at {'.'.join(map(str, e['loc'][1:]))})" if len(e["loc"]) > 1 else "")
-            for e in exc.errors()
+            cut(e["msg"].removeprefix("Value error, "))
+            + (f" (at {cut('.'.join(map(str, e['loc'][1:])), 80)})" if len(e["loc"]) > 1 else "")
+            for e in exc.errors()[:5]
         )
-        raise InvalidAction(f"invalid {kind} action {dict(raw)!r}: {problems}") from None
+        raise InvalidAction(f"invalid {kind} action {echo(dict(raw))}: {problems}") from None
 
 
 def _parse_json(text: str) -> Any:
@@ -134,15 +136,15 @@ def _parse_json(text: str) -> Any:
     body = fenced[1] if fenced else text.strip()
     try:
         return json.loads(body)
-    except json.JSONDecodeError:
+    except ValueError:  # not JSON, or a number too long for Python to convert
         start, end = body.find("{"), body.rfind("}")
         if 0 <= start < end:
             try:
                 return json.loads(body[start : end + 1])
-            except json.JSONDecodeError:
+            except ValueError:
                 pass
     raise InvalidAction(
-        f"could not read an action from {text[:200]!r}; send one JSON object such as"
+        f"could not read an action from {echo(text, 200)}; send one JSON object such as"
         ' {"type": "click", "x": 120, "y": 48}'
     )
 
@@ -177,7 +179,7 @@ def _number(value: Any, what: str) -> float:
         with contextlib.suppress(TypeError, ValueError, OverflowError):
             number = float(value)
     if number is None or not math.isfinite(number):
-        raise InvalidAction(f"{what}={value!r} is not a number; give an integer")
+        raise InvalidAction(f"{what}={echo(value)} is not a number; give an integer")
     return number
 
 
@@ -194,7 +196,7 @@ def _point(value: Any, what: str) -> tuple[int, int]:
         value = [value["x"], value["y"]]
     if isinstance(value, (list, tuple)) and len(value) == 2:
         return _int(value[0], f"{what}[0]"), _int(value[1], f"{what}[1]")
-    raise InvalidAction(f"{what}={value!r} is not a point; give [x, y] in pixels")
+    raise InvalidAction(f"{what}={echo(value)} is not a point; give [x, y] in pixels")
 
 
 def _target(fields: dict[str, Any]) -> dict[str, Any]:
@@ -209,7 +211,7 @@ def _target(fields: dict[str, Any]) -> dict[str, Any]:
     if element is not None:
         match = re.fullmatch(r"\s*[#\[]?\s*(\d+)\s*\]?\s*", str(element))
         if isinstance(element, (bool, float)) or not match:
-            raise InvalidAction(f"element={element!r} is not an element number; give 3 or '#3'")
+            raise InvalidAction(f"element={echo(element)} is not an element number; give 3 or '#3'")
         out["element"] = int(match[1])
     return out
 
@@ -217,7 +219,7 @@ def _target(fields: dict[str, Any]) -> dict[str, Any]:
 def _button(value: Any) -> str:
     button = _BUTTONS.get(str(value).strip().lower())
     if button is None:
-        raise InvalidAction(f"button={value!r} is not one of 'left', 'right', 'middle'")
+        raise InvalidAction(f"button={echo(value)} is not one of 'left', 'right', 'middle'")
     return button
 
 
@@ -225,7 +227,7 @@ def _drag_path(fields: dict[str, Any]) -> list[tuple[int, int]]:
     if "path" in fields:
         path = fields.pop("path")
         if not isinstance(path, (list, tuple)):
-            raise InvalidAction(f"path={path!r} is not a list of points; give [[x, y], ...]")
+            raise InvalidAction(f"path={echo(path)} is not a list of points; give [[x, y], ...]")
         return [_point(p, f"path[{i}]") for i, p in enumerate(path)]
     start = _pop_first(fields, ("start_coordinate", "start", "from", "source"))
     end = _pop_first(fields, ("end_coordinate", "end", "to", "target", *_POINT_KEYS))
@@ -255,7 +257,9 @@ def _scroll_amount(fields: dict[str, Any]) -> dict[str, int]:
         return out
     step = _DIRECTIONS.get(str(direction).strip().lower())
     if step is None:
-        raise InvalidAction(f"direction={direction!r} is not one of 'up', 'down', 'left', 'right'")
+        raise InvalidAction(
+            f"direction={echo(direction)} is not one of 'up', 'down', 'left', 'right'"
+        )
     clicks = abs(_int(amount, "amount")) if amount is not None else _DEFAULT_SCROLL_CLICKS
     return {"scroll_x": step[0] * clicks, "scroll_y": step[1] * clicks}
 
@@ -265,12 +269,13 @@ def _keys(value: Any) -> list[str]:
         raise InvalidAction('keypress needs keys: give keys=["ctrl", "s"] or keys="ctrl+s"')
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, (list, tuple)) or not all(isinstance(k, str) for k in items):
-        raise InvalidAction(f"keys={value!r} is not a list of key names; give ['ctrl', 's']")
+        raise InvalidAction(f"keys={echo(value)} is not a list of key names; give ['ctrl', 's']")
     keys: list[str] = []
     for item in items:
         if len(item) > 1 and " " in item.strip():
             raise InvalidAction(
-                f"keys={value!r} looks like a sequence; send one chord per keypress, e.g. 'ctrl+s'"
+                f"keys={echo(value)} looks like a sequence; send one chord per keypress,"
+                " e.g. 'ctrl+s'"
             )
         if len(item) <= 1 or "+" not in item:
             keys.append(canonical_key(item))

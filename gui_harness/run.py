@@ -19,6 +19,7 @@ from gui_harness.result import GuiResult
 from openprogram import Runtime, Session
 from openprogram.callbacks.base import Callback
 from openprogram.display.report import write_report
+from openprogram.echo import echo
 from openprogram.errors import ConfigError
 
 __all__ = ["StepPrinter", "run_task", "write_run_report"]
@@ -97,7 +98,7 @@ class StepPrinter(Callback):
         if "element" in action:
             what += f" #{action['element']}"
         if "text" in action:
-            what += f" {action['text']!r}"
+            what += f" {echo(action['text'], 60)}"
         error = f" ({outcome['error']})" if outcome.get("error") else ""
         print(
             f"  step {outcome.get('step')}{of}: {outcome.get('goal')} → {what} "

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import click
 
 from openprogram.dag import ContextDAG, Node
+from openprogram.echo import echo, mask_url
 from openprogram.errors import OpenProgramError
 
 __all__ = ["DEFAULT_STORE", "PLUGINS", "cli", "main", "run_command", "store_option"]
@@ -193,12 +194,12 @@ def _opened_store(spec: str) -> Iterator[Any]:
 
     if spec in ("memory", ":memory:", "sqlite:///:memory:"):
         raise click.ClickException(
-            f"--store {spec!r} is in memory and keeps nothing between processes; pass a "
+            f"--store {echo(spec)} is in memory and keeps nothing between processes; pass a "
             "SQLite file or a postgresql:// URL"
         )
     if "://" not in spec and not Path(spec).expanduser().exists():
         raise click.ClickException(
-            f"no session store at {spec!r}. Record runs into it with Session({spec!r}), "
+            f"no session store at {echo(spec)}. Record runs into it with Session({echo(spec)}), "
             "or point --store (or OPENPROGRAM_STORE) at an existing store."
         )
     try:
@@ -227,12 +228,12 @@ def _resolve_id(store: Any, session_id: str) -> str:
         return matches[0]
     if matches:
         raise click.ClickException(
-            f"{session_id!r} matches {len(matches)} sessions ({', '.join(matches[:5])}); "
+            f"{echo(session_id)} matches {len(matches)} sessions ({', '.join(matches[:5])}); "
             "give more characters"
         )
     recent = ", ".join(known[-5:]) or "none"
     raise click.ClickException(
-        f"no session {session_id!r} in {store.url} (recent: {recent}). "
+        f"no session {echo(session_id)} in {mask_url(store.url)} (recent: {recent}). "
         "List them with `openprogram sessions list`."
     )
 
@@ -280,6 +281,7 @@ def list_command(store_spec: str, as_json: bool) -> None:
     """List the sessions in a store, oldest first."""
     with _opened_store(store_spec) as store:
         infos = store.list_sessions()
+        where = mask_url(store.url)
     if as_json:
         rows = [
             {
@@ -295,7 +297,7 @@ def list_command(store_spec: str, as_json: bool) -> None:
         click.echo(json.dumps(rows, indent=2))
         return
     if not infos:
-        click.echo(f"no sessions in {store_spec}")
+        click.echo(f"no sessions in {where}")
         return
     width = max(len(i.id) for i in infos)
     click.echo(f"{'ID':<{width}}  {'CREATED':<19}  {'NODES':>7}  FORKED FROM")
@@ -547,7 +549,7 @@ def check_command(session_id: str | None, store_spec: str) -> None:
     from openprogram.store.check import check_store
 
     if "://" not in store_spec and not Path(store_spec).expanduser().exists():
-        raise click.ClickException(f"no session store at {store_spec!r}")
+        raise click.ClickException(f"no session store at {echo(store_spec)}")
     try:
         report = check_store(store_spec, session_id)
     except (OpenProgramError, ImportError) as exc:

@@ -60,11 +60,15 @@ class LocalEngine:
     def start(self, task: BatchTask, session: str, model: str) -> Hashable:
         spec = {"task": task.model_dump(exclude_none=True), "store": self.store,
                 "session": session, "model": model}  # fmt: skip
+        # the spec goes in on stdin: a store URL's password must not show in `ps`
         process = subprocess.Popen(
-            [sys.executable, "-m", "gui_harness.batch._worker", json.dumps(spec)],
-            stdin=subprocess.DEVNULL,
+            [sys.executable, "-m", "gui_harness.batch._worker"],
+            stdin=subprocess.PIPE,
             start_new_session=True,
         )
+        assert process.stdin is not None
+        with contextlib.suppress(BrokenPipeError), process.stdin:  # a dead worker: wait() says
+            process.stdin.write(json.dumps(spec).encode("utf-8"))
         worker = _Worker(process, os.pidfd_open(process.pid))
         self._running.add(worker)
         return worker

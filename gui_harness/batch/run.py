@@ -22,6 +22,7 @@ from gui_harness.batch.summary import BatchResult, write_index, write_summary
 from gui_harness.batch.tasks import BatchTask, load_tasks, parse_task
 from gui_harness.errors import InvalidTask
 from openprogram import Session
+from openprogram.echo import cut, echo, mask_url
 from openprogram.errors import ConfigError, StoreError, UsageError
 from openprogram.store.open import open_store
 
@@ -44,7 +45,7 @@ def _tasks(source: Any) -> tuple[list[BatchTask], list[str]]:
     ids = [t.id for t in tasks]
     if len(set(ids)) != len(ids):
         repeated = sorted({i for i in ids if ids.count(i) > 1})
-        raise InvalidTask(f"task ids must be unique in a batch; repeated: {repeated!r}")
+        raise InvalidTask(f"task ids must be unique in a batch; repeated: {echo(repeated)}")
     return tasks, problems
 
 
@@ -58,7 +59,7 @@ def _on_this_machine(address: str | None) -> bool:
 def _open_store(spec: str) -> Any:
     if not isinstance(spec, (str, os.PathLike)) or str(spec) == "memory":
         raise UsageError(
-            f"store={spec!r}: a batch records into a store its workers can open; pass a "
+            f"store={echo(spec)}: a batch records into a store its workers can open; pass a "
             "file path, 'sqlite:///file.db' or 'postgresql://...'"
         )
     store: Any = None
@@ -69,7 +70,8 @@ def _open_store(spec: str) -> Any:
         if store is not None:
             store.close()
         raise ConfigError(
-            f"cannot use the store {spec!r} ({exc}); check that it is reachable from here "
+            f"cannot use the store {echo(spec)} ({cut(mask_url(str(exc)))}); check that it is "
+            "reachable from here "
             "and from every worker. No episode was started"
         ) from exc
     return store
@@ -114,13 +116,13 @@ def run_batch(
     missing = [t.id for t in todo if not (t.model or model)]
     if missing:
         raise UsageError(
-            f"tasks {missing[:5]!r} have no model: pass model='provider/name' (or 'oracle' "
+            f"tasks {echo(missing[:5])} have no model: pass model='provider/name' (or 'oracle' "
             'for MiniWoB++ offline) or give each task a "model"'
         )
     unplannable = [t.id for t in todo if (t.model or model) == ORACLE and t.miniwob is None]
     if unplannable:
         raise UsageError(
-            f"tasks {unplannable[:5]!r} are not MiniWoB++ tasks, so model 'oracle' cannot "
+            f"tasks {echo(unplannable[:5])} are not MiniWoB++ tasks, so model 'oracle' cannot "
             "plan them (it reads the goal from the page); give them a real model"
         )
     directory = Path(out if out is not None else f"batch-{name}")
@@ -128,7 +130,7 @@ def run_batch(
     spec = os.fspath(store) if store is not None else str(directory / "batch.db")
     if engine == "ray" and not _on_this_machine(address) and not spec.startswith("postgres"):
         raise ConfigError(
-            f"store={spec!r}: workers on other machines cannot share a SQLite file; pass "
+            f"store={echo(spec)}: workers on other machines cannot share a SQLite file; pass "
             "--store postgresql://user@host/db that every node can reach"
         )
     opened = _open_store(spec)

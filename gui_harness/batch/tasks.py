@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gui_harness.errors import InvalidTask
+from openprogram.echo import cut, echo
 
 __all__ = ["BatchTask", "TaskProblem", "load_tasks", "parse_task"]
 
 _MINIWOB = "miniwob/"
+MAX_LINE = 1024 * 1024
+"""Bytes of one line of a tasks file: a longer line is refused unread (memory stays small)."""
 
 
 class BatchTask(BaseModel):
@@ -44,7 +47,7 @@ class BatchTask(BaseModel):
                 raise ValueError('"app" goes with "task"; a benchmark opens its own page')
             if not self.benchmark.startswith(_MINIWOB):
                 raise ValueError(
-                    f"benchmark {self.benchmark!r} is not known; write 'miniwob/<task>', "
+                    f"benchmark {echo(self.benchmark)} is not known; write 'miniwob/<task>', "
                     "e.g. 'miniwob/click-button'"
                 )
             from gui_harness.bench.miniwob import check_task
@@ -74,41 +77,58 @@ class TaskProblem:
 def parse_task(data: Any, *, where: str = "task") -> BatchTask:
     """Check one task object; raises InvalidTask saying what is wrong and where."""
     if not isinstance(data, dict):
-        raise InvalidTask(f'{where}: {data!r} is not a JSON object like {{"id": "t1", ...}}')
+        raise InvalidTask(f'{where}: {echo(data)} is not a JSON object like {{"id": "t1", ...}}')
     try:
         return BatchTask.model_validate(data)
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'task'}: {e['msg']}" for e in exc.errors()
+            f"{cut('.'.join(str(p) for p in e['loc']) or 'task')}: {cut(e['msg'])}"
+            for e in exc.errors()[:5]
         )
-        raise InvalidTask(f"{where}: {problems} (in {data!r})") from None
+        raise InvalidTask(f"{where}: {problems} (in {echo(data)})") from None
     except ValueError as exc:  # check_task's UsageError from inside the validator
-        raise InvalidTask(f"{where}: {exc}") from None
+        raise InvalidTask(f"{where}: {cut(str(exc))}") from None
 
 
 def load_tasks(path: str | os.PathLike[str]) -> tuple[list[BatchTask], list[TaskProblem]]:
     """Read a JSON-lines tasks file: the good tasks, and one problem per bad line.
 
-    Blank lines and lines starting with '#' are skipped. A repeated id is a problem on
-    the later line. Raises InvalidTask only when the file cannot be read at all.
+    Blank lines and lines starting with '#' are skipped. A repeated id, a line that is
+    not UTF-8 or longer than MAX_LINE bytes is a problem of that line. Raises InvalidTask
+    only when the file cannot be read at all.
     """
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidTask(f"cannot read tasks file {os.fspath(path)!r}: {exc}") from exc
+        with open(path, "rb") as file:
+            return _read(file, os.fspath(path))
+    except OSError as exc:
+        raise InvalidTask(f"cannot read tasks file {echo(os.fspath(path))}: {exc}") from exc
+
+
+def _read(file: BinaryIO, name: str) -> tuple[list[BatchTask], list[TaskProblem]]:
     tasks: list[BatchTask] = []
     problems: list[TaskProblem] = []
     seen: dict[str, int] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
+    for number, (raw, size) in enumerate(_lines(file), start=1):
+        where = f"{name}:{number}"
+        if raw is None:
+            error = InvalidTask(
+                f"{where}: the line is {size:,} bytes; a task line may have at most "
+                f"{MAX_LINE:,}".replace(",", " ")
+            )
+            problems.append(TaskProblem(number, error))
+            continue
+        try:
+            stripped = raw.decode("utf-8").strip()
+        except UnicodeDecodeError as exc:
+            problems.append(TaskProblem(number, InvalidTask(f"{where}: not UTF-8 text ({exc})")))
+            continue
         if not stripped or stripped.startswith("#"):
             continue
-        where = f"{os.fspath(path)}:{number}"
         try:
             data = json.loads(stripped)
         except json.JSONDecodeError as exc:
             error = InvalidTask(
-                f"{where}: not valid JSON ({exc.msg} at column {exc.colno}): {stripped[:80]!r}"
+                f"{where}: not valid JSON ({exc.msg} at column {exc.colno}): {echo(stripped, 80)}"
             )
             problems.append(TaskProblem(number, error))
             continue
@@ -124,3 +144,16 @@ def load_tasks(path: str | os.PathLike[str]) -> tuple[list[BatchTask], list[Task
         seen[task.id] = number
         tasks.append(task)
     return tasks, problems
+
+
+def _lines(file: BinaryIO) -> Iterator[tuple[bytes | None, int]]:
+    """Each line of `file` and its length in bytes (without the line end); None for a
+    line over MAX_LINE bytes, which is skipped a block at a time, never held whole."""
+    while line := file.readline(MAX_LINE + 1):
+        if len(line) <= MAX_LINE or line.endswith(b"\n"):
+            yield line.rstrip(b"\n"), len(line.rstrip(b"\n"))
+            continue
+        size = len(line)
+        while not line.endswith(b"\n") and (line := file.readline(MAX_LINE)):
+            size += len(line)
+        yield None, size - line.endswith(b"\n")

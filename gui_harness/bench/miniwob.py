@@ -18,6 +18,7 @@ from typing import Any
 from gui_harness.desktop.buses import CHROMIUM_ACCESSIBILITY_FLAG
 from gui_harness.desktop.virtual import VirtualDesktop
 from gui_harness.errors import DesktopError
+from openprogram.echo import echo
 from openprogram.errors import ConfigError, UsageError
 
 __all__ = ["MiniWobPage", "miniwob_tasks"]
@@ -45,10 +46,10 @@ def check_task(name: str) -> str:
     """`name` when MiniWoB++ has such a task, else UsageError naming close ones."""
     tasks = miniwob_tasks()
     if name not in tasks:
-        close = difflib.get_close_matches(name, tasks, n=3)
+        close = difflib.get_close_matches(name, tasks, n=3) if len(name) < 200 else []
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise UsageError(
-            f"unknown MiniWoB++ task {name!r}{hint} ({len(tasks)} tasks, e.g. click-button; "
+            f"unknown MiniWoB++ task {echo(name)}{hint} ({len(tasks)} tasks, e.g. click-button; "
             "see gui_harness.bench.miniwob_tasks())"
         )
     return name

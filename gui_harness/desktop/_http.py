@@ -24,6 +24,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from socketserver import TCPServer
 from typing import Any
 
+from openprogram.echo import cut, echo
+
 __all__ = ["Gate", "GuardedHandler", "GuardedServer", "HttpRefusal", "is_loopback", "json_body"]
 
 _log = logging.getLogger("gui_harness.desktop.server")
@@ -68,7 +70,7 @@ class Gate:
             raise HttpRefusal(
                 HTTPStatus.MISDIRECTED_REQUEST,
                 "wrong_host",
-                f"Host {', '.join(host) or '(none)'!r} is not this server's address; use the"
+                f"Host {echo(', '.join(host) or '(none)')} is not this server's address; use the"
                 " URL serve_desktop() returned",
             )
         browser = [name for name in ("Origin", "Sec-Fetch-Site") if name in headers]
@@ -77,7 +79,7 @@ class Gate:
                 HTTPStatus.FORBIDDEN,
                 "browser_refused",
                 f"requests from web pages are refused ({browser[0]}:"
-                f" {headers[browser[0]]!r}); drive the desktop with RemoteDesktop",
+                f" {echo(headers[browser[0]])}); drive the desktop with RemoteDesktop",
             )
         scheme, _, given = (headers.get("Authorization") or "").strip().partition(" ")
         if scheme.lower() != "bearer" or not given.strip():
@@ -118,14 +120,14 @@ def json_body(headers: Message, rfile: io.BufferedIOBase, max_bytes: int) -> Any
         raise HttpRefusal(
             HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
             "invalid_request",
-            f"Content-Type {headers.get('Content-Type')!r} is not accepted; send"
+            f"Content-Type {echo(headers.get('Content-Type'))} is not accepted; send"
             " 'Content-Type: application/json'",
         )
     if "Transfer-Encoding" in headers:
         raise HttpRefusal(
             HTTPStatus.NOT_IMPLEMENTED,
             "invalid_request",
-            f"Transfer-Encoding {headers['Transfer-Encoding']!r} is not supported; send the"
+            f"Transfer-Encoding {echo(headers['Transfer-Encoding'])} is not supported; send the"
             " body with a Content-Length",
         )
     lengths = headers.get_all("Content-Length") or []
@@ -139,7 +141,8 @@ def json_body(headers: Message, rfile: io.BufferedIOBase, max_bytes: int) -> Any
         raise HttpRefusal(
             HTTPStatus.BAD_REQUEST,
             "invalid_request",
-            f"Content-Length {', '.join(lengths)!r} is not one non-negative whole number of bytes",
+            f"Content-Length {echo(', '.join(lengths))} is not one non-negative whole number"
+            " of bytes",
         )
     length = int(lengths[0])
     if length > max_bytes:
@@ -426,8 +429,8 @@ class GuardedHandler(BaseHTTPRequestHandler):
         except OSError:  # the client went away; nobody to answer
             return
         except Exception as exc:
-            _log.exception("the desktop server failed on %s %r", self.command, self.path)
-            message = f"the server failed: {type(exc).__name__}: {exc}"
+            _log.exception("the desktop server failed on %s %s", self.command, echo(self.path))
+            message = f"the server failed: {type(exc).__name__}: {cut(str(exc))}"
             self.reply_json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": message, "kind": "error"})
 
     def route(self) -> None:
@@ -441,7 +444,7 @@ class GuardedHandler(BaseHTTPRequestHandler):
             _log.warning(
                 "answered %d to %r from %s: %s",
                 refusal.status.value,
-                line[:200],
+                cut(line, 200),
                 self.client_address[0],
                 refusal.message,
             )

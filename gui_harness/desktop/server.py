@@ -38,6 +38,7 @@ from gui_harness.desktop._http import (
 from gui_harness.desktop.base import Desktop
 from gui_harness.desktop.settle import compare_frames
 from gui_harness.errors import ActionRejected, InvalidAction
+from openprogram.echo import cut, echo
 from openprogram.errors import UsageError
 
 __all__ = ["PROTOCOL_VERSION", "DesktopServer", "serve_desktop"]
@@ -241,20 +242,19 @@ class _Handler(GuardedHandler):
         owner._gate.check(self.headers)
         method = _ENDPOINTS.get(self.path)
         if method is None:
-            raise HttpRefusal(
-                HTTPStatus.NOT_FOUND, "not_found", f"no endpoint {self.command} {self.path!r}"
-            )
+            message = f"no endpoint {echo(self.command)} {echo(self.path)}"
+            raise HttpRefusal(HTTPStatus.NOT_FOUND, "not_found", message)
         if method != self.command:
             raise HttpRefusal(
                 HTTPStatus.METHOD_NOT_ALLOWED,
                 "invalid_request",
-                f"{self.path} takes {method}, not {self.command!r}",
+                f"{self.path} takes {method}, not {echo(self.command)}",
             )
         if self.path == "/v1/size":
             try:
                 width, height = owner.desktop.size
             except Exception as exc:
-                message = f"the desktop failed to report its size: {type(exc).__name__}: {exc}"
+                message = f"the desktop failed to report its size: {_failure(exc)}"
                 raise HttpRefusal(
                     HTTPStatus.INTERNAL_SERVER_ERROR, "desktop_error", message
                 ) from exc
@@ -263,7 +263,7 @@ class _Handler(GuardedHandler):
             try:
                 png = owner._screenshot_png()
             except Exception as exc:
-                message = f"the desktop failed to take a screenshot: {type(exc).__name__}: {exc}"
+                message = f"the desktop failed to take a screenshot: {_failure(exc)}"
                 raise HttpRefusal(
                     HTTPStatus.INTERNAL_SERVER_ERROR, "desktop_error", message
                 ) from exc
@@ -281,12 +281,12 @@ class _Handler(GuardedHandler):
             raise HttpRefusal(
                 HTTPStatus.BAD_REQUEST,
                 "invalid_request",
-                f"timeout={_short(timeout)} is not a number of seconds >= 0",
+                f"timeout={echo(timeout)} is not a number of seconds >= 0",
             )
         try:
             settled = self.server.owner._settle(float(timeout))
         except Exception as exc:
-            message = f"the desktop failed to settle: {type(exc).__name__}: {exc}"
+            message = f"the desktop failed to settle: {_failure(exc)}"
             raise HttpRefusal(HTTPStatus.INTERNAL_SERVER_ERROR, "desktop_error", message) from exc
         self.reply_json(HTTPStatus.OK, {"settled": bool(settled)})
 
@@ -298,7 +298,7 @@ class _Handler(GuardedHandler):
         version = body["version"]
         if type(version) is not int or version != PROTOCOL_VERSION:
             message = (
-                f"protocol version {version!r} is not supported; this server speaks"
+                f"protocol version {echo(version)} is not supported; this server speaks"
                 f" version {PROTOCOL_VERSION}"
             )
             payload = {"error": message, "kind": "unsupported_version"}
@@ -313,27 +313,31 @@ class _Handler(GuardedHandler):
         try:
             action = action_adapter.validate_python(raw_action)
         except ValidationError as exc:
-            message = f"invalid action {_short(raw_action)}: {_summary(exc)}"
+            message = f"invalid action {echo(raw_action)}: {_summary(exc)}"
             raise HttpRefusal(HTTPStatus.BAD_REQUEST, "invalid_action", message) from None
         try:
             self.server.owner._perform(action)
         except ActionRejected as exc:
-            raise HttpRefusal(HTTPStatus.BAD_REQUEST, "action_rejected", exc.reason) from None
+            raise HttpRefusal(HTTPStatus.BAD_REQUEST, "action_rejected", cut(exc.reason)) from None
         except InvalidAction as exc:
-            raise HttpRefusal(HTTPStatus.BAD_REQUEST, "invalid_action", str(exc)) from None
+            raise HttpRefusal(HTTPStatus.BAD_REQUEST, "invalid_action", cut(str(exc))) from None
         except Exception as exc:
-            message = f"the desktop failed: {type(exc).__name__}: {exc}"
+            message = f"the desktop failed: {_failure(exc)}"
             raise HttpRefusal(HTTPStatus.INTERNAL_SERVER_ERROR, "desktop_error", message) from exc
         self.reply_json(HTTPStatus.OK, {"ok": True})
 
 
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 300 else f"{text[:300]}…"
+def _failure(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {cut(str(exc))}"
 
 
 def _summary(exc: ValidationError) -> str:
-    return "; ".join(
-        f"{'.'.join(map(str, e['loc'])) or 'action'}: {e['msg'].removeprefix('Value error, ')}"
-        for e in exc.errors()
-    )
+    """The first problems of an invalid action, each cut (a 30 000-point path has as
+    many errors, a 40 000-character key name is quoted in one)."""
+    problems = [
+        f"{cut('.'.join(map(str, e['loc'])) or 'action', 80)}: "
+        f"{cut(e['msg'].removeprefix('Value error, '))}"
+        for e in exc.errors()[:5]
+    ]
+    more = exc.error_count() - len(problems)
+    return "; ".join(problems) + (f"; and {more} more" if more > 0 else "")

@@ -11,6 +11,7 @@ import os
 from typing import Any
 from urllib.parse import parse_qs
 
+from openprogram.echo import echo
 from openprogram.errors import UsageError
 from openprogram.store.base import Store
 
@@ -36,7 +37,7 @@ def open_store(
         if isinstance(spec, Store):
             return spec, False
         raise UsageError(
-            f"store={spec!r} is not a store: pass None, 'memory', a file path, "
+            f"store={echo(spec)} is not a store: pass None, 'memory', a file path, "
             "'sqlite:///file.db', 'postgresql://...' or a Store object"
         )
     if spec.startswith(_POSTGRES):
@@ -49,18 +50,18 @@ def open_store(
         path, _, query = spec[len("sqlite://") :].partition("?")
         if not path.startswith("/") or path == "/":
             raise UsageError(
-                f"store={spec!r}: write 'sqlite:///relative/file.db' or "
+                f"store={echo(spec)}: write 'sqlite:///relative/file.db' or "
                 "'sqlite:////absolute/file.db'"
             )
         options = {k: v[-1] for k, v in parse_qs(query).items()}
         synchronous = options.pop("synchronous", "NORMAL").upper()
         if options:
-            raise UsageError(f"store={spec!r}: unknown option {sorted(options)[0]!r}")
+            raise UsageError(f"store={echo(spec)}: unknown option {echo(sorted(options)[0])}")
         sync: Any = synchronous  # a str, not the Literal: SQLiteStore checks it
         return SQLiteStore(path[1:], synchronous=sync, read_only=read_only, check=check), True
     if "://" in spec:
         raise UsageError(
-            f"store={spec!r} has a scheme openprogram does not know; use a file path, "
+            f"store={echo(spec)} has a scheme openprogram does not know; use a file path, "
             "'sqlite:///file.db' or 'postgresql://...'"
         )
     return SQLiteStore(spec, read_only=read_only, check=check), True

@@ -8,11 +8,11 @@ reopened on the next call. psycopg errors are translated here, and only here.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any
 
+from openprogram.echo import mask_url
 from openprogram.errors import StoreError
 from openprogram.store._sql import SQLStore, statements
 from openprogram.store.format import FORMAT_VERSION, NodeRow
@@ -69,7 +69,7 @@ class PostgresStore(SQLStore):
         self._psycopg = _psycopg()
         super().__init__()
         self._conninfo = url
-        self.url = self._where = re.sub(r"://([^:@/]*):[^@/]*@", r"://\1:***@", url)
+        self.url = self._where = mask_url(url)
         self.connect_timeout_s = connect_timeout_s
         self._connect()
 
@@ -127,7 +127,8 @@ class PostgresStore(SQLStore):
         except self._psycopg.Error as exc:
             if isinstance(exc, self._psycopg.OperationalError):
                 self.close()  # the next call reconnects
-            raise StoreError(f"PostgreSQL store {self.url} could not {action}: {exc}") from exc
+            why = mask_url(str(exc))  # libpq may quote the connection string
+            raise StoreError(f"PostgreSQL store {self.url} could not {action}: {why}") from exc
 
     # -- writes --------------------------------------------------------------------------
     def _add_session(self, connection: Any, values: tuple[str, float, str]) -> int | None:

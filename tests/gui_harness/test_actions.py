@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from gui_harness.actions import (
     ACTION_TYPES,
     DEFAULT_DENY_KEYS,
+    MAX_KEYS,
     Click,
     Done,
     DoubleClick,
@@ -314,6 +315,14 @@ SCREEN = (800, 600)
         (Keypress(keys=["meta", "r"]), "'super' is on the deny list"),
         (Keypress(keys=["ctrl", "alt", "F7"]), "on the deny list"),
         (Keypress(keys=["ctrl", "escape"]), "on the deny list"),
+        (Keypress(keys=["F12"]), "'f12' is on the deny list"),
+        (Keypress(keys=["ctrl", "shift", "f12"]), "'f12' is on the deny list"),
+        (Keypress(keys=["alt", "Return"]), "'alt\\+enter' is on the deny list"),
+        (Keypress(keys=["alt", "shift", "enter"]), "'alt\\+enter' is on the deny list"),
+        (Keypress(keys=["shift", "F10"]), "'f10\\+shift' is on the deny list"),
+        (Keypress(keys=["ctrl", "`"]), "on the deny list"),
+        (Keypress(keys=["alt", "p"]), "on the deny list"),
+        (Keypress(keys=["alt", "shift", "q"]), "on the deny list"),
         (Type(text=""), "empty text"),
         (Type(text="x" * 10_001), "10001 characters is over the 10000-character limit"),
         (Click(element=3), r"unresolved; call gui_harness.actions.resolve\(\)"),
@@ -345,6 +354,37 @@ def test_policy_rejects_with_a_reason(action, reason):
 )
 def test_policy_allows_ordinary_actions(action):
     Policy().check(action, SCREEN)
+
+
+def test_a_chord_has_at_most_max_keys_and_a_huge_one_is_refused_in_a_bounded_message():
+    Keypress(keys=["ctrl", "alt", "shift", "super", "a", "b", "c", "d"])
+    with pytest.raises(ValidationError, match=f"at most {MAX_KEYS} items"):
+        Keypress(keys=["a"] * (MAX_KEYS + 1))
+    for raw in (
+        {"type": "keypress", "keys": ["a"] * 40_000},
+        {"type": "keypress", "keys": "+".join(["a"] * 40_000)},
+        {"type": "keypress", "keys": ["x" * 40_000]},
+        {"type": "hotkey", "keys": "ctrl+" + "q" * 40_000},
+    ):
+        with pytest.raises(InvalidAction) as refused:
+            normalize_action(raw)
+        assert len(str(refused.value)) < 1_500, str(refused.value)[:3000]
+
+
+def test_a_huge_model_reply_is_quoted_in_a_bounded_invalid_action():
+    for raw in (
+        {"type": "type", "text": "t", "extra": "e" * 1_000_000},
+        {"type": "click", "x": "y" * 1_000_000, "y": 2},
+        {"type": "c" * 1_000_000},
+        '{"type": "click", "x": ' + "9" * 1_000_000,
+        {"type": "drag", "path": [[1, "p"]] * 50_000},
+    ):
+        with pytest.raises(InvalidAction) as refused:
+            normalize_action(raw)
+        assert len(str(refused.value)) < 1_500, str(refused.value)[:3000]
+    with pytest.raises(ActionRejected, match="over the 10000-character limit") as refused:
+        Policy().check(normalize_action({"type": "type", "text": "t" * 40_000}), SCREEN)
+    assert len(str(refused.value)) < 300
 
 
 def test_policy_deny_keys_are_configurable_and_canonicalised():

@@ -313,3 +313,56 @@ def test_an_installed_plugin_adds_its_commands_and_a_broken_one_says_why(tmp_pat
     assert "not a click command" in odd.stderr and "Traceback" not in odd.stderr
     missing = openprogram("missing", "--flag")
     assert missing.returncode == 1 and "No module named 'hello_plugin_gone'" in missing.stderr
+
+
+PASSWORD = "S3cretPassw0rd!"
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["sessions", "list"],
+        ["sessions", "show", "some-id"],
+        ["sessions", "check"],
+        ["sessions", "report", "some-id"],
+    ],
+)
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"postgresql://bob:{PASSWORD}@127.0.0.1:1/db",
+        f"postgresql://127.0.0.1:1/db?user=bob&password={PASSWORD}",
+        f"sqlite:///runs.db?password={PASSWORD}",
+        f"mysql://bob:{PASSWORD}@127.0.0.1/db",
+    ],
+)
+def test_no_session_command_prints_a_store_password(arguments, url):
+    result = CliRunner().invoke(cli, [*arguments, "--store", url])
+    assert result.exit_code == 1, result.output
+    assert "***" in result.output
+    assert "S3cret" not in result.output
+
+
+def test_a_huge_session_id_or_store_is_echoed_in_a_few_hundred_characters(store):
+    result = CliRunner().invoke(cli, ["sessions", "show", "x" * 1_000_000])
+    assert result.exit_code == 1 and "no session 'xxx" in result.output
+    assert "characters]" in result.output and len(result.output) < 2_000
+    missing = CliRunner().invoke(cli, ["sessions", "list", "--store", "/" + "y" * 100_000])
+    assert missing.exit_code == 1 and len(missing.output) < 2_000
+
+
+@pytest.mark.postgres
+def test_a_postgresql_store_is_named_without_its_password(postgres_url):
+    scheme, _, rest = postgres_url.partition("://")
+    user, _, where = rest.partition("@")
+    url = f"{scheme}://{user.split(':')[0]}:{PASSWORD}@{where}"
+    runner = CliRunner()
+    listed = runner.invoke(cli, ["sessions", "list", "--store", url])
+    assert listed.exit_code == 0, listed.output
+    assert "no sessions in postgresql://" in listed.output and ":***@" in listed.output
+    shown = runner.invoke(cli, ["sessions", "show", "nope", "--store", url])
+    assert shown.exit_code == 1 and "no session 'nope' in postgresql://" in shown.output
+    checked = runner.invoke(cli, ["sessions", "check", "--store", url])
+    assert checked.exit_code == 0 and "store postgresql://" in checked.output
+    for result in (listed, shown, checked):
+        assert "S3cret" not in result.output and ":***@" in result.output

@@ -21,6 +21,7 @@ from gui_harness.desktop.remote import RemoteDesktop
 from gui_harness.desktop.server import DesktopServer, serve_desktop
 from gui_harness.errors import ActionRejected, DesktopAuthError, DesktopError
 from openprogram.errors import UsageError
+from tests.support.desktop_api import post_json
 
 TYPE_X = b'{"version": 1, "action": {"type": "type", "text": "x"}}'
 
@@ -476,11 +477,42 @@ def test_a_wait_over_the_servers_cap_is_refused_and_remote_waits_stay_local(fake
         ["alt", "space"],
         ["ctrl", "alt", "escape"],
         ["ctrl", "alt", "shift", "pagedown"],
+        ["F12"],
+        ["ctrl", "shift", "f12"],
+        ["alt", "enter"],
+        ["alt", "Return"],
+        ["alt", "shift", "Return"],
+        ["shift", "F10"],
+        ["ctrl", "`"],
+        ["alt", "p"],
+        ["alt", "shift", "q"],
     ],
 )
 def test_the_default_deny_list_is_enforced_by_the_server(server, fake, keys):
     with pytest.raises(ActionRejected, match="deny list"):
         RemoteDesktop(server.url, token=server.token).execute(Keypress(keys=keys))
+    assert fake.actions == []
+
+
+@pytest.mark.parametrize(
+    ("action", "kind", "message"),
+    [
+        ({"type": "keypress", "keys": ["a"] * 40_000}, "invalid_action", "at most 8 items"),
+        ({"type": "keypress", "keys": ["shift"] * 9}, "invalid_action", "at most 8 items"),
+        ({"type": "keypress", "keys": ["x" * 40_000]}, "invalid_action", "not a known key"),
+        ({"type": "type", "text": "x" * 40_000}, "action_rejected", "over the 10000-character"),
+        ({"type": "type", "text": "é" * 40_000}, "action_rejected", "over the 10000-character"),
+        ({"type": "click", "x": "y" * 200_000, "y": 1}, "invalid_action", "characters]"),
+        ({"type": "drag", "path": [[1, 2]] * 30_000 + ["z"]}, "invalid_action", "characters]"),
+    ],
+)  # fmt: skip
+def test_huge_keys_and_text_are_refused_over_http_in_a_bounded_message(server, fake, action,
+                                                                      kind, message):  # fmt: skip
+    body = json.dumps({"version": 1, "action": action}).encode()
+    status, payload = post_json(server.url + "/v1/execute", body, server.token)
+    assert status == 400 and payload["kind"] == kind, payload
+    assert message in payload["error"]
+    assert len(payload["error"]) < 1_500
     assert fake.actions == []
 
 

@@ -1,0 +1,68 @@
+"""`openprogram batch` as a user runs it: what it prints back of its input is bounded,
+and a store's password is never printed (no episode runs in these tests)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from openprogram.cli import cli
+
+HUGE = 20 * 1024 * 1024  # a 100 MB line takes the same path: only its length is read
+PASSWORD = "S3cretPassw0rd!"
+
+
+def _batch(tmp_path, *args: str):
+    return CliRunner().invoke(cli, ["batch", *args, "--model", "oracle", "--out",
+                                    str(tmp_path / "out")])  # fmt: skip
+
+
+def test_huge_bad_task_lines_are_reported_in_a_few_hundred_characters(tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    with tasks.open("w", encoding="utf-8") as file:
+        file.write(json.dumps({"id": "t", "task": "x" * HUGE, "bogus": 1}) + "\n")
+        file.write(json.dumps(["y" * 900_000]) + "\n")
+        file.write(json.dumps({"id": "m", "benchmark": "miniwob/" + "z" * 900_000}) + "\n")
+        file.write("{" + "w" * 900_000 + "\n")
+    result = _batch(tmp_path, str(tasks))
+    assert result.exit_code == 2, result.output[:2000]
+    skipped = [line for line in result.output.splitlines() if line.startswith("skipped")]
+    assert len(skipped) == 4, result.output[:2000]
+    assert len(result.output) < 6_000
+    assert (
+        f"{tasks}:1: the line is 20 971 555 bytes; a task line may have at most 1 048 576"
+        in (skipped[0])
+    )
+    assert f"{tasks}:2: ['yyy" in skipped[1] and "characters]" in skipped[1]
+    assert f"{tasks}:3: task: Value error, unknown MiniWoB++ task 'zzz" in skipped[2]
+    assert "characters]" in skipped[2]
+    assert f"{tasks}:4: not valid JSON" in skipped[3]
+
+
+def test_a_line_that_is_not_utf8_is_one_bad_line(tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_bytes(b'{"id": "a\xff"}\n# a comment\n\n')
+    result = _batch(tmp_path, str(tasks))
+    assert result.exit_code == 2
+    assert f"skipped a bad task: {tasks}:1: not UTF-8 text" in result.output
+
+
+@pytest.mark.parametrize(
+    "store",
+    [
+        f"postgresql://bob:{PASSWORD}@127.0.0.1:1/db",
+        f"postgres://bob:{PASSWORD}@127.0.0.1:1/db?sslmode=disable",
+        f"postgresql://127.0.0.1:1/db?user=bob&password={PASSWORD}",
+        f"mysql://bob:{PASSWORD}@127.0.0.1/db",
+    ],
+)
+def test_the_batch_never_prints_a_store_password(tmp_path, store):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"id": "t", "benchmark": "miniwob/click-button"}) + "\n")
+    result = _batch(tmp_path, str(tasks), "--store", store)
+    assert result.exit_code == 1, result.output
+    assert "store" in result.output and "***" in result.output
+    assert PASSWORD not in result.output
+    assert "S3cret" not in result.output
