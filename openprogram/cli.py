@@ -579,9 +579,11 @@ def run_command(start: Callable[[], int]) -> int:
 
 
 def _add_model_commands() -> None:
+    from openprogram._cli_mcp import mcp_group
     from openprogram._cli_model import serve_model
 
     cli.add_command(serve_model)
+    cli.add_command(mcp_group)
 
 
 _add_model_commands()

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import shutil
 import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -48,3 +50,22 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 30.0) -> None:
+    """Return once 127.0.0.1:`port` accepts connections; fail if `process` exits first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"the server exited with code {process.returncode} before listening")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)  # nothing to wait on: the port opens when the server is up
+    pytest.fail(f"nothing listened on port {port} within {timeout} s")
+
+
+def openprogram_command(*arguments: str) -> list[str]:
+    """argv running the `openprogram` command of this checkout."""
+    return [sys.executable, "-c", "from openprogram.cli import main; main()", *arguments]

@@ -215,11 +215,16 @@ def test_a_program_that_does_not_exist_is_a_config_error():
         MCPServer.stdio(["no-such-mcp-server"], name="x").connect()
 
 
-def test_a_10_mb_result_is_whole_in_the_node_and_cut_in_what_the_model_sees(faults):
+def test_a_10_mb_result_is_whole_in_the_node_and_cut_in_what_the_model_sees():
     script = {"agent": [calls(("faults_big", {"size": 10_000_000})), "big"]}
-    with Session() as session, Runtime(ScriptedModel(script)):
-        assert agent_with(faults.tools())("big") == "big"
+    with (
+        MCPServer.stdio(fault_server(), name="faults") as server,
+        Session() as session,
+        Runtime(ScriptedModel(script)),
+    ):
+        assert agent_with(server.tools())("big") == "big"
     node = session.dag.find(name="faults_big")[0]
+    assert node.status == "completed", node.error
     assert len(node.output) == 10_000_000
     last = session.dag.find(kind="llm")[-1]
     seen = seen_by(session.dag, last).text()  # the default line limit: 20 000 characters

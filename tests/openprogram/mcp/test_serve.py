@@ -1,0 +1,135 @@
+"""`openprogram mcp serve` as a real process, driven by the mcp SDK's own client over
+stdio and over streamable HTTP; every call a session in the store."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import os
+import subprocess
+
+import pytest
+from click.testing import CliRunner
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from openprogram import Session
+from openprogram.cli import cli
+from openprogram.errors import ConfigError
+from openprogram.mcp.serve import find_function
+from tests.support import mcp_functions
+from tests.support.mcp_servers import ROOT, free_port, openprogram_command, wait_for_port
+
+TARGETS = [
+    f"tests.support.mcp_functions:{name}" for name in ("add", "forecast", "broken", "red_square")
+]
+
+
+async def exercise(session: ClientSession) -> dict:
+    await session.initialize()
+    listing = (await session.list_tools()).tools
+    results = {
+        "tools": {tool.name: tool for tool in listing},
+        "add": await session.call_tool("add", {"a": 2, "b": 3}),
+        "forecast": await session.call_tool("forecast", {"city": "Oslo"}),
+        "broken": await session.call_tool("broken", {"reason": "testing"}),
+        "red_square": await session.call_tool("red_square", {"size": 4}),
+        "bad": await session.call_tool("add", {"a": "two"}),
+        "unknown": await session.call_tool("nope", {}),
+    }
+    return results
+
+
+def check(results: dict, store: str) -> None:
+    tools = results["tools"]
+    assert sorted(tools) == ["add", "broken", "forecast", "red_square"]
+    assert tools["add"].description == "Add two integers."
+    assert tools["add"].input_schema == mcp_functions.add.spec["parameters"]
+    added = results["add"]
+    assert not added.is_error and added.content[0].text == "5"
+    weather = results["forecast"]
+    assert weather.structured_content == {"city": "Oslo", "temperature": 21}
+    broken = results["broken"]
+    assert broken.is_error
+    assert broken.content[0].text == "RuntimeError: broken on purpose: testing"
+    caption, image = results["red_square"].content
+    assert caption.text == "a red 4x4 square"
+    assert image.mime_type == "image/png"
+    assert base64.b64decode(image.data).startswith(b"\x89PNG")
+    assert results["bad"].is_error and "invalid arguments for add" in results["bad"].content[0].text
+    assert (
+        results["unknown"].is_error
+        and "there is no tool 'nope'" in results["unknown"].content[0].text
+    )
+    session_id = added.meta["openprogram/session"]
+    with Session.open(store, session_id) as recorded:
+        (node,) = recorded.dag.find(name="add")
+        assert node.input == {"a": 2, "b": 3} and node.output == 5
+    with Session.open(store, broken.meta["openprogram/session"]) as recorded:
+        (node,) = recorded.dag.find(name="broken")
+        assert node.status == "error" and "broken on purpose" in node.error
+
+
+def test_served_over_stdio_to_the_sdks_client(tmp_path):
+    store = str(tmp_path / "served.db")
+    parameters = StdioServerParameters(
+        command=openprogram_command()[0],
+        args=[*openprogram_command("mcp", "serve", *TARGETS, "--store", store)[1:]],
+        env={"PYTHONPATH": str(ROOT), "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        cwd=ROOT,
+    )
+
+    async def main():
+        async with stdio_client(parameters) as (read, write), ClientSession(read, write) as session:
+            return await exercise(session)
+
+    check(asyncio.run(main()), store)
+
+
+def test_served_over_streamable_http_to_the_sdks_client(tmp_path):
+    store = str(tmp_path / "served.db")
+    port = free_port()
+    argv = openprogram_command(
+        "mcp", "serve", *TARGETS, "--transport", "http", "--port", str(port), "--store", store
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    process = subprocess.Popen(argv, cwd=ROOT, env=env, stderr=subprocess.PIPE)
+    try:
+        wait_for_port(port, process)
+
+        async def main():
+            url = f"http://127.0.0.1:{port}/mcp"
+            async with (
+                streamable_http_client(url) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                return await exercise(session)
+
+        check(asyncio.run(main()), store)
+    finally:
+        process.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=10)
+        if process.poll() is None:
+            process.kill()
+        process.stderr.close()
+
+
+def test_find_function_says_what_is_wrong():
+    assert find_function("tests.support.mcp_functions:add") is mcp_functions.add
+    with pytest.raises(ConfigError, match="not an agentic function"):
+        find_function("tests.support.mcp_functions:plain")
+    with pytest.raises(ConfigError, match="has no 'missing'"):
+        find_function("tests.support.mcp_functions:missing")
+    with pytest.raises(ConfigError, match="cannot import 'no_such_module'"):
+        find_function("no_such_module:f")
+    with pytest.raises(ConfigError, match="neither MODULE:FUNCTION nor a registered tool"):
+        find_function("no_such_tool")
+
+
+def test_the_command_reports_a_bad_target_without_a_traceback():
+    result = CliRunner().invoke(cli, ["mcp", "serve", "tests.support.mcp_functions:plain"])
+    assert result.exit_code == 1
+    assert "is not an agentic function" in result.output
+    assert "Traceback" not in result.output
