@@ -14,9 +14,11 @@ dev=0
 
 # libgl1 and libglib2.0-0: opencv-python (the OpenCV that rapidocr requires) links them;
 # dbus + at-spi2-core: the private session bus and AT-SPI bus a VirtualDesktop starts, so
-# perception reads apps' accessibility trees (docs/gui.md, "Accessibility")
+# perception reads apps' accessibility trees (docs/gui.md, "Accessibility");
+# openbox: the window manager a VirtualDesktop runs (title bars, dialogs that stack and
+# take the focus, raise and maximise; docs/gui.md, "VirtualDesktop")
 packages=(xvfb xdotool x11-utils python3-tk fonts-dejavu-core tesseract-ocr libgl1 libglib2.0-0
-  dbus at-spi2-core)
+  dbus at-spi2-core openbox)
 # gtk-3-examples: gtk3-widget-factory, the GTK app the accessibility tests read;
 # chromium-driver: drives MiniWoB++ pages and reads their DOM boxes;
 # eslint: lints the views' JavaScript (openprogram/display/view.js), pure JS packages;

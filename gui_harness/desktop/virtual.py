@@ -1,8 +1,8 @@
 """VirtualDesktop: a private Xvfb display with its apps, started and torn down as one.
 
-Owns the processes (Xvfb, the session bus with accessibility on, then each App) and their
-readiness; capture and input are delegated to an X11Desktop on the new display, the buses
-to buses.SessionBus. Start at VirtualDesktop.start().
+Owns the processes (Xvfb, the window manager, the session bus with accessibility on, then
+each App) and their readiness; capture and input are delegated to an X11Desktop on the new
+display, the buses to buses.SessionBus, openbox to _wm. Start at VirtualDesktop.start().
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING
 
 from gui_harness.desktop._tether import TetheredProcess
+from gui_harness.desktop._wm import WM_START_TIMEOUT_S, find_window_manager, start_window_manager
 from gui_harness.desktop.buses import SessionBus, with_accessibility_flag
 from gui_harness.desktop.x11 import X11Desktop
 from gui_harness.errors import DesktopError, DesktopTimeout
@@ -84,6 +85,7 @@ class VirtualDesktop:
         *,
         depth: int = 24,
         accessibility: bool = True,
+        window_manager: bool = True,
     ) -> None:
         width, height = size
         if width <= 0 or height <= 0:
@@ -98,6 +100,12 @@ class VirtualDesktop:
         self.pids: list[int] = []
         """Every process started, Xvfb first; kept after close() for inspection."""
         self._xvfb: TetheredProcess | None = None
+        self._window_manager = window_manager
+        self._wm: TetheredProcess | None = None
+        self.wm_pid: int | None = None
+        """The window manager's process (None without one); kept after close()."""
+        self.window_manager_note: str | None = None
+        """Why this desktop runs no window manager (None when it runs one, or before start)."""
         self._apps: list[TetheredProcess] = []
         self._logs: list[IO[bytes]] = []
         self._desktop: X11Desktop | None = None
@@ -174,6 +182,10 @@ class VirtualDesktop:
         try:
             self._start_xvfb()
             assert self.display is not None
+            if self._window_manager:
+                self._start_window_manager()
+            elif self.window_manager_note is None:
+                self.window_manager_note = "window_manager=False was passed to VirtualDesktop"
             self._desktop = X11Desktop(self.display)
             if self._accessibility:
                 self._start_bus()
@@ -186,7 +198,8 @@ class VirtualDesktop:
             raise
 
     def close(self) -> None:
-        """Stop every app (terminate, then kill), then Xvfb, and close pipes and logs."""
+        """Stop every app (terminate, then kill), the bus, the window manager, then Xvfb,
+        and close pipes and logs."""
         if self._desktop is not None:
             self._desktop.close()
             self._desktop = None
@@ -195,6 +208,9 @@ class VirtualDesktop:
         if self._bus is not None:
             self._bus.close()
             self._bus = None
+        if self._wm is not None:
+            _stop(self._wm)
+            self._wm = None
         if self._xvfb is not None:
             _stop(self._xvfb)
             self._xvfb = None
@@ -235,6 +251,17 @@ class VirtualDesktop:
             if write_fd >= 0:
                 os.close(write_fd)
         self.display = f":{number}"
+
+    def _start_window_manager(self) -> None:
+        assert self.display is not None
+        if find_window_manager() is None:  # the desktop works without one, as bare Xvfb
+            self.window_manager_note = (
+                "no window manager: openbox is not installed (apt-get install openbox); "
+                "windows are undecorated and focus follows no rules"
+            )
+            return
+        self._wm = start_window_manager(self.display, self._new_log(), timeout=WM_START_TIMEOUT_S)
+        self.wm_pid = self._wm.pid
 
     def _start_bus(self) -> None:
         assert self.display is not None

@@ -68,6 +68,8 @@ _BUTTONS = {"left": 1, "middle": 2, "right": 3}
 _SCROLL_BUTTONS = {(0, -1): 4, (0, 1): 5, (-1, 0): 6, (1, 0): 7}
 _DRAG_STEP_PIXELS = 20
 _DRAG_STEP_PAUSE_S = 0.005
+_THAW_TIMEOUT_S = 0.25
+_THAW_POLL_S = 0.002
 _REMAP_PAUSE_S = 0.05
 _EVICT_PAUSE_S = 0.25
 _UNKNOWN = object()
@@ -220,34 +222,73 @@ class X11Desktop:
         return watch.settle(timeout=timeout, early=lambda: self._take_early(watch))
 
     def visible_windows(self) -> list[Window]:
-        """The viewable children of the root window, bottom to top, with their owners' pids.
+        """The viewable top-level windows, bottom to top, with their owners' pids.
 
-        The pid comes from the X-Resource extension, so it works for clients (Tk among
-        them) that do not set _NET_WM_PID.
+        Under a window manager each is the application's window inside its frame, with
+        the position of its content on the screen (below the title bar). The pid comes
+        from the X-Resource extension, so it works for clients (Tk among them) that do
+        not set _NET_WM_PID.
         """
+        from gui_harness.desktop._windows import client_windows
+
         self._check_open()
         windows = []
         with self._input_lock, _translate_errors(self.display):
-            for child in self._root.query_tree().children:
+            for client, _frame in client_windows(self._x, self._root):
                 try:
-                    if child.get_attributes().map_state != X.IsViewable:
-                        continue
-                    geometry = child.get_geometry()
-                    title = child.get_wm_name() or ""
+                    geometry = client.get_geometry()
+                    origin = client.translate_coords(self._root, 0, 0)
+                    title = client.get_wm_name() or ""
                 except Xlib.error.XError:  # destroyed while we looked: not a window any more
                     continue
                 windows.append(
                     Window(
-                        id=child.id,
-                        pid=self._window_pid(child.id),
+                        id=client.id,
+                        pid=self._window_pid(client.id),
                         title=title if isinstance(title, str) else title.decode(errors="replace"),
-                        x=geometry.x,
-                        y=geometry.y,
+                        x=-origin.x,
+                        y=-origin.y,
                         width=geometry.width,
                         height=geometry.height,
                     )
                 )
         return windows
+
+    def raise_window(self, window: int) -> None:
+        """Ask the window manager to raise and focus top-level `window` (an X id from
+        visible_windows()); without one, raise it and give it the input focus."""
+        self._window_request(window, "_NET_ACTIVE_WINDOW", [1, X.CurrentTime, 0])
+
+    def maximize_window(self, window: int) -> None:
+        """Ask the window manager to maximise top-level `window` (needs one)."""
+        self._window_request(
+            window,
+            "_NET_WM_STATE",
+            [
+                1,  # _NET_WM_STATE_ADD
+                self._x.intern_atom("_NET_WM_STATE_MAXIMIZED_VERT"),
+                self._x.intern_atom("_NET_WM_STATE_MAXIMIZED_HORZ"),
+                1,
+            ],
+        )
+
+    def _window_request(self, window: int, message: str, data: list[int]) -> None:
+        from gui_harness.desktop._windows import ewmh_request
+
+        self._check_open()
+        with self._input_lock, _translate_errors(self.display):
+            managed = self._root.get_full_property(
+                self._x.intern_atom("_NET_SUPPORTING_WM_CHECK"), 0
+            )
+            if managed is not None:
+                ewmh_request(self._x, self._root, window, message, data)
+            elif message == "_NET_ACTIVE_WINDOW":
+                target = self._x.create_resource_object("window", window)
+                target.configure(stack_mode=X.Above)
+                target.set_input_focus(X.RevertToParent, X.CurrentTime)
+                self._x.sync()
+            else:
+                raise DesktopError(f"{message} needs a window manager on {self.display}")
 
     def close(self) -> None:
         """Close the X connection and every thread's grabber. Safe to call twice."""
@@ -321,6 +362,27 @@ class X11Desktop:
 
     def _button(self, button: int, *, press: bool) -> None:
         self._x.xtest_fake_input(X.ButtonPress if press else X.ButtonRelease, button)
+        if not press:
+            self._await_pointer_thawed()
+
+    def _await_pointer_thawed(self) -> None:
+        """Wait, bounded, until no client holds the pointer grabbed. A window manager grabs
+        clicks on its clients (to focus and raise on click) and replays them once it has
+        looked: keys sent before that would reach the app before the click that focuses
+        its field. The protocol says only that someone holds a grab, not who: an app's own
+        (an open menu) costs this wait's bound once."""
+        deadline = time.monotonic() + _THAW_TIMEOUT_S
+        while True:
+            status = self._root.grab_pointer(
+                False, 0, X.GrabModeAsync, X.GrabModeAsync, X.NONE, X.NONE, X.CurrentTime
+            )
+            if status == X.GrabSuccess:
+                self._x.ungrab_pointer(X.CurrentTime)
+                self._x.sync()
+                return
+            if time.monotonic() > deadline:
+                return
+            time.sleep(_THAW_POLL_S)  # the server sends no event when a grab ends
 
     def _key(self, keycode: int, *, press: bool) -> None:
         self._keys_sent = True

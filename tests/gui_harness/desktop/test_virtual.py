@@ -254,9 +254,13 @@ def test_an_app_can_be_a_callable_given_the_display(tmp_path: Path) -> None:
 @needs_xvfb
 def test_an_app_without_a_ready_check_is_ready_when_its_window_shows() -> None:
     script = "import tkinter; root = tkinter.Tk(); root.geometry('200x100+10+10'); root.mainloop()"
-    with VirtualDesktop((640, 480), [[sys.executable, "-c", script]]) as desktop:
+    with VirtualDesktop(
+        (640, 480), [[sys.executable, "-c", script]], window_manager=False
+    ) as desktop:
         windows = desktop.desktop.visible_windows()
         assert [(w.pid, w.x, w.y, w.width) for w in windows] == [(desktop.pids[1], 10, 10, 200)]
+        assert desktop.wm_pid is None
+        assert desktop.window_manager_note == "window_manager=False was passed to VirtualDesktop"
 
 
 def test_missing_xvfb_says_how_to_install_it(

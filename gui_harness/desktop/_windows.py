@@ -1,0 +1,83 @@
+"""Top-level windows as a user sees them, with or without a window manager.
+
+Owns `client_windows` (the viewable application windows of a screen, bottom to top, in
+root coordinates: under a reparenting window manager each sits inside a frame, found by
+its WM_STATE) and `ewmh_request` (ask the window manager to activate or maximise one, as
+a pager does). X11Desktop serialises calls on its connection; Window is x11.py's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = ["client_windows", "ewmh_request"]
+
+_MAX_DEPTH = 3  # root → frame → (a decoration layer) → client
+
+
+def client_windows(connection: Any, root: Any) -> Iterator[tuple[Any, Any]]:
+    """(client window, its root child) for each viewable top-level, bottom to top.
+
+    Under a window manager each root child is a frame holding a client, the viewable
+    descendant with WM_STATE. A root child without one is the client itself: there is no
+    window manager (none sets WM_STATE), or it is an override-redirect popup (menus and
+    tooltips are what the user sees); a window manager's own off-screen window is left out.
+    """
+    import Xlib.error
+    from Xlib import X
+
+    wm_state = connection.intern_atom("WM_STATE")
+    for child in root.query_tree().children:
+        try:
+            attributes = child.get_attributes()
+            if attributes.map_state != X.IsViewable:
+                continue
+            client = _client(child, wm_state, _MAX_DEPTH)
+            if client is None and _on_screen(child, root):
+                client = child
+        except Xlib.error.XError:  # destroyed while we looked: not a window any more
+            continue
+        if client is not None:
+            yield client, child
+
+
+def _on_screen(window: Any, root: Any) -> bool:
+    """Whether `window` shows at least a few pixels of the root (a window manager keeps
+    its own check window mapped off-screen)."""
+    box, screen = window.get_geometry(), root.get_geometry()
+    width = min(box.x + box.width, screen.width) - max(box.x, 0)
+    height = min(box.y + box.height, screen.height) - max(box.y, 0)
+    return width > 1 and height > 1
+
+
+def _client(window: Any, wm_state: int, depth: int) -> Any | None:
+    from Xlib import X
+
+    if window.get_property(wm_state, wm_state, 0, 0) is not None:
+        return window
+    if depth <= 1:
+        return None
+    for child in window.query_tree().children:
+        if child.get_attributes().map_state != X.IsViewable:
+            continue
+        found = _client(child, wm_state, depth - 1)
+        if found is not None:
+            return found
+    return None
+
+
+def ewmh_request(connection: Any, root: Any, window: int, message: str, data: list[int]) -> None:
+    """Send the window manager a client message about `window` (EWMH: `message` is
+    _NET_ACTIVE_WINDOW or _NET_WM_STATE, `data` its up to five numbers)."""
+    from Xlib import X
+    from Xlib.protocol import event
+
+    target = connection.create_resource_object("window", window)
+    request = event.ClientMessage(
+        window=target,
+        client_type=connection.intern_atom(message),
+        data=(32, [*data, 0, 0, 0, 0, 0][:5]),
+    )
+    root.send_event(request, event_mask=X.SubstructureRedirectMask | X.SubstructureNotifyMask)
+    connection.flush()
