@@ -22,8 +22,10 @@ packages=(xvfb xdotool x11-utils python3-tk fonts-dejavu-core tesseract-ocr libg
 # gtk-3-examples: gtk3-widget-factory, the GTK app the accessibility tests read;
 # chromium-driver: drives MiniWoB++ pages and reads their DOM boxes;
 # eslint: lints the views' JavaScript (openprogram/display/view.js), pure JS packages;
-# nodejs: runs the MCP reference servers the MCP tests start (below)
-[ "$dev" = 1 ] && packages+=(postgresql chromium chromium-driver gtk-3-examples eslint nodejs)
+# nodejs: runs the MCP reference servers the MCP tests start (below);
+# libreoffice-calc: the spreadsheet whose sheet the pixel path reads as one grid
+[ "$dev" = 1 ] && packages+=(postgresql chromium chromium-driver gtk-3-examples eslint nodejs
+  libreoffice-calc)
 
 sudo=""
 [ "$(id -u)" != 0 ] && sudo="sudo"

@@ -22,38 +22,101 @@ __all__ = [
 
 _BAR_KERNEL = np.ones((1, 24), np.uint8)
 _KERNEL_5 = np.ones((5, 5), np.uint8)
+_ICON_INK = 40  # grey levels an icon's ink differs from its toolbar's background by
 PART_OF_CONTROL_H = 48  # px; a box up to this high owns the much lower boxes inside it
 
 Found = tuple[Kind, tuple[int, int, int, int], float]
 Box = tuple[int, int, int, int]
 
 
-def bar_cells(thin: np.ndarray, controls: list[Found]) -> list[Found]:
-    """The buttons of toolbars: inside a low, wide box, three or more separate marks
-    (icons, single glyphs), each narrower than the bar is high, at a regular pitch; each
-    becomes a button one pitch wide and as high as the bar's inside."""
+def bar_cells(
+    grey: np.ndarray, thin: np.ndarray, controls: list[Found]
+) -> tuple[list[Found], list[Found]]:
+    """The buttons of toolbars, and `controls` without the bars split into them.
+
+    Inside a low, wide box, separate marks each become a button. At a regular pitch:
+    three or more marks of `thin` (icons, single glyphs), each narrower than the bar is
+    high, one pitch wide. At any pitch, in a bar six times as wide as high that is no
+    entry field: four or more icons, told by their ink against the bar's background
+    (over _ICON_INK grey levels; a line along the bar is no icon), each at least 0.4 of
+    the bar's inside high and at most 1.5 its height wide, a drop-down arrow just right
+    of one joined to it, a 1-2 px separator dropped; each padded to a square of the
+    bar's inside height. A field keeps its box; a bar split into buttons is dropped."""
     cells: list[Found] = []
-    for _, (x, y, w, h), _ in controls:
-        if h > PART_OF_CONTROL_H or w < 3 * h:
+    kept: list[Found] = []
+    for found in controls:
+        kind, (x, y, w, h), _ = found
+        split = None
+        if h <= PART_OF_CONTROL_H and w >= 3 * h:
+            split = _regular_marks(thin, (x, y, w, h))
+            if split is None and kind != "field" and w >= 6 * h and h >= 16:
+                split = _icons(grey, (x, y, w, h))
+        if split is None:
+            kept.append(found)
+        else:
+            cells += split
+            if kind == "field":
+                kept.append(found)
+    return cells, kept
+
+
+def _regular_marks(thin: np.ndarray, box: Box) -> list[Found] | None:
+    x, y, w, h = box
+    columns = np.count_nonzero(thin[y + 3 : y + h - 3, x + 3 : x + w - 3], axis=0) > 0
+    ink = np.flatnonzero(columns)
+    if len(ink) < 3:
+        return None
+    gap = max(6, h // 3)  # wider than a word space
+    breaks = np.flatnonzero(np.diff(ink) > gap)
+    starts = np.concatenate([ink[:1], ink[breaks + 1]])
+    ends = np.concatenate([ink[breaks], ink[-1:]]) + 1
+    if len(starts) < 3 or (ends - starts).max() > h:
+        return None
+    centres = (starts + ends) / 2
+    pitches = np.diff(centres)
+    if np.ptp(pitches) > 3 or pitches.min() < 0.8 * h:
+        return None
+    pitch = float(np.median(pitches))
+    return [
+        ("button", (max(x + 3 + round(c - pitch / 2), x + 1), y + 1, round(pitch), h - 2), 0.5)
+        for c in centres.tolist()
+    ]
+
+
+def _icons(grey: np.ndarray, box: Box) -> list[Found] | None:
+    x, y, w, h = box
+    side = h - 6
+    crop = grey[y + 3 : y + h - 3, x + 3 : x + w - 3]
+    ink = cv2.absdiff(crop, np.full_like(crop, int(np.median(crop)))) >= _ICON_INK
+    ink[ink.mean(axis=1) > 0.5] = False  # a line along the bar
+    columns = np.flatnonzero(ink.any(axis=0))
+    if len(columns) < 4:
+        return None
+    breaks = np.flatnonzero(np.diff(columns) > 3)
+    starts = np.concatenate([columns[:1], columns[breaks + 1]]).tolist()
+    ends = (np.concatenate([columns[breaks], columns[-1:]]) + 1).tolist()
+    marks: list[list[int]] = []  # [start, end, top, bottom]
+    for start, end in zip(starts, ends, strict=True):
+        if end - start < 3:
+            continue  # a separator
+        rows = np.flatnonzero(ink[:, start:end].any(axis=1))
+        top, bottom = int(rows[0]), int(rows[-1]) + 1
+        arrow = end - start <= 8 and bottom - top <= 0.4 * side
+        if arrow and marks and start - marks[-1][1] <= 6:
+            marks[-1][1] = end
             continue
-        columns = np.count_nonzero(thin[y + 3 : y + h - 3, x + 3 : x + w - 3], axis=0) > 0
-        ink = np.flatnonzero(columns)
-        if len(ink) < 3:
-            continue
-        gap = max(6, h // 3)  # wider than a word space
-        breaks = np.flatnonzero(np.diff(ink) > gap)
-        starts = np.concatenate([ink[:1], ink[breaks + 1]])
-        ends = np.concatenate([ink[breaks], ink[-1:]]) + 1
-        if len(starts) < 3 or (ends - starts).max() > h:
-            continue
-        centres = (starts + ends) / 2
-        pitches = np.diff(centres)
-        if np.ptp(pitches) > 3 or pitches.min() < 0.8 * h:
-            continue
-        pitch = float(np.median(pitches))
-        for centre in centres.tolist():
-            left = x + 3 + round(centre - pitch / 2)
-            cells.append(("button", (max(left, x + 1), y + 1, round(pitch), h - 2), 0.5))
+        marks.append([start, end, top, bottom])
+    icons = [m for m in marks if m[3] - m[2] >= 0.4 * side and m[1] - m[0] <= 1.5 * h]
+    if len(icons) < 4 or len(icons) < 0.75 * len(marks):
+        return None
+    if icons[-1][1] - icons[0][0] < 0.5 * w:
+        return None
+    cells: list[Found] = []
+    for start, end, _, _ in icons:
+        width = max(end - start + 4, side)
+        cells.append(
+            ("button", (x + 3 + (start + end) // 2 - width // 2, y + 3, width, side), 0.55)
+        )
     return cells
 
 

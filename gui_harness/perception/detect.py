@@ -11,6 +11,7 @@ import cv2
 import numpy as np
 
 from gui_harness.perception._blobs import Sums, boxes_of, scratch
+from gui_harness.perception._grid import find_grids, outside_grids
 from gui_harness.perception._parts import (
     PART_OF_CONTROL_H,
     bar_cells,
@@ -50,6 +51,7 @@ _KERNEL = np.ones((3, 3), np.uint8)
 _CONTROL_H = (10, 100)  # pixels; taller outlines are panels, shorter ones glyphs or lines
 _TEXT_AREA_H = 400  # px; a taller plain outline holding lines is a page, not a text area
 _CHECKBOX_SIDE = (10, 24)
+_REPEATS = 8  # boxes of one kind and size that make repetitive content for the cap
 
 
 def detect_components(
@@ -64,7 +66,9 @@ def detect_components(
     `image` is a PIL image or a uint8 numpy array (RGB, RGBA or grey); links are told
     from text by their colour, so only in a colour image. Returns at most
     `max_components` components numbered in reading order, without labels; when there
-    are more, controls are kept first, then the largest text lines and icons. Each
+    are more, the controls a task acts on are kept before repetitive content (see
+    _ranked). A ruled table or spreadsheet is one "grid" component whose `grid` names
+    its cells, not a field per cell. Each
     calling thread keeps about 12 bytes per pixel of scratch images for its next call.
     `grey`: the image already in grey (uint8, same size), when the caller has it.
     `image_edges=False`: `image` is a crop of a larger screen, so its outermost rows and
@@ -90,14 +94,36 @@ def detect_components(
     if colour is not None:
         texts = links(colour, texts)
     found = spin_buttons(grey, controls + texts)
-    if len(found) > max_components:
-        ranked = sorted(
-            found,
-            key=lambda c: (c[0] in ("text", "icon"), -c[1][2] * c[1][3]),
-        )
-        found = ranked[:max_components]
+    grids = find_grids(grey)
+    found = outside_grids(found, grids)
+    room = max(max_components - len(grids), 0)
+    if len(found) > room:
+        found = _ranked(found, grey.shape[0])[:room]
     return reading_order(
         [Component(0, kind, box, None, confidence) for kind, box, confidence in found]
+        + [Component(0, "grid", box, None, 0.7, grid=grid) for box, grid in grids][:max_components]
+    )
+
+
+def _ranked(found: list[_Found], height: int) -> list[_Found]:
+    """`found` in the order the component cap keeps them: the controls a task acts on
+    first, repetitive content last. Content repeats: eight or more boxes of one kind and
+    nearly one size (a list's rows, a gallery's tiles, a table's cells) come after the
+    rest; controls before text and icons; within each, what sits in the top tenth of
+    the screen (menu bars, toolbars) first, then the larger first."""
+    sizes: dict[tuple[str, int, int], int] = {}
+    for kind, (_, _, w, h), _ in found:
+        key = (kind, w // 4, h // 4)
+        sizes[key] = sizes.get(key, 0) + 1
+    top = 0.1 * height
+    return sorted(
+        found,
+        key=lambda c: (
+            sizes[(c[0], c[1][2] // 4, c[1][3] // 4)] >= _REPEATS,
+            c[0] in ("text", "icon"),
+            c[1][1] >= top,
+            -c[1][2] * c[1][3],
+        ),
     )
 
 
@@ -262,7 +288,8 @@ def _controls(
                 panels.append((f[1], plain))
         else:
             controls.append(f)
-    return tabs(controls) + bar_cells(thin, controls), panels
+    cells, controls = bar_cells(grey, thin, controls)
+    return tabs(controls) + cells, panels
 
 
 def _lone(rings: np.ndarray, blobs: np.ndarray) -> np.ndarray:

@@ -1,0 +1,195 @@
+"""Tables and spreadsheets on pixels: `find_grids()` reads a ruled grid's column and row
+boundaries from its ruling lines, so a sheet is one `grid` component, not a field per cell.
+
+A ruling line is a run of pixels darker (or lighter) than the pixels two above and two
+below it (two left and right for a vertical one), at least _RUN long. A grid is a
+connected lattice of such lines with three or more rows and two or more columns of cells
+of control height, neighbouring lines a cell apart (the two outlines of separate
+buttons, a few pixels apart, are no grid). Private to detect.py.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+import cv2
+import numpy as np
+
+from gui_harness.perception.cells import Grid
+
+_T = TypeVar("_T", bound=tuple[str, tuple[int, int, int, int], float])
+
+__all__ = ["find_grids", "outside_grids"]
+
+_STEP = 10  # grey levels a ruling line differs from both sides by (Calc's: 63 on white)
+_RUN = 40  # px; a shorter straight run is a control's side or a glyph's stroke
+_COVER = 0.8  # share of the grid's width (height) a row (column) boundary runs along
+_MERGE = 3  # px; lines this close are one boundary (a 2 px rule, a header's double line)
+_CELL = (10, 400)  # px; cell sides outside this are no table's
+_HEADER_STEP = 12  # grey levels a header row's (column's) fill differs from the body's
+
+
+def find_grids(grey: np.ndarray) -> list[tuple[tuple[int, int, int, int], Grid]]:
+    """The ruled grids on a grey screenshot: each one's box (x, y, w, h) and its cells
+    (boundaries in image pixels, with a header row and column when their fill differs
+    from the body's, as a spreadsheet's letters and numbers do)."""
+    height, width = grey.shape
+    if height < 3 * _CELL[0] or width < _RUN:
+        return []
+    horizontal = _lines(grey, axis=0, gap=2)
+    # a grid needs four row lines and three column lines: most screens stop here
+    if np.count_nonzero(horizontal.max(axis=1)) < 4:
+        return []
+    vertical = _lines(grey, axis=1, gap=2)
+    if np.count_nonzero(vertical.max(axis=0)) < 3:
+        return []
+    lattice = cv2.bitwise_or(horizontal, vertical)
+    contours, _ = cv2.findContours(lattice, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+    grids = []
+    for contour in contours:
+        x, y, w, h = cv2.boundingRect(contour)
+        if w < 2 * _RUN or h < 3 * _CELL[0]:
+            continue
+        rows_mask, columns_mask = horizontal[y : y + h, x : x + w], vertical[y : y + h, x : x + w]
+        if _lattice(rows_mask, columns_mask) is None:
+            continue
+        # a grid: look again for the 1 px rules that text close by hid from the first look
+        crop = grey[y : y + h, x : x + w]
+        found = _lattice(
+            cv2.bitwise_or(rows_mask, _lines(crop, axis=0, gap=1)),
+            cv2.bitwise_or(columns_mask, _lines(crop, axis=1, gap=1)),
+        )
+        if found is None:
+            continue
+        columns, rows = found
+        columns = tuple(x + c for c in columns)
+        rows = tuple(y + r for r in rows)
+        header_rows, header_columns = _headers(grey, columns, rows)
+        box = (columns[0], rows[0], columns[-1] - columns[0] + 1, rows[-1] - rows[0] + 1)
+        grids.append((box, Grid(columns, rows, header_rows, header_columns)))
+    return grids
+
+
+def outside_grids(found: list[_T], grids: list[tuple[tuple[int, int, int, int], Grid]]) -> list[_T]:
+    """`found` without what a grid stands for: whatever sits in a header cell (the grid
+    names those cells), and boxes inside a body cell that fill half of it or more (a
+    cell read as a field, a row as a list item). Text, and controls much smaller than
+    their cell (a check box in a table), stay."""
+    if not grids:
+        return found
+    kept = []
+    for item in found:
+        kind, (x, y, w, h), _ = item
+        cx, cy = x + w / 2, y + h / 2
+        keep = True
+        for (gx, gy, gw, gh), grid in grids:
+            if not (gx <= cx < gx + gw and gy <= cy < gy + gh):
+                continue
+            c = min(int(np.searchsorted(grid.columns, cx, side="right")) - 1, len(grid.columns) - 2)
+            r = min(int(np.searchsorted(grid.rows, cy, side="right")) - 1, len(grid.rows) - 2)
+            cell_w = grid.columns[c + 1] - grid.columns[c]
+            cell_h = grid.rows[r + 1] - grid.rows[r]
+            small = w * h < 0.5 * cell_w * cell_h and w < 0.8 * cell_w
+            header = r < grid.header_rows or c < grid.header_columns
+            keep = not header and (kind in ("text", "link") or small)
+            break
+        if keep:
+            kept.append(item)
+    return kept
+
+
+def _lines(grey: np.ndarray, *, axis: int, gap: int) -> np.ndarray:
+    """A mask of the straight ruling lines across `axis` (0: horizontal lines; 1:
+    vertical ones), each at least _RUN long; the one-pixel gaps where lines cross are
+    bridged. A line pixel differs, the same way, from both pixels `gap` away across the
+    line: 2 finds 1-3 px rules, 1 finds a 1 px rule with text close by."""
+    mask = np.zeros_like(grey)
+    if axis == 0:
+        before, middle, after = grey[: -2 * gap], grey[gap:-gap], grey[2 * gap :]
+        out = mask[gap:-gap]
+        bridge, run = np.ones((1, 3), np.uint8), np.ones((1, _RUN), np.uint8)
+    else:
+        before, middle, after = grey[:, : -2 * gap], grey[:, gap:-gap], grey[:, 2 * gap :]
+        out = mask[:, gap:-gap]
+        bridge, run = np.ones((3, 1), np.uint8), np.ones((_RUN, 1), np.uint8)
+    darker = cv2.subtract(cv2.min(before, after), middle)
+    lighter = cv2.subtract(middle, cv2.max(before, after))
+    cv2.threshold(cv2.max(darker, lighter), _STEP - 1, 255, cv2.THRESH_BINARY, dst=out)
+    mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, bridge)
+    return cv2.morphologyEx(mask, cv2.MORPH_OPEN, run)
+
+
+def _boundaries(mask: np.ndarray, axis: int, span: tuple[int, int]) -> list[int]:
+    """Positions of the lines in `mask` (0: rows, 1: columns) that run along at least
+    _COVER of `span` (start, stop along the other axis), lines within _MERGE merged."""
+    start, stop = span
+    if axis == 0:
+        cover = mask[:, start:stop].sum(axis=1, dtype=np.int32)
+    else:
+        cover = mask[start:stop, :].sum(axis=0, dtype=np.int32)
+    positions = np.flatnonzero(cover.ravel() >= 255 * _COVER * (stop - start))
+    merged: list[int] = []
+    for position in positions.tolist():
+        if merged and position - merged[-1] <= _MERGE:
+            continue
+        merged.append(position)
+    return merged
+
+
+def _lattice(
+    horizontal: np.ndarray, vertical: np.ndarray
+) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """Column and row boundaries (relative to the crop) of the grid the two line masks
+    of one connected lattice make, or None when they make none."""
+    height, width = horizontal.shape
+    xspan, yspan = (0, width), (0, height)
+    rows: list[int] = []
+    columns: list[int] = []
+    for _ in range(3):  # narrow both spans to the grid until they hold still
+        rows = _boundaries(horizontal, 0, xspan)
+        columns = _boundaries(vertical, 1, yspan)
+        if len(rows) < 4 or len(columns) < 3:
+            return None
+        if (xspan, yspan) == ((columns[0], columns[-1] + 1), (rows[0], rows[-1] + 1)):
+            break
+        xspan, yspan = (columns[0], columns[-1] + 1), (rows[0], rows[-1] + 1)
+    # cells cut off by the grid's container (a sheet's last column and row, its
+    # headers at the window's edge): the lines run on past the last boundary
+    columns = _extend(columns, [horizontal[r] for r in rows])
+    rows = _extend(rows, [vertical[:, c] for c in columns if c < width])
+    steps = np.diff(rows), np.diff(columns)
+    if any(s.min() < _CELL[0] or s.max() > _CELL[1] for s in steps):
+        return None
+    return tuple(columns), tuple(rows)
+
+
+def _extend(boundaries: list[int], lines: list[np.ndarray]) -> list[int]:
+    """`boundaries` with the ends of the `lines` that cross them added, where most of
+    them run on a cell's side (_CELL[0]) or more past the first or last boundary."""
+    ends = [np.flatnonzero(line) for line in lines]
+    ends = [e for e in ends if len(e)]
+    if len(ends) < 0.5 * len(lines):
+        return boundaries
+    first = int(np.median([e[0] for e in ends]))
+    last = int(np.median([e[-1] for e in ends]))
+    if first <= boundaries[0] - _CELL[0]:
+        boundaries = [first, *boundaries]
+    if last >= boundaries[-1] + _CELL[0]:
+        boundaries = [*boundaries, last]
+    return boundaries
+
+
+def _headers(grey: np.ndarray, columns: tuple[int, ...], rows: tuple[int, ...]) -> tuple[int, int]:
+    """Whether the first row and the first column are headers: their cells' fill (the
+    median inside each, off the lines) differs from the body's by _HEADER_STEP or more."""
+
+    def fill(x0: int, x1: int, y0: int, y1: int) -> float:
+        inside = grey[y0 + 2 : y1 - 1, x0 + 2 : x1 - 1]
+        return float(np.median(inside)) if inside.size else -1.0
+
+    body = fill(columns[1], columns[-1], rows[1], rows[-1])
+    top = fill(columns[1], columns[-1], rows[0], rows[1])
+    left = fill(columns[0], columns[1], rows[1], rows[-1])
+    header_rows = int(abs(top - body) >= _HEADER_STEP)
+    header_columns = int(abs(left - body) >= _HEADER_STEP)
+    return header_rows, header_columns
