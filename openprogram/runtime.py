@@ -35,7 +35,13 @@ from openprogram.errors import (
 )
 from openprogram.models import Model, ModelReply, ModelRequest, ToolCall
 from openprogram.render import render_context
-from openprogram.streaming import aopen_stream, open_stream
+from openprogram.streaming import (
+    PendingStream,
+    ToolTextStream,
+    aopen_stream,
+    aopen_tool_stream,
+    open_stream,
+)
 from openprogram.tools import ToolLoop
 from openprogram.usage import Usage
 
@@ -154,8 +160,10 @@ class Runtime:
         tools: functions the model may call (agentic functions, or plain ones, which are
         wrapped); each call runs and is recorded as a code node, its result goes back to
         the model, until it answers with content. max_tool_turns caps the rounds.
-        stream=True returns a TextStream of text chunks instead (no tools or
-        response_format); its llm node completes when the stream ends.
+        stream=True returns the text as chunks instead (no response_format): a
+        TextStream, whose llm node completes when the stream ends; with tools, a
+        ToolTextStream, which runs the tool turns while the caller iterates and yields
+        the text of the turns that have text.
 
         Records one llm node per exchange (two when a repair re-ask is needed, one more
         per tool round). Raises ModelError subclasses on provider failure (and when the
@@ -168,10 +176,12 @@ class Runtime:
         if render_range is not None:
             kwargs["_render_range"] = render_range
         resolved = self._resolve_model(model)
-        if stream:
-            _check_stream(tools, response_format)
-            return open_stream(self, content, resolved, kwargs)
         loop = ToolLoop(tools, max_tool_turns, self.callbacks)
+        if stream:
+            _check_stream(response_format)
+            if loop.toolbox is not None:
+                return ToolTextStream(self, content, resolved, kwargs, loop)
+            return open_stream(self, content, resolved, kwargs)
         node, reply = self._turns(content, resolved, response_format, kwargs, loop)
         result, problem = self._check(node, reply, response_format)
         if problem is None:
@@ -180,7 +190,7 @@ class Runtime:
         node, reply = self._turns(repair_prompt(problem), resolved, response_format, kwargs, loop)
         return self._parsed_or_raise(node, reply, response_format)
 
-    async def allm(
+    def allm(
         self,
         content: Any,
         *,
@@ -192,15 +202,29 @@ class Runtime:
         stream: bool = False,
         **kwargs: Any,
     ) -> Any:
-        """Async twin of llm(); tool calls of one reply run concurrently, and
-        stream=True gives an AsyncTextStream (`async for chunk in await allm(...)`)."""
+        """Async twin of llm(): `await allm(...)`; tool calls of one reply run
+        concurrently. With stream=True it returns a PendingStream, read either way:
+        `async for chunk in allm(..., stream=True)` or `async for chunk in await
+        allm(..., stream=True)` (tools allowed, as in llm())."""
         if render_range is not None:
             kwargs["_render_range"] = render_range
         resolved = self._resolve_model(model)
-        if stream:
-            _check_stream(tools, response_format)
-            return await aopen_stream(self, content, resolved, kwargs)
         loop = ToolLoop(tools, max_tool_turns, self.callbacks)
+        if not stream:
+            return self._allm(content, resolved, response_format, kwargs, loop)
+        _check_stream(response_format)
+        if loop.toolbox is not None:
+            return PendingStream(lambda: aopen_tool_stream(self, content, resolved, kwargs, loop))
+        return PendingStream(lambda: aopen_stream(self, content, resolved, kwargs))
+
+    async def _allm(
+        self,
+        content: Any,
+        resolved: Model,
+        response_format: type[T] | None,
+        kwargs: dict[str, Any],
+        loop: ToolLoop,
+    ) -> Any:
         node, reply = await self._aturns(content, resolved, response_format, kwargs, loop)
         result, problem = self._check(node, reply, response_format)
         if problem is None:
@@ -238,8 +262,7 @@ class Runtime:
         """Exchanges until the model answers with content, running the tools it asks for."""
         node, reply = self._ask(content, model, response_format, options, loop)
         while reply.tool_calls:
-            self._tool_round(node, reply.tool_calls, loop)
-            loop.nodes.extend(loop.toolbox.run(reply.tool_calls, node))  # type: ignore[union-attr]
+            self._run_tools(node, reply.tool_calls, loop)
             node, reply = self._ask([], model, response_format, options, loop)
         return node, reply.text
 
@@ -253,8 +276,7 @@ class Runtime:
     ) -> tuple[Node, str]:
         node, reply = await self._aask(content, model, response_format, options, loop)
         while reply.tool_calls:
-            self._tool_round(node, reply.tool_calls, loop)
-            loop.nodes.extend(await loop.toolbox.arun(reply.tool_calls, node))  # type: ignore[union-attr]
+            await self._arun_tools(node, reply.tool_calls, loop)
             node, reply = await self._aask([], model, response_format, options, loop)
         return node, reply.text
 
@@ -264,6 +286,15 @@ class Runtime:
         loop.next_round(node, calls, self._mark_error)
         frame = _context.current_session().dag.get(node.parent) if node.parent else None
         self._gate(kind="tool_calls", frame=frame, calls=calls)
+
+    def _run_tools(self, node: Node, calls: list[ToolCall], loop: ToolLoop) -> None:
+        """One round of the tool calls `node` asked for, each recorded as a code node."""
+        self._tool_round(node, calls, loop)
+        loop.nodes.extend(loop.toolbox.run(calls, node))  # type: ignore[union-attr]
+
+    async def _arun_tools(self, node: Node, calls: list[ToolCall], loop: ToolLoop) -> None:
+        self._tool_round(node, calls, loop)
+        loop.nodes.extend(await loop.toolbox.arun(calls, node))  # type: ignore[union-attr]
 
     def _ask(
         self,
@@ -484,12 +515,7 @@ def _recorded_reply(node: Node) -> ModelReply:
     return ModelReply(text=str(node.output or ""), tool_calls=calls or None)
 
 
-def _check_stream(tools: Any, response_format: Any) -> None:
-    if tools:
-        raise UsageError(
-            "stream=True does not combine with tools=; stream the final answer in a "
-            "separate llm() call, or use stream=False"
-        )
+def _check_stream(response_format: Any) -> None:
     if response_format is not None:
         raise UsageError(
             "stream=True returns text chunks and does not combine with response_format=; "
@@ -556,7 +582,7 @@ def llm(
     )
 
 
-async def allm(
+def allm(
     content: Any,
     *,
     response_format: type[T] | None = None,
@@ -567,8 +593,9 @@ async def allm(
     stream: bool = False,
     **kwargs: Any,
 ) -> Any:
-    """Async twin of llm()."""
-    return await current_runtime().allm(
+    """Async twin of llm(): `await allm(...)`; with stream=True, `async for chunk in
+    allm(...)` works with or without `await` (see Runtime.allm)."""
+    return current_runtime().allm(
         content,
         response_format=response_format,
         model=model,

@@ -206,7 +206,7 @@ def test_a_streamed_reply_that_asks_for_tools_is_an_error_not_an_empty_text(serv
         for chunk in llm("talk", stream=True):
             received.append(chunk)
     assert received == []
-    assert "tool calls (add)" in str(caught.value) and "stream=True offers no tools" in str(
+    assert "tool calls (add)" in str(caught.value) and "this call offers no tools" in str(
         caught.value
     )
     (node,) = session.dag.find(kind="llm")
@@ -237,3 +237,31 @@ def test_a_refused_huge_tool_argument_is_not_echoed_back_whole(server):
     assert "…[cut 9 999 700 of 10 000 000 characters]" in tools[0]["content"]
     assert "characters]" in tools[1]["content"] and "characters]" in tools[3]["content"]
     assert len(json.dumps(second)) < own + 20_000
+
+
+def test_a_streamed_tool_loop_runs_the_tools_between_streamed_turns(server):
+    server.reply("Adding.", tool_calls=[{"name": "add", "arguments": {"a": 20, "b": 22}}])
+    server.reply("The answer is 42.")
+    with Session() as session, runtime_for(server):
+        chunks = list(llm("20 + 22?", tools=[add], stream=True))
+    assert "".join(chunks) == "Adding.The answer is 42."
+    [tool] = session.dag.find(name="add", kind="code")
+    assert (tool.output, tool.status) == (42, "completed")
+    first, second = session.dag.find(kind="llm")
+    assert first.meta["tool_calls"][0]["arguments"] == {"a": 20, "b": 22}
+    assert second.output == "The answer is 42."
+    assert all(r.body["stream"] is True and r.body["tools"] for r in server.requests)
+    assert server.requests[1].body["messages"][-1]["role"] == "tool"
+
+
+def test_allm_streams_a_tool_loop_without_await_over_http(server):
+    server.reply(tool_calls=[{"name": "add", "arguments": {"a": 1, "b": 2}}])
+    server.reply("3")
+
+    async def main():
+        with Session() as session, runtime_for(server):
+            return [c async for c in allm("1 + 2?", tools=[add], stream=True)], session
+
+    chunks, session = asyncio.run(main())
+    assert chunks == ["3"]
+    assert session.dag.find(name="add", kind="code")[0].output == 3

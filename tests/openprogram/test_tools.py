@@ -214,8 +214,6 @@ def test_bad_tools_and_limits_are_usage_errors():
             llm("go", tools=[add, add])
         with pytest.raises(UsageError, match="not allowed by model providers"):
             llm("go", tools=[lambda x: x])
-        with pytest.raises(UsageError, match="does not combine with tools"):
-            llm("go", tools=[add], stream=True)
 
 
 def test_a_hidden_required_parameter_is_refused_up_front():
