@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from openprogram.dag import ContextDAG
-from openprogram.echo import cut
+from openprogram.echo import cut, echo
 from openprogram.errors import UsageError
 from openprogram.image import Image, is_image
 
@@ -48,7 +48,7 @@ def content_parts(content: Any, dag: ContextDAG) -> list[dict[str, Any]]:
             parts.append({"type": "image", "image": dag.add_image(Image(source))})
         else:
             raise UsageError(
-                f"unknown llm() content part {part!r}; use {{'type': 'text', 'text': ...}} "
+                f"unknown llm() content part {echo(part)}; use {{'type': 'text', 'text': ...}} "
                 "or {'type': 'image', 'image': PIL.Image | 'path': ...}"
             )
     return parts

@@ -385,7 +385,7 @@ def render_command(
         node = _node(dag, reference)
         if node.kind == "user":
             raise click.ClickException(
-                f"{reference!r} is user input, which sees nothing; give an llm node "
+                f"{echo(reference)} is user input, which sees nothing; give an llm node "
                 "(llm:NAME#K) or a call (NAME#K)"
             )
         if node.kind == "code":

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from openprogram.echo import echo
 from openprogram.errors import UsageError
 
 __all__ = ["Image", "ImageRef", "is_image"]
@@ -69,7 +70,7 @@ class Image:
         elif isinstance(source, (str, Path)):
             path = Path(source)
             if not path.is_file():
-                raise UsageError(f"image path {str(path)!r} does not exist or is not a file")
+                raise UsageError(f"image path {echo(str(path))} does not exist or is not a file")
             self._pil = _open(path, repr(str(path)))
         else:
             raise UsageError(

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from openprogram._resume import Step, all_call_paths, call_path, input_hash, path_text
 from openprogram.dag import ContextDAG, Node
+from openprogram.echo import echo
 from openprogram.errors import ModelError, ReplayMismatch, UsageError
 from openprogram.models import ModelReply, ModelRequest, ToolCall, yield_to_loop
 from openprogram.render import seen_by
@@ -358,12 +359,8 @@ def _describe(dag: ContextDAG, node: Node) -> str:
 def _first_difference(recorded: str, now: str) -> str:
     for old, new in zip(recorded.splitlines(), now.splitlines(), strict=False):
         if old != new:
-            return f"; first difference: recorded {_clip(old)!r}, now {_clip(new)!r}"
+            return f"; first difference: recorded {echo(old, 160)}, now {echo(new, 160)}"
     return ""
-
-
-def _clip(text: str, limit: int = 160) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _mismatch(what: str, where: str, node: Node, recorded: Node, detail: str) -> ReplayMismatch:

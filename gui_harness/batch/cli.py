@@ -15,6 +15,7 @@ import click
 
 from gui_harness.batch.run import run_batch
 from gui_harness.batch.summary import BatchResult, summary_table
+from openprogram.echo import echo
 from openprogram.errors import OpenProgramError, UsageError
 
 __all__ = ["batch_main", "bench_main", "parse_seeds"]
@@ -94,9 +95,9 @@ def _json_object(context: Any, parameter: Any, value: str | None) -> dict[str, A
     try:
         parsed = json.loads(value)
     except json.JSONDecodeError as exc:
-        raise click.BadParameter(f"{value!r} is not JSON: {exc.msg}") from None
+        raise click.BadParameter(f"{echo(value)} is not JSON: {exc.msg}") from None
     if not isinstance(parsed, dict):
-        raise click.BadParameter(f"{value!r} is not a JSON object")
+        raise click.BadParameter(f"{echo(value)} is not a JSON object")
     return parsed
 
 
@@ -138,9 +139,9 @@ def parse_seeds(text: str) -> list[int]:
             first, _, last = part.strip().partition("-")
             seeds.extend(range(int(first), int(last or first) + 1))
     except ValueError:
-        raise UsageError(f"--seeds {text!r} is not like '0-4' or '0,3,7'") from None
+        raise UsageError(f"--seeds {echo(text)} is not like '0-4' or '0,3,7'") from None
     if not seeds:
-        raise UsageError(f"--seeds {text!r} names no seed")
+        raise UsageError(f"--seeds {echo(text)} names no seed")
     return seeds
 
 

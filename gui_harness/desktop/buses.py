@@ -21,6 +21,7 @@ from typing import IO, Any
 
 from gui_harness.desktop._tether import TetheredProcess, group_gone
 from gui_harness.errors import DesktopError, DesktopTimeout
+from openprogram.echo import echo
 
 __all__ = [
     "ACCESSIBILITY_ENV",
@@ -263,7 +264,7 @@ def _checked(reply: Any, what: str) -> Any:
 
     if reply.header.message_type == jeepney.MessageType.error:
         name = reply.header.fields.get(jeepney.HeaderFields.error_name, "?")
-        raise DesktopError(f"the AT-SPI bus launcher refused {what}: {name} {reply.body!r}")
+        raise DesktopError(f"the AT-SPI bus launcher refused {what}: {name} {echo(reply.body)}")
     return reply.body
 
 

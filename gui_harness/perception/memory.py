@@ -30,6 +30,7 @@ from PIL import Image
 from gui_harness.perception import _match
 from gui_harness.perception._pixels import ImageLike, clip_box, grey_array, rgb_array
 from gui_harness.perception.detect import KINDS, Component, Kind, reading_order
+from openprogram.echo import echo
 from openprogram.errors import UsageError
 
 __all__ = ["FORMAT_VERSION", "SCALES", "ComponentMemory", "MemoryEntry", "default_data_dir"]
@@ -98,7 +99,7 @@ class MemoryEntry:
         )
         bad_geometry = min(entry.size) < 1 or min(entry.offset) < 0
         if entry.kind not in KINDS or not _CROP_NAME.match(entry.file) or bad_geometry:
-            raise ValueError(f"malformed memory entry {data!r}")
+            raise ValueError(f"malformed memory entry {echo(data)}")
         return entry
 
 

@@ -13,6 +13,7 @@ from openprogram import _context
 from openprogram._secrets import scrub
 from openprogram.callbacks.base import Callback
 from openprogram.dag import Node
+from openprogram.echo import cut, echo
 from openprogram.usage import Usage, frame_usage
 from openprogram.values import replace_surrogates
 
@@ -50,7 +51,7 @@ class LoggingCallback(Callback):
         if node.meta.get("stop_reason"):
             outcome = f"stopped ({node.meta['stop_reason']})"
         elif node.error:
-            outcome = f"{node.status}: {node.error}"
+            outcome = f"{node.status}: {cut(str(node.error))}"
         failed = node.status == "error" and not node.meta.get("stop_reason")
         self._log("call end %s %s in %s", _label(node), outcome, _seconds(node), failed=failed)
 
@@ -64,7 +65,8 @@ class LoggingCallback(Callback):
         if error is None:
             self._log("action end %s ok", _action_text(action))
         else:
-            self._log("action end %s failed: %s", _action_text(action), error, failed=True)
+            problem = cut(str(error))
+            self._log("action end %s failed: %s", _action_text(action), problem, failed=True)
 
     def on_run_end(self, run: Node) -> None:
         dag = _context.current_session().dag
@@ -75,7 +77,7 @@ class LoggingCallback(Callback):
             "run end %s %s%s in %s: %d llm call(s), %s",
             _label(run),
             outcome,
-            f" ({detail})" if detail else "",
+            f" ({cut(str(detail))})" if detail else "",
             _seconds(run),
             usage.calls,
             _usage_text(usage, latency=False),
@@ -112,7 +114,7 @@ def _action_text(action: Any) -> str:
     elif isinstance(action, dict):
         fields = {k: v for k, v in action.items() if v is not None}
     else:
-        return repr(action)
+        return echo(action)
     kind = fields.pop("type", type(action).__name__)
-    arguments = ", ".join(f"{k}={v!r}" for k, v in fields.items())
+    arguments = ", ".join(f"{k}={echo(v)}" for k, v in fields.items())
     return f"{kind}({arguments})"

@@ -20,6 +20,7 @@ from openprogram.display._hiding import (
     reason_text,
     template,
 )
+from openprogram.echo import echo
 from openprogram.errors import UsageError
 from openprogram.render import RenderedContext, seen_by
 
@@ -229,17 +230,19 @@ def resolve_node(dag: ContextDAG, reference: str) -> Node:
                 names = sorted({n.name for n in dag.nodes if n.kind == kind})
                 known = ", ".join(repr(n) for n in names[:10]) + (", …" if len(names) > 10 else "")
                 here = f"{kind} nodes here are named {known}" if names else f"no {kind} nodes here"
-                raise UsageError(f"{reference!r}: no {kind} node is named {name!r}; {here}")
+                raise UsageError(f"{echo(reference)}: no {kind} node is named {echo(name)}; {here}")
             raise UsageError(
-                f"{reference!r}: there are {len(matches)} {kind} nodes named {name!r}; "
+                f"{echo(reference)}: there are {len(matches)} {kind} nodes named {echo(name)}; "
                 f"use #1 to #{len(matches)}"
             )
     prefixed = [n for n in dag.nodes if n.id.startswith(reference)]
     if len(prefixed) == 1:
         return prefixed[0]
     if prefixed:
-        raise UsageError(f"{reference!r} matches {len(prefixed)} node ids; give more characters")
+        raise UsageError(
+            f"{echo(reference)} matches {len(prefixed)} node ids; give more characters"
+        )
     raise UsageError(
-        f"no node {reference!r}: give a node id (or a unique prefix), 'name#k' for the k-th "
+        f"no node {echo(reference)}: give a node id (or a unique prefix), 'name#k' for the k-th "
         "call of a function, 'llm:name#k' for its k-th model exchange, or 'user#k'"
     )

@@ -349,6 +349,9 @@ def test_a_huge_session_id_or_store_is_echoed_in_a_few_hundred_characters(store)
     assert "characters]" in result.output and len(result.output) < 2_000
     missing = CliRunner().invoke(cli, ["sessions", "list", "--store", "/" + "y" * 100_000])
     assert missing.exit_code == 1 and len(missing.output) < 2_000
+    rendered = CliRunner().invoke(cli, ["sessions", "render", "tagline01", "z" * 1_000_000])
+    assert rendered.exit_code == 1 and "no node 'zzz" in rendered.output
+    assert "characters]" in rendered.output and len(rendered.output) < 2_000
 
 
 @pytest.mark.postgres

@@ -94,3 +94,23 @@ def test_unknown_costs_are_flagged_in_the_usage_line(caplog):
         llm("top level")
     (line,) = messages(caplog)
     assert "$0.0000 (+1 call(s) of unknown cost)" in line[1]
+
+
+def test_huge_actions_errors_and_store_urls_are_logged_bounded(caplog):
+    caplog.set_level(logging.INFO, "openprogram.run")
+    callback = LoggingCallback()
+    callback.on_action_start({"type": "type", "text": "t" * 10_000_000})
+    callback.on_action_end({"type": "open", "url": "postgresql://bob:S3cretPassw0rd!@h/db"},
+                           "e" * 10_000_000)  # fmt: skip
+
+    @agentic_function
+    def crash() -> None:
+        raise ValueError("v" * 10_000_000)
+
+    with Session(), Runtime(PricedModel(), callbacks=[callback]), pytest.raises(ValueError):
+        crash()
+    lines = [text for _, text in messages(caplog)]
+    assert [len(text) < 1_000 for text in lines] == [True] * len(lines)
+    assert "…[cut 9 999 700 of 10 000 000 characters]" in lines[0]
+    assert "S3cret" not in lines[1] and "bob:***@h/db" in lines[1]
+    assert "call end crash #1 error: ValueError: vvv" in lines[-2]
