@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from openprogram.testing import OpenAIServer
+from tests.support.mcp_servers import NPM_CACHE
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -56,6 +58,11 @@ def test_every_python_block_of_the_page_runs(page: Path, tmp_path: Path):
             "PYTHONPATH": str(ROOT),
         }
         env.pop("OPENPROGRAM_MODEL", None)
+        filesystem = (
+            NPM_CACHE / "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
+        )
+        if shutil.which("node") and filesystem.is_file():  # docs/mcp.md starts it offline
+            env["OPENPROGRAM_MCP_FILESYSTEM"] = f"node {filesystem}"
         result = subprocess.run(
             [sys.executable, str(Path(__file__).with_name("_run_blocks.py")), str(blocks)],
             cwd=work,

@@ -80,3 +80,24 @@ def test_custom_planner_replaces_the_planner_and_perception_on_the_real_demo():
     reflected = view.split("\nthe app saved the form", 1)[0].splitlines()
     assert reflected[0].startswith("[gui_step #7]")  # the window: no earlier steps
     assert reflected[-1].startswith("[reflect #") and len(reflected) == 6
+
+
+def test_mcp_example_uses_the_filesystem_server_and_serves_a_function():
+    from tests.support.mcp_servers import ROOT, npm_server
+
+    server = " ".join(npm_server("server-filesystem"))
+    env = {**os.environ, "OPENPROGRAM_MCP_FILESYSTEM": server, "PYTHONPATH": str(ROOT)}
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / "mcp_tools.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "answer: I wrote summary.txt listing coffee.txt and tea.txt." in out
+    assert "summary.txt: Notes: coffee.txt (Espresso), tea.txt (Green tea)" in out
+    assert "files_write_file completed meta.mcp={'server': 'files', 'tool': 'write_file'}" in out
+    assert "served: ours_word_count - Count the words and lines of a text." in out
+    assert "called: {'words': 4, 'lines': 2}" in out
