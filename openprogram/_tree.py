@@ -7,13 +7,20 @@ depth-first walk. No colours and no I/O: the CLI styles these lines. Start at tr
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from openprogram.usage import Usage
 
 __all__ = ["MARKS", "node_line", "tree_lines", "walk"]
 
-MARKS = {"completed": "✓", "error": "✗", "running": "…", "cancelled": "⊘", "stopped": "■"}
+MARKS = {
+    "completed": "✓",
+    "error": "✗",
+    "running": "…",
+    "cancelled": "⊘",
+    "stopped": "■",
+    "waiting": "⏸",
+}
 """One character per node status, as the tree shows it."""
 
 
@@ -36,6 +43,10 @@ class Node(Protocol):
     def usage(self) -> Usage | None: ...
     @property
     def duration_s(self) -> float | None: ...
+    @property
+    def input(self) -> Any: ...
+    @property
+    def meta(self) -> dict[str, Any]: ...
 
 
 N = TypeVar("N", bound=Node)
@@ -70,7 +81,11 @@ def node_line(dag: ContextDAG[N], node: N) -> tuple[str, str, list[str]]:
     if node.usage is not None:
         usage = node.usage
         facts.append(f"{usage.input_tokens}→{usage.output_tokens} tok ${usage.cost_usd:.4f}")
-    if node.status in ("error", "cancelled", "stopped") and node.error:
+    asked = node.input.get("question") if isinstance(node.input, dict) else None
+    if node.status == "waiting" and node.meta.get("ask") and isinstance(asked, str):
+        text = " ".join(asked.split())
+        facts.append(f"waiting for an answer ({node.id}): {text[:100]}")
+    elif node.status in ("error", "cancelled", "stopped") and node.error:
         error = " ".join(node.error.split())
         facts.append(error[:100] + ("…" if len(error) > 100 else ""))
     return MARKS.get(node.status, "?"), name, facts

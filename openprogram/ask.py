@@ -232,8 +232,10 @@ def needs_approval(
     parameters = inspect.signature(raw).parameters
 
     def approve(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-        given = {k: v for k, v in kwargs.items() if k != "runtime"}
-        given.update(zip(parameters, args, strict=False))
+        passed = {**dict(zip(parameters, args, strict=False)), **kwargs}
+        # in the signature's order: a replayed tool call may list its arguments otherwise,
+        # and a resumed run must ask the very same question
+        given = {k: passed[k] for k in parameters if k in passed and k != "runtime"}
         if question is not None:
             text = question(**given)
         else:

@@ -113,7 +113,7 @@ def check(asked: Question, value: Any) -> Any:
                 jsonschema.validate(candidate, asked.schema)
                 return candidate
             except jsonschema.ValidationError as exc:
-                problem = problem or exc.message
+                problem = exc.message  # the parsed JSON's problem says more
             except jsonschema.SchemaError as exc:
                 raise UsageError(f"question {asked.id} has an invalid schema: {exc}") from exc
         raise _wrong(asked, value, problem)
@@ -133,7 +133,7 @@ def _json(text: str) -> Any:
 
 
 def _wrong(asked: Question, value: Any, problem: str = "") -> UsageError:
-    why = f" ({_preview(problem)})" if problem else ""
+    why = f" ({problem[:_PREVIEW]})" if problem else ""
     return UsageError(
         f"{_preview(value)} is not an answer to question {asked.id} "
         f"({_preview(asked.text)!s}): it expects {asked.expects()}{why}"

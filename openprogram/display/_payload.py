@@ -18,6 +18,7 @@ from openprogram.dag import ContextDAG, Node
 from openprogram.display._hiding import CallHiding
 from openprogram.display._images import thumbnail_url
 from openprogram.image import ImageRef
+from openprogram.questions import is_ask, pending, question
 from openprogram.render import recorded_report
 
 __all__ = [
@@ -40,7 +41,14 @@ _MIN_CAP = 80
 _IMAGE_MARK = "<image sha256:"  # how str(ImageRef) starts, so every image's text holds it
 _MAX_CHARS = 20_000
 _KIND = {"code": "c", "llm": "l", "user": "u"}
-_STATUS = {"running": "r", "completed": "c", "error": "e", "cancelled": "x", "stopped": "s"}
+_STATUS = {
+    "running": "r",
+    "completed": "c",
+    "error": "e",
+    "cancelled": "x",
+    "stopped": "s",
+    "waiting": "w",
+}
 _EXPOSE = {"io": "i", "llm": "l", "full": "f", "hidden": "h"}
 
 
@@ -148,7 +156,7 @@ def summary(dag: ContextDAG, nodes: list[Node] | None = None) -> dict[str, Any]:
     """Totals of a DAG (or of `nodes`): counts, duration, tokens, cost."""
     nodes = dag.nodes if nodes is None else nodes
     kinds = {"code": 0, "llm": 0, "user": 0}
-    statuses = {"running": 0, "completed": 0, "error": 0, "cancelled": 0, "stopped": 0}
+    statuses = dict.fromkeys(_STATUS, 0)
     tokens_in = tokens_out = unpriced = 0
     cost = 0.0
     start = end = None
@@ -280,6 +288,10 @@ def build_payload(
         "v": 1,
         "title": title,
         "facts": [[str(k), _fact(v)] for k, v in (facts or {}).items()],
+        "questions": [
+            [q.id, _cut(q.text, 2_000), _cut(q.expects(), 2_000), index.get(q.node_id, -1)]
+            for q in pending(dag)
+        ],
         "summary": summary(dag, _subtree(dag, focus) if focus is not None else nodes),
         "names": list(names),
         "nodes": rows,
@@ -376,6 +388,9 @@ def _extra(dag: ContextDAG, node: Node, index: dict[str, int]) -> dict[str, Any]
             [str(e.get("kind")), str(e.get("reason")), index.get(e.get("node_id") or "", -1)]
             for e in recorded_report(dag, node)
         ]
+    if is_ask(node):
+        asked = question(node)
+        extra["ask"] = [_cut(asked.text, 2_000), _cut(asked.expects(), 2_000)]
     if meta.get("attempts"):
         extra["att"] = [str(a) for a in meta["attempts"]]
     return extra

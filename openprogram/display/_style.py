@@ -9,7 +9,7 @@ from __future__ import annotations
 __all__ = ["STYLE"]
 
 STYLE = """<style>
-.opv{--ok:#1a7f37;--err:#cf222e;--run:#9a6700;--stop:#bc4c00;--off:#6e7781;--line:#d0d7de;--soft:#f6f8fa;
+.opv{--ok:#1a7f37;--err:#cf222e;--run:#9a6700;--stop:#bc4c00;--wait:#0969da;--off:#6e7781;--line:#d0d7de;--soft:#f6f8fa;
 --ink:#1f2328;--mute:#59636e;--accent:#0969da;color:var(--ink);background:#fff;
 font:13px/1.45 -apple-system,BlinkMacSystemFont,"Segoe UI",Helvetica,Arial,sans-serif;
 border:1px solid var(--line);border-radius:8px;padding:10px 12px;margin:4px 0;max-width:100%;
@@ -40,6 +40,10 @@ align-self:center;background:var(--off)}
 .opv-s-c .opv-dot{background:var(--ok)}.opv-s-e .opv-dot{background:var(--err)}
 .opv-s-r .opv-dot{background:var(--run)}.opv-s-x .opv-dot{background:var(--off)}
 .opv-s-s .opv-dot{background:var(--stop)}.opv-s-s>.opv-name{color:var(--stop)}
+.opv-s-w .opv-dot{background:var(--wait)}.opv-s-w>.opv-name{color:var(--wait)}
+.opv-wait{color:var(--wait)}
+.opv-questions{border-left:3px solid var(--wait);padding:2px 8px;margin:4px 0 8px}
+.opv-questions ul{margin:2px 0;padding-left:18px}.opv-q{font-weight:600}
 .opv-s-e>.opv-name{color:var(--err)}
 .opv-name{font-weight:600}.opv-k{color:var(--mute);font-weight:400}
 .opv-tag{font-size:11px;padding:0 5px;border-radius:8px;border:1px solid var(--line);

@@ -52,6 +52,7 @@ _COLOURS = {
     "running": "#9a6700",
     "cancelled": "#6e7781",
     "stopped": "#bc4c00",
+    "waiting": "#0969da",
 }
 _LABEL_CHARS = 60
 

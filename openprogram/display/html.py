@@ -104,6 +104,8 @@ def _header(payload: dict[str, Any]) -> str:
         stats.append(f'<span class="opv-stop"><b>{statuses["stopped"]}</b> stopped</span>')
     if statuses.get("running"):
         stats.append(f'<span class="opv-warn"><b>{statuses["running"]}</b> running</span>')
+    if statuses.get("waiting"):
+        stats.append(f'<span class="opv-wait"><b>{statuses["waiting"]}</b> waiting</span>')
     title = payload.get("title") or "context DAG"
     head = f'<div class="opv-head"><span class="opv-title">{_e(title)}</span>' + "".join(
         f'<span class="opv-stat">{s}</span>' for s in stats
@@ -114,7 +116,22 @@ def _header(payload: dict[str, Any]) -> str:
             f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in payload["facts"]
         )
         head += "</dl>"
-    return head
+    return head + _questions(payload.get("questions") or [])
+
+
+def _questions(questions: list[list[Any]]) -> str:
+    """The questions the run waits on, and how to answer them."""
+    if not questions:
+        return ""
+    items = "".join(
+        f'<li><span class="opv-q">{_e(text)}</span> <span class="opv-meta">answer: '
+        f"{_e(expects)} · <code>session.answer({_e(repr(qid))}, value)</code></span></li>"
+        for qid, text, expects, _ in questions
+    )
+    return (
+        f'<div class="opv-questions"><b>Waiting for an answer</b> ({len(questions)})'
+        f"<ul>{items}</ul></div>"
+    )
 
 
 def _static_tree(dag: ContextDAG, focus: str | None) -> str:
@@ -138,7 +155,14 @@ def _static_tree(dag: ContextDAG, focus: str | None) -> str:
 
 
 def _status_code(status: str) -> str:
-    codes = {"completed": "c", "error": "e", "running": "r", "cancelled": "x", "stopped": "s"}
+    codes = {
+        "completed": "c",
+        "error": "e",
+        "running": "r",
+        "cancelled": "x",
+        "stopped": "s",
+        "waiting": "w",
+    }
     return codes.get(status, "r")
 
 

@@ -12,7 +12,7 @@ if (!root || root.dataset.ready) return;
 root.dataset.ready = "1";
 const D = JSON.parse(document.getElementById(id + "-data").textContent);
 const KIND = {c: "code", l: "llm", u: "user"};
-const ST = {c: "completed", e: "error", r: "running", x: "cancelled", s: "stopped"};
+const ST = {c: "completed", e: "error", r: "running", x: "cancelled", s: "stopped", w: "waiting"};
 const EX = {i: "io", l: "llm", f: "full", h: "hidden"};
 const CHUNK = 200, MAXROWS = 3000;
 const EXPLAIN = {
@@ -91,7 +91,8 @@ function preview(n) {
   let s;
   if (n.kind === "c") {
     s = n.inp + (n.st === "c" ? " → " + n.out
-      : n.st === "e" ? " ✗ " + (n.x.err || "") : n.st === "s" ? " ■ " + (n.x.stop || "") : "");
+      : n.st === "e" ? " ✗ " + (n.x.err || "") : n.st === "s" ? " ■ " + (n.x.stop || "")
+      : n.st === "w" ? " ⏸ waiting" + (n.x.ask ? ": " + n.x.ask[0] : "") : "");
   } else {
     s = n.kind === "l" ? n.out || n.x.err || "" : n.inp;
   }
@@ -294,7 +295,11 @@ function detail(n) {
   if (n.x.model) h += ` · model ${esc(n.x.model)}`;
   if (n.x.tc) h += ` · tool call <code>${esc(n.x.tc)}</code>`;
   h += `</div>`;
-  if (n.x.stop) h += `<div class="opv-warn">stopped: ${esc(n.x.stop)}</div>`;
+  if (n.x.stop && n.st !== "w") h += `<div class="opv-warn">stopped: ${esc(n.x.stop)}</div>`;
+  if (n.x.ask) {
+    h += `<div class="opv-wait">${n.st === "w" ? "waiting for an answer" : "asked"}: `
+      + `${esc(n.x.ask[0])} (answer: ${esc(n.x.ask[1])})</div>`;
+  }
   if (n.kind === "l") return h + llmDetail(n);
   if (n.kind === "u") {
     h += `<div class="opv-label">text</div>` + pre(n.inp);

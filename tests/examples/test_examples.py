@@ -101,3 +101,21 @@ def test_mcp_example_uses_the_filesystem_server_and_serves_a_function():
     assert "files_write_file completed meta.mcp={'server': 'files', 'tool': 'write_file'}" in out
     assert "served: ours_word_count - Count the words and lines of a text." in out
     assert "called: {'words': 4, 'lines': 2}" in out
+
+
+def test_booking_asks_on_the_terminal_with_ask_and_books_after_a_yes(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / "booking.py"), "--store", "trips.db", "--ask"],
+        cwd=tmp_path,
+        input="maybe\n1\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    out = result.stdout
+    assert "Allow book_hotel(name='Harbour Inn', nights=2)?\n  1. yes\n  2. no\n" in out
+    assert "'maybe' is not an answer" in out  # explained, then asked again
+    assert out.rstrip().endswith("Booked 2 nights at Harbour Inn, confirmation CONF-1042.")
+    log = (tmp_path / "trips.db.log").read_text().splitlines()
+    assert log == ["searched Lisbon", "booked Harbour Inn for 2 nights"]
