@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.openai_server import OpenAIServer
+from openprogram.testing import OpenAIServer
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "booking.py"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 
 import pytest
@@ -17,6 +18,7 @@ from openprogram import (
     Session,
     UsageError,
     agentic_function,
+    allm,
     ask_user,
     llm,
     needs_approval,
@@ -293,3 +295,39 @@ def test_approval_suspends_and_the_resumed_run_books_once_without_asking_the_mod
     assert booked == ["Ritz"]
     assert [n.status for n in resumed.dag.nodes] == ["completed"] * len(resumed.dag)
     assert len(resumed.dag.find(kind="llm")) == 2
+
+
+@agentic_function
+async def async_book(hotel: str) -> str:
+    """Book a hotel room (async)."""
+    booked.append(hotel)
+    return f"booked {hotel}"
+
+
+@agentic_function
+async def async_assistant(request: str) -> str:
+    return await allm(request, tools=[needs_approval(async_book), needs_approval(book)])
+
+
+def test_under_allm_parallel_approvals_suspend_and_resume_each_call_once(tmp_path):
+    booked.clear()
+    store = tmp_path / "s.db"
+    calls = {
+        "tool_calls": [
+            {"name": "async_book", "arguments": {"hotel": "Ritz"}},
+            {"name": "book", "arguments": {"hotel": "Savoy"}},
+        ]
+    }
+    with pytest.raises(RunWaiting), Session(store) as session, Runtime(ScriptedModel([calls])):
+        asyncio.run(async_assistant("Book both"))
+    assert booked == []
+    waiting = session.pending()
+    assert sorted(q.text for q in waiting) == [
+        "Allow async_book(hotel='Ritz')?",
+        "Allow book(hotel='Savoy')?",
+    ]
+    for question in waiting:
+        session.answer(question.id, "yes")
+    with Session.open(store, session.id, resume=True), Runtime(ScriptedModel(["Both booked."])):
+        assert asyncio.run(async_assistant("Book both")) == "Both booked."
+    assert sorted(booked) == ["Ritz", "Savoy"]
