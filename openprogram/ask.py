@@ -98,6 +98,11 @@ def _asked(question: str, choices: list[Any] | None, schema: dict[str, Any] | No
         asked = question_of(frame)
     else:  # not recorded (the store failed): asked all the same, and never suspended
         asked = Question(id="", text=question, choices=choices, schema=schema)
+    replayed = getattr(getattr(_context.live_runtime(), "model", None), "recorded_answer", None)
+    if frame is not None and callable(replayed):  # a ReplayModel answers as recorded
+        found, answer = replayed(session.dag, frame)
+        if found:
+            return answer
     asker = _asker()
     answer = None if asker is None else asker(asked)
     if answer is not None:

@@ -116,6 +116,18 @@ class ReplayModel:
                 return answer
         return None
 
+    def recorded_answer(self, dag: ContextDAG, node: Node) -> tuple[bool, Any]:
+        """(True, the answer) the recording holds for the ask_user call `node` of this
+        replay, else (False, None): a replay answers its questions as they were."""
+        with self._lock:
+            run = self._runs.get(dag)
+            if run is None:
+                run = self._runs[dag] = _Run(dag, self._dag, self._on_branch, self.patience)
+        recorded = run.counterpart(node)
+        if recorded is None or recorded.status != "completed" or recorded.name != node.name:
+            return False, None
+        return True, recorded.output
+
     # -- matching ------------------------------------------------------------------------
     def _match(self, request: ModelRequest) -> tuple[_Run, Node, Node]:
         dag = request.rendered.dag

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from openprogram import (
     ConsoleAsk,
     Question,
+    ReplayModel,
     RunStopped,
     Runtime,
     RunWaiting,
@@ -331,3 +332,28 @@ def test_under_allm_parallel_approvals_suspend_and_resume_each_call_once(tmp_pat
     with Session.open(store, session.id, resume=True), Runtime(ScriptedModel(["Both booked."])):
         assert asyncio.run(async_assistant("Book both")) == "Both booked."
     assert sorted(booked) == ["Ritz", "Savoy"]
+
+
+def test_a_streamed_tool_loop_suspends_at_an_approval_and_resumes(tmp_path):
+    booked.clear()
+    store = tmp_path / "s.db"
+
+    @agentic_function
+    def streaming_assistant(request: str) -> str:
+        return "".join(llm(request, tools=[needs_approval(book)], stream=True))
+
+    with pytest.raises(RunWaiting), Session(store) as session, Runtime(_script()):
+        streaming_assistant("Book the Ritz")
+    (question,) = session.pending()
+    session.answer(question.id, "yes")
+    with Session.open(store, session.id, resume=True), Runtime(ScriptedModel(["Done."])):
+        assert streaming_assistant("Book the Ritz") == "Done."
+    assert booked == ["Ritz"]
+
+
+def test_a_replay_answers_its_questions_as_recorded():
+    with Session() as recorded, Runtime(ScriptedModel([]), ask=lambda q: "no"):
+        assert plan("Oslo")["booked"] is False
+    with Session() as replay, Runtime(ReplayModel(recorded)):  # no asker: it never waits
+        assert plan("Oslo")["booked"] is False
+    assert replay.dag.find(name="ask_user")[0].output == "no"
