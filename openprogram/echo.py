@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import unquote
 
 __all__ = ["LIMIT", "cut", "echo", "mask_url"]
 
@@ -49,10 +50,15 @@ def echo(value: Any, limit: int = LIMIT) -> str:
     return cut(mask_url(text), limit)
 
 
-def mask_url(text: str) -> str:
+def mask_url(text: str, url: str | None = None) -> str:
     """`text` with the credentials of every URL in it masked:
     "postgresql://bob:S3cret@host/db?sslpassword=x" -> "postgresql://bob:***@host/db?sslpassword=***".
-    Over-masks rather than leaks: a password holding '@' or '/' is masked whole."""
+    Over-masks rather than leaks: a password holding '@' or '/' is masked whole. With
+    `url`, its credentials are also masked wherever they appear alone in `text` (a driver
+    error quoting the password it could not parse)."""
+    if url and isinstance(text, str):
+        for secret in sorted(_credentials(url), key=len, reverse=True):
+            text = text.replace(secret, MASK)
     if not isinstance(text, str) or ("://" not in text and "=" not in text):
         return text
     parts: list[str] = []
@@ -72,6 +78,21 @@ def mask_url(text: str) -> str:
         start = text.find("://", end)
     masked = "".join([*parts, text[done:]]) if parts else text
     return _ASSIGNMENT.sub(_mask_assignment, masked) if "=" in masked else masked
+
+
+def _credentials(url: str) -> set[str]:
+    """The secret values of `url` that mask_url hides, as written and percent-decoded."""
+    found: set[str] = set()
+    _, scheme, rest = url.partition("://")
+    run = rest.split(None, 1)[0] if scheme and rest.strip() else ""
+    colon, at = run.find(":"), run.rfind("@")
+    if 0 <= colon < at:
+        found.add(run[colon + 1 : at])
+    for match in _ASSIGNMENT.finditer(url):
+        if _SECRET_KEY.search(match.group(1)):
+            found.add(match.group(2))
+    found |= {unquote(value) for value in found}
+    return {value for value in found if len(value) >= 3}
 
 
 def _mask_assignment(match: re.Match[str]) -> str:

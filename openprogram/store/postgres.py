@@ -127,8 +127,9 @@ class PostgresStore(SQLStore):
         except self._psycopg.Error as exc:
             if isinstance(exc, self._psycopg.OperationalError):
                 self.close()  # the next call reconnects
-            why = mask_url(str(exc))  # libpq may quote the connection string
-            raise StoreError(f"PostgreSQL store {self.url} could not {action}: {why}") from exc
+            why = mask_url(str(exc), self._conninfo)  # libpq may quote the password
+            cause = exc if why == str(exc) else None  # a cause quoting the password is cut
+            raise StoreError(f"PostgreSQL store {self.url} could not {action}: {why}") from cause
 
     # -- writes --------------------------------------------------------------------------
     def _add_session(self, connection: Any, values: tuple[str, float, str]) -> int | None:

@@ -61,3 +61,10 @@ def test_urls_inside_a_message_and_inside_an_echo_are_masked():
 def test_a_password_cut_in_half_by_the_bound_is_still_masked():
     url = "postgresql://bob:" + "S3cret" * 100 + "@db/x"
     assert "S3cret" not in echo(url)
+
+
+def test_a_urls_own_credentials_are_masked_wherever_a_driver_quotes_them():
+    url = "postgresql://bob:S3cret%25zz@h/db?sslpassword=Other0ne"
+    quoted = 'invalid percent-encoded token: "S3cret%25zz"; also S3cret%zz and Other0ne'
+    assert mask_url(quoted, url) == 'invalid percent-encoded token: "***"; also *** and ***'
+    assert mask_url("no secret here", url) == "no secret here"

@@ -8,7 +8,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from gui_harness.batch import run_batch
 from openprogram.cli import cli
+from openprogram.errors import ConfigError
 
 HUGE = 20 * 1024 * 1024  # a 100 MB line takes the same path: only its length is read
 PASSWORD = "S3cretPassw0rd!"
@@ -66,3 +68,18 @@ def test_the_batch_never_prints_a_store_password(tmp_path, store):
     assert "store" in result.output and "***" in result.output
     assert PASSWORD not in result.output
     assert "S3cret" not in result.output
+
+
+def test_a_password_the_driver_quotes_back_is_masked_and_its_cause_cut(tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"id": "t", "benchmark": "miniwob/click-button"}) + "\n")
+    result = _batch(tmp_path, str(tasks), "--store", "postgresql://bob:S3cret%zz@127.0.0.1:1/db")
+    assert result.exit_code == 1 and "invalid percent-encoded token" in result.output
+    assert "S3cret" not in result.output
+    with pytest.raises(ConfigError) as caught:
+        run_batch(tasks, store="postgresql://bob:S3cret%zz@127.0.0.1:1/db", model="oracle",
+                  out=tmp_path / "o")  # fmt: skip
+    error: BaseException | None = caught.value
+    while error is not None:  # what a traceback would print
+        assert "S3cret" not in str(error)
+        error = error.__cause__ or (None if error.__suppress_context__ else error.__context__)
