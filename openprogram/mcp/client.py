@@ -360,6 +360,9 @@ class MCPServer:
         timeout, a protocol error or a broken connection (restarted on next use)."""
         try:
             await self._connect(first=not self._started)
+            if _closed(self._session):  # it died while idle: restart before sending
+                await self._drop(self._session)
+                await self._connect()
         except ConfigError as exc:
             raise MCPServerError(f"MCP server {self.name!r} is not available: {exc}") from exc
         session = self._session
@@ -432,6 +435,13 @@ class MCPServer:
 async def _with_client(client: Any, transport: Any) -> Any:
     async with client, transport as streams:
         yield streams
+
+
+def _closed(session: Any) -> bool:
+    """Whether the connection under `session` has ended (the server exited). The SDK
+    says so only when a request fails; its dispatcher's flag tells it before sending."""
+    dispatcher = getattr(session, "_dispatcher", None)
+    return bool(getattr(dispatcher, "_closed", False))
 
 
 def _errlog() -> Any:

@@ -35,6 +35,11 @@ TOOLS = [
         },
     },
     {
+        "name": "quit",
+        "description": "Answer, then exit.",
+        "inputSchema": {"type": "object", "properties": {}},
+    },
+    {
         "name": "die",
         "description": "Exit while the call is in flight.",
         "inputSchema": {"type": "object", "properties": {}},
@@ -121,6 +126,9 @@ def call(id_: object, name: str, arguments: dict) -> None:
         text(id_, f"echo: {arguments.get('message')}")
     elif name == "big":
         text(id_, "x" * int(arguments["size"]))
+    elif name == "quit":
+        text(id_, "bye")
+        os._exit(0)
     elif name == "die":
         os._exit(3)
     elif name == "sleep":

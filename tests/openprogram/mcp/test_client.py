@@ -8,6 +8,7 @@ import asyncio
 import logging
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -24,6 +25,7 @@ from openprogram import (
 from openprogram.errors import MCPServerError, UsageError
 from openprogram.image import Image
 from openprogram.mcp import MCPServer, MCPTool
+from openprogram.mcp.client import _closed
 from openprogram.render import seen_by
 from tests.support.mcp_servers import fault_server, npm_server
 
@@ -191,6 +193,17 @@ def test_a_server_killed_mid_call_is_a_tool_error_and_restarted_on_next_use(faul
     assert "closed the connection during die" in died.error
     assert echoed.status == "completed" and echoed.output == "echo: again"
     assert faults.restarts == 1
+
+
+def test_a_server_that_exited_while_idle_is_restarted_before_the_next_call():
+    with MCPServer.stdio(fault_server(), name="faults") as server, Session() as session:
+        assert server.tool("quit")() == "bye"  # answers, then the process exits
+        deadline = time.monotonic() + 10
+        while not _closed(server._session) and time.monotonic() < deadline:
+            time.sleep(0.01)  # the SDK offers no event for a connection that ended
+        assert server.tool("echo")(message="fresh") == "echo: fresh"
+    assert server.restarts == 1
+    assert [n.status for n in session.dag.find(kind="code")] == ["completed", "completed"]
 
 
 def test_restarts_are_bounded():
