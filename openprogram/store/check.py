@@ -58,15 +58,24 @@ class StoreReport:
     pending: list[str] = field(default_factory=list)
     """Journals of SQLite writers that died, not yet folded in (not damage): "N records
     of session 'x' in path"."""
+    refused: list[str] = field(default_factory=list)
+    """The journals' folder or files that are never folded in, and why: not the store's
+    own (another user's, writable by others, a symbolic link, not a regular file) or
+    damaged (over a size limit, a record that is not a node row)."""
+
+    @property
+    def damaged(self) -> bool:
+        return bool(self.problems) or not all(s.ok for s in self.sessions)
 
     @property
     def ok(self) -> bool:
-        return not self.problems and all(s.ok for s in self.sessions)
+        return not self.damaged and not self.refused
 
     def lines(self) -> list[str]:
         """The report as text lines, ending with what to do when something is damaged."""
         nodes = sum(s.nodes for s in self.sessions)
-        head = f"store {self.url}: {'ok' if self.ok else 'DAMAGED'}"
+        state = "DAMAGED" if self.damaged else "JOURNALS REFUSED" if self.refused else "ok"
+        head = f"store {self.url}: {state}"
         out = [f"{head} — {len(self.sessions)} session(s), {nodes:,} nodes readable"]
         if self.problems:
             out.append(f"  the file: {len(self.problems)} problem(s)")
@@ -94,7 +103,18 @@ class StoreReport:
                 "store is next opened for writing (a Session, `sessions show`):"
             )
             out += [f"    {p}" for p in self.pending[:_SHOWN]]
-        if not self.ok:
+        if self.refused:
+            out.append(f"  {len(self.refused)} journal file(s) or folder refused:")
+            out += [f"    {r}" for r in self.refused[:_SHOWN]]
+            if len(self.refused) > _SHOWN:
+                out.append(f"    … {len(self.refused) - _SHOWN} more")
+            out.append(
+                "What to do about the refused journals: nothing in them is folded in. If "
+                "they are this store's (copied as another user, say), give them the store's "
+                "owner and mode 0600 (the folder 0700) and open the store again; if not, "
+                "someone else wrote them: remove them."
+            )
+        if self.damaged:
             out.append(
                 "What to do: restore the store from a backup. Until then, sessions marked ok "
                 "above can be read with SQLiteStore(path, read_only=True, check=False); do not "
@@ -116,7 +136,7 @@ def check_store(spec: Any, session: str | None = None) -> StoreReport:
         report = StoreReport(store.url)
         if isinstance(store, SQLiteStore):
             report.problems += _integrity(store)
-            report.pending += _pending(store)
+            report.pending += _pending(store, report)
         infos = _sessions(store, report)
         if session is not None:
             infos = [info for info in infos if info.id == session]
@@ -131,10 +151,11 @@ def check_store(spec: Any, session: str | None = None) -> StoreReport:
             store.close()
 
 
-def _pending(store: SQLiteStore) -> list[str]:
-    """The journals nobody holds beside the file, left as they are."""
+def _pending(store: SQLiteStore, report: StoreReport) -> list[str]:
+    """The journals nobody holds beside the file, left as they are (those refused are
+    added to the report)."""
     found = []
-    for journal in pending(pending_dir(store.path)):
+    for journal in pending(pending_dir(store.path), refused=report.refused):
         torn = ", the last one cut short" * journal.torn
         found.append(
             f"{len(journal.rows)} records of session {journal.session!r}{torn} in {journal.path}"

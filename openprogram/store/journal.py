@@ -10,17 +10,21 @@ Each writer (session and lease owner) has its own file in `<store>-pending/`, lo
 with `flock` for as long as its process lives. Whoever opens the store next finds the
 files nobody holds — their writers died — and folds them into the store with
 `replay()` (sqlite.py calls it), fenced by the dead writer's lease: rows of a session
-another writer has taken over since are refused, and logged. Start at Journal.open().
+another writer has taken over since are refused, and logged. The folder and its files
+are trusted only when they are ours (_checked_folder, _claim): anything else is named
+in a warning and left alone. Start at Journal.open().
 """
 
 from __future__ import annotations
 
 import atexit
+import errno
 import json
 import logging
 import marshal
 import os
 import secrets
+import stat
 import struct
 import weakref
 import zlib
@@ -36,7 +40,9 @@ try:
 except ImportError:  # pragma: no cover - Windows: no flock, so no journal (see available)
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["Journal", "Pending", "available", "pending", "pending_dir", "replay"]
+__all__ = [
+    "Journal", "JournalRefused", "Pending", "available", "pending", "pending_dir", "replay",
+]  # fmt: skip
 
 log = logging.getLogger("openprogram.store")
 
@@ -50,6 +56,21 @@ _FIELDS: tuple[type | tuple[type, ...], ...] = (
     (int, _NONE), _OPTIONAL_TEXT, _OPTIONAL_TEXT, _OPTIONAL_TEXT,
 )  # fmt: skip
 """The types of a NodeRow's fields, checked on every record read back."""
+FRAME_LIMIT = 8 << 20
+"""The largest record a journal holds (bytes); a bigger one is committed at once."""
+FILE_LIMIT = 64 << 20
+"""The most a journal holds (bytes); a record that would pass it is committed at once.
+A reader refuses a journal, or a record, over these as damaged, without reading it."""
+_HEADER_LIMIT = 64 << 10
+_FOLDER_FLAGS = os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_DIRECTORY", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+"""Opening a journal never follows a symbolic link nor waits (on a FIFO, say)."""
+
+
+class JournalRefused(OSError):
+    """The journals' folder, or a file in it, is not this store's own (another user's,
+    writable by others, a symbolic link, not a regular file, or over its size limit):
+    nothing is written into it or read from it. The message names it and says why."""
 
 
 def available() -> bool:
@@ -63,67 +84,128 @@ def pending_dir(store_path: Path) -> Path:
     return store_path.with_name(store_path.name + "-pending")
 
 
+def _owners(directory: Path) -> set[int]:
+    """Who may own the journals in `directory`: this process's user, and the owner of
+    the store file it belongs to."""
+    owners = {os.geteuid()}
+    with suppress(OSError):
+        owners.add(os.stat(directory.with_name(directory.name[: -len("-pending")])).st_uid)
+    return owners
+
+
+def _foreign(found: os.stat_result, owners: set[int]) -> str | None:
+    """Why a folder or file with this stat is not ours, or None when it is."""
+    if found.st_uid not in owners:
+        mine = " or ".join(str(uid) for uid in sorted(owners))
+        return (
+            f"it belongs to uid {found.st_uid}, not to the store's owner or this process ({mine})"
+        )
+    if found.st_mode & 0o022:
+        return f"others than its owner may write it (mode {stat.filemode(found.st_mode)})"
+    return None
+
+
+def _checked_folder(directory: Path, *, create: bool) -> int:
+    """A descriptor of the journals' folder, which is ours: created 0700 when `create`
+    and missing. Raises JournalRefused when it is not ours, OSError when it cannot be
+    opened (FileNotFoundError: there is none)."""
+    if create:
+        with suppress(FileExistsError):
+            os.mkdir(directory, 0o700)
+    try:
+        fd = os.open(directory, _FOLDER_FLAGS | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise JournalRefused(
+                f"the journals' folder {str(directory)!r} is not used: it is a symbolic "
+                "link or not a folder"
+            ) from None
+        raise
+    why = _foreign(os.fstat(fd), _owners(directory))
+    if why is not None:
+        os.close(fd)
+        raise JournalRefused(f"the journals' folder {str(directory)!r} is not used: {why}")
+    return fd
+
+
 class Journal:
     """The open journal of one writer: append() before a record waits, clear() after
     its batch is committed, close() when the writer is done."""
 
-    def __init__(self, path: Path, fd: int, header_size: int) -> None:
+    def __init__(self, path: Path, fd: int, folder: int, header_size: int) -> None:
         self.path = path
         self._fd = fd
+        self._folder = folder  # the checked folder's descriptor: the file is removed there
         self._header_size = header_size
+        self._size = 0  # bytes of records since the last clear()
         self._empty = True
 
     @classmethod
     def open(cls, directory: Path, session: str, owner: str) -> Journal:
-        """A new journal for `owner`'s records of `session` in `directory` (created when
-        missing), locked until close() or the process's end. Raises OSError."""
-        path = directory / f"{os.getpid()}-{secrets.token_hex(6)}.log"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC
+        """A new journal for `owner`'s records of `session` in `directory` (created 0700
+        when missing), locked until close() or the process's end. Raises JournalRefused
+        when the folder is not ours (see _checked_folder), OSError when it cannot be."""
+        name = f"{os.getpid()}-{secrets.token_hex(6)}.log"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC | _NOFOLLOW
         for attempt in range(3):
-            directory.mkdir(mode=0o700, exist_ok=True)
+            folder = _checked_folder(directory, create=True)
             try:
-                fd = os.open(path, flags, 0o600)
+                fd = os.open(name, flags, 0o600, dir_fd=folder)
                 break
             except FileNotFoundError:  # the last journal's owner removed the folder
+                os.close(folder)
                 if attempt == 2:
                     raise
+            except BaseException:
+                os.close(folder)
+                raise
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             header = json.dumps({"journal": _VERSION, "session": session, "owner": owner})
             os.write(fd, header.encode() + b"\n")
         except BaseException:
             os.close(fd)
-            path.unlink(missing_ok=True)
+            with suppress(OSError):
+                os.unlink(name, dir_fd=folder)
+            os.close(folder)
             raise
-        journal = cls(path, fd, len(header.encode()) + 1)
+        journal = cls(directory / name, fd, folder, len(header.encode()) + 1)
         _open.add(journal)
         return journal
 
-    def append(self, row: NodeRow, *, with_input: bool = True) -> None:
+    def append(self, row: NodeRow, *, with_input: bool = True) -> bool:
         """Add one record (one write: a reader never sees half of it, a kill never
         loses a written one); without `with_input`, its input is left out (an earlier
-        record of the node holds it, in this journal or in the store). Raises OSError."""
+        record of the node holds it, in this journal or in the store). False when it
+        is not added: it would pass FRAME_LIMIT or FILE_LIMIT (commit it now). Raises
+        OSError."""
         values = row[:] if with_input else (*row[:9], None, *row[10:])
         data = marshal.dumps(values, _MARSHAL)
+        if len(data) > FRAME_LIMIT or self._size + len(data) > FILE_LIMIT:
+            return False
         record = _FRAME.pack(len(data), zlib.crc32(data)) + data
         self._empty = False
         if os.write(self._fd, record) != len(record):  # a full disk: the reader drops it
             raise OSError(f"could not write a whole record to {self.path} (disk full?)")
+        self._size += len(record)
+        return True
 
     def clear(self) -> None:
         """Forget the records: their batch is committed. Raises OSError."""
         if not self._empty:
             os.ftruncate(self._fd, self._header_size)
             self._empty = True
+            self._size = 0
 
     def close(self) -> None:
         """Remove the file (its records are committed) and let its lock go."""
         if self._fd < 0:
             return
         with suppress(OSError):
-            self.path.unlink()
+            os.unlink(self.path.name, dir_fd=self._folder)
         os.close(self._fd)
-        self._fd = -1
+        os.close(self._folder)
+        self._fd = self._folder = -1
         _remove_if_empty(self.path.parent)
 
 
@@ -137,7 +219,8 @@ def _forget_in_child() -> None:
         if journal._fd >= 0:
             with suppress(OSError):
                 os.close(journal._fd)
-            journal._fd = -1
+                os.close(journal._folder)
+            journal._fd = journal._folder = -1
     _open.clear()
 
 
@@ -175,7 +258,11 @@ class Pending:
     def done(self) -> None:
         """Its rows are in the store (or refused): remove it."""
         with suppress(OSError):
-            self.path.unlink()
+            folder = _checked_folder(self.path.parent, create=False)
+            try:
+                os.unlink(self.path.name, dir_fd=folder)
+            finally:
+                os.close(folder)
         self.skip()
         _remove_if_empty(self.path.parent)
 
@@ -186,52 +273,121 @@ class Pending:
             self._fd = -1
 
 
-def pending(directory: Path, session: str | None = None) -> Iterator[Pending]:
+def pending(
+    directory: Path, session: str | None = None, refused: list[str] | None = None
+) -> Iterator[Pending]:
     """The journals in `directory` whose writers have died (of `session` only, when
     given), each locked while the caller handles it; the caller calls done() or skip().
-    Unreadable or foreign files are left alone."""
+    Unreadable files are left alone; a folder or file that is not ours (see
+    JournalRefused), or is damaged, is left alone and why is added to `refused`."""
     if fcntl is None:
         return
     try:
-        names = sorted(os.listdir(directory))
+        folder = _checked_folder(directory, create=False)
+    except JournalRefused as exc:
+        _refuse(refused, str(exc))
+        return
     except OSError:
         return
-    for name in names:
-        if not name.endswith(".log"):
-            continue
-        found = _claim(directory / name, session)
-        if found is not None:
-            yield found
-
-
-def _claim(path: Path, session: str | None) -> Pending | None:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:  # removed meanwhile, or not ours to read
+        names = sorted(os.listdir(folder))
+        owners = _owners(directory)
+        for name in names:
+            if not name.endswith(".log"):
+                continue
+            found = _claim(folder, directory / name, session, owners, refused)
+            if found is not None:
+                yield found
+    finally:
+        os.close(folder)
+
+
+_warned: set[str] = set()
+
+
+def _refuse(refused: list[str] | None, why: str) -> None:
+    """Note a refused folder or file: in `refused` when given, else logged (once per
+    process and reason, so a planted file does not flood the log)."""
+    if refused is not None:
+        refused.append(why)
+    elif why not in _warned:
+        _warned.add(why)
+        log.warning("openprogram: %s; nothing in it is folded into the store", why)
+
+
+def _claim(
+    folder: int, path: Path, session: str | None, owners: set[int], refused: list[str] | None
+) -> Pending | None:
+    try:
+        fd = os.open(path.name, os.O_RDONLY | os.O_CLOEXEC | _NOFOLLOW, dir_fd=folder)
+    except OSError as exc:  # removed meanwhile, or not ours to read
+        if exc.errno == errno.ELOOP:
+            _refuse(refused, f"the journal {str(path)!r} is not read: it is a symbolic link")
         return None
     try:
+        found = os.fstat(fd)
+        why = _foreign(found, owners)
+        if not stat.S_ISREG(found.st_mode):
+            why = "it is not a regular file"
+        elif why is None and found.st_size > _HEADER_LIMIT + FILE_LIMIT:
+            why = f"it holds {found.st_size:,} bytes, more than a journal can ({FILE_LIMIT:,})"
+        if why is not None:
+            os.close(fd)
+            _refuse(refused, f"the journal {str(path)!r} is not read: {why}")
+            return None
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         if os.fstat(fd).st_nlink == 0:  # another opener folded it in while we waited
             raise BlockingIOError
-        with open(fd, "rb", closefd=False) as file:
-            data = file.read()
+        data = _read(fd, _HEADER_LIMIT + FILE_LIMIT)
     except OSError:  # its writer is alive (it holds the lock), or it is gone
         os.close(fd)
         return None
+    try:
+        return _parse(path, data, session, fd, refused)
+    except _Damaged as exc:
+        os.close(fd)
+        _refuse(refused, f"the journal {str(path)!r} is damaged and not read: {exc}")
+        return None
+
+
+def _read(fd: int, limit: int) -> bytes:
+    """At most `limit` bytes of `fd`; _Damaged when it holds more (it grew meanwhile)."""
+    chunks, size = [], 0
+    while chunk := os.read(fd, min(1 << 20, limit + 1 - size)):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            raise _Damaged(f"it holds more than {limit:,} bytes")
+    return b"".join(chunks)
+
+
+class _Damaged(ValueError):
+    """A journal that no writer of ours could have written as it is."""
+
+
+def _parse(
+    path: Path, data: bytes, session: str | None, fd: int, refused: list[str] | None
+) -> Pending | None:
+    """The journal in `data` (the caller's locked `fd`, closed here when it is not
+    returned); _Damaged when a record claims more than FRAME_LIMIT or is not a row."""
     header, newline, body = data.partition(b"\n")
     if not newline:  # it died creating the file: no record in it
-        if session is None:
+        if session is None and len(header) <= _HEADER_LIMIT:
             return Pending(path, "", "", [], False, fd)
         os.close(fd)
         return None
     try:
+        if len(header) > _HEADER_LIMIT:
+            raise ValueError(f"a header of {len(header):,} bytes")
         fields = json.loads(header)
         if fields.get("journal") != _VERSION:
             raise ValueError(f"journal version {fields.get('journal')!r}")
-        owner, owner_session = str(fields["owner"]), str(fields["session"])
+        owner, owner_session = fields["owner"], fields["session"]
+        if not isinstance(owner, str) or not isinstance(owner_session, str):
+            raise ValueError("a header without the writer and session")
     except Exception:
         os.close(fd)
-        log.warning("openprogram: %s is not a journal this version reads; left alone", path)
+        _refuse(refused, f"{str(path)!r} is not a journal this version reads")
         return None
     if session is not None and owner_session != session:
         os.close(fd)
@@ -242,25 +398,72 @@ def _claim(path: Path, session: str | None) -> Pending | None:
 
 def _records(body: bytes) -> tuple[list[NodeRow], bool]:
     """The whole records in `body`, and whether it ends in a torn one (the process
-    died writing it: it never returned, so nothing was lost)."""
+    died writing it: it never returned, so nothing was lost). Raises _Damaged."""
     rows: list[NodeRow] = []
     at = 0
     while at < len(body):
         if len(body) - at < _FRAME.size:
             return rows, True
         size, crc = _FRAME.unpack_from(body, at)
-        data = body[at + _FRAME.size : at + _FRAME.size + size]
+        data = body[at + _FRAME.size : at + _FRAME.size + size]  # within the bounded read
         if len(data) < size or zlib.crc32(data) != crc:
             return rows, True
+        if size > FRAME_LIMIT:  # whole, yet bigger than append() ever writes
+            raise _Damaged(
+                f"a record at byte {at:,} claims {size:,} bytes (at most {FRAME_LIMIT:,})"
+            )
+        if not _flat_tuple(data, len(_FIELDS)):
+            raise _Damaged(f"the record at byte {at:,} is not a node row")
         try:
             values = marshal.loads(data)
-        except (EOFError, ValueError, TypeError):
-            return rows, True
+        except (EOFError, ValueError, TypeError) as exc:
+            raise _Damaged(f"the record at byte {at:,} does not decode: {exc}") from None
         if not _is_row(values):
-            return rows, True
+            raise _Damaged(f"the record at byte {at:,} is not a node row")
         rows.append(NodeRow(*values))
         at += _FRAME.size + size
     return rows, False
+
+
+_LENGTH_4 = frozenset(b"uatA")  # marshal: a string with a 4-byte length
+_LENGTH_1 = frozenset(b"zZ")  # a string with a 1-byte length
+_FIXED = {ord("N"): 0, ord("T"): 0, ord("F"): 0, ord("i"): 4, ord("g"): 8, ord("r"): 4}
+
+
+def _flat_tuple(data: bytes, items: int) -> bool:
+    """Whether `data` is the marshal of a tuple of `items` Nones, bools, ints, floats
+    and strings, as append() writes, and nothing else: checked before marshal.loads,
+    which allocates what any container claims (a 14-byte input can claim 2**31 items)."""
+    if len(data) < 2:
+        return False
+    code = data[0] & 0x7F
+    if code == ord(")"):
+        count, at = data[1], 2
+    elif code == ord("(") and len(data) >= 5:
+        count, at = int.from_bytes(data[1:5], "little", signed=True), 5
+    else:
+        return False
+    if count != items:
+        return False
+    for _ in range(items):
+        if at >= len(data):
+            return False
+        code = data[at] & 0x7F
+        at += 1
+        if code in _FIXED:
+            at += _FIXED[code]
+        elif code in _LENGTH_1 and at < len(data):
+            at += 1 + data[at]
+        elif code in _LENGTH_4 and at + 4 <= len(data):
+            size = int.from_bytes(data[at : at + 4], "little", signed=True)
+            if size < 0:
+                return False
+            at += 4 + size
+        elif code == ord("l") and at + 4 <= len(data):  # an int of 15-bit digits
+            at += 4 + 2 * abs(int.from_bytes(data[at : at + 4], "little", signed=True))
+        else:
+            return False
+    return at == len(data)
 
 
 def _is_row(values: object) -> bool:

@@ -282,7 +282,8 @@ class SQLiteStore(SQLStore):
         (None when none is needed: an in-memory or read-only store, or one not holding
         the session's lease): with it a killed process loses none of them. Raises
         OSError when it cannot be kept (no flock: Windows; an unwritable folder); the
-        Recorder then commits each record at once."""
+        Recorder then commits each record at once; JournalRefused, an OSError, when
+        `<store>-pending/` is not this store's own (journal.py)."""
         owner = self._held.get(session)
         if self.memory or self.read_only or owner is None:
             return None
