@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from openprogram._chunks import Chunks
 from openprogram.dag import ContextDAG, Node
 from openprogram.image import ImageRef
-from openprogram.values import replace_surrogates
+from openprogram.values import as_shown, replace_surrogates, shown_json
 
 
 class Walk(Protocol):
@@ -171,6 +171,11 @@ def json_text(value: Any) -> str:
     return _ENCODER.encode(value)
 
 
+def value_text(value: Any) -> str:
+    """A stored value as a line shows it: objects by their fields (values.as_shown)."""
+    return shown_json(value, _ENCODER.encode)
+
+
 def reply_text(node: Node) -> str:
     """An llm node's reply as a line: the text, then the tool calls it asked for."""
     text = "" if node.output is None else str(node.output)
@@ -198,6 +203,9 @@ def shown(value: Any, budget: int | None, name: str, as_json: bool) -> tuple[str
     characters at whole list items or dict entries where it can, saying what was cut;
     and what was cut, for the report (None when nothing was)."""
     text = value if isinstance(value, str) and not as_json else json_text(value)
+    if not isinstance(value, str) and ('"$type":' in text or '"$opaque":' in text):
+        value = as_shown(value)  # objects by their fields, as the line format shows them
+        text = value if isinstance(value, str) and not as_json else json_text(value)
     if budget is None or len(text) <= budget:
         return text, None
     hint = f"set render_output= on {name} to choose what later calls see"
@@ -288,7 +296,7 @@ class Writer:
                 inputs = node.input
                 if hidden and isinstance(inputs, dict):
                     inputs = {key: v for key, v in inputs.items() if key not in hidden}
-                line = f"[{node.name} #{self.dag.ordinal(node)}] input={json_text(inputs)}"
+                line = f"[{node.name} #{self.dag.ordinal(node)}] input={value_text(inputs)}"
                 cache[node.id] = line
             if node.id not in self.stack_ids and self.walk.done(node):
                 if node.status == "completed":

@@ -25,7 +25,7 @@ from openprogram._tree import tree_lines
 from openprogram.errors import UsageError
 from openprogram.image import Image, ImageRef
 from openprogram.usage import Usage
-from openprogram.values import from_jsonable, to_jsonable
+from openprogram.values import from_jsonable, to_jsonable, with_image_dicts
 
 __all__ = [
     "ContextDAG",
@@ -214,6 +214,9 @@ class ContextDAG:
         self._graph_size = 0
         self.blobs: dict[str, Image] = {}
         self._text_cache: dict[str, str] = {}  # render's formatted io, by node id
+        self.legacy_values: set[str] = set()
+        """Ids of nodes loaded from format_version 5 or older, whose non-JSON values were
+        stored as reprs (resuming compares them as that version did)."""
         self.branch = "main"
         self.listeners: list[Listener] = []
         self._ref = weakref.ref(self)  # one reference object shared by all its nodes
@@ -525,6 +528,6 @@ class ContextDAG:
 
 def _node_json(node: Node) -> dict[str, Any]:
     data = node.model_dump(mode="json", exclude={"input", "output"})
-    data["input"] = to_jsonable(node.input, None)
-    data["output"] = to_jsonable(node.output, None)
+    data["input"] = with_image_dicts(node.input)
+    data["output"] = with_image_dicts(node.output)
     return data

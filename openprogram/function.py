@@ -204,8 +204,10 @@ def _wrap(
         if slot is not None:
             slot.node = node
         if node.status == "completed":  # a resumed session's record: do not run again
-            call.resumed = session._resumed_output(node, fn)
-            return call
+            resumed = session._resumed_output(node, fn)
+            if node.status == "completed":  # else reopened: the record cannot stand for it
+                call.resumed = resumed
+                return call
         call.node = node
         call.frame_token = _context.frame_var.set(node.id)
         if runtime is not None and runtime.callbacks:

@@ -25,7 +25,19 @@ from typing import Any, cast
 from pydantic import ConfigDict, TypeAdapter
 
 from openprogram import _context, _secrets, questions
-from openprogram._resume import Divergence, Resumer, call_path, input_hash, path_text
+from openprogram._resume import (
+    NOT_ANSWERED,
+    Divergence,
+    Resumer,
+    call_path,
+    input_hash,
+    legacy_input_hash,
+    note_once,
+    note_opaque,
+    path_text,
+    rerun_reason,
+    resumed_output,
+)
 from openprogram.dag import ContextDAG, Kind, Node
 from openprogram.errors import (
     ResumeDivergence,
@@ -39,10 +51,11 @@ from openprogram.function import _annotations
 from openprogram.image import ImageRef
 from openprogram.store.base import Store
 from openprogram.store.blobs import StoredBlobs
-from openprogram.store.format import SessionInfo, decode_rows, image_refs
+from openprogram.store.format import FORMAT_VERSION, SessionInfo, decode_rows, image_refs
 from openprogram.store.lease import heartbeat, new_owner
 from openprogram.store.open import open_store
 from openprogram.store.recorder import Recorder
+from openprogram.values import to_jsonable
 
 __all__ = ["Session", "current_frame", "current_session"]
 
@@ -271,9 +284,14 @@ class Session:
         at a recorded place; function.py lets only that error through to the caller."""
         if parent is not None and parent not in self.dag:
             parent = None
-        value = self.dag.jsonable(arguments)
+        opaque: list[str] = []
+        value = to_jsonable(
+            arguments, self.dag.add_image, opaque, hidden=settings.get("hidden_inputs", ())
+        )
+        if opaque:
+            note_opaque(name, opaque, returned=False)
         if self._resumer is not None:
-            resumed = self._resume("code", name, parent, value, settings)
+            resumed = self._resume("code", name, parent, value, settings, arguments)
             if resumed is not None:
                 return resumed
         return self.dag.add("code", name, parent=parent, input=value, **settings)
@@ -284,7 +302,7 @@ class Session:
         """The llm node for an exchange about to be sent (a completed one when replayed);
         `content` is its input: llm()'s string as given, or the parts."""
         if self._resumer is not None:
-            resumed = self._resume("llm", name, parent, content, meta)
+            resumed = self._resume("llm", name, parent, content, meta, content)
             if resumed is not None:
                 return resumed
         return self.dag.add("llm", name, parent=parent, input=content, meta=meta)
@@ -292,10 +310,15 @@ class Session:
     def _exit_call(self, node: Node, result: Any, exc: BaseException | None) -> None:
         if self._resumer is not None and node.id in self._resumer.reused:
             self._cancel_leftovers(node.id)
-        if exc is None and node.meta.get("waiting_on"):  # it returned, suspended (gui_agent)
-            self.dag.complete(node, self.dag.jsonable(result), status="waiting")
-        elif exc is None:
-            self.dag.complete(node, self.dag.jsonable(result))
+        if exc is None:
+            opaque: list[str] = []
+            value = to_jsonable(result, self.dag.add_image, opaque)
+            if opaque:
+                note_opaque(node.name, opaque, returned=True)
+            if node.meta.get("waiting_on"):  # it returned, suspended (gui_agent)
+                self.dag.complete(node, value, status="waiting")
+            else:
+                self.dag.complete(node, value)
         elif isinstance(exc, RunWaiting):  # an ask_user below has no answer yet
             node.meta["waiting_on"] = getattr(exc.question, "id", None)
             self.dag.complete(node, None, status="waiting", error=f"RunWaiting: {exc}")
@@ -310,19 +333,14 @@ class Session:
     def _resumed_output(self, node: Node, fn: Any) -> Any:
         """The value a resumed call returns instead of running: its recorded output,
         validated into `fn`'s return annotation when it has one (so a pydantic model
-        comes back as that model), images as PIL images."""
-        output = self._revive(node.output)
-        adapter = self._adapter(fn)
-        if adapter is None:
-            return output
-        try:
-            return adapter.validate_python(output)
-        except Exception as exc:
-            log.warning(
-                "openprogram: recorded output of %s (node %s) does not validate as its "
-                "return annotation; returning it as recorded: %s", node.name, node.id, exc,
-            )  # fmt: skip
-            return output
+        comes back as that model), images as PIL images. A record that cannot stand for
+        the value (values.py: opaque, or not rebuilt faithfully) reopens the node
+        instead: the call runs again."""
+        legacy = node.id in self.dag.legacy_values
+        value = resumed_output(node, legacy, self._adapter(fn), self._revive, self.dag.jsonable)
+        if value is NOT_ANSWERED:
+            self._reopen(node, "code", {}, "its recorded result cannot stand for its value")
+        return value
 
     def _adapter(self, fn: Any) -> Any:
         adapter = self._adapters.get(fn, _NO_ADAPTER)
@@ -342,26 +360,61 @@ class Session:
 
     # -- resuming ------------------------------------------------------------------------
     def _resume(
-        self, kind: Kind, name: str, parent: str | None, value: Any, extra: dict[str, Any]
+        self,
+        kind: Kind,
+        name: str,
+        parent: str | None,
+        value: Any,
+        extra: dict[str, Any],
+        raw: Any,
     ) -> Node | None:
         """The recorded node standing for this call, made live again when it did not
-        finish; None to run the call live with a new node. `extra`: the decorator's
-        settings (code) or the node's meta (llm)."""
+        finish (or its record cannot stand for it); None to run the call live with a new
+        node. `extra`: the decorator's settings (code) or the node's meta (llm); `raw`:
+        the input before values.to_jsonable (for nodes an older format recorded)."""
         assert self._resumer is not None
         hidden = extra.get("hidden_inputs", ()) if kind == "code" else ()
-        found = self._resumer.match(kind, name, parent, input_hash(value, hidden))
+        lossy: list[bool] = []
+
+        def legacy() -> str:
+            digest, lost = legacy_input_hash(raw, hidden, self.dag.add_image)
+            lossy.append(lost)
+            return digest
+
+        found = self._resumer.match(kind, name, parent, input_hash(value, hidden), legacy)
         if found is None:
             return None
         if isinstance(found, Divergence):  # function.py lets this one through to the caller
             raise self._divergence(found.recorded, value)
         node = found
         if node.status == "completed":
+            why = None
+            if kind == "code":
+                old = node.id in self.dag.legacy_values
+                why = rerun_reason(node, old, any(lossy))
+            if why is None:
+                return node
+            self._reopen(node, kind, extra, why)
             return node
         if kind == "llm" and node.output is not None and node.status == "error":
             node.status, node.error = "completed", None  # a reply that failed validation:
             self._write(node)  # replay it; llm() marks it invalid again and re-asks
             return node
-        if node.status == "waiting":  # suspended for an answer: it goes on now
+        self._reopen(node, kind, extra, None)
+        return node
+
+    def _reopen(self, node: Node, kind: Kind, extra: dict[str, Any], why: str | None) -> None:
+        """Make a recorded node live again: its call runs (again). `why` says why a
+        completed call is not answered from its record."""
+        assert self._resumer is not None
+        if why is not None:
+            node.meta["rerun"] = why
+            note_once(
+                f"rerun {node.name}",
+                "openprogram: resuming: %s runs again instead of being answered from the "
+                "record: %s (said once per function)", node.name, why,
+            )  # fmt: skip
+        elif node.status == "waiting":  # suspended for an answer: it goes on now
             node.meta.pop("waiting_on", None)
         elif node.status != "running":
             node.meta.setdefault("previous_errors", []).append(node.error or node.status)
@@ -372,7 +425,6 @@ class Session:
         node.ended_at = node.end_seq = None
         self._resumer.reused.add(node.id)
         self._write(node)
-        return node
 
     def _divergence(self, recorded: Node, value: Any) -> ResumeDivergence:
         where = path_text(call_path(self.dag, recorded))
@@ -568,6 +620,7 @@ def _load_dag(
     the session's own rows, which override inherited nodes of the same id (their seqs
     are added to `rows`)."""
     nodes: dict[str, Node] = {}
+    old_values: set[str] = set()  # nodes whose values format_version 5 or older stored
     if info.parent is not None:
         parent = store.session(info.parent)
         if parent is None or depth > 100 or info.at is None or info.cut is None:
@@ -578,11 +631,18 @@ def _load_dag(
         source = _load_dag(store, parent, depth + 1)
         for copy in _shared_history(source, source.node(info.at), info.cut):
             nodes[copy.id] = copy
+        old_values |= source.legacy_values
+    version = getattr(store, "format_version", FORMAT_VERSION)
     for node in decode_rows(store.rows(info.id), info.id):
         nodes[node.id] = node
+        if info.old_values(node.seq, version):
+            old_values.add(node.id)
+        else:
+            old_values.discard(node.id)
         if rows is not None:
             rows.add(node.seq)
     dag = ContextDAG()
+    dag.legacy_values = old_values & nodes.keys()
     for node in sorted(nodes.values(), key=lambda n: n.seq):
         dag.restore(node)
     _restore_branches(dag, info)

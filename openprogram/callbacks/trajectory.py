@@ -38,7 +38,12 @@ from openprogram.errors import UsageError
 from openprogram.image import Image, is_image
 from openprogram.render import recorded_report
 from openprogram.usage import Usage, frame_usage
-from openprogram.values import escape_surrogates, replace_surrogates, to_jsonable
+from openprogram.values import (
+    escape_surrogates,
+    replace_surrogates,
+    to_jsonable,
+    with_image_dicts,
+)
 
 __all__ = ["TrajectorySaver"]
 
@@ -189,8 +194,8 @@ class TrajectorySaver(Callback):
             "started_at": _iso(run.started_at or trajectory.started),
             "ended_at": _iso(ended) if ended else None,
             "duration_s": (ended - run.started_at) if ended else None,
-            "input": to_jsonable(run.input, None),
-            "output": to_jsonable(run.output, None) if status != "running" else None,
+            "input": with_image_dicts(run.input),
+            "output": with_image_dicts(run.output) if status != "running" else None,
             "error": run.error if status != "running" else None,
             "stop_reason": run.meta.get("stop_reason"),
             "steps": len(trajectory.steps),

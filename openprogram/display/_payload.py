@@ -20,6 +20,7 @@ from openprogram.display._images import thumbnail_url
 from openprogram.image import ImageRef
 from openprogram.questions import is_ask, pending, question
 from openprogram.render import recorded_report
+from openprogram.values import shown_json
 
 __all__ = [
     "DEFAULT_FULL_IMAGE_BUDGET",
@@ -53,6 +54,10 @@ _EXPOSE = {"io": "i", "llm": "l", "full": "f", "hidden": "h"}
 
 
 def _json(value: Any) -> str:
+    return shown_json(value, _dumps)
+
+
+def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 

@@ -28,7 +28,9 @@ __all__ = [
     "FORMAT_VERSION",
     "LEASES_VERSION",
     "OLDEST_VERSION",
+    "OLD_VALUES_MIGRATION",
     "ROW_COLUMNS",
+    "VALUES_VERSION",
     "NodeRow",
     "SessionInfo",
     "check_format_version",
@@ -40,16 +42,28 @@ __all__ = [
     "reads_overlap",
 ]
 
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 """Version of the stored layout (tables, row encoding). Bump on any change an older
 reader would misread; add a migration from the previous version (docs/sessions.md).
-5 stores an llm node's string content as a string (an older resume would call it
-another input than the one-part list it recorded); 4 stores an llm node's render report
+6 stores non-JSON values by their fields and type (values.py; older versions kept their
+repr, so their sessions note up to which seq: `old_values_until`); 5 stores an llm
+node's string content as a string (an older resume would call it another input than
+the one-part list it recorded); 4 stores an llm node's render report
 relative to an earlier node's (`report_base`: an older reader would show part of it); 3
 added the node status `stopped` (an older reader calls such a row damaged); 2 added the
 writer leases table (openprogram_leases); older ones are migrated when opened."""
 LEASES_VERSION = 2
 """The format_version that added the writer leases table."""
+VALUES_VERSION = 6
+"""The format_version that stores values by their fields (values.py)."""
+OLD_VALUES_MIGRATION = (
+    "UPDATE openprogram_sessions SET info = '{\"old_values_until\":' || "
+    "(SELECT MAX(seq) FROM openprogram_nodes WHERE session = openprogram_sessions.key) || "
+    "CASE WHEN trim(info) IN ('', '{}') THEN '}' ELSE ',' || substr(ltrim(info), 2) END "
+    "WHERE EXISTS (SELECT 1 FROM openprogram_nodes WHERE session = openprogram_sessions.key)",
+)
+"""format_version 5 -> 6 (both backends): each session with nodes notes the last seq
+whose values were stored the older way, as `old_values_until` in its info."""
 OLDEST_VERSION = 1
 """The oldest format_version this openprogram reads (and migrates when it writes)."""
 
@@ -98,6 +112,14 @@ class SessionInfo:
     branch: str = "main"
     nodes: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    old_values_until: int | None = None
+    """The last seq whose values format_version 5 or older stored (their reprs)."""
+
+    def old_values(self, seq: int, store_version: int) -> bool:
+        """Whether the node `seq` of this session holds values as format 5 stored them."""
+        if store_version < VALUES_VERSION:
+            return True
+        return self.old_values_until is not None and seq <= self.old_values_until
 
     def to_json(self) -> str:
         """The JSON stored beside the id and creation time (fork details, extras)."""
@@ -108,6 +130,8 @@ class SessionInfo:
             data["branch"] = self.branch
         if self.extra:
             data["extra"] = self.extra
+        if self.old_values_until is not None:
+            data["old_values_until"] = self.old_values_until
         return json.dumps(data, separators=(",", ":"))
 
     @classmethod
@@ -126,6 +150,9 @@ class SessionInfo:
                 branch=str(data.get("branch", "main")),
                 nodes=nodes,
                 extra=dict(data.get("extra", {})),
+                old_values_until=(
+                    None if data.get("old_values_until") is None else int(data["old_values_until"])
+                ),
             )
         except (TypeError, ValueError) as exc:
             raise StoreDamaged(

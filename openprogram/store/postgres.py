@@ -15,7 +15,7 @@ from typing import Any
 from openprogram.echo import mask_url
 from openprogram.errors import StoreError
 from openprogram.store._sql import SQLStore, statements
-from openprogram.store.format import FORMAT_VERSION, NodeRow
+from openprogram.store.format import FORMAT_VERSION, OLD_VALUES_MIGRATION, NodeRow
 
 __all__ = ["PostgresStore"]
 
@@ -36,9 +36,10 @@ _LEASES = (
     "host TEXT NOT NULL, pid BIGINT NOT NULL, process TEXT NOT NULL, "
     "acquired_at DOUBLE PRECISION NOT NULL, heartbeat_at DOUBLE PRECISION NOT NULL)",
 )
-_MIGRATIONS = {1: _LEASES, 2: (), 3: (), 4: ()}
+_MIGRATIONS = {1: _LEASES, 2: (), 3: (), 4: (), 5: OLD_VALUES_MIGRATION}
 """format_version N -> N+1 (3 only allows the status `stopped`, 4 the render report's
-`report_base`, 5 llm contents stored as strings: no table changes)."""
+`report_base`, 5 llm contents stored as strings: no table changes; 6 notes in each
+session's info up to which seq its values were stored as reprs)."""
 _NOW = "extract(epoch from clock_timestamp())::float8"
 _CASTS = ("bigint", "bigint", "text", "text", "text", "text", "text", "float8", "float8",
           "bigint", "text", "text", "text")  # fmt: skip

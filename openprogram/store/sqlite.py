@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 from openprogram.errors import StoreDamaged, StoreError, UsageError
 from openprogram.store._sql import SQLStore, statements
-from openprogram.store.format import FORMAT_VERSION, NodeRow
+from openprogram.store.format import FORMAT_VERSION, OLD_VALUES_MIGRATION, NodeRow
 from openprogram.store.journal import Journal, available, pending_dir, replay
 
 __all__ = ["SQLiteStore"]
@@ -47,9 +47,10 @@ _LEASES = (
     "host TEXT NOT NULL, pid INTEGER NOT NULL, process TEXT NOT NULL, "
     "acquired_at REAL NOT NULL, heartbeat_at REAL NOT NULL)",
 )
-_MIGRATIONS = {1: _LEASES, 2: (), 3: (), 4: ()}
+_MIGRATIONS = {1: _LEASES, 2: (), 3: (), 4: (), 5: OLD_VALUES_MIGRATION}
 """format_version N -> N+1 (3 only allows the status `stopped`, 4 the render report's
-`report_base`, 5 llm contents stored as strings: no table changes)."""
+`report_base`, 5 llm contents stored as strings: no table changes; 6 notes in each
+session's info up to which seq its values were stored as reprs)."""
 _NOW = "((julianday('now') - 2440587.5) * 86400.0)"
 _CHECKED_TABLES = ("openprogram_meta", "openprogram_sessions", "openprogram_nodes",
                    "openprogram_leases")  # fmt: skip

@@ -432,4 +432,4 @@ def test_an_llm_node_keeps_a_string_content_as_given_and_older_recordings_still_
 
     with Session.open(path, "older", resume=True) as resumed, Runtime(ScriptedModel([])):
         assert greet() == "hello"  # replayed from the recording: the model is not asked
-    assert resumed.store.format_version == 5  # migrated: only the version changes
+    assert resumed.store.format_version == 6  # migrated

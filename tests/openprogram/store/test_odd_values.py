@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from openprogram import Runtime, ScriptedModel, Session, agentic_function, llm
+from openprogram.render import render_context
 from openprogram.values import MAX_DEPTH
 
 FILENAME = b"caf\xe9-\xff.txt".decode("utf-8", "surrogateescape")
@@ -80,7 +81,8 @@ def test_a_5000_deep_argument_is_recorded_with_a_marker(store):
     value, levels = node.input["value"], 0
     while isinstance(value, list):
         (value,), levels = value, levels + 1
-    assert (levels, value) == (MAX_DEPTH - 1, f"<nested deeper than {MAX_DEPTH} levels: list>")
+    deeper = {"$opaque": "builtins.list", "$why": f"nested deeper than {MAX_DEPTH} levels"}
+    assert (levels, value) == (MAX_DEPTH - 1, deeper)  # a call taking it runs again on resume
 
 
 def test_cycles_are_recorded_as_markers(store):
@@ -95,10 +97,14 @@ def test_cycles_are_recorded_as_markers(store):
         assert look("after").startswith("seen")
     assert session.failed_writes == 0
     nodes = stored(store, session.id)
-    assert nodes[0].input == {"value": [1, "<cycle: list>"]}
+    cycle = {"$opaque": "builtins.list", "$why": "cycle"}
+    assert nodes[0].input == {"value": [1, cycle]}  # calls taking them run again on resume
+    table_cycle = {"$opaque": "builtins.dict", "$why": "cycle"}
     assert nodes[1].input == {
-        "value": {"table": {"name": "t", "self": "<cycle: dict>"}, "twice": [[1, 2], [1, 2]]}
+        "value": {"table": {"name": "t", "self": table_cycle}, "twice": [[1, 2], [1, 2]]}
     }
+    text = render_context(session.dag).text()  # renders show the old markers
+    assert '[keep #1] input={"value": [1, "<cycle: list>"]}' in text
 
 
 class Broken(Mapping[str, Any]):
