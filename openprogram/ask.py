@@ -13,6 +13,7 @@ import functools
 import inspect
 import json
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
@@ -32,6 +33,7 @@ Asker = Callable[[Question], Any]
 """`Runtime(ask=...)`: takes the Question (str() is its text), returns the answer or None
 for "not now" (the run suspends)."""
 
+_TERMINAL = threading.Lock()
 _schema: ContextVar[type[BaseModel] | None] = ContextVar("openprogram_ask_schema", default=None)
 _APPROVE = ["yes", "no"]
 
@@ -173,6 +175,10 @@ class ConsoleAsk:
         self._write = write
 
     def __call__(self, asked: Question) -> Any:
+        with _TERMINAL:  # tool calls run in parallel may ask at once: one at a time
+            return self._ask(asked)
+
+    def _ask(self, asked: Question) -> Any:
         out = self._write or sys.stdout
         print(f"\n{asked.text}", file=out)
         if asked.choices is not None:

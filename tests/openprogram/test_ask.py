@@ -357,3 +357,18 @@ def test_a_replay_answers_its_questions_as_recorded():
     with Session() as replay, Runtime(ReplayModel(recorded)):  # no asker: it never waits
         assert plan("Oslo")["booked"] is False
     assert replay.dag.find(name="ask_user")[0].output == "no"
+
+
+def test_resuming_before_the_answer_waits_again_on_the_same_question(tmp_path):
+    store = tmp_path / "s.db"
+    with pytest.raises(RunWaiting), Session(store) as session:
+        plan("Oslo")
+    (question,) = session.pending()
+    with pytest.raises(RunWaiting) as again, Session.open(store, session.id, resume=True) as s:
+        plan("Oslo")
+    assert again.value.question == question and s.pending() == [question]
+    assert runs == ["search Oslo"] and len(s.dag) == 4
+    s.answer(question.id, "yes")
+    with Session.open(store, session.id, resume=True):
+        assert plan("Oslo")["booked"] is True
+    assert runs == ["search Oslo", "after yes"]
