@@ -539,49 +539,6 @@ def fork_command(session_id: str, store_spec: str, reference: str, new_id: str |
         )
 
 
-@sessions.command("pending")
-@click.argument("session_id", metavar="[ID]", required=False)
-@store_option
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-def pending_command(session_id: str | None, store_spec: str, as_json: bool) -> None:
-    """List the questions runs wait on (ask_user with no answer yet): of one session, or
-    of every session in the store. Answer one with `sessions answer ID QID VALUE`."""
-    from openprogram.session import Session
-
-    found: list[tuple[str, Any]] = []
-    with _opened_store(store_spec) as store:
-        ids = [_resolve_id(store, session_id)] if session_id else [
-            info.id for info in store.list_sessions()
-        ]  # fmt: skip
-        for sid in ids:
-            session = Session.open(store, sid)
-            found += [(sid, question) for question in session.pending()]
-            session.close()
-    if as_json:
-        rows = [{"session": sid, **vars(question)} for sid, question in found]
-        click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
-        return
-    if not found:
-        click.echo("no questions are waiting" + (f" in session {ids[0]}" if session_id else ""))
-    for sid, question in found:
-        click.echo(f"{click.style(sid, bold=True)} {question.id}  {question.text[:500]}")
-        click.echo(f"    answer: {question.expects()[:500]}")
-
-
-@sessions.command("answer")
-@click.argument("session_id", metavar="ID")
-@click.argument("question_id", metavar="QID")
-@click.argument("value", metavar="VALUE")
-@store_option
-def answer_command(session_id: str, question_id: str, value: str, store_spec: str) -> None:
-    """Answer question QID of session ID (see `sessions pending`). VALUE is text, a choice,
-    or JSON for a question with a schema. Re-run the program with
-    Session.open(store, ID, resume=True) to go on from there."""
-    with _session(store_spec, session_id) as session:
-        asked = session.answer(question_id, value)
-    click.echo(f"answered {asked.id} ({asked.text[:200]}) in session {session.id}")
-
-
 @sessions.command("check")
 @click.argument("session_id", metavar="[ID]", required=False)
 @store_option
@@ -625,9 +582,12 @@ def run_command(start: Callable[[], int]) -> int:
 def _add_model_commands() -> None:
     from openprogram._cli_mcp import mcp_group
     from openprogram._cli_model import serve_model
+    from openprogram._cli_questions import question_commands
 
     cli.add_command(serve_model)
     cli.add_command(mcp_group)
+    for command in question_commands(_opened_store, _resolve_id, _session, store_option):
+        sessions.add_command(command)
 
 
 _add_model_commands()

@@ -1,0 +1,69 @@
+"""The `openprogram sessions pending` and `sessions answer` commands (human in the loop).
+
+Owns their command-line handling; the questions are questions.py's, the answering is
+Session.answer's. cli.py adds them to its `sessions` group, handing over how it opens
+stores and sessions (this module sits below cli.py and never imports it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+__all__ = ["question_commands"]
+
+
+def question_commands(
+    opened_store: Callable[[str], Any],
+    resolve_id: Callable[[Any, str], str],
+    opened_session: Callable[[str, str], Any],
+    store_option: Callable[[Any], Any],
+) -> list[click.Command]:
+    """The two commands, built on cli.py's store and session openers."""
+
+    @click.command("pending")
+    @click.argument("session_id", metavar="[ID]", required=False)
+    @store_option
+    @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+    def pending_command(session_id: str | None, store_spec: str, as_json: bool) -> None:
+        """List the questions runs wait on (ask_user with no answer yet): of one session,
+        or of every session in the store. Answer one with `sessions answer ID QID VALUE`."""
+        from openprogram.session import Session
+
+        found: list[tuple[str, Any]] = []
+        with opened_store(store_spec) as store:
+            ids = [resolve_id(store, session_id)] if session_id else [
+                info.id for info in store.list_sessions()
+            ]  # fmt: skip
+            for sid in ids:
+                session = Session.open(store, sid)
+                found += [(sid, question) for question in session.pending()]
+                session.close()
+        if as_json:
+            rows = [{"session": sid, **vars(question)} for sid, question in found]
+            click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+            return
+        if not found:
+            where = f" in session {ids[0]}" if session_id else ""
+            click.echo(f"no questions are waiting{where}")
+        for sid, question in found:
+            click.echo(f"{click.style(sid, bold=True)} {question.id}  {question.text[:500]}")
+            click.echo(f"    answer: {question.expects()[:500]}")
+
+    @click.command("answer")
+    @click.argument("session_id", metavar="ID")
+    @click.argument("question_id", metavar="QID")
+    @click.argument("value", metavar="VALUE")
+    @store_option
+    def answer_command(session_id: str, question_id: str, value: str, store_spec: str) -> None:
+        """Answer question QID of session ID (see `sessions pending`). VALUE is text, a
+        choice, or JSON for a question with a schema. Re-run the program with
+        Session.open(store, ID, resume=True) to go on from there."""
+        with opened_session(store_spec, session_id) as session:
+            asked = session.answer(question_id, value)
+        click.echo(f"answered {asked.id} ({asked.text[:200]}) in session {session.id}")
+
+    return [pending_command, answer_command]
