@@ -293,6 +293,11 @@ class SQLiteStore(SQLStore):
         return Journal.open(pending_dir(self.path), session, owner)
 
     def _forked(self) -> None:
+        if self.memory:  # the child's own copy of the data: it stays usable here
+            self._lock = threading.RLock()
+            self._held.clear()
+            self._lost.clear()
+            return
         super()._forked()
         self._checkpointer = None  # the parent's thread: not in this process
 

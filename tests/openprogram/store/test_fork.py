@@ -92,3 +92,21 @@ def test_a_fork_pool_inside_a_session_leaves_the_parents_records_alone(
         square(3)
     assert session.failed_writes == 0
     assert outputs(durable_store, "pooled") == [1, 4, 9]
+
+
+def test_an_in_memory_sqlite_store_keeps_its_data_in_the_child(tmp_path: Path):
+    from openprogram.store import SQLiteStore
+
+    store = SQLiteStore(":memory:")
+    with Session(store, id="here") as session:
+        square(2)
+        session.flush()
+
+        def child() -> None:
+            assert [row.output for row in store.rows("here")] == ["4"]  # the child's copy
+            square(3)
+            assert [row.output for row in store.rows("here")] == ["4"]  # nothing written
+
+        in_child(tmp_path, child)
+        square(4)
+    assert [row.output for row in store.rows("here")] == ["4", "16"]
