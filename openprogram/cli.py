@@ -331,10 +331,10 @@ def show_command(
             f"{total['input_tokens'] + total['output_tokens']:,} tokens · "
             f"${total['cost_usd']:.4f} · {_duration(total['duration_s'])}"
             + (click.style(f" · {statuses['error']} errors", fg="red") if statuses["error"] else "")
-            + (
-                click.style(f" · {statuses['stopped']} stopped", fg="magenta")
-                if statuses["stopped"]
-                else ""
+            + "".join(
+                click.style(f" · {statuses[status]} {status}", fg=_COLOUR[status])
+                for status in ("stopped", "waiting")
+                if statuses[status]
             )
         )
         for shown, (node, level) in enumerate(walk(dag, depth)):

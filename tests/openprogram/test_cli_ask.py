@@ -35,6 +35,8 @@ def test_a_schema_question_is_listed_and_answered_with_json(tmp_path, monkeypatc
         plan()
     with Session(store, id="other"):
         pass
+    shown = run("sessions", "show", "stay01").output
+    assert " · 2 waiting" in shown.splitlines()[0] and "⏸  plan #1" in shown
     listed = run("sessions", "pending").output
     assert listed.startswith("stay01 ") and "Where, and how long?" in listed
     assert "answer: a JSON Stay matching" in listed
