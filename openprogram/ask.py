@@ -107,6 +107,13 @@ def _asked(question: str, choices: list[Any] | None, schema: dict[str, Any] | No
             return answer
     asker = _asker()
     answer = None if asker is None else asker(asked)
+    if inspect.isawaitable(answer):
+        if inspect.iscoroutine(answer):
+            answer.close()  # never awaited: no "was never awaited" warning
+        raise UsageError(
+            f"the asker {asker!r} returned an awaitable; Runtime(ask=...) takes a plain "
+            "function returning the answer (or None), e.g. ConsoleAsk()"
+        )
     if answer is not None:
         checked = check(asked, answer)
         model = _schema.get()

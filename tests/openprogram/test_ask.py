@@ -372,3 +372,15 @@ def test_resuming_before_the_answer_waits_again_on_the_same_question(tmp_path):
     with Session.open(store, session.id, resume=True):
         assert plan("Oslo")["booked"] is True
     assert runs == ["search Oslo", "after yes"]
+
+
+def test_an_async_asker_is_a_usage_error_saying_what_ask_takes():
+    async def asker(question):
+        return "yes"
+
+    with (
+        Session(),
+        Runtime(ScriptedModel([]), ask=asker),
+        pytest.raises(UsageError, match="returned an awaitable"),
+    ):
+        plan("Oslo")
