@@ -545,7 +545,7 @@ def fork_command(session_id: str, store_spec: str, reference: str, new_id: str |
 def check_command(session_id: str | None, store_spec: str) -> None:
     """Check a store (or one session) for damage and say how much is readable.
 
-    Reads only. Exits with status 1 when anything is damaged.
+    Reads only. Exits with status 1 when anything is damaged or a journal is refused.
     """
     from openprogram.store.check import check_store
 
