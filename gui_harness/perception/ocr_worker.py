@@ -2,9 +2,10 @@
 
 Owns the engine choice (RapidOCR, whose ONNX models ship in its PyPI wheel; tesseract
 when it is missing), the crop cache keyed by a hash of the crop's pixels, and the queue.
-`label()` never waits for OCR: it fills the labels already read and queues the rest, so
-a label appears on a later observation of the same pixels; the newest call's crops are
-read first (what is on the screen now). Start at OcrWorker.label().
+`label()` fills the labels already read and queues the rest, so a label appears on a
+later observation of the same pixels; only when asked (`wait`, a new screen's first look)
+does it wait, bounded, for its own crops. The newest call's crops are read first (what is
+on the screen now). Start at OcrWorker.label().
 """
 
 from __future__ import annotations
@@ -91,12 +92,17 @@ class OcrWorker:
         self._thread = threading.Thread(target=self._run, name="ocr-worker", daemon=True)
         self._thread.start()
 
-    def label(self, image: ImageLike, components: Sequence[Component]) -> list[Component]:
+    def label(
+        self, image: ImageLike, components: Sequence[Component], *, wait: float = 0.0
+    ) -> list[Component]:
         """`components` with the labels OCR has already read for their crops; crops not
-        read yet are queued, never waited for. Labels already set are kept."""
+        read yet are queued. Labels already set are kept. With `wait` (seconds), the
+        call waits up to that long for its own crops to be read (a new screen's first
+        look) and fills what was read by then; by default it never waits."""
         grey = grey_array(image)
         labelled = list(components)
         batch: deque[tuple[bytes, np.ndarray]] = deque()
+        waiting: dict[int, bytes] = {}  # position -> key of a crop not read yet
         for position, component in enumerate(labelled):
             if component.label is not None or component.kind not in _READ_KINDS:
                 continue
@@ -115,12 +121,22 @@ class OcrWorker:
                     self._pending.add(key)
                     self.queued += 1
                     batch.append((key, crop.copy()))
+                if text is None and not self._closed:
+                    waiting[position] = key
             if text:
                 labelled[position] = component.with_label(text)
         if batch:
             with self._work:
                 self._batches.append(batch)
                 self._work.notify()
+        if wait > 0 and waiting:
+            keys = set(waiting.values())
+            with self._idle:
+                self._idle.wait_for(lambda: not (keys & self._pending), wait)
+                read = {p: self._cache.get(k) for p, k in waiting.items()}
+            for position, text in read.items():
+                if text:
+                    labelled[position] = labelled[position].with_label(text)
         return labelled
 
     def wait_idle(self, timeout: float | None = None) -> bool:

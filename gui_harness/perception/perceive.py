@@ -3,7 +3,8 @@
 Owns the order of the steps (accessibility query beside detection → memory labels →
 fusion → OCR labels already read → describe) and the lazy set-of-marks image. Detection
 runs again only where the screen changed since the previous look (_changes.py). OCR itself
-runs in ocr_worker's thread, never in perceive(). Capture belongs to gui_harness.desktop;
+runs in ocr_worker's thread; perceive() waits for it, bounded, only on a new screen's
+first look. Capture belongs to gui_harness.desktop;
 resolving an action's element to coordinates to gui_harness.actions.
 """
 
@@ -16,6 +17,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+import cv2
+import numpy as np
 from PIL import Image
 
 from gui_harness.perception._changes import Redetector
@@ -31,6 +34,10 @@ from openprogram.errors import UsageError
 from openprogram.image import Image as OpenprogramImage
 
 __all__ = ["Observation", "Perception"]
+
+_THUMB = (160, 100)  # px; the screen's thumbnail that tells a new screen from a change
+_THUMB_STEP = 24  # grey levels a thumbnail pixel changes by to count as changed
+_NEW_SCREEN = 1 / 3  # share of the thumbnail changed that makes a new screen
 
 
 @dataclass(frozen=True, eq=False)
@@ -93,7 +100,10 @@ class Perception:
     `ocr=None` uses OCR when RapidOCR or tesseract is installed. Perceptions share one
     worker per process (its cache outlives a run) unless given their own OcrWorker
     (to choose its reader, say); close() is for a subclass's resources.
-    `threshold` is the memory match score (0–1) a pixel component needs to take a
+    The first observation of a new screen (the first look, or one that changed over a
+    third of the screen) is the exception: it waits up to `first_look` seconds for the
+    labels of its components, so a planner never sees its controls unlabelled (0: never
+    wait). `threshold` is the memory match score (0–1) a pixel component needs to take a
     remembered label. `incremental=True` detects pixel components again only in the
     region that changed since the previous screenshot (same result as a whole
     detection, much less work after a small change); False detects every screenshot whole.
@@ -108,6 +118,7 @@ class Perception:
         threshold: float = 0.85,
         accessibility: AccessibilitySource | None = None,
         incremental: bool = True,
+        first_look: float = 5.0,
     ) -> None:
         self.memory = memory
         self.ocr = _ocr_installed() if ocr is None else bool(ocr)
@@ -120,7 +131,11 @@ class Perception:
         self.threshold = threshold
         self.accessibility = accessibility
         self.incremental = incremental
+        if first_look < 0:
+            raise UsageError(f"first_look={first_look!r} must be 0 or more seconds")
+        self.first_look = first_look
         self._redetector = Redetector()
+        self._last_thumb: np.ndarray | None = None
 
     def perceive(
         self, image: ImageLike, *, accessibility: AccessibilitySnapshot | None = None
@@ -149,9 +164,20 @@ class Perception:
             tree = to_image(accessibility.components, accessibility.screen, picture.size)
         components = fuse(tree, pixels, max_components=self.max_components)
         if self._worker is not None:
-            components = _name_toggles(self._worker.label(grey, components))
+            wait = self.first_look if self._new_screen(grey) else 0.0
+            components = _name_toggles(self._worker.label(grey, components, wait=wait))
         notes = (accessibility.note,) if accessibility is not None and accessibility.note else ()
         return Observation(picture, tuple(components), describe(components), notes, accessibility)
+
+    def _new_screen(self, grey: np.ndarray) -> bool:
+        """Whether `grey` is a new screen rather than a later look at the last one: the
+        first look, or over _NEW_SCREEN of a small thumbnail changed since the last."""
+        thumb = cv2.resize(grey, _THUMB, interpolation=cv2.INTER_AREA)
+        last, self._last_thumb = self._last_thumb, thumb
+        if last is None:
+            return True
+        changed = cv2.absdiff(thumb, last) > _THUMB_STEP
+        return bool(np.count_nonzero(changed) > _NEW_SCREEN * changed.size)
 
     def prepare(self, image: ImageLike) -> None:
         """Detect the pixel components of `image` ahead of its perceive(): a later

@@ -207,3 +207,25 @@ def test_the_marked_picture_is_one_image_value_hashed_once(form):
     marked = observation.marked
     assert isinstance(marked, OpenprogramImage) and marked.size == observation.size
     assert marked.sha256 == marked.sha256 and observation.marked is marked
+
+
+def test_only_a_new_screens_first_look_waits_for_ocr(form):
+    image, _ = form
+    waits: list[float] = []
+
+    class Spy(OcrWorker):
+        def label(self, image, components, *, wait=0.0):  # type: ignore[no-untyped-def]
+            waits.append(wait)
+            return super().label(image, components, wait=wait)
+
+    worker = Spy(lambda crop: "")
+    looker = Perception(ocr=worker, first_look=1.5)
+    looker.perceive(image)  # the first look
+    changed = np.asarray(image).copy()
+    changed[280:290, 150:160] = 0  # a small change: the same screen
+    looker.perceive(changed)
+    looker.perceive(np.full_like(changed, 40))  # another screen altogether
+    worker.close()
+    assert waits == [1.5, 0.0, 1.5]
+    with pytest.raises(UsageError, match="first_look"):
+        Perception(ocr=False, first_look=-1)

@@ -143,3 +143,27 @@ def test_the_demo_forms_entry_is_a_field_and_save_a_button(tmp_path):
             and box["y"] <= c.box[1] and c.box[1] + c.box[3] <= box["y"] + box["h"] + 2
         ]  # fmt: skip
         assert "radio" in inside and "checkbox" not in inside, (colour, inside)
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("rapidocr_onnxruntime") is None and shutil.which("tesseract") is None,
+    reason="neither RapidOCR nor tesseract is installed",
+)
+def test_the_first_look_at_the_demo_has_its_buttons_labelled(tmp_path):
+    from gui_harness.demo.app import demo_app
+    from gui_harness.desktop.virtual import VirtualDesktop
+
+    worker = OcrWorker()  # its own cache: nothing read before this look
+    with VirtualDesktop(apps=[demo_app(tmp_path / "state.json")]) as desktop:
+        # a generous bound for a loaded machine: the look returns once its crops are read
+        observation = Perception(ocr=worker, first_look=120).perceive(desktop.screenshot())
+        geometry = json.loads((tmp_path / "state.json").read_text())["widgets"]
+    worker.close()
+    box = geometry["save"]
+    centre = (box["x"] + box["w"] // 2, box["y"] + box["h"] // 2)
+    save = [
+        c for c in observation.components
+        if 0 <= centre[0] - c.box[0] < c.box[2] and 0 <= centre[1] - c.box[1] < c.box[3]
+    ]  # fmt: skip
+    assert [c.label for c in save] == ["Save"], observation.text
+    assert "Save" in observation.text and worker.reads > 0
