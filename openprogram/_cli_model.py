@@ -1,19 +1,22 @@
 """The `openprogram` commands that talk to a model: `serve-model` and `chat`.
 
-Owns their command-line handling; the server is openprogram.testing's OpenAIServer, the
-chat loop is chat.py's. cli.py adds these commands to the `openprogram` group.
+Owns their command-line handling; the server is openprogram.testing's OpenAIServer, a
+chat turn is chat.py's. cli.py adds these commands to the `openprogram` group.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 import click
 
-__all__ = ["serve_model"]
+from openprogram._cli_options import store_option
+
+__all__ = ["chat", "serve_model"]
 
 
 @click.command("serve-model")
@@ -61,3 +64,81 @@ def _read_script(path: Path) -> Any:
         f"the script {str(path)!r} must hold a JSON list of replies, or an object of lists "
         f'per model name ({{"*": [...]}}), not {type(script).__name__}'
     )
+
+
+@click.command("chat")
+@click.option(
+    "--model",
+    envvar="OPENPROGRAM_MODEL",
+    required=True,
+    help="litellm model string, e.g. openai/gpt-4o-mini (env OPENPROGRAM_MODEL).",
+)
+@click.option("--session", "session_id", help="Continue this recorded conversation.")
+@store_option
+@click.option("--api-base", help="Provider URL, e.g. openprogram serve-model's.")
+@click.option("--system", help="System prompt for every answer.")
+def chat(
+    model: str, session_id: str | None, store_spec: str, api_base: str | None, system: str | None
+) -> None:
+    """Chat with a model, one line a message; every turn is recorded in a session.
+
+    Reads messages from standard input (a terminal or a pipe) until end of input or
+    /exit, and streams each answer to standard output. The session id is printed on
+    standard error; --session ID continues that conversation later, with every earlier
+    turn in view of the model.
+    """
+    from openprogram import Callback, Runtime
+    from openprogram.chat import chat_turn
+    from openprogram.errors import OpenProgramError
+
+    class _Printer(Callback):
+        def on_llm_chunk(self, node: Any, chunk: str) -> None:
+            click.echo(chunk, nl=False)
+
+    options: dict[str, Any] = {"api_base": api_base} if api_base else {}
+    try:
+        session = _chat_session(store_spec, session_id)
+        runtime = Runtime(model, callbacks=[_Printer()], system=system, **options)
+    except OpenProgramError as exc:
+        raise click.ClickException(str(exc)) from exc
+    turns = len(session.dag.find(kind="user"))
+    resumed = f", continuing after {turns} message(s)" if turns else ""
+    click.echo(
+        f"session {session.id}{resumed}; continue it later with: openprogram chat "
+        f"--model {model} --session {session.id}",
+        err=True,
+    )
+    stdin = sys.stdin
+    interactive = stdin.isatty()
+    with session, runtime:
+        while True:
+            if interactive:
+                click.echo("you> ", nl=False, err=True)
+            line = stdin.readline()
+            text = line.strip()
+            if not line or text == "/exit":
+                break
+            if not text:
+                continue
+            try:
+                chat_turn(session, text)
+            except OpenProgramError as exc:
+                click.echo("", err=False)
+                raise click.ClickException(
+                    f"{exc} (the conversation so far is kept in session {session.id})"
+                ) from exc
+            click.echo("")
+
+
+def _chat_session(store_spec: str, session_id: str | None) -> Any:
+    """The session to chat in: ID reopened when the store has it, else a new one."""
+    from openprogram import Session
+    from openprogram.store import open_store
+
+    if session_id is None:
+        return Session(store_spec)
+    store, _ = open_store(store_spec)
+    known = store is not None and store.session(session_id) is not None
+    if store is not None:
+        store.close()
+    return Session.open(store_spec, session_id) if known else Session(store_spec, id=session_id)

@@ -20,14 +20,12 @@ from typing import Any, TypeVar
 
 import click
 
+from openprogram._cli_options import DEFAULT_STORE, store_option
 from openprogram.dag import ContextDAG, Node
 from openprogram.echo import echo, mask_url
 from openprogram.errors import OpenProgramError
 
 __all__ = ["DEFAULT_STORE", "PLUGINS", "cli", "main", "run_command", "store_option"]
-
-DEFAULT_STORE = "openprogram.db"
-"""The store the session commands read when neither --store nor OPENPROGRAM_STORE is set."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 _COLOUR = {
@@ -39,25 +37,6 @@ _COLOUR = {
     "waiting": "cyan",
 }
 _SHOW_LIMIT = 300
-
-
-def _default_store() -> str:
-    from openprogram import store
-
-    return str(getattr(store, "DEFAULT_STORE", DEFAULT_STORE))
-
-
-def store_option(command: F) -> F:
-    return click.option(
-        "--store",
-        "store_spec",
-        envvar="OPENPROGRAM_STORE",
-        default=_default_store,
-        show_default=DEFAULT_STORE,
-        metavar="PATH|URL",
-        help="Session store: a SQLite file, sqlite:///file.db or postgresql://… "
-        "(env OPENPROGRAM_STORE).",
-    )(command)
 
 
 # -- plugins -------------------------------------------------------------------------------
@@ -581,10 +560,11 @@ def run_command(start: Callable[[], int]) -> int:
 
 def _add_model_commands() -> None:
     from openprogram._cli_mcp import mcp_group
-    from openprogram._cli_model import serve_model
+    from openprogram._cli_model import chat, serve_model
     from openprogram._cli_questions import question_commands
 
     cli.add_command(serve_model)
+    cli.add_command(chat)
     cli.add_command(mcp_group)
     for command in question_commands(_opened_store, _resolve_id, _session, store_option):
         sessions.add_command(command)

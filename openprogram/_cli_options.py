@@ -1,0 +1,39 @@
+"""Options the `openprogram` commands share: the session store (--store).
+
+Owns `store_option` and DEFAULT_STORE, below every module that defines commands, so
+cli.py and _cli_model.py (and plugins, through cli.py) take --store alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+__all__ = ["DEFAULT_STORE", "store_option"]
+
+DEFAULT_STORE = "openprogram.db"
+"""The store the session commands read when neither --store nor OPENPROGRAM_STORE is set."""
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _default_store() -> str:
+    from openprogram import store
+
+    return str(getattr(store, "DEFAULT_STORE", DEFAULT_STORE))
+
+
+def store_option(command: F) -> F:
+    """The --store option (env OPENPROGRAM_STORE), passed to the command as store_spec."""
+    return click.option(
+        "--store",
+        "store_spec",
+        envvar="OPENPROGRAM_STORE",
+        default=_default_store,
+        show_default=DEFAULT_STORE,
+        metavar="PATH|URL",
+        help="Session store: a SQLite file, sqlite:///file.db or postgresql://… "
+        "(env OPENPROGRAM_STORE).",
+    )(command)
