@@ -90,7 +90,9 @@ def test_server_everything_over_streamable_http_in_a_tool_loop(model, everything
     )
     model.reply("42, and the echo came back")
     with (
-        MCPServer.http(everything_http, name="everything") as everything,
+        MCPServer.http(
+            everything_http, name="everything", headers={"X-Client": "openprogram-tests"}
+        ) as everything,
         Session() as session,
         runtime_for(model),
     ):

@@ -160,6 +160,15 @@ def test_images_come_back_as_images_and_text_as_text(faults):
     assert node.output[1].width == 4  # stored once, as an ImageRef
 
 
+def test_render_output_shapes_what_later_calls_see_of_a_result(faults):
+    big = faults.tool("big", render_output=lambda text: {"characters": len(text)})
+    with Session() as session:
+        assert len(big(size=5000)) == 5000
+    (node,) = session.dag.find(kind="code")
+    assert node.meta["render_output"] == {"characters": 5000}
+    assert len(node.output) == 5000
+
+
 def test_an_error_result_goes_back_to_the_model(faults):
     script = {"agent": [calls(("faults_fail", {})), "the disk is full, sorry"]}
     with Session() as session, Runtime(ScriptedModel(script)):
