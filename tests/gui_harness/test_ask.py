@@ -50,7 +50,7 @@ def test_without_an_answer_the_run_waits_and_resumes_without_repeating_an_action
     assert result.stop_reason == "waiting" and not result.success
     assert desktop.actions == []
     (agent,) = session.dag.find(name="gui_agent")
-    assert agent.status == "waiting" and agent.output["stop_reason"] == "waiting"
+    assert agent.status == "waiting" and agent.meta["stop_reason"] == result.detail
     assert [n.status for n in session.dag.find(name="gui_step")] == ["waiting"]
     (question,) = session.pending()
     suspensions = 1
