@@ -303,20 +303,31 @@ _noted: set[tuple[str, str]] = set()
 _noted_lock = threading.Lock()
 
 
+_WHAT = {
+    "secret": "a secret ({} in a field named like a key or password), which is never stored,",
+    "cycle": "a {} that refers to itself,",
+}
+
+
 def note_opaque(function: str, names: Iterable[str], *, returned: bool) -> None:
     """Warn, once per type and direction in this process, that `function` took (or
-    returned) values with no faithful stored form, and what resuming will do about it."""
+    returned) values with no faithful stored form, and what resuming will do about it.
+    `names` are values.to_jsonable's: "type" or "type (why)"."""
     direction = "returned" if returned else "was given"
     for name in dict.fromkeys(names):
         with _noted_lock:
             if (direction, name) in _noted:
                 continue
             _noted.add((direction, name))
+        kind, _, why = name.partition(" (")
+        what = _WHAT.get(
+            why.rstrip(")"),
+            "a {}, which has no faithful stored form" if not why else "a {} nested too deep,",
+        ).format(kind)
         log.warning(
-            "openprogram: %s %s a %s, which has no faithful stored form: it is recorded as "
-            '{"$opaque": "%s"}, and a resumed run calls %s again instead of %s '
-            "(said once per type)",
-            function, direction, name, name.split(" (")[0], function,
+            "openprogram: %s %s %s: it is recorded as {\"$opaque\": \"%s\"}, and a "
+            "resumed run calls %s again instead of %s (said once per type)",
+            function, direction, what, kind, function,
             "handing back a stand-in" if returned else "answering it from the record",
         )  # fmt: skip
 

@@ -52,7 +52,14 @@ _BIG_INT = 2**63
 """Ints outside ±2⁶³ are stored as text (`{"$type": "builtins.int", "$value": "…"}`): JSON
 readers lose them, and past 4 300 digits Python cannot even write them in decimal."""
 _DECIMAL_LIMIT = 10**600  # below Python's lowest allowed int-to-str limit (640 digits)
-_CYCLE, _DEEP = "cycle", f"nested deeper than {MAX_DEPTH} levels"
+_CYCLE, _DEEP, _SECRET = "cycle", f"nested deeper than {MAX_DEPTH} levels", "secret"
+_SECRET_FIELDS = frozenset(
+    ("api_key", "apikey", "token", "secret", "password", "passwd", "credentials",
+     "authorization", "private_key", "secret_key", "access_key")
+)  # fmt: skip
+"""Fields of an object stored by its fields that are never written (nor compared): an
+object's state may hold what its repr never showed. Keys given by name are masked
+everywhere anyway (_secrets.py); these are any value in a field so named."""
 _HEAP_TYPE, _IMMUTABLE_TYPE = 1 << 9, 1 << 8  # a class statement makes heap, mutable types
 
 
@@ -147,6 +154,8 @@ class _Conversion:
         return {TYPE: "builtins.dict", VALUE: pairs}
 
     def other(self, value: Any, kind: type, depth: int) -> Any:
+        if kind is _Stored:
+            return value.form
         if isinstance(value, ImageRef):
             return value if self.add_image is not None else value.to_json()
         if isinstance(value, enum.Enum):  # before str and int: StrEnum, IntEnum
@@ -167,6 +176,8 @@ class _Conversion:
             return {"$image": None, "type": _qualified(kind)}
         if self.names_only:
             return {TYPE: _qualified(kind)}
+        if any(base.__name__ == "_SecretBase" for base in kind.__mro__):  # pydantic's
+            return self.marker(kind, _SECRET)
         simple = _SIMPLE.get(kind)
         if simple is not None:
             return _tag(kind, VALUE, simple(value))
@@ -179,6 +190,10 @@ class _Conversion:
         if isinstance(fields, str):  # a class or function, by its name
             return _tag(kind, VALUE, fields)
         key, items = fields
+        if key == FIELDS:
+            for name, item in items.items():
+                if item is not None and _secret_field(name):
+                    items[name] = _Stored(self.marker(type(item), _SECRET))
         return self.tagged(value, kind, key, lambda: items, depth)
 
     def tagged(
@@ -202,6 +217,15 @@ class _Conversion:
         return _tag(kind, VALUE, items)
 
 
+class _Stored:
+    """A part already in its stored form (a marker put in place of a field)."""
+
+    __slots__ = ("form",)
+
+    def __init__(self, form: Any) -> None:
+        self.form = form
+
+
 def _tag(kind: type, key: str, inner: Any) -> dict[str, Any]:
     return {TYPE: _qualified(kind), key: inner}
 
@@ -217,6 +241,15 @@ def _canonical(value: Any) -> str:
 def _int_text(value: int) -> str:
     """Decimal while any Python can write it so; hexadecimal (which has no limit) past."""
     return str(value) if -_DECIMAL_LIMIT < value < _DECIMAL_LIMIT else hex(value)
+
+
+def _secret_field(name: Any) -> bool:
+    if not isinstance(name, str):
+        return False
+    name = name.strip("_").lower()
+    return name in _SECRET_FIELDS or name.endswith(
+        ("_api_key", "_password", "_secret", "_token", "_private_key", "_credentials")
+    )
 
 
 def _int(text: str) -> int:

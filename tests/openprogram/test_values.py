@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel
+from pydantic import BaseModel, SecretStr
 
 from openprogram._resume import input_hash
 from openprogram.values import (
@@ -66,11 +66,11 @@ class Plain:
 
 
 class Slotted:
-    __slots__ = ("__secret", "text")
+    __slots__ = ("__inner", "text")
 
     def __init__(self, text: str, secret: int) -> None:
         self.text = text
-        self.__secret = secret
+        self.__inner = secret
 
 
 def stored(value: Any) -> Any:
@@ -91,7 +91,7 @@ def test_objects_are_stored_by_their_fields_with_their_type():
         "$type": f"{__name__}.Plain",
         "$fields": {"text": "a", "count": 1},
     }
-    assert stored(Slotted("a", 7))["$fields"] == {"_Slotted__secret": 7, "text": "a"}
+    assert stored(Slotted("a", 7))["$fields"] == {"_Slotted__inner": 7, "text": "a"}
     assert stored(Color.RED) == {"$type": f"{__name__}.Color", "$value": "red"}
     assert stored(Size.LARGE) == {"$type": f"{__name__}.Size", "$value": 2}
     assert stored(PurePosixPath("/a")) == {"$type": "pathlib.PurePosixPath", "$value": "/a"}
@@ -132,6 +132,29 @@ def test_values_with_no_faithful_form_are_opaque_and_named():
     assert forms[5] == {"$opaque": "builtins.function"}  # a lambda has no name to keep
     assert "_thread.lock" in found and "builtins.generator" in found
     assert as_shown(forms[0]) == "<_thread.lock>"
+
+
+def test_fields_named_like_secrets_are_never_stored():
+    @dataclasses.dataclass
+    class Client:
+        base_url: str
+        api_key: str
+        password: str | None = None
+
+    class Login(BaseModel):
+        user: str
+        word: SecretStr
+
+    found: list[str] = []
+    form = to_jsonable(
+        [Client("u", "hunter2-hunter2"), Login(user="a", word="hunter3")], None, found
+    )
+    assert "hunter" not in json.dumps(form)
+    secret = {"$opaque": "builtins.str", "$why": "secret"}
+    assert form[0]["$fields"] == {"base_url": "u", "api_key": secret, "password": None}
+    assert form[1]["$fields"]["word"] == {"$opaque": "pydantic.types.SecretStr", "$why": "secret"}
+    assert found == ["builtins.str (secret)", "pydantic.types.SecretStr (secret)"]
+    assert as_shown(form[0]) == {"base_url": "u", "api_key": "<secret: str>", "password": None}
 
 
 def test_cycles_and_deep_nesting_are_bounded_markers():
