@@ -232,8 +232,12 @@ def needs_approval(
     what `question(**arguments)` returns. "yes" runs the tool; "no" runs nothing and the
     model is told the call was declined (the node's `meta["declined"]` is True). With no
     answer at hand the run suspends like any ask_user. Keeps the tool's name, spec and
-    settings.
+    settings. A tool object with its own `needs_approval(question=)` (an MCP server's
+    tool) is asked for its approving copy.
     """
+    approving = getattr(tool, "needs_approval", None)
+    if callable(approving) and not getattr(tool, "__agentic__", False):  # a tool object
+        return approving(question=question)  # type: ignore[no-any-return]
     if not callable(tool) or not hasattr(tool, "__name__"):
         raise UsageError(f"needs_approval({tool!r}) takes a function")
     settings: dict[str, Any] = {}

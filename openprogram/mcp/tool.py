@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import copy
 import inspect
 import keyword
 import re
@@ -18,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from openprogram import _context
+from openprogram.ask import ask_user
 from openprogram.dag import _dag_of
 from openprogram.echo import cut, echo
 from openprogram.errors import ConfigError, MCPServerError
@@ -62,10 +64,20 @@ class MCPTool:
             "parameters": schema,
         }
         self.render_output = render_output
+        self.question: Callable[..., str] | bool | None = None
         self._recorders: dict[tuple[tuple[str, ...], bool], Any] = {}
 
     def __repr__(self) -> str:
         return f"<MCPTool {self.name} ({self.server.name!r}: {self.tool!r})>"
+
+    def needs_approval(self, *, question: Callable[..., str] | None = None) -> MCPTool:
+        """This tool asking the user before each call (what `openprogram.needs_approval`
+        does for it): "Allow <name>(<arguments>)?", or `question(**arguments)`; a "no"
+        runs nothing and the model is told the call was declined (`meta["declined"]`)."""
+        approving = copy.copy(self)
+        approving.question = question or True
+        approving._recorders = {}
+        return approving
 
     def validate(self, arguments: Any) -> tuple[dict[str, Any], str | None]:
         """(arguments, None), or ({}, what is wrong) for the model to read."""
@@ -105,7 +117,7 @@ class MCPTool:
         return recorder
 
     def _make_recorder(self, names: tuple[str, ...], is_async: bool) -> Any:
-        server, tool = self.server, self.tool
+        server, tool, name, question = self.server, self.tool, self.name, self.question
 
         def given(parameters: dict[str, Any]) -> dict[str, Any]:
             if names == ("arguments",):
@@ -119,7 +131,10 @@ class MCPTool:
                 replayed = _begin(server.name, tool)
                 if replayed is not _LIVE:
                     return replayed
-                result = await _loop.arun(server.call(tool, given(parameters)))
+                arguments = given(parameters)
+                if question and not _approved(name, arguments, question):
+                    return _DECLINED.format(name=name)
+                result = await _loop.arun(server.call(tool, arguments))
                 return _value(server.name, tool, result)
 
             run = arun
@@ -129,7 +144,10 @@ class MCPTool:
                 replayed = _begin(server.name, tool)
                 if replayed is not _LIVE:
                     return replayed
-                result = _loop.run(server.call(tool, given(parameters)))
+                arguments = given(parameters)
+                if question and not _approved(name, arguments, question):
+                    return _DECLINED.format(name=name)
+                result = _loop.run(server.call(tool, arguments))
                 return _value(server.name, tool, result)
 
             run = srun
@@ -155,6 +173,26 @@ def _as_parameters(arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 _LIVE = object()
+_DECLINED = (
+    "the user declined this call of {name}; it did not run. Do not call it again unless "
+    "the user asks for it."
+)
+
+
+def _approved(name: str, arguments: dict[str, Any], question: Any) -> bool:
+    """Ask the user (ask_user: recorded, resumable) whether this call may run; a "no"
+    is noted on the call's node as `meta["declined"]`."""
+    if callable(question):
+        text = question(**arguments)
+    else:
+        shown = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
+        text = f"Allow {name}({cut(shown, 500)})?"
+    if ask_user(text, choices=["yes", "no"]) == "yes":
+        return True
+    node = _context.current_session().dag.get(_context.frame_var.get())
+    if node is not None:
+        node.meta["declined"] = True
+    return False
 
 
 def _begin(server: str, tool: str) -> Any:

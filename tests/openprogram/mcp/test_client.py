@@ -21,6 +21,7 @@ from openprogram import (
     agentic_function,
     allm,
     llm,
+    needs_approval,
 )
 from openprogram.errors import MCPServerError, UsageError
 from openprogram.image import Image
@@ -167,6 +168,30 @@ def test_render_output_shapes_what_later_calls_see_of_a_result(faults):
     (node,) = session.dag.find(kind="code")
     assert node.meta["render_output"] == {"characters": 5000}
     assert len(node.output) == 5000
+
+
+def test_needs_approval_asks_before_each_call_and_a_no_is_declined(faults):
+    script = {
+        "agent": [
+            calls(("faults_count", {})),
+            calls(("faults_count", {})),
+            "asked twice",
+        ]
+    }
+    answers = iter(["no", "yes"])
+    questions = []
+
+    def ask(question):
+        questions.append(question.text)
+        return next(answers)
+
+    counter = needs_approval(faults.tool("count"))
+    with Session() as session, Runtime(ScriptedModel(script), ask=ask):
+        assert agent_with([counter])("count") == "asked twice"
+    declined, ran = session.dag.find(name="faults_count")
+    assert questions == ["Allow faults_count()?"] * 2
+    assert declined.meta["declined"] is True and "declined" in declined.output
+    assert ran.output == "count: 1"  # the declined call never reached the server
 
 
 def test_an_error_result_goes_back_to_the_model(faults):
