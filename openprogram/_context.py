@@ -154,6 +154,11 @@ def current_session() -> AmbientSession:
     return _process_default(_default, "session")
 
 
+def is_process_default(session: AmbientSession) -> bool:
+    """Whether `session` is the process-wide default one (no `with Session()` chose it)."""
+    return bool(_default) and _default[0] is session
+
+
 def live_runtime() -> AmbientRuntime | None:
     """This context's Runtime, else the one live in the process (None when none is).
     Raises UsageError when this context has none and several are live."""

@@ -20,6 +20,7 @@ from typing import Any
 from openprogram import _secrets
 from openprogram.echo import cut, echo
 from openprogram.errors import (
+    ConfigError,
     ModelAuthError,
     ModelBadRequest,
     ModelError,
@@ -173,10 +174,45 @@ def _seconds(value: Any) -> float | None:
     return max(0.0, number) if math.isfinite(number) else None
 
 
+def check_model_name(name: str) -> None:
+    """ConfigError, before anything is sent, when litellm cannot route `name`: a
+    provider prefix it does not know ("opnai/..."), or a bare name missing from its
+    model list ("gpt4o-mini"); the message suggests litellm's closest names. Any model
+    name after a known provider passes ("openai/my-model" with api_base=...)."""
+    import difflib
+
+    litellm = import_litellm()
+    providers = {getattr(p, "value", str(p)) for p in litellm.provider_list}
+    provider, slash, model = name.partition("/")
+    if slash and provider in providers:
+        return
+    known = set(litellm.model_cost) | set(litellm.model_list)
+    if not slash and name in known:
+        return
+    guesses = difflib.get_close_matches(name, known, n=3, cutoff=0.75)
+    if slash:
+        near = difflib.get_close_matches(provider, providers, n=1, cutoff=0.6)
+        guesses = [f"{n}/{model}" for n in near] + guesses
+        problem = f"{provider!r} is not a provider litellm knows"
+    else:
+        problem = "litellm does not know this model and cannot tell its provider"
+    hint = (
+        f" Did you mean {' or '.join(repr(g) for g in dict.fromkeys(guesses))}?" if guesses else ""
+    )
+    raise ConfigError(
+        f"model {echo(name)}: {problem}, so nothing was sent.{hint} Write "
+        "'provider/model' (e.g. 'openai/gpt-4o-mini', 'anthropic/claude-3-5-haiku-latest'); "
+        "for an OpenAI-compatible server any name follows 'openai/' "
+        "(Runtime('openai/my-model', api_base=URL))."
+    )
+
+
 class LiteLLMModel:
     """A provider model reached through litellm (`"openai/gpt-4o"`, `"anthropic/..."`)."""
 
     def __init__(self, name: str, *, timeout: float | None = None, **kwargs: Any) -> None:
+        if "custom_llm_provider" not in kwargs:
+            check_model_name(name)
         self.name = name
         self.timeout = timeout
         self._kwargs = kwargs

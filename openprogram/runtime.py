@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from openprogram import _context, _secrets
 from openprogram._content import content_parts, parse, repair_prompt, schema_instruction
+from openprogram._resume import note_once
 from openprogram.callbacks.base import gate, notify, transform
 from openprogram.dag import Node
 from openprogram.echo import echo
@@ -354,6 +355,8 @@ class Runtime:
         frame = dag.get(frame_id)
         if frame_id is not None and frame is None:
             frame_id = None
+        if _context.is_process_default(session):
+            _note_default_session(frame)
         self._gate(kind="llm", frame=frame)
         parts = content_parts(content, dag)
         if response_format is not None and (loop is None or not loop.nodes):
@@ -507,6 +510,26 @@ class Runtime:
             node_id=node.id,
             reply=reply,
         )
+
+
+def _note_default_session(frame: Node | None) -> None:
+    """Say once per process where an llm() with no `with Session()` records, and how to
+    scope it."""
+    where = (
+        f"inside {frame.name}()"
+        if frame is not None
+        else f"outside any @agentic_function (recorded as {_TOP_LEVEL_NAME!r}, without the "
+        "inputs of the function that called it)"
+    )
+    note_once(
+        "default-session",
+        "openprogram: llm() was called %s with no `with Session()`, so it records into the "
+        "process-wide default session: in memory, lost at exit, shared by every such call "
+        "(see it with openprogram.current_session().dag). To keep and scope a run, wrap it "
+        "in `with Session('runs.db'):` and decorate the function that calls llm() with "
+        "@agentic_function (said once)",
+        where,
+    )
 
 
 def _recorded_reply(node: Node) -> ModelReply:
