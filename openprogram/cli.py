@@ -161,6 +161,8 @@ def cli() -> None:
     Run the GUI agent:
       openprogram demo
       openprogram gui "fill in the form" --model openai/gpt-4o
+    Serve agentic functions to MCP clients:
+      openprogram mcp serve mypackage.agents:research [--transport http]
     Evaluate and scale:
       openprogram bench miniwob --model oracle --seeds 0-4
       openprogram batch tasks.jsonl --workers 4 [--engine ray --address HOST:PORT]
