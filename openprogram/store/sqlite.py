@@ -47,7 +47,7 @@ _LEASES = (
     "host TEXT NOT NULL, pid INTEGER NOT NULL, process TEXT NOT NULL, "
     "acquired_at REAL NOT NULL, heartbeat_at REAL NOT NULL)",
 )
-_MIGRATIONS = {1: _LEASES, 2: (), 3: (), 4: (), 5: OLD_VALUES_MIGRATION}
+_MIGRATIONS = {1: _LEASES, 2: (), 3: (), 4: (), 5: OLD_VALUES_MIGRATION, 6: ()}
 """format_version N -> N+1 (3 only allows the status `stopped`, 4 the render report's
 `report_base`, 5 llm contents stored as strings: no table changes; 6 notes in each
 session's info up to which seq its values were stored as reprs)."""

@@ -29,7 +29,7 @@ from openprogram import (
     llm,
     render_context,
 )
-from openprogram.store import MemoryStore, PostgresStore, SQLiteStore, open_store
+from openprogram.store import FORMAT_VERSION, MemoryStore, PostgresStore, SQLiteStore, open_store
 
 
 def test_no_store_or_memory_records_nothing_and_listens_to_nothing():
@@ -432,4 +432,4 @@ def test_an_llm_node_keeps_a_string_content_as_given_and_older_recordings_still_
 
     with Session.open(path, "older", resume=True) as resumed, Runtime(ScriptedModel([])):
         assert greet() == "hello"  # replayed from the recording: the model is not asked
-    assert resumed.store.format_version == 6  # migrated
+    assert resumed.store.format_version == FORMAT_VERSION  # migrated

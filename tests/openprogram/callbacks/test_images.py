@@ -15,6 +15,7 @@ from openprogram import (
     llm,
 )
 from openprogram.render import recorded_report, seen_by
+from openprogram.store import FORMAT_VERSION
 
 
 def shot(color: str) -> PILImage.Image:
@@ -126,6 +127,6 @@ def test_a_version_3_store_holding_whole_reports_reads_them_as_they_are(tmp_path
             )
         connection.execute("UPDATE openprogram_meta SET value = '3' WHERE key = 'format_version'")
     with Session.open(path, session.id) as reopened:
-        assert reopened.store.format_version == 6  # migrated
+        assert reopened.store.format_version == FORMAT_VERSION  # migrated
         for node in reopened.dag.find(kind="llm"):
             assert recorded_report(reopened.dag, node) == whole[node.id]

@@ -21,6 +21,7 @@ import pytest
 from openprogram import ResumeDivergence, Runtime, ScriptedModel, Session, agentic_function, llm
 from openprogram._resume import forget_notes
 from openprogram.render import render_context
+from openprogram.store import FORMAT_VERSION
 
 runs: list[str] = []
 
@@ -245,7 +246,7 @@ def test_a_version_5_store_resumes_what_it_can_and_reruns_the_rest(durable_store
         doc = make_doc("hi")  # a repr stand-in is never handed back
     assert runs == ["summarise goodbye", "make_doc"]
     assert point == Point(1, 2) and isinstance(doc, Doc)
-    assert resumed.store.format_version == 6  # migrated
+    assert resumed.store.format_version == FORMAT_VERSION  # migrated
     assert resumed.info.old_values_until == 3
     infos = dict(_sql(store, "SELECT id, info FROM openprogram_sessions"))
     assert json.loads(infos["old"]) == {"old_values_until": 3}
