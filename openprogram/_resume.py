@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from openprogram._secrets import scrub
 from openprogram.dag import ContextDAG, Node
 from openprogram.image import ImageRef, is_image
-from openprogram.values import kinds, rebuilt, stored_text
+from openprogram.values import kinds, rebuilt, stored_text, to_jsonable
 
 __all__ = ["Divergence", "Resumer", "call_path", "input_hash", "path_text"]
 
@@ -277,6 +277,30 @@ class Resumer:
                 preferred = next((n for n in candidates if n.id not in self._claimed), None)
             return None if preferred is None else Divergence(preferred, k)
 
+    def find(
+        self,
+        kind: str,
+        name: str,
+        parent: str | None,
+        value: Any,
+        hidden: Iterable[str],
+        raw: Any,
+        add_image: Callable[[Any], ImageRef],
+    ) -> tuple[Node | Divergence | None, str | None]:
+        """match() for a live input (`value` stored, `raw` as given), and for a completed
+        recorded call why its record cannot answer this one (None when it can)."""
+        lossy: list[bool] = []
+
+        def legacy() -> str:
+            digest, lost = legacy_input_hash(raw, hidden, add_image)
+            lossy.append(lost)
+            return digest
+
+        found = self.match(kind, name, parent, input_hash(value, hidden), legacy)
+        if kind != "code" or not isinstance(found, Node) or found.status != "completed":
+            return found, None
+        return found, rerun_reason(found, found.id in self.legacy, any(lossy))
+
     def _claim(self, node: Node) -> Node:
         self._claimed.add(node.id)
         return node
@@ -301,6 +325,22 @@ class Resumer:
 
 _noted: set[tuple[str, str]] = set()
 _noted_lock = threading.Lock()
+
+
+def stored_value(
+    function: str,
+    value: Any,
+    add_image: Callable[[Any], ImageRef],
+    *,
+    hidden: Iterable[str] = (),
+    returned: bool = False,
+) -> Any:
+    """values.to_jsonable(value), warning (note_opaque) about what has no stored form."""
+    opaque: list[str] = []
+    form = to_jsonable(value, add_image, opaque, hidden=tuple(hidden))
+    if opaque:
+        note_opaque(function, opaque, returned=returned)
+    return form
 
 
 _WHAT = {

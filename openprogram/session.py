@@ -30,13 +30,10 @@ from openprogram._resume import (
     Divergence,
     Resumer,
     call_path,
-    input_hash,
-    legacy_input_hash,
     note_once,
-    note_opaque,
     path_text,
-    rerun_reason,
     resumed_output,
+    stored_value,
 )
 from openprogram.dag import ContextDAG, Kind, Node
 from openprogram.errors import (
@@ -55,7 +52,6 @@ from openprogram.store.format import FORMAT_VERSION, SessionInfo, decode_rows, i
 from openprogram.store.lease import heartbeat, new_owner
 from openprogram.store.open import open_store
 from openprogram.store.recorder import Recorder
-from openprogram.values import to_jsonable
 
 __all__ = ["Session", "current_frame", "current_session"]
 
@@ -284,12 +280,8 @@ class Session:
         at a recorded place; function.py lets only that error through to the caller."""
         if parent is not None and parent not in self.dag:
             parent = None
-        opaque: list[str] = []
-        value = to_jsonable(
-            arguments, self.dag.add_image, opaque, hidden=settings.get("hidden_inputs", ())
-        )
-        if opaque:
-            note_opaque(name, opaque, returned=False)
+        hidden = settings.get("hidden_inputs", ())
+        value = stored_value(name, arguments, self.dag.add_image, hidden=hidden)
         if self._resumer is not None:
             resumed = self._resume("code", name, parent, value, settings, arguments)
             if resumed is not None:
@@ -311,10 +303,7 @@ class Session:
         if self._resumer is not None and node.id in self._resumer.reused:
             self._cancel_leftovers(node.id)
         if exc is None:
-            opaque: list[str] = []
-            value = to_jsonable(result, self.dag.add_image, opaque)
-            if opaque:
-                note_opaque(node.name, opaque, returned=True)
+            value = stored_value(node.name, result, self.dag.add_image, returned=True)
             if node.meta.get("waiting_on"):  # it returned, suspended (gui_agent)
                 self.dag.complete(node, value, status="waiting")
             else:
@@ -374,27 +363,15 @@ class Session:
         the input before values.to_jsonable (for nodes an older format recorded)."""
         assert self._resumer is not None
         hidden = extra.get("hidden_inputs", ()) if kind == "code" else ()
-        lossy: list[bool] = []
-
-        def legacy() -> str:
-            digest, lost = legacy_input_hash(raw, hidden, self.dag.add_image)
-            lossy.append(lost)
-            return digest
-
-        found = self._resumer.match(kind, name, parent, input_hash(value, hidden), legacy)
+        found, why = self._resumer.find(kind, name, parent, value, hidden, raw, self.dag.add_image)
         if found is None:
             return None
         if isinstance(found, Divergence):  # function.py lets this one through to the caller
             raise self._divergence(found.recorded, value)
         node = found
         if node.status == "completed":
-            why = None
-            if kind == "code":
-                old = node.id in self.dag.legacy_values
-                why = rerun_reason(node, old, any(lossy))
-            if why is None:
-                return node
-            self._reopen(node, kind, extra, why)
+            if why is not None:  # it took a value its record cannot stand for
+                self._reopen(node, kind, extra, why)
             return node
         if kind == "llm" and node.output is not None and node.status == "error":
             node.status, node.error = "completed", None  # a reply that failed validation:
