@@ -23,9 +23,14 @@ packages=(xvfb xdotool x11-utils python3-tk fonts-dejavu-core tesseract-ocr libg
 # chromium-driver: drives MiniWoB++ pages and reads their DOM boxes;
 # eslint: lints the views' JavaScript (openprogram/display/view.js), pure JS packages;
 # nodejs: runs the MCP reference servers the MCP tests start (below);
-# libreoffice-calc: the spreadsheet whose sheet the pixel path reads as one grid
+# libreoffice-calc: the spreadsheet whose sheet the pixel path reads as one grid;
+# libreoffice-writer: the desktop tasks' word processor;
+# libreoffice-gtk3: LibreOffice's GTK 3 plugin, the one that publishes an accessibility tree
+# (SAL_USE_VCLPLUGIN=gtk3), read by tests/gui_harness/perception/test_desktop_accessibility.py;
+# gnome-calculator: a GTK 4 app (no AT-SPI Collection: read by the tree walk);
+# featherpad: a small Qt 5 app (Qt's AT-SPI bridge, QT_LINUX_ACCESSIBILITY_ALWAYS_ON)
 [ "$dev" = 1 ] && packages+=(postgresql chromium chromium-driver gtk-3-examples eslint nodejs
-  libreoffice-calc)
+  libreoffice-calc libreoffice-writer libreoffice-gtk3 gnome-calculator featherpad)
 
 sudo=""
 [ "$(id -u)" != 0 ] && sudo="sudo"

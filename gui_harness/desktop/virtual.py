@@ -278,7 +278,7 @@ class VirtualDesktop:
     def _start_app(self, app: App) -> None:
         assert self.display is not None and self._desktop is not None
         argv = [str(arg) for arg in app.argv]
-        environment = dict(os.environ)
+        environment = _inherited_environment()
         if self._bus is not None:
             argv = with_accessibility_flag(argv)
             for name in ("DBUS_SESSION_BUS_ADDRESS", "AT_SPI_BUS_ADDRESS", "NO_AT_BRIDGE"):
@@ -324,6 +324,17 @@ class VirtualDesktop:
                 if window.pid == pid or os.getpgid(window.pid) == pid:
                     return True
         return False
+
+
+def _inherited_environment() -> dict[str, str]:
+    """os.environ without what opencv-python puts there on import: its Qt plugin and font
+    paths (into its wheel), with which every Qt app fails to start ("could not load the
+    Qt platform plugin xcb")."""
+    return {
+        name: value
+        for name, value in os.environ.items()
+        if not (name.startswith("QT_QPA_") and f"{os.sep}cv2{os.sep}" in value)
+    }
 
 
 def _resolve(spec: AppSpec, display: str) -> App:

@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["EVENTS", "TreeWatch", "patience"]
+__all__ = ["CHANGES", "EVENTS", "TreeWatch", "patience"]
 
 EVENTS: dict[str, str] = {
     "StateChanged": "object:state-changed",
@@ -28,10 +28,19 @@ EVENTS: dict[str, str] = {
     "SelectionChanged": "object:selection-changed",
     "ActiveDescendantChanged": "object:active-descendant-changed",
 }
-"""The org.a11y.atspi.Event.Object signals a watch counts → the AT-SPI event names it
+"""The org.a11y.atspi.Event.Object signals a watch waits on → the AT-SPI event names it
 registers. Not BoundsChanged nor VisibleDataChanged: an animation sends them every frame
 (gtk3-widget-factory's spinner and progress bar, ~60 a second), and what they mean is on
 the screen, which the desktop's own settle watches."""
+
+CHANGES: dict[str, str] = {
+    **EVENTS,
+    "BoundsChanged": "object:bounds-changed",
+    "VisibleDataChanged": "object:visible-data-changed",
+}
+"""Every signal that says an app's tree changed (events_from() counts them by app): the
+ones a watch waits on, and what moves or scrolls (a spreadsheet scrolled shows other
+cells, and says so only with VisibleDataChanged)."""
 
 _REGISTRY = ("org.a11y.atspi.Registry", "/org/a11y/atspi/registry", "org.a11y.atspi.Registry")
 _OBJECT_EVENTS = "org.a11y.atspi.Event.Object"
@@ -63,6 +72,7 @@ class TreeWatch:
         """Why the watch is not watching (None while it is, or before it started)."""
         self.events = 0
         """How many object events the watch has seen since it started."""
+        self._by_app: dict[str, int] = {}
         self._connection: Any = None
         self._reader: threading.Thread | None = None
         self._wake: tuple[int, int] | None = None
@@ -77,6 +87,12 @@ class TreeWatch:
 
     def __repr__(self) -> str:
         return f"TreeWatch(address={self.address!r})"
+
+    def events_from(self, app: str) -> int:
+        """How many tree-change events (CHANGES) app `app` (its unique bus name) has sent
+        since the watch started: equal counts mean its tree did not change between."""
+        with self._changed:
+            return self._by_app.get(app, 0)
 
     @property
     def watching(self) -> bool:
@@ -187,11 +203,11 @@ class TreeWatch:
         registry = DBusAddress(_REGISTRY[1], _REGISTRY[0], _REGISTRY[2])
         rules = [
             message_bus.AddMatch(MatchRule(type="signal", interface=_OBJECT_EVENTS, member=m))
-            for m in EVENTS
+            for m in CHANGES
         ]
         # without a registered listener, apps (GTK's atk-bridge, Chromium) send nothing
         registrations = [
-            new_method_call(registry, "RegisterEvent", "s", (e,)) for e in EVENTS.values()
+            new_method_call(registry, "RegisterEvent", "s", (e,)) for e in CHANGES.values()
         ]
         try:
             replies = _replies(
@@ -221,14 +237,23 @@ class TreeWatch:
             if wake in readable:
                 return
             events = 0
+            senders: list[str] = []
             while True:  # everything that has arrived, without waiting for more
                 try:
-                    events += _is_event(connection.receive(timeout=0))
+                    message = connection.receive(timeout=0)
                 except TimeoutError:
                     break
                 except (OSError, ValueError) as exc:  # the bus went away, or sent garbage
                     self._drop(exc)
                     return
+                sender = _change_sender(message)
+                if sender is not None:
+                    senders.append(sender)
+                    events += _is_event(message)
+            if senders:
+                with self._changed:
+                    for sender in senders:
+                        self._by_app[sender] = self._by_app.get(sender, 0) + 1
             if events:
                 with self._changed:
                     now = time.monotonic()
@@ -265,6 +290,20 @@ def _replies(connection: Any, calls: list[Any], deadline: float) -> list[Any]:
         if serial in serials:
             kinds[serial] = message.header.message_type
     return [kinds[serial] for serial in serials]
+
+
+def _change_sender(message: Any) -> str | None:
+    """The bus name of the app that sent `message`, when it is a tree-change event."""
+    from jeepney import HeaderFields, MessageType
+
+    fields = message.header.fields
+    if (
+        message.header.message_type == MessageType.signal
+        and fields.get(HeaderFields.interface) == _OBJECT_EVENTS
+        and fields.get(HeaderFields.member) in CHANGES
+    ):
+        return str(fields.get(HeaderFields.sender, ""))
+    return None
 
 
 def _is_event(message: Any) -> bool:

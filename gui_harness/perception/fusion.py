@@ -24,8 +24,8 @@ def to_image(
     components: Sequence[Component], screen: tuple[int, int], image: tuple[int, int]
 ) -> list[Component]:
     """`components` with boxes moved from `screen` pixels to `image` pixels (the
-    screenshot as perceived may be scaled down); boxes that shrink below 1 px are kept
-    at 1 px."""
+    screenshot as perceived may be scaled down), and a grid's cell boundaries with them;
+    boxes that shrink below 1 px are kept at 1 px."""
     if screen == image or not screen[0] or not screen[1]:
         return list(components)
     sx, sy = image[0] / screen[0], image[1] / screen[1]
@@ -34,7 +34,12 @@ def to_image(
         x, y, w, h = component.box
         x0, y0 = round(x * sx), round(y * sy)
         x1, y1 = round((x + w) * sx), round((y + h) * sy)
-        moved.append(replace(component, box=(x0, y0, max(x1 - x0, 1), max(y1 - y0, 1))))
+        grid = component.grid
+        if grid is not None:  # an accessibility grid's cell boundaries, scaled alike
+            columns = tuple(round(v * sx) for v in grid.columns)
+            grid = replace(grid, columns=columns, rows=tuple(round(v * sy) for v in grid.rows))
+        box = (x0, y0, max(x1 - x0, 1), max(y1 - y0, 1))
+        moved.append(replace(component, box=box, grid=grid))
     return moved
 
 

@@ -15,6 +15,7 @@ from gui_harness.perception import (
     fuse,
     to_image,
 )
+from gui_harness.perception.cells import Grid
 
 
 def tree(kind, box, label=None, states=()) -> Component:
@@ -101,6 +102,14 @@ def test_screen_boxes_are_scaled_to_the_image_the_planner_sees():
     moved = to_image([tree("button", (200, 100, 80, 40))], (1280, 800), (640, 400))
     assert moved[0].box == (100, 50, 40, 20)
     assert to_image([tree("button", (1, 1, 1, 1))], (1280, 800), (640, 400))[0].box[2:] == (1, 1)
+
+
+def test_a_tree_grid_keeps_its_cells_under_the_scaled_image():
+    cells = Grid(columns=(40, 120, 200, 280), rows=(180, 200, 220), first_column=2, first_row=5)
+    sheet = Component(0, "grid", (40, 180, 240, 40), "Sheet", 1.0, (), "accessibility", cells)
+    (moved,) = to_image([sheet], (1280, 800), (640, 400))
+    assert moved.box == (20, 90, 120, 20)
+    assert moved.cell_point("D6") == (80, 105)  # the middle of D6, in image pixels
 
 
 def test_describe_shows_labels_and_states_and_marks_tick_checked_components():

@@ -1,0 +1,148 @@
+"""AT-SPI over jeepney: role and state numbers, method-call messages, and `Pipeline`,
+which sends calls on one connection without waiting and hands each reply to the
+callback its call named, so a tree walk keeps every app busy at once until a deadline.
+
+Shared by accessibility.py (the Collection query) and _tree_walk.py (the bounded walk);
+the D-Bus client is jeepney (docs/gui.md says why).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from gui_harness.perception.component import Kind
+
+__all__ = [
+    "ACCESSIBLE",
+    "ROLE_KINDS",
+    "Pipeline",
+    "call",
+    "get_property",
+    "state_bits",
+]
+
+ACCESSIBLE = "org.a11y.atspi.Accessible"
+COMPONENT = "org.a11y.atspi.Component"
+TABLE = "org.a11y.atspi.Table"
+ROOT = "/org/a11y/atspi/accessible/root"
+REGISTRY = "org.a11y.atspi.Registry"
+
+ROLE_KINDS: dict[int, Kind] = {
+    7: "checkbox",  # check box
+    8: "checkbox",  # check menu item
+    130: "checkbox",  # switch
+    44: "radio",  # radio button
+    45: "radio",  # radio menu item
+    11: "dropdown",  # combo box
+    79: "field",  # entry
+    40: "field",  # password text
+    52: "field",  # spin button
+    61: "field",  # text (kept only when editable)
+    76: "field",  # autocomplete
+    88: "link",
+    37: "tab",  # page tab
+    43: "button",  # push button
+    62: "button",  # toggle button
+    129: "button",  # push button menu
+    35: "button",  # menu item
+    33: "button",  # menu (a menu bar's entries)
+    51: "button",  # slider
+    32: "button",  # list item (kept only when selectable or focusable)
+    91: "button",  # tree item (likewise)
+    56: "button",  # table cell (likewise)
+    26: "icon",
+}
+"""AT-SPI role number → component kind, for the roles perception reports."""
+
+MENU_BAR = 34
+TABLE_ROLES = frozenset({55, 66})  # table, tree table: a grid when they manage descendants
+ITEM_ROLES = frozenset({32, 91, 56})
+TEXT_ROLE = 61
+# AT-SPI state bits (AtspiStateType)
+CHECKED, EDITABLE, ENABLED, EXPANDED = 4, 7, 8, 10
+FOCUSABLE, FOCUSED, PRESSED, SELECTABLE, SELECTED, SENSITIVE = 11, 12, 20, 22, 23, 24
+SHOWING, VISIBLE, MANAGES_DESCENDANTS = 25, 30, 31
+COORDS_SCREEN = 0
+
+
+def state_bits(body: tuple[Any, ...]) -> int:
+    """The 64 state bits of a GetState reply."""
+    low, high = (int(v) for v in body[0][:2])
+    return low | (high << 32)
+
+
+def call(
+    bus_name: str,
+    path: str,
+    interface: str,
+    method: str,
+    signature: str | None = None,
+    body: tuple[Any, ...] = (),
+) -> Any:
+    """A method-call message to object `path` of `bus_name`."""
+    from jeepney import DBusAddress, new_method_call
+
+    return new_method_call(DBusAddress(path, bus_name, interface), method, signature, body)
+
+
+def get_property(bus_name: str, path: str, interface: str, name: str) -> Any:
+    """A Properties.Get message (the reply's body is one (signature, value) variant)."""
+    from jeepney import DBusAddress, Properties
+
+    return Properties(DBusAddress(path, bus_name, interface)).get(name)
+
+
+Callback = Callable[[tuple[Any, ...] | None], None]
+"""Called with a reply's body, or None when the call failed (an error reply)."""
+
+
+class Pipeline:
+    """Method calls on one connection: send() returns at once; run() reads replies and
+    calls their callbacks (which may send more) until none is outstanding or the
+    deadline passes. Replies to calls of an earlier run (late) are dropped."""
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+        self.errors = 0
+        self.sent = 0
+        self._waiting: dict[int, Callback] = {}
+
+    @property
+    def outstanding(self) -> int:
+        """Calls sent whose reply has not come yet."""
+        return len(self._waiting)
+
+    def send(self, message: Any, callback: Callback) -> None:
+        """Send `message`; its reply goes to `callback`."""
+        serial = next(self.connection.outgoing_serial)
+        self.connection.send(message, serial=serial)
+        self._waiting[serial] = callback
+        self.sent += 1
+
+    def run(self, deadline: float) -> bool:
+        """Dispatch replies until none is outstanding (True) or `deadline` (False; what
+        is still outstanding is forgotten)."""
+        from jeepney import HeaderFields, MessageType
+
+        while self._waiting:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            try:
+                message = self.connection.receive(timeout=remaining)
+            except TimeoutError:
+                break
+            serial = message.header.fields.get(HeaderFields.reply_serial)
+            callback = self._waiting.pop(serial, None) if serial is not None else None
+            if callback is None:  # a signal, or a late reply to an earlier snapshot
+                continue
+            if message.header.message_type == MessageType.method_return:
+                callback(message.body)
+            else:  # the object went away, or lacks the interface
+                self.errors += 1
+                callback(None)
+        done = not self._waiting
+        self._waiting.clear()
+        return done

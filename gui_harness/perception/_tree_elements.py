@@ -1,0 +1,148 @@
+"""From accessibility elements to components: `components()` keeps what shows on the
+screen and can be acted on (clipped to it), maps roles to kinds and AT-SPI states to
+ours, turns a table that manages its descendants into one `grid`, and drops duplicates
+(a link inside a tab) and a closed chooser's current option. Reading the elements is
+accessibility.py's and _tree_walk.py's job.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from gui_harness.perception import _atspi as atspi
+from gui_harness.perception._tree_walk import Element
+from gui_harness.perception.component import Component, State
+
+__all__ = ["components"]
+
+_MIN_SIDE = 4  # pixels left on screen after clipping for an element to count
+_MAX_LABEL = 120
+_CLASS_NAME = re.compile(r"^Gtk[A-Z][A-Za-z]+$")
+
+
+def components(elements: Sequence[Element], screen: tuple[int, int]) -> list[Component]:
+    """The components of `elements` (in tree order), in screen pixels."""
+    found: list[Component] = []
+    for element in elements:
+        if {"role", "states", "name", "box"} - element.answered or element.box is None:
+            continue
+        bits = element.states
+        if not (bits & (1 << atspi.SHOWING) and bits & (1 << atspi.VISIBLE)):
+            continue
+        box = _clip(element.box, screen)
+        if box is None:
+            continue
+        label = _label(element.name)
+        if element.grid is not None:
+            found.append(
+                Component(
+                    0,
+                    "grid",
+                    box,
+                    label,
+                    1.0,
+                    _states(bits, element.role),
+                    "accessibility",
+                    element.grid.grid,
+                )
+            )
+            continue
+        if element.role not in atspi.ROLE_KINDS:
+            continue
+        if element.role == atspi.TEXT_ROLE and not bits & (1 << atspi.EDITABLE):
+            continue
+        if element.role in atspi.ITEM_ROLES and not bits & (
+            (1 << atspi.SELECTABLE) | (1 << atspi.FOCUSABLE)
+        ):
+            continue
+        component = Component(
+            0,
+            atspi.ROLE_KINDS[element.role],
+            box,
+            label,
+            1.0,
+            _states(bits, element.role),
+            "accessibility",
+        )
+        if any(_same_place(component.box, other.box) or _twin(component, other) for other in found):
+            continue  # a link inside a tab, a button inside a list item: keep the outer one
+        chooser = _closed_chooser(component, found)
+        if chooser is not None:
+            # a closed drop-down's current option (Chromium reports it as showing): it
+            # names the chooser when the chooser has no name, and is no target itself
+            if found[chooser].label is None:
+                found[chooser] = found[chooser].with_label(component.label)
+            continue
+        found.append(component)
+    return found
+
+
+def _label(name: str) -> str | None:
+    """The name as a label: whitespace collapsed, bounded; None for no name or GTK 4's
+    stand-in (the widget's class, "GtkButton"); a name GTK 4 doubled from a button's
+    label ("= =") once."""
+    words = name.split()
+    if not words or (len(words) == 1 and _CLASS_NAME.match(words[0])):
+        return None
+    half = len(words) // 2
+    if len(words) % 2 == 0 and words[:half] == words[half:]:
+        words = words[:half]
+    return " ".join(words)[:_MAX_LABEL]
+
+
+def _states(bits: int, role: int) -> tuple[State, ...]:
+    states: list[State] = []
+    if bits & (1 << atspi.CHECKED) or (role == 62 and bits & (1 << atspi.PRESSED)):
+        states.append("checked")
+    if bits & (1 << atspi.SELECTED):
+        states.append("selected")
+    if bits & (1 << atspi.FOCUSED):
+        states.append("focused")
+    if not bits & ((1 << atspi.ENABLED) | (1 << atspi.SENSITIVE)):  # GTK 4 sets SENSITIVE
+        states.append("disabled")
+    if bits & (1 << atspi.EXPANDED):
+        states.append("expanded")
+    return tuple(states)
+
+
+def _closed_chooser(component: Component, found: Sequence[Component]) -> int | None:
+    x, y, w, h = component.box
+    for position, other in enumerate(found):
+        if other.kind != "dropdown" or "expanded" in other.states:
+            continue
+        ox, oy, ow, oh = other.box
+        if ox - 2 <= x and oy - 2 <= y and x + w <= ox + ow + 2 and y + h <= oy + oh + 2:
+            return position
+    return None
+
+
+def _clip(
+    box: tuple[int, int, int, int], screen: tuple[int, int]
+) -> tuple[int, int, int, int] | None:
+    x, y, w, h = box
+    x0, y0 = max(x, 0), max(y, 0)
+    x1, y1 = min(x + w, screen[0]), min(y + h, screen[1])
+    if x1 - x0 < _MIN_SIDE or y1 - y0 < _MIN_SIDE:
+        return None
+    return (x0, y0, x1 - x0, y1 - y0)
+
+
+def _twin(a: Component, b: Component) -> bool:
+    """Whether `a` is `b` published twice: the same kind and label, overlapping by most
+    of the smaller (LibreOffice's menu bar shows through its GTK one)."""
+    if a.kind != b.kind or a.label != b.label or a.label is None:
+        return False
+    ix = min(a.box[0] + a.box[2], b.box[0] + b.box[2]) - max(a.box[0], b.box[0])
+    iy = min(a.box[1] + a.box[3], b.box[1] + b.box[3]) - max(a.box[1], b.box[1])
+    smaller = min(a.box[2] * a.box[3], b.box[2] * b.box[3])
+    return ix > 0 and iy > 0 and ix * iy >= 0.5 * smaller
+
+
+def _same_place(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
+    ix = min(a[0] + a[2], b[0] + b[2]) - max(a[0], b[0])
+    iy = min(a[1] + a[3], b[1] + b[3]) - max(a[1], b[1])
+    if ix <= 0 or iy <= 0:
+        return False
+    inter = ix * iy
+    return inter >= 0.8 * (a[2] * a[3] + b[2] * b[3] - inter)

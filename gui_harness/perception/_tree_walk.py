@@ -1,0 +1,288 @@
+"""A bounded walk of one app's accessibility tree, for apps a Collection query cannot
+read (GTK 4 and Qt have no Collection interface; LibreOffice's never answers: its
+spreadsheet has millions of cells).
+
+Owns `AppWalk` and `Element`. The walk descends only into showing objects, reads each
+one's role and states, then the name and box of those perception reports;
+a container that manages its descendants (a spreadsheet, a long list) is not
+enumerated: a table becomes one grid read from its visible corner cells (_tree_grid.py),
+another gives its children only when there are few. Every call is pipelined
+(_atspi.Pipeline), so the walk costs the app's own answering time, bounded by a node cap
+and the caller's deadline. Turning elements into components is accessibility.py's job.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from gui_harness.perception import _atspi as atspi
+from gui_harness.perception._tree_grid import GridRead
+
+__all__ = ["AppWalk", "Element"]
+
+MAX_NODES = 4000
+"""Objects one walk of one app reads at most."""
+MAX_CHILDREN = 400
+"""Children a container may have for the walk to enumerate them (a managed list with
+more contributes none; its note says so)."""
+
+
+@dataclass
+class Element:
+    """One object of an app's tree as read: `order` is its path of child indices (tree
+    order), `answered` what has been read of role, states, name and box."""
+
+    app: str
+    path: str
+    order: tuple[int, ...] = ()
+    role: int = -1
+    name: str = ""
+    states: int = 0
+    box: tuple[int, int, int, int] | None = None
+    answered: set[str] = field(default_factory=set)
+    count: int = 0
+    grid: GridRead | None = None
+    native: bool = True  # placed by its toolkit (see AppWalk's own_drawing_offset)
+
+
+class AppWalk:
+    """Walks app `app` from its root object on `pipeline`, reusing the roles in `roles`
+    ((app, path) → role; an object's role does not change) and adding to them; `screen`
+    is (width, height), which a grid's visible cells are clipped to. `showing_reported=False`
+    is for a toolkit that sets SHOWING on windows only (GTK 4.8): there VISIBLE counts
+    as showing, and is recorded so in the element's states. `own_drawing_offset=True` is
+    for LibreOffice on GTK 3, which reports what it draws itself (all but the GTK widgets,
+    whose attributes say toolkit=gtk) as if its GTK menu bar took no room: finish() moves
+    those boxes down by the menu bar's height.
+
+    start() sends the first calls; the pipeline's run() does the rest. Afterwards
+    `elements` holds what was read, `complete` says whether the walk finished, and
+    `skipped` counts managed containers whose children were left out.
+    """
+
+    def __init__(
+        self,
+        pipeline: atspi.Pipeline,
+        app: str,
+        roles: dict[tuple[str, str], int],
+        screen: tuple[int, int],
+        *,
+        showing_reported: bool = True,
+        own_drawing_offset: bool = False,
+    ) -> None:
+        self.pipeline = pipeline
+        self.app = app
+        self.screen = screen
+        self.showing_reported = showing_reported
+        self.own_drawing_offset = own_drawing_offset
+        self._menu_bars: list[Element] = []
+        self.roles = roles
+        self.elements: list[Element] = []
+        self.skipped = 0
+        self.truncated = False
+        self._pending = 0
+
+    @property
+    def complete(self) -> bool:
+        """Whether every call of the walk was answered and no cap cut it short."""
+        return self._pending == 0 and not self.truncated
+
+    def start(self, root: str = atspi.ROOT) -> None:
+        """Read the app root's children (its windows), then all that shows in them."""
+        self._children(Element(self.app, root))
+
+    def finish(self, deadline: float) -> None:
+        """After the pipeline ran: correct what the app misplaces (own_drawing_offset),
+        asking a few more calls, answered by `deadline`. Its own menu bar, which it
+        reports as showing behind the GTK one, is left out."""
+        if not self.own_drawing_offset:
+            return
+        hidden = [bar.order for bar in self._menu_bars if not bar.native]
+        self.elements = [
+            e for e in self.elements if not any(e.order[: len(o)] == o for o in hidden)
+        ]
+        offset = self._drawing_offset(deadline)
+        if not offset:
+            return
+        for element in self.elements:
+            if element.native or element.box is None:
+                continue
+            x, y, w, h = element.box
+            element.box = (x, y + offset, w, h)
+            if element.grid is not None:
+                element.grid.shift(offset)
+
+    def _drawing_offset(self, deadline: float) -> int:
+        """How far below where it says the app's own drawing is. A GTK widget it embeds
+        (a toolbar's field) sits in a holder of its own drawing of the same width: the
+        holder's box against the widget's is the error (none once the app has placed its
+        window again, the menu bar's height before)."""
+        by_order = {e.order: e for e in self.elements}
+        bars = [b.box for b in self._menu_bars if b.native and b.box is not None]
+        below = bars[0][1] + bars[0][3] if bars else 0
+        embedded = next(
+            (
+                e
+                for e in self.elements
+                if e.native
+                and "attributes" in e.answered
+                and e.box is not None
+                and e.box[1] >= below
+                and e.role in atspi.ROLE_KINDS
+            ),
+            None,
+        )
+        if embedded is None:
+            return 0
+        chain = [by_order[e] for e in _prefixes(embedded.order) if e in by_order]
+        for element in chain:
+            element.answered.discard("attributes")
+            self._send(
+                atspi.call(element.app, element.path, atspi.ACCESSIBLE, "GetAttributes"),
+                functools.partial(self._got, element, "attributes"),
+            )
+            self._send(_extents(element), functools.partial(self._got, element, "box"))
+        self.pipeline.run(deadline)
+        for holder, widget in itertools.pairwise(chain):
+            if holder.native or not widget.native or holder.box is None or widget.box is None:
+                continue
+            if (holder.box[0], holder.box[2]) == (widget.box[0], widget.box[2]):
+                return widget.box[1] - holder.box[1]
+        return 0
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _send(self, message: Any, callback: Any) -> None:
+        self._pending += 1
+
+        def answered(body: tuple[Any, ...] | None) -> None:
+            self._pending -= 1
+            callback(body)
+
+        self.pipeline.send(message, answered)
+
+    def _visit(self, app: str, path: str, order: tuple[int, ...]) -> None:
+        if len(self.elements) >= MAX_NODES:
+            self.truncated = True
+            return
+        element = Element(app, path, order)
+        self.elements.append(element)
+        role = self.roles.get((app, path))
+        if role is not None:
+            element.role = role
+            element.answered.add("role")
+        else:
+            self._send(
+                atspi.call(app, path, atspi.ACCESSIBLE, "GetRole"),
+                lambda body: self._got(element, "role", body),
+            )
+        self._send(
+            atspi.call(app, path, atspi.ACCESSIBLE, "GetState"),
+            lambda body: self._got(element, "states", body),
+        )
+
+    def _got(self, element: Element, what: str, body: tuple[Any, ...] | None) -> None:
+        if body is None:
+            element.answered.add(f"no-{what}")
+            return
+        if what == "role":
+            element.role = int(body[0])
+            self.roles[(element.app, element.path)] = element.role
+        elif what == "states":
+            element.states = atspi.state_bits(body)
+        elif what == "count":
+            element.count = int(body[0][1])
+        elif what == "name":
+            element.name = str(body[0][1])
+        elif what == "box":
+            x, y, w, h = (int(v) for v in body[0])
+            element.box = (x, y, w, h)
+        elif what == "attributes":
+            element.native = body[0].get("toolkit") == "gtk"
+        element.answered.add(what)
+        if {"role", "states"} <= element.answered and "decided" not in element.answered:
+            element.answered.add("decided")
+            self._decide(element)
+
+    def _decide(self, element: Element) -> None:
+        """With role and states known: read more, descend, or stop here."""
+        bits = element.states
+        if not self.showing_reported and bits & (1 << atspi.VISIBLE):
+            bits = element.states = bits | (1 << atspi.SHOWING)
+        if not (bits & (1 << atspi.SHOWING) and bits & (1 << atspi.VISIBLE)):
+            return  # nothing under an object that does not show can show
+        reported = element.role in atspi.ROLE_KINDS
+        if self.own_drawing_offset and element.role == atspi.MENU_BAR:
+            self._menu_bars.append(element)
+            self._send(_extents(element), lambda body: self._got(element, "box", body))
+        if self.own_drawing_offset and (
+            reported or element.role in atspi.TABLE_ROLES or element.role == atspi.MENU_BAR
+        ):
+            self._send(
+                atspi.call(element.app, element.path, atspi.ACCESSIBLE, "GetAttributes"),
+                lambda body: self._got(element, "attributes", body),
+            )
+        managed = bool(bits & (1 << atspi.MANAGES_DESCENDANTS))
+        grid = managed and element.role in atspi.TABLE_ROLES
+        if reported or grid:
+            self._send(
+                atspi.get_property(element.app, element.path, atspi.ACCESSIBLE, "Name"),
+                lambda body: self._got_name(element, body),
+            )
+            self._send(_extents(element), lambda body: self._got_box(element, body, grid=grid))
+        if grid:
+            return
+        if not managed:
+            self._children(element)
+            return
+        # a managed container may hold millions of children: count them first
+
+        def counted(body: tuple[Any, ...] | None) -> None:
+            self._got(element, "count", body)
+            if 0 < element.count <= MAX_CHILDREN:
+                self._children(element)
+            elif element.count > MAX_CHILDREN:
+                self.skipped += 1
+
+        self._send(
+            atspi.get_property(element.app, element.path, atspi.ACCESSIBLE, "ChildCount"), counted
+        )
+
+    def _got_name(self, element: Element, body: tuple[Any, ...] | None) -> None:
+        """A name; without one, the description stands in (LibreOffice's Name Box and
+        sidebar buttons have only that)."""
+        if body is None or str(body[0][1]).strip():
+            self._got(element, "name", body)
+            return
+        self._send(
+            atspi.get_property(element.app, element.path, atspi.ACCESSIBLE, "Description"),
+            lambda described: self._got(element, "name", described or body),
+        )
+
+    def _got_box(self, element: Element, body: tuple[Any, ...] | None, *, grid: bool) -> None:
+        self._got(element, "box", body)
+        if grid and element.box is not None:
+            element.grid = GridRead(element.app, element.path, element.box, self.screen)
+            element.grid.start(self._send)
+
+    def _children(self, parent: Element) -> None:
+        def got(body: tuple[Any, ...] | None) -> None:
+            if body is None:
+                return
+            for number, (app, path) in enumerate(body[0]):
+                self._visit(str(app), str(path), (*parent.order, number))
+
+        self._send(atspi.call(parent.app, parent.path, atspi.ACCESSIBLE, "GetChildren"), got)
+
+
+def _prefixes(order: tuple[int, ...]) -> list[tuple[int, ...]]:
+    return [order[:length] for length in range(1, len(order) + 1)]
+
+
+def _extents(element: Element) -> Any:
+    return atspi.call(
+        element.app, element.path, atspi.COMPONENT, "GetExtents", "u", (atspi.COORDS_SCREEN,)
+    )

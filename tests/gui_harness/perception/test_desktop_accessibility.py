@@ -1,0 +1,216 @@
+"""The accessibility source on the desktop apps real tasks use, each on a VirtualDesktop
+with its window manager: LibreOffice Calc (its GTK 3 plugin: a spreadsheet whose
+millions of cells become one grid), gnome-calculator (GTK 4: no Collection interface,
+read by the tree walk) and a Qt app (FeatherPad). One LibreOffice for the module."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from gui_harness.actions import Click, Keypress, Type
+from gui_harness.desktop.virtual import App, VirtualDesktop
+from gui_harness.perception import AccessibilitySnapshot, AccessibilitySource, Component
+from gui_harness.perception import _atspi as atspi
+
+pytestmark = [
+    pytest.mark.x11,
+    pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed"),
+    pytest.mark.skipif(shutil.which("dbus-daemon") is None, reason="no dbus-daemon"),
+]
+
+SCREEN = (1280, 800)
+
+
+def _needs(program: str) -> pytest.MarkDecorator:
+    return pytest.mark.skipif(
+        shutil.which(program) is None,
+        reason=f"{program} is not installed (scripts/setup.sh --dev)",
+    )
+
+
+def wait_for(
+    source: AccessibilitySource,
+    condition: Callable[[AccessibilitySnapshot], bool],
+    *,
+    limit: float = 60.0,
+) -> AccessibilitySnapshot:
+    """Snapshots until `condition` holds: an app publishes its tree a little after its
+    window maps (LibreOffice's toolbars a good while after)."""
+    deadline = time.monotonic() + limit
+    while True:
+        snapshot = source.snapshot()
+        if condition(snapshot) or time.monotonic() > deadline:
+            return snapshot
+        time.sleep(0.2)
+
+
+def labelled(snapshot: AccessibilitySnapshot, kind: str, label: str) -> list[Component]:
+    return [c for c in snapshot.components if c.kind == kind and c.label == label]
+
+
+def libreoffice(program: str) -> App:
+    """A LibreOffice app as a desktop task starts it: its GTK 3 plugin (the one with an
+    accessibility tree), no restore or start-up logo, a profile of its own."""
+    return App(
+        [program, "--norestore", "--nologo", "--nolockcheck"],
+        env={"SAL_USE_VCLPLUGIN": "gtk3"},
+        timeout=120.0,
+    )
+
+
+@pytest.fixture(scope="module")
+def calc(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[VirtualDesktop, AccessibilitySource]]:
+    if shutil.which("localc") is None:
+        pytest.skip("LibreOffice Calc is not installed (scripts/setup.sh --dev)")
+    home = tmp_path_factory.mktemp("calc-home")
+    app = libreoffice("localc")
+    app = App(app.argv, env={**app.env, "HOME": str(home)}, timeout=app.timeout)
+    with VirtualDesktop(SCREEN, [app]) as desktop:
+        source = AccessibilitySource(desktop.accessibility_bus, screen=desktop.size, timeout=5.0)
+        wait_for(source, lambda s: bool(labelled(s, "button", "Bold")) and _grid(s) is not None)
+        yield desktop, source
+        source.close()
+
+
+def _grid(snapshot: AccessibilitySnapshot) -> Component | None:
+    grids = [c for c in snapshot.components if c.kind == "grid" and c.grid is not None]
+    return grids[0] if grids else None
+
+
+@_needs("localc")
+def test_calc_shows_its_menus_toolbars_and_fields_and_its_sheet_as_one_grid(calc):
+    _, source = calc
+    snapshot = source.snapshot()
+    assert snapshot.note is None and snapshot.apps == 1
+    assert len(snapshot.components) <= 200
+    for menu in ("File", "Edit", "View", "Insert", "Format", "Sheet", "Data", "Tools", "Help"):
+        assert len(labelled(snapshot, "button", menu)) == 1, menu  # its own hidden bar left out
+    for tool in ("New", "Open", "Save", "Bold", "Italic", "Function Wizard"):
+        assert labelled(snapshot, "button", tool), tool
+    grid = _grid(snapshot)
+    assert grid is not None and grid.grid is not None
+    assert grid.grid.span().startswith("A1:")
+    rows, columns = grid.grid.shape
+    assert rows >= 20 and columns >= 8
+    # no cell is a component of its own: the toolbar is not crowded out
+    assert not [
+        c for c in snapshot.components if c.label and c.label[:1] == "A" and c.label[1:].isdigit()
+    ]
+    # the Name Box and the font boxes are fields, above the sheet and below the menus
+    fields = [c for c in snapshot.components if c.kind == "field"]
+    assert len(fields) >= 3
+    menu_bottom = labelled(snapshot, "button", "File")[0].box[1]
+    assert all(menu_bottom < f.box[1] < grid.box[1] for f in fields)
+
+
+@_needs("localc")
+def test_a_click_on_a_cell_of_the_grid_lands_in_that_cell(calc):
+    """The grid's cells are where the screen shows them (LibreOffice reports what it
+    draws itself as if its menu bar took no room; the walk corrects that): a click on
+    C5 and typing fills C5, as the sheet's own accessible cell says."""
+    desktop, source = calc
+    grid = _grid(source.snapshot())
+    assert grid is not None
+    x, y = grid.cell_point("C5")
+    desktop.execute(Click(x=x, y=y))
+    desktop.execute(Type(text="forty two"))
+    desktop.execute(Keypress(keys=["enter"]))
+    deadline = time.monotonic() + 30
+    while (text := _cell_text(desktop, row=4, column=2)) != "forty two":
+        assert time.monotonic() < deadline, text
+        time.sleep(0.1)
+
+
+@_needs("localc")
+def test_calc_is_read_again_after_its_tree_changed_and_only_then(calc):
+    desktop, source = calc
+    wait_for(source, lambda s: s.calls <= 1, limit=30)  # settled: only the registry asked
+    bold = labelled(source.snapshot(), "button", "Bold")[0]
+    assert "checked" not in bold.states
+    source.mark()
+    desktop.execute(Click(x=bold.center[0], y=bold.center[1]))
+    assert source.wait_caught_up(timeout=30.0)
+    after = wait_for(source, lambda s: "checked" in labelled(s, "button", "Bold")[0].states)
+    assert "checked" in labelled(after, "button", "Bold")[0].states
+    desktop.execute(Click(x=bold.center[0], y=bold.center[1]))  # leave it as it was
+    wait_for(source, lambda s: "checked" not in labelled(s, "button", "Bold")[0].states)
+
+
+@_needs("gnome-calculator")
+def test_a_gtk4_app_without_collection_is_read_by_the_tree_walk():
+    with VirtualDesktop(SCREEN, [App(["gnome-calculator"], timeout=60.0)]) as desktop:
+        source = AccessibilitySource(desktop.accessibility_bus, screen=desktop.size, timeout=5.0)
+        snapshot = wait_for(source, lambda s: bool(labelled(s, "button", "=")))
+        source.close()
+        assert snapshot.note is None and snapshot.apps == 1
+        assert all(c.source == "accessibility" for c in snapshot.components)
+        for key in ("=", "7", "+", "−", "×", "÷", "(", ")"):
+            assert len(labelled(snapshot, "button", key)) == 1, key
+        # GTK 4 names an unnamed widget by its class: that is no label
+        assert not [c for c in snapshot.components if (c.label or "").startswith("Gtk")]
+        # enabled (GTK 4 says SENSITIVE, not ENABLED)
+        assert "disabled" not in labelled(snapshot, "button", "7")[0].states
+        seven = labelled(snapshot, "button", "7")[0]
+        windows = desktop.desktop.visible_windows()
+        assert any(
+            w.x <= seven.center[0] < w.x + w.width and w.y <= seven.center[1] < w.y + w.height
+            for w in windows
+        )
+
+
+@_needs("featherpad")
+def test_a_qt_app_is_read_by_the_tree_walk():
+    with VirtualDesktop(SCREEN, [App(["featherpad"], timeout=60.0)]) as desktop:
+        source = AccessibilitySource(desktop.accessibility_bus, screen=desktop.size, timeout=5.0)
+        snapshot = wait_for(source, lambda s: bool(labelled(s, "button", "Open")))
+        source.close()
+    assert snapshot.note is None and snapshot.apps == 1
+    for menu in ("File", "Edit", "Options", "Search", "Help"):
+        assert labelled(snapshot, "button", menu), menu
+    for tool in ("New", "Open", "Save", "Find"):
+        assert labelled(snapshot, "button", tool), tool
+    assert "disabled" in labelled(snapshot, "button", "Save")[0].states  # nothing to save
+    assert [c for c in snapshot.components if c.kind == "field" and "focused" in c.states]
+
+
+def _cell_text(desktop: VirtualDesktop, *, row: int, column: int) -> str:
+    """The text of a cell of LibreOffice's sheet, asked of the sheet itself."""
+    from jeepney.io.blocking import open_dbus_connection
+
+    from gui_harness.perception._tree_walk import AppWalk
+
+    assert desktop.accessibility_bus is not None
+    connection = open_dbus_connection(desktop.accessibility_bus)
+    try:
+        pipeline = atspi.Pipeline(connection)
+        apps: list[str] = []
+        pipeline.send(
+            atspi.call(atspi.REGISTRY, atspi.ROOT, atspi.ACCESSIBLE, "GetChildren"),
+            lambda body: apps.extend(str(n) for n, _ in (body[0] if body else ())),
+        )
+        pipeline.run(time.monotonic() + 10)
+        walk = AppWalk(pipeline, apps[0], {}, SCREEN)
+        walk.start()
+        pipeline.run(time.monotonic() + 30)
+        (table,) = [e for e in walk.elements if e.grid is not None]
+        cell: list[tuple[str, str]] = []
+        pipeline.send(
+            atspi.call(table.app, table.path, atspi.TABLE, "GetAccessibleAt", "ii", (row, column)),
+            lambda body: cell.append((str(body[0][0]), str(body[0][1]))) if body else None,
+        )
+        pipeline.run(time.monotonic() + 10)
+        text: list[str] = []
+        pipeline.send(
+            atspi.call(cell[0][0], cell[0][1], "org.a11y.atspi.Text", "GetText", "ii", (0, -1)),
+            lambda body: text.append(str(body[0])) if body else None,
+        )
+        pipeline.run(time.monotonic() + 10)
+        return text[0] if text else ""
+    finally:
+        connection.close()
