@@ -267,3 +267,19 @@ def test_a_full_disk_is_logged_on_the_1st_2nd_4th_8th_failure(
     most = math.floor(math.log2(2 * calls + 2)) + 1  # each failure kind: 1st, 2nd, 4th...
     assert max(lines.values()) <= most, lines.most_common(2)
     assert len(caplog.records) <= 3 * most
+
+
+def test_a_record_over_the_journals_limit_is_committed_at_once(tmp_path: Path, no_timer: None):
+    """A reader refuses records over FRAME_LIMIT, so a writer never journals one."""
+    store = tmp_path / "runs.db"
+    with Session(str(store), id="big"):
+        echo("small")  # waits in the journal
+        echo("x" * (journal_module.FRAME_LIMIT + 1))  # too big to journal: committed
+        with closing(sqlite3.connect(store)) as raw:
+            assert raw.execute("SELECT count(*) FROM openprogram_nodes").fetchone() == (2,)
+        (journal,) = pending_dir(store).iterdir()
+        assert journal.stat().st_size < 4096  # emptied by that commit, nothing big in it
+    assert [len(n.output) for n in Session.open(str(store), "big").dag.nodes] == [
+        5,
+        journal_module.FRAME_LIMIT + 1,
+    ]
