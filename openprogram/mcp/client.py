@@ -369,16 +369,17 @@ class MCPServer:
         if session is None:
             raise MCPServerError(f"MCP server {self.name!r} is not connected")
         self._last_fault = None
-        try:
-            return await asyncio.wait_for(session.call_tool(tool, arguments), self.timeout)
-        except (TimeoutError, asyncio.TimeoutError):
-            fault = self._last_fault
-            await self._check_alive(session)
-            said = f"; it sent something that is not JSON-RPC ({fault})" if fault else ""
-            raise MCPServerError(
-                f"MCP server {self.name!r} did not answer {tool} within {self.timeout:g} s{said}"
-            ) from None
+        try:  # the session's read timeout (self.timeout) bounds the call
+            return await session.call_tool(tool, arguments)
         except MCPError as exc:
+            if exc.code == mcp_types.REQUEST_TIMEOUT:
+                fault = self._last_fault
+                await self._check_alive(session)
+                said = f"; it sent something that is not JSON-RPC ({fault})" if fault else ""
+                raise MCPServerError(
+                    f"MCP server {self.name!r} did not answer {tool} within "
+                    f"{self.timeout:g} s{said}"
+                ) from None
             if exc.code == mcp_types.CONNECTION_CLOSED:
                 await self._drop(session)
                 raise MCPServerError(
