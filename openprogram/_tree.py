@@ -81,6 +81,7 @@ def node_line(dag: ContextDAG[N], node: N) -> tuple[str, str, list[str]]:
     if node.usage is not None:
         usage = node.usage
         facts.append(f"{usage.input_tokens}→{usage.output_tokens} tok ${usage.cost_usd:.4f}")
+    facts += _badges(node)
     asked = node.input.get("question") if isinstance(node.input, dict) else None
     if node.status == "waiting" and node.meta.get("ask") and isinstance(asked, str):
         text = " ".join(asked.split())
@@ -89,6 +90,23 @@ def node_line(dag: ContextDAG[N], node: N) -> tuple[str, str, list[str]]:
         error = " ".join(node.error.split())
         facts.append(error[:100] + ("…" if len(error) > 100 else ""))
     return MARKS.get(node.status, "?"), name, facts
+
+
+def _badges(node: Node) -> list[str]:
+    """What the tree marks besides status: tool calls asked and run, resumed calls."""
+    badges = []
+    asked = node.meta.get("tool_calls")
+    if node.kind == "llm" and isinstance(asked, list) and asked:
+        names = ", ".join(str(c.get("name")) for c in asked[:5] if isinstance(c, dict))
+        badges.append(f"→ tools: {names}" + (f" (+{len(asked) - 5})" if len(asked) > 5 else ""))
+    if node.meta.get("tool_call_id"):
+        badges.append("[tool call]")
+    resumed = node.meta.get("resumed")
+    if resumed:
+        again = f"; ran again: {node.meta['rerun']}" if node.meta.get("rerun") else ""
+        times = f" ×{resumed}" if isinstance(resumed, int) and resumed > 1 else ""
+        badges.append(f"[resumed{times}{again[:80]}]")
+    return badges
 
 
 def tree_lines(

@@ -431,7 +431,7 @@ def _echo_messages(rendered: Any) -> None:
     "-o",
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="The HTML file to write (default: openprogram-ID.html here).",
+    help="The HTML file to write (default: openprogram-ID.html here); - for stdout.",
 )
 @click.option("--title", help="Heading of the report (default: the session id).")
 @click.option(
@@ -445,8 +445,15 @@ def report_command(
     session_id: str, store_spec: str, output: Path | None, title: str | None, thumbnail_px: int
 ) -> None:
     """Write a session's report: one self-contained HTML file (no network needed)."""
-    from openprogram.display.report import write_report
+    from openprogram.display.report import report_html, write_report
 
+    if output == Path("-"):
+        with _session(store_spec, session_id) as session:
+            try:
+                click.echo(report_html(session, title=title, thumbnail_px=thumbnail_px))
+            except OpenProgramError as exc:
+                raise click.ClickException(str(exc)) from exc
+        return
     with _session(store_spec, session_id) as session:
         target = output or Path(f"openprogram-{_file_safe(session.id)}.html")
         click.echo(f"writing the report of {len(session.dag):,} nodes…", err=True)
@@ -468,7 +475,8 @@ def report_command(
     "--output",
     required=True,
     type=click.Path(dir_okay=False, path_type=Path),
-    help="File to write; the suffix picks the format (.graphml, .mmd, .dot, .json).",
+    help="File to write, or - for stdout; the suffix picks the format (.graphml, .mmd, "
+    ".dot, .json).",
 )
 @click.option(
     "-f",
@@ -481,8 +489,16 @@ def export_command(
     session_id: str, store_spec: str, output: Path, export_format: str | None
 ) -> None:
     """Export a session's DAG as GraphML, Mermaid, DOT or JSON."""
-    from openprogram.display.export import write_export
+    from openprogram.display.export import export_text, write_export
 
+    if output == Path("-"):
+        if export_format is None:
+            raise click.ClickException(
+                "-o - writes to stdout, so name the format: -f graphml|mermaid|dot|json"
+            )
+        with _session(store_spec, session_id) as session:
+            click.echo(export_text(session.dag, export_format))  # type: ignore[arg-type]
+        return
     if export_format is None and output.suffix.lower() not in (".graphml", ".mmd", ".dot", ".json"):
         raise click.ClickException(
             f"cannot tell the export format from {str(output)!r}; use a .graphml, .mmd, .dot or "
@@ -561,6 +577,7 @@ def run_command(start: Callable[[], int]) -> int:
 
 
 def _add_model_commands() -> None:
+    from openprogram._cli_diff import diff_command
     from openprogram._cli_mcp import mcp_group
     from openprogram._cli_model import chat, serve_model
     from openprogram._cli_questions import question_commands
@@ -570,11 +587,19 @@ def _add_model_commands() -> None:
     cli.add_command(mcp_group)
     for command in question_commands(_opened_store, _resolve_id, _session, store_option):
         sessions.add_command(command)
+    sessions.add_command(diff_command(_session, _node, store_option))
 
 
 _add_model_commands()
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the `openprogram` script."""
-    cli.main(args=argv, prog_name="openprogram")
+    """Entry point of the `openprogram` script. A missing optional extra (an ImportError
+    naming its `pip install` line) is one line, not a traceback."""
+    try:
+        cli.main(args=argv, prog_name="openprogram")
+    except ImportError as exc:
+        if "pip install" not in str(exc):
+            raise
+        click.echo(f"Error: {' '.join(str(exc).split())}", err=True)
+        sys.exit(1)

@@ -24,6 +24,7 @@ from openprogram.values import escape_surrogates, replace_surrogates
 
 __all__ = [
     "ExportFormat",
+    "export_text",
     "to_dot",
     "to_graphml",
     "to_json",
@@ -217,14 +218,19 @@ def write_export(
     target = Path(path).expanduser()
     if not target.parent.is_dir():
         raise UsageError(f"folder {str(target.parent)!r} does not exist; create it first")
+    target.write_text(export_text(dag, chosen), encoding="utf-8")
+    return target
+
+
+def export_text(dag: ContextDAG, format: ExportFormat) -> str:
+    """The DAG in `format` as the text write_export writes (secrets masked)."""
     writers: dict[str, Callable[[ContextDAG], str]] = {
         "graphml": to_graphml,
         "mermaid": to_mermaid,
         "dot": to_dot,
         "json": to_json,
     }
-    text = writers[chosen](dag)
-    if chosen != "json":  # to_json is scrubbed already, and must stay valid JSON
+    text = writers[export_format("-", format)](dag)
+    if format != "json":  # to_json is scrubbed already, and must stay valid JSON
         text = replace_surrogates(_secrets.scrub(text, patterns=False))
-    target.write_text(text, encoding="utf-8")
-    return target
+    return text
