@@ -14,6 +14,7 @@ import datetime
 import decimal
 import enum
 import json
+import pathlib
 import re
 import types
 import uuid
@@ -435,7 +436,7 @@ class NotRebuildable(Exception):
 
 def rebuilt(value: Any, *, fields: bool = False) -> Any:
     """A stored value made live again: standard types (ints, bytes, sets, dates, numbers,
-    dicts with other keys) are rebuilt; with `fields`, a typed object becomes its fields
+    paths, dicts with other keys) are rebuilt; with `fields`, a typed object becomes its fields
     and an enum or path its value, for a validator that knows the type (nothing is
     imported by a name from the store). NotRebuildable otherwise."""
     if isinstance(value, dict):
@@ -461,6 +462,15 @@ _REBUILD: dict[str, Callable[[Any], Any]] = {
     "decimal.Decimal": decimal.Decimal,
     "uuid.UUID": uuid.UUID,
     "builtins.complex": lambda v: complex(float(v[0]), float(v[1])),
+    **{
+        f"pathlib.{kind.__name__}": kind
+        for kind in (
+            pathlib.PurePosixPath,
+            pathlib.PureWindowsPath,
+            pathlib.PosixPath,
+            pathlib.WindowsPath,
+        )
+    },
 }
 
 

@@ -83,6 +83,12 @@ def when(days: int):
 
 
 @agentic_function
+def where(name: str):
+    runs.append("where")
+    return Path("/srv") / name
+
+
+@agentic_function
 def big(digits: int):
     runs.append("big")
     return 10 ** (digits - 1) + 7
@@ -159,15 +165,15 @@ def test_a_call_taking_an_open_file_runs_again(store, tmp_path, caplog):
 
 def test_non_json_results_come_back_rebuilt_or_the_call_runs_again(store, caplog):
     with caplog.at_level(logging.WARNING, "openprogram"), Session(store, id="results"):
-        originals = (make_point(1), make_doc("hi"), make_lock(), when(3), big(5000))
+        originals = (make_point(1), make_doc("hi"), make_lock(), when(3), big(5000), where("a"))
     said = [r.getMessage() for r in caplog.records]
     assert any("make_lock returned a _thread.lock" in m and "stand-in" in m for m in said)
     runs.clear()
     with Session.open(store, "results", resume=True):
-        point, doc, lock, day, number = (
-            make_point(1), make_doc("hi"), make_lock(), when(3), big(5000)
+        point, doc, lock, day, number, path = (
+            make_point(1), make_doc("hi"), make_lock(), when(3), big(5000), where("a")
         )  # fmt: skip
-    # a dataclass its annotation names, a date and an int are rebuilt without running;
+    # a dataclass its annotation names, a date, an int, a path are rebuilt without running;
     # a plain object with no annotation and a lock run again: never a string stand-in
     assert runs == ["make_doc", "make_lock"]
     assert isinstance(point, Point) and point == originals[0]
@@ -175,6 +181,7 @@ def test_non_json_results_come_back_rebuilt_or_the_call_runs_again(store, caplog
     assert isinstance(lock, type(threading.Lock()))
     assert day == datetime.date(2026, 1, 4)
     assert number == originals[4] and number.bit_length() == originals[4].bit_length()
+    assert path == Path("/srv/a") and type(path) is type(originals[5])
 
 
 def test_a_5000_digit_int_is_recorded_and_later_llm_calls_work(store):
