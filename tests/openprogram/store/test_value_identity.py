@@ -189,12 +189,14 @@ def test_a_5000_digit_int_is_recorded_and_later_llm_calls_work(store):
     with Session(store, id="int") as session, Runtime(ScriptedModel(echo)):
         assert keep(number) == 1
         assert weigh(number).startswith("seen: ")
+        assert big(5000) < number  # a result nearly as long
         assert weigh("after").startswith("seen: ")
     assert session.failed_writes == 0
     text = render_context(session.dag).text()
     assert '[keep #1] input={"value": "<int of about 5001 digits>"}' in text
+    assert '[big #1] input={"digits": 5000} output="<int of about 5000 digits>"' in text
     nodes = Session.open(store, "int").dag.nodes
-    assert [n.status for n in nodes] == ["completed"] * 5
+    assert [n.status for n in nodes] == ["completed"] * 6
     assert nodes[0].input["value"]["$type"] == "builtins.int"
     runs.clear()
     with Session.open(store, "int", resume=True), Runtime(ScriptedModel([])):
