@@ -71,7 +71,8 @@ class LoggingCallback(Callback):
     def on_run_end(self, run: Node) -> None:
         dag = _context.current_session().dag
         usage = frame_usage(dag, run.id) if run.id in dag else Usage()
-        outcome = "stopped" if run.meta.get("stop_reason") else run.status
+        waiting = run.status == "waiting"
+        outcome = "stopped" if run.meta.get("stop_reason") and not waiting else run.status
         detail = run.meta.get("stop_reason") or run.error
         self._log(
             "run end %s %s%s in %s: %d llm call(s), %s",

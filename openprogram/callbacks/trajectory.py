@@ -84,8 +84,8 @@ class _Trajectory:
 class TrajectorySaver(Callback):
     """Write each run's trajectory to `<dir>/<run-id>/` (layout in docs/callbacks.md).
 
-    Saves `metadata.json` (status "running", then "completed", "failed" or "stopped";
-    replaced atomically), per-step screenshots (`on_screenshot(image, step)`), a copy
+    Saves `metadata.json` (status "running", then "completed", "failed", "stopped" or
+    "waiting"; replaced atomically), per-step screenshots (`on_screenshot(image, step)`), a copy
     of the latest screenshot marking each pointer action (`on_action_start(action)`,
     coordinates in that screenshot's pixels), every model request and reply as JSON with
     images saved once by hash and referenced, and `report.html` at the end of the run.
@@ -436,7 +436,10 @@ def _json_text(value: Any, indent: int | None = None) -> str:
 
 
 def run_status(run: Node) -> str:
-    """The trajectory status of a finished run: completed, failed or stopped."""
+    """The trajectory status of a finished run: completed, failed, stopped or waiting (an
+    ask_user awaits an answer; the run resumes once it is answered)."""
+    if run.status == "waiting":
+        return "waiting"
     if run.status in ("stopped", "cancelled") or run.meta.get("stop_reason"):
         return "stopped"
     return "completed" if run.status == "completed" else "failed"

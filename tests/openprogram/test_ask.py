@@ -384,3 +384,19 @@ def test_an_async_asker_is_a_usage_error_saying_what_ask_takes():
         pytest.raises(UsageError, match="returned an awaitable"),
     ):
         plan("Oslo")
+
+
+def test_the_log_and_the_trajectory_call_a_suspended_run_waiting(caplog, tmp_path):
+    import json
+    import logging
+
+    from openprogram import LoggingCallback, TrajectorySaver
+
+    caplog.set_level(logging.INFO, "openprogram.run")
+    callbacks = [LoggingCallback(), TrajectorySaver(tmp_path / "runs")]
+    with pytest.raises(RunWaiting), Session(), Runtime(ScriptedModel([]), callbacks=callbacks):
+        plan("Oslo")
+    ends = [r.getMessage() for r in caplog.records if "run end" in r.getMessage()]
+    assert len(ends) == 1 and ends[0].startswith("run end plan #1 waiting (waiting for an answer")
+    (metadata,) = (tmp_path / "runs").glob("*/metadata.json")
+    assert json.loads(metadata.read_text())["status"] == "waiting"
