@@ -12,11 +12,15 @@ with some visible element or line of text) on the task sets in SETS (each was wr
 here before it was measured, and docs/performance.md says which were tuned on), at
 several seeds, in headless Chromium; the `flight` set is FormWoB's airline sites, at
 the views of miniwob_pages.FLIGHT_VIEWS instead of seeds; `--misses DIR` saves annotated pages with
-misses. `--gtk` measures it against the AT-SPI tree of gtk3-widget-factory.
+misses. `--gtk` measures it against the AT-SPI tree of gtk3-widget-factory. `--kits SET`
+measures recall and "clickable" on pages built from UI component kits installed from npm
+(_kits.py; `held_out` was committed before it was measured, `tuning` is what detection
+may be tuned on).
 
 A plain script, not a test: `python benchmarks/bench_perception.py [--runs N]
 [--threads N] [--miniwob [--seeds 0 1 2] [--zoom 1] [--sets ...] [--misses DIR]]
-[--gtk]`. Results go into docs/performance.md by hand, with the machine and date.
+[--gtk] [--kits tuning held_out]`. Results go into docs/performance.md by hand, with the
+machine and date.
 """
 
 from __future__ import annotations
@@ -285,6 +289,38 @@ def gtk(runs: int, misses: Path | None) -> None:
     )
 
 
+def kits(sets: list[str], misses: Path | None) -> None:
+    """Recall (IoU >= 0.5) and "clickable" (a component whose centre lands inside the
+    element and whose box is mostly inside it) of the pixel path on the UI-kit pages of
+    benchmarks/kit_pages/<set> (see _kits.py), per page and per set."""
+    from _kits import kit_pages
+
+    print(f"UI-kit pages, pixel path vs the DOM, 1280x800; {machine()}")
+    print(f"{'set':9} {'page':22} {'recall':>13} {'clickable':>15} {'ms':>6}")
+    for name in sets:
+        totals = [0, 0, 0]
+        for page in kit_pages(name):
+            start = time.perf_counter()
+            found = detect_components(page.image)
+            elapsed = (time.perf_counter() - start) * 1000
+            targets = [box for _, box in page.interactive]
+            hit = [any(iou(c.box, t) >= 0.5 for c in found) for t in targets]
+            clicks = [any(_clicks(c.box, t) for c in found) for t in targets]
+            totals = [totals[0] + sum(hit), totals[1] + sum(clicks), totals[2] + len(targets)]
+            n = max(len(targets), 1)
+            print(
+                f"{name:9} {page.task:22} {sum(hit):3}/{len(targets):<3} {sum(hit) / n:6.1%} "
+                f"{sum(clicks):3}/{len(targets):<3} {sum(clicks) / n:6.1%} {elapsed:6.1f}"
+            )
+            if misses is not None and not all(clicks):
+                _annotate(page, found, page.interactive, clicks, [True] * len(found), misses / name)
+        n = max(totals[2], 1)
+        print(
+            f"{name:9} {'ALL':22} {totals[0]:3}/{totals[2]:<3} {totals[0] / n:6.1%} "
+            f"{totals[1]:3}/{totals[2]:<3} {totals[1] / n:6.1%}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50)
@@ -295,12 +331,18 @@ def main() -> None:
     parser.add_argument("--sets", nargs="+", choices=list(SETS), default=list(SETS))
     parser.add_argument("--misses", type=Path, help="save annotated pages with misses here")
     parser.add_argument("--gtk", action="store_true", help="pixels vs AT-SPI on a GTK app")
+    parser.add_argument(
+        "--kits", nargs="+", choices=["tuning", "held_out"], help="UI-kit pages (_kits.py)"
+    )
     options = parser.parse_args()
     runs = options.runs
     if options.threads is not None:
         cv2.setNumThreads(options.threads)
     if options.gtk:
         gtk(runs, options.misses)
+        return
+    if options.kits:
+        kits(options.kits, options.misses)
         return
     if options.miniwob:
         miniwob(options.seeds, options.zoom, options.sets, options.misses)
