@@ -76,4 +76,14 @@ if [ "$dev" = 1 ]; then
     npm install --prefix .cache/npm-mcp --save-exact --no-audit --no-fund --silent "${mcp_servers[@]}"
     touch "$mcp_stamp"
   fi
+  # UI component kits for benchmarks/bench_perception.py --kits (prebuilt CSS, UMD and
+  # ESM bundles, served as they are: no build step), pinned, into .cache/npm-kits
+  kits=(bootstrap@5.3.9 bulma@1.0.4 @shoelace-style/shoelace@2.20.1 @mui/material@5.18.0
+    react@18.3.1 react-dom@18.3.1 @picocss/pico@2.1.1 uikit@3.25.29)
+  kits_stamp=".cache/npm-kits/.installed-$(echo "${kits[*]}" | sha256sum | cut -c1-16)"
+  if [ ! -f "$kits_stamp" ]; then
+    mkdir -p .cache/npm-kits
+    npm install --prefix .cache/npm-kits --save-exact --no-audit --no-fund --silent "${kits[@]}"
+    touch "$kits_stamp"
+  fi
 fi
