@@ -23,6 +23,7 @@ __all__ = [
 _BAR_KERNEL = np.ones((1, 24), np.uint8)
 _KERNEL_5 = np.ones((5, 5), np.uint8)
 _ICON_INK = 40  # grey levels an icon's ink differs from its toolbar's background by
+_BAR_H = 72  # px; a button this high or less may be a bar holding several
 PART_OF_CONTROL_H = 48  # px; a box up to this high owns the much lower boxes inside it
 
 Found = tuple[Kind, tuple[int, int, int, int], float]
@@ -51,6 +52,8 @@ def bar_cells(
             split = _regular_marks(thin, (x, y, w, h))
             if split is None and kind != "field" and w >= 6 * h and h >= 16:
                 split = _icons(grey, (x, y, w, h))
+        if split is None and kind == "button" and h <= _BAR_H and w >= 2.2 * h:
+            split = _label_groups(grey, (x, y, w, h))
         if split is None:
             kept.append(found)
         else:
@@ -58,6 +61,42 @@ def bar_cells(
             if kind == "field":
                 kept.append(found)
     return cells, kept
+
+
+def _label_groups(grey: np.ndarray, box: Box) -> list[Found] | None:
+    """The buttons of a bar that reads as several: two or more groups of ink set apart
+    by more than half the bar's inner height (a button group's "1 2 3" with no divider
+    drawn, an app bar's title and its "LOGIN"), each group a button padded by a quarter
+    of the room the bar leaves above and below it."""
+    x, y, w, h = box
+    crop = grey[y + 3 : y + h - 3, x + 3 : x + w - 3]
+    if crop.size == 0:
+        return None
+    ink = cv2.absdiff(crop, np.full_like(crop, int(np.median(crop)))) >= _ICON_INK
+    ink[ink.mean(axis=1) > 0.5] = False  # a line along the bar
+    columns = np.flatnonzero(ink.any(axis=0))
+    if len(columns) < 2:
+        return None
+    breaks = np.flatnonzero(np.diff(columns) > max(8, (h - 6) // 2))
+    if not len(breaks):
+        return None
+    starts = np.concatenate([columns[:1], columns[breaks + 1]]).tolist()
+    ends = (np.concatenate([columns[breaks], columns[-1:]]) + 1).tolist()
+    cells: list[Found] = []
+    for start, end in zip(starts, ends, strict=True):
+        rows = np.flatnonzero(ink[:, start:end].any(axis=1))
+        top, high = int(rows[0]), int(rows[-1] - rows[0]) + 1
+        if (end - start < 3 and high < 6) or (end - start <= 4 and high >= 0.8 * (h - 6)):
+            return None  # a speck, or two buttons' borders where they meet: no labels
+        pad = max(3, (h - 6 - high) // 4)
+        cells.append(
+            (
+                "button",
+                (x + 3 + start - pad, y + 3 + top - pad, end - start + 2 * pad, high + 2 * pad),
+                0.5,
+            )
+        )
+    return cells
 
 
 def _regular_marks(thin: np.ndarray, box: Box) -> list[Found] | None:
