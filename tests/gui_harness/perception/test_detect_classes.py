@@ -228,3 +228,20 @@ def test_the_words_in_a_field_are_not_toolbar_buttons():
     draw.text((16, 34), "to be or not to be", font=font(14), fill=(20, 20, 20), anchor="lm")
     components = detect_components(image)
     assert [c.kind for c in components] == ["field"], components
+
+
+def test_a_button_group_drawn_without_dividers_gives_a_button_per_label():
+    image = Image.new("RGB", (200, 80), WHITE)
+    draw = ImageDraw.Draw(image)
+    draw.rounded_rectangle((10, 20, 118, 58), radius=6, fill=(13, 110, 253))
+    centres = [(28, 39), (64, 39), (100, 39)]  # three 36 px buttons, "1", "2", "3"
+    for (cx, cy), digit in zip(centres, "123", strict=True):
+        draw.text((cx, cy), digit, font=font(16), fill=WHITE, anchor="mm")
+    components = detect_components(image)
+    for cx, cy in centres:
+        hits = [
+            c for c in components
+            if c.kind == "button"
+            and 0 <= cx - c.box[0] < c.box[2] and 0 <= cy - c.box[1] < c.box[3]
+        ]  # fmt: skip
+        assert len(hits) == 1 and hits[0].box[2] < 36, components
