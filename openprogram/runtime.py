@@ -21,7 +21,14 @@ from pydantic import BaseModel
 
 from openprogram import _context, _secrets
 from openprogram._content import content_parts, parse, repair_prompt, schema_instruction
-from openprogram._resume import note_once
+from openprogram._guards import (
+    BLOCKING,
+    TOP_LEVEL_NAME,
+    blocks_a_loop,
+    check_model,
+    check_stream,
+    note_default_session,
+)
 from openprogram.callbacks.base import gate, notify, transform
 from openprogram.dag import Node
 from openprogram.echo import echo
@@ -52,7 +59,6 @@ T = TypeVar("T", bound=BaseModel)
 
 _BACKOFF_BASE_S = 0.5
 _BACKOFF_CAP_S = 30.0
-_TOP_LEVEL_NAME = "main"
 
 
 class Runtime:
@@ -85,7 +91,7 @@ class Runtime:
             raise UsageError(f"max_retries={max_retries!r} must be >= 0")
         if max_images is not None and max_images < 0:
             raise UsageError(f"max_images={max_images!r} must be >= 0 or None")
-        _check_model(model)
+        check_model(model)
         if ask is not None and not callable(ask):
             raise UsageError(f"ask={ask!r} must be a function question -> answer (or None)")
         self.model = model
@@ -132,7 +138,7 @@ class Runtime:
                 "ScriptedModel([...]), or set OPENPROGRAM_MODEL (e.g. 'openai/gpt-4o-mini')"
             )
         if not isinstance(spec, str):
-            _check_model(spec)
+            check_model(spec)
             return spec
         model = self._models.get(spec)
         if model is None:
@@ -170,8 +176,9 @@ class Runtime:
         per tool round). Raises ModelError subclasses on provider failure (and when the
         model still asks for tools after max_tool_turns rounds), ModelOutputError when
         the reply does not validate after one repair, RunStopped when a gate says stop.
-        Warns once (RuntimeWarning) when called while an event loop runs in this thread:
-        the loop stands still until the reply is in; use `await allm(...)` there.
+        Warns once (RuntimeWarning) when called while an event loop runs in this thread
+        (not a notebook cell's): the loop stands still until the reply is in; use
+        `await allm(...)` there.
         """
         self._warn_if_blocking(kwargs.pop("_stacklevel", 2))
         if render_range is not None:
@@ -179,7 +186,7 @@ class Runtime:
         resolved = self._resolve_model(model)
         loop = ToolLoop(tools, max_tool_turns, self.callbacks)
         if stream:
-            _check_stream(response_format)
+            check_stream(response_format)
             if loop.toolbox is not None:
                 return ToolTextStream(self, content, resolved, kwargs, loop)
             return open_stream(self, content, resolved, kwargs)
@@ -213,7 +220,7 @@ class Runtime:
         loop = ToolLoop(tools, max_tool_turns, self.callbacks)
         if not stream:
             return self._allm(content, resolved, response_format, kwargs, loop)
-        _check_stream(response_format)
+        check_stream(response_format)
         if loop.toolbox is not None:
             return PendingStream(lambda: aopen_tool_stream(self, content, resolved, kwargs, loop))
         return PendingStream(lambda: aopen_stream(self, content, resolved, kwargs))
@@ -237,20 +244,9 @@ class Runtime:
         return self._parsed_or_raise(node, reply, response_format)
 
     def _warn_if_blocking(self, stacklevel: int) -> None:
-        if self._warned_blocking:
-            return
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:  # no loop runs here: blocking is what the caller wants
-            return
-        self._warned_blocking = True
-        warnings.warn(
-            "llm() was called while an asyncio event loop is running in this thread: the "
-            "loop (and every task on it, e.g. calls under asyncio.gather) stands still until "
-            "the reply arrives. In async code use `await allm(...)` instead.",
-            RuntimeWarning,
-            stacklevel=stacklevel + 1,
-        )
+        if not self._warned_blocking and blocks_a_loop():
+            self._warned_blocking = True
+            warnings.warn(BLOCKING, RuntimeWarning, stacklevel=stacklevel + 1)
 
     def _turns(
         self,
@@ -356,12 +352,12 @@ class Runtime:
         if frame_id is not None and frame is None:
             frame_id = None
         if _context.is_process_default(session):
-            _note_default_session(frame)
+            note_default_session(frame)
         self._gate(kind="llm", frame=frame)
         parts = content_parts(content, dag)
         if response_format is not None and (loop is None or not loop.nodes):
             parts.append({"type": "text", "text": schema_instruction(response_format)})
-        name = frame.name if frame is not None else _TOP_LEVEL_NAME
+        name = frame.name if frame is not None else TOP_LEVEL_NAME
         meta: dict[str, Any] = {"model": getattr(model, "name", type(model).__name__)}
         earlier = loop.nodes if loop is not None and loop.toolbox is not None else []
         if earlier:
@@ -512,60 +508,16 @@ class Runtime:
         )
 
 
-def _note_default_session(frame: Node | None) -> None:
-    """Say once per process where an llm() with no `with Session()` records, and how to
-    scope it."""
-    where = (
-        f"inside {frame.name}()"
-        if frame is not None
-        else f"outside any @agentic_function (recorded as {_TOP_LEVEL_NAME!r}, without the "
-        "inputs of the function that called it)"
-    )
-    note_once(
-        "default-session",
-        "openprogram: llm() was called %s with no `with Session()`, so it records into the "
-        "process-wide default session: in memory, lost at exit, shared by every such call "
-        "(see it with openprogram.current_session().dag). To keep and scope a run, wrap it "
-        "in `with Session('runs.db'):` and decorate the function that calls llm() with "
-        "@agentic_function (said once)",
-        where,
-    )
-
-
 def _recorded_reply(node: Node) -> ModelReply:
     """A replayed exchange's reply as recorded (text and tool calls)."""
     calls = [ToolCall.from_json(call) for call in node.meta.get("tool_calls") or ()]
     return ModelReply(text=str(node.output or ""), tool_calls=calls or None)
 
 
-def _check_stream(response_format: Any) -> None:
-    if response_format is not None:
-        raise UsageError(
-            "stream=True returns text chunks and does not combine with response_format=; "
-            "use stream=False to get a validated instance"
-        )
-
-
 def _raise(error: Exception, cause: Exception) -> NoReturn:
     if error is cause:
         raise cause
     raise error from cause
-
-
-def _check_model(model: Any) -> None:
-    """UsageError naming the fix when `model` is not a model string or a model object."""
-    if model is None or isinstance(model, str):
-        return
-    if isinstance(model, type):
-        raise UsageError(
-            f"model={model.__name__} is a class; pass an instance, e.g. "
-            f"Runtime({model.__name__}([...])) or Runtime(model='openai/gpt-4o-mini')"
-        )
-    if not callable(getattr(model, "complete", None)):
-        raise UsageError(
-            f"model={model!r:.80} is neither a litellm model string (e.g. 'openai/gpt-4o-mini') "
-            "nor a model object with complete(request) (ScriptedModel, ReplayModel, or your own)"
-        )
 
 
 def current_runtime() -> Runtime:

@@ -68,10 +68,24 @@ def errors(notebook) -> list[str]:
     ]
 
 
+def warnings_shown(notebook) -> list[str]:
+    """The warnings a notebook's cells printed (stderr streams naming a Warning)."""
+    return [
+        output.get("text", "")
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if output.get("output_type") == "stream"
+        and output.get("name") == "stderr"
+        and "Warning" in output.get("text", "")
+    ]
+
+
 def test_inspecting_notebook_shows_the_dag_the_call_view_and_a_context(kernel_name, tmp_path):
     notebook = execute("inspecting.ipynb", kernel_name, tmp_path)
 
     assert errors(notebook) == []
+    assert warnings_shown(notebook) == []
     views = html_outputs(notebook)
     dag_view = next(v for v in views if 'type="application/json"' in v)
     payload = dag_view.split('type="application/json"', 1)[1]
@@ -99,6 +113,7 @@ def test_context_rules_notebook_lists_each_hidden_node_with_its_rule(kernel_name
     notebook = execute("context_rules.ipynb", kernel_name, tmp_path)
 
     assert errors(notebook) == []
+    assert warnings_shown(notebook) == []
     views = html_outputs(notebook)
     assert any("agent" in v and 'type="application/json"' in v for v in views)
     call_view = next(v for v in views if "what decide #1 (llm) saw" in v)
@@ -111,3 +126,29 @@ def test_context_rules_notebook_lists_each_hidden_node_with_its_rule(kernel_name
     )
     assert "inside summarise #1 (expose='io')" in printed
     assert "expose='hidden': its own line is not shown" in printed
+
+
+def test_a_sync_llm_in_a_cell_does_not_warn_but_one_blocking_a_task_does(kernel_name, tmp_path):
+    source = tmp_path / "cells.ipynb"
+    cells = [
+        "from openprogram import Runtime, ScriptedModel, Session, llm\n"
+        "with Session(), Runtime(ScriptedModel(['fine'])):\n"
+        "    print(llm('a cell asks'))",
+        "import asyncio\n"
+        "async def blocks():\n"
+        "    with Session(), Runtime(ScriptedModel(['late'])):\n"
+        "        return llm('a task on the kernel loop asks')\n"
+        "print(await asyncio.create_task(blocks()))",
+    ]
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells]),
+                   source)  # fmt: skip
+    notebook = nbformat.read(source, as_version=4)
+    nbclient.NotebookClient(notebook, kernel_name=kernel_name, timeout=180).execute()
+
+    assert errors(notebook) == []
+    first, second = ([o for o in cell.outputs] for cell in notebook.cells)
+    assert [o.get("text") for o in first] == ["fine\n"]
+    assert not any(o.get("name") == "stderr" for o in first)
+    shown = "".join(o.get("text", "") for o in second if o.get("name") == "stderr")
+    assert "RuntimeWarning" in shown and "await allm" in shown
+    assert "late" in "".join(o.get("text", "") for o in second if o.get("name") == "stdout")
