@@ -284,6 +284,7 @@ def gui_step(task: str, step: int, feedback: dict[str, Any] | None) -> dict[str,
         "desktop": _HIDDEN,
         "app": _HIDDEN,
         "history_window": _HIDDEN,
+        "context_tokens": _HIDDEN,
         "timeout_s": _HIDDEN,
         "policy": _HIDDEN,
         "max_image_width": _HIDDEN,
@@ -314,6 +315,7 @@ def gui_agent(
     conclusion: Callable[..., Any] | None = None,
     perception: Any = None,
     prompts: Prompts | None = None,
+    context_tokens: int | None = None,
 ) -> GuiResult:
     """Do `task` on a desktop: observe, verify, plan and act until done or a limit.
 
@@ -321,6 +323,9 @@ def gui_agent(
         (an argv list) and closes it at the end.
     app: a name for the component memory (or the argv to start, see above).
     history_window: the planner sees only the last N steps. timeout_s: wall-clock limit.
+    context_tokens: each plan prompt (system text, history, the prompt and the
+        screenshot) fits this many tokens: older steps are summarised (the Runtime's
+        compactor) or dropped, as render_range={"tokens": ...} does (DESIGN.md §4).
     observe, verify_step, plan_next_action, conclusion: your own agentic functions in
         place of the stock ones (gui_harness.leaves), with the same parameters; they
         reach the run through gui_harness.current_observation() and its neighbours.
@@ -352,6 +357,12 @@ def gui_agent(
         raise UsageError(f"max_steps={max_steps!r} must be at least 1")
     if history_window is not None and history_window < 0:
         raise UsageError(f"history_window={history_window!r} must be >= 0 or None")
+    if context_tokens is not None and (
+        not isinstance(context_tokens, int)
+        or isinstance(context_tokens, bool)
+        or context_tokens < 1
+    ):
+        raise UsageError(f"context_tokens={context_tokens!r} must be an int >= 1 or None")
     memory_name = app if isinstance(app, str) else (Path(app[0]).name if app else None)
     if perception is not None:
         _check_perception(perception)
@@ -378,6 +389,7 @@ def gui_agent(
             settle_timeout=settle_timeout,
             history_window=history_window,
             prompts=prompts or DEFAULT_PROMPTS,
+            context_tokens=context_tokens,
             leaves=chosen,
         )
         token = _run.set(run)

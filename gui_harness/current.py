@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import json
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from gui_harness.errors import InvalidAction
 from gui_harness.normalize import normalize_action
 from gui_harness.perception import Observation, Perception
 from gui_harness.prompts import Plan, Prompts
-from openprogram import llm
+from openprogram import count_tokens, llm
 from openprogram.callbacks.base import current_run, notify
 from openprogram.errors import ModelOutputError, UsageError
 from openprogram.image import Image
@@ -50,6 +51,7 @@ class _Run:
     settle_timeout: float
     history_window: int | None
     prompts: Prompts
+    context_tokens: int | None = None
     leaves: dict[str, Any] = field(default_factory=dict)  # observe, ...: the ones in use
     observation: Observation | None = None
     transform: Transform = field(default_factory=Transform)
@@ -154,7 +156,7 @@ def ask_for_action(prompt: str, *, render_range: dict[str, Any] | None = None) -
     """
     run = _current()
     observation = current_observation()
-    window = render_range if render_range is not None else _window(run)
+    window = render_range if render_range is not None else _window(run, prompt, observation)
     try:
         plan = llm([prompt, observation.marked], response_format=Plan, render_range=window)
     except ModelOutputError as exc:
@@ -172,11 +174,24 @@ def ask_for_action(prompt: str, *, render_range: dict[str, Any] | None = None) -
     return {"goal": plan.goal, "action": action.model_dump(exclude_none=True)}
 
 
-def _window(run: _Run) -> dict[str, Any] | None:
-    if run.history_window is None:
-        return None
-    # the current step's own lines (its call, observe, verify) come on top of N steps
-    return {"callers": run.history_window + (3 if run.step > 1 else 2)}
+def _window(run: _Run, prompt: str, observation: Observation) -> dict[str, Any] | None:
+    window: dict[str, Any] = {}
+    if run.history_window is not None:
+        # the current step's own lines (its call, observe, verify) come on top of N steps
+        window["callers"] = run.history_window + (3 if run.step > 1 else 2)
+    if run.context_tokens is not None:
+        # the whole plan prompt within context_tokens: the history gets what the system
+        # text, this prompt, the reply's schema and the screenshot leave
+        model = run.runtime._model_name(None)
+        fixed = count_tokens(
+            [run.runtime.system or "", prompt, _PLAN_SCHEMA, observation.marked], model=model
+        )
+        window["tokens"] = max(run.context_tokens - fixed - _FRAMING_TOKENS, 1)
+    return window or None
+
+
+_PLAN_SCHEMA = json.dumps(Plan.model_json_schema(), ensure_ascii=False)
+_FRAMING_TOKENS = 64  # the schema instruction's sentence and the messages' framing
 
 
 def _invalid(plan: Plan, observation: Observation, run: _Run) -> str | None:

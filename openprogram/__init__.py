@@ -11,6 +11,7 @@ from openprogram.callbacks import (
     PIIRedactor,
     TrajectorySaver,
 )
+from openprogram.compaction import count_tokens, summarize_history
 from openprogram.dag import ContextDAG, Expose, Node, RenderRange
 from openprogram.errors import (
     BudgetExceeded,
@@ -64,6 +65,8 @@ __all__ = [
     # what a call sees
     "render_context",
     "RenderedContext",
+    "summarize_history",
+    "count_tokens",
     # models
     "Runtime",
     "llm",

@@ -45,11 +45,15 @@ def content_parts(content: Any, dag: ContextDAG) -> list[dict[str, Any]]:
             source = part.get("image", part.get("path"))
             if source is None:
                 raise UsageError("an image part needs 'image' (a PIL image) or 'path'")
-            parts.append({"type": "image", "image": dag.add_image(Image(source))})
+            image_part = {"type": "image", "image": dag.add_image(Image(source))}
+            description = part.get("description")
+            if isinstance(description, str) and description:
+                image_part["description"] = description  # its text when it is no longer sent
+            parts.append(image_part)
         else:
             raise UsageError(
                 f"unknown llm() content part {echo(part)}; use {{'type': 'text', 'text': ...}} "
-                "or {'type': 'image', 'image': PIL.Image | 'path': ...}"
+                "or {'type': 'image', 'image': PIL.Image | 'path': ..., 'description': ...}"
             )
     return parts
 

@@ -488,7 +488,7 @@ def _retain_images(
                     kept_from = tail[index].seq
                     continue
                 ref: ImageRef = parts[position]["image"]
-                parts[position] = {"type": "text", "text": f"[image omitted: {ref}]"}
+                parts[position] = {"type": "text", "text": _placeholder(parts[position])}
                 reason = f"image {ref} dropped: only the {keep} most recent history images are sent"
                 omitted.append((index, {"kind": "omitted", "node_id": node_id, "reason": reason}))
     return kept_from
@@ -507,3 +507,12 @@ def _uncached(dag: ContextDAG) -> Iterator[None]:
             _caches.pop(dag, None)
             if saved is not None:
                 _caches[dag] = saved
+
+
+def _placeholder(part: dict[str, Any]) -> str:
+    """What an image no longer sent becomes: its description when the value that held it
+    gave one (a GUI observation's component list), else a short note."""
+    description = part.get("description")
+    if description:
+        return f"[image omitted: {part['image']}; it showed:\n{description}]"
+    return f"[image omitted: {part['image']}]"

@@ -239,7 +239,10 @@ def content_parts(content: Any, cut: Any, node_id: str | None) -> list[dict[str,
     parts: list[dict[str, Any]] = []
     for part in content:
         if isinstance(part, dict) and part.get("type") == "image":
-            parts.append({"type": "image", "image": part["image"]})
+            image_part = {"type": "image", "image": part["image"]}
+            if part.get("description"):
+                image_part["description"] = part["description"]
+            parts.append(image_part)
         elif isinstance(part, dict) and part.get("type") == "text":
             text = str(part.get("text", ""))
             parts.append({"type": "text", "text": cut(text, node_id) if cut else text})
@@ -286,6 +289,10 @@ class Writer:
             line = f"user: {node.input}"
         elif node.kind == "llm":
             line = f"assistant: {reply_text(node)}"
+        elif "covers" in node.meta:  # a compaction summary, in place of what it covers
+            first, last = node.meta["covers"]
+            output = self.output(node, 0, as_json=False) if node.status == "completed" else ""
+            line = f"[summary of earlier history, seq {first}-{last}] {output}"
         else:
             cache = self.dag._text_cache
             cached = cache.get(node.id)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Literal
 
 import networkx as nx
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_serializer
 
 from openprogram._tree import tree_lines
 from openprogram.errors import UsageError
@@ -51,25 +51,45 @@ full (everything inside it), hidden (nothing)."""
 
 
 class RenderRange(BaseModel):
-    """How much history a function's own llm() calls read (DESIGN.md §4 rule 5)."""
+    """How much history a function's own llm() calls read (DESIGN.md §4 rule 5 and
+    "Compaction": `tokens` caps the rendered history's size, `keep` newest nodes stay)."""
 
     callers: int | None = None
     subcalls: int = -1
+    tokens: int | None = None
+    keep: int = 4
+
+    def as_dict(self) -> dict[str, int | None]:
+        """The setting as the decorator's dict: `tokens` and `keep` only when a budget is set."""
+        value: dict[str, int | None] = {"callers": self.callers, "subcalls": self.subcalls}
+        if self.tokens is not None:
+            value.update(tokens=self.tokens, keep=self.keep)
+        return value
+
+    @model_serializer
+    def _dump(self) -> dict[str, int | None]:
+        return self.as_dict()  # dumps and stored records stay as they were without a budget
 
     def __eq__(self, other: object) -> bool:
         """Equal to another RenderRange, or to the dict the decorator was given (a code
         node's `render_range` is the decorator's setting)."""
         if isinstance(other, Mapping):
-            return {"callers": self.callers, "subcalls": self.subcalls} == dict(other)
+            given = {"subcalls": -1, "callers": None, **other}
+            if given.get("tokens") is not None:
+                given.setdefault("keep", 4)
+            return self.as_dict() == given
         return super().__eq__(other)
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like any BaseModel
 
     def __getitem__(self, key: str) -> int | None:
         """`range["callers"]`, as on the decorator's dict."""
-        if key not in ("callers", "subcalls"):
+        if key not in _RANGE_KEYS:
             raise KeyError(key)
         return getattr(self, key)  # type: ignore[no-any-return]
+
+
+_RANGE_KEYS = ("callers", "subcalls", "tokens", "keep")
 
 
 _VIEWS: dict[str, Callable[[Any], str]] = {}
@@ -93,27 +113,40 @@ def _view(kind: str) -> Callable[[Any], str]:
     return view
 
 
-def check_render_range(value: Mapping[str, Any] | None) -> RenderRange | None:
+def check_render_range(value: Mapping[str, Any] | RenderRange | None) -> RenderRange | None:
     """A `render_range` dict as a RenderRange (None stays None); UsageError naming the bad
     key or value otherwise."""
     if value is None:
         return None
+    if isinstance(value, RenderRange):
+        return value
     if not isinstance(value, Mapping):
-        raise UsageError(f"render_range={value!r} must be a dict with 'callers' and/or 'subcalls'")
-    unknown = set(value) - {"callers", "subcalls"}
+        raise UsageError(
+            f"render_range={value!r} must be a dict with 'callers', 'subcalls' and/or 'tokens'"
+        )
+    unknown = set(value) - set(_RANGE_KEYS)
     if unknown:
         raise UsageError(
-            f"render_range key {sorted(unknown)[0]!r} is unknown; use 'callers' and 'subcalls'"
+            f"render_range key {sorted(unknown)[0]!r} is unknown; use 'callers', 'subcalls', "
+            "'tokens' and 'keep'"
         )
     callers = value.get("callers")
     subcalls = value.get("subcalls", -1)
-    if callers is not None and (
-        not isinstance(callers, int) or isinstance(callers, bool) or callers < 0
-    ):
+    tokens = value.get("tokens")
+    keep = value.get("keep", 4)
+    if callers is not None and not _count(callers, 0):
         raise UsageError(f"render_range callers={callers!r} must be None or an int >= 0")
-    if not isinstance(subcalls, int) or isinstance(subcalls, bool) or subcalls < -1:
+    if not _count(subcalls, -1):
         raise UsageError(f"render_range subcalls={subcalls!r} must be an int >= -1")
-    return RenderRange(callers=callers, subcalls=subcalls)
+    if tokens is not None and not _count(tokens, 1):
+        raise UsageError(f"render_range tokens={tokens!r} must be None or an int >= 1")
+    if not _count(keep, 0):
+        raise UsageError(f"render_range keep={keep!r} must be an int >= 0")
+    return RenderRange(callers=callers, subcalls=subcalls, tokens=tokens, keep=keep)
+
+
+def _count(value: Any, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
 
 
 class Node(BaseModel):
@@ -217,6 +250,7 @@ class ContextDAG:
         self.legacy_values: set[str] = set()
         """Ids of nodes loaded from format_version 5 or older, whose non-JSON values were
         stored as reprs (resuming compares them as that version did)."""
+        self._summaries: list[Node] = []  # compaction summaries (meta "covers"), seq order
         self.branch = "main"
         self.listeners: list[Listener] = []
         self._ref = weakref.ref(self)  # one reference object shared by all its nodes
@@ -380,6 +414,8 @@ class ContextDAG:
         self._ordinal[node.id] = count
         if node.parent is None:
             self._heads.setdefault(node.branch, []).append(node)
+        if "covers" in node.meta:
+            self._summaries.append(node)
         ancestor = self._nodes.get(node.parent) if node.parent is not None else None
         while ancestor is not None:
             self._last_seq[ancestor.id] = node.seq

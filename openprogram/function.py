@@ -13,7 +13,8 @@ import contextlib
 import functools
 import inspect
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
@@ -47,6 +48,21 @@ class _ToolCallSlot:
 
 
 _tool_call: ContextVar[_ToolCallSlot | None] = ContextVar("openprogram_tool_call", default=None)
+_next_meta: ContextVar[dict[str, Any] | None] = ContextVar("openprogram_next_meta", default=None)
+_compactor: ContextVar[Callable[[str], str] | None] = ContextVar(
+    "openprogram_compactor", default=None
+)  # the innermost running function's own compactor
+
+
+@contextmanager
+def _recorded_with(meta: dict[str, Any]) -> Iterator[None]:
+    """The next call recorded in this context carries `meta` on its node (the calls
+    inside it do not): how the runtime marks the summaries it asks for."""
+    token = _next_meta.set(meta)
+    try:
+        yield
+    finally:
+        _next_meta.reset(token)
 
 
 @overload
@@ -60,6 +76,7 @@ def agentic_function(
     input: Mapping[str, Mapping[str, Any]] | None = None,
     system: str | None = None,
     render_output: Callable[[Any], Any] | None = None,
+    compactor: Callable[[str], str] | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -71,6 +88,7 @@ def agentic_function(
     input: Mapping[str, Mapping[str, Any]] | None = None,
     system: str | None = None,
     render_output: Callable[[Any], Any] | None = None,
+    compactor: Callable[[str], str] | None = None,
 ) -> Any:
     """Record every call of `fn` as a `code` node; used bare or with settings.
 
@@ -82,6 +100,9 @@ def agentic_function(
     render_output: maps the return value to what this call's io line shows later
         calls (e.g. a count and the first items of a long list); the stored output
         stays whole. Called once, when the call returns.
+    compactor: the agentic function `(text) -> summary` that llm() calls inside this
+        function use when a `{"tokens": N}` render would overflow (default: the
+        Runtime's, else openprogram.summarize_history).
     Raises ValueError (UsageError) at decoration time for any invalid setting.
     """
     if fn is not None and not callable(fn):
@@ -97,8 +118,15 @@ def agentic_function(
             "e.g. render_output=lambda rows: {'count': len(rows), 'first': rows[:5]}"
         )
 
+    if compactor is not None and not getattr(compactor, "__agentic__", False):
+        raise _usage(
+            f"compactor={compactor!r} must be an @agentic_function (text: str) -> str, so its "
+            "summaries are recorded and reused on resume"
+        )
+
     def decorate(func: Callable[..., Any]) -> Any:
-        return _wrap(func, expose, checked_range, input or {}, system, render_output)
+        wrapped = _wrap(func, expose, checked_range, input or {}, system, render_output, compactor)
+        return wrapped
 
     return decorate if fn is None else decorate(fn)
 
@@ -137,6 +165,7 @@ def _wrap(
     meta: Mapping[str, Mapping[str, Any]],
     system: str | None,
     render_output: Callable[[Any], Any] | None = None,
+    compactor: Callable[[str], str] | None = None,
 ) -> Any:
     _check_input(fn, meta)
     signature = inspect.signature(fn)
@@ -178,6 +207,13 @@ def _wrap(
                 **settings,
                 "meta": {"tool_call_id": slot.id, "asked_by": slot.asked_by},
             }
+        if compactor is not None:
+            call.compactor_token = _compactor.set(compactor)
+        extra = _next_meta.get()
+        if extra is not None:
+            call.meta_token = _next_meta.set(None)
+            meta = {**node_settings.get("meta", {}), **extra}
+            node_settings = {**node_settings, "meta": meta}
         if _context.session_var.get() is None:
             # found by the threads rule (DESIGN.md §3): hold on to it for this call, so its
             # insides never look again (another session may be entered meanwhile)
@@ -229,6 +265,10 @@ def _wrap(
             _context.runtime_var.reset(call.runtime_token)
         if call.tool_token is not None:
             _tool_call.reset(call.tool_token)
+        if call.meta_token is not None:
+            _next_meta.reset(call.meta_token)
+        if call.compactor_token is not None:
+            _compactor.reset(call.compactor_token)
         if call.session_token is not None:
             _context.session_var.reset(call.session_token)
         node = call.node
@@ -282,11 +322,12 @@ def _wrap(
 
     wrapper.expose = expose  # type: ignore[attr-defined]
     wrapper.render_range = (  # type: ignore[attr-defined]
-        render_range.model_dump() if render_range else {"callers": None, "subcalls": -1}
+        render_range.as_dict() if render_range else {"callers": None, "subcalls": -1}
     )
     wrapper.input_meta = {k: dict(v) for k, v in meta.items()}  # type: ignore[attr-defined]
     wrapper.system = system  # type: ignore[attr-defined]
     wrapper.render_output = render_output  # type: ignore[attr-defined]
+    wrapper.compactor = compactor  # type: ignore[attr-defined]
     arguments_model = _arguments_model(fn, signature, meta, skipped | set(hidden))
     wrapper.spec = _tool_spec(fn, arguments_model)  # type: ignore[attr-defined]
     wrapper._arguments_model = arguments_model  # type: ignore[attr-defined]
@@ -358,7 +399,9 @@ class _Call:
 
     __slots__ = (
         "callbacks",
+        "compactor_token",
         "frame_token",
+        "meta_token",
         "node",
         "resumed",
         "run",
@@ -375,6 +418,8 @@ class _Call:
         self.frame_token: Any = None
         self.runtime_token: Any = None
         self.tool_token: Any = None
+        self.meta_token: Any = None
+        self.compactor_token: Any = None
         self.session_token: Any = None
         self.callbacks: Any = ()
         self.resumed: Any = _NOT_RESUMED

@@ -10,11 +10,14 @@ history with what changed since (_history.py). Start at render_context().
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from openprogram._compact import Fitted, fit
 from openprogram._history import History, Settings, build_history, render_history
-from openprogram._messages import Message, chat_message, content_parts
+from openprogram._messages import Message, Writer, chat_message, content_parts
+from openprogram._tokens import counter
 from openprogram.dag import ContextDAG, Node, RenderRange, _view, check_render_range
 from openprogram.errors import UsageError
 from openprogram.image import ImageRef
@@ -36,6 +39,7 @@ def render_context(
     max_images: int | None = 3,
     max_line_chars: int | None = 20_000,
     include: Sequence[str] = (),
+    tokens_model: str | None = None,
 ) -> RenderedContext:
     """Render the history that an llm() call in `frame` sees (DESIGN.md §4).
 
@@ -52,6 +56,8 @@ def render_context(
         saying how much was left out, with a "truncated" report entry.
     include: ids of nodes shown whatever the rules and the range say: a tool loop's
         earlier turns and tool results, which its later turns always see.
+    tokens_model: the model whose tokenizer counts a `{"tokens": N}` budget (litellm's
+        counter for litellm names; an estimate for offline models and None).
     """
     frame_node = dag.get(frame) if frame is not None else None
     if frame is not None and frame_node is None:
@@ -72,11 +78,98 @@ def render_context(
     def visible() -> tuple[list[Node], set[str]]:
         return _visible(walk, frame_node, window, include)
 
-    if window.callers is None and window.subcalls == -1:
+    fitted = None
+    if window.tokens is not None:
+        fitted, extra_ids = _fit(walk, stack, settings, window, frame_node, include, tokens_model)
+        history = build_history(walk, stack, settings, fitted.nodes, extra_ids)
+    elif window.callers is None and window.subcalls == -1:
         history = render_history(walk, stack, settings, include, visible)
     else:
         history = build_history(walk, stack, settings, *visible())
-    return RenderedContext(dag, frame_node, history, content=content)
+    return RenderedContext(dag, frame_node, history, content=content, fitted=fitted)
+
+
+def _fit(
+    walk: _Walk,
+    stack: list[Node],
+    settings: Settings,
+    window: RenderRange,
+    frame_node: Node | None,
+    include: Sequence[str],
+    tokens_model: str | None,
+) -> tuple[Fitted, set[str]]:
+    """The visible nodes fitted to the window's token budget (DESIGN.md §4 "Compaction"),
+    and which of them only `include` shows. Newest first: a window of pre-frame nodes
+    that grows until the budget is spent or the history is whole, so the cost follows
+    what is shown, not the run's length."""
+    assert window.tokens is not None
+    horizon = walk.before if walk.before is not None else walk.dag._peek_seq() + 1
+    key = (
+        frame_node.id if frame_node is not None else None,
+        horizon,
+        window.as_dict().items(),
+        tokens_model,
+        (settings.branch, settings.system, settings.max_images, settings.max_line_chars),
+        tuple(include),
+    )
+    memo = _fits.get(walk.dag)
+    if memo is not None and memo[0] == key:  # the runtime's look before this call's render
+        return memo[1], memo[2]
+    writer = Writer(walk, {n.id for n in stack}, settings.max_line_chars)
+    shown_stack = [n for n in stack if n is not frame_node and n.expose in _SHOW_SELF]
+    protected = {n.id for n in stack} | set(include)
+
+    def usable(summary: Node) -> bool:
+        if not walk.exists(summary) or summary.status != "completed" or not walk.done(summary):
+            return False
+        top = walk.dag.top_level_ancestor(summary) if summary.parent is not None else summary
+        return walk.on_branch(top)
+
+    def horizon_of(node: Node) -> bool:  # a pre-frame node: older than the frame
+        return frame_node is None or node.seq < frame_node.seq
+
+    def everything() -> list[Node]:
+        return _visible(walk, frame_node, window, include)[0]
+
+    name = frame_node.name if frame_node is not None else None
+    windows = _windows.setdefault(walk.dag, {})
+    limit = windows.get((name, window.tokens), _FIRST_WINDOW)
+    while True:
+        callers = limit if window.callers is None else min(limit, window.callers)
+        nodes, extra_ids = _visible(
+            walk, frame_node, window.model_copy(update={"callers": callers}), include
+        )
+        seen = {n.id for n in nodes}
+        missing = [n for n in shown_stack if n.id not in seen]
+        if missing:  # the stack's call lines always show, however far back
+            nodes = sorted([*nodes, *missing], key=lambda n: n.seq)
+        earlier = sum(1 for n in nodes if horizon_of(n)) - len(missing)
+        whole = earlier < callers or callers == window.callers
+        fitted = fit(
+            walk,
+            writer,
+            nodes,
+            protected,
+            budget=window.tokens,
+            keep=window.keep,
+            count=counter(tokens_model),
+            max_images=settings.max_images,
+            usable=usable,
+            whole=whole,
+            everything=everything,
+        )
+        if whole or fitted.implicit:
+            # the next render of this function starts with about what this one needed
+            needed = sum(1 for n in fitted.nodes if horizon_of(n) and n.id not in protected)
+            windows[(name, window.tokens)] = max(needed + needed // 4 + 4, _FIRST_WINDOW)
+            _fits[walk.dag] = (key, fitted, extra_ids)
+            return fitted, extra_ids
+        limit *= 2
+
+
+_FIRST_WINDOW = 16  # pre-frame nodes a budgeted render looks at first
+_windows: weakref.WeakKeyDictionary[ContextDAG, dict[Any, int]] = weakref.WeakKeyDictionary()
+_fits: weakref.WeakKeyDictionary[ContextDAG, Any] = weakref.WeakKeyDictionary()
 
 
 def _visible(
@@ -137,6 +230,7 @@ def seen_by(dag: ContextDAG, node: Node | str) -> RenderedContext:
         system=system,
         max_images=llm_node.meta.get("max_images", 3),
         include=llm_node.meta.get("tool_loop", ()),
+        tokens_model=llm_node.meta.get("model"),
     )
 
 
@@ -150,7 +244,10 @@ def recorded_report(dag: ContextDAG, node: Node | str) -> list[dict[str, Any]]:
     O(n), not O(n²)). A base missing from the DAG (a damaged store) leaves them out.
     """
     current = dag.node(node) if isinstance(node, str) else node
-    own = list(current.meta.get("report") or ())
+    compacted: list[dict[str, Any]] = []
+    if current.meta.get("compacted"):  # stored as counts: rebuilt from the render
+        compacted = seen_by(dag, current).fitted.report()  # type: ignore[union-attr]
+    own = [*(current.meta.get("report") or ()), *compacted]
     entries = [entry for entry in own if entry.get("kind") != "omitted"]
     entries.extend(entry for entry in own if entry.get("kind") == "omitted")
     base = current.meta.get("report_base")
@@ -190,7 +287,7 @@ class _Walk:
     def shows(self, node: Node) -> bool:
         """Whether rules 1-4 of DESIGN.md §4 show `node`: what the walk below decides
         for whole subtrees, decided for one node (the property tests hold them equal)."""
-        if not self.exists(node):
+        if not self.exists(node) or "covers" in node.meta:  # a summary shows only by fit()
             return False
         index = self._stack_index
         if node.id in index:
@@ -264,6 +361,8 @@ class _Walk:
         return shown
 
     def _expand(self, node: Node, shown: list[Node]) -> None:
+        if "covers" in node.meta:  # a compaction summary: shown by fit() where it is due
+            return
         if node.kind != "code" or node.expose in _SHOW_SELF:
             shown.append(node)
         if node.kind != "code" or node.expose in ("io", "hidden"):
@@ -321,9 +420,16 @@ class RenderedContext:
     """The result of a render: visible nodes, chat messages, report and text lines."""
 
     def __init__(
-        self, dag: ContextDAG, frame: Node | None, history: History, *, content: Any
+        self,
+        dag: ContextDAG,
+        frame: Node | None,
+        history: History,
+        *,
+        content: Any,
+        fitted: Fitted | None = None,
     ) -> None:
         self.dag = dag
+        self.fitted = fitted  # with a token budget: what it kept, covered and dropped
         self.frame = frame
         self._history = history
         self._nodes = history.nodes  # shared with the cache: handed out as copies
@@ -348,7 +454,10 @@ class RenderedContext:
     def report(self) -> list[dict[str, Any]]:
         """What the render left out or shortened besides the visibility rules (built on
         first use: a long run with images omits more with every step)."""
-        return self._history.report()
+        report = self._history.report()
+        if self.fitted is not None:
+            report.extend(self.fitted.report())
+        return report
 
     @functools.cached_property
     def nodes(self) -> list[Node]:
@@ -369,6 +478,16 @@ class RenderedContext:
         own, base = self._history.own_report()
         if own:
             node.meta["report"] = own
+        fitted = self.fitted
+        if fitted is not None and (fitted.covered or fitted.dropped or fitted.implicit):
+            # what compaction left out, in O(1): recorded_report lists it node by node
+            node.meta["compacted"] = {
+                "summary": fitted.summary.id if fitted.summary is not None else None,
+                "covered": len(fitted.covered),
+                "dropped": len(fitted.dropped),
+                "older": fitted.implicit,  # every visible node older than those is left out
+                "tokens": fitted.tokens,
+            }
         if base is not None:
             node.meta["report_base"] = list(base)
         self._history.recorded_on = node.id

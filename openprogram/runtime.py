@@ -30,6 +30,7 @@ from openprogram._guards import (
     note_default_session,
 )
 from openprogram.callbacks.base import gate, notify, transform
+from openprogram.compaction import acompact, compact
 from openprogram.dag import Node
 from openprogram.echo import echo
 from openprogram.errors import (
@@ -71,7 +72,10 @@ class Runtime:
     timeout: seconds per provider request. max_images: history images kept per render.
     system: system prompt for every call. ask: who answers ask_user (a function
         Question -> answer, or None for "not now"; e.g. ConsoleAsk()); without one a
-        run that asks suspends (RunWaiting). Other keyword arguments go to litellm.
+        run that asks suspends (RunWaiting). compactor: the agentic function
+        `(text) -> str` that summarises history a `{"tokens": N}` render_range no longer
+        holds (default openprogram.summarize_history). Other keyword arguments go to
+        litellm.
     Use it as a context manager to make it ambient, or pass it as `runtime=`.
     """
 
@@ -85,6 +89,7 @@ class Runtime:
         max_images: int | None = 3,
         system: str | None = None,
         ask: Callable[[Any], Any] | None = None,
+        compactor: Callable[[str], Any] | None = None,
         **litellm_kwargs: Any,
     ) -> None:
         if max_retries < 0:
@@ -101,6 +106,12 @@ class Runtime:
         self.timeout = timeout
         self.max_images = max_images
         self.system = system
+        if compactor is not None and not getattr(compactor, "__agentic__", False):
+            raise UsageError(
+                f"compactor={compactor!r} must be an @agentic_function (text: str) -> str, so "
+                "its summaries are recorded and reused on resume"
+            )
+        self.compactor = compactor
         self.litellm_kwargs = litellm_kwargs
         _secrets.register(litellm_kwargs)  # api_key=... is scrubbed wherever it would show
         self.usage = Usage()
@@ -184,6 +195,7 @@ class Runtime:
         if render_range is not None:
             kwargs["_render_range"] = render_range
         resolved = self._resolve_model(model)
+        compact(self, render_range, _name_of(resolved))
         loop = ToolLoop(tools, max_tool_turns, self.callbacks)
         if stream:
             check_stream(response_format)
@@ -221,9 +233,15 @@ class Runtime:
         if not stream:
             return self._allm(content, resolved, response_format, kwargs, loop)
         check_stream(response_format)
-        if loop.toolbox is not None:
-            return PendingStream(lambda: aopen_tool_stream(self, content, resolved, kwargs, loop))
-        return PendingStream(lambda: aopen_stream(self, content, resolved, kwargs))
+        name = _name_of(resolved)
+
+        async def opened() -> Any:
+            await acompact(self, render_range, name)
+            if loop.toolbox is not None:
+                return await aopen_tool_stream(self, content, resolved, kwargs, loop)
+            return await aopen_stream(self, content, resolved, kwargs)
+
+        return PendingStream(opened)
 
     async def _allm(
         self,
@@ -233,6 +251,7 @@ class Runtime:
         kwargs: dict[str, Any],
         loop: ToolLoop,
     ) -> Any:
+        await acompact(self, kwargs.get("_render_range"), _name_of(resolved))
         node, reply = await self._aturns(content, resolved, response_format, kwargs, loop)
         result, problem = self._check(node, reply, response_format)
         if problem is None:
@@ -358,7 +377,7 @@ class Runtime:
         if response_format is not None and (loop is None or not loop.nodes):
             parts.append({"type": "text", "text": schema_instruction(response_format)})
         name = frame.name if frame is not None else TOP_LEVEL_NAME
-        meta: dict[str, Any] = {"model": getattr(model, "name", type(model).__name__)}
+        meta: dict[str, Any] = {"model": _name_of(model)}
         earlier = loop.nodes if loop is not None and loop.toolbox is not None else []
         if earlier:
             meta["tool_loop"] = list(earlier)
@@ -383,6 +402,7 @@ class Runtime:
                 system=self.system,
                 max_images=limit,
                 include=earlier,
+                tokens_model=meta["model"],
             )
             rendered._record(node)
             request = ModelRequest(
@@ -506,6 +526,10 @@ class Runtime:
             node_id=node.id,
             reply=reply,
         )
+
+
+def _name_of(model: Model) -> str:
+    return str(getattr(model, "name", type(model).__name__))
 
 
 def _recorded_reply(node: Node) -> ModelReply:

@@ -242,7 +242,7 @@ def encode_node(
     if node.expose != "io":
         data["expose"] = node.expose
     if node.render_range is not None:
-        data["render_range"] = node.render_range.model_dump()
+        data["render_range"] = node.render_range.as_dict()
     if node.hidden_inputs:
         data["hidden_inputs"] = node.hidden_inputs
     if node.system is not None:

@@ -320,6 +320,8 @@ def test_package_root_exports_are_pinned():
         "ImageRef",
         "render_context",
         "RenderedContext",
+        "summarize_history",
+        "count_tokens",
         "Runtime",
         "llm",
         "allm",

@@ -1,0 +1,168 @@
+"""Compaction (issue 26): prompt size on long runs, summaries per 100 steps, render cost.
+
+    python benchmarks/bench_compaction.py [--steps 200] [--quick]
+
+(a) A `steps`-step gui_agent run on a FakeDesktop with a scripted model, with
+    `context_tokens=4000` and without: the largest plan prompt (text and images, counted
+    as the budget counts them) and the summaries made per 100 steps.
+(b) The cost of one planning step with `render_range={"tokens": 600}` inside a running
+    loop after 10 and after 1000 prior steps (target: ratio <= 1.5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import gc
+import io
+import statistics
+import sys
+from pathlib import Path
+from time import perf_counter as clock
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from PIL import Image as PILImage  # noqa: E402
+
+from benchmarks._common import machine  # noqa: E402
+from gui_harness import FakeDesktop, gui_agent  # noqa: E402
+from gui_harness.demo.policy import TASK  # noqa: E402
+from openprogram import (  # noqa: E402
+    Runtime,
+    ScriptedModel,
+    Session,
+    agentic_function,
+    count_tokens,
+    llm,
+)
+from openprogram.render import seen_by  # noqa: E402
+
+BUDGET = 4000
+RATIO_TARGET = 1.5
+
+
+def reply(calls: dict[str, int]):
+    def answer(request):
+        calls[request.function] = calls.get(request.function, 0) + 1
+        if request.function == "plan_next_action":
+            step = calls["plan_next_action"]
+            return {"goal": f"inspect the form, pass {step}", "action": {"type": "wait", "ms": 1}}
+        if request.function == "verify_step":
+            return {"success": True, "observation": "the form is unchanged", "task_complete": False}
+        if request.function == "summarize_history":
+            return "The agent waited on the form for many steps; nothing on it changed."
+        return {"summary": "the form", "task_appears_complete": False}
+
+    return answer
+
+
+def prompt_tokens(messages) -> int:
+    total = 0
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, str):
+            total += count_tokens(content)
+            continue
+        for part in content or ():
+            if part["type"] == "text":
+                total += count_tokens(part["text"])
+            else:
+                data = base64.b64decode(part["image_url"]["url"].split(",", 1)[1])
+                total += count_tokens([PILImage.open(io.BytesIO(data))])
+    return total
+
+
+def gui_run(steps: int, context_tokens: int | None) -> dict[str, float]:
+    calls: dict[str, int] = {}
+    with Session() as session, Runtime(ScriptedModel(reply(calls))):
+        gui_agent(
+            TASK,
+            max_steps=steps,
+            desktop=FakeDesktop.demo_form(),
+            settle_timeout=0.02,
+            context_tokens=context_tokens,
+        )
+    plans = [n for n in session.dag.find(kind="llm") if n.name == "plan_next_action"]
+    sizes = [prompt_tokens(seen_by(session.dag, node).messages) for node in plans]
+    return {
+        "plans": len(plans),
+        "first": sizes[0],
+        "max": max(sizes),
+        "last": sizes[-1],
+        "summaries_per_100": 100 * calls.get("summarize_history", 0) / len(plans),
+    }
+
+
+@agentic_function
+def observe(i: int) -> dict[str, int]:
+    return {"step": i, "components": 12, "focused": i % 7}
+
+
+@agentic_function(render_range={"tokens": 600, "keep": 4})
+def plan(i: int) -> str:
+    return llm(f"plan step {i}")
+
+
+@agentic_function
+def step(i: int) -> str:
+    observe(i)
+    return plan(i)
+
+
+def summary_reply(request) -> str:
+    if request.function == "summarize_history":
+        return "Earlier steps observed the screen and planned; nothing failed."
+    return "ok"
+
+
+def loop_samples(prior: int, steps: int) -> list[float]:
+    samples: list[float] = []
+
+    @agentic_function
+    def agent() -> None:
+        for i in range(prior):
+            step(i)
+        gc.collect()
+        for i in range(prior, prior + steps):
+            observe(i)
+            started = clock()
+            plan(i)
+            samples.append((clock() - started) * 1e6)
+
+    with Session(), Runtime(ScriptedModel(summary_reply)):
+        agent()
+    return samples
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    steps = 40 if args.quick else args.steps
+    print(machine())
+    for budget in (None, BUDGET):
+        result = gui_run(steps, budget)
+        print(
+            f"(a) gui_agent {steps} steps, context_tokens={budget}: plan prompt first "
+            f"{result['first']}, max {result['max']}, last {result['last']} tokens; "
+            f"{result['summaries_per_100']:.1f} summaries per 100 steps"
+        )
+    reps, timed = (1, 20) if args.quick else (3, 50)
+    medians = {}
+    for prior in (10, 1000):
+        samples: list[float] = []
+        for _ in range(reps):
+            samples += loop_samples(prior, timed)
+        medians[prior] = statistics.median(samples)
+    ratio = medians[1000] / medians[10]
+    print(
+        f"(b) planning step with tokens=600: {medians[10]:.0f} us after 10 steps, "
+        f"{medians[1000]:.0f} us after 1000 -> ratio {ratio:.2f} "
+        f"({'meets' if ratio <= RATIO_TARGET else 'misses'} <= {RATIO_TARGET})"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

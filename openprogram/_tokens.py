@@ -1,0 +1,74 @@
+"""Token counts for compaction: what a text or an image costs the model of a call.
+
+litellm's counter (its bundled tokenizers, no network) for litellm model names; an
+estimate of four characters a token for offline models (ScriptedModel, ReplayModel, your
+own). Images by the tile rule OpenAI publishes. Start at counter().
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+_CHARS_PER_TOKEN = 4
+_MESSAGE_TOKENS = 4  # a chat message's own framing, as OpenAI counts it
+
+
+@dataclass(frozen=True)
+class Counter:
+    """Counts tokens for one model (`exact`: through litellm's tokenizer for it)."""
+
+    model: str
+    exact: bool
+
+    def text(self, text: str) -> int:
+        if not text:
+            return 0
+        if self.exact:
+            try:
+                return int(_litellm_count(self.model, text))
+            except Exception:  # a model litellm cannot tokenize: estimate, never fail a render
+                pass
+        return math.ceil(len(text) / _CHARS_PER_TOKEN)
+
+    def image(self, width: int, height: int) -> int:
+        return image_tokens(width, height)
+
+    def message(self) -> int:
+        return _MESSAGE_TOKENS
+
+
+@functools.lru_cache(maxsize=64)
+def counter(model: str | None) -> Counter:
+    """The Counter for a model name (None or an offline model's name: the estimate)."""
+    name = model or ""
+    return Counter(name, _known_to_litellm(name))
+
+
+def _known_to_litellm(name: str) -> bool:
+    if not name or name in ("scripted", "replay"):
+        return False
+    try:
+        import litellm
+    except ImportError:  # pragma: no cover - litellm is a core dependency
+        return False
+    return "/" in name or name in litellm.model_cost
+
+
+def _litellm_count(model: str, text: str) -> Any:
+    import litellm
+
+    return litellm.token_counter(model=model, text=text)
+
+
+def image_tokens(width: int, height: int) -> int:
+    """Tokens of one image sent in high detail: fit in 2048×2048, shortest side to 768,
+    then 170 a 512-pixel tile plus 85."""
+    if width <= 0 or height <= 0:
+        return 85
+    fit = min(1.0, 2048 / max(width, height))
+    wide, high = width * fit, height * fit
+    short = min(1.0, 768 / min(wide, high))
+    return 85 + 170 * math.ceil(wide * short / 512) * math.ceil(high * short / 512)

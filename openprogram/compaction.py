@@ -1,0 +1,151 @@
+"""Summaries for long runs: summarize_history and the step that asks for one.
+
+Owns what the runtime does before an llm() call whose `{"tokens": N}` render would drop
+history (DESIGN.md §4 "Compaction"): it calls the compactor (an agentic function
+`(text) -> summary`) on what no summary covers yet, recorded like any call, its code node
+carrying `meta["covers"] = [first_seq, last_seq]`; the render (_compact.py) then shows
+the summary in place of those nodes. Start at compact().
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from openprogram import _context
+from openprogram._tokens import counter
+from openprogram.dag import RenderRange, check_render_range
+from openprogram.errors import RunStopped, UsageError
+from openprogram.function import _compactor, _recorded_with, agentic_function
+from openprogram.image import Image, is_image
+from openprogram.render import render_context
+
+__all__ = ["count_tokens", "summarize_history"]
+
+log = logging.getLogger("openprogram")
+
+SUMMARY_PROMPT = (
+    "Below is the earlier part of an agent's history, one line per step: calls with "
+    "their inputs and outputs, and model replies. Write a concise summary that lets the "
+    "agent continue without it: the goal, what was done and found, what failed, and "
+    "any values (names, numbers, ids, coordinates) it will still need. Plain text, at "
+    "most a few short paragraphs.\n\n"
+)
+
+
+@agentic_function(render_range={"callers": 0})
+def summarize_history(text: str, runtime: Any = None) -> str:
+    """Summarise an agent's earlier history so it can go on without it (the default
+    compactor: one llm() call that sees nothing but this text)."""
+    return str(runtime.llm(SUMMARY_PROMPT + text))
+
+
+def count_tokens(content: Any, *, model: str | None = None) -> int:
+    """Tokens that llm() `content` (a str, an image, or a list of text and image parts)
+    costs `model`, as a `{"tokens": N}` budget counts them: litellm's counter for litellm
+    model names, an estimate for others and None; images in high detail."""
+    count = counter(model)
+    parts = content if isinstance(content, (list, tuple)) else [content]
+    total = 0
+    for part in parts:
+        if isinstance(part, dict) and part.get("type") == "image":
+            width, height = Image(part.get("image", part.get("path"))).size
+            total += count.image(width, height)
+        elif isinstance(part, dict):
+            total += count.text(str(part.get("text", "")))
+        elif is_image(part):
+            width, height = Image(part).size
+            total += count.image(width, height)
+        else:
+            total += count.text(str(part))
+    return total
+
+
+def compact(
+    runtime: Any, override: dict[str, Any] | RenderRange | None, model_name: str | None
+) -> None:
+    """Before an llm() call in the current frame: when its token budget would drop history
+    no summary covers, ask the compactor for a summary of all it no longer holds but the
+    newest `keep` nodes. No budget, or nothing to drop: nothing happens. A compactor that
+    fails is logged, and the render drops what it must (each node in its report)."""
+    planned = _plan(runtime, override, model_name)
+    if planned is None:
+        return
+    compactor, text, covers = planned
+    try:
+        with _recorded_with({"covers": covers}):
+            compactor(text)
+    except (RunStopped, UsageError):
+        raise
+    except Exception:
+        _failed(compactor)
+
+
+async def acompact(
+    runtime: Any, override: dict[str, Any] | RenderRange | None, model_name: str | None
+) -> None:
+    """compact() for allm(): an async compactor is awaited, a sync one runs in a worker
+    thread (in this context), so the event loop never stands still."""
+    planned = _plan(runtime, override, model_name)
+    if planned is None:
+        return
+    compactor, text, covers = planned
+    try:
+        with _recorded_with({"covers": covers}):
+            if inspect.iscoroutinefunction(compactor):
+                await compactor(text)
+            else:
+                await asyncio.to_thread(compactor, text)
+    except (RunStopped, UsageError):
+        raise
+    except Exception:
+        _failed(compactor)
+
+
+def _plan(
+    runtime: Any, override: dict[str, Any] | RenderRange | None, model_name: str | None
+) -> tuple[Callable[[str], Any], str, list[int]] | None:
+    """(compactor, text, covers) when the coming render would drop uncovered history."""
+    session = _context.current_session()
+    dag = session.dag
+    frame_id = _context.frame_var.get()
+    frame = dag.get(frame_id) if frame_id is not None else None
+    window = check_render_range(override) if override is not None else None
+    if window is None and frame is not None:
+        window = frame.render_range
+    if window is None or window.tokens is None:
+        return None
+    rendered = render_context(
+        dag,
+        frame.id if frame is not None else None,
+        window,
+        system=runtime.system,
+        max_images=runtime._max_images(),
+        tokens_model=model_name,
+    )
+    fitted = rendered.fitted
+    if fitted is None or not fitted.needs_summary:
+        return None
+    fresh = fitted.uncovered()
+    if not fresh:
+        return None
+    lines = []
+    first = fresh[0].seq
+    if fitted.summary is not None:
+        lines.append(f"Summary of what came before: {fitted.summary.output}")
+        first = min(first, fitted.summary.meta["covers"][0])
+    lines.extend(fitted.lines(fresh))
+    compactor = _compactor.get() or getattr(runtime, "compactor", None) or summarize_history
+    return compactor, "\n".join(lines), [first, fresh[-1].seq]
+
+
+def _failed(compactor: Any) -> None:
+    log.warning(
+        "openprogram: the compactor %s failed; this call's history drops what does not "
+        "fit its token budget (its report lists each node)",
+        getattr(compactor, "__name__", compactor),
+        exc_info=True,
+    )
