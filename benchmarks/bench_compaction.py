@@ -22,12 +22,12 @@ from time import perf_counter as clock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from PIL import Image as PILImage  # noqa: E402
+from PIL import Image as PILImage
 
-from benchmarks._common import machine  # noqa: E402
-from gui_harness import FakeDesktop, gui_agent  # noqa: E402
-from gui_harness.demo.policy import TASK  # noqa: E402
-from openprogram import (  # noqa: E402
+from benchmarks._common import machine
+from gui_harness import FakeDesktop, gui_agent
+from gui_harness.demo.policy import TASK
+from openprogram import (
     Runtime,
     ScriptedModel,
     Session,
@@ -35,7 +35,7 @@ from openprogram import (  # noqa: E402
     count_tokens,
     llm,
 )
-from openprogram.render import seen_by  # noqa: E402
+from openprogram.render import seen_by
 
 BUDGET = 4000
 RATIO_TARGET = 1.5
