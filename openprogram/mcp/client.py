@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import shutil
@@ -38,7 +39,16 @@ log = logging.getLogger("openprogram")
 
 Transport = Literal["stdio", "http"]
 
+_HTTP_REFUSALS = (mcp_types.INVALID_REQUEST, mcp_types.INTERNAL_ERROR)
+"""How the SDK reports an HTTP status refusing a request (404 "Session terminated", or
+another 4xx/5xx); a session the server no longer knows is refused this way."""
 
+
+class _StaleSession(Exception):
+    """The server refused a request and a ping on the same session: it lost the session."""
+
+
+@dataclasses.dataclass(init=False, eq=False, repr=False)
 class MCPServer:
     """An MCP server whose tools an agent may call; make one with `MCPServer.stdio()`
     or `MCPServer.http()`.
@@ -49,6 +59,11 @@ class MCPServer:
     `close()` when done. One connection serves every call; a server that dies is
     restarted on next use, at most `max_restarts` times.
     """
+
+    # what a recorded argument holding this server stores (values.py stores a dataclass
+    # by its fields): never the connection, the command line or its environment
+    name: str
+    transport: Transport
 
     def __init__(
         self,
@@ -358,6 +373,23 @@ class MCPServer:
     async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
         """Call `tool` on the MCP loop: the CallToolResult, or MCPServerError for a
         timeout, a protocol error or a broken connection (restarted on next use)."""
+        session = await self._ready_session()
+        try:
+            return await self._call_on(session, tool, arguments)
+        except _StaleSession:
+            # an HTTP server restarted since: it no longer knows our session, and refused
+            # the request before running it, so it is sent once more on a new session
+            log.warning("openprogram: MCP server %r lost our session; reconnecting", self.name)
+            await self._drop(session)
+            session = await self._ready_session()
+            try:
+                return await self._call_on(session, tool, arguments)
+            except _StaleSession as exc:
+                raise MCPServerError(
+                    f"MCP server {self.name!r} refused {tool} on a new session too: {exc}"
+                ) from None
+
+    async def _ready_session(self) -> Any:
         try:
             await self._connect(first=not self._started)
             if _closed(self._session):  # it died while idle: restart before sending
@@ -365,9 +397,11 @@ class MCPServer:
                 await self._connect()
         except ConfigError as exc:
             raise MCPServerError(f"MCP server {self.name!r} is not available: {exc}") from exc
-        session = self._session
-        if session is None:
+        if self._session is None:
             raise MCPServerError(f"MCP server {self.name!r} is not connected")
+        return self._session
+
+    async def _call_on(self, session: Any, tool: str, arguments: dict[str, Any]) -> Any:
         self._last_fault = None
         try:  # the session's read timeout (self.timeout) bounds the call
             return await session.call_tool(tool, arguments)
@@ -386,6 +420,9 @@ class MCPServer:
                     f"MCP server {self.name!r} closed the connection during {tool} "
                     f"({exc.message}); it is restarted on next use"
                 ) from None
+            refused = self.transport == "http" and exc.code in _HTTP_REFUSALS
+            if refused and not await self._answers_ping(session):
+                raise _StaleSession(exc.message) from None
             raise MCPServerError(
                 f"MCP server {self.name!r} refused {tool}: {exc.message} (code {exc.code})"
             ) from None
@@ -396,11 +433,16 @@ class MCPServer:
                 "it is restarted on next use"
             ) from None
 
-    async def _check_alive(self, session: Any) -> None:
-        """After a timeout: a server that does not answer a ping either is restarted."""
+    async def _answers_ping(self, session: Any) -> bool:
         try:
             await asyncio.wait_for(session.send_ping(), min(self.timeout, 2.0))
         except Exception:
+            return False
+        return True
+
+    async def _check_alive(self, session: Any) -> None:
+        """After a timeout: a server that does not answer a ping either is restarted."""
+        if not await self._answers_ping(session):
             await self._drop(session)
 
     async def _drop(self, session: Any) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import copy
+import dataclasses
 import inspect
 import keyword
 import re
@@ -39,6 +40,7 @@ def tool_name(server: str, tool: str) -> str:
     return _UNSAFE.sub("_", f"{server}_{tool}")[:64]
 
 
+@dataclasses.dataclass(init=False, eq=False, repr=False)
 class MCPTool:
     """A tool of an MCPServer. Pass it in `llm(tools=[...])` (or the whole
     `server.tools()`); call it yourself with keyword arguments for the same recorded call.
@@ -47,6 +49,12 @@ class MCPTool:
     `.tool` say where it runs. A server error, a timeout or a broken connection raises
     MCPServerError, which the tool loop hands back to the model.
     """
+
+    # what a recorded argument holding this tool stores (values.py stores a dataclass
+    # by its fields); the connection it calls through is left out
+    name: str
+    tool: str
+    spec: dict[str, Any]
 
     def __init__(
         self, server: Any, described: Any, *, render_output: Callable[[Any], Any] | None = None

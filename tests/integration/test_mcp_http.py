@@ -28,19 +28,28 @@ def runtime_for(server: OpenAIServer) -> Runtime:
     return Runtime("openai/test-model", api_base=server.url, api_key=KEY)
 
 
-@pytest.fixture(scope="module")
-def everything_http():
-    port = free_port()
+def start_everything(port: int) -> subprocess.Popen:
     argv = [*npm_server("server-everything"), "streamableHttp"]
     process = subprocess.Popen(
         argv, env={**os.environ, "PORT": str(port)}, stderr=subprocess.DEVNULL
     )
+    wait_for_port(port, process)
+    return process
+
+
+def stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def everything_http():
+    port = free_port()
+    process = start_everything(port)
     try:
-        wait_for_port(port, process)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        process.terminate()
-        process.wait(timeout=10)
+        stop(process)
 
 
 @agentic_function
@@ -72,7 +81,8 @@ def test_an_agent_writes_and_reads_files_through_the_filesystem_server(model, tm
     first = model.requests[0].body
     offered = {tool["function"]["name"]: tool["function"] for tool in first["tools"]}
     assert offered["files_write_file"]["parameters"]["required"] == ["path", "content"]
-    written, read, refused = session.dag.find(kind="code")[1:]
+    top, written, read, refused = session.dag.find(kind="code")
+    assert top.name == "organise" and top.status == "completed"  # tools as an argument
     assert written.meta["mcp"] == {"server": "files", "tool": "write_file"}
     assert read.output == {"content": "buy milk"}  # its structured result
     assert refused.status == "error" and "Access denied" in refused.error  # outside the folder
@@ -104,6 +114,23 @@ def test_server_everything_over_streamable_http_in_a_tool_loop(model, everything
     sent = [m for m in model.requests[1].body["messages"] if m["role"] == "tool"]
     assert sent[0]["content"] == "Echo: over http"
     assert json.dumps(model.requests[0].body["tools"]).count("everything_") >= 10
+
+
+def test_an_http_server_restarted_between_calls_gets_a_new_session():
+    port = free_port()
+    process = start_everything(port)
+    try:
+        with MCPServer.http(f"http://127.0.0.1:{port}/mcp", name="everything") as server:
+            echo = server.tool("echo")
+            with Session() as session:
+                assert echo(message="before") == "Echo: before"
+                stop(process)  # the new process knows nothing of our session
+                process = start_everything(port)
+                assert echo(message="after") == "Echo: after"
+            assert server.restarts == 1
+    finally:
+        stop(process)
+    assert [n.status for n in session.dag.find(kind="code")] == ["completed", "completed"]
 
 
 def test_an_http_server_that_is_not_there_is_a_config_error():
