@@ -8,6 +8,7 @@ OpenAI-compatible server, which lives in this test process and outlives the chil
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -20,8 +21,11 @@ from openprogram.testing import OpenAIServer
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "booking.py"
-sys.path.insert(0, str(EXAMPLE.parent))
-from booking import reply  # noqa: E402 - the example's scripted answers, served over HTTP
+_spec = importlib.util.spec_from_file_location("_booking_example", EXAMPLE)
+assert _spec is not None and _spec.loader is not None
+_example = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_example)
+reply = _example.reply  # the example's scripted answers, served over HTTP
 
 
 def run(*argv: str, cwd: Path) -> str:
