@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
 
+from openprogram.image import ImageRef
 from openprogram.usage import Usage
 
 __all__ = ["GuiResult", "StopReason"]
@@ -51,6 +52,30 @@ class GuiResult(BaseModel):
             )
         return page
 
+    def _report_head(self, dag: Any, run_id: str | None) -> str:
+        """What a run's report opens with: a heading, the task, the outcome, the final
+        screen (the last screenshot of the run, at most 960 pixels wide)."""
+        run = dag.get(run_id) if run_id else None
+        task = run.input.get("task") if run is not None and isinstance(run.input, dict) else None
+        outcome = "succeeded" if self.success else "did not succeed"
+        detail = f" ({self.detail})" if self.detail else ""
+        parts = [
+            '<section class="gui-run" style="font:14px/1.5 system-ui,sans-serif">',
+            f"<h1>gui_agent {outcome}</h1>",
+            f"<p><b>Task:</b> {html.escape(str(task or '(not recorded)'))}</p>",
+            f"<p><b>Outcome:</b> {outcome}; stopped: {html.escape(self.stop_reason)}"
+            f"{html.escape(detail)} after {len(self.steps)} step(s). "
+            f"{html.escape(self.summary)}</p>",
+        ]
+        screen = _last_screen(dag, run)
+        if screen is not None:
+            parts.append(
+                f'<figure><img alt="the final screen" style="max-width:100%;border:1px solid '
+                f'#ccc" src="{screen}"><figcaption>The final screen</figcaption></figure>'
+            )
+        parts.append("</section>")
+        return "".join(parts)
+
     def _steps_html(self) -> str:
         colour = "#1a7f37" if self.success else "#cf222e"
         rows = "".join(
@@ -74,3 +99,56 @@ class GuiResult(BaseModel):
             f"<div>{self.usage.calls} model calls, {self.usage.total_tokens} tokens, "
             f"${self.usage.cost_usd:.4f}</div></div>"
         )
+
+
+def _last_screen(dag: Any, run: Any) -> str | None:
+    """The last screenshot the run recorded (an observation's, not the marked copy an
+    llm call was sent), as a PNG data URL; None without one."""
+    if run is None:
+        return None
+    nodes = [n for n in dag.nodes if n.kind == "code" and _within(dag, n, run.id)]
+    for node in sorted(nodes, key=lambda n: n.seq, reverse=True):
+        for value in (node.output, node.input):
+            sha = _last_image(value)
+            if sha is not None:
+                return _data_url(dag.image(sha).pil)
+    return None
+
+
+def _within(dag: Any, node: Any, ancestor: str) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent == ancestor:
+            return True
+        parent = dag.node(parent).parent
+    return False
+
+
+def _last_image(value: Any) -> str | None:
+    """The sha256 of the last image reference inside a stored value."""
+    if isinstance(value, dict):
+        if isinstance(value.get("$image"), str):  # as a reopened session stores it
+            return str(value["$image"])
+        for item in reversed(list(value.values())):
+            found = _last_image(item)
+            if found is not None:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for item in reversed(value):
+            found = _last_image(item)
+            if found is not None:
+                return found
+    elif isinstance(value, ImageRef):
+        return value.sha256
+    return None
+
+
+def _data_url(pil: Any, max_width: int = 960) -> str:
+    import base64
+    import io
+
+    if pil.width > max_width:
+        pil = pil.resize((max_width, round(pil.height * max_width / pil.width)))
+    buffer = io.BytesIO()
+    pil.convert("RGB").save(buffer, format="PNG", optimize=True)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()

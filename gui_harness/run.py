@@ -109,10 +109,11 @@ class StepPrinter(Callback):
 
 
 def write_run_report(path: Path, session: Session, result: GuiResult) -> None:
-    """Write the HTML report of a GUI run: the result, then the session's DAG views."""
+    """Write the HTML report of a GUI run: a heading, the task, the outcome and the
+    final screen, then the steps and the session's DAG views."""
     write_report(
         session,
         path,
         title=f"gui_agent: {result.stop_reason}",
-        extra_html=result._steps_html(),
+        extra_html=result._report_head(session.dag, result._node_id) + result._steps_html(),
     )

@@ -68,7 +68,16 @@ def test_run_demo_prints_progress_and_writes_a_report(tmp_path):
     text = out.getvalue()
     assert "step 1/12: click the Name field" in text
     assert "the demo passed" in text
-    assert report.stat().st_size > 0 and "gui_step" in report.read_text(encoding="utf-8")
+    page = report.read_text(encoding="utf-8")
+    assert "gui_step" in page
+    opening = [
+        page.index("<h1>gui_agent succeeded</h1>"),
+        page.index("<b>Task:</b> Type Alice"),
+        page.index("<b>Outcome:</b> succeeded"),
+        page.index('<img alt="the final screen"'),
+        page.index("<th>step</th>"),
+    ]
+    assert opening == sorted(opening)
 
 
 def test_run_task_without_a_display_says_what_to_do(monkeypatch):
