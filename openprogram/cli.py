@@ -420,8 +420,14 @@ def _echo_messages(rendered: Any) -> None:
         role = message["role"]
         click.echo(click.style(f"── {role}", fg=colours.get(role.split(" ")[0], "cyan")))
         click.echo(message["content"])
+    compacted: dict[str, int] = {}
     for entry in rendered.report:
+        if entry["kind"] == "compacted":  # one line per summary, not one per node
+            compacted[entry["reason"]] = compacted.get(entry["reason"], 0) + 1
+            continue
         click.echo(click.style(f"({entry['kind']}: {entry['reason']})", fg="yellow"))
+    for reason, count in compacted.items():
+        click.echo(click.style(f"(compacted, {count} nodes: {reason})", fg="yellow"))
 
 
 @sessions.command("report")

@@ -28,13 +28,22 @@ __all__ = [
 ]
 
 HiddenCode = Literal[
-    "branch", "call_line", "inside", "inside_llm", "own_line", "concurrent", "callers", "subcalls"
+    "branch",
+    "call_line",
+    "inside",
+    "inside_llm",
+    "own_line",
+    "concurrent",
+    "callers",
+    "subcalls",
+    "compacted",
 ]
 """Which rule hid a node: another branch (`branch`); a caller whose expose hides its line
 (`call_line`); inside a finished call that reveals nothing or only its llm exchanges
 (`inside`, `inside_llm`); a call whose own expose hides its line (`own_line`); a sibling
 subtree started after this call's branch of the stack (`concurrent`); cut by the frame's
-render_range window (`callers`, `subcalls`)."""
+render_range window (`callers`, `subcalls`); left out by its token budget, shown as the
+summary the reason names or dropped (`compacted`)."""
 
 
 def label(dag: ContextDAG, node: Node) -> str:
@@ -108,8 +117,28 @@ def why(dag: ContextDAG, node: Node, call: Call) -> tuple[HiddenCode, Node | Non
         if inner[-1].seq > current.seq:
             return "concurrent", current
         if anchor.id == stack[-1].id:
-            return "subcalls", None
-    return "callers", None
+            return _budget("subcalls", dag, node, call)
+    return _budget("callers", dag, node, call)
+
+
+def _budget(
+    code: HiddenCode, dag: ContextDAG, node: Node, call: Call
+) -> tuple[HiddenCode, Node | None]:
+    """`code`, unless the node fell to the call's token budget rather than to its window:
+    then `compacted`, naming the summary that stood for it (None: dropped)."""
+    window = call.window
+    if window is None or window.tokens is None:
+        return code, None
+    limit = window.callers if code == "callers" else window.subcalls
+    if limit is not None and limit >= 0:  # a count window: it may be what cut the node
+        return code, None
+    compacted = call.node.meta.get("compacted") or {}
+    summary = dag.get(compacted.get("summary") or "")
+    if summary is not None:
+        first, last = summary.meta.get("covers", (0, -1))
+        if first <= node.seq <= last:
+            return "compacted", summary
+    return "compacted", None
 
 
 def reason_text(
@@ -127,6 +156,11 @@ def reason_text(
         return f"outside render_range (callers={None if window is None else window.callers})"
     if code == "subcalls":
         return f"outside render_range (subcalls={-1 if window is None else window.subcalls})"
+    if code == "compacted":
+        budget = None if window is None else window.tokens
+        if frame is None:
+            return f"dropped to fit render_range tokens={budget}"
+        return f"compacted into {label(dag, frame)} (render_range tokens={budget})"
     assert frame is not None, code  # inside, inside_llm and concurrent name a call
     if code == "concurrent":
         return f"concurrent: started after {label(dag, frame)}"

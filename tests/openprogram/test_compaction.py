@@ -336,3 +336,39 @@ def test_token_counts_use_litellm_for_its_models_and_an_estimate_offline():
     assert counter("openai/gpt-4o-mini").text("hello world") < 5
     assert image_tokens(1280, 800) == 85 + 170 * 6  # 1229x768: 3x2 tiles
     assert image_tokens(512, 512) == 85 + 170
+
+
+def test_call_views_say_what_was_compacted_into_what():
+    from openprogram.display import CallView
+
+    session, _ = run(30)
+    node = plan_nodes(session)[-1]
+    groups = {group.rule: group for group in CallView(session.dag, node).hidden_groups()}
+    compacted = [rule for rule in groups if rule.startswith("compacted into summarize_history")]
+    assert compacted, list(groups)
+    assert "tokens=300" in compacted[0]
+
+
+def test_sessions_render_prints_one_line_per_summary_not_per_node(tmp_path):
+    from click.testing import CliRunner
+
+    from openprogram.cli import cli
+
+    store = tmp_path / "run.db"
+    session, _ = run(30, store=store)
+    result = CliRunner().invoke(
+        cli, ["sessions", "render", session.id, "llm:plan#30", "--store", str(store)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "[summary of earlier history, seq " in result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("(compacted")]
+    assert len(lines) == 1 and "nodes: replaced by summary" in lines[0]
+
+
+def test_replay_answers_summaries_from_the_record():
+    from openprogram import ReplayModel
+
+    session, first = run(30)
+    with Session(), Runtime(ReplayModel(session)):
+        agent(30)  # a summary asked for again would be a ReplayMismatch
+    assert first.summaries > 0
