@@ -109,11 +109,13 @@ class _Base(BaseModel):
 
 
 class _Pointer(_Base):
-    """An action aimed at a point: both x and y (image or screen pixels) or an element."""
+    """An action aimed at a point: both x and y (image or screen pixels) or an element;
+    with an element that is a grid, `cell` names one of its cells ("B3", "R3C2")."""
 
     x: int | None = None
     y: int | None = None
     element: int | None = Field(default=None, ge=0)
+    cell: str | None = Field(default=None, min_length=1, max_length=16)
 
     _target_optional: ClassVar[bool] = False
 
@@ -126,6 +128,8 @@ class _Pointer(_Base):
             raise ValueError(f"{kind} takes x, y or element, not both")
         if self.x is None and self.element is None and not self._target_optional:
             raise ValueError(f"{kind} needs a target: both x and y, or element=<number>")
+        if self.cell is not None and self.element is None:
+            raise ValueError(f"{kind} with cell={self.cell!r} needs the grid's element=<number>")
         return self
 
 
@@ -271,23 +275,36 @@ class Transform:
 def resolve(
     action: Action, components: Iterable[Any] = (), transform: Transform | None = None
 ) -> Action:
-    """Replace `element=k` by the centre of component k, then map image → screen pixels.
+    """Replace `element=k` by the centre of component k (or, with `cell`, by the middle of
+    that cell of grid component k), then map image → screen pixels.
 
     `components` are the numbered elements of the latest observation: objects or dicts
-    with `index` and `box` = (x, y, w, h) in image pixels. Returns an action with screen
-    x, y and element=None. Raises InvalidAction for an element that is not on screen.
+    with `index` and `box` = (x, y, w, h) in image pixels; a grid's have a
+    `cell_point(cell)` method (perception's Component). Returns an action with screen x,
+    y, element=None and cell=None. Raises InvalidAction for an element that is not on
+    screen, a cell of a component that has no cells, or a cell that is not on screen.
     """
     if isinstance(action, _Pointer) and action.element is not None:
-        boxes = {_get(c, "index"): _get(c, "box") for c in components}
-        box = boxes.get(action.element)
-        if box is None:
-            valid = ", ".join(map(str, sorted(boxes))) or "none are on screen"
+        chosen = {_get(c, "index"): c for c in components}
+        component = chosen.get(action.element)
+        if component is None:
+            valid = ", ".join(map(str, sorted(chosen))) or "none are on screen"
             raise InvalidAction(
                 f"element={echo(action.element)} is not on the latest screen; valid elements:"
                 f" {valid}. Pick one of those or give x, y"
             )
-        x, y, w, h = box
-        update = {"x": int(x + w // 2), "y": int(y + h // 2), "element": None}
+        if action.cell is not None:
+            cell_point = getattr(component, "cell_point", None)
+            if cell_point is None:
+                raise InvalidAction(
+                    f"element={action.element} has no cells to address (cell="
+                    f"{echo(action.cell)}); give cell only with a grid's element"
+                )
+            cx, cy = cell_point(action.cell)
+        else:
+            x, y, w, h = _get(component, "box")
+            cx, cy = x + w // 2, y + h // 2
+        update = {"x": int(cx), "y": int(cy), "element": None, "cell": None}
         action = action.model_copy(update=update)
     return (transform or Transform()).apply(action)
 
@@ -369,7 +386,7 @@ class Policy:
 
     def _refusal(self, action: Action, screen_size: tuple[int, int]) -> str | None:
         width, height = screen_size
-        if isinstance(action, _Pointer) and action.element is not None:
+        if isinstance(action, _Pointer) and (action.element is not None or action.cell):
             return (
                 f"{action.type} at element={action.element} is unresolved; call"
                 " gui_harness.actions.resolve() before Policy.check()"

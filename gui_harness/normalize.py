@@ -213,6 +213,11 @@ def _target(fields: dict[str, Any]) -> dict[str, Any]:
         if isinstance(element, (bool, float)) or not match:
             raise InvalidAction(f"element={echo(element)} is not an element number; give 3 or '#3'")
         out["element"] = int(match[1])
+    cell = _pop_first(fields, ("cell", "cell_name", "address"))
+    if cell is not None:  # a cell of a grid element: "B3", or [row, column] from 1
+        if isinstance(cell, (list, tuple)) and len(cell) == 2:
+            cell = f"R{_int(cell[0], 'cell row')}C{_int(cell[1], 'cell column')}"
+        out["cell"] = str(cell).strip()
     return out
 
 

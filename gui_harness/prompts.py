@@ -35,6 +35,7 @@ __all__ = [
 
 ACTIONS_HELP = """Actions (JSON objects with a "type"):
   {"type": "click", "element": 3}  or  {"type": "click", "x": 120, "y": 40, "button": "left"}
+  {"type": "click", "element": 7, "cell": "B3"}  a cell of grid #7 (then type into it)
   {"type": "double_click", "element": 3}      {"type": "move", "element": 3}
   {"type": "drag", "path": [[x1, y1], [x2, y2]]}
   {"type": "scroll", "element": 3, "scroll_y": 3}   (positive scrolls down)

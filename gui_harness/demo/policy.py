@@ -105,7 +105,15 @@ def _target(goal: str, components: list[_Seen]) -> _Seen | None:
         return sorted(row, key=lambda c: c.x)[COLOURS.index(COLOUR)]
     if goal == "open the Country list":
         choosers = [c for c in components if c.kind == "dropdown"]
-        return _labelled(choosers, "country") or min(choosers, key=lambda c: c.y, default=None)
+        label = _labelled([c for c in components if c.kind == "text"], "country")
+        if label is not None:  # the chooser on the label's row, right of it
+            row = [
+                c for c in choosers if c.x > label.x and c.y <= label.y + label.h / 2 <= c.y + c.h
+            ]
+            if row:
+                return min(row, key=lambda c: c.x)
+        # the lowest: a window manager's title bar, above the form, looks like one too
+        return _labelled(choosers, "country") or max(choosers, key=lambda c: c.y, default=None)
     if goal == f"pick {COUNTRY}":
         return _list_item(components)
     if goal == "press Save":

@@ -21,8 +21,11 @@ _MAX_LABEL = 120
 _CLASS_NAME = re.compile(r"^Gtk[A-Z][A-Za-z]+$")
 
 
-def components(elements: Sequence[Element], screen: tuple[int, int]) -> list[Component]:
-    """The components of `elements` (in tree order), in screen pixels."""
+def components(
+    elements: Sequence[Element], screen: tuple[int, int], *, offset: int = 0
+) -> list[Component]:
+    """The components of `elements` (in tree order), in screen pixels; `offset` moves
+    what the app draws itself down (AppWalk.offset)."""
     found: list[Component] = []
     for element in elements:
         if {"role", "states", "name", "box"} - element.answered or element.box is None:
@@ -30,7 +33,9 @@ def components(elements: Sequence[Element], screen: tuple[int, int]) -> list[Com
         bits = element.states
         if not (bits & (1 << atspi.SHOWING) and bits & (1 << atspi.VISIBLE)):
             continue
-        box = _clip(element.box, screen)
+        dy = 0 if element.native else offset
+        x, y, w, h = element.box
+        box = _clip((x, y + dy, w, h), screen)
         if box is None:
             continue
         label = _label(element.name)
@@ -44,7 +49,7 @@ def components(elements: Sequence[Element], screen: tuple[int, int]) -> list[Com
                     1.0,
                     _states(bits, element.role),
                     "accessibility",
-                    element.grid.grid,
+                    element.grid.shifted(dy),
                 )
             )
             continue

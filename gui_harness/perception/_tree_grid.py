@@ -77,11 +77,12 @@ class GridRead:
                 partial(self._got_corner_cell, corner),
             )
 
-    def shift(self, dy: int) -> None:
-        """Move the read grid down by `dy` pixels (see AppWalk's own_drawing_offset)."""
-        if self.grid is not None:
-            rows = tuple(min(y + dy, self._screen[1]) for y in self.grid.rows)
-            self.grid = dataclasses.replace(self.grid, rows=rows)
+    def shifted(self, dy: int) -> Grid | None:
+        """The grid read, `dy` pixels further down (see AppWalk.offset)."""
+        if self.grid is None or not dy:
+            return self.grid
+        rows = tuple(min(y + dy, self._screen[1]) for y in self.grid.rows)
+        return dataclasses.replace(self.grid, rows=rows)
 
     # -- internals -----------------------------------------------------------------------
 

@@ -53,6 +53,7 @@ _FIRST_FACTOR = 4  # the wait for a first event: this many times the slowest one
 _REMEMBERED = 8
 _MAX_PATIENCE = 8.0
 _RETRY_S = 10.0  # after a failed connect, actions go unwaited this long before a retry
+_RECENT = 512  # tree-change events (object paths) kept per app for paths_since()
 
 
 class TreeWatch:
@@ -73,6 +74,7 @@ class TreeWatch:
         self.events = 0
         """How many object events the watch has seen since it started."""
         self._by_app: dict[str, int] = {}
+        self._recent: dict[str, collections.deque[tuple[int, str, str]]] = {}
         self._connection: Any = None
         self._reader: threading.Thread | None = None
         self._wake: tuple[int, int] | None = None
@@ -93,6 +95,24 @@ class TreeWatch:
         since the watch started: equal counts mean its tree did not change between."""
         with self._changed:
             return self._by_app.get(app, 0)
+
+    def paths_since(self, app: str, count: int) -> dict[str, set[str]] | None:
+        """The object paths of app `app` that sent tree-change events after its
+        `count`-th (see events_from()), each with the events' names (CHANGES' keys);
+        None when more have come than the watch keeps (_RECENT per app): then anything
+        may have changed."""
+        with self._changed:
+            total = self._by_app.get(app, 0)
+            recent = self._recent.get(app)
+            if total == count:
+                return {}
+            if not recent or recent[0][0] > count + 1:
+                return None
+            paths: dict[str, set[str]] = {}
+            for number, path, member in recent:
+                if number > count:
+                    paths.setdefault(path, set()).add(member)
+            return paths
 
     @property
     def watching(self) -> bool:
@@ -237,7 +257,7 @@ class TreeWatch:
             if wake in readable:
                 return
             events = 0
-            senders: list[str] = []
+            senders: list[tuple[str, str, str]] = []
             while True:  # everything that has arrived, without waiting for more
                 try:
                     message = connection.receive(timeout=0)
@@ -246,14 +266,18 @@ class TreeWatch:
                 except (OSError, ValueError) as exc:  # the bus went away, or sent garbage
                     self._drop(exc)
                     return
-                sender = _change_sender(message)
-                if sender is not None:
-                    senders.append(sender)
+                change = _change(message)
+                if change is not None:
+                    senders.append(change)
                     events += _is_event(message)
             if senders:
                 with self._changed:
-                    for sender in senders:
-                        self._by_app[sender] = self._by_app.get(sender, 0) + 1
+                    for sender, path, member in senders:
+                        number = self._by_app[sender] = self._by_app.get(sender, 0) + 1
+                        recent = self._recent.get(sender)
+                        if recent is None:
+                            recent = self._recent[sender] = collections.deque(maxlen=_RECENT)
+                        recent.append((number, path, member))
             if events:
                 with self._changed:
                     now = time.monotonic()
@@ -292,8 +316,9 @@ def _replies(connection: Any, calls: list[Any], deadline: float) -> list[Any]:
     return [kinds[serial] for serial in serials]
 
 
-def _change_sender(message: Any) -> str | None:
-    """The bus name of the app that sent `message`, when it is a tree-change event."""
+def _change(message: Any) -> tuple[str, str, str] | None:
+    """(the bus name of the app that sent it, the object's path, the event's name) when
+    `message` is a tree-change event."""
     from jeepney import HeaderFields, MessageType
 
     fields = message.header.fields
@@ -302,7 +327,11 @@ def _change_sender(message: Any) -> str | None:
         and fields.get(HeaderFields.interface) == _OBJECT_EVENTS
         and fields.get(HeaderFields.member) in CHANGES
     ):
-        return str(fields.get(HeaderFields.sender, ""))
+        return (
+            str(fields.get(HeaderFields.sender, "")),
+            str(fields.get(HeaderFields.path, "")),
+            str(fields.get(HeaderFields.member, "")),
+        )
     return None
 
 

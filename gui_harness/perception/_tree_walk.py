@@ -25,6 +25,7 @@ __all__ = ["AppWalk", "Element"]
 
 MAX_NODES = 4000
 """Objects one walk of one app reads at most."""
+_GRID_MOVES = frozenset({"BoundsChanged", "VisibleDataChanged"})
 MAX_CHILDREN = 400
 """Children a container may have for the walk to enumerate them (a managed list with
 more contributes none; its note says so)."""
@@ -79,6 +80,8 @@ class AppWalk:
         self.showing_reported = showing_reported
         self.own_drawing_offset = own_drawing_offset
         self._menu_bars: list[Element] = []
+        self.offset = 0
+        """How far below its boxes the app's own drawing is (see finish())."""
         self.roles = roles
         self.elements: list[Element] = []
         self.skipped = 0
@@ -94,26 +97,49 @@ class AppWalk:
         """Read the app root's children (its windows), then all that shows in them."""
         self._children(Element(self.app, root))
 
+    def refresh(self, pipeline: atspi.Pipeline, paths: dict[str, set[str]]) -> None:
+        """Read again, on `pipeline`, the objects at `paths` (those that sent tree
+        events, with the events' names) with all below them, keeping the rest of the
+        last walk; an object not read last time (under one that did not show, or under
+        a managed container) is left alone: its showing ancestor, or the container,
+        says when it matters. A grid whose cursor or selection moved keeps its cells:
+        only a scroll or a resize (bounds or visible data changed) moves them. The
+        pipeline's run() does the reading; finish() then as after start()."""
+        self.pipeline = pipeline
+        self._pending = 0
+        self.truncated = False
+        by_path = {element.path: element for element in self.elements}
+        changed = [
+            by_path[path]
+            for path, events in paths.items()
+            if path in by_path and not (by_path[path].grid is not None and not events & _GRID_MOVES)
+        ]
+        chosen: list[Element] = []
+        for element in sorted(changed, key=lambda e: len(e.order)):
+            if not any(element.order[: len(c.order)] == c.order for c in chosen):
+                chosen.append(element)
+        inside = [c.order for c in chosen]
+        self.elements = [
+            e for e in self.elements if not any(e.order[: len(o)] == o for o in inside)
+        ]
+        self._menu_bars = [
+            bar for bar in self._menu_bars if not any(bar.order[: len(o)] == o for o in inside)
+        ]
+        for element in chosen:
+            self._visit(element.app, element.path, element.order)
+
     def finish(self, deadline: float) -> None:
-        """After the pipeline ran: correct what the app misplaces (own_drawing_offset),
-        asking a few more calls, answered by `deadline`. Its own menu bar, which it
-        reports as showing behind the GTK one, is left out."""
+        """After the pipeline ran: measure what the app misplaces (own_drawing_offset:
+        `offset`, which turning elements into components adds), asking a few more calls,
+        answered by `deadline`. Its own menu bar, which it reports as showing behind the
+        GTK one, is left out."""
         if not self.own_drawing_offset:
             return
         hidden = [bar.order for bar in self._menu_bars if not bar.native]
         self.elements = [
             e for e in self.elements if not any(e.order[: len(o)] == o for o in hidden)
         ]
-        offset = self._drawing_offset(deadline)
-        if not offset:
-            return
-        for element in self.elements:
-            if element.native or element.box is None:
-                continue
-            x, y, w, h = element.box
-            element.box = (x, y + offset, w, h)
-            if element.grid is not None:
-                element.grid.shift(offset)
+        self.offset = self._drawing_offset(deadline)
 
     def _drawing_offset(self, deadline: float) -> int:
         """How far below where it says the app's own drawing is. A GTK widget it embeds

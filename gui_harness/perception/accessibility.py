@@ -111,6 +111,7 @@ class _AppTree:
     components: list[Component]
     events: int
     read_at: float
+    walk: AppWalk | None = None  # the walk that read it, which refresh() brings up to date
 
 
 class AccessibilitySource:
@@ -269,6 +270,13 @@ class AccessibilitySource:
             if watching and kept is not None and kept.events == events:
                 continue  # nothing changed in its tree since it was read
             reader: AppWalk | _Query
+            if watching and kept is not None and kept.walk is not None:
+                assert self._watch is not None
+                paths = self._watch.paths_since(app, kept.events)
+                if paths is not None and atspi.ROOT not in paths:  # no window came or went
+                    kept.walk.refresh(pipeline, paths)
+                    reads[app] = (kept.walk, events)
+                    continue
             facts = self._toolkits.get(app, {})
             toolkit = facts.get("toolkit", "")
             if toolkit in _QUERIED_TOOLKITS:
@@ -302,14 +310,16 @@ class AccessibilitySource:
             if isinstance(reader, AppWalk):
                 reader.finish(deadline)
             elements = sorted(reader.elements, key=lambda e: e.order)
-            components = _components(elements, self.screen)
+            offset = reader.offset if isinstance(reader, AppWalk) else 0
+            components = _components(elements, self.screen, offset=offset)
             if isinstance(reader, AppWalk) and reader.skipped:
                 notes.append(
                     f"{app}: {reader.skipped} long list(s) that manage their items were not "
                     "read item by item; their items come from pixels"
                 )
             if reader.complete:
-                self._trees[app] = _AppTree(components, events, now)
+                walk = reader if isinstance(reader, AppWalk) else None
+                self._trees[app] = _AppTree(components, events, now, walk)
                 found.extend(components)
                 continue
             kept = self._trees.get(app)

@@ -291,6 +291,35 @@ def test_resolve_names_the_valid_elements_for_an_unknown_one():
         resolve(Move(element=0), [])
 
 
+def test_a_cell_of_a_grid_element_resolves_to_the_middle_of_that_cell():
+    from gui_harness.perception import Component as Found
+    from gui_harness.perception.cells import Grid
+
+    cells = Grid(columns=(40, 120, 200), rows=(180, 200, 220), first_column=1, first_row=3)
+    sheet = Found(7, "grid", (40, 180, 160, 40), "Sheet1", 1.0, (), "accessibility", cells)
+    transform = Transform(scale=2.0)
+    assert resolve(Click(element=7, cell="C4"), [sheet], transform) == Click(x=320, y=420)
+    assert resolve(Click(element=7, cell="b3"), [sheet]) == Click(x=80, y=190)
+    assert action_adapter.validate_python(
+        {"type": "double_click", "element": 7, "cell": "R2C1"}
+    ) == DoubleClick(element=7, cell="R2C1")
+    with pytest.raises(InvalidAction, match=r"cell='D9' is not on screen; the grid shows B3:C4"):
+        resolve(Click(element=7, cell="D9"), [sheet])
+    with pytest.raises(InvalidAction, match="has no cells to address"):
+        resolve(Click(element=1, cell="A1"), [Component(1, (0, 0, 5, 5))])
+    with pytest.raises(ValidationError, match="needs the grid's element"):
+        Click(x=1, y=2, cell="A1")
+    with pytest.raises(ActionRejected, match="unresolved"):
+        Policy().check(Click(element=7, cell="B3"), SCREEN)
+    # what a model writes: the usual click aliases with a cell name, or [row, column]
+    assert normalize_action({"action": "left_click", "element": "#7", "cell": " B3 "}) == Click(
+        element=7, cell="B3"
+    )
+    assert normalize_action({"type": "click", "element": 7, "cell": [3, 2]}) == Click(
+        element=7, cell="R3C2"
+    )
+
+
 # --- Policy ---------------------------------------------------------------------------------
 
 SCREEN = (800, 600)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from gui_harness.actions import Click, Keypress, Type
+from gui_harness.actions import Click, Keypress, Scroll, Type
 from gui_harness.desktop.virtual import App, VirtualDesktop
 from gui_harness.perception import AccessibilitySnapshot, AccessibilitySource, Component
 from gui_harness.perception import _atspi as atspi
@@ -133,13 +133,37 @@ def test_calc_is_read_again_after_its_tree_changed_and_only_then(calc):
     wait_for(source, lambda s: s.calls <= 1, limit=30)  # settled: only the registry asked
     bold = labelled(source.snapshot(), "button", "Bold")[0]
     assert "checked" not in bold.states
+    fresh = AccessibilitySource(desktop.accessibility_bus, screen=desktop.size, timeout=30.0)
+    whole = fresh.snapshot()  # a source that kept nothing reads the whole tree
+    fresh.close()
     source.mark()
     desktop.execute(Click(x=bold.center[0], y=bold.center[1]))
     assert source.wait_caught_up(timeout=30.0)
     after = wait_for(source, lambda s: "checked" in labelled(s, "button", "Bold")[0].states)
     assert "checked" in labelled(after, "button", "Bold")[0].states
+    # only what sent events was read again, the rest kept
+    assert 1 < after.calls < whole.calls / 4, (after.calls, whole.calls)
+    assert len(after.components) == len(whole.components)
     desktop.execute(Click(x=bold.center[0], y=bold.center[1]))  # leave it as it was
     wait_for(source, lambda s: "checked" not in labelled(s, "button", "Bold")[0].states)
+
+
+@_needs("localc")
+def test_a_scrolled_sheet_names_the_cells_it_shows_now(calc):
+    desktop, source = calc
+    grid = _grid(source.snapshot())
+    assert grid is not None and grid.grid is not None and grid.grid.first_row == 1
+    x, y = grid.center
+    source.mark()
+    desktop.execute(Scroll(x=x, y=y, scroll_y=5))
+    assert source.wait_caught_up(timeout=30.0)
+    scrolled = wait_for(source, lambda s: (g := _grid(s)) is not None and g.grid.first_row > 1)
+    moved = _grid(scrolled)
+    assert moved is not None and moved.grid is not None and moved.grid.first_row > 1
+    first = moved.grid.span().split(":")[0]
+    desktop.execute(Scroll(x=x, y=y, scroll_y=-5))
+    wait_for(source, lambda s: (g := _grid(s)) is not None and g.grid.first_row == 1)
+    assert first[0] == "A" and int(first[1:]) > 1
 
 
 @_needs("gnome-calculator")
