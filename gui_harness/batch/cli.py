@@ -159,9 +159,15 @@ def bench_group() -> None:
 )
 @click.option("--seeds", default="0-4", show_default=True, help="Seeds, e.g. 0-4 or 0,3,7.")
 @click.option("--max-steps", default=15, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--context-tokens",
+    type=click.IntRange(min=1),
+    help="Keep every plan prompt within this many tokens (gui_agent's context_tokens).",
+)
 @_engine_options
-def miniwob_command(task_names: str | None, seeds: str, max_steps: int, name: str | None,
-                    out: Path | None, **options: Any) -> None:  # fmt: skip
+def miniwob_command(task_names: str | None, seeds: str, max_steps: int,
+                    context_tokens: int | None, name: str | None, out: Path | None,
+                    **options: Any) -> None:  # fmt: skip
     """Run MiniWoB++ tasks in a real Chromium on private displays; the page's own reward
     judges each episode. --model oracle measures the harness's ceiling offline."""
     try:
@@ -184,7 +190,7 @@ def miniwob_command(task_names: str | None, seeds: str, max_steps: int, name: st
         raise click.ClickException(str(exc)) from exc
     tasks = [
         {"id": f"{task}-{seed}", "benchmark": f"miniwob/{task}", "seed": seed,
-         "max_steps": max_steps}
+         "max_steps": max_steps, "context_tokens": context_tokens}
         for task in chosen for seed in numbers
     ]  # fmt: skip
     name = name or "miniwob"

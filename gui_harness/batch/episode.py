@@ -75,6 +75,7 @@ def batch_episode(task: dict[str, Any], model: str, worker: dict[str, Any]) -> d
                 desktop=page.desktop,
                 app="chromium-miniwob",
                 runtime=runtime,
+                context_tokens=spec.context_tokens,
             )
             reward = page.reward()
             success = reward > 0
@@ -82,7 +83,11 @@ def batch_episode(task: dict[str, Any], model: str, worker: dict[str, Any]) -> d
         else:
             runtime = stack.enter_context(_runtime(model))
             result = gui_agent(
-                str(spec.task), max_steps=spec.max_steps, app=spec.app, runtime=runtime
+                str(spec.task),
+                max_steps=spec.max_steps,
+                app=spec.app,
+                runtime=runtime,
+                context_tokens=spec.context_tokens,
             )
             success = result.success
             instruction = str(spec.task)

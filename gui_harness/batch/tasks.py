@@ -37,6 +37,7 @@ class BatchTask(BaseModel):
     seed: int = 0
     max_steps: int = Field(default=15, ge=1, le=500)
     model: str | None = None
+    context_tokens: int | None = Field(default=None, ge=1)  # gui_agent's plan prompt budget
 
     @model_validator(mode="after")
     def _one_kind(self) -> BatchTask:
