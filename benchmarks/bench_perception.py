@@ -19,7 +19,7 @@ may be tuned on).
 
 A plain script, not a test: `python benchmarks/bench_perception.py [--runs N]
 [--threads N] [--miniwob [--seeds 0 1 2] [--zoom 1] [--sets ...] [--misses DIR]]
-[--gtk] [--kits tuning held_out]`. Results go into docs/performance.md by hand, with the
+[--gtk] [--calc] [--kits tuning held_out]`. Results go into docs/performance.md by hand, with the
 machine and date.
 """
 
@@ -321,6 +321,39 @@ def kits(sets: list[str], misses: Path | None) -> None:
         )
 
 
+def calc(runs: int) -> None:
+    """The pixel path on LibreOffice Calc (1280×800, a sheet holding 30×10 values): how
+    many components, whether the sheet is one grid, and detect_components' cost."""
+    import os
+
+    from gui_harness.desktop.virtual import App, VirtualDesktop
+
+    with tempfile.TemporaryDirectory() as root:
+        sheet = Path(root) / "names.csv"
+        rows = (",".join(f"{c}{r}" for c in "ABCDEFGHIJ") for r in range(1, 31))
+        sheet.write_text("\n".join(rows) + "\n")
+        argv = ["localc", "--norestore", "--nologo", f"-env:UserInstallation=file://{root}/p"]
+        app = App([*argv, "--infilter=CSV:44,34,76,1", str(sheet)], timeout=90)
+        app = App(app.argv, env={"SAL_USE_VCLPLUGIN": "gen"}, timeout=90)
+        with VirtualDesktop((1280, 800), [app], accessibility=False) as desktop:
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline:
+                image = desktop.screenshot()
+                if any(c.kind == "grid" for c in detect_components(image)):
+                    break
+                time.sleep(0.5)
+            time.sleep(2)  # toolbars finish drawing after the sheet
+            image = desktop.screenshot()
+    found = detect_components(image)
+    kinds: dict[str, int] = {}
+    for c in found:
+        kinds[c.kind] = kinds.get(c.kind, 0) + 1
+    wall, cpu, fastest = measure(lambda: detect_components(image), runs)
+    print(f"LibreOffice Calc, pixels only, 1280x800; {machine()} (pid {os.getpid()})")
+    print(f"{len(found)} components {kinds}")
+    print(f"detect_components: {wall:.1f} ms wall, {cpu:.1f} ms CPU, fastest {fastest:.1f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50)
@@ -331,6 +364,7 @@ def main() -> None:
     parser.add_argument("--sets", nargs="+", choices=list(SETS), default=list(SETS))
     parser.add_argument("--misses", type=Path, help="save annotated pages with misses here")
     parser.add_argument("--gtk", action="store_true", help="pixels vs AT-SPI on a GTK app")
+    parser.add_argument("--calc", action="store_true", help="pixels on LibreOffice Calc")
     parser.add_argument(
         "--kits", nargs="+", choices=["tuning", "held_out"], help="UI-kit pages (_kits.py)"
     )
@@ -340,6 +374,9 @@ def main() -> None:
         cv2.setNumThreads(options.threads)
     if options.gtk:
         gtk(runs, options.misses)
+        return
+    if options.calc:
+        calc(runs)
         return
     if options.kits:
         kits(options.kits, options.misses)

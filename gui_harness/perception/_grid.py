@@ -36,6 +36,8 @@ def find_grids(grey: np.ndarray) -> list[tuple[tuple[int, int, int, int], Grid]]
     height, width = grey.shape
     if height < 3 * _CELL[0] or width < _RUN:
         return []
+    if not _may_hold_grid(grey):
+        return []
     horizontal = _lines(grey, axis=0, gap=2)
     # a grid needs four row lines and three column lines: most screens stop here
     if np.count_nonzero(horizontal.max(axis=1)) < 4:
@@ -98,25 +100,38 @@ def outside_grids(found: list[_T], grids: list[tuple[tuple[int, int, int, int], 
     return kept
 
 
-def _lines(grey: np.ndarray, *, axis: int, gap: int) -> np.ndarray:
+def _may_hold_grid(grey: np.ndarray) -> bool:
+    """A cheap first look, on every fourth pixel along the lines: whether the screen has
+    four or more horizontal ruling lines and three or more vertical ones at least three
+    cells long. Most screens have not (a form's fields have short sides)."""
+    rows = _lines(np.ascontiguousarray(grey[:, ::4]), axis=0, gap=2, run=_RUN // 4)
+    if np.count_nonzero(rows.max(axis=1)) < 4:
+        return False
+    columns = _lines(np.ascontiguousarray(grey[::4, :]), axis=1, gap=2, run=3 * _CELL[0] // 4)
+    found = np.flatnonzero(columns.max(axis=0))
+    return len(found) > 0 and 1 + int(np.count_nonzero(np.diff(found) > _MERGE)) >= 3
+
+
+def _lines(grey: np.ndarray, *, axis: int, gap: int, run: int = _RUN) -> np.ndarray:
     """A mask of the straight ruling lines across `axis` (0: horizontal lines; 1:
     vertical ones), each at least _RUN long; the one-pixel gaps where lines cross are
     bridged. A line pixel differs, the same way, from both pixels `gap` away across the
-    line: 2 finds 1-3 px rules, 1 finds a 1 px rule with text close by."""
+    line: 2 finds 1-3 px rules, 1 finds a 1 px rule with text close by. `run`: the
+    shortest line kept, in pixels."""
     mask = np.zeros_like(grey)
     if axis == 0:
         before, middle, after = grey[: -2 * gap], grey[gap:-gap], grey[2 * gap :]
         out = mask[gap:-gap]
-        bridge, run = np.ones((1, 3), np.uint8), np.ones((1, _RUN), np.uint8)
+        bridge, kernel = np.ones((1, 3), np.uint8), np.ones((1, run), np.uint8)
     else:
         before, middle, after = grey[:, : -2 * gap], grey[:, gap:-gap], grey[:, 2 * gap :]
         out = mask[:, gap:-gap]
-        bridge, run = np.ones((3, 1), np.uint8), np.ones((_RUN, 1), np.uint8)
+        bridge, kernel = np.ones((3, 1), np.uint8), np.ones((run, 1), np.uint8)
     darker = cv2.subtract(cv2.min(before, after), middle)
     lighter = cv2.subtract(middle, cv2.max(before, after))
     cv2.threshold(cv2.max(darker, lighter), _STEP - 1, 255, cv2.THRESH_BINARY, dst=out)
     mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, bridge)
-    return cv2.morphologyEx(mask, cv2.MORPH_OPEN, run)
+    return cv2.morphologyEx(mask, cv2.MORPH_OPEN, kernel)
 
 
 def _boundaries(mask: np.ndarray, axis: int, span: tuple[int, int]) -> list[int]:
