@@ -53,12 +53,19 @@ def echo(message: str) -> str:
     return f"Echo: {message}"
 
 
-def timed(call, runs: int) -> list[float]:
+CPU: dict[str, float] = {}
+"""Process CPU time per call (this process's threads, not the server's), by path."""
+
+
+def timed(call, runs: int, label: str = "") -> list[float]:
     times = []
+    cpu = time.process_time()
     for i in range(runs):
         start = time.perf_counter()
         call(i)
         times.append(time.perf_counter() - start)
+    if label:
+        CPU[label] = (time.process_time() - cpu) / runs * 1000
     return times
 
 
@@ -69,8 +76,8 @@ def bench_call(runs: int) -> None:
         tool = server.tool("echo")
         timed(lambda i: tool(message=str(i)), 20)  # warm up both paths
         timed(lambda i: echo(message=str(i)), 20)
-        mcp = timed(lambda i: tool(message=str(i)), runs)
-        direct = timed(lambda i: echo(message=str(i)), runs)
+        mcp = timed(lambda i: tool(message=str(i)), runs, "mcp")
+        direct = timed(lambda i: echo(message=str(i)), runs, "direct")
     bare = asyncio.run(_bare_sdk(argv, runs))
     m, d, b = (statistics.median(t) * 1000 for t in (mcp, direct, bare))
     print(f"(a) echo over stdio, median of {runs}:")
@@ -82,6 +89,8 @@ def bench_call(runs: int) -> None:
         f"    overhead over the direct call  {m - d:8.3f} ms ({verdict} <= {OVERHEAD_TARGET_MS} ms)"
     )
     print(f"    of which openprogram's part    {m - b:8.3f} ms (MCPTool minus bare SDK)")
+    print("    CPU of this process per call (ms): MCPTool {mcp:.3f}, bare SDK {bare:.3f}, "
+          "direct {direct:.3f}".format(**CPU))  # fmt: skip
 
 
 async def _bare_sdk(argv: list[str], runs: int) -> list[float]:
@@ -97,10 +106,12 @@ async def _bare_sdk(argv: list[str], runs: int) -> list[float]:
             for i in range(20):
                 await session.call_tool("echo", {"message": str(i)})
             times = []
+            cpu = time.process_time()
             for i in range(runs):
                 start = time.perf_counter()
                 await session.call_tool("echo", {"message": str(i)})
                 times.append(time.perf_counter() - start)
+            CPU["bare"] = (time.process_time() - cpu) / runs * 1000
             return times
 
 
