@@ -12,9 +12,7 @@
 from __future__ import annotations
 
 import argparse
-import base64
 import gc
-import io
 import statistics
 import sys
 from pathlib import Path
@@ -22,7 +20,6 @@ from time import perf_counter as clock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from PIL import Image as PILImage
 
 from benchmarks._common import machine
 from gui_harness import FakeDesktop, gui_agent
@@ -57,19 +54,8 @@ def reply(calls: dict[str, int]):
 
 
 def prompt_tokens(messages) -> int:
-    total = 0
-    for message in messages:
-        content = message["content"]
-        if isinstance(content, str):
-            total += count_tokens(content)
-            continue
-        for part in content or ():
-            if part["type"] == "text":
-                total += count_tokens(part["text"])
-            else:
-                data = base64.b64decode(part["image_url"]["url"].split(",", 1)[1])
-                total += count_tokens([PILImage.open(io.BytesIO(data))])
-    return total
+    """A whole prompt as the budget counts it: text by the estimate, images by size."""
+    return count_tokens(messages)
 
 
 def gui_run(steps: int, context_tokens: int | None) -> dict[str, float]:

@@ -10,9 +10,11 @@ the summary in place of those nodes. Start at compact().
 from __future__ import annotations
 
 import asyncio
+import base64
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from openprogram import _context
@@ -44,15 +46,18 @@ def summarize_history(text: str, runtime: Any = None) -> str:
 
 
 def count_tokens(content: Any, *, model: str | None = None) -> int:
-    """Tokens that llm() `content` (a str, an image, or a list of text and image parts)
-    costs `model`, as a `{"tokens": N}` budget counts them: litellm's counter for litellm
-    model names, an estimate for others and None; images in high detail."""
+    """Tokens that `content` costs `model`, as a `{"tokens": N}` budget counts them:
+    llm() content (a str, an image, or a list of text and image parts) or chat messages
+    as sent (`RenderedContext.messages`: images as data URLs). litellm's counter for
+    litellm model names, an estimate for others and None; images in high detail."""
     count = counter(model)
     parts = content if isinstance(content, (list, tuple)) else [content]
     total = 0
     for part in parts:
-        if isinstance(part, dict) and part.get("type") == "image":
-            width, height = Image(part.get("image", part.get("path"))).size
+        if isinstance(part, dict) and "role" in part:  # a chat message
+            total += count.message() + count_tokens(part.get("content") or "", model=model)
+        elif isinstance(part, dict) and part.get("type") in ("image", "image_url"):
+            width, height = _image_size(part)
             total += count.image(width, height)
         elif isinstance(part, dict):
             total += count.text(str(part.get("text", "")))
@@ -64,6 +69,13 @@ def count_tokens(content: Any, *, model: str | None = None) -> int:
     return total
 
 
+def _image_size(part: dict[str, Any]) -> tuple[int, int]:
+    if part["type"] == "image_url":  # a data URL, as RenderedContext.messages sends it
+        url = str(part["image_url"]["url"])
+        return Image(base64.b64decode(url.split(",", 1)[1])).size
+    return Image(part.get("image", part.get("path"))).size
+
+
 def compact(
     runtime: Any, override: dict[str, Any] | RenderRange | None, model_name: str | None
 ) -> None:
@@ -72,16 +84,10 @@ def compact(
     newest `keep` nodes. No budget, or nothing to drop: nothing happens. A compactor that
     fails is logged, and the render drops what it must (each node in its report)."""
     planned = _plan(runtime, override, model_name)
-    if planned is None:
-        return
-    compactor, text, covers = planned
-    try:
-        with _recorded_with({"covers": covers}):
+    if planned is not None:
+        compactor, text, covers = planned
+        with _summarizing(compactor, covers):
             compactor(text)
-    except (RunStopped, UsageError):
-        raise
-    except Exception:
-        _failed(compactor)
 
 
 async def acompact(
@@ -90,19 +96,31 @@ async def acompact(
     """compact() for allm(): an async compactor is awaited, a sync one runs in a worker
     thread (in this context), so the event loop never stands still."""
     planned = _plan(runtime, override, model_name)
-    if planned is None:
-        return
-    compactor, text, covers = planned
-    try:
-        with _recorded_with({"covers": covers}):
+    if planned is not None:
+        compactor, text, covers = planned
+        with _summarizing(compactor, covers):
             if inspect.iscoroutinefunction(compactor):
                 await compactor(text)
             else:
                 await asyncio.to_thread(compactor, text)
+
+
+@contextmanager
+def _summarizing(compactor: Any, covers: list[int]) -> Iterator[None]:
+    """The compactor's call, recorded with `covers`; a failure other than a stop or a
+    usage error is logged and swallowed (the render then drops what does not fit)."""
+    try:
+        with _recorded_with({"covers": covers}):
+            yield
     except (RunStopped, UsageError):
         raise
     except Exception:
-        _failed(compactor)
+        log.warning(
+            "openprogram: the compactor %s failed; this call's history drops what does not "
+            "fit its token budget (its report lists each node)",
+            getattr(compactor, "__name__", compactor),
+            exc_info=True,
+        )
 
 
 def _plan(
@@ -140,12 +158,3 @@ def _plan(
     lines.extend(fitted.lines(fresh))
     compactor = _compactor.get() or getattr(runtime, "compactor", None) or summarize_history
     return compactor, "\n".join(lines), [first, fresh[-1].seq]
-
-
-def _failed(compactor: Any) -> None:
-    log.warning(
-        "openprogram: the compactor %s failed; this call's history drops what does not "
-        "fit its token budget (its report lists each node)",
-        getattr(compactor, "__name__", compactor),
-        exc_info=True,
-    )

@@ -14,6 +14,8 @@ from openprogram import (
     Session,
     agentic_function,
     allm,
+    count_tokens,
+    current_session,
     llm,
     render_context,
     summarize_history,
@@ -372,3 +374,16 @@ def test_replay_answers_summaries_from_the_record():
     with Session(), Runtime(ReplayModel(session)):
         agent(30)  # a summary asked for again would be a ReplayMismatch
     assert first.summaries > 0
+
+
+def test_count_tokens_counts_content_and_sent_messages_alike():
+    screen = PILImage.new("RGB", (800, 600), "white")
+    content = ["a" * 40, {"type": "image", "image": screen}]
+    assert count_tokens(content) == 10 + image_tokens(800, 600)
+    with Session(), Runtime(ScriptedModel(["ok"])):
+        agentic_function(lambda: llm(content))()
+        node = current_session().dag.find(kind="llm")[0]
+        messages = seen_by(current_session().dag, node).messages
+    (message,) = messages  # the call line, the text and the image, merged
+    line = message["content"][0]["text"]
+    assert count_tokens(messages) == 4 + count_tokens(line) + 10 + image_tokens(800, 600)
