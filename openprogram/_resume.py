@@ -1,8 +1,7 @@
-"""Matching a re-run against a recording: input hashes, call paths and the Resumer.
-
-A call is identified by its parent frame, its kind and name, its ordinal among the
-frame's children of that kind and name, and the hash of its input. session.py asks the
-Resumer for the recorded node of each new call; replay.py uses the call paths.
+"""Matching a re-run against a recording: input hashes (format 5's too), call paths, the
+Resumer, and which recorded results may stand for a call (opaque values run again).
+A call is identified by its parent frame, kind, name, ordinal among those siblings and
+input hash. session.py asks the Resumer for each new call; replay.py uses the paths.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""Turning call arguments and results into the JSON-able values nodes hold, and back.
-
-A JSON value stays as it is; anything else is stored by its fields with its type's
-qualified name (`{"$type", "$fields"}` or `{"$type", "$value"}`), or as `{"$opaque":
-type}` when it has no faithful form (DESIGN §6 "Values and identity"). Images become
-ImageRefs. as_shown() is what renders print of a stored value; rebuilt() makes it live.
+"""The stored form of call values (DESIGN §6 "Values and identity"): JSON as it is, else
+by fields and type (`{"$type", "$fields"|"$value"}`) or `{"$opaque": type}`; images as
+ImageRefs. Owns to_jsonable(), what renders show of a stored value (as_shown) and
+rebuilding standard types (rebuilt); which results may come back is _resume.py's.
 """
 
 from __future__ import annotations
