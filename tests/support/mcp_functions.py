@@ -33,3 +33,11 @@ def red_square(size: int = 8) -> list:
 
 def plain(x: int) -> int:
     return x
+
+
+@agentic_function
+def summarise(text: str) -> str:
+    """Summarise a text in a few words (asks the model)."""
+    from openprogram import llm
+
+    return llm(f"Summarise in five words: {text}")

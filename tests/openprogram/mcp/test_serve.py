@@ -18,6 +18,7 @@ from openprogram import Session
 from openprogram.cli import cli
 from openprogram.errors import ConfigError
 from openprogram.mcp.serve import find_function
+from openprogram.testing import OpenAIServer
 from tests.support import mcp_functions
 from tests.support.mcp_servers import ROOT, free_port, openprogram_command, wait_for_port
 
@@ -114,6 +115,44 @@ def test_served_over_streamable_http_to_the_sdks_client(tmp_path):
         if process.poll() is None:
             process.kill()
         process.stderr.close()
+
+
+def test_a_served_agent_asks_the_model_given_by_model(tmp_path):
+    store = str(tmp_path / "served.db")
+    with OpenAIServer(default_reply="A short summary, five words.") as model:
+        argv = openprogram_command(
+            "mcp", "serve", "tests.support.mcp_functions:summarise",
+            "--store", store, "--model", "openai/test-model",
+        )  # fmt: skip
+        parameters = StdioServerParameters(
+            command=argv[0],
+            args=argv[1:],
+            cwd=ROOT,
+            env={
+                "PYTHONPATH": str(ROOT),
+                "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+                "OPENAI_API_BASE": model.url,
+                "OPENAI_API_KEY": "sk-test-0123456789abcdefghij",
+            },
+        )
+
+        async def main():
+            async with (
+                stdio_client(parameters) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                return await session.call_tool("summarise", {"text": "a long story"})
+
+        result = asyncio.run(main())
+        assert model.requests[0].body["model"] == "test-model"
+    assert not result.is_error, result.content
+    assert result.content[0].text == "A short summary, five words."
+    with Session.open(store, result.meta["openprogram/session"]) as recorded:
+        assert [(n.kind, n.name) for n in recorded.dag.nodes] == [
+            ("code", "summarise"),
+            ("llm", "summarise"),
+        ]
 
 
 def test_find_function_says_what_is_wrong():
