@@ -9,7 +9,10 @@ import dataclasses
 import datetime
 import json
 import logging
+import os
 import sqlite3
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import closing
@@ -260,3 +263,44 @@ def test_a_version_5_store_resumes_what_it_can_and_reruns_the_rest(durable_store
     infos = dict(_sql(store, "SELECT id, info FROM openprogram_sessions"))
     assert json.loads(infos["old"]) == {"old_values_until": 3}
     assert json.loads(infos["empty"]) == {}  # nothing recorded the older way
+
+
+PROGRAM = """
+import sys
+from openprogram import Session, agentic_function
+
+class Doc:
+    def __init__(self, text):
+        self.text = text
+
+@agentic_function
+def tag(doc: Doc, labels: set) -> str:
+    print("ran", flush=True)
+    return doc.text + ":" + ",".join(sorted(labels))
+
+store, mode, text = sys.argv[1:4]
+session = Session(store, id="run") if mode == "record" else Session.open(store, "run", resume=True)
+with session:
+    print(tag(Doc(text), {"alpha", "beta", "gamma", "delta", "epsilon"}), flush=True)
+"""
+
+
+def test_separate_processes_resume_the_same_values_and_refuse_others(durable_store, tmp_path):
+    script = tmp_path / "program.py"
+    script.write_text(PROGRAM)
+    root = str(Path(__file__).resolve().parents[3])
+
+    def run(mode: str, text: str, seed: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "PYTHONPATH": root, "PYTHONHASHSEED": seed}
+        argv = [sys.executable, str(script), str(durable_store), mode, text]
+        return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+
+    first = run("record", "hello", "1")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.split() == ["ran", "hello:alpha,beta,delta,epsilon,gamma"]
+    again = run("resume", "hello", "2")  # another hash seed: the set iterates otherwise
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.split() == ["hello:alpha,beta,delta,epsilon,gamma"]  # not run
+    other = run("resume", "goodbye", "3")
+    assert other.returncode != 0 and "ResumeDivergence" in other.stderr
+    assert "hello:" not in other.stdout and "ran" not in other.stdout
