@@ -451,8 +451,8 @@ def resumed_output(
             value = revive(rebuilt(output, fields=fields))
             if adapter is not None:
                 value = adapter.validate_python(value)
-        except Exception:  # NotRebuildable, or the annotation refuses it
+            if stored_text(convert(value)) == expected:
+                return value
+        except Exception:  # NotRebuildable, the annotation refuses it, a broken object
             continue
-        if stored_text(convert(value)) == expected:
-            return value
     return NOT_ANSWERED
