@@ -9,10 +9,10 @@ visible; _messages.py makes the pieces. Start at render_history().
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -118,10 +118,34 @@ class _Redo(Exception):
         self.seq = seq
 
 
+class _Cache:
+    """One DAG's histories for one Settings: the newest few, and the newest of each call
+    stack's root (concurrent writers into one session each continue their own)."""
+
+    def __init__(self) -> None:
+        self.recent: list[History] = []
+        self.by_root: OrderedDict[str | None, History] = OrderedDict()
+
+    def candidates(self, root: str | None) -> list[History]:
+        own = self.by_root.get(root)
+        return [*self.recent, own] if own is not None and own not in self.recent else [*self.recent]
+
+    def keep(self, history: History, replaced: History | None) -> None:
+        recent = self.recent
+        if replaced is not None and replaced in recent:
+            recent.remove(replaced)
+        recent.append(history)
+        del recent[:-_ENTRIES]
+        root = history.stack[0].id if history.stack else None
+        self.by_root[root] = history
+        self.by_root.move_to_end(root)
+        while len(self.by_root) > _ROOTS:
+            self.by_root.popitem(last=False)
+
+
+_ROOTS = 256  # stack roots (concurrent top-level calls) whose newest history is kept
 _lock = threading.Lock()
-_caches: weakref.WeakKeyDictionary[ContextDAG, dict[Settings, list[History]]] = (
-    weakref.WeakKeyDictionary()
-)
+_caches: weakref.WeakKeyDictionary[ContextDAG, dict[Settings, _Cache]] = weakref.WeakKeyDictionary()
 
 
 def render_history(
@@ -137,8 +161,8 @@ def render_history(
     dag, before = walk.dag, walk.before
     horizon = before if before is not None else dag._peek_seq() + 1
     with _lock:
-        entries = _caches.setdefault(dag, {}).setdefault(settings, [])
-        candidates = list(entries)
+        cache = _caches.setdefault(dag, {}).setdefault(settings, _Cache())
+        candidates = cache.candidates(stack[0].id if stack else None)
     best, floor = None, 0
     for entry in candidates:
         valid = _valid_until(entry, walk, stack, horizon, include)
@@ -157,10 +181,7 @@ def render_history(
             floor = min(floor, redo.seq)
             best = best if floor > 0 else None
     with _lock:
-        if best is not None and best in entries:
-            entries.remove(best)
-        entries.append(history)
-        del entries[:-_ENTRIES]
+        cache.keep(history, best)
     return history
 
 
@@ -211,10 +232,9 @@ def _valid_until(
 def _tail(
     walk: Walk, floor: int, horizon: int, include: Sequence[str]
 ) -> tuple[list[Node], set[str]]:
-    """The visible nodes with seq >= floor: every node created since is checked alone."""
-    order = walk.dag._order
-    start = bisect.bisect_left(order, floor, key=lambda n: n.seq)
-    tail = [n for n in order[start:] if n.seq < horizon and walk.shows(n)]
+    """The visible nodes with seq >= floor, found from the stack down (render.py)."""
+    tail = [n for n in walk.since(floor) if n.seq < horizon]
+    tail.sort(key=_seq)
     extra_ids: set[str] = set()
     if include:
         shown_ids = {n.id for n in tail}
@@ -225,7 +245,7 @@ def _tail(
             tail.append(node)
             shown_ids.add(node_id)
             extra_ids.add(node_id)
-        tail.sort(key=lambda n: n.seq)
+        tail.sort(key=_seq)
     return tail, extra_ids
 
 

@@ -30,6 +30,8 @@ class Walk(Protocol):
 
     def shows(self, node: Node) -> bool: ...
 
+    def since(self, floor: int) -> list[Node]: ...
+
 
 Turn = tuple[str, list[dict[str, Any]], str | None, dict[str, Any] | None]
 """(role, parts, id of the node it shows, extra) before adjacent turns merge."""

@@ -1,30 +1,30 @@
 """What an LLM call sees: render_context and RenderedContext.
 
-Owns the visibility rules of DESIGN.md §4, the line format (outputs as later calls see
-them), the message mapping (tool calls and results in the provider's shape) and image
-retention. Reads the DAG, never writes it. A windowed render walks the stack and,
-newest first, only the siblings it needs; a full-range one extends the last render's
-history with what changed since (_history.py). Start at render_context().
+Owns the choice of nodes for a range (DESIGN.md §4; the rules node by node are
+_walk.py's), the token budget's window, what llm nodes record of a render, and
+recorded reports. Reads the DAG, never writes it. A windowed render walks the stack
+and, newest first, only the siblings it needs; a full-range one extends the last
+render's history with what was made since (_history.py). Start at render_context().
 """
 
 from __future__ import annotations
 
 import functools
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from openprogram._compact import Fitted, fit
 from openprogram._history import History, Settings, build_history, render_history
 from openprogram._messages import Message, Writer, chat_message, content_parts
 from openprogram._tokens import counter
+from openprogram._walk import SHOW_SELF, RenderWalk
 from openprogram.dag import ContextDAG, Node, RenderRange, _view, check_render_range
 from openprogram.errors import UsageError
 from openprogram.image import ImageRef
 
 __all__ = ["RenderedContext", "recorded_report", "render_context", "seen_by"]
 
-_SHOW_SELF = ("io", "full")
 _DEFAULT_RANGE = RenderRange()
 
 
@@ -66,7 +66,7 @@ def render_context(
         raise UsageError(f"frame {frame!r} is a {frame_node.kind} node; frames are code nodes")
     window = _range(render_range, frame_node)
     stack = [*dag.ancestors(frame_node)[::-1], frame_node] if frame_node else []
-    walk = _Walk(dag, before, stack[0].branch if stack else dag.branch, stack)
+    walk = RenderWalk(dag, before, stack[0].branch if stack else dag.branch, stack)
     settings = Settings(
         walk.branch,
         "\n\n".join(s for s in (system, frame_node.system if frame_node else None) if s),
@@ -90,7 +90,7 @@ def render_context(
 
 
 def _fit(
-    walk: _Walk,
+    walk: RenderWalk,
     stack: list[Node],
     settings: Settings,
     window: RenderRange,
@@ -116,7 +116,7 @@ def _fit(
     if memo is not None and memo[0] == key:  # the runtime's look before this call's render
         return memo[1], memo[2]
     writer = Writer(walk, {n.id for n in stack}, settings.max_line_chars)
-    shown_stack = [n for n in stack if n is not frame_node and n.expose in _SHOW_SELF]
+    shown_stack = [n for n in stack if n is not frame_node and n.expose in SHOW_SELF]
     protected = {n.id for n in stack} | set(include)
 
     def usable(summary: Node) -> bool:
@@ -173,7 +173,7 @@ _fits: weakref.WeakKeyDictionary[ContextDAG, Any] = weakref.WeakKeyDictionary()
 
 
 def _visible(
-    walk: _Walk, frame_node: Node | None, window: RenderRange, include: Sequence[str]
+    walk: RenderWalk, frame_node: Node | None, window: RenderRange, include: Sequence[str]
 ) -> tuple[list[Node], set[str]]:
     """The visible nodes in seq order, and which of them only `include` shows."""
     in_frame: list[Node] = []
@@ -188,7 +188,7 @@ def _visible(
     pre_frame = walk.collect(walk.pre_frame_roots(frame_node), window.callers, levels)
 
     visible = pre_frame
-    if frame_node is not None and frame_node.expose in _SHOW_SELF:
+    if frame_node is not None and frame_node.expose in SHOW_SELF:
         visible = [*pre_frame, frame_node]
     visible.extend(in_frame)
     extra_ids: set[str] = set()
@@ -272,148 +272,6 @@ def _range(value: RenderRange | dict[str, Any] | None, frame: Node | None) -> Re
     if isinstance(value, RenderRange):
         return value
     return check_render_range(value) or _DEFAULT_RANGE
-
-
-class _Walk:
-    """One render's view of the DAG as of `before`, from the call `stack` (root first)."""
-
-    def __init__(self, dag: ContextDAG, before: int | None, branch: str, stack: list[Node]) -> None:
-        self.dag = dag
-        self.before = before
-        self.branch = branch
-        self.stack = stack
-        self._stack_index = {node.id: index for index, node in enumerate(stack)}
-
-    def shows(self, node: Node) -> bool:
-        """Whether rules 1-4 of DESIGN.md §4 show `node`: what the walk below decides
-        for whole subtrees, decided for one node (the property tests hold them equal)."""
-        if not self.exists(node) or "covers" in node.meta:  # a summary shows only by fit()
-            return False
-        index = self._stack_index
-        if node.id in index:
-            return node.expose in _SHOW_SELF
-        if node.kind == "code" and node.expose not in _SHOW_SELF:
-            return False
-        child, parent_id = node, node.parent
-        while parent_id is not None and parent_id not in index:  # the interior chain
-            parent = self.dag.get(parent_id)
-            if parent is None or parent.kind != "code" or parent.expose in ("io", "hidden"):
-                return False
-            if parent.expose == "llm" and child.kind != "llm":
-                return False
-            child, parent_id = parent, parent.parent
-        stack = self.stack
-        if parent_id is None:  # `child` is a top-level node: the branch's history
-            return (not stack or child.seq < stack[0].seq) and self.on_branch(child)
-        position = index[parent_id] + 1  # under stack frame J: not after J's stack child
-        return position == len(stack) or child.seq < stack[position].seq
-
-    def on_branch(self, top: Node) -> bool:
-        head = self.dag.head(self.branch, before=self.before) or self.dag.fork_point(self.branch)
-        return head is not None and self.dag.on_branch(top, self.branch, head.seq)
-
-    def exists(self, node: Node) -> bool:
-        return self.before is None or node.seq < self.before
-
-    def done(self, node: Node) -> bool:
-        if node.status == "running":
-            return False
-        return self.before is None or (node.end_seq is not None and node.end_seq < self.before)
-
-    def children(self, parent: str, until: int | None) -> Iterator[Node]:
-        """Children of `parent`, newest first, with seq below `until` and `before`."""
-        bounds = [x for x in (until, self.before) if x is not None]
-        limit = min(bounds) if bounds else None
-        for child in reversed(self.dag._children_view(parent)):
-            if limit is None or child.seq < limit:
-                yield child
-
-    def pre_frame_roots(self, frame: Node | None) -> Iterator[tuple[Node, bool]]:
-        """(root, is_stack_line) pairs newest first: earlier siblings of each stack
-        node, then that stack node's parent's call line, up to the branch's history."""
-        current = frame
-        while current is not None and current.parent is not None:
-            for sibling in self.children(current.parent, current.seq):
-                yield sibling, False
-            parent = self.dag.node(current.parent)
-            yield parent, True
-            current = parent
-        if current is None:  # top level: the branch's history up to its head
-            top = self.dag.head(self.branch, before=self.before)
-            if top is None:  # a fresh fork: its history is the chain it forked from
-                top = self.dag.fork_point(self.branch)
-                if top is None or not self.exists(top):
-                    return
-            yield top, False
-        else:
-            top = current
-        while top.predecessor is not None:
-            top = self.dag.node(top.predecessor)
-            if self.exists(top):
-                yield top, False
-
-    def expand(self, root: Node, is_stack: bool) -> list[Node]:
-        """The visible nodes of one root's subtree, in seq order."""
-        if is_stack:
-            return [root] if root.expose in _SHOW_SELF else []
-        shown: list[Node] = []
-        self._expand(root, shown)
-        return shown
-
-    def _expand(self, node: Node, shown: list[Node]) -> None:
-        if "covers" in node.meta:  # a compaction summary: shown by fit() where it is due
-            return
-        if node.kind != "code" or node.expose in _SHOW_SELF:
-            shown.append(node)
-        if node.kind != "code" or node.expose in ("io", "hidden"):
-            return
-        for child in self.dag._children_view(node.id):
-            if not self.exists(child):
-                break
-            if node.expose == "full" or child.kind == "llm":
-                self._expand(child, shown)
-
-    def collect(
-        self,
-        roots: Iterator[tuple[Node, bool]],
-        limit: int | None,
-        levels: list[tuple[str | None, int | None]],
-    ) -> list[Node]:
-        """Visible nodes of `roots` (newest first), keeping the last `limit` by seq.
-
-        Stops early once `limit` nodes are held and no older root's subtree can reach
-        past the oldest of them; only roots of concurrent work (ContextDAG.overlapped)
-        at the given (parent, before-seq) `levels` can, and those are added then. So the
-        cost follows the window, not the DAG.
-        """
-        if limit == 0:
-            return []
-        keep = None if limit is None or limit < 0 else limit
-        found: list[Node] = []
-        for root, is_stack in roots:
-            if keep is not None and len(found) >= keep:
-                found.sort(key=lambda n: n.seq)
-                del found[:-keep]
-                if self.dag.last_seq(root) < found[0].seq:
-                    for late in self._late_roots(levels, root.seq):
-                        found.extend(self.expand(late, False))
-                    break
-            found.extend(self.expand(root, is_stack))
-        found.sort(key=lambda n: n.seq)
-        return found if keep is None else found[-keep:]
-
-    def _late_roots(self, levels: list[tuple[str | None, int | None]], at_most: int) -> list[Node]:
-        roots = []
-        for parent, until in levels:
-            for node in self.dag.overlapped(parent):
-                if node.seq > at_most or (until is not None and node.seq >= until):
-                    continue
-                if not self.exists(node):
-                    continue
-                if parent is None and not self.on_branch(node):
-                    continue
-                roots.append(node)
-        return roots
 
 
 class RenderedContext:

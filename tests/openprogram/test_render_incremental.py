@@ -407,3 +407,26 @@ def test_a_render_at_an_earlier_moment_shows_calls_that_had_not_finished_then():
     assert "output" not in then.text()
     with _uncached(dag):
         assert snapshot(render_context(dag, agent.id, before=first.seq)) == snapshot(then)
+
+
+def test_concurrent_writers_each_continue_their_own_history():
+    """One session, many writers: top-level calls running at once (some revealing their
+    insides), each asking from a call of its own in turn. Every render, which extends
+    that writer's earlier history with what was made since, equals one from scratch."""
+    dag = ContextDAG()
+    exposes = ["io", "full", "llm", "io", "full", "hidden"] * 6
+    writers = [dag.add("code", "writer", input={"n": n}, expose=e) for n, e in enumerate(exposes)]
+    for step in range(4):
+        for writer in writers:
+            call = dag.add("code", "call", parent=writer.id, input={"i": step})
+            dag.complete(call, step)
+            frame = dag.add("code", "ask", parent=writer.id, input={"i": step})
+            assert_same_as_from_scratch(dag, frame.id)
+            asked = dag.add("llm", "ask", parent=frame.id, input=f"question {step}")
+            dag.complete(asked, "ok")
+            dag.complete(frame, "ok")
+        for writer in writers[step::4]:
+            if writer.status == "running":
+                dag.complete(writer, "done")
+        assert_same_as_from_scratch(dag, writers[-1].id)
+    assert_same_as_from_scratch(dag, None)
