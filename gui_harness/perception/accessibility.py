@@ -242,8 +242,8 @@ class AccessibilitySource:
         for gone in set(self._trees) - set(apps):
             del self._trees[gone]
         for app in apps:
-            if app in self._toolkits:
-                continue
+            if len(self._toolkits.get(app, ())) == 3:
+                continue  # known (an app that did not answer in time is asked again)
             self._toolkits[app] = {}
             for what, interface, name in (
                 ("toolkit", "org.a11y.atspi.Application", "ToolkitName"),
@@ -254,10 +254,11 @@ class AccessibilitySource:
                     atspi.get_property(app, atspi.ROOT, interface, name),
                     functools.partial(self._got_toolkit, app, what),
                 )
-        pipeline.run(deadline)
+        # a third of what is left: a hung new app must leave the others time to be read
+        pipeline.run(min(deadline, time.monotonic() + (deadline - time.monotonic()) / 3))
 
     def _got_toolkit(self, app: str, what: str, body: tuple[Any, ...] | None) -> None:
-        self._toolkits[app][what] = str(body[0][1]).lower() if body else ""
+        self._toolkits[app][what] = str(body[0][1]).lower() if body else ""  # "": none
 
     def _read_apps(
         self, pipeline: atspi.Pipeline, apps: list[str], deadline: float, limit: float

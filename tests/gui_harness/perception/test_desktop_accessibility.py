@@ -5,7 +5,9 @@ read by the tree walk) and a Qt app (FeatherPad). One LibreOffice for the module
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import time
 from collections.abc import Callable, Iterator
 
@@ -186,6 +188,25 @@ def test_a_gtk4_app_without_collection_is_read_by_the_tree_walk():
             w.x <= seven.center[0] < w.x + w.width and w.y <= seven.center[1] < w.y + w.height
             for w in windows
         )
+
+
+@_needs("gnome-calculator")
+@_needs("gtk3-widget-factory")
+def test_a_hung_app_costs_its_own_tree_and_the_others_are_read():
+    apps = [App(["gnome-calculator"], timeout=60.0), App(["gtk3-widget-factory"])]
+    with VirtualDesktop(SCREEN, apps) as desktop:
+        hung = desktop.pids[-1]  # the widget factory
+        os.killpg(hung, signal.SIGSTOP)
+        try:
+            source = AccessibilitySource(desktop.accessibility_bus, screen=desktop.size)
+            snapshot = wait_for(source, lambda s: bool(labelled(s, "button", "=")))
+            source.close()
+        finally:
+            os.killpg(hung, signal.SIGCONT)
+    assert labelled(snapshot, "button", "=")  # the calculator, read within the deadline
+    assert not labelled(snapshot, "checkbox", "checkbutton")  # nothing of the factory
+    assert snapshot.apps == 1
+    assert snapshot.note is not None and "1 app(s) did not answer" in snapshot.note
 
 
 @_needs("featherpad")
