@@ -36,15 +36,60 @@ def find_grids(grey: np.ndarray) -> list[tuple[tuple[int, int, int, int], Grid]]
     height, width = grey.shape
     if height < 3 * _CELL[0] or width < _RUN:
         return []
-    if not _may_hold_grid(grey):
+    grids = []
+    for x, y, w, h in _lattice_regions(grey):
+        for (gx, gy, gw, gh), grid in _grids_in(grey[y : y + h, x : x + w]):
+            grids.append(
+                (
+                    (gx + x, gy + y, gw, gh),
+                    Grid(
+                        tuple(c + x for c in grid.columns),
+                        tuple(r + y for r in grid.rows),
+                        grid.header_rows,
+                        grid.header_columns,
+                    ),
+                )
+            )
+    return grids
+
+
+def _lattice_regions(grey: np.ndarray) -> list[tuple[int, int, int, int]]:
+    """Where grids may be, from a cheap first look on every fourth pixel along the lines:
+    the boxes of the lattices of long horizontal and vertical ruling lines that cross in
+    12 places or more, as a grid of three rows and two columns does at least. Most
+    screens have none (a form's fields have short sides, a panel's outline crosses
+    itself four times)."""
+    height, width = (grey.shape[0] // 4) * 4, (grey.shape[1] // 4) * 4
+    grey = grey[:height, :width]
+    rows = _lines(np.ascontiguousarray(grey[:, ::4]), axis=0, gap=2, run=_RUN // 4)
+    if np.count_nonzero(rows.max(axis=1)) < 4:
         return []
+    columns = _lines(np.ascontiguousarray(grey[::4, :]), axis=1, gap=2, run=3 * _CELL[0] // 4)
+    # both on one grid of 4×4 blocks: a block holds a line when any of its pixels does
+    near = np.ones((3, 3), np.uint8)
+    rows = cv2.dilate(rows.reshape(height // 4, 4, width // 4).max(axis=1), near)
+    columns = cv2.dilate(columns.reshape(height // 4, width // 4, 4).max(axis=2), near)
+    crossings = cv2.bitwise_and(rows, columns)
+    count, crossing = cv2.connectedComponents(crossings)
+    if count - 1 < 12:
+        return []
+    _, lattice, stats, _ = cv2.connectedComponentsWithStats(cv2.bitwise_or(rows, columns))
+    inside = crossings > 0
+    pairs = np.unique(np.stack([crossing[inside], lattice[inside]]), axis=1)
+    per_lattice = np.bincount(pairs[1], minlength=len(stats))
+    regions = []
+    for label in np.flatnonzero(per_lattice >= 12).tolist():
+        bx, by, bw, bh, _ = (int(v) for v in stats[label])
+        x0, y0 = max(bx * 4 - 8, 0), max(by * 4 - 8, 0)
+        x1, y1 = min((bx + bw) * 4 + 8, grey.shape[1]), min((by + bh) * 4 + 8, grey.shape[0])
+        regions.append((x0, y0, x1 - x0, y1 - y0))
+    return regions
+
+
+def _grids_in(grey: np.ndarray) -> list[tuple[tuple[int, int, int, int], Grid]]:
+    """The grids in one region where the first look found a lattice (see find_grids)."""
     horizontal = _lines(grey, axis=0, gap=2)
-    # a grid needs four row lines and three column lines: most screens stop here
-    if np.count_nonzero(horizontal.max(axis=1)) < 4:
-        return []
     vertical = _lines(grey, axis=1, gap=2)
-    if np.count_nonzero(vertical.max(axis=0)) < 3:
-        return []
     lattice = cv2.bitwise_or(horizontal, vertical)
     contours, _ = cv2.findContours(lattice, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
     grids = []
@@ -98,18 +143,6 @@ def outside_grids(found: list[_T], grids: list[tuple[tuple[int, int, int, int], 
         if keep:
             kept.append(item)
     return kept
-
-
-def _may_hold_grid(grey: np.ndarray) -> bool:
-    """A cheap first look, on every fourth pixel along the lines: whether the screen has
-    four or more horizontal ruling lines and three or more vertical ones at least three
-    cells long. Most screens have not (a form's fields have short sides)."""
-    rows = _lines(np.ascontiguousarray(grey[:, ::4]), axis=0, gap=2, run=_RUN // 4)
-    if np.count_nonzero(rows.max(axis=1)) < 4:
-        return False
-    columns = _lines(np.ascontiguousarray(grey[::4, :]), axis=1, gap=2, run=3 * _CELL[0] // 4)
-    found = np.flatnonzero(columns.max(axis=0))
-    return len(found) > 0 and 1 + int(np.count_nonzero(np.diff(found) > _MERGE)) >= 3
 
 
 def _lines(grey: np.ndarray, *, axis: int, gap: int, run: int = _RUN) -> np.ndarray:
