@@ -201,8 +201,12 @@ class _Conversion:
         stop = self.enter(value, depth)
         if stop is not None:
             return stop
+        active = set(self.active)
         try:
             return _tag(kind, key, self.convert(inner(), depth + 1))
+        except Exception:  # a part that cannot be read: the object has no faithful form
+            self.active = active
+            return self.marker(kind)
         finally:
             self.active.discard(id(value))
 

@@ -157,6 +157,20 @@ def test_fields_named_like_secrets_are_never_stored():
     assert as_shown(form[0]) == {"base_url": "u", "api_key": "<secret: str>", "password": None}
 
 
+def test_an_object_with_a_part_that_cannot_be_read_is_opaque():
+    class Unreadable(dict):  # type: ignore[type-arg]
+        def items(self) -> Any:
+            raise OSError("the backing store is gone")
+
+    found: list[str] = []
+    form = to_jsonable({"note": Note("a"), "holder": Plain("x", Unreadable())}, None, found)  # type: ignore[arg-type]
+    assert form == {
+        "note": {"$type": f"{__name__}.Note", "$fields": {"text": "a", "count": 0}},
+        "holder": {"$opaque": f"{__name__}.Plain"},
+    }
+    assert found == [f"{__name__}.Plain"]
+
+
 def test_cycles_and_deep_nesting_are_bounded_markers():
     loop: list[Any] = [1]
     loop.append(loop)
