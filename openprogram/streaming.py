@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Any, NoReturn, Protocol
 
@@ -504,6 +505,16 @@ class PendingStream:
 
     def __repr__(self) -> str:
         return f"PendingStream({self._stream!r})" if self._stream else "PendingStream(not opened)"
+
+    def __del__(self) -> None:
+        if self._stream is None:  # what an un-awaited coroutine would have said
+            with contextlib.suppress(Exception):
+                warnings.warn(
+                    "allm(..., stream=True) was never read, so nothing was asked: "
+                    "`async for chunk in allm(...)`, or `stream = await allm(...)`",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
 
 
 async def aopen_tool_stream(

@@ -121,3 +121,16 @@ def test_a_resumed_streamed_tool_loop_runs_nothing_again(tmp_path):
     with Session.open(store, first.id, resume=True), Runtime(model):
         assert job() == "Let me add.It is 5."
     assert (model.requests, ran) == ([], [])
+
+
+def test_an_allm_stream_never_read_warns_like_an_unawaited_coroutine():
+    import gc
+
+    with (
+        Session() as session,
+        Runtime(ScriptedModel(["unused"])),
+        pytest.warns(RuntimeWarning, match="was never read"),
+    ):
+        allm("hi", stream=True)
+        gc.collect()
+    assert len(session.dag) == 0
