@@ -133,7 +133,7 @@ def batch(args: tuple[str, ...]) -> None:
 @click.command(context_settings=_FORWARD, add_help_option=False)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def bench(args: tuple[str, ...]) -> None:
-    """Measure gui_agent on benchmarks: bench miniwob --model M (see --help)."""
+    """Measure gui_agent on benchmarks: bench miniwob|desktop --model M (see --help)."""
     with _gui_extra():
         from gui_harness.batch.cli import bench_main
 

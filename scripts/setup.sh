@@ -28,9 +28,13 @@ packages=(xvfb xdotool x11-utils python3-tk fonts-dejavu-core tesseract-ocr libg
 # libreoffice-gtk3: LibreOffice's GTK 3 plugin, the one that publishes an accessibility tree
 # (SAL_USE_VCLPLUGIN=gtk3), read by tests/gui_harness/perception/test_desktop_accessibility.py;
 # gnome-calculator: a GTK 4 app (no AT-SPI Collection: read by the tree walk);
-# featherpad: a small Qt 5 app (Qt's AT-SPI bridge, QT_LINUX_ACCESSIBILITY_ALWAYS_ON)
+# featherpad: a small Qt 5 app (Qt's AT-SPI bridge, QT_LINUX_ACCESSIBILITY_ALWAYS_ON);
+# mousepad: a GTK 3 text editor whose Save As is GTK's file chooser (the desktop tasks'
+# GTK 3 app and file dialog, gui_harness/bench/desktop_tasks);
+# xclip: reads the desktop's clipboard for the desktop tasks' clipboard evaluator
 [ "$dev" = 1 ] && packages+=(postgresql chromium chromium-driver gtk-3-examples eslint nodejs
-  libreoffice-calc libreoffice-writer libreoffice-gtk3 gnome-calculator featherpad)
+  libreoffice-calc libreoffice-writer libreoffice-gtk3 gnome-calculator featherpad mousepad
+  xclip)
 
 sudo=""
 [ "$(id -u)" != 0 ] && sudo="sudo"

@@ -1,4 +1,4 @@
-"""`openprogram batch` and `openprogram bench miniwob`: the batch commands' options.
+"""`openprogram batch`, `openprogram bench miniwob` and `bench desktop`: their options.
 
 Owns parsing and printing for the two commands; gui_harness/commands.py forwards their
 arguments here (openprogram never imports gui_harness). The work is run_batch's.
@@ -194,6 +194,58 @@ def miniwob_command(task_names: str | None, seeds: str, max_steps: int,
         for task in chosen for seed in numbers
     ]  # fmt: skip
     name = name or "miniwob"
+    sys.exit(_run(tasks=tasks, name=name, out=out or Path(f"batch-{name}"), **options))
+
+
+@bench_group.command(name="desktop")
+@click.option(
+    "--tasks",
+    "task_ids",
+    help="Comma-separated task ids (default: every task of the suite or of --tasks-dir).",
+)
+@click.option(
+    "--tasks-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Run your own desktop task files (*.json, docs/gui.md) instead of the shipped suite.",
+)
+@click.option(
+    "--max-steps", type=click.IntRange(min=1), help="Steps per episode (default: the task's)."
+)
+@click.option(
+    "--context-tokens",
+    type=click.IntRange(min=1),
+    help="Keep every plan prompt within this many tokens (gui_agent's context_tokens).",
+)
+@_engine_options
+def desktop_command(task_ids: str | None, tasks_dir: Path | None, max_steps: int | None,
+                    context_tokens: int | None, name: str | None, out: Path | None,
+                    **options: Any) -> None:  # fmt: skip
+    """Run desktop tasks (LibreOffice, GTK, Qt, Tk, Chromium, file dialogs) on private
+    displays; each task's evaluator judges the apps' real output. --model oracle plays
+    each task's oracle steps offline: the harness's ceiling on real apps."""
+    try:
+        from gui_harness.bench.desktop_spec import load_desktop_tasks, suite_dir
+
+        folder = (tasks_dir or suite_dir()).resolve()
+        suite = load_desktop_tasks(folder)
+        if task_ids:
+            wanted = [t.strip() for t in task_ids.split(",") if t.strip()]
+            known = {t.id for _, t in suite}
+            unknown = [t for t in wanted if t not in known]
+            if unknown:
+                raise UsageError(
+                    f"no desktop task {echo(unknown[:5])} in {echo(str(folder))}; it has "
+                    f"{echo(sorted(known)[:20])}"
+                )
+            suite = [(p, t) for p, t in suite if t.id in wanted]
+    except OpenProgramError as exc:
+        raise click.ClickException(str(exc)) from exc
+    tasks = [
+        {"id": t.id, "benchmark": f"desktop/{t.id}", "max_steps": max_steps or t.max_steps,
+         "context_tokens": context_tokens, **({"task_file": str(path)} if tasks_dir else {})}
+        for path, t in suite
+    ]  # fmt: skip
+    name = name or "desktop"
     sys.exit(_run(tasks=tasks, name=name, out=out or Path(f"batch-{name}"), **options))
 
 

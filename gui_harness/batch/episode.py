@@ -57,12 +57,22 @@ def _runtime(model: str, page: Any = None) -> Runtime:
 
 @agentic_function(input={"worker": {"hidden": True}})
 def batch_episode(task: dict[str, Any], model: str, worker: dict[str, Any]) -> dict[str, Any]:
-    """Run one task with gui_agent and return its result; the page judges MiniWoB++."""
+    """Run one task with gui_agent and return its result; the page judges MiniWoB++, a
+    desktop task's evaluator judges it by the apps' output."""
     current_session().flush()  # the driver reads `worker` from this call's row to stop it
     spec = BatchTask.model_validate(task)
     started = time.monotonic()
     result: GuiResult
     reward: float | None = None
+    if spec.desktop:
+        from gui_harness.bench.desktop import run_desktop_task
+
+        desktop_task = spec.desktop_task()
+        outcome = run_desktop_task(
+            desktop_task, model, max_steps=spec.max_steps, context_tokens=spec.context_tokens
+        )
+        return {"id": spec.id, "name": spec.name, "instruction": desktop_task.instruction,
+                "model": model, **outcome}  # fmt: skip
     with ExitStack() as stack:
         if spec.miniwob is not None:
             from gui_harness.bench.miniwob import MiniWobPage

@@ -119,11 +119,14 @@ def run_batch(
             f"tasks {echo(missing[:5])} have no model: pass model='provider/name' (or 'oracle' "
             'for MiniWoB++ offline) or give each task a "model"'
         )
-    unplannable = [t.id for t in todo if (t.model or model) == ORACLE and t.miniwob is None]
+    unplannable = [
+        t.id for t in todo if (t.model or model) == ORACLE and t.miniwob is None and not t.desktop
+    ]
     if unplannable:
         raise UsageError(
-            f"tasks {echo(unplannable[:5])} are not MiniWoB++ tasks, so model 'oracle' cannot "
-            "plan them (it reads the goal from the page); give them a real model"
+            f"tasks {echo(unplannable[:5])} are neither MiniWoB++ nor desktop tasks, so model "
+            "'oracle' cannot plan them (it reads the goal from the page or the task file); "
+            "give them a real model"
         )
     directory = Path(out if out is not None else f"batch-{name}")
     directory.mkdir(parents=True, exist_ok=True)

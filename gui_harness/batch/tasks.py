@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from gui_harness.errors import InvalidTask
 from openprogram.echo import cut, echo
@@ -20,13 +20,16 @@ from openprogram.echo import cut, echo
 __all__ = ["BatchTask", "TaskProblem", "load_tasks", "parse_task"]
 
 _MINIWOB = "miniwob/"
+_DESKTOP = "desktop/"
 MAX_LINE = 1024 * 1024
 """Bytes of one line of a tasks file: a longer line is refused unread (memory stays small)."""
 
 
 class BatchTask(BaseModel):
     """One gui_agent episode: a `task` on a fresh desktop running `app`, or a
-    `benchmark` task ("miniwob/<name>") with a `seed`. `model` defaults to the batch's."""
+    `benchmark` task: "miniwob/<name>" with a `seed`, or "desktop/<id>" (a task of the
+    shipped desktop suite, or the desktop task file `task_file`). `model` defaults to
+    the batch's."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -38,6 +41,8 @@ class BatchTask(BaseModel):
     max_steps: int = Field(default=15, ge=1, le=500)
     model: str | None = None
     context_tokens: int | None = Field(default=None, ge=1)  # gui_agent's plan prompt budget
+    task_file: str | None = Field(default=None, max_length=4000)
+    _desktop_app: str | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _one_kind(self) -> BatchTask:
@@ -46,25 +51,53 @@ class BatchTask(BaseModel):
         if self.benchmark is not None:
             if self.app is not None:
                 raise ValueError('"app" goes with "task"; a benchmark opens its own page')
+            if self.benchmark.startswith(_DESKTOP):
+                self._desktop_app = self.desktop_task().app
+                return self
             if not self.benchmark.startswith(_MINIWOB):
                 raise ValueError(
-                    f"benchmark {echo(self.benchmark)} is not known; write 'miniwob/<task>', "
-                    "e.g. 'miniwob/click-button'"
+                    f"benchmark {echo(self.benchmark)} is not known; write 'miniwob/<task>' "
+                    "(e.g. 'miniwob/click-button') or 'desktop/<task id>'"
                 )
             from gui_harness.bench.miniwob import check_task
 
             check_task(self.benchmark[len(_MINIWOB) :])
+        if self.task_file is not None:
+            raise ValueError('"task_file" goes with a "desktop/<id>" benchmark')
         return self
+
+    def desktop_task(self) -> Any:
+        """The DesktopTask of a "desktop/<id>" benchmark (read from `task_file`, or the
+        shipped suite); InvalidTask when it cannot be read or its id differs."""
+        from gui_harness.bench.desktop_spec import load_desktop_task, suite_dir
+
+        assert self.benchmark is not None and self.benchmark.startswith(_DESKTOP)
+        name = self.benchmark[len(_DESKTOP) :]
+        path = self.task_file or str(suite_dir() / f"{name}.json")
+        if self.task_file is None and not os.path.isfile(path):
+            raise InvalidTask(f"no desktop task {echo(name)} in the shipped suite")
+        task = load_desktop_task(path)
+        if task.id != name:
+            raise InvalidTask(f"{echo(path)} holds task {task.id!r}, not {echo(name)}")
+        return task
+
+    @property
+    def desktop(self) -> bool:
+        """Whether this is a desktop task ("desktop/<id>")."""
+        return bool(self.benchmark and self.benchmark.startswith(_DESKTOP))
 
     @property
     def miniwob(self) -> str | None:
         """The MiniWoB++ task name for a benchmark task, else None."""
-        return self.benchmark[len(_MINIWOB) :] if self.benchmark else None
+        if self.benchmark and self.benchmark.startswith(_MINIWOB):
+            return self.benchmark[len(_MINIWOB) :]
+        return None
 
     @property
     def name(self) -> str:
-        """What the summary groups by: the benchmark task, or the task text."""
-        return self.miniwob or str(self.task)
+        """What the summary groups by: the benchmark task, a desktop task's app, or the
+        task text."""
+        return self._desktop_app or self.miniwob or str(self.task)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,115 @@
+"""The desktop oracle: a test double that plays a desktop task's own `oracle` steps.
+
+Owns `DesktopOracle`, a ScriptedModel callable answering gui_agent's model calls. It
+knows the steps (click the component labelled X, press keys, type) from the task file,
+but finds each component in the observation gui_agent made and acts only through its
+number, keys and typing — never through coordinates — so its success rate is the
+ceiling the harness's perception and input allow on real apps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from gui_harness.bench.desktop_spec import (
+    ClickStep,
+    DesktopTask,
+    KeysStep,
+    Target,
+    TypeStep,
+    WaitStep,
+)
+from gui_harness.current import current_observation
+from openprogram import ModelRequest
+from openprogram.echo import echo
+from openprogram.errors import UsageError
+
+__all__ = ["DesktopOracle", "find_target"]
+
+MAX_WAITS = 40
+"""Observations a step waits for its component before the oracle gives up."""
+_WAIT_MS = 300
+
+
+def find_target(target: Target, components: Any) -> Any:
+    """The component `target` names among `components` (in reading order), or None."""
+    label = target.label.casefold() if target.label is not None else None
+    part = target.label_contains.casefold() if target.label_contains is not None else None
+    matches = [
+        c
+        for c in components
+        if (target.kind is None or c.kind == target.kind)
+        and (label is None or (c.label or "").strip().casefold() == label)
+        and (part is None or part in (c.label or "").casefold())
+    ]
+    return matches[target.nth] if len(matches) > target.nth else None
+
+
+class DesktopOracle:
+    """Answers verify_step, plan_next_action and conclusion for one DesktopTask.
+
+    `expand` fills the task's placeholders ("{workdir}") in the text it types. Raises
+    UsageError for a task without oracle steps.
+    """
+
+    def __init__(self, task: DesktopTask, expand: Callable[[str], str] = str) -> None:
+        if not task.oracle:
+            raise UsageError(
+                f"task {task.id!r} has no \"oracle\" steps, so model 'oracle' cannot plan it; "
+                "give it a real model"
+            )
+        self.task = task
+        self._expand = expand
+        self.done = 0
+        """How many oracle steps were taken."""
+        self._waits = 0
+
+    @property
+    def finished(self) -> bool:
+        """Whether every step was taken."""
+        return self.done >= len(self.task.oracle)
+
+    def __call__(self, request: ModelRequest) -> dict[str, Any]:
+        if request.function == "plan_next_action":
+            return self._plan()
+        if request.function == "verify_step":
+            return {
+                "success": True,
+                "observation": f"oracle step {self.done} of {len(self.task.oracle)}",
+                "task_complete": self.finished,
+            }
+        if request.function == "conclusion":
+            return {
+                "summary": f"took {self.done} of {len(self.task.oracle)} oracle steps",
+                "task_appears_complete": self.finished,
+            }
+        raise UsageError(f"the oracle does not answer {request.function!r}")
+
+    def _plan(self) -> dict[str, Any]:
+        if self.finished:
+            return {"goal": "finish", "action": {"type": "done", "reason": "all steps taken"}}
+        step = self.task.oracle[self.done]
+        if isinstance(step, KeysStep):
+            self.done += 1
+            keys = "+".join(step.keys)
+            return {"goal": f"press {keys}", "action": {"type": "keypress", "keys": step.keys}}
+        if isinstance(step, TypeStep):
+            self.done += 1
+            text = self._expand(step.type)
+            return {"goal": f"type {text!r}", "action": {"type": "type", "text": text}}
+        target = step.click if isinstance(step, ClickStep) else step.wait_for
+        found = find_target(target, current_observation().components)
+        what = target.model_dump(exclude_defaults=True)
+        if found is None:
+            self._waits += 1
+            if self._waits > MAX_WAITS:
+                reason = f"no component {echo(what)} showed in {MAX_WAITS} observations"
+                return {"goal": "give up", "action": {"type": "fail", "reason": reason}}
+            return {"goal": f"wait for {echo(what)}", "action": {"type": "wait", "ms": _WAIT_MS}}
+        self._waits = 0
+        self.done += 1
+        if isinstance(step, WaitStep):
+            return {"goal": f"{echo(what)} shows", "action": {"type": "wait", "ms": 0}}
+        kind = "double_click" if step.double else "click"
+        return {"goal": f"{kind} {echo(what)}", "action": {"type": kind, "element": found.index}}

@@ -1,0 +1,87 @@
+"""The desktop suite end to end with the oracle, as `openprogram bench desktop` runs it:
+one task per app on its own VirtualDesktop (real LibreOffice, GTK 3 and 4, GTK's file
+dialog, Chromium, Tk, Qt), judged by the apps' real output; and a user's own task files
+through --tasks-dir, a wrong result reported as a failure and a bad file named.
+The whole suite is measured by benchmarks/bench_desktop.py, not here."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gui_harness.bench.desktop_spec import load_desktop_task, suite_dir
+from openprogram.cli import cli
+
+pytestmark = [
+    pytest.mark.x11,
+    pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed"),
+    pytest.mark.skipif(shutil.which("dbus-daemon") is None, reason="no dbus-daemon"),
+]
+
+# one task per app of the suite (writer-save-as-copy is Writer's and GTK's file dialog)
+ONE_PER_APP = {
+    "calc-sum-total": "localc",
+    "writer-save-as-copy": "lowriter",
+    "gnome-calculator-multiply": "gnome-calculator",
+    "mousepad-edit-save": "mousepad",
+    "chromium-form-apply": "chromium",
+    "tk-save-note": None,
+    "featherpad-append": "featherpad",
+}
+TK_TASK = json.loads((suite_dir() / "tk-save-note.json").read_text(encoding="utf-8"))
+
+
+def _bench(*args: str):
+    return CliRunner().invoke(cli, ["bench", "desktop", "--model", "oracle", *args])
+
+
+def _summary(out: Path) -> dict:
+    return json.loads((out / "summary.json").read_text(encoding="utf-8"))
+
+
+def test_the_oracle_does_one_task_of_every_app(tmp_path):
+    missing = [program for program in ONE_PER_APP.values() if program and not shutil.which(program)]
+    if missing:
+        pytest.skip(f"not installed: {missing} (scripts/setup.sh --dev)")
+    out = tmp_path / "out"
+    result = _bench("--tasks", ",".join(ONE_PER_APP), "--workers", "2", "--out", str(out))
+    summary = _summary(out)
+    failed = [(e["id"], e.get("detail")) for e in summary["episodes"] if not e["success"]]
+    assert not failed, failed
+    assert result.exit_code == 0, result.output[-2000:]
+    apps = {load_desktop_task(suite_dir() / f"{task}.json").app for task in ONE_PER_APP}
+    assert {row["task"] for row in summary["summary"]["tasks"]} == apps
+    assert "all" in result.output and "100%" in result.output
+
+
+def test_tasks_dir_runs_a_users_own_files_and_a_wrong_result_is_a_failure(tmp_path):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "note.json").write_text(json.dumps({**TK_TASK, "id": "note"}), encoding="utf-8")
+    wrong = {**TK_TASK, "id": "wrong-note"}
+    wrong["evaluator"] = [{"type": "file_text", "path": "{workdir}/note.txt", "expected": "no"}]
+    (folder / "other-name.json").write_text(json.dumps(wrong), encoding="utf-8")
+    out = tmp_path / "out"
+    result = _bench("--tasks-dir", str(folder), "--out", str(out))
+    assert result.exit_code == 0, result.output[-2000:]
+    episodes = {e["id"]: e for e in _summary(out)["episodes"]}
+    assert episodes["note"]["success"] and episodes["note"]["status"] == "success"
+    assert episodes["wrong-note"]["status"] == "failure"
+    assert "note.txt holds 'tk works', not 'no'" in episodes["wrong-note"]["detail"]
+
+
+def test_tasks_dir_with_a_bad_file_names_the_file_and_field(tmp_path):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    bad = {**TK_TASK, "evaluator": [{"type": "clipboard", "expected": 3, "extra": 1}]}
+    (folder / "bad.json").write_text(json.dumps(bad), encoding="utf-8")
+    result = _bench("--tasks-dir", str(folder), "--out", str(tmp_path / "out"))
+    assert result.exit_code == 1
+    assert f"{folder / 'bad.json'}" in result.output
+    assert "field evaluator.0.clipboard.extra" in result.output
+    result = _bench("--tasks", "no-such-task", "--out", str(tmp_path / "out"))
+    assert result.exit_code == 1 and "no desktop task ['no-such-task']" in result.output
