@@ -2,8 +2,8 @@
 
 Owns `client_windows` (the viewable application windows of a screen, bottom to top, in
 root coordinates: under a reparenting window manager each sits inside a frame, found by
-its WM_STATE) and `ewmh_request` (ask the window manager to activate or maximise one, as
-a pager does). X11Desktop serialises calls on its connection; Window is x11.py's.
+its WM_STATE) and `window_request` / `ewmh_request` (ask the window manager to raise or
+maximise one, as a pager does). X11Desktop serialises calls on its connection; Window is x11.py's.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["client_windows", "ewmh_request"]
+__all__ = ["client_windows", "ewmh_request", "window_request"]
 
 _MAX_DEPTH = 3  # root → frame → (a decoration layer) → client
 
@@ -81,3 +81,30 @@ def ewmh_request(connection: Any, root: Any, window: int, message: str, data: li
     )
     root.send_event(request, event_mask=X.SubstructureRedirectMask | X.SubstructureNotifyMask)
     connection.flush()
+
+
+def window_request(connection: Any, root: Any, window: int, what: str, *, display: str) -> None:
+    """Raise ("raise") or maximise ("maximize") top-level `window`: through the window
+    manager (EWMH) when one runs; without one, "raise" stacks it on top and gives it the
+    input focus, and "maximize" raises DesktopError."""
+    from Xlib import X
+
+    from gui_harness.errors import DesktopError
+
+    managed = root.get_full_property(connection.intern_atom("_NET_SUPPORTING_WM_CHECK"), 0)
+    if what == "raise" and managed is not None:
+        ewmh_request(connection, root, window, "_NET_ACTIVE_WINDOW", [1, X.CurrentTime, 0])
+    elif what == "raise":
+        target = connection.create_resource_object("window", window)
+        target.configure(stack_mode=X.Above)
+        target.set_input_focus(X.RevertToParent, X.CurrentTime)
+        connection.sync()
+    elif managed is not None:
+        add, vertical, horizontal = (
+            1,  # _NET_WM_STATE_ADD
+            connection.intern_atom("_NET_WM_STATE_MAXIMIZED_VERT"),
+            connection.intern_atom("_NET_WM_STATE_MAXIMIZED_HORZ"),
+        )
+        ewmh_request(connection, root, window, "_NET_WM_STATE", [add, vertical, horizontal, 1])
+    else:
+        raise DesktopError(f"maximising a window needs a window manager on {display}")

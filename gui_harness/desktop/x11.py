@@ -257,38 +257,18 @@ class X11Desktop:
     def raise_window(self, window: int) -> None:
         """Ask the window manager to raise and focus top-level `window` (an X id from
         visible_windows()); without one, raise it and give it the input focus."""
-        self._window_request(window, "_NET_ACTIVE_WINDOW", [1, X.CurrentTime, 0])
+        self._window_request(window, "raise")
 
     def maximize_window(self, window: int) -> None:
         """Ask the window manager to maximise top-level `window` (needs one)."""
-        self._window_request(
-            window,
-            "_NET_WM_STATE",
-            [
-                1,  # _NET_WM_STATE_ADD
-                self._x.intern_atom("_NET_WM_STATE_MAXIMIZED_VERT"),
-                self._x.intern_atom("_NET_WM_STATE_MAXIMIZED_HORZ"),
-                1,
-            ],
-        )
+        self._window_request(window, "maximize")
 
-    def _window_request(self, window: int, message: str, data: list[int]) -> None:
-        from gui_harness.desktop._windows import ewmh_request
+    def _window_request(self, window: int, what: str) -> None:
+        from gui_harness.desktop._windows import window_request
 
         self._check_open()
         with self._input_lock, _translate_errors(self.display):
-            managed = self._root.get_full_property(
-                self._x.intern_atom("_NET_SUPPORTING_WM_CHECK"), 0
-            )
-            if managed is not None:
-                ewmh_request(self._x, self._root, window, message, data)
-            elif message == "_NET_ACTIVE_WINDOW":
-                target = self._x.create_resource_object("window", window)
-                target.configure(stack_mode=X.Above)
-                target.set_input_focus(X.RevertToParent, X.CurrentTime)
-                self._x.sync()
-            else:
-                raise DesktopError(f"{message} needs a window manager on {self.display}")
+            window_request(self._x, self._root, window, what, display=self.display)
 
     def close(self) -> None:
         """Close the X connection and every thread's grabber. Safe to call twice."""

@@ -53,6 +53,9 @@ def components(
                 )
             )
             continue
+        if element.input_line:
+            found.append(Component(0, "field", box, label, 1.0, _states(bits, 0), "accessibility"))
+            continue
         if element.role not in atspi.ROLE_KINDS:
             continue
         if element.role == atspi.TEXT_ROLE and not bits & (1 << atspi.EDITABLE):

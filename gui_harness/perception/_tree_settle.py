@@ -98,7 +98,8 @@ class TreeWatch:
 
     def paths_since(self, app: str, count: int) -> dict[str, set[str]] | None:
         """The object paths of app `app` that sent tree-change events after its
-        `count`-th (see events_from()), each with the events' names (CHANGES' keys);
+        `count`-th (see events_from()), each with the events' names (CHANGES' keys, a
+        state change's with its state: "StateChanged:focused");
         None when more have come than the watch keeps (_RECENT per app): then anything
         may have changed."""
         with self._changed:
@@ -318,21 +319,25 @@ def _replies(connection: Any, calls: list[Any], deadline: float) -> list[Any]:
 
 def _change(message: Any) -> tuple[str, str, str] | None:
     """(the bus name of the app that sent it, the object's path, the event's name) when
-    `message` is a tree-change event."""
+    `message` is a tree-change event; a state change's name carries the state
+    ("StateChanged:showing")."""
     from jeepney import HeaderFields, MessageType
 
     fields = message.header.fields
+    member = fields.get(HeaderFields.member)
     if (
-        message.header.message_type == MessageType.signal
-        and fields.get(HeaderFields.interface) == _OBJECT_EVENTS
-        and fields.get(HeaderFields.member) in CHANGES
+        message.header.message_type != MessageType.signal
+        or fields.get(HeaderFields.interface) != _OBJECT_EVENTS
+        or member not in CHANGES
     ):
-        return (
-            str(fields.get(HeaderFields.sender, "")),
-            str(fields.get(HeaderFields.path, "")),
-            str(fields.get(HeaderFields.member, "")),
-        )
-    return None
+        return None
+    if member == "StateChanged" and message.body:
+        member = f"StateChanged:{message.body[0]}"
+    return (
+        str(fields.get(HeaderFields.sender, "")),
+        str(fields.get(HeaderFields.path, "")),
+        str(member),
+    )
 
 
 def _is_event(message: Any) -> bool:

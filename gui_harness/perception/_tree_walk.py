@@ -26,6 +26,12 @@ __all__ = ["AppWalk", "Element"]
 MAX_NODES = 4000
 """Objects one walk of one app reads at most."""
 _GRID_MOVES = frozenset({"BoundsChanged", "VisibleDataChanged"})
+_SUBTREE_CHANGES = _GRID_MOVES | {
+    "ChildrenChanged",
+    "StateChanged:showing",
+    "StateChanged:visible",
+    "StateChanged:manages-descendants",
+}
 MAX_CHILDREN = 400
 """Children a container may have for the walk to enumerate them (a managed list with
 more contributes none; its note says so)."""
@@ -47,6 +53,7 @@ class Element:
     count: int = 0
     grid: GridRead | None = None
     native: bool = True  # placed by its toolkit (see AppWalk's own_drawing_offset)
+    input_line: bool = False  # reported as a field though its role is no field's
 
 
 class AppWalk:
@@ -99,23 +106,28 @@ class AppWalk:
 
     def refresh(self, pipeline: atspi.Pipeline, paths: dict[str, set[str]]) -> None:
         """Read again, on `pipeline`, the objects at `paths` (those that sent tree
-        events, with the events' names) with all below them, keeping the rest of the
-        last walk; an object not read last time (under one that did not show, or under
-        a managed container) is left alone: its showing ancestor, or the container,
-        says when it matters. A grid whose cursor or selection moved keeps its cells:
-        only a scroll or a resize (bounds or visible data changed) moves them. The
+        events, with the events' names), keeping the rest of the last walk. An object
+        whose children changed, that showed or hid, moved or scrolled is walked again
+        with all below it; one that only changed itself (a state, its name, its text)
+        has its states, name and box read again. A grid whose cursor or selection moved
+        keeps its cells: only a scroll or a resize moves them. An object not read last
+        time (under one that did not show, or under a managed container) is left
+        alone: its showing ancestor, or the container, says when it matters. The
         pipeline's run() does the reading; finish() then as after start()."""
         self.pipeline = pipeline
         self._pending = 0
         self.truncated = False
         by_path = {element.path: element for element in self.elements}
-        changed = [
-            by_path[path]
-            for path, events in paths.items()
-            if path in by_path and not (by_path[path].grid is not None and not events & _GRID_MOVES)
-        ]
+        deep: list[Element] = []
+        shallow: list[Element] = []
+        for path, events in paths.items():
+            element = by_path.get(path)
+            if element is None:
+                continue
+            moves = _GRID_MOVES if element.grid is not None else _SUBTREE_CHANGES
+            (deep if events & moves else shallow).append(element)
         chosen: list[Element] = []
-        for element in sorted(changed, key=lambda e: len(e.order)):
+        for element in sorted(deep, key=lambda e: len(e.order)):
             if not any(element.order[: len(c.order)] == c.order for c in chosen):
                 chosen.append(element)
         inside = [c.order for c in chosen]
@@ -127,6 +139,27 @@ class AppWalk:
         ]
         for element in chosen:
             self._visit(element.app, element.path, element.order)
+        for element in shallow:
+            if not any(element.order[: len(o)] == o for o in inside):
+                self._reread(element)
+
+    def _reread(self, element: Element) -> None:
+        """Read an object's states, and its name and box when it is reported, again."""
+
+        def restate(body: tuple[Any, ...] | None) -> None:
+            if body is None:
+                return
+            element.states = atspi.state_bits(body)
+            if not self.showing_reported and element.states & (1 << atspi.VISIBLE):
+                element.states |= 1 << atspi.SHOWING
+
+        self._send(atspi.call(element.app, element.path, atspi.ACCESSIBLE, "GetState"), restate)
+        if {"name", "box"} <= element.answered:
+            self._send(
+                atspi.get_property(element.app, element.path, atspi.ACCESSIBLE, "Name"),
+                lambda body: self._got_name(element, body),
+            )
+            self._send(_extents(element), lambda body: self._got(element, "box", body))
 
     def finish(self, deadline: float) -> None:
         """After the pipeline ran: measure what the app misplaces (own_drawing_offset:
@@ -240,7 +273,14 @@ class AppWalk:
             bits = element.states = bits | (1 << atspi.SHOWING)
         if not (bits & (1 << atspi.SHOWING) and bits & (1 << atspi.VISIBLE)):
             return  # nothing under an object that does not show can show
-        reported = element.role in atspi.ROLE_KINDS
+        # LibreOffice's formula bar input line: a focusable scroll pane around a drawing
+        # area, with no text object of its own; it is where the user types a formula
+        element.input_line = (
+            self.own_drawing_offset
+            and element.role == atspi.SCROLL_PANE
+            and bool(bits & (1 << atspi.FOCUSABLE))
+        )
+        reported = element.role in atspi.ROLE_KINDS or element.input_line
         if self.own_drawing_offset and element.role == atspi.MENU_BAR:
             self._menu_bars.append(element)
             self._send(_extents(element), lambda body: self._got(element, "box", body))

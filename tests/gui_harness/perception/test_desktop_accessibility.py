@@ -130,6 +130,30 @@ def test_a_click_on_a_cell_of_the_grid_lands_in_that_cell(calc):
 
 
 @_needs("localc")
+def test_the_formula_bar_is_a_field_where_typing_fills_the_selected_cell(calc):
+    desktop, source = calc
+    snapshot = source.snapshot()
+    wizard = labelled(snapshot, "button", "Function Wizard")[0]
+    grid = _grid(snapshot)
+    assert grid is not None
+    (formula,) = [
+        c
+        for c in snapshot.components
+        if c.kind == "field" and c.box[0] > wizard.box[0] and c.box[2] > 400
+    ]
+    assert formula.box[1] < wizard.center[1] < formula.box[1] + formula.box[3]  # one row
+    x, y = grid.cell_point("D7")
+    desktop.execute(Click(x=x, y=y))
+    desktop.execute(Click(x=formula.center[0], y=formula.center[1]))
+    desktop.execute(Type(text="typed above"))
+    desktop.execute(Keypress(keys=["enter"]))
+    deadline = time.monotonic() + 30
+    while (text := _cell_text(desktop, row=6, column=3)) != "typed above":
+        assert time.monotonic() < deadline, text
+        time.sleep(0.1)
+
+
+@_needs("localc")
 def test_calc_is_read_again_after_its_tree_changed_and_only_then(calc):
     desktop, source = calc
     wait_for(source, lambda s: s.calls <= 1, limit=30)  # settled: only the registry asked
