@@ -241,6 +241,8 @@ class AccessibilitySource:
         """What each new app is: its toolkit's name and version and its own name."""
         for gone in set(self._trees) - set(apps):
             del self._trees[gone]
+        for gone in set(self._toolkits) - set(apps):  # a bus name is never reused
+            del self._toolkits[gone]
         for app in apps:
             if len(self._toolkits.get(app, ())) == 3:
                 continue  # known (an app that did not answer in time is asked again)
