@@ -168,6 +168,16 @@ class _Heartbeat(threading.Thread):
         with self._lock:
             self._leases.pop((id(store), session), None)
 
+    def _forget(self, key: tuple[int, str], store: Any) -> bool:
+        """Stop renewing a lease found lost; False when its session let it go since
+        the beat began (it dropped the lease here before releasing it: not taken over)."""
+        with self._lock:
+            kept = self._leases.get(key)
+            if kept is None or kept[0] is not store:
+                return False
+            del self._leases[key]
+            return True
+
     def run(self) -> None:
         while True:
             self._wake.wait(HEARTBEAT_S)
@@ -187,8 +197,7 @@ class _Heartbeat(threading.Thread):
                     "%s: %s", key[1], getattr(store, "url", store), exc,
                 )  # fmt: skip
                 continue
-            if not held:
-                self.drop(store, key[1])
+            if not held and self._forget(key, store):
                 log.error(
                     "openprogram: the writer lease of session %s in %s was taken over "
                     "by another writer; this process's later records of it are refused",

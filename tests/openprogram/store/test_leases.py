@@ -282,3 +282,33 @@ def test_a_heartbeat_in_the_future_counts_from_now(sql_store: Any, start: str):
     with Session.open(sql_store, "ahead") as taken:  # 31 s later, no sign of life: taken over
         programs.count(1)
     assert taken.failed_writes == 0
+
+
+def test_a_session_closing_while_the_heartbeat_renews_it_is_not_reported_taken_over(
+    tmp_path, caplog
+):
+    """The heartbeat renews the leases it held when its beat began; one released in
+    between (its session closed) is gone, not taken over: nothing is logged."""
+    from openprogram.store import SQLiteStore
+    from openprogram.store.lease import heartbeat
+
+    class ClosesFirst(SQLiteStore):
+        """A real store whose session closes just as the heartbeat comes to renew it."""
+
+        closing: Any = None
+
+        def renew(self, session: str, owner: str) -> bool:
+            if self.closing is not None:
+                closing, self.closing = self.closing, None
+                closing.__exit__(None, None, None)
+            return super().renew(session, owner)
+
+    store = ClosesFirst(tmp_path / "s.db")
+    session = Session(store, id="closing").__enter__()
+    programs.count(1)
+    store.closing = session
+    with caplog.at_level(logging.ERROR, logger="openprogram.store"):
+        heartbeat().beat()
+    assert store.closing is None and "taken over" not in caplog.text
+    assert _sql(str(tmp_path / "s.db"), "SELECT * FROM openprogram_leases") == []
+    store.close()
