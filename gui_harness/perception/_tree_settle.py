@@ -53,7 +53,7 @@ _FIRST_FACTOR = 4  # the wait for a first event: this many times the slowest one
 _REMEMBERED = 8
 _MAX_PATIENCE = 8.0
 _RETRY_S = 10.0  # after a failed connect, actions go unwaited this long before a retry
-_RECENT = 512  # tree-change events (object paths) kept per app for paths_since()
+_RECENT = 4096  # objects whose latest tree-change events a watch keeps per app
 
 
 class TreeWatch:
@@ -74,7 +74,10 @@ class TreeWatch:
         self.events = 0
         """How many object events the watch has seen since it started."""
         self._by_app: dict[str, int] = {}
-        self._recent: dict[str, collections.deque[tuple[int, str, str]]] = {}
+        # per app: object path → {event name: the app's event number when it last came},
+        # least recently changed first; and the newest event number forgotten with one
+        self._recent: dict[str, collections.OrderedDict[str, dict[str, int]]] = {}
+        self._forgotten: dict[str, int] = {}
         self._connection: Any = None
         self._reader: threading.Thread | None = None
         self._wake: tuple[int, int] | None = None
@@ -100,19 +103,18 @@ class TreeWatch:
         """The object paths of app `app` that sent tree-change events after its
         `count`-th (see events_from()), each with the events' names (CHANGES' keys, a
         state change's with its state: "StateChanged:focused");
-        None when more have come than the watch keeps (_RECENT per app): then anything
-        may have changed."""
+        None when more objects changed than the watch keeps (_RECENT per app): then
+        anything may have changed."""
         with self._changed:
-            total = self._by_app.get(app, 0)
-            recent = self._recent.get(app)
-            if total == count:
+            if self._by_app.get(app, 0) == count:
                 return {}
-            if not recent or recent[0][0] > count + 1:
+            if self._forgotten.get(app, 0) > count:
                 return None
             paths: dict[str, set[str]] = {}
-            for number, path, member in recent:
-                if number > count:
-                    paths.setdefault(path, set()).add(member)
+            for path, members in self._recent.get(app, {}).items():
+                changed = {member for member, number in members.items() if number > count}
+                if changed:
+                    paths[path] = changed
             return paths
 
     @property
@@ -275,10 +277,13 @@ class TreeWatch:
                 with self._changed:
                     for sender, path, member in senders:
                         number = self._by_app[sender] = self._by_app.get(sender, 0) + 1
-                        recent = self._recent.get(sender)
-                        if recent is None:
-                            recent = self._recent[sender] = collections.deque(maxlen=_RECENT)
-                        recent.append((number, path, member))
+                        recent = self._recent.setdefault(sender, collections.OrderedDict())
+                        recent.setdefault(path, {})[member] = number
+                        recent.move_to_end(path)
+                        if len(recent) > _RECENT:
+                            _, dropped = recent.popitem(last=False)
+                            newest = max(dropped.values())
+                            self._forgotten[sender] = max(self._forgotten.get(sender, 0), newest)
             if events:
                 with self._changed:
                     now = time.monotonic()

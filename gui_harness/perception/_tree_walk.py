@@ -26,7 +26,7 @@ __all__ = ["AppWalk", "Element"]
 MAX_NODES = 4000
 """Objects one walk of one app reads at most."""
 _GRID_MOVES = frozenset({"BoundsChanged", "VisibleDataChanged"})
-_SUBTREE_CHANGES = _GRID_MOVES | {
+_SUBTREE_CHANGES = {
     "ChildrenChanged",
     "StateChanged:showing",
     "StateChanged:visible",
@@ -107,9 +107,10 @@ class AppWalk:
     def refresh(self, pipeline: atspi.Pipeline, paths: dict[str, set[str]]) -> None:
         """Read again, on `pipeline`, the objects at `paths` (those that sent tree
         events, with the events' names), keeping the rest of the last walk. An object
-        whose children changed, that showed or hid, moved or scrolled is walked again
-        with all below it; one that only changed itself (a state, its name, its text)
-        has its states, name and box read again. A grid whose cursor or selection moved
+        whose children changed, or that showed or hid, is walked again with all below
+        it; one that moved or scrolled has the boxes below it read again; one that only
+        changed itself (a state, its name, its text) has its states, name and box read
+        again. A grid whose cursor or selection moved
         keeps its cells: only a scroll or a resize moves them. An object not read last
         time (under one that did not show, or under a managed container) is left
         alone: its showing ancestor, or the container, says when it matters. The
@@ -119,28 +120,39 @@ class AppWalk:
         self.truncated = False
         by_path = {element.path: element for element in self.elements}
         deep: list[Element] = []
+        moved: list[Element] = []
         shallow: list[Element] = []
         for path, events in paths.items():
             element = by_path.get(path)
             if element is None:
                 continue
-            moves = _GRID_MOVES if element.grid is not None else _SUBTREE_CHANGES
-            (deep if events & moves else shallow).append(element)
-        chosen: list[Element] = []
-        for element in sorted(deep, key=lambda e: len(e.order)):
-            if not any(element.order[: len(c.order)] == c.order for c in chosen):
-                chosen.append(element)
+            if element.grid is not None:
+                (deep if events & _GRID_MOVES else shallow).append(element)
+            elif events & _SUBTREE_CHANGES:
+                deep.append(element)
+            elif events & _GRID_MOVES:
+                moved.append(element)
+            else:
+                shallow.append(element)
+        chosen = _outermost(deep)
         inside = [c.order for c in chosen]
-        self.elements = [
-            e for e in self.elements if not any(e.order[: len(o)] == o for o in inside)
-        ]
-        self._menu_bars = [
-            bar for bar in self._menu_bars if not any(bar.order[: len(o)] == o for o in inside)
-        ]
+        self.elements = [e for e in self.elements if not _within(e, inside)]
+        self._menu_bars = [bar for bar in self._menu_bars if not _within(bar, inside)]
         for element in chosen:
             self._visit(element.app, element.path, element.order)
+        # what moved: the boxes below it read again (a grid in it read again whole)
+        shifted = [m.order for m in _outermost(moved) if not _within(m, inside)]
+        again = {e.path for e in shallow if not _within(e, inside)}
+        for element in list(self.elements):
+            if element.order in inside or not _within(element, shifted):
+                continue
+            if element.grid is not None:
+                self.elements.remove(element)
+                self._visit(element.app, element.path, element.order)
+            elif "box" in element.answered and element.path not in again:
+                self._send(_extents(element), functools.partial(self._got, element, "box"))
         for element in shallow:
-            if not any(element.order[: len(o)] == o for o in inside):
+            if element.path in again:
                 self._reread(element)
 
     def _reread(self, element: Element) -> None:
@@ -342,6 +354,20 @@ class AppWalk:
                 self._visit(str(app), str(path), (*parent.order, number))
 
         self._send(atspi.call(parent.app, parent.path, atspi.ACCESSIBLE, "GetChildren"), got)
+
+
+def _within(element: Element, orders: list[tuple[int, ...]]) -> bool:
+    """Whether `element` is one of, or below one of, the objects at `orders`."""
+    return any(element.order[: len(order)] == order for order in orders)
+
+
+def _outermost(elements: list[Element]) -> list[Element]:
+    """`elements` without those below another of them."""
+    chosen: list[Element] = []
+    for element in sorted(elements, key=lambda e: len(e.order)):
+        if not _within(element, [c.order for c in chosen]):
+            chosen.append(element)
+    return chosen
 
 
 def _prefixes(order: tuple[int, ...]) -> list[tuple[int, ...]]:
