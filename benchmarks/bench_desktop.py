@@ -1,0 +1,63 @@
+"""Desktop suite benchmark: oracle success over every task of `openprogram bench desktop`
+(real LibreOffice, GTK 3/4, GTK's file dialog, Chromium, Tk, Qt), per app and overall,
+split into the tasks the oracle steps were tuned on and the HELD-OUT ones (committed
+before they were first run).
+
+Run by hand (`python benchmarks/bench_desktop.py [--held-out] [--workers N]`); results go
+to docs/performance.md with the machine and the date. Target: >= 95% overall, every app
+represented. Each failure's detail is printed, to be classed as perception, solver or app.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+from _common import machine
+
+from gui_harness.batch import run_batch, summary_table
+from gui_harness.bench.desktop_spec import load_desktop_tasks
+
+HELD_OUT = frozenset({
+    "calc-average-score", "calc-replace-city", "writer-prepend-title",
+    "gnome-calculator-subtract", "gnome-calculator-divide", "mousepad-save-in-folder",
+    "gtk3-factory-page3", "chromium-agree-terms", "tk-full-name", "featherpad-rewrite",
+})  # fmt: skip
+"""The tasks committed before they were ever run (commit 'openprogram bench desktop')."""
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--held-out", action="store_true", help="only the held-out tasks")
+    parser.add_argument("--workers", type=int, default=2)
+    options = parser.parse_args(argv)
+    suite = [task for _, task in load_desktop_tasks()]
+    if options.held_out:
+        suite = [task for task in suite if task.id in HELD_OUT]
+    tasks = [{"id": t.id, "benchmark": f"desktop/{t.id}", "max_steps": t.max_steps}
+             for t in suite]  # fmt: skip
+    print(machine())
+    with tempfile.TemporaryDirectory(prefix="bench-desktop-") as workdir:
+        result = run_batch(tasks, workers=options.workers, model="oracle", name="desktop",
+                           out=Path(workdir))  # fmt: skip
+    print(summary_table(result.summary))
+    groups: dict[str, list[bool]] = defaultdict(list)
+    for episode in result.episodes:
+        group = "held-out" if episode["id"] in HELD_OUT else "tuned"
+        groups[group].append(bool(episode["success"]))
+        if not episode["success"]:
+            print(f"FAILED {episode['id']} ({group}): {episode.get('detail')}")
+    for group, outcomes in sorted(groups.items()):
+        print(f"{group}: {sum(outcomes)}/{len(outcomes)} = {sum(outcomes) / len(outcomes):.1%}")
+    apps = {t.app for t in suite}
+    rate = result.success_rate
+    print(f"overall: {rate:.1%} of {len(result.episodes)} tasks over {len(apps)} apps "
+          f"in {result.seconds:.0f} s (target >= 95%)")  # fmt: skip
+    return 0 if rate >= 0.95 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
