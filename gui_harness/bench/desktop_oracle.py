@@ -1,10 +1,10 @@
 """The desktop oracle: a test double that plays a desktop task's own `oracle` steps.
 
 Owns `DesktopOracle`, a ScriptedModel callable answering gui_agent's model calls. It
-knows the steps (click the component labelled X, press keys, type) from the task file,
-but finds each component in the observation gui_agent made and acts only through its
-number, keys and typing — never through coordinates — so its success rate is the
-ceiling the harness's perception and input allow on real apps.
+knows the steps (click the component labelled X or a cell of a grid, press keys, type)
+from the task file, but finds each component in the observation gui_agent made and acts
+only through its number, the cell's name, keys and typing — never through coordinates —
+so its success rate is the ceiling the harness's perception and input allow on real apps.
 """
 
 from __future__ import annotations
@@ -112,4 +112,8 @@ class DesktopOracle:
         if isinstance(step, WaitStep):
             return {"goal": f"{echo(what)} shows", "action": {"type": "wait", "ms": 0}}
         kind = "double_click" if step.double else "click"
-        return {"goal": f"{kind} {echo(what)}", "action": {"type": kind, "element": found.index}}
+        action: dict[str, Any] = {"type": kind, "element": found.index}
+        if step.cell is not None:
+            action["cell"] = step.cell
+            what = {**what, "cell": step.cell}
+        return {"goal": f"{kind} {echo(what)}", "action": action}

@@ -150,10 +150,12 @@ class Target(_Strict):
 
 
 class ClickStep(_Strict):
-    """Click the component `click` names (waiting for it to show)."""
+    """Click the component `click` names (waiting for it to show); with `cell`, that
+    cell ("B3") of the grid it names."""
 
     click: Target
     double: bool = False
+    cell: str | None = Field(default=None, pattern=r"^([A-Za-z]{1,3}[0-9]{1,7}|R[0-9]+C[0-9]+)$")
 
 
 class WaitStep(_Strict):

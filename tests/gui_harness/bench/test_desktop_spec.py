@@ -65,6 +65,7 @@ def test_a_good_task_file_loads_with_its_steps(tmp_path):
         ({"evaluator": [{"type": "ods_cell", "path": "a.ods", "cell": "3B", "expected": 1}]},
          "field evaluator.0.ods_cell.cell"),
         ({"oracle": [{"press": "x"}]}, "field oracle.0"),
+        ({"oracle": [{"click": {"kind": "grid"}, "cell": "4B"}]}, "field oracle.0.ClickStep.cell"),
         ({"surprise": 1}, "field surprise"),
     ],
 )  # fmt: skip
