@@ -4,20 +4,19 @@ Owns what the runtime does before an llm() call whose `{"tokens": N}` render wou
 history (DESIGN.md §4 "Compaction"): it calls the compactor (an agentic function
 `(text) -> summary`) on what no summary covers yet, recorded like any call, its code node
 carrying `meta["covers"] = [first_seq, last_seq]`; the render (_compact.py) then shows
-the summary in place of those nodes. Start at compact().
+the summary in place of those nodes. Start at compacting().
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import inspect
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from openprogram import _context
+from openprogram._step import Call, Step
 from openprogram._tokens import counter
 from openprogram.dag import RenderRange, check_render_range
 from openprogram.errors import RunStopped, UsageError
@@ -76,33 +75,20 @@ def _image_size(part: dict[str, Any]) -> tuple[int, int]:
     return Image(part.get("image", part.get("path"))).size
 
 
-def compact(
+def compacting(
     runtime: Any, override: dict[str, Any] | RenderRange | None, model_name: str | None
-) -> None:
-    """Before an llm() call in the current frame: when its token budget would drop history
-    no summary covers, ask the compactor for a summary of all it no longer holds but the
-    newest `keep` nodes. No budget, or nothing to drop: nothing happens. A compactor that
-    fails is logged, and the render drops what it must (each node in its report)."""
+) -> Step[None]:
+    """The step before an llm() call in the current frame: when its token budget would
+    drop history no summary covers, ask the compactor for a summary of all it no longer
+    holds but the newest `keep` nodes (under allm() an async compactor is awaited, a sync
+    one runs on a worker thread). No budget, or nothing to drop: nothing happens. A
+    compactor that fails is logged, and the render drops what it must (each node in its
+    report)."""
     planned = _plan(runtime, override, model_name)
     if planned is not None:
         compactor, text, covers = planned
         with _summarizing(compactor, covers):
-            compactor(text)
-
-
-async def acompact(
-    runtime: Any, override: dict[str, Any] | RenderRange | None, model_name: str | None
-) -> None:
-    """compact() for allm(): an async compactor is awaited, a sync one runs in a worker
-    thread (in this context), so the event loop never stands still."""
-    planned = _plan(runtime, override, model_name)
-    if planned is not None:
-        compactor, text, covers = planned
-        with _summarizing(compactor, covers):
-            if inspect.iscoroutinefunction(compactor):
-                await compactor(text)
-            else:
-                await asyncio.to_thread(compactor, text)
+            yield Call(compactor, text)
 
 
 @contextmanager

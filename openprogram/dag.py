@@ -95,11 +95,15 @@ _RANGE_KEYS = ("callers", "subcalls", "tokens", "keep")
 _VIEWS: dict[str, Callable[[Any], str]] = {}
 
 
-def register_view(kind: Literal["dag", "node", "context"], renderer: Callable[[Any], str]) -> None:
-    """Make `renderer(value)` the notebook HTML of a ContextDAG, a Node or a RenderedContext.
+def register_view(
+    kind: Literal["dag", "node", "context", "call"], renderer: Callable[[Any], str]
+) -> None:
+    """Make `renderer(value)` the notebook HTML of a ContextDAG, a Node, a RenderedContext
+    or a CallView (display/calls.py).
 
     The data layer never imports the views: openprogram.display registers them when it is
-    imported (openprogram's package root does), so the data knows only this hook.
+    imported (openprogram's package root does), so the data knows only this hook (and
+    display/calls.py, which display/html.py draws, need not import it back).
     """
     _VIEWS[kind] = renderer
 

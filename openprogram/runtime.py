@@ -3,7 +3,8 @@
 Owns one exchange end to end: the llm node, the render of what the model sees, the
 callbacks around it, retries with backoff, usage and cost, structured output
 (validated, one repair re-ask), the tool loop (tools run in tools.py) and opening a
-stream (streaming.py). Provider calls are in _litellm.py. Start at Runtime.llm().
+stream (streaming.py). Each is a step written once (_step.py), which llm() drives
+blocking and allm() awaits. Provider calls are in _litellm.py. Start at Runtime.llm().
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
 
@@ -29,8 +30,9 @@ from openprogram._guards import (
     check_stream,
     note_default_session,
 )
+from openprogram._step import Complete, RunTools, Step, adrive, drive, reraise, retrying
 from openprogram.callbacks.base import gate, notify, transform
-from openprogram.compaction import acompact, compact
+from openprogram.compaction import compacting
 from openprogram.dag import Node
 from openprogram.echo import echo
 from openprogram.errors import (
@@ -44,13 +46,7 @@ from openprogram.errors import (
 )
 from openprogram.models import Model, ModelReply, ModelRequest, ToolCall
 from openprogram.render import render_context
-from openprogram.streaming import (
-    PendingStream,
-    ToolTextStream,
-    aopen_stream,
-    aopen_tool_stream,
-    open_stream,
-)
+from openprogram.streaming import PendingStream, open_stream
 from openprogram.tools import ToolLoop
 from openprogram.usage import Usage
 
@@ -195,20 +191,11 @@ class Runtime:
         if render_range is not None:
             kwargs["_render_range"] = render_range
         resolved = self._resolve_model(model)
-        compact(self, render_range, _name_of(resolved))
         loop = ToolLoop(tools, max_tool_turns, self.callbacks)
         if stream:
             check_stream(response_format)
-            if loop.toolbox is not None:
-                return ToolTextStream(self, content, resolved, kwargs, loop)
-            return open_stream(self, content, resolved, kwargs)
-        node, reply = self._turns(content, resolved, response_format, kwargs, loop)
-        result, problem = self._check(node, reply, response_format)
-        if problem is None:
-            return result
-        assert response_format is not None  # only structured replies need repairing
-        node, reply = self._turns(repair_prompt(problem), resolved, response_format, kwargs, loop)
-        return self._parsed_or_raise(node, reply, response_format)
+            return drive(self, self._opening(content, resolved, kwargs, loop, False))
+        return drive(self, self._step(content, resolved, response_format, kwargs, loop))
 
     def allm(
         self,
@@ -231,36 +218,44 @@ class Runtime:
         resolved = self._resolve_model(model)
         loop = ToolLoop(tools, max_tool_turns, self.callbacks)
         if not stream:
-            return self._allm(content, resolved, response_format, kwargs, loop)
+            return adrive(self, self._step(content, resolved, response_format, kwargs, loop))
         check_stream(response_format)
-        name = _name_of(resolved)
+        return PendingStream(
+            lambda: adrive(self, self._opening(content, resolved, kwargs, loop, True))
+        )
 
-        async def opened() -> Any:
-            await acompact(self, render_range, name)
-            if loop.toolbox is not None:
-                return await aopen_tool_stream(self, content, resolved, kwargs, loop)
-            return await aopen_stream(self, content, resolved, kwargs)
-
-        return PendingStream(opened)
-
-    async def _allm(
+    def _step(
         self,
         content: Any,
-        resolved: Model,
+        model: Model,
         response_format: type[T] | None,
-        kwargs: dict[str, Any],
+        options: dict[str, Any],
         loop: ToolLoop,
-    ) -> Any:
-        await acompact(self, kwargs.get("_render_range"), _name_of(resolved))
-        node, reply = await self._aturns(content, resolved, response_format, kwargs, loop)
+    ) -> Step[Any]:
+        """One llm() call: compaction, the exchanges and their tool rounds, and one repair
+        re-ask when a structured reply does not validate."""
+        yield from compacting(self, options.get("_render_range"), _name_of(model))
+        node, reply = yield from self._turns(content, model, response_format, options, loop)
         result, problem = self._check(node, reply, response_format)
         if problem is None:
             return result
         assert response_format is not None  # only structured replies need repairing
-        node, reply = await self._aturns(
-            repair_prompt(problem), resolved, response_format, kwargs, loop
+        node, reply = yield from self._turns(
+            repair_prompt(problem), model, response_format, options, loop
         )
         return self._parsed_or_raise(node, reply, response_format)
+
+    def _opening(
+        self,
+        content: Any,
+        model: Model,
+        options: dict[str, Any],
+        loop: ToolLoop,
+        asynchronous: bool,
+    ) -> Step[Any]:
+        """llm(..., stream=True): compaction, then the stream opened (streaming.py)."""
+        yield from compacting(self, options.get("_render_range"), _name_of(model))
+        return (yield from open_stream(self, content, model, options, loop, asynchronous))
 
     def _warn_if_blocking(self, stacklevel: int) -> None:
         if not self._warned_blocking and blocks_a_loop():
@@ -274,43 +269,22 @@ class Runtime:
         response_format: Any,
         options: dict[str, Any],
         loop: ToolLoop,
-    ) -> tuple[Node, str]:
+    ) -> Step[tuple[Node, str]]:
         """Exchanges until the model answers with content, running the tools it asks for."""
-        node, reply = self._ask(content, model, response_format, options, loop)
+        node, reply = yield from self._ask(content, model, response_format, options, loop)
         while reply.tool_calls:
-            self._run_tools(node, reply.tool_calls, loop)
-            node, reply = self._ask([], model, response_format, options, loop)
+            yield from self._run_tools(node, reply.tool_calls, loop)
+            node, reply = yield from self._ask([], model, response_format, options, loop)
         return node, reply.text
 
-    async def _aturns(
-        self,
-        content: Any,
-        model: Model,
-        response_format: Any,
-        options: dict[str, Any],
-        loop: ToolLoop,
-    ) -> tuple[Node, str]:
-        node, reply = await self._aask(content, model, response_format, options, loop)
-        while reply.tool_calls:
-            await self._arun_tools(node, reply.tool_calls, loop)
-            node, reply = await self._aask([], model, response_format, options, loop)
-        return node, reply.text
-
-    def _tool_round(self, node: Node, calls: list[ToolCall], loop: ToolLoop) -> None:
-        """Before a round of tool calls runs: count it (ModelError when none may run) and
-        ask the gates (RunStopped when one says stop)."""
+    def _run_tools(self, node: Node, calls: list[ToolCall], loop: ToolLoop) -> Step[None]:
+        """One round of the tool calls `node` asked for, each recorded as a code node. Before
+        it runs: count it (ModelError when none may run) and ask the gates (RunStopped when
+        one says stop)."""
         loop.next_round(node, calls, self._mark_error)
         frame = _context.current_session().dag.get(node.parent) if node.parent else None
         self._gate(kind="tool_calls", frame=frame, calls=calls)
-
-    def _run_tools(self, node: Node, calls: list[ToolCall], loop: ToolLoop) -> None:
-        """One round of the tool calls `node` asked for, each recorded as a code node."""
-        self._tool_round(node, calls, loop)
-        loop.nodes.extend(loop.toolbox.run(calls, node))  # type: ignore[union-attr]
-
-    async def _arun_tools(self, node: Node, calls: list[ToolCall], loop: ToolLoop) -> None:
-        self._tool_round(node, calls, loop)
-        loop.nodes.extend(await loop.toolbox.arun(calls, node))  # type: ignore[union-attr]
+        loop.nodes.extend((yield RunTools(loop.toolbox, calls, node)))
 
     def _ask(
         self,
@@ -319,29 +293,15 @@ class Runtime:
         response_format: Any,
         options: dict[str, Any],
         loop: ToolLoop | None = None,
-    ) -> tuple[Node, ModelReply]:
+    ) -> Step[tuple[Node, ModelReply]]:
         """One recorded exchange; a replayed one (resuming) returns its recorded reply."""
         node, request = self._prepare(content, model, response_format, options, loop)
         if loop is not None:
             loop.asked(node)
         if request is None:
             return node, _recorded_reply(node)
-        return node, self._finish(node, self._call(model, request, node))
-
-    async def _aask(
-        self,
-        content: Any,
-        model: Model,
-        response_format: Any,
-        options: dict[str, Any],
-        loop: ToolLoop | None = None,
-    ) -> tuple[Node, ModelReply]:
-        node, request = self._prepare(content, model, response_format, options, loop)
-        if loop is not None:
-            loop.asked(node)
-        if request is None:
-            return node, _recorded_reply(node)
-        return node, self._finish(node, await self._acall(model, request, node))
+        reply = yield from retrying(self, node, Complete(model, request))
+        return node, self._finish(node, reply)
 
     def _check(
         self, node: Node, reply: str, response_format: type[BaseModel] | None
@@ -414,12 +374,12 @@ class Runtime:
                 tools=loop.toolbox.specs if loop is not None and loop.toolbox else None,
             )
         except Exception as exc:  # the exchange never started: record it, then raise
-            _raise(self._failed(node, exc), exc)
+            reraise(self._failed(node, exc), exc)
         if self.callbacks:
             try:
                 request.messages = transform(self.callbacks, "on_llm_start", request.messages)
             except Exception as exc:  # the exchange never started: record it, then raise
-                _raise(self._failed(node, exc), exc)
+                reraise(self._failed(node, exc), exc)
         return node, request
 
     def _max_images(self) -> int | None:
@@ -435,32 +395,6 @@ class Runtime:
             if frame is not None:
                 frame.meta["stop_reason"] = reason
             raise RunStopped(reason)
-
-    def _call(self, model: Model, request: ModelRequest, node: Node) -> ModelReply:
-        for attempt in range(self.max_retries + 1):
-            try:
-                return model.complete(request)
-            except ModelError as exc:
-                delay = self._retry_delay(exc, attempt, node)
-                if delay is None:
-                    _raise(self._failed(node, exc), exc)
-                self._sleep(delay)
-            except Exception as exc:
-                _raise(self._failed(node, exc), exc)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    async def _acall(self, model: Model, request: ModelRequest, node: Node) -> ModelReply:
-        for attempt in range(self.max_retries + 1):
-            try:
-                return await model.acomplete(request)
-            except ModelError as exc:
-                delay = self._retry_delay(exc, attempt, node)
-                if delay is None:
-                    _raise(self._failed(node, exc), exc)
-                await self._asleep(delay)
-            except Exception as exc:
-                _raise(self._failed(node, exc), exc)
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def _retry_delay(self, exc: ModelError, attempt: int, node: Node) -> float | None:
         """Seconds to wait before the next attempt, or None to give up."""
@@ -536,12 +470,6 @@ def _recorded_reply(node: Node) -> ModelReply:
     """A replayed exchange's reply as recorded (text and tool calls)."""
     calls = [ToolCall.from_json(call) for call in node.meta.get("tool_calls") or ()]
     return ModelReply(text=str(node.output or ""), tool_calls=calls or None)
-
-
-def _raise(error: Exception, cause: Exception) -> NoReturn:
-    if error is cause:
-        raise cause
-    raise error from cause
 
 
 def current_runtime() -> Runtime:

@@ -3,21 +3,21 @@
 Owns reading a model's chunks: the llm node completes with the whole text when the
 stream ends, and is marked error with the partial text kept when the stream breaks off
 or the consumer stops early; with tools, the tool turns run between the streamed turns
-(ToolTextStream). Callbacks watch chunks through `on_llm_chunk`. runtime.py calls
-open_stream (retries before the first chunk), passing itself as the `Exchange` a
-stream finishes through and runs tools through. Start at open_stream().
+(ToolTextStream). Callbacks watch chunks through `on_llm_chunk`. runtime.py drives
+open_stream, a step (_step.py: retries before the first chunk), passing itself as the
+`Exchange` a stream finishes through and runs tools through. Start at open_stream().
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Any, NoReturn, Protocol
 
 from openprogram import _context
+from openprogram._step import Open, Replayed, Step, adrive, drive, retrying
 from openprogram.callbacks.base import notify
 from openprogram.dag import Node
 from openprogram.errors import ModelError, ModelUnavailable, RunError
@@ -30,7 +30,6 @@ __all__ = [
     "PendingStream",
     "TextStream",
     "ToolTextStream",
-    "aopen_stream",
     "open_stream",
 ]
 
@@ -45,12 +44,6 @@ class Exchange(Protocol):
     @property
     def max_retries(self) -> int: ...
 
-    @property
-    def _sleep(self) -> Callable[[float], None]: ...
-
-    @property
-    def _asleep(self) -> Callable[[float], Awaitable[Any]]: ...
-
     def _prepare(
         self,
         content: Any,
@@ -60,9 +53,7 @@ class Exchange(Protocol):
         loop: Any = None,
     ) -> tuple[Node, ModelRequest | None]: ...
 
-    def _run_tools(self, node: Node, calls: list[ToolCall], loop: Any) -> None: ...
-
-    async def _arun_tools(self, node: Node, calls: list[ToolCall], loop: Any) -> None: ...
+    def _run_tools(self, node: Node, calls: list[ToolCall], loop: Any) -> Step[None]: ...
 
     def _retry_delay(self, exc: ModelError, attempt: int, node: Node) -> float | None: ...
 
@@ -74,11 +65,19 @@ class Exchange(Protocol):
 
 
 class _Stream:
-    """What both streams share: the chunks so far and how the node is finished."""
+    """What both streams share: the source of chunks (an iterator, or an async one), the
+    chunks so far and how the node is finished."""
 
     def __init__(
-        self, node: Node, runtime: Exchange, *, finished: bool = False, tools: bool = False
+        self,
+        source: Any,
+        node: Node,
+        runtime: Exchange,
+        *,
+        finished: bool = False,
+        tools: bool = False,
     ) -> None:
+        self._source = source
         self.node = node
         self._tools = tools
         self._runtime = runtime
@@ -136,6 +135,17 @@ class _Stream:
             _broken, self._runtime, self.node, "".join(self._parts), exc
         )
 
+    def _source_raised(self, exc: BaseException, end: type[BaseException]) -> NoReturn:
+        """Reading the source raised `exc`: the stream ended (`end`: StopIteration or
+        StopAsyncIteration) or broke off (the node marked; the error to raise)."""
+        if isinstance(exc, end):
+            self._end()
+            raise exc
+        error = self._break(exc)
+        if error is None or error is exc:
+            raise exc
+        raise error from exc
+
     def __repr__(self) -> str:
         state = "done" if self._done else "open"
         return f"{type(self).__name__}({state}, {len(self.text)} characters, node={self.node.id})"
@@ -150,36 +160,20 @@ class TextStream(_Stream):
     raises a ModelError after marking the node the same way.
     """
 
-    def __init__(
-        self,
-        source: Iterator[str | ModelReply],
-        node: Node,
-        runtime: Exchange,
-        *,
-        finished: bool = False,
-        tools: bool = False,
-    ) -> None:
-        super().__init__(node, runtime, finished=finished, tools=tools)
-        self._source = source
+    _source: Iterator[str | ModelReply]
 
     def __iter__(self) -> TextStream:
         return self
 
     def __next__(self) -> str:
-        while True:
+        chunk = None
+        while chunk is None:
             try:
                 item = next(self._source)
-            except StopIteration:
-                self._end()
-                raise
             except BaseException as exc:
-                error = self._break(exc)
-                if error is None or error is exc:
-                    raise
-                raise error from exc
+                self._source_raised(exc, StopIteration)
             chunk = self._take(item)
-            if chunk is not None:
-                return chunk
+        return chunk
 
     def close(self) -> None:
         """Stop reading; the node is marked as stopped early unless the stream ended."""
@@ -206,36 +200,20 @@ class AsyncTextStream(_Stream):
     As TextStream; `aclose()` and `async with` stop early.
     """
 
-    def __init__(
-        self,
-        source: AsyncIterator[str | ModelReply],
-        node: Node,
-        runtime: Exchange,
-        *,
-        finished: bool = False,
-        tools: bool = False,
-    ) -> None:
-        super().__init__(node, runtime, finished=finished, tools=tools)
-        self._source = source
+    _source: AsyncIterator[str | ModelReply]
 
     def __aiter__(self) -> AsyncTextStream:
         return self
 
     async def __anext__(self) -> str:
-        while True:
+        chunk = None
+        while chunk is None:
             try:
                 item = await anext(self._source)
-            except StopAsyncIteration:
-                self._end()
-                raise
             except BaseException as exc:
-                error = self._break(exc)
-                if error is None or error is exc:
-                    raise
-                raise error from exc
+                self._source_raised(exc, StopAsyncIteration)
             chunk = self._take(item)
-            if chunk is not None:
-                return chunk
+        return chunk
 
     async def aclose(self) -> None:
         """Stop reading; the node is marked as stopped early unless the stream ended."""
@@ -256,60 +234,43 @@ class AsyncTextStream(_Stream):
 
 
 def open_stream(
-    runtime: Exchange, content: Any, model: Model, options: dict[str, Any], loop: Any = None
-) -> TextStream:
-    """Create the llm node and open the model's stream, retrying transient errors until
-    the first chunk arrives; a replayed exchange streams its recorded text. `loop` (a
-    ToolLoop) offers its tools: a reply may then ask for them."""
+    runtime: Exchange,
+    content: Any,
+    model: Model,
+    options: dict[str, Any],
+    loop: Any = None,
+    asynchronous: bool = False,
+) -> Step[Any]:
+    """The step opening `llm(..., stream=True)`'s stream (TextStream; with tools
+    ToolTextStream; the Async ones for allm()): its first turn's llm node and the model's
+    stream, retrying transient errors until the first chunk arrives. `loop` (a ToolLoop)
+    offers its tools: a reply may then ask for them."""
+    if loop is not None and loop.toolbox is not None:
+        turns = AsyncToolTextStream if asynchronous else ToolTextStream
+        return (yield from turns(runtime, model, options, loop)._open(content))
+    kind = AsyncTextStream if asynchronous else TextStream
+    return (yield from _turn(kind, runtime, content, model, options, loop))
+
+
+def _turn(
+    kind: type[Any],
+    runtime: Exchange,
+    content: Any,
+    model: Model,
+    options: dict[str, Any],
+    loop: Any,
+) -> Step[Any]:
+    """Create the llm node and open the model's stream as a `kind` stream; a replayed
+    exchange streams its recorded text."""
     node, request = runtime._prepare(content, model, None, options, loop)
     tools = loop is not None and loop.toolbox is not None
     if tools:
         loop.asked(node)
     if request is None:  # replayed: the recorded text, in one piece
-        return TextStream(iter([str(node.output or "")]), node, runtime, finished=True)
-    opener = getattr(model, "stream", None)
-    for attempt in range(runtime.max_retries + 1):
-        try:
-            source = iter(opener(request) if opener else [model.complete(request)])
-            first = next(source, None)
-            break
-        except ModelError as exc:
-            delay = runtime._retry_delay(exc, attempt, node)
-            if delay is None:
-                _reraise(runtime._failed(node, exc), exc)
-            runtime._sleep(delay)
-        except Exception as exc:
-            _reraise(runtime._failed(node, exc), exc)
-    return TextStream(prepend(first, source), node, runtime, tools=tools)
-
-
-async def aopen_stream(
-    runtime: Exchange, content: Any, model: Model, options: dict[str, Any], loop: Any = None
-) -> AsyncTextStream:
-    """Async twin of open_stream; a sync model stream is read on worker threads."""
-    node, request = runtime._prepare(content, model, None, options, loop)
-    tools = loop is not None and loop.toolbox is not None
-    if tools:
-        loop.asked(node)
-    if request is None:
-        return AsyncTextStream(aiterate([str(node.output or "")]), node, runtime, finished=True)
-    opener = getattr(model, "stream", None)
-    for attempt in range(runtime.max_retries + 1):
-        try:
-            if opener is None:
-                source = aiterate([await model.acomplete(request)])
-            else:
-                source = threaded(opener(request))
-            first = await anext(source, None)
-            break
-        except ModelError as exc:
-            delay = runtime._retry_delay(exc, attempt, node)
-            if delay is None:
-                _reraise(runtime._failed(node, exc), exc)
-            await runtime._asleep(delay)
-        except Exception as exc:
-            _reraise(runtime._failed(node, exc), exc)
-    return AsyncTextStream(aprepend(first, source), node, runtime, tools=tools)
+        source = yield Replayed(str(node.output or ""))
+        return kind(source, node, runtime, finished=True)
+    source = yield from retrying(runtime, node, Open(model, request))
+    return kind(source, node, runtime, tools=tools)
 
 
 def _ended(
@@ -339,6 +300,8 @@ class _Turns:
     """What both tool streams share: the turns so far, and their text."""
 
     _turn: _Stream
+    _kind: type[_Stream]
+    """The stream class of one turn."""
 
     def __init__(self, runtime: Exchange, model: Model, options: dict[str, Any], loop: Any):
         self._runtime = runtime
@@ -362,9 +325,23 @@ class _Turns:
     def done(self) -> bool:
         return self._done
 
-    def _calls(self) -> list[ToolCall]:
-        """The tool calls the turn that just ended asked for (live or replayed)."""
-        return [ToolCall.from_json(c) for c in self._turn.node.meta.get("tool_calls") or ()]
+    def _open(self, content: Any) -> Step[Any]:
+        """The step opening a turn (the first with `content`); itself."""
+        self._turn = yield from _turn(
+            self._kind, self._runtime, content, self._model, self._options, self._loop
+        )
+        return self
+
+    def _next_turn(self) -> Step[None]:
+        """The step after a turn ended: the tool calls it asked for (live or replayed)
+        run and the next turn opens; when it asked for none, the stream is done."""
+        calls = [ToolCall.from_json(c) for c in self._turn.node.meta.get("tool_calls") or ()]
+        if not calls:
+            self._done = True
+            return
+        yield from self._runtime._run_tools(self._turn.node, calls, self._loop)
+        self._texts.append(self._turn.text)
+        yield from self._open([])
 
     def __repr__(self) -> str:
         state = "done" if self._done else "open"
@@ -382,13 +359,8 @@ class ToolTextStream(_Turns):
     node as TextStream does, and no further turn is asked.
     """
 
-    def __init__(
-        self, runtime: Exchange, content: Any, model: Model, options: dict[str, Any], loop: Any
-    ) -> None:
-        super().__init__(runtime, model, options, loop)
-        self._turn: TextStream = open_stream(  # type: ignore[assignment]  # narrower
-            runtime, content, model, options, loop
-        )
+    _kind = TextStream
+    _turn: TextStream
 
     def __iter__(self) -> ToolTextStream:
         return self
@@ -398,13 +370,7 @@ class ToolTextStream(_Turns):
             try:
                 return next(self._turn)
             except StopIteration:
-                calls = self._calls()
-                if not calls:
-                    self._done = True
-                    break
-                self._runtime._run_tools(self._turn.node, calls, self._loop)
-                self._texts.append(self._turn.text)
-                self._turn = open_stream(self._runtime, [], self._model, self._options, self._loop)
+                drive(self._runtime, self._next_turn())
             except BaseException:
                 self._done = True
                 raise
@@ -427,15 +393,10 @@ class AsyncToolTextStream(_Turns):
     """The async twin of ToolTextStream (`allm(..., tools=[...], stream=True)`); the tool
     calls of one turn run concurrently."""
 
-    _turn: AsyncTextStream  # type: ignore[assignment]  # narrower than _Turns' _Stream
+    _kind = AsyncTextStream
+    _turn: AsyncTextStream
 
     def __aiter__(self) -> AsyncToolTextStream:
-        return self
-
-    async def _open(self, content: Any) -> AsyncToolTextStream:
-        self._turn = await aopen_stream(
-            self._runtime, content, self._model, self._options, self._loop
-        )
         return self
 
     async def __anext__(self) -> str:
@@ -443,13 +404,7 @@ class AsyncToolTextStream(_Turns):
             try:
                 return await anext(self._turn)
             except StopAsyncIteration:
-                calls = self._calls()
-                if not calls:
-                    self._done = True
-                    break
-                await self._runtime._arun_tools(self._turn.node, calls, self._loop)
-                self._texts.append(self._turn.text)
-                await self._open([])
+                await adrive(self._runtime, self._next_turn())
             except BaseException:
                 self._done = True
                 raise
@@ -517,13 +472,6 @@ class PendingStream:
                 )
 
 
-async def aopen_tool_stream(
-    runtime: Exchange, content: Any, model: Model, options: dict[str, Any], loop: Any
-) -> AsyncToolTextStream:
-    """Open the first turn of `allm(..., tools=[...], stream=True)`."""
-    return await AsyncToolTextStream(runtime, model, options, loop)._open(content)
-
-
 def _broken(
     runtime: Exchange, node: Node, text: str, exc: BaseException | None
 ) -> Exception | None:
@@ -550,46 +498,3 @@ def _broken(
         f"the stream broke off after {len(text)} characters: {type(exc).__name__}: {exc}",
         node_id=node.id,
     )
-
-
-def _reraise(error: Exception, cause: Exception) -> NoReturn:
-    if error is cause:
-        raise cause
-    raise error from cause
-
-
-def prepend(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
-    """`first` (unless None), then the rest."""
-    if first is not None:
-        yield first
-    yield from rest
-
-
-async def aprepend(first: Any, rest: AsyncIterator[Any]) -> AsyncIterator[Any]:
-    if first is not None:
-        yield first
-    async for item in rest:
-        yield item
-
-
-async def aiterate(items: Iterable[Any]) -> AsyncIterator[Any]:
-    for item in items:
-        yield item
-
-
-_END = object()
-
-
-async def threaded(source: Iterable[Any]) -> AsyncIterator[Any]:
-    """A blocking iterator (a model's sync stream) read on worker threads."""
-    iterator = iter(source)
-    try:
-        while True:
-            item = await asyncio.to_thread(next, iterator, _END)
-            if item is _END:
-                return
-            yield item
-    finally:
-        close = getattr(iterator, "close", None)
-        if close is not None:
-            await asyncio.to_thread(close)

@@ -11,7 +11,7 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Literal
 
-from openprogram.dag import ContextDAG, Node
+from openprogram.dag import ContextDAG, Node, _view
 from openprogram.display._hiding import (
     HiddenCode,
     call_of,
@@ -203,9 +203,7 @@ class CallView:
         )
 
     def _repr_html_(self) -> str:
-        from openprogram.display.html import call_html
-
-        return call_html(self)
+        return _view("call")(self)  # display/html.py's call_html, registered there
 
 
 def resolve_node(dag: ContextDAG, reference: str) -> Node:

@@ -358,3 +358,4 @@ def call_html(view: CallView) -> str:
 register_view("dag", dag_html)
 register_view("node", node_html)
 register_view("context", context_html)
+register_view("call", call_html)
