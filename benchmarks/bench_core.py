@@ -8,7 +8,10 @@
     in both, which separates the DAG's size from the window filling up;
 (c) one llm step with the default (full) range, which reads the whole history, after 10,
     200 and 1000 prior steps (target: 1000 vs 10 ratio <= 1.5, with the same bytes sent:
-    the render extends the previous step's history instead of redoing it).
+    the render extends the previous step's history instead of redoing it);
+(d) the windowed step (callers=20) against the full-history step, after 200 and 1000
+    prior steps, in alternation (target: windowed <= full: a window is sliced out of the
+    incremental history, not built again).
 
 Times are CPU time of the benchmark thread (time.thread_time), medians of many runs.
 
@@ -39,6 +42,7 @@ OVERHEAD_TARGET_US = 15.0
 RATIO_TARGET = 1.3
 FULL_RATIO_TARGET = 1.5
 FULL_PRIORS = (10, 200, 1000)
+WINDOW_PRIORS = (200, 1000)
 WINDOW = {"callers": 20}
 
 # CPU time of this thread: other processes on a shared machine inflate wall time, not this.
@@ -203,6 +207,19 @@ def bench_steps(reps: int, steps: int) -> list[dict[str, Any]]:
     return results
 
 
+def bench_window(reps: int, steps: int) -> dict[int, tuple[float, float]]:
+    """(windowed, full) median step cost per prior size, the two in alternation."""
+    found: dict[int, tuple[list[float], list[float]]] = {p: ([], []) for p in WINDOW_PRIORS}
+    for _ in range(reps):
+        for prior in WINDOW_PRIORS:
+            found[prior][0].extend(flat_samples(prior, steps))
+            found[prior][1].extend(full_samples(prior, steps))
+    return {
+        prior: (statistics.median(windowed), statistics.median(full))
+        for prior, (windowed, full) in found.items()
+    }
+
+
 # -- report ------------------------------------------------------------------------------
 
 
@@ -241,7 +258,15 @@ def main() -> int:
         + f" -> ratio {large} vs {small} {ratio:.2f} (target <= {FULL_RATIO_TARGET:g})"
         f" [{'ok' if ok_c else 'MISSED'}]"
     )
-    return 0 if ok_a and ok_b and ok_c else 1
+    ok_d = True
+    for prior, (windowed, whole) in bench_window(max(reps // 4, 2), per_rep * 4).items():
+        ok = windowed <= whole
+        ok_d = ok_d and ok
+        print(
+            f"(d) llm step after {prior} steps: windowed (callers=20) {windowed:.1f} us,"
+            f" full history {whole:.1f} us (target windowed <= full) [{'ok' if ok else 'MISSED'}]"
+        )
+    return 0 if ok_a and ok_b and ok_c and ok_d else 1
 
 
 if __name__ == "__main__":

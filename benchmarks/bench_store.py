@@ -8,7 +8,13 @@
 (c) identical screenshots are stored once;
 (d) storage over a 500-step GUI-shaped run (gui_agent > gui_step > observe with a
     screenshot, verify_step and plan_next_action with an llm exchange each, dispatch):
-    it should grow linearly, and the session should reopen and resume quickly.
+    it should grow linearly, and the session should reopen and resume quickly;
+(e) with --concurrency: recording under concurrency (_concurrent_load.py): one session
+    with 64 asyncio tasks and 16 threads writing, 500 calls each, every 10th an llm
+    exchange; and 64 sessions in one store, as threads, asyncio tasks and 8 processes
+    (target: >= 5 000 nodes/s on SQLite, >= 3 000 on PostgreSQL with --postgres). Nodes
+    per second of wall clock and of CPU time (on a loaded machine only the latter means
+    much).
 
 A plain script, not a test: `python benchmarks/bench_store.py [--quick]`. Results go into
 docs/performance.md by hand, with the machine and the date.
@@ -26,7 +32,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -41,6 +47,8 @@ from openprogram import Runtime, ScriptedModel, Session, agentic_function, llm
 from openprogram.store import open_store
 
 CALL_TARGET_US = 40.0
+CONCURRENT_TARGET = 5000
+POSTGRES_TARGET = 3000
 BYTES_TARGET = 400
 
 
@@ -293,13 +301,50 @@ def bench_gui(folder: Path, steps: int) -> dict[str, Any]:
     }
 
 
+def bench_concurrency(postgres: str | None) -> None:
+    print(f"bench_store (e) on {machine()}, SQLite {sqlite3.sqlite_version}")
+    stores = [("SQLite", None, CONCURRENT_TARGET)]
+    if postgres:
+        stores.append(("PostgreSQL", postgres, POSTGRES_TARGET))
+    for label, url, target in stores:
+        with tempfile.TemporaryDirectory() as temporary:
+            for name, found in _concurrent_loads(url, Path(temporary)):
+                verdict = "met" if found["per_s"] >= target else "MISSED"
+                print(
+                    f"(e) {label}, {name}: {found['nodes']} nodes in {found['wall_s']:.1f} s "
+                    f"-> {found['per_s']:.0f} nodes/s [target >= {target}: {verdict}]; CPU "
+                    f"{found['cpu_s']:.1f} s -> {found['per_cpu_s']:.0f} nodes per CPU-second; "
+                    f"load {os.getloadavg()[0]:.1f}"
+                )
+
+
+def _concurrent_loads(url: str | None, folder: Path) -> Iterator[tuple[str, dict[str, float]]]:
+    """Each load of (e) on PostgreSQL `url`, or on a new SQLite file in `folder`."""
+    from _concurrent_load import many_sessions, one_session
+
+    counter = itertools.count()
+
+    def store() -> str:
+        return url or str(folder / f"concurrent-{next(counter)}.db")
+
+    yield "one session, 64 tasks + 16 threads", one_session(store())
+    for shape in ("threads", "tasks", "processes"):
+        yield f"64 sessions as {shape}", many_sessions(store, shape)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer calls and steps")
     parser.add_argument(
         "--postgres", metavar="URL", help="also time a recorded call on this PostgreSQL server"
     )
+    parser.add_argument(
+        "--concurrency", action="store_true", help="only (e): recording under concurrency"
+    )
     options = parser.parse_args()
+    if options.concurrency:
+        bench_concurrency(options.postgres)
+        return
     calls, runs, nodes, steps = (2000, 3, 2000, 100) if options.quick else (20000, 5, 20000, 500)
     print(f"bench_store on {machine()}, SQLite {sqlite3.sqlite_version}")
     with tempfile.TemporaryDirectory() as temporary:
