@@ -3,9 +3,8 @@
 Owns History (the visible nodes' lines, merged messages, running messages hash and
 report, with a checkpoint after every node) and the per-DAG cache that lets a full-range
 render start from the longest prefix of an earlier one that is still valid, so a step
-costs what changed since the last one, not the whole history; a window that is its
-newest part is sliced out of it (window_of). render.py decides what is visible;
-_messages.py makes the pieces. Start at render_history().
+costs what changed since the last one, not the whole history. render.py decides what is
+visible; _messages.py makes the pieces. Start at render_history().
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ import contextlib
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -192,68 +191,6 @@ def build_history(
     """A history from scratch, outside the cache (windowed renders)."""
     horizon = walk.before if walk.before is not None else walk.dag._peek_seq() + 1
     return _build(walk, stack, settings, horizon, None, 0, nodes, extra_ids, kept=False)
-
-
-def window_of(full: History, start: int) -> History | None:
-    """The history of `full`'s nodes from index `start` on, as a render of just those
-    would make it (a window that is a suffix of the full range): its lines, reports and
-    messages sliced out of `full` and hashed once. None when slicing cannot be exact:
-    history images past the limit, or tool calls and results (whose turns depend on
-    what else is shown)."""
-    if _scratch.active or full.omitted or full.extras:
-        return None
-    points = full.checkpoints
-    end = points[-1] if points else full.start
-    keep = full.settings.max_images
-    if keep is not None and end.images > keep:
-        return None
-    nodes = list(full.nodes.since(start))
-    for node in nodes:
-        if "tool_calls" in node.meta or "tool_call_id" in node.meta:
-            return None
-    point = points[start - 1] if start else full.start
-    messages = full.stream.messages
-    assert isinstance(messages, Chunks)  # a kept history's stream runs
-    stream = MessageStream(running=False)
-    window = stream.messages
-    if full.settings.system:
-        role, parts, extra = messages[0]
-        window.append((role, list(parts), extra))  # type: ignore[arg-type]
-    first = point.messages
-    if first and len(messages[first - 1][1]) > point.last:  # the window's first turn merged
-        role, parts, extra = messages[first - 1]
-        window.append((role, list(parts.since(point.last)), extra))  # type: ignore[arg-type]
-    for role, parts, extra in messages.since(first):
-        window.append((role, list(parts), extra))  # type: ignore[arg-type]
-    history = History(
-        full.settings,
-        full.stack,
-        full.before,
-        full.horizon,
-        _chunks(nodes),
-        _chunks(full.ids.since(start)),
-        _chunks(full.lines.since(start)),
-        Chunks(),
-        full.start,
-        stream,
-        full.line_reports[point.line_reports :],
-        full.build_reports[point.build_reports :],
-        [],
-    )
-    return history
-
-
-def _chunks(items: Iterable[Any]) -> Chunks[Any]:
-    chunks: Chunks[Any] = Chunks()
-    chunks.extend(items)
-    return chunks
-
-
-class _Scratch(threading.local):
-    active = False
-
-
-_scratch = _Scratch()  # inside _uncached(): windows are built from scratch too
 
 
 def _valid_until(
@@ -583,11 +520,9 @@ def _uncached(dag: ContextDAG) -> Iterator[None]:
     compare the two)."""
     with _lock:
         saved = _caches.pop(dag, None)
-    _scratch.active = True
     try:
         yield
     finally:
-        _scratch.active = False
         with _lock:
             _caches.pop(dag, None)
             if saved is not None:

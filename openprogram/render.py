@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import functools
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from openprogram._chunks import Chunks
 from openprogram._compact import Fitted, fit
-from openprogram._history import History, Settings, build_history, render_history, window_of
+from openprogram._history import History, Settings, build_history, render_history
 from openprogram._messages import Message, Writer, chat_message, content_parts
 from openprogram._tokens import counter
 from openprogram._walk import SHOW_SELF, RenderWalk
@@ -86,71 +85,8 @@ def render_context(
     elif window.callers is None and window.subcalls == -1:
         history = render_history(walk, stack, settings, include, visible)
     else:
-        history = _windowed(walk, stack, settings, window, frame_node, include, visible)
+        history = build_history(walk, stack, settings, *visible())
     return RenderedContext(dag, frame_node, history, content=content, fitted=fitted)
-
-
-def _windowed(
-    walk: RenderWalk,
-    stack: list[Node],
-    settings: Settings,
-    window: RenderRange,
-    frame_node: Node | None,
-    include: Sequence[str],
-    visible: Callable[[], tuple[list[Node], set[str]]],
-) -> History:
-    """A windowed render: when the window is the newest part of the full-range history
-    (extended incrementally, as the default range is), sliced out of it, so its cost
-    follows the window and what changed; else built from the visible nodes."""
-    if window.callers is not None and not include:
-        full = render_history(walk, stack, settings, (), functools.partial(
-            _visible, walk, frame_node, _DEFAULT_RANGE, ()
-        ))  # fmt: skip
-        start = _window_start(walk.dag, full.nodes, frame_node, window)
-        if start is not None:
-            sliced = window_of(full, start)
-            if sliced is not None:
-                return sliced
-    return build_history(walk, stack, settings, *visible())
-
-
-def _window_start(
-    dag: ContextDAG, nodes: Chunks[Node], frame: Node | None, window: RenderRange
-) -> int | None:
-    """Where in the full range's `nodes` the window begins, when what it keeps is all
-    of them from there on (None otherwise). Reads from the newest back, as far as the
-    window reaches."""
-    callers = window.callers
-    assert callers is not None
-    if frame is None:
-        return max(len(nodes) - callers, 0)
-    subcalls = None if window.subcalls < 0 else window.subcalls
-    pre = inside = 0
-    for index in range(len(nodes) - 1, -1, -1):
-        node = nodes[index]
-        if node is frame:
-            continue
-        if node.seq > frame.seq and _descends(dag, node, frame):
-            if subcalls is not None and inside >= subcalls:
-                return None  # an older in-frame node is dropped while newer ones show
-            inside += 1
-            continue
-        if pre >= callers:
-            return index + 1 if node.seq < frame.seq else None
-        pre += 1
-    return 0
-
-
-def _descends(dag: ContextDAG, node: Node, frame: Node) -> bool:
-    parent = node.parent
-    while parent is not None:
-        if parent == frame.id:
-            return True
-        found = dag.get(parent)
-        if found is None or found.seq < frame.seq:
-            return False
-        parent = found.parent
-    return False
 
 
 def _fit(

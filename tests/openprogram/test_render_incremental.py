@@ -430,26 +430,3 @@ def test_concurrent_writers_each_continue_their_own_history():
                 dag.complete(writer, "done")
         assert_same_as_from_scratch(dag, writers[-1].id)
     assert_same_as_from_scratch(dag, None)
-
-
-WINDOWS = [{"callers": 0}, {"callers": 1}, {"callers": 3, "subcalls": 2}, {"callers": 6}]
-
-
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_windowed_renders_equal_windows_built_from_scratch(data):
-    """A windowed render, sliced out of the incremental full-range history when the
-    window is its newest part, sends and records what one built from scratch does."""
-    program = Program(data)
-    dag = program.dag
-    for _ in range(data.draw(st.integers(1, 40))):
-        program.step()
-        frames = [None, *program.running()]
-        frame = frames[data.draw(st.integers(0, len(frames) - 1))]
-        window = data.draw(st.sampled_from(WINDOWS))
-        options = dict(program.options, content="now?")
-        frame_id = frame.id if frame is not None else None
-        sliced = render_context(dag, frame_id, window, **options)
-        with _uncached(dag):
-            built = render_context(dag, frame_id, window, **options)
-        assert snapshot(sliced) == snapshot(built)
