@@ -177,3 +177,14 @@ def test_the_oracle_finds_components_by_label_kind_and_rank():
     assert find_target(Target(kind="field"), shown).index == 4
     assert find_target(Target(label="Open"), shown) is None
     assert find_target(Target(label="save", nth=2), shown) is None
+
+
+def test_the_desktop_suite_is_public_from_gui_harness_bench():
+    import gui_harness.bench as bench
+
+    desktop = {name for name in bench.__all__ if "esktop" in name}
+    assert desktop == {
+        "DesktopEpisode", "DesktopOracle", "DesktopTask", "load_desktop_task",
+        "load_desktop_tasks", "run_desktop_task",
+    }  # fmt: skip
+    assert all(hasattr(bench, name) for name in bench.__all__)
