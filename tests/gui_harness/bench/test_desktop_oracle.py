@@ -1,7 +1,8 @@
 """The desktop suite end to end with the oracle, as `openprogram bench desktop` runs it:
 one task per app on its own VirtualDesktop (real LibreOffice, GTK 3 and 4, GTK's file
 dialog, Chromium, Tk, Qt), judged by the apps' real output; and a user's own task files
-through --tasks-dir, a wrong result reported as a failure and a bad file named.
+through --tasks-dir, a wrong result reported as a failure and a bad file named; and a
+litellm model planning over HTTP.
 The whole suite is measured by benchmarks/bench_desktop.py, not here."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from click.testing import CliRunner
 
 from gui_harness.bench.desktop_spec import load_desktop_task, suite_dir
 from openprogram.cli import cli
+from openprogram.testing import OpenAIServer
 
 pytestmark = [
     pytest.mark.x11,
@@ -44,7 +46,8 @@ def _summary(out: Path) -> dict:
 
 
 def test_the_oracle_does_one_task_of_every_app(tmp_path):
-    missing = [program for program in ONE_PER_APP.values() if program and not shutil.which(program)]
+    programs = [*ONE_PER_APP.values(), "xclip"]  # xclip: the clipboard evaluator's reader
+    missing = [program for program in programs if program and not shutil.which(program)]
     if missing:
         pytest.skip(f"not installed: {missing} (scripts/setup.sh --dev)")
     out = tmp_path / "out"
@@ -85,3 +88,27 @@ def test_tasks_dir_with_a_bad_file_names_the_file_and_field(tmp_path):
     assert "field evaluator.0.clipboard.extra" in result.output
     result = _bench("--tasks", "no-such-task", "--out", str(tmp_path / "out"))
     assert result.exit_code == 1 and "no desktop task ['no-such-task']" in result.output
+
+
+def test_a_litellm_model_plans_over_http_and_the_evaluator_judges_its_failure(
+    tmp_path, monkeypatch
+):
+    """--model M goes to a real model over HTTP (the local OpenAI-compatible server); one
+    that gives up at once leaves the note unsaved, which the evaluator reports."""
+    gives_up = json.dumps({
+        "goal": "give up", "action": {"type": "fail", "reason": "I will not"},
+        "success": True, "observation": "a form", "task_complete": False,
+        "summary": "gave up", "task_appears_complete": False,
+    })  # fmt: skip
+    with OpenAIServer(default_reply=gives_up) as server:
+        monkeypatch.setenv("OPENAI_API_BASE", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-desktop")
+        out = tmp_path / "out"
+        args = ["--tasks", "tk-save-note", "--out", str(out)]
+        result = CliRunner().invoke(cli, ["bench", "desktop", "--model", "openai/test", *args])
+        assert server.requests, "the model was never asked"
+    assert result.exit_code == 0, result.output[-2000:]
+    (episode,) = _summary(out)["episodes"]
+    assert episode["status"] == "failure" and episode["stop_reason"] == "fail"
+    assert "evaluator: note.txt was not saved" in episode["detail"]
+    assert "sk-test-desktop" not in (out / "summary.json").read_text(encoding="utf-8")
