@@ -22,6 +22,7 @@ from gui_harness.perception._parts import (
 )
 from gui_harness.perception._pixels import ImageLike, grey_array
 from gui_harness.perception._text import colour_of, links, list_rows, text_lines
+from gui_harness.perception.cells import Grid
 from gui_harness.perception.component import (
     KINDS,
     SOURCES,
@@ -76,12 +77,34 @@ def detect_components(
     """
     if grey is None:
         grey = grey_array(image)
+    return detect_crop(
+        image, grey, max_components=max_components, closed=(image_edges,) * 4, grids=None
+    )
+
+
+def detect_crop(
+    image: ImageLike,
+    grey: np.ndarray,
+    *,
+    max_components: int,
+    closed: tuple[bool, bool, bool, bool],
+    background: int | None = None,
+    grids: list[tuple[tuple[int, int, int, int], Grid]] | None = None,
+) -> list[Component]:
+    """detect_components() on a crop of a larger screen (_changes.py's changed region).
+
+    `closed` says which of the crop's sides (top, bottom, left, right) are the screen's
+    edges: outlines close there against `background`, the screen's edge_background()
+    (None: this image's own). `grids`: the screen's grids, found on the whole screen, in
+    the crop's pixels; they filter what the crop holds as a whole detection's would and
+    are not returned (None: find the grids in the image and return them).
+    """
     edges = cv2.Canny(grey, *_CANNY, edges=scratch.get("edges", grey.shape, np.uint8))
     # Outlines come from a low-threshold pass, so pale flat controls keep theirs; text
     # from the normal one, so anti-aliasing stays out of it.
     pale = cv2.Canny(grey, *_PALE_CANNY, edges=scratch.get("pale", grey.shape, np.uint8))
-    if image_edges:
-        _close_at_edges(grey, pale)
+    if any(closed):
+        _close_at_edges(grey, pale, closed, background)
     thick = cv2.dilate(pale, _KERNEL, dst=scratch.get("thick", grey.shape, np.uint8))
     controls, panels = _controls(grey, pale, thick)
     controls, panels, lines = notebook_tabs(
@@ -94,15 +117,22 @@ def detect_components(
     if colour is not None:
         texts = links(colour, texts)
     found = spin_buttons(grey, controls + texts)
-    grids = find_grids(grey)
-    found = outside_grids(found, grids)
-    room = max(max_components - len(grids), 0)
+    shown = find_grids(grey) if grids is None else []
+    found = outside_grids(found, shown if grids is None else grids)
+    room = max(max_components - len(shown if grids is None else grids), 0)
     if len(found) > room:
         found = _ranked(found, grey.shape[0])[:room]
     return reading_order(
         [Component(0, kind, box, None, confidence) for kind, box, confidence in found]
-        + [Component(0, "grid", box, None, 0.7, grid=grid) for box, grid in grids][:max_components]
+        + [Component(0, "grid", box, None, 0.7, grid=grid) for box, grid in shown][:max_components]
     )
+
+
+def edge_background(grey: np.ndarray) -> int:
+    """The grey level of a screen's edges (the median of its outermost rows and columns):
+    what an outline cut by the edge differs from."""
+    lines = (grey[0], grey[-1], grey[:, 0], grey[:, -1])
+    return int(np.median(np.concatenate(lines)))
 
 
 def _ranked(found: list[_Found], height: int) -> list[_Found]:
@@ -127,14 +157,23 @@ def _ranked(found: list[_Found], height: int) -> list[_Found]:
     )
 
 
-def _close_at_edges(grey: np.ndarray, edges: np.ndarray) -> None:
-    """Mark on `edges` the pixels of the image's outermost rows and columns that differ
-    from the background along them (the median of all four), so a control cut off by
-    the screen's or page's edge gets the side of its outline that the edge took."""
+def _close_at_edges(
+    grey: np.ndarray,
+    edges: np.ndarray,
+    closed: tuple[bool, bool, bool, bool],
+    background: int | None,
+) -> None:
+    """Mark on `edges` the pixels of the image's outermost rows and columns on the
+    `closed` sides (top, bottom, left, right) that differ from the `background` (None:
+    edge_background(grey)), so a control cut off by the screen's or page's edge gets
+    the side of its outline that the edge took."""
+    if background is None:
+        background = edge_background(grey)
     lines = (grey[0], grey[-1], grey[:, 0], grey[:, -1])
-    background = int(np.median(np.concatenate(lines)))
-    for line, out in zip(lines, (edges[0], edges[-1], edges[:, 0], edges[:, -1]), strict=True):
-        out[np.abs(line.astype(np.int16) - background) >= _PALE_CANNY[0]] = 255
+    outs = (edges[0], edges[-1], edges[:, 0], edges[:, -1])
+    for line, out, side in zip(lines, outs, closed, strict=True):
+        if side:
+            out[np.abs(line.astype(np.int16) - background) >= _PALE_CANNY[0]] = 255
 
 
 _Found = tuple[Kind, tuple[int, int, int, int], float]
