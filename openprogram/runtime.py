@@ -188,10 +188,7 @@ class Runtime:
         `await allm(...)` there.
         """
         self._warn_if_blocking(kwargs.pop("_stacklevel", 2))
-        if render_range is not None:
-            kwargs["_render_range"] = render_range
-        resolved = self._resolve_model(model)
-        loop = ToolLoop(tools, max_tool_turns, self.callbacks)
+        resolved, loop = self._start(model, render_range, tools, max_tool_turns, kwargs)
         if stream:
             check_stream(response_format)
             return drive(self, self._opening(content, resolved, kwargs, loop, False))
@@ -213,16 +210,27 @@ class Runtime:
         concurrently. With stream=True it returns a PendingStream, read either way:
         `async for chunk in allm(..., stream=True)` or `async for chunk in await
         allm(..., stream=True)` (tools allowed, as in llm())."""
-        if render_range is not None:
-            kwargs["_render_range"] = render_range
-        resolved = self._resolve_model(model)
-        loop = ToolLoop(tools, max_tool_turns, self.callbacks)
+        resolved, loop = self._start(model, render_range, tools, max_tool_turns, kwargs)
         if not stream:
             return adrive(self, self._step(content, resolved, response_format, kwargs, loop))
         check_stream(response_format)
         return PendingStream(
             lambda: adrive(self, self._opening(content, resolved, kwargs, loop, True))
         )
+
+    def _start(
+        self,
+        model: str | Model | None,
+        render_range: dict[str, Any] | None,
+        tools: Sequence[Callable[..., Any]] | None,
+        max_tool_turns: int,
+        options: dict[str, Any],
+    ) -> tuple[Model, ToolLoop]:
+        """What llm() and allm() do first: the model, the tool loop, the render range kept
+        with the options."""
+        if render_range is not None:
+            options["_render_range"] = render_range
+        return self._resolve_model(model), ToolLoop(tools, max_tool_turns, self.callbacks)
 
     def _step(
         self,

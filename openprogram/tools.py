@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from openprogram import _context
+from openprogram._step import Effect, Step, adrive, drive
 from openprogram.dag import Node
 from openprogram.echo import cut, echo
 from openprogram.errors import ModelError, ReplayMismatch, ResumeDivergence, RunStopped, UsageError
@@ -168,49 +169,35 @@ class Toolbox:
         """Run the calls in order; the ids of their code nodes. Exceptions of a tool go
         back to the model (recorded as the node's error), except RunStopped, UsageError,
         ResumeDivergence and ReplayMismatch, which propagate."""
-        return [self._run(call, asked_by) for call in calls]
+        return [drive(None, self._call(call, asked_by)) for call in calls]
 
     async def arun(self, calls: Sequence[ToolCall], asked_by: Node) -> list[str]:
         """Run the calls concurrently (sync tools on worker threads); as run()."""
         outcomes = await asyncio.gather(
-            *(self._arun(call, asked_by) for call in calls), return_exceptions=True
+            *(adrive(None, self._call(call, asked_by)) for call in calls),
+            return_exceptions=True,
         )
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
                 raise outcome
         return [str(outcome) for outcome in outcomes]
 
-    def _run(self, call: ToolCall, asked_by: Node) -> str:
+    def _call(self, call: ToolCall, asked_by: Node) -> Step[str]:
+        """The step of one tool call (run by run() or, each in its own task, by arun()):
+        its code node's id."""
         tool, arguments, problem = self._resolve(call)
         if tool is None:
             return _refuse(call, asked_by, problem or "")
         slot = _ToolCallSlot(call.id, asked_by.id)
         token = _tool_call.set(slot)
         try:
-            tool.fn(**arguments)
+            yield _RunTool(tool, arguments)
         except _PROPAGATE:
             raise
         except Exception as exc:  # the node records it; the model is told
             return _unrecorded(slot, call, asked_by, exc)
         finally:
             _tool_call.reset(token)
-        return _unrecorded(slot, call, asked_by, None)
-
-    async def _arun(self, call: ToolCall, asked_by: Node) -> str:
-        tool, arguments, problem = self._resolve(call)
-        if tool is None:
-            return _refuse(call, asked_by, problem or "")
-        slot = _ToolCallSlot(call.id, asked_by.id)
-        _tool_call.set(slot)  # this task's own context: no reset needed
-        try:
-            if tool.is_async:
-                await tool.afn(**arguments)
-            else:
-                await asyncio.to_thread(tool.fn, **arguments)
-        except _PROPAGATE:
-            raise
-        except Exception as exc:
-            return _unrecorded(slot, call, asked_by, exc)
         return _unrecorded(slot, call, asked_by, None)
 
     def _resolve(self, call: ToolCall) -> tuple[_Tool | None, dict[str, Any], str | None]:
@@ -229,6 +216,26 @@ class Toolbox:
             given = restore(given)
         arguments, problem = tool.validate(given)
         return (None if problem else tool), arguments, problem
+
+
+class _RunTool(Effect):
+    """A tool's call: under allm() an async tool is awaited, a sync one runs on a worker
+    thread (in this context)."""
+
+    __slots__ = ("arguments", "tool")
+
+    def __init__(self, tool: _Tool, arguments: dict[str, Any]) -> None:
+        self.tool = tool
+        self.arguments = arguments
+
+    def run(self, runtime: Any) -> None:
+        self.tool.fn(**self.arguments)
+
+    async def arun(self, runtime: Any) -> None:
+        if self.tool.is_async:
+            await self.tool.afn(**self.arguments)
+        else:
+            await asyncio.to_thread(self.tool.fn, **self.arguments)
 
 
 class ToolLoop:
