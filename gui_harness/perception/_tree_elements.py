@@ -18,6 +18,9 @@ __all__ = ["components"]
 
 _MIN_SIDE = 4  # pixels left on screen after clipping for an element to count
 _MAX_LABEL = 120
+# LibreOffice Calc's own accessible name for its formula bar's input line (its
+# STR_ACC_EDITLINE_NAME), which its GTK 3 plugin (7.4) leaves off the object
+_INPUT_LINE = "Input line"
 _CLASS_NAME = re.compile(r"^Gtk[A-Z][A-Za-z]+$")
 
 
@@ -54,7 +57,11 @@ def components(
             )
             continue
         if element.input_line:
-            found.append(Component(0, "field", box, label, 1.0, _states(bits, 0), "accessibility"))
+            found.append(
+                Component(
+                    0, "field", box, label or _INPUT_LINE, 1.0, _states(bits, 0), "accessibility"
+                )
+            )
             continue
         if element.role not in atspi.ROLE_KINDS:
             continue
