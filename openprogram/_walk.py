@@ -171,6 +171,8 @@ class RenderWalk:
             until, start = None, self.dag.head(self.branch, before=self.before)
             if start is None:  # a fresh fork: its history is the chain it forked from
                 start = self.dag.fork_point(self.branch)
+                if start is None or not self.exists(start):
+                    return found
         self._chain_since(start, floor, until, found)
         return found
 
