@@ -70,7 +70,7 @@ class DesktopOracle:
         """Whether every step was taken."""
         return self.done >= len(self.task.oracle)
 
-    def __call__(self, request: ModelRequest) -> dict[str, Any]:
+    def __call__(self, request: ModelRequest) -> dict[str, Any] | str:
         if request.function == "plan_next_action":
             return self._plan()
         if request.function == "verify_step":
@@ -84,6 +84,8 @@ class DesktopOracle:
                 "summary": f"took {self.done} of {len(self.task.oracle)} oracle steps",
                 "task_appears_complete": self.finished,
             }
+        if request.function == "summarize_history":  # compaction (gui_agent context_tokens)
+            return f"Took {self.done} of {len(self.task.oracle)} oracle steps so far."
         raise UsageError(f"the oracle does not answer {request.function!r}")
 
     def _plan(self) -> dict[str, Any]:

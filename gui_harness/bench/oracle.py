@@ -63,7 +63,7 @@ class Oracle:
         self.page = page
         self._steps: Iterator[Step] = solver(page)
 
-    def __call__(self, request: ModelRequest) -> dict[str, Any]:
+    def __call__(self, request: ModelRequest) -> dict[str, Any] | str:
         if request.function == "plan_next_action":
             return self._plan(request.text)
         if request.function == "verify_step":
@@ -76,6 +76,8 @@ class Oracle:
         if request.function == "conclusion":
             summary = f"{self.page.utterance} — the page says done={self.page.done}"
             return {"summary": summary, "task_appears_complete": self.page.done}
+        if request.function == "summarize_history":  # compaction (gui_agent context_tokens)
+            return f"Working on: {self.page.utterance}. The page says done={self.page.done}."
         raise UsageError(f"the oracle does not answer {request.function!r}")
 
     def _plan(self, text: str) -> dict[str, Any]:

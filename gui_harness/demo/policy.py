@@ -1,7 +1,7 @@
 """The scripted demo policy: a stand-in model that fills the demo form from what it sees.
 
-Owns `demo_policy`, a ScriptedModel callable answering verify_step, plan_next_action and
-conclusion. It plans from the numbered components in its prompt (kinds, boxes, labels)
+Owns `demo_policy`, a ScriptedModel callable answering verify_step, plan_next_action,
+conclusion and summarize_history (a budgeted run's summaries). It plans from the numbered components in its prompt (kinds, boxes, labels)
 and from the steps so far in its rendered history, exactly what a real model gets.
 """
 
@@ -185,6 +185,14 @@ def _plan(request: ModelRequest) -> dict[str, Any]:
     return {"goal": goal, "action": {"type": "click", "element": target.index}}
 
 
+def _summary(text: str) -> str:
+    """What a model's summary of earlier steps keeps: each goal that was acted on, one a
+    line in the shape the planner reads its history in."""
+    done = dict.fromkeys(_GOAL.findall(text))
+    lines = [f'{{"goal": "{goal}", "status": "acted"}}' for goal in done]
+    return "Steps done so far:\n" + "\n".join(lines) if lines else "Nothing done yet."
+
+
 def _verify(request: ModelRequest) -> dict[str, Any]:
     match = _PREVIOUS.search(request.text)
     previous = json.loads(match.group(1)) if match else {}
@@ -207,4 +215,6 @@ def demo_policy(request: ModelRequest) -> dict[str, Any] | str:
         count = len(_components(request.text))
         summary = f"The demo form is on screen with {count} detected components; it was saved."
         return {"summary": summary, "task_appears_complete": True}
+    if request.function == "summarize_history":  # compaction (gui_agent context_tokens)
+        return _summary(request.text)
     raise ValueError(f"the demo policy does not answer {request.function!r}")

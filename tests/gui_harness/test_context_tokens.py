@@ -66,3 +66,13 @@ def test_without_context_tokens_the_plan_prompt_grows():
 def test_context_tokens_must_be_a_positive_int():
     with pytest.raises(UsageError, match="context_tokens"):
         gui_agent(TASK, desktop=FakeDesktop.demo_form(), context_tokens=0)
+
+
+def test_the_demo_policy_still_saves_the_form_on_a_small_budget():
+    from gui_harness.demo.policy import demo_policy
+
+    desktop = FakeDesktop.demo_form()
+    with Session() as session, Runtime(ScriptedModel(demo_policy)):
+        result = gui_agent(TASK, desktop=desktop, settle_timeout=0.05, context_tokens=1700)
+    assert result.success and desktop.saved_state["save"] == 1
+    assert session.dag.find(name="summarize_history", kind="code")  # it did compact
