@@ -1,8 +1,9 @@
 """The scripted demo policy: a stand-in model that fills the demo form from what it sees.
 
 Owns `demo_policy`, a ScriptedModel callable answering verify_step, plan_next_action,
-conclusion and summarize_history (a budgeted run's summaries). It plans from the numbered components in its prompt (kinds, boxes, labels)
-and from the steps so far in its rendered history, exactly what a real model gets.
+conclusion and summarize_history (a budgeted run's summaries). It plans from the
+numbered components in its prompt (kinds, boxes, labels) and from the steps so far in
+its rendered history, exactly what a real model gets.
 """
 
 from __future__ import annotations
