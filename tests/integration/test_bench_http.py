@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from openprogram.cli import cli
 from openprogram.testing import OpenAIServer
+from openprogram.testing.server import _request_text, count_tokens
 
 pytest.importorskip("miniwob", reason='needs pip install "openprogram[bench]"')
 
@@ -51,6 +52,11 @@ def test_a_model_over_http_is_judged_by_the_page(tmp_path, monkeypatch):
     episode = json.loads((out / "summary.json").read_text())["episodes"][0]
     # the model claimed done, but the page gave no reward: no success
     assert episode["status"] == "failure" and episode["reward"] == 0.0
-    assert episode["tokens"] == 15 * len(bodies)  # the server's usage, per call
+    # the server's usage, per call: counted from each request's text and its reply
+    reported = sum(
+        count_tokens(_request_text(body)) + count_tokens(_claims_success(body) + " ")
+        for body in bodies
+    )
+    assert episode["tokens"] == reported
     for written in [*out.glob("batch.db*"), *out.rglob("*.html"), out / "summary.json"]:
         assert KEY.encode() not in written.read_bytes()
