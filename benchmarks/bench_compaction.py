@@ -12,16 +12,15 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import statistics
 import sys
 from pathlib import Path
-from time import perf_counter as clock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 from benchmarks._common import machine
+from benchmarks.bench_core import loop_samples as core_loop_samples
 from gui_harness import FakeDesktop, gui_agent
 from gui_harness.demo.policy import TASK
 from openprogram import (
@@ -79,20 +78,9 @@ def gui_run(steps: int, context_tokens: int | None) -> dict[str, float]:
     }
 
 
-@agentic_function
-def observe(i: int) -> dict[str, int]:
-    return {"step": i, "components": 12, "focused": i % 7}
-
-
 @agentic_function(render_range={"tokens": 600, "keep": 4})
 def plan(i: int) -> str:
     return llm(f"plan step {i}")
-
-
-@agentic_function
-def step(i: int) -> str:
-    observe(i)
-    return plan(i)
 
 
 def summary_reply(request) -> str:
@@ -102,22 +90,8 @@ def summary_reply(request) -> str:
 
 
 def loop_samples(prior: int, steps: int) -> list[float]:
-    samples: list[float] = []
-
-    @agentic_function
-    def agent() -> None:
-        for i in range(prior):
-            step(i)
-        gc.collect()
-        for i in range(prior, prior + steps):
-            observe(i)
-            started = clock()
-            plan(i)
-            samples.append((clock() - started) * 1e6)
-
-    with Session(), Runtime(ScriptedModel(summary_reply)):
-        agent()
-    return samples
+    """bench_core's GUI-shaped loop, its planner on a token budget."""
+    return core_loop_samples(prior, steps, planner=plan, reply=summary_reply)
 
 
 def main() -> int:

@@ -107,12 +107,6 @@ def plan(i: int) -> str:
     return llm(f"plan step {i}")
 
 
-@agentic_function
-def loop_step(i: int) -> str:
-    observe(i)
-    return plan(i)
-
-
 def _top_level_samples(step: Callable[[int], str], prior: int, steps: int) -> list[float]:
     """`prior` top-level calls of `step` done; each timed unit is one more."""
     samples: list[float] = []
@@ -132,23 +126,31 @@ def flat_samples(prior: int, steps: int) -> list[float]:
     return _top_level_samples(flat_step, prior, steps)
 
 
-def loop_samples(prior: int, steps: int) -> list[float]:
-    """A GUI-shaped loop: inside one running agent frame, `prior` steps (observe + plan)
-    done; each timed unit is plan() of a further step, its observe already done."""
+def loop_samples(
+    prior: int,
+    steps: int,
+    *,
+    planner: Callable[[int], str] = plan,
+    reply: Callable[[Any], str] = lambda request: "ok",
+) -> list[float]:
+    """A GUI-shaped loop: inside one running agent frame, `prior` steps (observe +
+    `planner`) done; each timed unit is `planner` of a further step, its observe already
+    done. `reply` answers the scripted model."""
     samples: list[float] = []
 
     @agentic_function
     def agent() -> None:
         for i in range(prior):
-            loop_step(i)
+            observe(i)
+            planner(i)
         gc.collect()
         for i in range(prior, prior + steps):
             observe(i)
             started = clock()
-            plan(i)
+            planner(i)
             samples.append((clock() - started) * 1e6)
 
-    with Session(), Runtime(ScriptedModel(lambda request: "ok")):
+    with Session(), Runtime(ScriptedModel(reply)):
         agent()
     return samples
 
