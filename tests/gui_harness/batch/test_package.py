@@ -20,6 +20,8 @@ def test_bench_exports_are_pinned():
 
     assert set(gui_harness.bench.__all__) == {
         "ORACLE_TASKS", "MiniWobPage", "Oracle", "check_task", "miniwob_tasks", "pick_component",
+        "DesktopEpisode", "DesktopOracle", "DesktopTask", "load_desktop_task",
+        "load_desktop_tasks", "run_desktop_task",
     }  # fmt: skip
     for name in gui_harness.bench.__all__:
         assert hasattr(gui_harness.bench, name)
