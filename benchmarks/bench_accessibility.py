@@ -386,12 +386,13 @@ def bench_desktop(runs: int) -> list[tuple[str, bool]]:
     ):
         assert desktop.accessibility_bus is not None
         ready = AccessibilitySource(desktop.accessibility_bus, screen=desktop.size, timeout=30)
-        _wait(ready, lambda s: any(c.kind == "grid" for c in s.components))
+        # a grid's cells are readable a moment after the grid shows: wait for them
+        _wait(ready, lambda s: any(c.kind == "grid" and c.grid for c in s.components))
         ready.close()
         cells = ("B2", "C3", "D4", "E5")
 
         def click_cell(run: int, observation: Any) -> None:
-            grid = next(c for c in observation.components if c.kind == "grid")
+            grid = next(c for c in observation.components if c.kind == "grid" and c.grid)
             x, y = grid.cell_point(cells[run % len(cells)])
             desktop.execute(Click(x=x, y=y))
 
