@@ -20,8 +20,10 @@ from typing import Any, NamedTuple
 from openprogram._chunks import Chunks
 from openprogram._messages import MessageStream, Turn, Walk, Writer
 from openprogram.dag import ContextDAG, Node
+from openprogram.echo import cut
 from openprogram.image import ImageRef
 
+_DESCRIBED = 20_000  # characters of an image's description kept in its placeholder
 _ENTRIES = 4  # per DAG and settings: a few stacks (threads, nesting) keep their own
 
 
@@ -533,6 +535,6 @@ def _placeholder(part: dict[str, Any]) -> str:
     """What an image no longer sent becomes: its description when the value that held it
     gave one (a GUI observation's component list), else a short note."""
     description = part.get("description")
-    if description:
-        return f"[image omitted: {part['image']}; it showed:\n{description}]"
+    if description:  # the caller's text: bounded like any line of the history
+        return f"[image omitted: {part['image']}; it showed:\n{cut(description, _DESCRIBED)}]"
     return f"[image omitted: {part['image']}]"

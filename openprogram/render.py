@@ -246,7 +246,8 @@ def recorded_report(dag: ContextDAG, node: Node | str) -> list[dict[str, Any]]:
     current = dag.node(node) if isinstance(node, str) else node
     compacted: list[dict[str, Any]] = []
     if current.meta.get("compacted"):  # stored as counts: rebuilt from the render
-        compacted = seen_by(dag, current).fitted.report()  # type: ignore[union-attr]
+        fitted = seen_by(dag, current).fitted
+        compacted = fitted.report() if fitted is not None else []
     own = [*(current.meta.get("report") or ()), *compacted]
     entries = [entry for entry in own if entry.get("kind") != "omitted"]
     entries.extend(entry for entry in own if entry.get("kind") == "omitted")

@@ -387,3 +387,24 @@ def test_count_tokens_counts_content_and_sent_messages_alike():
     (message,) = messages  # the call line, the text and the image, merged
     line = message["content"][0]["text"]
     assert count_tokens(messages) == 4 + count_tokens(line) + 10 + image_tokens(800, 600)
+
+
+def test_a_huge_image_description_is_cut_in_its_placeholder():
+    screen = PILImage.new("RGB", (32, 32), "white")
+    huge = "component " * 1_000_000  # 10 MB
+
+    @agentic_function(expose="full")
+    def look(step: int) -> str:
+        return llm([f"step {step}", {"type": "image", "image": screen, "description": huge}])
+
+    @agentic_function
+    def looker() -> None:
+        for step in range(2):
+            look(step)
+
+    with Session() as session, Runtime(ScriptedModel(["ok"] * 2), max_images=0):
+        looker()
+    last = session.dag.find(kind="llm")[-1]
+    sent = str(seen_by(session.dag, last).messages)
+    assert "it showed:" in sent and "[cut " in sent
+    assert len(sent) < 100_000
