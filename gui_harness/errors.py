@@ -54,3 +54,14 @@ class DesktopAuthError(DesktopError):
 
 class InvalidTask(UsageError):
     """A batch task, or a line of a tasks file, is malformed; the message names the line."""
+
+    @staticmethod
+    def problems(exc: Any, *, label: str = "") -> str:
+        """A pydantic ValidationError's first five problems, each field and message cut
+        to a bounded length: `{label}{field}: {message}; ...`."""
+        from openprogram.echo import cut
+
+        return "; ".join(
+            f"{label}{cut('.'.join(str(p) for p in e['loc']) or 'task')}: {cut(e['msg'])}"
+            for e in exc.errors()[:5]
+        )

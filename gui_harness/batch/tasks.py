@@ -115,11 +115,7 @@ def parse_task(data: Any, *, where: str = "task") -> BatchTask:
     try:
         return BatchTask.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{cut('.'.join(str(p) for p in e['loc']) or 'task')}: {cut(e['msg'])}"
-            for e in exc.errors()[:5]
-        )
-        raise InvalidTask(f"{where}: {problems} (in {echo(data)})") from None
+        raise InvalidTask(f"{where}: {InvalidTask.problems(exc)} (in {echo(data)})") from None
     except ValueError as exc:  # check_task's UsageError from inside the validator
         raise InvalidTask(f"{where}: {cut(str(exc))}") from None
 

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gui_harness.errors import InvalidTask
-from openprogram.echo import cut, echo
+from openprogram.echo import echo
 
 __all__ = [
     "DesktopTask",
@@ -223,10 +223,7 @@ def load_desktop_task(path: str | Path) -> DesktopTask:
     try:
         return DesktopTask.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"field {cut('.'.join(str(p) for p in e['loc']) or 'task')}: {cut(e['msg'])}"
-            for e in exc.errors()[:5]
-        )
+        problems = InvalidTask.problems(exc, label="field ")
         raise InvalidTask(f"{echo(where)}: {problems}") from None
 
 
