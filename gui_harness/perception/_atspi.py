@@ -147,3 +147,22 @@ class Pipeline:
         done = not self._waiting
         self._waiting.clear()
         return done
+
+
+class Calls:
+    """One reader's calls on a Pipeline, counted until answered (a pipeline may carry
+    several readers' calls at once: each asks whether its own are all in)."""
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        self.pipeline = pipeline
+        self.pending = 0
+
+    def send(self, message: Any, callback: Callback) -> None:
+        """Send `message` on the pipeline; its reply goes to `callback`."""
+        self.pending += 1
+
+        def answered(body: tuple[Any, ...] | None) -> None:
+            self.pending -= 1
+            callback(body)
+
+        self.pipeline.send(message, answered)

@@ -93,12 +93,12 @@ class AppWalk:
         self.elements: list[Element] = []
         self.skipped = 0
         self.truncated = False
-        self._pending = 0
+        self._calls = atspi.Calls(pipeline)
 
     @property
     def complete(self) -> bool:
         """Whether every call of the walk was answered and no cap cut it short."""
-        return self._pending == 0 and not self.truncated
+        return self._calls.pending == 0 and not self.truncated
 
     def start(self, root: str = atspi.ROOT) -> None:
         """Read the app root's children (its windows), then all that shows in them."""
@@ -116,7 +116,7 @@ class AppWalk:
         alone: its showing ancestor, or the container, says when it matters. The
         pipeline's run() does the reading; finish() then as after start()."""
         self.pipeline = pipeline
-        self._pending = 0
+        self._calls = atspi.Calls(pipeline)
         self.truncated = False
         by_path = {element.path: element for element in self.elements}
         deep: list[Element] = []
@@ -227,13 +227,7 @@ class AppWalk:
     # -- internals -----------------------------------------------------------------------
 
     def _send(self, message: Any, callback: Any) -> None:
-        self._pending += 1
-
-        def answered(body: tuple[Any, ...] | None) -> None:
-            self._pending -= 1
-            callback(body)
-
-        self.pipeline.send(message, answered)
+        self._calls.send(message, callback)
 
     def _visit(self, app: str, path: str, order: tuple[int, ...]) -> None:
         if len(self.elements) >= MAX_NODES:

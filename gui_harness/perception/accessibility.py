@@ -370,11 +370,11 @@ class _Query:
         self.app = app
         self.roles = roles
         self.elements: list[Element] = []
-        self._pending = 0
+        self._calls = atspi.Calls(pipeline)
 
     @property
     def complete(self) -> bool:
-        return self._pending == 0
+        return self._calls.pending == 0
 
     def start(self) -> None:
         self._send(
@@ -390,13 +390,7 @@ class _Query:
         )
 
     def _send(self, message: Any, callback: Any) -> None:
-        self._pending += 1
-
-        def answered(body: tuple[Any, ...] | None) -> None:
-            self._pending -= 1
-            callback(body)
-
-        self.pipeline.send(message, answered)
+        self._calls.send(message, callback)
 
     def _got_matches(self, body: tuple[Any, ...] | None) -> None:
         if body is None:
