@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from gui_harness import leaves
+from gui_harness._aim import aim
 from gui_harness.actions import Policy, resolve
-from gui_harness.current import _current, _early_frames, _publish, _Run, _run
+from gui_harness.current import _current, _early_frames, _model_size, _publish, _Run, _run
 from gui_harness.desktop.base import Desktop
 from gui_harness.desktop.settle import wait_until_stable
 from gui_harness.errors import ActionRejected, DesktopAuthError, DesktopError
@@ -177,6 +178,14 @@ def dispatch_action(action: dict[str, Any], step: int) -> dict[str, Any]:
     assert observation is not None
     planned = normalize_action(_restore(run.runtime.callbacks, action))
     screen_action = resolve(planned, observation.components, run.transform)
+    moved = _aimed(run, observation, planned)
+    if moved is None:
+        return {"executed": False, "error": _changed(planned)}
+    if moved != (0, 0):
+        x, y = getattr(screen_action, "x", None), getattr(screen_action, "y", None)
+        assert x is not None and y is not None  # resolved from its element
+        dx, dy = (round(d * run.transform.scale) for d in moved)
+        screen_action = screen_action.model_copy(update={"x": x + dx, "y": y + dy})
     try:
         run.policy.check(screen_action, run.desktop.size)
     except ActionRejected as exc:
@@ -205,7 +214,36 @@ def dispatch_action(action: dict[str, Any], step: int) -> dict[str, Any]:
     if source is not None:  # the tree reaches us over D-Bus, after the pixels or before
         left = run.settle_timeout - (time.monotonic() - started)
         settled = source.wait_caught_up(timeout=max(0.0, left)) and settled
+    if moved != (0, 0):
+        return {"executed": True, "settled": settled, "moved": list(moved)}
     return {"executed": True, "settled": settled}
+
+
+def _aimed(run: _Run, observation: Observation, planned: Any) -> tuple[int, int] | None:
+    """How far (image pixels) the element a pointer action aims at has moved since it
+    was observed: (0, 0) when it has not or the action names no element; None when it
+    changed beyond recognition, the first time in a row (see _aim.py)."""
+    element = getattr(planned, "element", None)
+    if element is None:
+        return (0, 0)
+    component = observation.component(element)
+    point = component.center if planned.cell is None else component.cell_point(planned.cell)
+    now, _scale = _model_size(run, run.desktop.screenshot())
+    found = aim(observation.image, pil_image(now), point, component.box)
+    if found.changed and not run.refused_changed:
+        run.refused_changed = True
+        return None
+    run.refused_changed = False
+    return found.shift
+
+
+def _changed(planned: Any) -> str:
+    where = f"cell {planned.cell} of element" if planned.cell is not None else "element"
+    return (
+        f"not done: {where} {planned.element} no longer looks as it did on the screen you "
+        "saw (the app was still drawing or moved it); look at the new screen and pick it "
+        "again"
+    )
 
 
 def _learn(run: _Run, action: Any) -> None:
@@ -456,6 +494,7 @@ def _loop(run: _Run, task: str, max_steps: int, timeout_s: float | None) -> GuiR
             errors += 1
             problem = f"{type(exc).__name__}: {cut(str(exc))}"
             feedback = {"step": step, "status": "error", "error": problem}
+            run.outcome = feedback
             steps.append(feedback)
             if errors >= _MAX_CONSECUTIVE_ERRORS:
                 stop, detail = "error", f"{errors} errors in a row, last: {cut(str(exc))}"
@@ -463,7 +502,7 @@ def _loop(run: _Run, task: str, max_steps: int, timeout_s: float | None) -> GuiR
             continue
         errors = 0
         steps.append(outcome)
-        feedback = outcome
+        feedback = run.outcome = outcome
         if outcome["status"] == "done":
             stop, detail, success = "done", outcome["action"].get("reason") or None, True
             break

@@ -33,6 +33,7 @@ __all__ = [
     "ask_for_action",
     "current_observation",
     "current_prompts",
+    "latest_outcome",
     "latest_verification",
     "look",
     "observe_screen",
@@ -62,6 +63,8 @@ class _Run:
     # scale, as hashed
     early: tuple[Any, Any, float, Image] | None = None
     shown: Image | None = None  # the hashed image of the latest capture, when made early
+    outcome: dict[str, Any] | None = None  # what the latest step did (the next one's feedback)
+    refused_changed: bool = False  # the latest pointer action was refused: its target changed
 
 
 _run: contextvars.ContextVar[_Run | None] = contextvars.ContextVar("gui_run", default=None)
@@ -96,6 +99,13 @@ def current_observation() -> Observation:
 def latest_verification() -> dict[str, Any] | None:
     """The latest verify_step verdict of this run (None before the first one)."""
     return _current().verification
+
+
+def latest_outcome() -> dict[str, Any] | None:
+    """What the latest finished step of this run did, as verify_step is told it: its
+    goal, action and status ("acted", "rejected" with the reason in "error", ...); None
+    before the first step ends."""
+    return _current().outcome
 
 
 def current_prompts() -> Prompts:

@@ -20,7 +20,7 @@ from gui_harness.bench.desktop_spec import (
     TypeStep,
     WaitStep,
 )
-from gui_harness.current import current_observation
+from gui_harness.current import current_observation, latest_outcome
 from openprogram import ModelRequest
 from openprogram.echo import echo
 from openprogram.errors import UsageError
@@ -64,6 +64,7 @@ class DesktopOracle:
         self.done = 0
         """How many oracle steps were taken."""
         self._waits = 0
+        self._clicked: int | None = None  # the click step planned last, taken again if refused
 
     @property
     def finished(self) -> bool:
@@ -89,6 +90,10 @@ class DesktopOracle:
         raise UsageError(f"the oracle does not answer {request.function!r}")
 
     def _plan(self) -> dict[str, Any]:
+        outcome = latest_outcome()
+        if self._clicked is not None and outcome is not None and outcome["status"] == "rejected":
+            self.done = self._clicked  # refused (the app was still drawing): click it again
+        self._clicked = None
         if self.finished:
             return {"goal": "finish", "action": {"type": "done", "reason": "all steps taken"}}
         step = self.task.oracle[self.done]
@@ -110,6 +115,8 @@ class DesktopOracle:
                 return {"goal": "give up", "action": {"type": "fail", "reason": reason}}
             return {"goal": f"wait for {echo(what)}", "action": {"type": "wait", "ms": _WAIT_MS}}
         self._waits = 0
+        if isinstance(step, ClickStep):
+            self._clicked = self.done
         self.done += 1
         if isinstance(step, WaitStep):
             return {"goal": f"{echo(what)} shows", "action": {"type": "wait", "ms": 0}}

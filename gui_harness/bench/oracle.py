@@ -14,6 +14,7 @@ from typing import Any
 
 from gui_harness.bench._solvers import SOLVERS, Click, Key, Step, Type
 from gui_harness.bench.miniwob import MiniWobPage
+from gui_harness.current import latest_outcome
 from openprogram import ModelRequest
 from openprogram.errors import UsageError
 
@@ -62,6 +63,7 @@ class Oracle:
             )
         self.page = page
         self._steps: Iterator[Step] = solver(page)
+        self._clicked: Click | None = None  # the latest click planned, taken again if refused
 
     def __call__(self, request: ModelRequest) -> dict[str, Any] | str:
         if request.function == "plan_next_action":
@@ -86,8 +88,14 @@ class Oracle:
             if reward > 0:
                 return {"goal": "finish", "action": {"type": "done", "reason": "page rewarded"}}
             return _fail(f"the page ended the episode with reward {reward}")
+        outcome = latest_outcome()
+        redo, self._clicked = self._clicked, None
+        step: Step
         try:
-            step = next(self._steps)
+            if redo is not None and outcome is not None and outcome.get("status") == "rejected":
+                step = redo  # refused (the page was still drawing): click it on this screen
+            else:
+                step = next(self._steps)
         except StopIteration:
             return _fail("every step was taken but the page did not end the episode")
         except LookupError as exc:
@@ -99,6 +107,7 @@ class Oracle:
                 "goal": "press " + "+".join(step.keys),
                 "action": {"type": "keypress", "keys": list(step.keys)},
             }
+        self._clicked = step
         return self._click(step, text)
 
     def _click(self, step: Click, text: str) -> dict[str, Any]:

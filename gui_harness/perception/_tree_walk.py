@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,7 @@ __all__ = ["AppWalk", "Element"]
 
 MAX_NODES = 4000
 """Objects one walk of one app reads at most."""
+_MEASURE_S = 0.2  # the least time finish() gets to measure the drawing offset
 _GRID_MOVES = frozenset({"BoundsChanged", "VisibleDataChanged"})
 _SUBTREE_CHANGES = {
     "ChildrenChanged",
@@ -87,8 +89,9 @@ class AppWalk:
         self.showing_reported = showing_reported
         self.own_drawing_offset = own_drawing_offset
         self._menu_bars: list[Element] = []
-        self.offset = 0
-        """How far below its boxes the app's own drawing is (see finish())."""
+        self.offset: int | None = 0
+        """How far below its boxes the app's own drawing is (see finish()); None when a
+        walk cut short could not tell."""
         self.roles = roles
         self.elements: list[Element] = []
         self.skipped = 0
@@ -176,17 +179,20 @@ class AppWalk:
     def finish(self, deadline: float) -> None:
         """After the pipeline ran: measure what the app misplaces (own_drawing_offset:
         `offset`, which turning elements into components adds), asking a few more calls,
-        answered by `deadline`. Its own menu bar, which it reports as showing behind the
-        GTK one, is left out."""
+        answered by `deadline` or within _MEASURE_S if that has passed (a few calls; a
+        walk cut short by a busy app still gets its boxes placed). `offset` is None when
+        they went unanswered or the walk never reached the widget that tells. Its own
+        menu bar, which it reports as showing behind the GTK one, is left out."""
         if not self.own_drawing_offset:
             return
+        deadline = max(deadline, time.monotonic() + _MEASURE_S)
         hidden = [bar.order for bar in self._menu_bars if not bar.native]
         self.elements = [
             e for e in self.elements if not any(e.order[: len(o)] == o for o in hidden)
         ]
         self.offset = self._drawing_offset(deadline)
 
-    def _drawing_offset(self, deadline: float) -> int:
+    def _drawing_offset(self, deadline: float) -> int | None:
         """How far below where it says the app's own drawing is. A GTK widget it embeds
         (a toolbar's field) sits in a holder of its own drawing of the same width: the
         holder's box against the widget's is the error (none once the app has placed its
@@ -207,7 +213,7 @@ class AppWalk:
             None,
         )
         if embedded is None:
-            return 0
+            return 0 if self.complete else None
         chain = [by_order[e] for e in _prefixes(embedded.order) if e in by_order]
         for element in chain:
             element.answered.discard("attributes")
@@ -217,6 +223,8 @@ class AppWalk:
             )
             self._send(_extents(element), functools.partial(self._got, element, "box"))
         self.pipeline.run(deadline)
+        if any("attributes" not in e.answered or "box" not in e.answered for e in chain):
+            return None
         for holder, widget in itertools.pairwise(chain):
             if holder.native or not widget.native or holder.box is None or widget.box is None:
                 continue

@@ -151,6 +151,7 @@ class AccessibilitySource:
         self._roles: dict[tuple[str, str], int] = {}
         self._toolkits: dict[str, dict[str, str]] = {}
         self._trees: dict[str, _AppTree] = {}
+        self._offsets: dict[str, int] = {}  # app → AppWalk.offset as last measured
         self._lock = threading.Lock()
         self._pipeline: atspi.Pipeline | None = None  # the latest snapshot's
         self._watch = TreeWatch(address, timeout=timeout) if address is not None else None
@@ -243,6 +244,8 @@ class AccessibilitySource:
             del self._trees[gone]
         for gone in set(self._toolkits) - set(apps):  # a bus name is never reused
             del self._toolkits[gone]
+        for gone in set(self._offsets) - set(apps):
+            del self._offsets[gone]
         for app in apps:
             if len(self._toolkits.get(app, ())) == 3:
                 continue  # known (an app that did not answer in time is asked again)
@@ -310,10 +313,13 @@ class AccessibilitySource:
                 found.extend(self._trees[app].components)
                 continue
             reader, events = reads[app]
+            offset = 0
             if isinstance(reader, AppWalk):
                 reader.finish(deadline)
+                offset, note = self._offset(app, reader)
+                if note:
+                    notes.append(note)
             elements = sorted(reader.elements, key=lambda e: e.order)
-            offset = reader.offset if isinstance(reader, AppWalk) else 0
             components = _components(elements, self.screen, offset=offset)
             if isinstance(reader, AppWalk) and reader.skipped:
                 notes.append(
@@ -339,6 +345,22 @@ class AccessibilitySource:
                 f"{limit}s ({', '.join(slow)}); what is missing comes from pixels",
             )
         return found, notes
+
+    def _offset(self, app: str, walk: AppWalk) -> tuple[int, str | None]:
+        """How far down to move what `app` draws itself (AppWalk.offset), remembered
+        for when a walk cut short cannot tell; never measured, those parts are left out
+        of this read (misplaced boxes would send clicks to a neighbour) and a note says so."""
+        if walk.offset is not None:
+            self._offsets[app] = walk.offset
+            return walk.offset, None
+        known = self._offsets.get(app)
+        if known is not None:
+            return known, None
+        walk.elements = [e for e in walk.elements if e.native]
+        return 0, (
+            f"{app}: where it draws its own parts (sheet, toolbars) was not measured in "
+            "time; they come from pixels"
+        )
 
     def _connect(self, deadline: float) -> Any:
         if self._connection is None:

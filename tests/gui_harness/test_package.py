@@ -13,7 +13,7 @@ def test_package_root_exports_are_pinned():
         "Observation", "ComponentMemory", "AccessibilitySource", "InvalidAction",
         "ActionRejected", "DesktopError", "DesktopTimeout", "DesktopAuthError",
         "current_observation", "observe_screen", "look", "ask_for_action",
-        "latest_verification", "current_prompts", "Prompts",
+        "latest_verification", "latest_outcome", "current_prompts", "Prompts",
     }  # fmt: skip
     for name in gui_harness.__all__:
         assert hasattr(gui_harness, name)

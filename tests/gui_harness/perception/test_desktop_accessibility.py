@@ -20,6 +20,7 @@ from gui_harness.perception import (
     AccessibilitySource,
     Component,
     Perception,
+    _tree_walk,
 )
 from gui_harness.perception import _atspi as atspi
 
@@ -211,6 +212,39 @@ def test_calc_is_read_again_after_its_tree_changed_and_only_then(calc):
     assert len(after.components) == len(whole.components)
     desktop.execute(Click(x=bold.center[0], y=bold.center[1]))  # leave it as it was
     wait_for(source, lambda s: "checked" not in labelled(s, "button", "Bold")[0].states)
+
+
+@_needs("localc")
+def test_a_read_cut_short_places_calcs_own_parts_right_or_leaves_them_out(calc, monkeypatch):
+    """LibreOffice reports what it draws itself (toolbars, the sheet) off by its menu
+    bar's height until it has placed its window again; a walk cut short by a busy app
+    cannot measure that. A source that never measured it leaves those parts out (a click
+    on a misplaced cell lands in the row above); one that did uses what it measured."""
+    desktop, _ = calc
+    whole = AccessibilitySource(desktop.accessibility_bus, screen=desktop.size, timeout=30.0)
+    reference = whole.snapshot()
+    assert labelled(reference, "button", "Bold") and _grid(reference) is not None
+    assert reference.note is None
+    hurried = AccessibilitySource(desktop.accessibility_bus, screen=desktop.size, timeout=30.0)
+    try:
+        with monkeypatch.context() as cap:
+            cap.setattr(_tree_walk, "MAX_NODES", 150)  # the walk stops before it can tell
+            cut = hurried.snapshot()
+        assert cut.note is not None and "not measured in time" in cut.note
+        assert labelled(cut, "button", "File")  # the GTK menu bar is placed by GTK
+        assert not labelled(cut, "button", "Bold") and _grid(cut) is None
+        assert hurried.snapshot().note is None  # a whole read measured it, remembered
+        hurried._trees.clear()  # read afresh, cut short again
+        with monkeypatch.context() as cap:
+            cap.setattr(_tree_walk, "MAX_NODES", 150)
+            again = hurried.snapshot()
+        assert again.note is not None and "not measured" not in again.note
+        for snapshot in (cut, again):  # what was read is where a whole read puts it
+            placed = {(c.kind, c.label, c.box) for c in reference.components}
+            assert {(c.kind, c.label, c.box) for c in snapshot.components if c.label} <= placed
+    finally:
+        hurried.close()
+        whole.close()
 
 
 @_needs("localc")
