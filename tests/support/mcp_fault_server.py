@@ -146,8 +146,11 @@ def call(id_: object, name: str, arguments: dict) -> None:
                 "inputSchema": {"type": "object", "properties": {}},
             }
         )
-        text(id_, "added")
+        # announced before the answer: the client reads its messages in order, so the
+        # caller that got "added" finds the list already marked stale (sent after, the
+        # answer could win the race to the caller)
         send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        text(id_, "added")
     elif name == "count":
         CALLS["count"] += 1
         text(id_, f"count: {CALLS['count']}")
