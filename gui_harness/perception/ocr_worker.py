@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from gui_harness.perception import _grid_headers as headers
 from gui_harness.perception._pixels import ImageLike, clip_box, grey_array
 from gui_harness.perception.detect import Component
 from gui_harness.perception.ocr import read_text
@@ -98,33 +99,27 @@ class OcrWorker:
         """`components` with the labels OCR has already read for their crops; crops not
         read yet are queued. Labels already set are kept. With `wait` (seconds), the
         call waits up to that long for its own crops to be read (a new screen's first
-        look) and fills what was read by then; by default it never waits."""
+        look) and fills what was read by then; by default it never waits. A grid found
+        on pixels has its header cells read too, so its cells are named after them (a
+        scrolled sheet's first row is not row 1: _grid_headers.py)."""
         grey = grey_array(image)
         labelled = list(components)
         batch: deque[tuple[bytes, np.ndarray]] = deque()
-        waiting: dict[int, bytes] = {}  # position -> key of a crop not read yet
+        waiting: dict[tuple[int, int], bytes] = {}  # (position, crop) -> key not read yet
+        crops: dict[int, list[np.ndarray]] = {}
         for position, component in enumerate(labelled):
-            if component.label is not None or component.kind not in _READ_KINDS:
-                continue
-            crop = _crop(grey, component)
-            if crop is None:
-                continue
-            key = hashlib.blake2b(
-                crop.tobytes() + repr(crop.shape).encode(), digest_size=16
-            ).digest()
-            with self._lock:
-                text = self._cache.get(key)
-                if text is not None:
-                    self._cache.move_to_end(key)
-                    self.hits += 1
-                elif key not in self._pending and not self._closed:
-                    self._pending.add(key)
-                    self.queued += 1
-                    batch.append((key, crop.copy()))
+            if component.kind == "grid":
+                crops[position] = headers.crops(grey, component)
+            elif component.label is None and component.kind in _READ_KINDS:
+                crop = _crop(grey, component)
+                crops[position] = [] if crop is None else [crop]
+        read: dict[tuple[int, int], str | None] = {}
+        for position, found in crops.items():
+            for number, crop in enumerate(found):
+                key, text = self._lookup(crop, batch)
                 if text is None and not self._closed:
-                    waiting[position] = key
-            if text:
-                labelled[position] = component.with_label(text)
+                    waiting[(position, number)] = key
+                read[(position, number)] = text
         if batch:
             with self._work:
                 self._batches.append(batch)
@@ -133,11 +128,32 @@ class OcrWorker:
             keys = set(waiting.values())
             with self._idle:
                 self._idle.wait_for(lambda: not (keys & self._pending), wait)
-                read = {p: self._cache.get(k) for p, k in waiting.items()}
-            for position, text in read.items():
-                if text:
-                    labelled[position] = labelled[position].with_label(text)
+                read.update({at: self._cache.get(key) for at, key in waiting.items()})
+        for position, found in crops.items():
+            texts = [read[(position, number)] for number in range(len(found))]
+            component = labelled[position]
+            if component.kind == "grid":
+                labelled[position] = headers.named(component, texts)
+            elif texts and texts[0]:
+                labelled[position] = component.with_label(texts[0])
         return labelled
+
+    def _lookup(
+        self, crop: np.ndarray, batch: deque[tuple[bytes, np.ndarray]]
+    ) -> tuple[bytes, str | None]:
+        """The crop's key and its text when read already; else None, and the crop
+        queued in `batch` unless it is queued already."""
+        key = hashlib.blake2b(crop.tobytes() + repr(crop.shape).encode(), digest_size=16).digest()
+        with self._lock:
+            text = self._cache.get(key)
+            if text is not None:
+                self._cache.move_to_end(key)
+                self.hits += 1
+            elif key not in self._pending and not self._closed:
+                self._pending.add(key)
+                self.queued += 1
+                batch.append((key, crop.copy()))
+        return key, text
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until every queued crop is read; False when `timeout` seconds pass first."""

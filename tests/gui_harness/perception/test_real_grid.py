@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gui_harness import Click, Keypress, VirtualDesktop
+from gui_harness import Click, Keypress, Scroll, VirtualDesktop
 from gui_harness.desktop.virtual import App
 from gui_harness.perception import Component, Perception, detect_components
 
@@ -172,3 +172,19 @@ def test_calcs_sheet_is_one_grid_whose_cells_click_where_calc_has_them(tmp_path)
             desktop.execute(Keypress(keys=["ctrl", "c"]))
             assert desktop.display is not None
             _wait_for(lambda name=name: _clipboard(desktop.display).strip() == name, name)
+        # scrolled down and right, the sheet names its cells after its own headers (read
+        # by OCR), not from A1: the cell called D23 is D23
+        desktop.execute(Scroll(x=grid.center[0], y=grid.center[1], scroll_y=6, scroll_x=2))
+        reader = Perception()  # with OCR, which reads the headers
+
+        def scrolled() -> Component | None:
+            seen = [c for c in reader.perceive(desktop.screenshot()).components if c.grid]
+            return seen[0] if len(seen) == 1 and seen[0].grid.first_row > 1 else None
+
+        moved = _wait_for(scrolled, "the scrolled sheet named after its headers", timeout=60)
+        assert moved.grid is not None and moved.grid.first_column > 0
+        name = moved.grid.name(3, 1)
+        assert name[0] > "A" and int(name[1:]) > 4, name
+        desktop.execute(Click(x=moved.cell_point(name)[0], y=moved.cell_point(name)[1]))
+        desktop.execute(Keypress(keys=["ctrl", "c"]))
+        _wait_for(lambda: _clipboard(desktop.display).strip() == name, f"{name} copied")
