@@ -59,7 +59,7 @@ def aim(
     after = _grey(now, patch)
     if _share_different(before, after) <= _CHANGED:
         return Aim()
-    shift = _find(before, _grey_array(now), patch)
+    shift = _find(before, now, patch)
     return Aim(changed=True) if shift is None else Aim(shift=shift)
 
 
@@ -84,16 +84,12 @@ def _grey(image: Image.Image, patch: tuple[int, int, int, int]) -> np.ndarray:
     return np.asarray(image.crop(patch).convert("L"), dtype=np.int16)
 
 
-def _grey_array(image: Image.Image) -> np.ndarray:
-    return np.asarray(image.convert("L"))
-
-
 def _share_different(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.count_nonzero(np.abs(a - b) > _DIFFERENT)) / a.size
 
 
 def _find(
-    before: np.ndarray, screen: np.ndarray, patch: tuple[int, int, int, int]
+    before: np.ndarray, screen: Image.Image, patch: tuple[int, int, int, int]
 ) -> tuple[int, int] | None:
     """Where the `before` pixels are now, as a shift from `patch`: the one good match
     within _SEARCH pixels, or None when there is none or more than one (a pattern that
@@ -101,10 +97,10 @@ def _find(
     if float(before.std()) < _MIN_STD:
         return None
     left, top, right, bottom = patch
-    height, width = screen.shape
+    width, height = screen.size
     x0, y0 = max(0, left - _SEARCH), max(0, top - _SEARCH)
     x1, y1 = min(width, right + _SEARCH), min(height, bottom + _SEARCH)
-    area = screen[y0:y1, x0:x1]
+    area = np.asarray(screen.crop((x0, y0, x1, y1)).convert("L"))
     template = before.astype(np.uint8)
     if area.shape[0] < template.shape[0] or area.shape[1] < template.shape[1]:
         return None
