@@ -23,6 +23,9 @@ from gui_harness.perception import (
     _tree_walk,
 )
 from gui_harness.perception import _atspi as atspi
+from gui_harness.perception._changes import Redetector
+from gui_harness.perception._pixels import grey_array
+from gui_harness.perception.detect import detect_components
 
 pytestmark = [
     pytest.mark.x11,
@@ -189,6 +192,28 @@ def test_a_calc_observation_after_a_cell_click_keeps_its_controls_and_sheet(calc
         sheet = [c for c in seen.components if c.kind == "grid" and c.grid is not None]
         assert sheet and sheet[0].grid.span().startswith("A1:")
     assert perception._redetector.incremental >= 1  # the sheet was not detected whole again
+
+
+@_needs("localc")
+def test_cell_clicks_on_calc_are_detected_again_around_them_as_a_whole_detection_would(
+    calc,
+):
+    """Each frame of a cursor going round the sheet, detected again around its changes
+    (the sheet's headers at two places, the Name Box, the formula bar), gives what a
+    whole detection of the frame gives; most are not detected whole."""
+    desktop, source = calc
+    grid = next(c for c in source.snapshot().components if c.kind == "grid" and c.grid)
+    redetector = Redetector()
+    for cell in ("B2", "C3", "D4", "E5", "B2", "C3"):
+        x, y = grid.cell_point(cell)
+        desktop.execute(Click(x=x, y=y))
+        desktop.wait_settled(timeout=5.0)
+        frame = desktop.screenshot()
+        grey = grey_array(frame)
+        again = redetector.detect(frame, grey, max_components=200)
+        whole = detect_components(frame, grey=grey, max_components=200)
+        assert [(c.kind, c.box) for c in again] == [(c.kind, c.box) for c in whole], cell
+    assert redetector.incremental >= 3
 
 
 @_needs("localc")
