@@ -17,7 +17,7 @@ import cv2
 import numpy as np
 from PIL import Image
 
-__all__ = ["Aim", "aim"]
+__all__ = ["Aim", "aim", "area"]
 
 _HALF_W, _HALF_H = 64, 32
 """The patch compared: up to this far either side of the aim point, within the element."""
@@ -39,28 +39,46 @@ class Aim:
     changed: bool = False
 
 
+def area(
+    point: tuple[int, int], box: tuple[int, int, int, int], size: tuple[int, int]
+) -> tuple[int, int, int, int]:
+    """The part of a screen of `size` (image pixels) that aim() needs of it now: the
+    patch around `point` in element `box`, _SEARCH pixels around, as (left, top, right,
+    bottom); grab only that."""
+    left, top, right, bottom = _patch(point, box, *size)
+    width, height = size
+    return (
+        max(0, left - _SEARCH),
+        max(0, top - _SEARCH),
+        min(width, right + _SEARCH),
+        min(height, bottom + _SEARCH),
+    )
+
+
 def aim(
     observed: Image.Image,
     now: Image.Image,
     point: tuple[int, int],
     box: tuple[int, int, int, int],
 ) -> Aim:
-    """Compare `observed` (the observation's screenshot) with `now` (a screenshot taken
-    just before the action, the same size) around `point` in the element `box`, both in
-    image pixels."""
-    if observed.size != now.size:
+    """Compare `observed` (the observation's screenshot) with `now`, the screen's
+    area(point, box, observed.size) as it is just before the action, around `point` in
+    the element `box`; both in image pixels (`now` at the observation's scale)."""
+    x0, y0, x1, y1 = area(point, box, observed.size)
+    if now.size != (x1 - x0, y1 - y0):
         return Aim(changed=True)  # the screen itself changed size
-    width, height = observed.size
-    patch = _patch(point, box, width, height)
+    patch = _patch(point, box, *observed.size)
     left, top, right, bottom = patch
     if right - left < 4 or bottom - top < 4:
         return Aim()
     before = _grey(observed, patch)
-    after = _grey(now, patch)
+    after = _grey(now, (left - x0, top - y0, right - x0, bottom - y0))
     if _share_different(before, after) <= _CHANGED:
         return Aim()
-    shift = _find(before, now, patch)
-    return Aim(changed=True) if shift is None else Aim(shift=shift)
+    found = _find(before, np.asarray(now.convert("L")))
+    if found is None:
+        return Aim(changed=True)
+    return Aim(shift=(found[0] + x0 - left, found[1] + y0 - top))
 
 
 def _patch(
@@ -88,19 +106,12 @@ def _share_different(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.count_nonzero(np.abs(a - b) > _DIFFERENT)) / a.size
 
 
-def _find(
-    before: np.ndarray, screen: Image.Image, patch: tuple[int, int, int, int]
-) -> tuple[int, int] | None:
-    """Where the `before` pixels are now, as a shift from `patch`: the one good match
-    within _SEARCH pixels, or None when there is none or more than one (a pattern that
-    repeats, like a sheet's empty cells, places nothing)."""
+def _find(before: np.ndarray, area: np.ndarray) -> tuple[int, int] | None:
+    """Where (left, top) in `area` the `before` pixels are now: the one good match, or
+    None when there is none or more than one (a pattern that repeats, like a sheet's
+    empty cells, places nothing)."""
     if float(before.std()) < _MIN_STD:
         return None
-    left, top, right, bottom = patch
-    width, height = screen.size
-    x0, y0 = max(0, left - _SEARCH), max(0, top - _SEARCH)
-    x1, y1 = min(width, right + _SEARCH), min(height, bottom + _SEARCH)
-    area = np.asarray(screen.crop((x0, y0, x1, y1)).convert("L"))
     template = before.astype(np.uint8)
     if area.shape[0] < template.shape[0] or area.shape[1] < template.shape[1]:
         return None
@@ -113,4 +124,4 @@ def _find(
     scores[max(0, by - near) : by + near + 1, max(0, bx - near) : bx + near + 1] = np.inf
     if float(scores.min()) <= _MATCH_MSE:
         return None
-    return (x0 + bx - left, y0 + by - top)
+    return (bx, by)

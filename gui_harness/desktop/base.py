@@ -3,7 +3,9 @@
 A desktop has a `size` in screen pixels, takes a `screenshot()` (a PIL image of the whole
 screen, RGB) and runs one already-resolved action in screen coordinates with
 `execute(action)`. Element references and the image↔screen transform are resolved by
-gui_harness.actions before an action reaches a desktop.
+gui_harness.actions before an action reaches a desktop. Optional, used when present:
+`grab(box)` (a part of the screen: dispatch's check before a click) and
+`wait_settled(timeout=...)` (settling from the desktop's own events).
 """
 
 from __future__ import annotations

@@ -56,6 +56,7 @@ class RemoteDesktop:
         self._token = token
         self._size: tuple[int, int] | None = None
         self._server_settles = True  # until a server answers that it has no /v1/settle
+        self._server_grabs = True  # likewise /v1/grab
         # Loopback servers (the sandbox case) must not be routed through an HTTP proxy.
         local = parsed.hostname in ("localhost", "127.0.0.1", "::1")
         handlers = [urllib.request.ProxyHandler({})] if local else []
@@ -74,12 +75,33 @@ class RemoteDesktop:
 
     def screenshot(self) -> Image.Image:
         """A picture of the whole remote screen, RGB."""
-        data = self._request("GET", "/v1/screenshot")
+        return self._image(self._request("GET", "/v1/screenshot"))
+
+    def _image(self, data: bytes) -> Image.Image:
         try:
             with Image.open(io.BytesIO(data)) as image:
                 return image.convert("RGB")
         except (OSError, http.client.HTTPException) as exc:
             raise DesktopError(f"the server at {self.url} sent an unreadable screenshot") from exc
+
+    def grab(self, box: tuple[int, int, int, int]) -> Image.Image:
+        """The part `box` = (x, y, width, height) of the remote screen, clipped to it, RGB:
+        a small PNG instead of the whole screen. A server older than `/v1/grab` sends
+        its whole screenshot, cut here, and is asked no more."""
+        width, height = self.size
+        x, y, w, h = (int(v) for v in box)
+        left, top = max(0, x), max(0, y)
+        right, bottom = min(width, x + w), min(height, y + h)
+        if right <= left or bottom <= top:
+            raise UsageError(f"box={box!r} has no part on the {width}x{height} screen")
+        part = [left, top, right - left, bottom - top]
+        if self._server_grabs:
+            body = {"version": PROTOCOL_VERSION, "box": part}
+            try:
+                return self._image(self._request("POST", "/v1/grab", body))
+            except _NoEndpoint:
+                self._server_grabs = False
+        return self.screenshot().crop((left, top, right, bottom))
 
     def execute(self, action: Action) -> None:
         """Send one action in screen pixels; the server validates, checks and performs it.
@@ -137,7 +159,7 @@ class RemoteDesktop:
         except urllib.error.HTTPError as exc:
             with exc:
                 raw = exc.read()
-                if exc.code == 404 and path == "/v1/settle":
+                if exc.code == 404 and path in ("/v1/settle", "/v1/grab"):
                     raise _NoEndpoint(path) from exc
                 raise self._translate(exc, raw, action) from exc
         except urllib.error.URLError as exc:

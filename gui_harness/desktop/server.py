@@ -1,14 +1,16 @@
 """serve_desktop: expose any Desktop over HTTP so a RemoteDesktop can drive it from afar.
 
 Owns the wire protocol (version 1): `GET /v1/size`, `GET /v1/screenshot` (PNG),
-`POST /v1/execute` with `{"version": 1, "action": {...}}` and `POST /v1/settle` with
-`{"version": 1, "timeout": seconds}` (the screen settles here, from X events where the
-desktop has them, so a client does not poll screenshots), each needing the server's
+`POST /v1/grab` with `{"version": 1, "box": [x, y, width, height]}` (PNG of that part of
+the screen: what a client compares before it clicks), `POST /v1/execute` with
+`{"version": 1, "action": {...}}` and `POST /v1/settle` with `{"version": 1, "timeout":
+seconds}` (the screen settles here, from X events where the desktop has them, so a
+client does not poll screenshots), each needing the server's
 token; every action is validated and checked by a Policy before it reaches the desktop.
 Who may connect and the request limits live in _http.py; the client is remote.py.
 
 Built on the standard library's http.server rather than a server library: the server is
-meant for loopback, carries four endpoints, and must stay importable without extras.
+meant for loopback, carries five endpoints, and must stay importable without extras.
 What http.server lacks for a hostile neighbour (a total read deadline, bounded workers,
 body and depth limits, JSON refusals, token/Host/Origin checks) is in _http.py, and each
 case is tested against a real socket in tests/gui_harness/desktop/test_server.py.
@@ -50,6 +52,7 @@ _MAX_BODY = 256 * 1024  # a 10 000-character `type` escapes to at most 60 KB
 _ENDPOINTS = {
     "/v1/size": "GET",
     "/v1/screenshot": "GET",
+    "/v1/grab": "POST",
     "/v1/execute": "POST",
     "/v1/settle": "POST",
 }
@@ -134,8 +137,18 @@ class DesktopServer:
     def __repr__(self) -> str:  # never the token
         return f"DesktopServer(url={self.url!r}, desktop={self.desktop!r})"
 
-    def _screenshot_png(self) -> bytes:
-        image = self._screen.submit(self.desktop.screenshot).result()
+    def _screenshot_png(self, box: tuple[int, int, int, int] | None = None) -> bytes:
+        """The screen as PNG, or its part `box` (through the desktop's own grab where
+        it has one, else cut from a screenshot)."""
+        grab = getattr(self.desktop, "grab", None)
+        if box is None:
+            image = self._screen.submit(self.desktop.screenshot).result()
+        elif callable(grab):
+            image = self._screen.submit(grab, box).result()
+        else:
+            x, y, w, h = box
+            whole = self._screen.submit(self.desktop.screenshot).result()
+            image = whole.crop((x, y, x + w, y + h))
         buffer = io.BytesIO()
         image.save(buffer, format="PNG")
         return buffer.getvalue()
@@ -270,8 +283,38 @@ class _Handler(GuardedHandler):
             self.reply(HTTPStatus.OK, png, "image/png")
         elif self.path == "/v1/settle":
             self._settle(json_body(self.headers, self.rfile, _MAX_BODY))
+        elif self.path == "/v1/grab":
+            self._grab(json_body(self.headers, self.rfile, _MAX_BODY))
         else:
             self._execute(json_body(self.headers, self.rfile, _MAX_BODY))
+
+    def _grab(self, body: Any) -> None:
+        if not self._versioned(body, "box", '{"version": 1, "box": [x, y, width, height]}'):
+            return
+        owner = self.server.owner
+        box = body["box"]
+        width, height = owner.desktop.size
+        if not (
+            isinstance(box, list)
+            and len(box) == 4
+            and all(type(v) is int for v in box)
+            and 0 <= box[0] < width
+            and 0 <= box[1] < height
+            and 0 < box[2] <= width - box[0]
+            and 0 < box[3] <= height - box[1]
+        ):
+            raise HttpRefusal(
+                HTTPStatus.BAD_REQUEST,
+                "invalid_request",
+                f"box={echo(box)} is not [x, y, width, height] of whole pixels inside the "
+                f"{width}x{height} screen",
+            )
+        try:
+            png = owner._screenshot_png((box[0], box[1], box[2], box[3]))
+        except Exception as exc:
+            message = f"the desktop failed to take a screenshot: {_failure(exc)}"
+            raise HttpRefusal(HTTPStatus.INTERNAL_SERVER_ERROR, "desktop_error", message) from exc
+        self.reply(HTTPStatus.OK, png, "image/png")
 
     def _settle(self, body: Any) -> None:
         if not self._versioned(body, "timeout", '{"version": 1, "timeout": 3.0}'):

@@ -157,6 +157,11 @@ class VirtualDesktop:
         """Capture the whole virtual screen as an RGB image."""
         return self.desktop.screenshot()
 
+    def grab(self, box: tuple[int, int, int, int]) -> Image.Image:
+        """Capture the part `box` = (x, y, width, height) of the screen (see
+        X11Desktop.grab)."""
+        return self.desktop.grab(box)
+
     def execute(self, action: Action) -> None:
         """Perform one action in screen pixels (see X11Desktop.execute)."""
         self.desktop.execute(action)

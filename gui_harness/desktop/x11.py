@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gui_harness.errors import DesktopError, InvalidAction
+from openprogram.errors import UsageError
 
 try:
     import mss
@@ -175,11 +176,24 @@ class X11Desktop:
         with contextlib.suppress(ValueError):
             self._frame_listeners.remove(listener)
 
-    def _grab(self) -> Image.Image:
-        grabber = self._grabber()
+    def grab(self, box: tuple[int, int, int, int]) -> Image.Image:
+        """Capture the part `box` = (x, y, width, height) of the screen, clipped to it,
+        as RGB: what dispatch compares with an observation before it clicks (a
+        128×64 part costs a fraction of a whole capture). Raises UsageError for a box
+        with nothing on the screen."""
+        x, y, w, h = (int(v) for v in box)
         width, height = self._size
+        left, top = max(0, x), max(0, y)
+        right, bottom = min(width, x + w), min(height, y + h)
+        if right <= left or bottom <= top:
+            raise UsageError(f"box={box!r} has no part on the {width}x{height} screen")
+        return self._grab((left, top, right - left, bottom - top))
+
+    def _grab(self, box: tuple[int, int, int, int] | None = None) -> Image.Image:
+        grabber = self._grabber()
+        x, y, width, height = box or (0, 0, *self._size)
         with _translate_errors(self.display):
-            shot = grabber.grab({"left": 0, "top": 0, "width": width, "height": height})
+            shot = grabber.grab({"left": x, "top": y, "width": width, "height": height})
         # decoded straight from mss's buffer: `shot.bgra` would copy the pixels once more
         return Image.frombytes("RGB", shot.size, shot.raw, "raw", "BGRX")
 

@@ -15,7 +15,7 @@ import pytest
 import Xlib.display
 from PIL import Image, ImageDraw
 
-from gui_harness._aim import aim
+from gui_harness._aim import aim, area
 from gui_harness.agent import gui_agent
 from gui_harness.current import current_observation, latest_outcome
 from gui_harness.demo.app import demo_app, read_state
@@ -37,8 +37,13 @@ def _screen(dx: int = 0, dy: int = 0, label: str = "Save") -> Image.Image:
     return image
 
 
+def _at(now: Image.Image, point: tuple[int, int] = POINT, box: tuple[int, int, int, int] = BOX):  # type: ignore[no-untyped-def]
+    """The part of the screen `now` that dispatch grabs to aim at `point` in `box`."""
+    return now.crop(area(point, box, now.size))
+
+
 def test_an_unchanged_element_is_aimed_where_it_was() -> None:
-    found = aim(_screen(), _screen(), POINT, BOX)
+    found = aim(_screen(), _at(_screen()), POINT, BOX)
     assert (found.shift, found.changed) == ((0, 0), False)
 
 
@@ -49,17 +54,17 @@ def test_a_caret_or_a_hover_tint_is_no_change() -> None:
     pixels = np.asarray(now).astype(np.int16)
     pixels[101:130, 101:180] += 12  # a hover tint
     now = Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8))
-    assert aim(_screen(), now, POINT, BOX).shift == (0, 0)
-    assert not aim(_screen(), now, POINT, BOX).changed
+    assert aim(_screen(), _at(now), POINT, BOX).shift == (0, 0)
+    assert not aim(_screen(), _at(now), POINT, BOX).changed
 
 
 def test_a_moved_element_is_found_and_followed() -> None:
-    found = aim(_screen(), _screen(dx=-30, dy=25), POINT, BOX)
+    found = aim(_screen(), _at(_screen(dx=-30, dy=25)), POINT, BOX)
     assert (found.shift, found.changed) == ((-30, 25), False)
 
 
 def test_an_element_changed_beyond_recognition_is_changed() -> None:
-    found = aim(_screen(), _screen(label="Quit now"), POINT, BOX)
+    found = aim(_screen(), _at(_screen(label="Quit now")), POINT, BOX)
     assert found.changed
 
 
@@ -73,11 +78,11 @@ def test_a_pattern_that_repeats_places_nothing() -> None:
             draw.line((x, 0, x, 300), fill=(160, 160, 160))
         return image
 
-    found = aim(sheet(0), sheet(8), (150, 150), (0, 0, 400, 300))
+    found = aim(sheet(0), _at(sheet(8), (150, 150), (0, 0, 400, 300)), (150, 150), (0, 0, 400, 300))
     assert found.changed  # a blank sheet shifted: every row looks like the next
 
 
-def test_a_screen_of_another_size_is_changed() -> None:
+def test_a_part_of_another_size_is_changed() -> None:
     assert aim(_screen(), Image.new("RGB", (300, 300)), POINT, BOX).changed
 
 
