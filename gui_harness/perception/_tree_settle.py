@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["CHANGES", "EVENTS", "TreeWatch", "patience"]
+__all__ = ["CHANGES", "EVENTS", "WINDOWS", "TreeWatch", "patience"]
 
 EVENTS: dict[str, str] = {
     "StateChanged": "object:state-changed",
@@ -42,8 +42,17 @@ CHANGES: dict[str, str] = {
 ones a watch waits on, and what moves or scrolls (a spreadsheet scrolled shows other
 cells, and says so only with VisibleDataChanged)."""
 
+WINDOWS: dict[str, str] = {
+    "Create": "window:create",
+    "Activate": "window:activate",
+}
+"""The org.a11y.atspi.Event.Window signals a watch counts as tree changes too (named
+"Window:Create", "Window:Activate" in paths_since()): Qt says a new dialog came with
+them alone, not with a ChildrenChanged of its app's root as GTK does."""
+
 _REGISTRY = ("org.a11y.atspi.Registry", "/org/a11y/atspi/registry", "org.a11y.atspi.Registry")
 _OBJECT_EVENTS = "org.a11y.atspi.Event.Object"
+_WINDOW_EVENTS = "org.a11y.atspi.Event.Window"
 QUIET_S = 0.025
 """How long the apps must send no event to count as caught up (before the load stretch)."""
 _QUIET_MAX_S = 0.25
@@ -94,8 +103,9 @@ class TreeWatch:
         return f"TreeWatch(address={self.address!r})"
 
     def events_from(self, app: str) -> int:
-        """How many tree-change events (CHANGES) app `app` (its unique bus name) has sent
-        since the watch started: equal counts mean its tree did not change between."""
+        """How many tree-change events (CHANGES, WINDOWS) app `app` (its unique bus name)
+        has sent since the watch started: equal counts mean its tree did not change
+        between."""
         with self._changed:
             return self._by_app.get(app, 0)
 
@@ -225,12 +235,14 @@ class TreeWatch:
             return None
         registry = DBusAddress(_REGISTRY[1], _REGISTRY[0], _REGISTRY[2])
         rules = [
-            message_bus.AddMatch(MatchRule(type="signal", interface=_OBJECT_EVENTS, member=m))
-            for m in CHANGES
+            message_bus.AddMatch(MatchRule(type="signal", interface=interface, member=m))
+            for interface, members in ((_OBJECT_EVENTS, CHANGES), (_WINDOW_EVENTS, WINDOWS))
+            for m in members
         ]
         # without a registered listener, apps (GTK's atk-bridge, Chromium) send nothing
         registrations = [
-            new_method_call(registry, "RegisterEvent", "s", (e,)) for e in CHANGES.values()
+            new_method_call(registry, "RegisterEvent", "s", (e,))
+            for e in (*CHANGES.values(), *WINDOWS.values())
         ]
         try:
             replies = _replies(
@@ -325,18 +337,19 @@ def _replies(connection: Any, calls: list[Any], deadline: float) -> list[Any]:
 def _change(message: Any) -> tuple[str, str, str] | None:
     """(the bus name of the app that sent it, the object's path, the event's name) when
     `message` is a tree-change event; a state change's name carries the state
-    ("StateChanged:showing")."""
+    ("StateChanged:showing"), a window event's its interface ("Window:Activate")."""
     from jeepney import HeaderFields, MessageType
 
     fields = message.header.fields
     member = fields.get(HeaderFields.member)
-    if (
-        message.header.message_type != MessageType.signal
-        or fields.get(HeaderFields.interface) != _OBJECT_EVENTS
-        or member not in CHANGES
-    ):
+    interface = fields.get(HeaderFields.interface)
+    if message.header.message_type != MessageType.signal:
         return None
-    if member == "StateChanged" and message.body:
+    if interface == _WINDOW_EVENTS and member in WINDOWS:
+        member = f"Window:{member}"
+    elif interface != _OBJECT_EVENTS or member not in CHANGES:
+        return None
+    elif member == "StateChanged" and message.body:
         member = f"StateChanged:{message.body[0]}"
     return (
         str(fields.get(HeaderFields.sender, "")),

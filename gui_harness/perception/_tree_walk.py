@@ -6,7 +6,8 @@ Owns `AppWalk` and `Element`. The walk descends only into showing objects, reads
 one's role and states, then the name and box of those perception reports;
 a container that manages its descendants (a spreadsheet, a long list) is not
 enumerated: a table becomes one grid read from its visible corner cells (_tree_grid.py),
-another gives its children only when there are few. Every call is pipelined
+another gives all its children when there are few, else the run of them that shows
+(_tree_list.py). Every call is pipelined
 (_atspi.Pipeline), so the walk costs the app's own answering time, bounded by a node cap
 and the caller's deadline. Turning elements into components is accessibility.py's job.
 """
@@ -21,6 +22,7 @@ from typing import Any
 
 from gui_harness.perception import _atspi as atspi
 from gui_harness.perception._tree_grid import GridRead
+from gui_harness.perception._tree_list import ListRead, child_box
 
 __all__ = ["AppWalk", "Element"]
 
@@ -36,7 +38,7 @@ _SUBTREE_CHANGES = {
 }
 MAX_CHILDREN = 400
 """Children a container may have for the walk to enumerate them (a managed list with
-more contributes none; its note says so)."""
+more gives the ones that show: _tree_list.ListRead)."""
 
 
 @dataclass
@@ -54,6 +56,7 @@ class Element:
     answered: set[str] = field(default_factory=set)
     count: int = 0
     grid: GridRead | None = None
+    run: ListRead | None = None  # a long managed list: its items read are those showing
     native: bool = True  # placed by its toolkit (see AppWalk's own_drawing_offset)
     input_line: bool = False  # reported as a field though its role is no field's
 
@@ -70,7 +73,8 @@ class AppWalk:
 
     start() sends the first calls; the pipeline's run() does the rest. Afterwards
     `elements` holds what was read, `complete` says whether the walk finished, and
-    `skipped` counts managed containers whose children were left out.
+    `skipped` counts managed lists whose children were left out (the list would not
+    say which of them show).
     """
 
     def __init__(
@@ -94,9 +98,13 @@ class AppWalk:
         walk cut short could not tell."""
         self.roles = roles
         self.elements: list[Element] = []
-        self.skipped = 0
         self.truncated = False
         self._calls = atspi.Calls(pipeline)
+
+    @property
+    def skipped(self) -> int:
+        """Managed lists read whose visible items could not be found."""
+        return sum(1 for e in self.elements if e.run is not None and e.run.failed)
 
     @property
     def complete(self) -> bool:
@@ -114,13 +122,13 @@ class AppWalk:
         it; one that moved or scrolled has the boxes below it read again; one that only
         changed itself (a state, its name, its text) has its states, name and box read
         again. A grid whose cursor or selection moved
-        keeps its cells: only a scroll or a resize moves them. An object not read last
+        keeps its cells: only a scroll or a resize moves them; a long list is read again
+        (which of its items show) after any event of its own, or a move above it. An
+        object not read last
         time (under one that did not show, or under a managed container) is left
         alone: its showing ancestor, or the container, says when it matters. The
         pipeline's run() does the reading; finish() then as after start()."""
-        self.pipeline = pipeline
-        self._calls = atspi.Calls(pipeline)
-        self.truncated = False
+        self._on(pipeline)
         by_path = {element.path: element for element in self.elements}
         deep: list[Element] = []
         moved: list[Element] = []
@@ -131,12 +139,14 @@ class AppWalk:
                 continue
             if element.grid is not None:
                 (deep if events & _GRID_MOVES else shallow).append(element)
-            elif events & _SUBTREE_CHANGES:
+            elif element.run is not None or events & _SUBTREE_CHANGES:
                 deep.append(element)
             elif events & _GRID_MOVES:
                 moved.append(element)
             else:
                 shallow.append(element)
+        places = [m.order for m in moved]
+        deep += [e for e in self.elements if e.run is not None and _within(e, places)]
         chosen = _outermost(deep)
         inside = [c.order for c in chosen]
         self.elements = [e for e in self.elements if not _within(e, inside)]
@@ -157,6 +167,51 @@ class AppWalk:
         for element in shallow:
             if element.path in again:
                 self._reread(element)
+
+    @property
+    def lists(self) -> list[Element]:
+        """The long managed lists read, whose visible items are those read."""
+        return [e for e in self.elements if e.run is not None and e.run.last is not None]
+
+    def check(self, pipeline: atspi.Pipeline) -> None:
+        """Ask each long list, on `pipeline`, whether it still shows what was read (Qt's
+        scroll without an event): its child count, and the box of the last visible child
+        read. A list where either changed is read again (which of its items show);
+        the rest of the last walk is kept. The pipeline's run() does the reading."""
+        self._on(pipeline)
+        for element in self.lists:
+            assert element.run is not None and element.run.last is not None
+            index, box = element.run.last
+            stale: list[bool] = []
+
+            def again(changed: bool, element: Element = element, stale: list[bool] = stale) -> None:
+                if changed and not stale:
+                    stale.append(True)
+                    self._again(element)
+
+            self._send(
+                atspi.get_property(element.app, element.path, atspi.ACCESSIBLE, "ChildCount"),
+                lambda body, e=element, f=again: f(body is None or int(body[0][1]) != e.count),
+            )
+            child_box(
+                self._send,
+                element.app,
+                element.path,
+                index,
+                lambda _, __, now, was=box, f=again: f(now != was),
+            )
+
+    def _on(self, pipeline: atspi.Pipeline) -> None:
+        """Read on `pipeline` from now on (a new snapshot's)."""
+        self.pipeline = pipeline
+        self._calls = atspi.Calls(pipeline)
+        self.truncated = False
+
+    def _again(self, element: Element) -> None:
+        """Read `element` and everything below it again."""
+        self.elements = [e for e in self.elements if not _within(e, [element.order])]
+        self._menu_bars = [b for b in self._menu_bars if not _within(b, [element.order])]
+        self._visit(element.app, element.path, element.order)
 
     def _reread(self, element: Element) -> None:
         """Read an object's states, and its name and box when it is reported, again."""
@@ -237,11 +292,21 @@ class AppWalk:
     def _send(self, message: Any, callback: Any) -> None:
         self._calls.send(message, callback)
 
-    def _visit(self, app: str, path: str, order: tuple[int, ...]) -> None:
+    def _visit(
+        self,
+        app: str,
+        path: str,
+        order: tuple[int, ...],
+        box: tuple[int, int, int, int] | None = None,
+    ) -> None:
+        """Read the object at `path` (its box already, when `box` is given)."""
         if len(self.elements) >= MAX_NODES:
             self.truncated = True
             return
         element = Element(app, path, order)
+        if box is not None:
+            element.box = box
+            element.answered.add("box")
         self.elements.append(element)
         role = self.roles.get((app, path))
         if role is not None:
@@ -312,7 +377,8 @@ class AppWalk:
                 atspi.get_property(element.app, element.path, atspi.ACCESSIBLE, "Name"),
                 lambda body: self._got_name(element, body),
             )
-            self._send(_extents(element), lambda body: self._got_box(element, body, grid=grid))
+            if "box" not in element.answered:
+                self._send(_extents(element), lambda body: self._got_box(element, body, grid=grid))
         if grid:
             return
         if not managed:
@@ -325,7 +391,7 @@ class AppWalk:
             if 0 < element.count <= MAX_CHILDREN:
                 self._children(element)
             elif element.count > MAX_CHILDREN:
-                self.skipped += 1
+                self._send(_extents(element), lambda box: self._list(element, box))
 
         self._send(
             atspi.get_property(element.app, element.path, atspi.ACCESSIBLE, "ChildCount"), counted
@@ -347,6 +413,20 @@ class AppWalk:
         if grid and element.box is not None:
             element.grid = GridRead(element.app, element.path, element.box, self.screen)
             element.grid.start(self._send)
+
+    def _list(self, element: Element, body: tuple[Any, ...] | None) -> None:
+        """With a long list's box: read the run of its children that shows."""
+        self._got(element, "box", body)
+        box = element.box if body is not None and element.box is not None else (0, 0, 0, 0)
+        element.run = ListRead(element.app, element.path, element.count, box, self.screen)
+        if body is None:  # no box: which children show cannot be told
+            element.run.failed = True
+            return
+
+        def found(index: int, app: str, path: str, box: tuple[int, int, int, int]) -> None:
+            self._visit(app, path, (*element.order, index), box)
+
+        element.run.start(self._send, found)
 
     def _children(self, parent: Element) -> None:
         def got(body: tuple[Any, ...] | None) -> None:

@@ -274,12 +274,15 @@ class AccessibilitySource:
             events = self._watch.events_from(app) if self._watch is not None else 0
             kept = self._trees.get(app)
             if watching and kept is not None and kept.events == events:
+                if kept.walk is not None and kept.walk.lists:  # they may scroll unsaid
+                    kept.walk.check(pipeline)
+                    reads[app] = (kept.walk, events)
                 continue  # nothing changed in its tree since it was read
             reader: AppWalk | _Query
             if watching and kept is not None and kept.walk is not None:
                 assert self._watch is not None
                 paths = self._watch.paths_since(app, kept.events)
-                if paths is not None and atspi.ROOT not in paths:  # no window came or went
+                if paths is not None and not _new_window(paths, kept.walk):
                     kept.walk.refresh(pipeline, paths)
                     reads[app] = (kept.walk, events)
                     continue
@@ -379,6 +382,19 @@ class AccessibilitySource:
         if connection is not None:
             with contextlib.suppress(OSError):  # already broken: nothing left to close
                 connection.close()
+
+
+def _new_window(paths: dict[str, set[str]], walk: AppWalk) -> bool:
+    """Whether the events at `paths` say a window came or went: a change of the app's
+    root's children (GTK), or a window not read before that was created or activated
+    (Qt's only word of a new dialog)."""
+    if atspi.ROOT in paths:
+        return True
+    windows = [p for p, events in paths.items() if any(e.startswith("Window:") for e in events)]
+    if not windows:
+        return False
+    known = {e.path for e in walk.elements}
+    return any(p not in known for p in windows)
 
 
 class _Query:

@@ -1,0 +1,117 @@
+"""A long list that manages its items, read from the accessibility tree: Qt's file
+dialog (FeatherPad's Open) on a folder of 1 000 files, whose detail view reports
+MANAGES_DESCENDANTS and 4 004 children (a header of 4 cells, then 4 cells a file). Its
+visible files come out as components at their boxes, read with a bounded number of
+calls. One FeatherPad for the module."""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+from collections.abc import Iterator
+
+import pytest
+
+from gui_harness.actions import Click, Keypress, Scroll
+from gui_harness.desktop.virtual import App, VirtualDesktop
+from gui_harness.perception import AccessibilitySnapshot, AccessibilitySource, Component
+from tests.gui_harness.perception.test_desktop_accessibility import SCREEN, wait_for
+
+pytestmark = [
+    pytest.mark.x11,
+    pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed"),
+    pytest.mark.skipif(shutil.which("dbus-daemon") is None, reason="no dbus-daemon"),
+    pytest.mark.skipif(
+        shutil.which("featherpad") is None,
+        reason="featherpad is not installed (scripts/setup.sh --dev)",
+    ),
+]
+
+FILES = 1000
+CHILDREN = 4 + 4 * FILES  # the view's header cells, then name, size, type, date a file
+
+
+def files(snapshot: AccessibilitySnapshot) -> dict[str, Component]:
+    """The file names among the snapshot's components."""
+    return {
+        c.label: c
+        for c in snapshot.components
+        if c.label is not None and c.label.startswith("file") and c.label.endswith(".txt")
+    }
+
+
+@pytest.fixture(scope="module")
+def dialog(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[VirtualDesktop, AccessibilitySource]]:
+    """FeatherPad's Open dialog showing its home folder of FILES empty files."""
+    home = tmp_path_factory.mktemp("many-files")
+    for number in range(1, FILES + 1):
+        (home / f"file{number:04d}.txt").touch()
+    app = App(["featherpad"], env={"HOME": str(home)}, cwd=str(home), timeout=60.0)
+    with VirtualDesktop(SCREEN, [app]) as desktop:
+        source = AccessibilitySource(desktop.accessibility_bus, screen=desktop.size, timeout=10.0)
+        wait_for(source, lambda s: any(c.label == "Open" for c in s.components))
+        desktop.execute(Keypress(keys=["ctrl", "o"]))
+        wait_for(source, lambda s: any(c.label == "Cancel" for c in s.components))
+        yield desktop, source
+        source.close()
+
+
+def test_a_long_managed_list_gives_its_visible_items_with_bounded_calls(dialog):
+    desktop, _ = dialog
+    # a source that kept nothing: the whole tree is walked, the long list included
+    source = AccessibilitySource(desktop.accessibility_bus, screen=desktop.size, timeout=10.0)
+    try:
+        snapshot = wait_for(source, lambda s: "file0001.txt" in files(s), limit=30)
+    finally:
+        source.close()
+    shown = files(snapshot)
+    assert snapshot.note is None, snapshot.note  # nothing left to pixels
+    # the files the view shows, from the first on, and none it does not show
+    assert {f"file{n:04d}.txt" for n in range(1, 13)} <= set(shown), sorted(shown)
+    assert 12 <= len(shown) < 40, sorted(shown)
+    numbers = sorted(int(name[4:8]) for name in shown)
+    assert numbers == list(range(1, len(numbers) + 1))
+    # one under another, in order, within the dialog
+    boxes = [shown[f"file{n:04d}.txt"].box for n in numbers]
+    assert all(a[1] + a[3] <= b[1] for a, b in itertools.pairwise(boxes))
+    cancel = next(c for c in snapshot.components if c.label == "Cancel")
+    assert all(box[1] + box[3] <= cancel.box[1] for box in boxes)
+    # bounded: a bisection (about log2 of 4 004 children) and the visible rows, where
+    # enumerating the list would ask at least two calls (role, states) of each child
+    assert snapshot.calls < 1200, snapshot.calls
+    assert snapshot.calls < 2 * CHILDREN / 6
+
+
+def test_a_click_on_a_visible_item_selects_that_file(dialog):
+    desktop, source = dialog
+    target = files(source.snapshot())["file0007.txt"]
+    source.mark()
+    desktop.execute(Click(x=target.center[0], y=target.center[1]))
+    assert source.wait_caught_up(timeout=30.0)
+    after = wait_for(
+        source,
+        lambda s: "selected" in getattr(files(s).get("file0007.txt"), "states", ()),
+        limit=30,
+    )
+    assert [name for name, c in files(after).items() if "selected" in c.states] == ["file0007.txt"]
+
+
+def test_a_scrolled_list_gives_the_items_it_shows_now(dialog):
+    """Qt scrolls its view without an event: a source that kept the tree asks each
+    long list whether its last visible item is where it was (a few calls a snapshot)."""
+    desktop, source = dialog
+    kept = source.snapshot()
+    assert kept.calls <= 4, kept.calls  # the registry, then the list's count and item
+    first = files(kept)["file0001.txt"]
+    source.mark()
+    desktop.execute(Scroll(x=first.center[0], y=first.center[1], scroll_y=10))
+    assert source.wait_caught_up(timeout=30.0)
+    scrolled = wait_for(source, lambda s: "file0001.txt" not in files(s), limit=30)
+    shown = files(scrolled)
+    assert "file0001.txt" not in shown and len(shown) >= 12, sorted(shown)
+    numbers = sorted(int(name[4:8]) for name in shown)
+    assert numbers[0] > 1 and numbers == list(range(numbers[0], numbers[0] + len(numbers)))
+    # where the first file was, another now is
+    assert any(abs(c.box[1] - first.box[1]) <= 2 for c in shown.values())
