@@ -11,6 +11,7 @@ child read (the walk reads the items it is handed as any other object).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -110,7 +111,7 @@ class ListRead:
             self._read_from(stop)
 
         for index in range(start, stop):
-            self._child(index, lambda app, path, box, i=index: placed(i, app, path, box))
+            self._child(index, functools.partial(placed, index))
 
     def _child(self, index: int, then: Callable[[str, str, Box | None], None]) -> None:
         assert self._send is not None

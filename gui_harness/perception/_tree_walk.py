@@ -180,26 +180,28 @@ class AppWalk:
         the rest of the last walk is kept. The pipeline's run() does the reading."""
         self._on(pipeline)
         for element in self.lists:
-            assert element.run is not None and element.run.last is not None
-            index, box = element.run.last
-            stale: list[bool] = []
+            self._check(element)
 
-            def again(changed: bool, element: Element = element, stale: list[bool] = stale) -> None:
-                if changed and not stale:
-                    stale.append(True)
-                    self._again(element)
+    def _check(self, element: Element) -> None:
+        assert element.run is not None and element.run.last is not None
+        index, box = element.run.last
+        stale: list[bool] = []
 
-            self._send(
-                atspi.get_property(element.app, element.path, atspi.ACCESSIBLE, "ChildCount"),
-                lambda body, e=element, f=again: f(body is None or int(body[0][1]) != e.count),
-            )
-            child_box(
-                self._send,
-                element.app,
-                element.path,
-                index,
-                lambda _, __, now, was=box, f=again: f(now != was),
-            )
+        def again(changed: bool) -> None:
+            if changed and not stale:
+                stale.append(True)
+                self._again(element)
+
+        def counted(body: tuple[Any, ...] | None) -> None:
+            again(body is None or int(body[0][1]) != element.count)
+
+        def placed(_: str, __: str, now: tuple[int, int, int, int] | None) -> None:
+            again(now != box)
+
+        self._send(
+            atspi.get_property(element.app, element.path, atspi.ACCESSIBLE, "ChildCount"), counted
+        )
+        child_box(self._send, element.app, element.path, index, placed)
 
     def _on(self, pipeline: atspi.Pipeline) -> None:
         """Read on `pipeline` from now on (a new snapshot's)."""
