@@ -12,9 +12,12 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
+from gui_harness._aim import Aim, aim, area
 from gui_harness.bench._solvers import SOLVERS, Click, Key, Step, Type
 from gui_harness.bench.miniwob import MiniWobPage
-from gui_harness.current import latest_outcome
+from gui_harness.current import current_observation, latest_outcome, look
 from openprogram import ModelRequest
 from openprogram.errors import UsageError
 
@@ -27,6 +30,8 @@ _COMPONENT = re.compile(r"^#(\d+) \w+ at \((\d+), (\d+), (\d+)x(\d+)\)", re.M)
 _SCREEN = re.compile(r"^Screen: (\d+)x(\d+) image pixels", re.M)
 
 Box = tuple[int, int, int, int]
+_MAX_WAITS = 20  # looks a click waits for a still page (100 ms apart), then it goes ahead
+_DIFFERENT = 40  # grey levels a pixel changes by to count (as gui_harness._aim counts)
 
 
 def pick_component(target: Box, components: dict[int, Box]) -> int | None:
@@ -64,6 +69,8 @@ class Oracle:
         self.page = page
         self._steps: Iterator[Step] = solver(page)
         self._clicked: Click | None = None  # the latest click planned, taken again if refused
+        self._pending: Step | None = None  # a click put off until the page holds still
+        self._waits = 0
 
     def __call__(self, request: ModelRequest) -> dict[str, Any] | str:
         if request.function == "plan_next_action":
@@ -90,9 +97,12 @@ class Oracle:
             return _fail(f"the page ended the episode with reward {reward}")
         outcome = latest_outcome()
         redo, self._clicked = self._clicked, None
+        pending, self._pending = self._pending, None
         step: Step
         try:
-            if redo is not None and outcome is not None and outcome.get("status") == "rejected":
+            if pending is not None:
+                step = pending  # planned on a screen that was still changing
+            elif redo is not None and outcome is not None and outcome.get("status") == "rejected":
                 step = redo  # refused (the page was still drawing): click it on this screen
             else:
                 step = next(self._steps)
@@ -123,9 +133,33 @@ class Oracle:
         }
         index = pick_component(target, components)
         goal = f"click {step.what}"
+        if self._waits < _MAX_WAITS and _changed_since_seen(index):
+            # the DOM is read now, the screen was seen before: while the page moves (an
+            # accordion opening), the two disagree; look again once it holds still
+            self._waits += 1
+            self._pending, self._clicked = step, None
+            return {
+                "goal": "wait for the page to hold still",
+                "action": {"type": "wait", "ms": 100},
+            }
+        self._waits = 0
         if index is None:
             return _fail(f"no component on the screen lies over {step.what} at {target}")
         return {"goal": goal, "action": {"type": "click", "element": index}}
+
+
+def _changed_since_seen(index: int | None) -> bool:
+    """Whether the screen around component `index` (None: anywhere) changed since the
+    observation."""
+    seen = current_observation()
+    now = look().image
+    if index is None:
+        before = np.asarray(seen.image.convert("L"), dtype=np.int16)
+        after = np.asarray(now.convert("L"), dtype=np.int16)
+        return before.shape != after.shape or bool(np.any(np.abs(before - after) > _DIFFERENT))
+    component = seen.component(index)
+    part = now.crop(area(component.center, component.box, seen.size))
+    return aim(seen.image, part, component.center, component.box) != Aim()
 
 
 def _fail(reason: str) -> dict[str, Any]:

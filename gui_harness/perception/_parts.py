@@ -333,7 +333,13 @@ def spin_buttons(grey: np.ndarray, found: list[Found]) -> list[Found]:
     for kind, box, confidence in found:
         x, y, w, h = box
         halves = None
-        if kind in ("button", "icon") and 14 <= h <= PART_OF_CONTROL_H and w <= 1.3 * h:
+        inside = x >= 0 and y >= 0 and x + w <= grey.shape[1] and y + h <= grey.shape[0]
+        if (
+            inside
+            and kind in ("button", "icon")
+            and 14 <= h <= PART_OF_CONTROL_H
+            and 0 < w <= 1.3 * h
+        ):
             halves = _arrow_halves(grey[y : y + h, x : x + w])
         if halves is None:
             result.append((kind, box, confidence))

@@ -4,9 +4,11 @@ drop-downs, tab strips, controls at a window's edge, lines touching a list's bor
 
 from __future__ import annotations
 
+import numpy as np
 from PIL import Image, ImageDraw
 
 from gui_harness.perception import Component, detect_components
+from gui_harness.perception._parts import spin_buttons
 from tests.gui_harness.perception.screens import font, iou
 
 WHITE = (255, 255, 255)
@@ -245,3 +247,9 @@ def test_a_button_group_drawn_without_dividers_gives_a_button_per_label():
             and 0 <= cx - c.box[0] < c.box[2] and 0 <= cy - c.box[1] < c.box[3]
         ]  # fmt: skip
         assert len(hits) == 1 and hits[0].box[2] < 36, components
+
+
+def test_a_control_reaching_past_the_screens_edge_is_no_spin_box_and_no_crash():
+    grey = np.full((60, 80), 230, np.uint8)
+    found = [("button", (-3, 10, 16, 20), 0.8), ("icon", (70, 45, 16, 20), 0.7)]
+    assert spin_buttons(grey, found) == found  # an empty crop had no median: NaN
