@@ -80,8 +80,21 @@ def components(
             _states(bits, element.role),
             "accessibility",
         )
-        if any(_same_place(component.box, other.box) or _twin(component, other) for other in found):
-            continue  # a link inside a tab, a button inside a list item: keep the outer one
+        same = next(
+            (
+                number
+                for number, other in enumerate(found)
+                if _same_place(component.box, other.box) or _twin(component, other)
+            ),
+            None,
+        )
+        if same is not None:
+            # a link inside a tab, a button inside a list item: keep the outer one, named
+            # by the inner one when it has no name (GTK 3's file view: a row's name cell
+            # holds an icon and the name)
+            if found[same].label is None and component.label is not None:
+                found[same] = found[same].with_label(component.label)
+            continue
         chooser = _closed_chooser(component, found)
         if chooser is not None:
             # a closed drop-down's current option (Chromium reports it as showing): it

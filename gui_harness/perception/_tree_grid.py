@@ -5,6 +5,8 @@ The cells at the table's top-left and bottom-right visible corners (Component.
 GetAccessibleAtPoint) give the visible rows and columns (from an A1-style cell name, else
 the Table interface); one cell per visible column and per visible row then gives the
 boundaries, which become a cells.Grid. About 2 × (rows + columns) calls, all pipelined.
+Whether the corner cells are named A1-style tells a spreadsheet from a table of items
+(a file view), whose visible cells the walk also reads (_tree_list.py).
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ class GridRead:
     """Reads the visible cells of table `path` of app `app`, whose screen box is `box`
     (clipped to `screen`). start(send) sends the first calls through `send` (the walk's,
     so it counts them); `grid` is the result once the pipeline ran, or None when the
-    table did not tell which cells show."""
+    table did not tell which cells show. `spreadsheet` says whether a corner cell was
+    named A1-style; `then`, given to start(), is called with the read once both corners
+    are answered."""
 
     def __init__(
         self,
@@ -49,6 +53,8 @@ class GridRead:
         x1, y1 = min(x + w, screen[0]), min(y + h, screen[1])
         self.box = (x0, y0, max(x1 - x0, 0), max(y1 - y0, 0))
         self.grid: Grid | None = None
+        self.spreadsheet = False
+        self._then: Callable[[GridRead], None] | None = None
         self._send: Send | None = None
         self._corners: list[tuple[int, int] | None] = [None, None]
         self._corner_answers = 0
@@ -57,9 +63,9 @@ class GridRead:
         self._lines_pending = 0
         self._range: tuple[int, int, int, int] | None = None
 
-    def start(self, send: Send) -> None:
+    def start(self, send: Send, then: Callable[[GridRead], None] | None = None) -> None:
         """Look up the cells at the visible corners."""
-        self._send = send
+        self._send, self._then = send, then
         x, y, w, h = self.box
         if w <= 2 * _INSET or h <= 2 * _INSET:
             return
@@ -96,6 +102,7 @@ class GridRead:
         def got_name(reply: tuple[Any, ...] | None) -> None:
             match = _A1.match(str(reply[0][1]).strip()) if reply is not None else None
             if match is not None:
+                self.spreadsheet = True
                 self._corners[corner] = (int(match.group(2)) - 1, _column_number(match[1]))
                 self._corner_done()
             else:
@@ -133,6 +140,8 @@ class GridRead:
         self._corner_answers += 1
         if self._corner_answers < 2:
             return
+        if self._then is not None:
+            self._then(self)
         first, last = self._corners
         if first is None or last is None:
             return

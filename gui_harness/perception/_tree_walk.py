@@ -59,6 +59,7 @@ class Element:
     run: ListRead | None = None  # a long managed list: its items read are those showing
     native: bool = True  # placed by its toolkit (see AppWalk's own_drawing_offset)
     input_line: bool = False  # reported as a field though its role is no field's
+    item: bool = False  # a long list's item, handed by its ListRead with its box
 
 
 class AppWalk:
@@ -137,7 +138,7 @@ class AppWalk:
             element = by_path.get(path)
             if element is None:
                 continue
-            if element.grid is not None:
+            if element.grid is not None and element.run is None:
                 (deep if events & _GRID_MOVES else shallow).append(element)
             elif element.run is not None or events & _SUBTREE_CHANGES:
                 deep.append(element)
@@ -309,6 +310,7 @@ class AppWalk:
         if box is not None:
             element.box = box
             element.answered.add("box")
+            element.item = True
         self.elements.append(element)
         role = self.roles.get((app, path))
         if role is not None:
@@ -384,8 +386,9 @@ class AppWalk:
         if grid:
             return
         if not managed:
-            self._children(element)
-            return
+            if not (element.item and reported):
+                self._children(element)
+            return  # a list's item: what it holds is read only when it has no name
         # a managed container may hold millions of children: count them first
 
         def counted(body: tuple[Any, ...] | None) -> None:
@@ -401,27 +404,58 @@ class AppWalk:
 
     def _got_name(self, element: Element, body: tuple[Any, ...] | None) -> None:
         """A name; without one, the description stands in (LibreOffice's Name Box and
-        sidebar buttons have only that)."""
-        if body is None or str(body[0][1]).strip():
-            self._got(element, "name", body)
+        sidebar buttons have only that), but for an item (a list's cell holding an icon
+        and a name: its name comes from within, see _tree_elements)."""
+        if body is None or str(body[0][1]).strip() or element.role in atspi.ITEM_ROLES:
+            self._named(element, body)
             return
         self._send(
             atspi.get_property(element.app, element.path, atspi.ACCESSIBLE, "Description"),
-            lambda described: self._got(element, "name", described or body),
+            lambda described: self._named(element, described or body),
         )
+
+    def _named(self, element: Element, body: tuple[Any, ...] | None) -> None:
+        first = "name" not in element.answered
+        self._got(element, "name", body)
+        if first and element.item and not element.name.strip():
+            self._children(element)  # a list's cell holding an icon and a name
 
     def _got_box(self, element: Element, body: tuple[Any, ...] | None, *, grid: bool) -> None:
         self._got(element, "box", body)
         if grid and element.box is not None:
             element.grid = GridRead(element.app, element.path, element.box, self.screen)
-            element.grid.start(self._send)
+            element.grid.start(self._send, lambda read: self._items(element, read))
 
-    def _list(self, element: Element, body: tuple[Any, ...] | None) -> None:
-        """With a long list's box: read the run of its children that shows."""
-        self._got(element, "box", body)
-        box = element.box if body is not None and element.box is not None else (0, 0, 0, 0)
-        element.run = ListRead(element.app, element.path, element.count, box, self.screen)
-        if body is None:  # no box: which children show cannot be told
+    def _items(self, element: Element, read: GridRead) -> None:
+        """A table of items (a file view; not a spreadsheet): its cells that show are
+        read too, as a long list's are (the grid alone has no text)."""
+        if read.spreadsheet:
+            return
+
+        def counted(body: tuple[Any, ...] | None) -> None:
+            self._got(element, "count", body)
+            if element.count > 0:
+                self._list(element, None, box=element.box)
+
+        self._send(
+            atspi.get_property(element.app, element.path, atspi.ACCESSIBLE, "ChildCount"), counted
+        )
+
+    def _list(
+        self,
+        element: Element,
+        body: tuple[Any, ...] | None,
+        box: tuple[int, int, int, int] | None = None,
+    ) -> None:
+        """With a long list's box (`body`, a GetExtents reply, or `box` known): read the
+        run of its children that shows."""
+        if box is None:
+            self._got(element, "box", body)
+            box = element.box if body is not None else None
+        element.run = ListRead(
+            element.app, element.path, element.count, box or (0, 0, 0, 0), self.screen
+        )
+        if box is None:  # no box: which children show cannot be told
             element.run.failed = True
             return
 
