@@ -59,7 +59,7 @@ class Element:
     run: ListRead | None = None  # a long managed list: its items read are those showing
     native: bool = True  # placed by its toolkit (see AppWalk's own_drawing_offset)
     input_line: bool = False  # reported as a field though its role is no field's
-    item: bool = False  # a long list's item, handed by its ListRead with its box
+    item: bool = False  # a long list's item (handed by its ListRead with its box) or in one
 
 
 class AppWalk:
@@ -301,8 +301,11 @@ class AppWalk:
         path: str,
         order: tuple[int, ...],
         box: tuple[int, int, int, int] | None = None,
+        *,
+        item: bool = False,
     ) -> None:
-        """Read the object at `path` (its box already, when `box` is given)."""
+        """Read the object at `path` (its box already, when `box` is given: a long
+        list's item; `item`: inside one)."""
         if len(self.elements) >= MAX_NODES:
             self.truncated = True
             return
@@ -310,7 +313,7 @@ class AppWalk:
         if box is not None:
             element.box = box
             element.answered.add("box")
-            element.item = True
+        element.item = item or box is not None
         self.elements.append(element)
         role = self.roles.get((app, path))
         if role is not None:
@@ -469,7 +472,7 @@ class AppWalk:
             if body is None:
                 return
             for number, (app, path) in enumerate(body[0]):
-                self._visit(str(app), str(path), (*parent.order, number))
+                self._visit(str(app), str(path), (*parent.order, number), item=parent.item)
 
         self._send(atspi.call(parent.app, parent.path, atspi.ACCESSIBLE, "GetChildren"), got)
 
