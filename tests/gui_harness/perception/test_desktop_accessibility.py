@@ -1,10 +1,12 @@
 """The accessibility source on the desktop apps real tasks use, each on a VirtualDesktop
 with its window manager: LibreOffice Calc (its GTK 3 plugin: a spreadsheet whose
-millions of cells become one grid), gnome-calculator (GTK 4: no Collection interface,
-read by the tree walk) and a Qt app (FeatherPad). One LibreOffice for the module."""
+millions of cells become one grid; its Function Wizard's long list of functions),
+gnome-calculator (GTK 4: no Collection interface, read by the tree walk) and a Qt app
+(FeatherPad). One LibreOffice for the module."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import signal
@@ -288,6 +290,37 @@ def test_a_scrolled_sheet_names_the_cells_it_shows_now(calc):
     desktop.execute(Scroll(x=x, y=y, scroll_y=-5))
     wait_for(source, lambda s: (g := _grid(s)) is not None and g.grid.first_row == 1)
     assert first[0] == "A" and int(first[1:]) > 1
+
+
+@_needs("localc")
+def test_the_function_wizards_long_list_gives_the_functions_it_shows(calc):
+    """Calc's Function Wizard lists ~500 functions in a tree table that manages its
+    cells (no A1 names: no spreadsheet): the functions that show come out as
+    components, and a click on one selects it."""
+    desktop, source = calc
+    source.mark()
+    desktop.execute(Keypress(keys=["ctrl", "F2"]))
+    try:
+        wait_for(source, lambda s: bool(labelled(s, "button", "ACOS")))
+        fresh = AccessibilitySource(desktop.accessibility_bus, screen=desktop.size, timeout=30.0)
+        shown = fresh.snapshot()  # the whole tree read afresh, the list as it shows now
+        fresh.close()
+        names = [c.label for c in shown.components if c.kind == "button" and c.label]
+        first = ["ABS", "ACCRINT", "ACCRINTM", "ACOS", "ACOSH", "ACOT", "ACOTH", "ADDRESS"]
+        start = names.index("ABS")
+        assert names[start : start + len(first)] == first, names  # in order, one by one
+        assert "SUM" not in names and "ZTEST" not in names  # far below: not showing
+        boxes = [labelled(shown, "button", name)[0].box for name in first]
+        assert all(a[1] + a[3] <= b[1] + 1 for a, b in itertools.pairwise(boxes))
+        acos = labelled(shown, "button", "ACOS")[0]
+        source.mark()
+        desktop.execute(Click(x=acos.center[0], y=acos.center[1]))
+        assert source.wait_caught_up(timeout=30.0)
+        after = wait_for(source, lambda s: "selected" in labelled(s, "button", "ACOS")[0].states)
+        assert "selected" in labelled(after, "button", "ACOS")[0].states
+    finally:
+        desktop.execute(Keypress(keys=["escape"]))
+        wait_for(source, lambda s: not labelled(s, "button", "Cancel"), limit=30)
 
 
 @_needs("gnome-calculator")
