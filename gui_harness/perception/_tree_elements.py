@@ -30,6 +30,7 @@ def components(
     """The components of `elements` (in tree order), in screen pixels; `offset` moves
     what the app draws itself down (AppWalk.offset)."""
     found: list[Component] = []
+    items: list[tuple[int, int, int, int]] = []  # unnamed cells of long lists, so far
     for element in elements:
         if {"role", "states", "name", "box"} - element.answered or element.box is None:
             continue
@@ -71,6 +72,10 @@ def components(
             (1 << atspi.SELECTABLE) | (1 << atspi.FOCUSABLE)
         ):
             continue
+        if element.item and label is None:
+            if any(_holds(outer, box) for outer in items):
+                continue  # the icon in a list's cell: the cell is the target
+            items.append(box)  # an unnamed cell: named by what it holds (see below)
         component = Component(
             0,
             atspi.ROLE_KINDS[element.role],
@@ -154,6 +159,15 @@ def _clip(
     if x1 - x0 < _MIN_SIDE or y1 - y0 < _MIN_SIDE:
         return None
     return (x0, y0, x1 - x0, y1 - y0)
+
+
+def _holds(outer: tuple[int, int, int, int], inner: tuple[int, int, int, int]) -> bool:
+    return (
+        outer[0] <= inner[0]
+        and outer[1] <= inner[1]
+        and inner[0] + inner[2] <= outer[0] + outer[2]
+        and inner[1] + inner[3] <= outer[1] + outer[3]
+    )
 
 
 def _twin(a: Component, b: Component) -> bool:

@@ -143,6 +143,15 @@ def test_a_gtk3_file_view_gives_its_visible_files_and_a_click_selects_one(folder
             assert snapshot.note is None, snapshot.note
             boxes = [shown[f"file{n:04d}.txt"].box for n in numbers]
             assert all(a[1] + a[3] <= b[1] for a, b in itertools.pairwise(boxes))
+            # a row's cells: the name (holding the file's icon and name: one target),
+            # size, type and date; nothing unnamed is left of the icon
+            rows = [
+                c
+                for c in snapshot.components
+                if boxes[0][1] <= c.center[1] < boxes[-1][1] and c.box[0] >= boxes[0][0]
+            ]
+            assert len(rows) >= 4 * (len(boxes) - 1)
+            assert all(c.label for c in rows), [c for c in rows if not c.label]
             fresh = AccessibilitySource(desktop.accessibility_bus, screen=desktop.size, timeout=10)
             whole = fresh.snapshot()
             fresh.close()
