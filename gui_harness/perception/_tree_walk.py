@@ -168,6 +168,9 @@ class AppWalk:
         for element in shallow:
             if element.path in again:
                 self._reread(element)
+        for element in self.lists:  # the long lists kept: scrolled unsaid? (see check())
+            if not _within(element, inside) and not _within(element, shifted):
+                self._check(element)
 
     @property
     def lists(self) -> list[Element]:
@@ -178,7 +181,8 @@ class AppWalk:
         """Ask each long list, on `pipeline`, whether it still shows what was read (Qt's
         scroll without an event): its child count, and the box of the last visible child
         read. A list where either changed is read again (which of its items show);
-        the rest of the last walk is kept. The pipeline's run() does the reading."""
+        the rest of the last walk is kept. The pipeline's run() does the reading.
+        refresh() checks the lists it does not read again the same way."""
         self._on(pipeline)
         for element in self.lists:
             self._check(element)

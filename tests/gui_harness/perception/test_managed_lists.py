@@ -124,6 +124,23 @@ def test_a_scrolled_list_gives_the_items_it_shows_now(dialog):
     assert any(abs(c.box[1] - first.box[1]) <= 2 for c in shown.values())
 
 
+def test_a_list_scrolled_in_a_step_that_changed_something_else_is_read_again(dialog):
+    """The same silent scroll, then a click on the file name field (an event): the read
+    that follows the event checks the kept list too."""
+    desktop, source = dialog
+    snapshot = source.snapshot()
+    before = files(snapshot)
+    top = before[min(before)]
+    field = next(c for c in snapshot.components if c.label == "File name:")
+    desktop.execute(Scroll(x=top.center[0], y=top.center[1], scroll_y=5))
+    desktop.wait_settled(timeout=5.0)
+    source.mark()
+    desktop.execute(Click(x=field.center[0], y=field.center[1]))
+    assert source.wait_caught_up(timeout=30.0)
+    after = files(source.snapshot())  # one read: the one the click's events call for
+    assert after and min(after) > min(before), (min(before), sorted(after))
+
+
 def test_a_gtk3_file_view_gives_its_visible_files_and_a_click_selects_one(folder):
     """GTK 3's file chooser lists files in a table that manages its cells (no A1 names:
     not a spreadsheet); its cells that show are read too, and the cell holding a file's
