@@ -33,6 +33,7 @@ from gui_harness.perception import (
     describe,
 )
 from gui_harness.perception._pixels import pil_image
+from gui_harness.perception.cells import cell_box
 from gui_harness.prompts import DEFAULT_PROMPTS, Prompts
 from gui_harness.result import GuiResult
 from openprogram import agentic_function, current_frame, current_session
@@ -227,9 +228,12 @@ def _aimed(run: _Run, observation: Observation, planned: Any) -> tuple[int, int]
     if element is None:
         return (0, 0)
     component = observation.component(element)
-    point = component.center if planned.cell is None else component.cell_point(planned.cell)
-    part = area(point, component.box, observation.size)
-    found = aim(observation.image, _grab(run, part), point, component.box)
+    point, box = component.center, component.box
+    if planned.cell is not None and component.grid is not None:
+        # the cell, not the whole sheet: typing in the cell next to it changes nothing here
+        point, box = component.cell_point(planned.cell), cell_box(component.grid, planned.cell)
+    part = area(point, box, observation.size)
+    found = aim(observation.image, _grab(run, part), point, box)
     if found.changed and not run.refused_changed:
         run.refused_changed = True
         return None

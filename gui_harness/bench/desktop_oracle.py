@@ -65,6 +65,8 @@ class DesktopOracle:
         """How many oracle steps were taken."""
         self._waits = 0
         self._clicked: int | None = None  # the click step planned last, taken again if refused
+        self._planned_on: Any = None  # the observation the latest plan was made on
+        self._planned: int | None = None  # the step it planned, taken again on a re-ask
 
     @property
     def finished(self) -> bool:
@@ -90,6 +92,13 @@ class DesktopOracle:
         raise UsageError(f"the oracle does not answer {request.function!r}")
 
     def _plan(self) -> dict[str, Any]:
+        seen = current_observation()
+        if seen is self._planned_on and self._planned is not None:
+            # asked again on the same screen: the harness refused the answer (a cell of a
+            # grid whose cells were not read in time); look again and plan that step anew
+            self.done, self._planned, self._clicked = self._planned, None, None
+            return {"goal": "look again", "action": {"type": "wait", "ms": _WAIT_MS}}
+        self._planned_on, self._planned = seen, self.done
         outcome = latest_outcome()
         if self._clicked is not None and outcome is not None and outcome["status"] == "rejected":
             self.done = self._clicked  # refused (the app was still drawing): click it again
@@ -106,7 +115,9 @@ class DesktopOracle:
             text = self._expand(step.type)
             return {"goal": f"type {text!r}", "action": {"type": "type", "text": text}}
         target = step.click if isinstance(step, ClickStep) else step.wait_for
-        found = find_target(target, current_observation().components)
+        found = find_target(target, seen.components)
+        if found is not None and isinstance(step, ClickStep) and step.cell and found.grid is None:
+            found = None  # a grid whose cells are not known (yet): nothing to address
         what = target.model_dump(exclude_defaults=True)
         if found is None:
             self._waits += 1

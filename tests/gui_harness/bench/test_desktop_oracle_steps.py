@@ -1,0 +1,83 @@
+"""The desktop oracle's steps under gui_agent, on a FakeDesktop with a perception that
+shows a sheet first without its cells (a tree read cut short), then with them: a click
+on a cell waits for the cells rather than answering what the harness would refuse, and
+an answer refused anyway (asked again on the same screen) is taken again on the next."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gui_harness.agent import gui_agent
+from gui_harness.bench.desktop_oracle import DesktopOracle
+from gui_harness.bench.desktop_spec import DesktopTask
+from gui_harness.desktop.fake import FakeDesktop
+from gui_harness.perception import Component, Observation, describe
+from gui_harness.perception.cells import Grid
+from openprogram import Runtime, ScriptedModel, Session
+
+SHEET = Grid(columns=(100, 180, 260, 340), rows=(100, 120, 140, 160, 180))
+
+
+class _Sheet:
+    """Perceives one grid labelled "Sheet Sheet1", its cells known from look `cells_from`."""
+
+    def __init__(self, cells_from: int) -> None:
+        self.looks = 0
+        self.cells_from = cells_from
+
+    def perceive(self, image: Any) -> Observation:
+        self.looks += 1
+        grid = SHEET if self.looks >= self.cells_from else None
+        sheet = Component(1, "grid", (100, 100, 240, 80), "Sheet Sheet1", 1.0, grid=grid)
+        return Observation(image, (sheet,), describe([sheet]))
+
+
+def _task() -> DesktopTask:
+    return DesktopTask.model_validate(
+        {
+            "id": "cells",
+            "app": "fake",
+            "instruction": "Click B3.",
+            "config": [{"type": "launch", "argv": ["true"]}],
+            "evaluator": [{"type": "clipboard", "expected": "x"}],
+            "oracle": [{"click": {"kind": "grid", "label_contains": "Sheet"}, "cell": "B3"}],
+        }
+    )
+
+
+def test_a_cell_click_waits_for_the_grids_cells() -> None:
+    desktop = FakeDesktop.demo_form()
+    oracle = DesktopOracle(_task())
+    with Session() as session, Runtime(ScriptedModel(oracle)):
+        result = gui_agent("Click B3.", desktop=desktop, perception=_Sheet(cells_from=3))
+    assert result.success
+    actions = [n.input["action"] for n in session.dag.find(name="dispatch_action")]
+    assert [a["type"] for a in actions] == ["wait", "wait", "click"]
+    assert actions[-1]["cell"] == "B3"
+    assert [(a.x, a.y) for a in desktop.actions if a.type == "click"] == [(220, 150)]
+    assert len(session.dag.find(kind="llm", name="plan_next_action")) == 4  # no re-ask
+
+
+class _Growing(_Sheet):
+    """The sheet's first look shows two rows only: B3 is not on it."""
+
+    def perceive(self, image: Any) -> Observation:
+        seen = super().perceive(image)
+        if self.looks > 1:
+            return seen
+        short = Grid(columns=SHEET.columns, rows=SHEET.rows[:3])
+        sheet = Component(1, "grid", (100, 100, 240, 40), "Sheet Sheet1", 1.0, grid=short)
+        return Observation(image, (sheet,), describe([sheet]))
+
+
+def test_an_answer_refused_on_its_screen_is_planned_again_on_the_next() -> None:
+    desktop = FakeDesktop.demo_form()
+    oracle = DesktopOracle(_task())
+    with Session() as session, Runtime(ScriptedModel(oracle)):
+        result = gui_agent("Click B3.", desktop=desktop, perception=_Growing(cells_from=1))
+    assert result.success
+    plans = [n.output for n in session.dag.find(kind="llm", name="plan_next_action")]
+    assert '"cell": "B3"' in plans[0] and "look again" in plans[1]  # refused, re-asked
+    actions = [n.input["action"] for n in session.dag.find(name="dispatch_action")]
+    assert [a["type"] for a in actions] == ["wait", "click"]
+    assert [(a.x, a.y) for a in desktop.actions if a.type == "click"] == [(220, 150)]
