@@ -95,6 +95,11 @@ def get_property(bus_name: str, path: str, interface: str, name: str) -> Any:
     return Properties(DBusAddress(path, bus_name, interface)).get(name)
 
 
+def at_point(bus_name: str, path: str, x: int, y: int) -> Any:
+    """A Component.GetAccessibleAtPoint message: the child of `path` at screen pixel (x, y)."""
+    return call(bus_name, path, COMPONENT, "GetAccessibleAtPoint", "iiu", (x, y, COORDS_SCREEN))
+
+
 Callback = Callable[[tuple[Any, ...] | None], None]
 """Called with a reply's body, or None when the call failed (an error reply)."""
 

@@ -18,6 +18,7 @@ from functools import partial
 from typing import Any
 
 from gui_harness.perception import _atspi as atspi
+from gui_harness.perception._pixels import clip_box
 from gui_harness.perception.cells import Grid
 
 __all__ = ["GridRead"]
@@ -48,10 +49,7 @@ class GridRead:
         self.app = app
         self.path = path
         self._screen = screen
-        x, y, w, h = box
-        x0, y0 = max(x, 0), max(y, 0)
-        x1, y1 = min(x + w, screen[0]), min(y + h, screen[1])
-        self.box = (x0, y0, max(x1 - x0, 0), max(y1 - y0, 0))
+        self.box = clip_box(box, screen) or (max(box[0], 0), max(box[1], 0), 0, 0)
         self.grid: Grid | None = None
         self.spreadsheet = False
         self._then: Callable[[GridRead], None] | None = None
@@ -72,14 +70,7 @@ class GridRead:
         points = [(x + _INSET, y + _INSET), (x + w - _INSET, y + h - _INSET)]
         for corner, (px, py) in enumerate(points):
             send(
-                atspi.call(
-                    self.app,
-                    self.path,
-                    atspi.COMPONENT,
-                    "GetAccessibleAtPoint",
-                    "iiu",
-                    (px, py, atspi.COORDS_SCREEN),
-                ),
+                atspi.at_point(self.app, self.path, px, py),
                 partial(self._got_corner_cell, corner),
             )
 

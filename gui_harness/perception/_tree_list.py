@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gui_harness.perception import _atspi as atspi
+from gui_harness.perception._pixels import clip_box
 
 __all__ = ["ListRead", "child_box"]
 
@@ -46,10 +47,7 @@ class ListRead:
         self.app = app
         self.path = path
         self.count = count
-        x, y, w, h = box
-        x0, y0 = max(x, 0), max(y, 0)
-        x1, y1 = min(x + w, screen[0]), min(y + h, screen[1])
-        self.box = (x0, y0, max(x1 - x0, 0), max(y1 - y0, 0))
+        self.box = clip_box(box, screen) or (max(box[0], 0), max(box[1], 0), 0, 0)
         self.failed = False
         self.items = 0
         """Visible children found."""
@@ -71,14 +69,7 @@ class ListRead:
         for number, fraction in enumerate(_POINTS):
             point = (x + _INSET, y + _INSET + round(fraction * (h - 2 * _INSET)))
             send(
-                atspi.call(
-                    self.app,
-                    self.path,
-                    atspi.COMPONENT,
-                    "GetAccessibleAtPoint",
-                    "iiu",
-                    (*point, atspi.COORDS_SCREEN),
-                ),
+                atspi.at_point(self.app, self.path, *point),
                 functools.partial(self._got_hit, number),
             )
 

@@ -114,8 +114,10 @@ class OcrWorker:
                 crop = _crop(grey, component)
                 crops[position] = [] if crop is None else [crop]
         read: dict[tuple[int, int], str | None] = {}
-        for position, found in crops.items():
-            for number, crop in enumerate(found):
+        # a grid's headers first: a few crops that name every cell of the sheet
+        order = sorted(crops, key=lambda position: labelled[position].kind != "grid")
+        for position in order:
+            for number, crop in enumerate(crops[position]):
                 key, text = self._lookup(crop, batch)
                 if text is None and not self._closed:
                     waiting[(position, number)] = key

@@ -14,33 +14,14 @@ import pytest
 
 from gui_harness.demo.app import demo_app
 from gui_harness.desktop import server as server_module
-from gui_harness.desktop.fake import FakeDesktop
 from gui_harness.desktop.remote import RemoteDesktop
 from gui_harness.desktop.server import serve_desktop
 from gui_harness.desktop.virtual import VirtualDesktop
 from openprogram.errors import UsageError
+from tests.gui_harness.desktop.test_remote_settle import Counted
 from tests.support.desktop_api import post_json
 
 BOX = (150, 100, 300, 120)
-
-
-class Counted:
-    """The demo form without a grab of its own, counting its screenshots."""
-
-    def __init__(self) -> None:
-        self.form = FakeDesktop.demo_form()
-        self.screenshots = 0
-
-    @property
-    def size(self) -> tuple[int, int]:
-        return self.form.size
-
-    def screenshot(self) -> Any:
-        self.screenshots += 1
-        return self.form.screenshot()
-
-    def execute(self, action: Any) -> None:
-        self.form.execute(action)
 
 
 def _same(a: Any, b: Any) -> bool:
