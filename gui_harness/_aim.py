@@ -17,7 +17,7 @@ import cv2
 import numpy as np
 from PIL import Image
 
-__all__ = ["Aim", "aim", "area"]
+__all__ = ["Aim", "aim", "area", "differs"]
 
 _HALF_W, _HALF_H = 64, 32
 """The patch compared: up to this far either side of the aim point, within the element."""
@@ -100,6 +100,15 @@ def _patch(
 
 def _grey(image: Image.Image, patch: tuple[int, int, int, int]) -> np.ndarray:
     return np.asarray(image.crop(patch).convert("L"), dtype=np.int16)
+
+
+def differs(before: Image.Image, after: Image.Image) -> bool:
+    """Whether two pictures of one size differ as aim() counts it: more than a caret's
+    or a hover tint's worth of pixels changed."""
+    if before.size != after.size:
+        return True
+    whole = (0, 0, *before.size)
+    return _share_different(_grey(before, whole), _grey(after, whole)) > _CHANGED
 
 
 def _share_different(a: np.ndarray, b: np.ndarray) -> float:

@@ -17,7 +17,7 @@ from typing import Any
 from gui_harness import leaves
 from gui_harness._aim import aim, area
 from gui_harness.actions import Policy, resolve
-from gui_harness.current import _current, _early_frames, _publish, _Run, _run
+from gui_harness.current import _current, _early_frames, _grab, _publish, _Run, _run
 from gui_harness.desktop.base import Desktop
 from gui_harness.desktop.settle import wait_until_stable
 from gui_harness.errors import ActionRejected, DesktopAuthError, DesktopError
@@ -239,24 +239,6 @@ def _aimed(run: _Run, observation: Observation, planned: Any) -> tuple[int, int]
         return None
     run.refused_changed = False
     return found.shift
-
-
-def _grab(run: _Run, part: tuple[int, int, int, int]) -> Any:
-    """The screen's `part` (left, top, right, bottom in image pixels) as it is now, at
-    the observation's scale: through the desktop's `grab(box)` where it has one (a
-    region, not the whole screen: a remote desktop sends less), else cut from a
-    screenshot."""
-    left, top, right, bottom = part
-    x0, y0 = run.transform.to_screen(left, top)
-    x1, y1 = run.transform.to_screen(right, bottom)
-    grab = getattr(run.desktop, "grab", None)
-    if callable(grab):
-        now = pil_image(grab((x0, y0, x1 - x0, y1 - y0)))
-    else:
-        now = pil_image(run.desktop.screenshot()).crop((x0, y0, x1, y1))
-    if now.size != (right - left, bottom - top):
-        now = now.resize((right - left, bottom - top))
-    return now
 
 
 def _changed(planned: Any) -> str:

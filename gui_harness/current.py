@@ -20,6 +20,7 @@ from gui_harness.desktop.base import Desktop
 from gui_harness.errors import InvalidAction
 from gui_harness.normalize import normalize_action
 from gui_harness.perception import Observation, Perception
+from gui_harness.perception._pixels import pil_image
 from gui_harness.prompts import Plan, Prompts
 from openprogram import count_tokens, llm
 from openprogram.callbacks.base import current_run, notify
@@ -221,6 +222,24 @@ def _capture(run: _Run) -> tuple[Any, float, Any]:
         return early[1], early[2], screenshot
     image, scale = _model_size(run, screenshot)
     return image, scale, screenshot
+
+
+def _grab(run: _Run, part: tuple[int, int, int, int]) -> Any:
+    """The screen's `part` (left, top, right, bottom in image pixels) as it is now, at
+    the observation's scale: through the desktop's `grab(box)` where it has one (a
+    region, not the whole screen: a remote desktop sends less), else cut from a
+    screenshot."""
+    left, top, right, bottom = part
+    x0, y0 = run.transform.to_screen(left, top)
+    x1, y1 = run.transform.to_screen(right, bottom)
+    grab = getattr(run.desktop, "grab", None)
+    if callable(grab):
+        now = pil_image(grab((x0, y0, x1 - x0, y1 - y0)))
+    else:
+        now = pil_image(run.desktop.screenshot()).crop((x0, y0, x1, y1))
+    if now.size != (right - left, bottom - top):
+        now = now.resize((right - left, bottom - top))
+    return now
 
 
 def _model_size(run: _Run, screenshot: Any) -> tuple[Any, float]:

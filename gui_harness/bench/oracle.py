@@ -12,12 +12,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
-
-from gui_harness._aim import Aim, aim, area
+from gui_harness._aim import Aim, aim, area, differs
 from gui_harness.bench._solvers import SOLVERS, Click, Key, Step, Type
 from gui_harness.bench.miniwob import MiniWobPage
-from gui_harness.current import current_observation, latest_outcome, look
+from gui_harness.current import _current, _grab, current_observation, latest_outcome
 from openprogram import ModelRequest
 from openprogram.errors import UsageError
 
@@ -31,7 +29,6 @@ _SCREEN = re.compile(r"^Screen: (\d+)x(\d+) image pixels", re.M)
 
 Box = tuple[int, int, int, int]
 _MAX_WAITS = 20  # looks a click waits for a still page (100 ms apart), then it goes ahead
-_DIFFERENT = 40  # grey levels a pixel changes by to count (as gui_harness._aim counts)
 
 
 def pick_component(target: Box, components: dict[int, Box]) -> int | None:
@@ -150,16 +147,14 @@ class Oracle:
 
 def _changed_since_seen(index: int | None) -> bool:
     """Whether the screen around component `index` (None: anywhere) changed since the
-    observation."""
+    observation: only that part of the screen is grabbed, nothing is perceived again."""
     seen = current_observation()
-    now = look().image
+    run = _current()
     if index is None:
-        before = np.asarray(seen.image.convert("L"), dtype=np.int16)
-        after = np.asarray(now.convert("L"), dtype=np.int16)
-        return before.shape != after.shape or bool(np.any(np.abs(before - after) > _DIFFERENT))
+        return differs(seen.image, _grab(run, (0, 0, *seen.size)))
     component = seen.component(index)
-    part = now.crop(area(component.center, component.box, seen.size))
-    return aim(seen.image, part, component.center, component.box) != Aim()
+    part = area(component.center, component.box, seen.size)
+    return aim(seen.image, _grab(run, part), component.center, component.box) != Aim()
 
 
 def _fail(reason: str) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from gui_harness.errors import (
     DesktopTimeout,
     InvalidAction,
 )
+from openprogram.echo import echo
 from openprogram.errors import UsageError
 
 __all__ = ["RemoteDesktop"]
@@ -93,7 +94,7 @@ class RemoteDesktop:
         left, top = max(0, x), max(0, y)
         right, bottom = min(width, x + w), min(height, y + h)
         if right <= left or bottom <= top:
-            raise UsageError(f"box={box!r} has no part on the {width}x{height} screen")
+            raise UsageError(f"box={echo(box)} has no part on the {width}x{height} screen")
         part = [left, top, right - left, bottom - top]
         if self._server_grabs:
             body = {"version": PROTOCOL_VERSION, "box": part}

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gui_harness.errors import DesktopError, InvalidAction
+from openprogram.echo import echo
 from openprogram.errors import UsageError
 
 try:
@@ -186,7 +187,7 @@ class X11Desktop:
         left, top = max(0, x), max(0, y)
         right, bottom = min(width, x + w), min(height, y + h)
         if right <= left or bottom <= top:
-            raise UsageError(f"box={box!r} has no part on the {width}x{height} screen")
+            raise UsageError(f"box={echo(box)} has no part on the {width}x{height} screen")
         return self._grab((left, top, right - left, bottom - top))
 
     def _grab(self, box: tuple[int, int, int, int] | None = None) -> Image.Image:

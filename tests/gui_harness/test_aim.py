@@ -37,7 +37,9 @@ def _screen(dx: int = 0, dy: int = 0, label: str = "Save") -> Image.Image:
     return image
 
 
-def _at(now: Image.Image, point: tuple[int, int] = POINT, box: tuple[int, int, int, int] = BOX):  # type: ignore[no-untyped-def]
+def _at(
+    now: Image.Image, point: tuple[int, int] = POINT, box: tuple[int, int, int, int] = BOX
+) -> Image.Image:
     """The part of the screen `now` that dispatch grabs to aim at `point` in `box`."""
     return now.crop(area(point, box, now.size))
 
