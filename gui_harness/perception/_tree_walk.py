@@ -243,7 +243,7 @@ class AppWalk:
         `offset`, which turning elements into components adds), asking a few more calls,
         answered by `deadline` or within _MEASURE_S if that has passed (a few calls; a
         walk cut short by a busy app still gets its boxes placed). `offset` is None when
-        they went unanswered or the walk never reached the widget that tells. Its own
+        they went unanswered or the walk found no widget that tells (not yet shown). Its own
         menu bar, which it reports as showing behind the GTK one, is left out."""
         if not self.own_drawing_offset:
             return
@@ -274,8 +274,8 @@ class AppWalk:
             ),
             None,
         )
-        if embedded is None:
-            return 0 if self.complete else None
+        if embedded is None:  # nothing tells: 0 would be a guess, and wrong until it is placed
+            return None
         chain = [by_order[e] for e in _prefixes(embedded.order) if e in by_order]
         for element in chain:
             element.answered.discard("attributes")
