@@ -15,10 +15,13 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from openprogram._chunks import Chunks
-from openprogram._messages import MessageStream, Turn, Walk, Writer
+from openprogram._messages import Entry, MessageStream, Walk, Writer
+from openprogram._pieces import Piece, write
 from openprogram.dag import ContextDAG, Node
 from openprogram.echo import cut
 from openprogram.image import ImageRef
@@ -290,12 +293,12 @@ def _build(
     """`base`'s history below seq `floor`, then `tail` (the visible nodes from there).
     `kept`: False for a history no later render extends (no checkpoints, one hash)."""
     writer = Writer(walk, {n.id for n in stack}, settings.max_line_chars)
-    stream = MessageStream(running=kept)
+    stream = MessageStream(continued=kept)
     if base is None:
         if settings.system:
             stream.add("system", [{"type": "text", "text": settings.system}], None)
         last = len(stream.messages[-1][1]) if stream.messages else 0
-        start = _Checkpoint(stream.hash.copy(), len(stream.messages), last, 0, 0, 0, (), 0, 0)
+        start = _Checkpoint(stream.state(), len(stream.messages), last, 0, 0, 0, (), 0, 0)
         history = History(
             settings,
             stack,
@@ -369,60 +372,64 @@ def _extend(
     walk, dag = writer.walk, writer.walk.dag
     opened = [
         (node, _state(node, walk), _redo_seq(dag, node))
-        for node in tail
-        if kept and (node.status != "completed" or not walk.done(node))
+        for node in (tail if kept else ())
+        if node.status != "completed" or not walk.done(node)
     ]
     carried = _carried_by_prefix(history, base, writer, tail)
-    lines, line_counts = [], []
-    writer.reports = history.line_reports
-    for node in tail:
-        lines.append(writer.line(node))
-        line_counts.append(len(history.line_reports))
-    writer.reports = history.build_reports
-    groups = writer.turns(tail, lines, carried)
-    images = [
-        sum(p.get("type") == "image" for p in turns[0][1]) if node.kind == "llm" and turns else 0
-        for node, (turns, _, _) in zip(tail, groups, strict=True)
-    ]  # history images come only with llm nodes' requests, their first turn
-    _check_prefix_images(history, sum(images))
+    pieces = write(writer, tail, carried)
+    _check_prefix_images(history, sum(piece.images for piece in pieces))
     omitted: list[tuple[int, dict[str, Any]]] = []
-    kept_from = _retain_images(groups, tail, history.settings.max_images, omitted)
+    replaced: dict[int, tuple[Entry, ...]] = {}
+    kept_from = _retain_images(pieces, tail, history.settings.max_images, omitted, replaced)
     omitted.reverse()  # oldest first, as stored
     stream, checkpoints, done_omitted = history.stream, history.checkpoints, 0
+    line_reports, build_reports = history.line_reports, history.build_reports
     seen_images = checkpoints[-1].images if checkpoints else 0
     chars = checkpoints[-1].chars if checkpoints else 0
-    for index, (turns, answers, build_count) in enumerate(groups):
-        for role, parts, _, extra in turns:
-            stream.add(role, parts, extra)
+    if not kept:  # nothing continues from inside this history: one pass, no checkpoints
+        groups: Any = map(_entries, pieces)  # C loops: a window is walked whole
+        if replaced:
+            groups = [replaced.get(index, group) for index, group in enumerate(groups)]
+        stream.add_all(chain.from_iterable(groups))
+        line_reports.extend(chain.from_iterable(map(_line_reports, pieces)))
+        build_reports.extend(chain.from_iterable(map(_build_reports, pieces)))
+        history.omitted.extend(entry for _, entry in omitted)
+    for index, piece in enumerate(pieces if kept else ()):
+        stream.add_all(replaced.get(index, piece.entries))
+        line_reports.extend(piece.line_reports)
+        build_reports.extend(piece.build_reports)
         while done_omitted < len(omitted) and omitted[done_omitted][0] == index:
             history.omitted.append(omitted[done_omitted][1])
             done_omitted += 1
-        if not kept:
-            continue
         last = len(stream.messages[-1][1]) if stream.messages else 0
-        seen_images += images[index]
-        chars += len(lines[index]) + (1 if chars or checkpoints else 0)
+        seen_images += piece.images
+        chars += len(piece.line) + (1 if chars or checkpoints else 0)
         checkpoints.append(
             _Checkpoint(
-                stream.hash.copy(),
+                stream.state(),
                 len(stream.messages),
                 last,
-                line_counts[index],
-                build_count,
+                len(line_reports),
+                len(build_reports),
                 len(history.omitted),
-                answers,
+                piece.answers,
                 seen_images,
                 chars,
             )
         )
     history.nodes.extend(tail)
-    history.ids.extend(node.id for node in tail)
-    history.lines.extend(lines)
+    history.ids.extend([node.id for node in tail])
+    history.lines.extend([piece.line for piece in pieces])
     history.open.extend(opened)
     for node_id in extra_ids:
         node = dag.node(node_id)
         history.extras[node_id] = (node.seq, _redo_seq(dag, node))
     history.kept_from = kept_from
+
+
+_entries = attrgetter("entries")
+_line_reports = attrgetter("line_reports")
+_build_reports = attrgetter("build_reports")
 
 
 def _check_prefix_images(history: History, later: int) -> None:
@@ -490,18 +497,25 @@ def _seq(node: Node) -> int:
 
 
 def _retain_images(
-    groups: list[tuple[list[Turn], tuple[str, ...], int]],
+    pieces: list[Piece],
     tail: list[Node],
     keep: int | None,
     omitted: list[tuple[int, dict[str, Any]]],
+    replaced: dict[int, tuple[Entry, ...]],
 ) -> int | None:
     """Keep the newest `keep` history images; older ones become placeholders, noted in
-    `omitted` newest first. The seq of the oldest node whose image is still sent."""
+    `omitted` newest first, in copies of their node's turns put in `replaced` by index
+    (the pieces stay as written; a changed turn's canonical JSON is made again). The
+    seq of the oldest node whose image is still sent."""
     if keep is None:
         return None
     seen, kept_from = 0, None
-    for index in range(len(groups) - 1, -1, -1):
-        for _, parts, node_id, _ in reversed(groups[index][0]):
+    for index in range(len(pieces) - 1, -1, -1):
+        if not pieces[index].images:  # history images come only with an llm request
+            continue
+        entries, changed = list(pieces[index].entries), False
+        for number in range(len(entries) - 1, -1, -1):
+            role, parts, extra, canon = entries[number]
             for position in range(len(parts) - 1, -1, -1):
                 if parts[position].get("type") != "image":
                     continue
@@ -509,10 +523,16 @@ def _retain_images(
                 if seen <= keep:
                     kept_from = tail[index].seq
                     continue
+                if canon is not None:  # the first change to this turn: copy it
+                    parts, canon, changed = list(parts), None, True
+                    entries[number] = (role, parts, extra, None)
                 ref: ImageRef = parts[position]["image"]
                 parts[position] = {"type": "text", "text": _placeholder(parts[position])}
                 reason = f"image {ref} dropped: only the {keep} most recent history images are sent"
+                node_id = tail[index].id  # images come with its request, its own turn
                 omitted.append((index, {"kind": "omitted", "node_id": node_id, "reason": reason}))
+        if changed:
+            replaced[index] = tuple(entries)
     return kept_from
 
 

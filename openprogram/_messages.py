@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
+from json.encoder import encode_basestring
 from typing import Any, Protocol
 
 from openprogram._chunks import Chunks
@@ -37,6 +39,11 @@ Turn = tuple[str, list[dict[str, Any]], str | None, dict[str, Any] | None]
 """(role, parts, id of the node it shows, extra) before adjacent turns merge."""
 
 
+Entry = tuple[str, list[dict[str, Any]], dict[str, Any] | None, str | None]
+"""(role, parts, extra, canon): a turn as MessageStream.add takes it; `canon` is its
+parts' canonical JSON joined by ", " (None: made when added)."""
+
+
 Message = tuple[str, list[dict[str, Any]], dict[str, Any] | None]
 """(role, parts, extra): one chat message before it is put in the provider's shape."""
 
@@ -51,18 +58,18 @@ class MessageStream:
     of their canonical JSON kept up to date as they grow.
 
     The hash equals sha256 of `json.dumps(canonical, ensure_ascii=False,
-    sort_keys=True)`: the JSON is written piece by piece, and the last message is left
-    open so that a later turn can still merge into it. Parts are kept in Chunks, so a
-    later stream continues from any earlier point without copying them all.
+    sort_keys=True)`: the JSON is written piece by piece (a turn's parts may come with
+    their canonical JSON already made: _pieces.py keeps it), and the last message is
+    left open so that a later turn can still merge into it. When `continued`, parts are
+    kept in Chunks, so a later stream continues from any earlier point without copying
+    them all; else in plain lists, faster to grow and read.
     """
 
-    def __init__(self, *, running: bool = True) -> None:
-        # Chunks when running: a later stream shares all but the last, still open, message;
-        # a plain list (faster to grow and read) when nothing continues this stream
-        self.messages: Chunks[_Open] | list[_Open] = Chunks() if running else []
+    def __init__(self, *, continued: bool = True, hashed: bool = True) -> None:
+        self.messages: Chunks[_Open] | list[_Open] = Chunks() if continued else []
         self.hash = hashlib.sha256(b"[")
-        # False: a render that nothing continues hashes its messages once, at the end
-        self.running = running
+        self._pending: list[str] = []  # canonical JSON not fed to the hash yet
+        self.hashed = hashed  # False: only the messages are wanted (with_turn)
 
     def restore(self, stream: MessageStream, count: int, last: int, state: Any) -> None:
         """Continue from an earlier point of `stream`: its first `count` messages, the
@@ -70,75 +77,87 @@ class MessageStream:
         if not count:
             self.messages = Chunks()
         else:
-            assert isinstance(stream.messages, Chunks)  # only running streams are continued
+            assert isinstance(stream.messages, Chunks)  # only continued streams are restored
             self.messages = stream.messages.prefix(count - 1)
             role, parts, extra = stream.messages[count - 1]
             self.messages.append((role, parts.prefix(last), extra))
         self.hash = state.copy()
+        self._pending = []
 
-    def add(self, role: str, parts: list[dict[str, Any]], extra: dict[str, Any] | None) -> None:
+    def add(
+        self,
+        role: str,
+        parts: list[dict[str, Any]],
+        extra: dict[str, Any] | None,
+        canon: str | None = None,
+    ) -> None:
         """Append one turn: merged into the last message when both are plain turns of
-        the same role (never system), else a message of its own; empty turns vanish."""
-        if not parts and extra is None:
-            return
-        messages = self.messages
+        the same role (never system), else a message of its own; empty turns vanish.
+        `canon`: the parts' canonical JSON joined by ", ", when known."""
+        self.add_all(((role, parts, extra, canon),))
+
+    def add_all(self, entries: Iterable[Entry]) -> None:
+        """add() each of `entries`."""
+        messages, pending, hashed = self.messages, self._pending, self.hashed
         previous = messages[-1] if messages else None
-        if (
-            previous is not None
-            and previous[0] == role
-            and role != "system"
-            and extra is None
-            and previous[2] is None
-        ):
-            previous[1].extend(parts)
-            if self.running:
-                self._feed("".join(", " + _canonical(p) for p in parts))
-            return
-        if self.running:
-            opening = f"[{_CANONICAL.encode(role)}, [" + ", ".join(_canonical(p) for p in parts)
-            self._feed(opening if previous is None else _closing_of(previous) + ", " + opening)
-        if self.running:  # a later stream may continue from here: parts it can share
-            chunks: Chunks[dict[str, Any]] = Chunks()
-            chunks.extend(parts)
-            messages.append((role, chunks, extra))
-        else:
-            # nothing continues this stream: a plain list reads and grows as Chunks does
-            messages.append((role, list(parts), extra))  # type: ignore[arg-type]
+        for role, parts, extra, canon in entries:
+            if not parts and extra is None:
+                continue
+            if hashed and canon is None:
+                canon = ", ".join([canonical(p) for p in parts])
+            if (
+                extra is None
+                and previous is not None
+                and previous[0] == role
+                and previous[2] is None
+                and role != "system"
+            ):
+                previous[1].extend(parts)
+                if canon is not None:
+                    pending.append(", " + canon)
+                continue
+            if canon is not None:
+                opening = f"[{_CANONICAL.encode(role)}, [" + canon
+                if previous is not None:
+                    opening = _closing_of(previous) + ", " + opening
+                pending.append(opening)
+            if isinstance(messages, Chunks):  # a later stream may continue from here
+                chunks: Chunks[dict[str, Any]] = Chunks()
+                chunks.extend(parts)
+                previous = (role, chunks, extra)
+            else:
+                previous = (role, list(parts), extra)  # type: ignore[assignment]
+            messages.append(previous)  # type: ignore[arg-type]
+
+    def state(self) -> Any:
+        """A copy of the hash state as the messages stand (the last one still open)."""
+        if self._pending:
+            # surrogatepass: lone surrogates (a filename decoded with surrogateescape) hash
+            # too, and every other text hashes to the same bytes as plain utf-8
+            self.hash.update("".join(self._pending).encode("utf-8", "surrogatepass"))
+            self._pending = []
+        return self.hash.copy()
 
     def digest(self) -> str:
         """The hex sha256 of the messages as they stand (the stream stays open)."""
-        state = self.hash.copy()
+        state = self.state()
         tail = (_closing_of(self.messages[-1]) if self.messages else "") + "]"
         state.update(tail.encode("utf-8", "surrogatepass"))
         return state.hexdigest()
 
     def digest_with(self, role: str, parts: list[dict[str, Any]]) -> str:
         """The digest after one more plain turn, leaving this stream as it is."""
-        if not self.running:
-            canonical: list[list[Any]] = [
-                [name, [_canonical_value(p) for p in chunks], *([extra] if extra else [])]
-                for name, chunks, extra in self.messages
-            ]
-            if parts:  # merged as add() would
-                added = [_canonical_value(p) for p in parts]
-                last = canonical[-1] if canonical else None
-                if last is not None and last[0] == role != "system" and len(last) == 2:
-                    last[1].extend(added)
-                else:
-                    canonical.append([role, added])
-            text = json.dumps(canonical, ensure_ascii=False, sort_keys=True)
-            return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         other = MessageStream()
         if self.messages:
             last_role, _, extra = self.messages[-1]
             other.messages.append((last_role, Chunks(), extra))
-        other.hash = self.hash.copy()
+        other.hash = self.state()
         other.add(role, parts, None)
         return other.digest()
 
     def with_turn(self, role: str, parts: list[dict[str, Any]]) -> list[Message]:
         """The messages as lists, after one more plain turn; this stream stays as it is."""
-        other = MessageStream()
+        other = MessageStream(hashed=False)
         other.messages.extend(
             [
                 (r, p.prefix(len(p)) if isinstance(p, Chunks) else list(p), e)  # type: ignore[misc]
@@ -148,18 +167,18 @@ class MessageStream:
         other.add(role, parts, None)
         return [(r, list(p), e) for r, p, e in other.messages]
 
-    def _feed(self, text: str) -> None:
-        # surrogatepass: lone surrogates (a filename decoded with surrogateescape) hash
-        # too, and every other text hashes to the same bytes as plain utf-8
-        self.hash.update(text.encode("utf-8", "surrogatepass"))
-
 
 def _closing_of(message: tuple[str, Any, dict[str, Any] | None]) -> str:
     extra = message[2]
     return "]]" if not extra else "], " + _CANONICAL.encode(extra) + "]"
 
 
-def _canonical(part: dict[str, Any]) -> str:
+def canonical(part: dict[str, Any]) -> str:
+    """A message part as the messages hash writes it (an image by its hash)."""
+    text = part.get("text")
+    if len(part) == 2 and part.get("type") == "text" and type(text) is str:
+        # what _CANONICAL writes for a text part, without walking a dict (the common case)
+        return '{"text": ' + encode_basestring(text) + ', "type": "text"}'
     return _CANONICAL.encode(_canonical_value(part))
 
 

@@ -9,10 +9,14 @@ _history.py and _compact.py read it through their protocols. Start at RenderWalk
 from __future__ import annotations
 
 from collections.abc import Iterator
+from operator import attrgetter
 
 from openprogram.dag import ContextDAG, Node
 
-__all__ = ["SHOW_SELF", "RenderWalk"]
+__all__ = ["SHOW_SELF", "RenderWalk", "by_seq"]
+
+by_seq = attrgetter("seq")
+"""A node's seq: the sort key of every node list a render makes."""
 
 SHOW_SELF = ("io", "full")
 """The expose values whose code nodes show as a line of their own."""
@@ -91,9 +95,10 @@ class RenderWalk:
             yield top, False
         else:
             top = current
+        nodes, before = self.dag._nodes, self.before
         while top.predecessor is not None:
-            top = self.dag.node(top.predecessor)
-            if self.exists(top):
+            top = nodes.get(top.predecessor) or self.dag.node(top.predecessor)
+            if before is None or top.seq < before:  # exists()
                 yield top, False
 
     def expand(self, root: Node, is_stack: bool) -> list[Node]:
@@ -136,14 +141,18 @@ class RenderWalk:
         found: list[Node] = []
         for root, is_stack in roots:
             if keep is not None and len(found) >= keep:
-                found.sort(key=lambda n: n.seq)
+                found.sort(key=by_seq)
                 del found[:-keep]
                 if self.dag.last_seq(root) < found[0].seq:
                     for late in self._late_roots(levels, root.seq):
                         found.extend(self.expand(late, False))
                     break
+            if not is_stack and root.expose == "io" and root.kind == "code":
+                if "covers" not in root.meta:  # a call showing only its io: its line alone
+                    found.append(root)
+                continue
             found.extend(self.expand(root, is_stack))
-        found.sort(key=lambda n: n.seq)
+        found.sort(key=by_seq)
         return found if keep is None else found[-keep:]
 
     def since(self, floor: int) -> list[Node]:

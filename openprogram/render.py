@@ -18,7 +18,7 @@ from openprogram._compact import Fitted, fit
 from openprogram._history import History, Settings, build_history, render_history
 from openprogram._messages import Message, Writer, chat_message, content_parts
 from openprogram._tokens import counter
-from openprogram._walk import SHOW_SELF, RenderWalk
+from openprogram._walk import SHOW_SELF, RenderWalk, by_seq
 from openprogram.dag import ContextDAG, Node, RenderRange, _view, check_render_range
 from openprogram.errors import UsageError
 from openprogram.image import ImageRef
@@ -200,7 +200,7 @@ def _visible(
                 visible.append(node)
                 shown.add(node_id)
                 extra_ids.add(node_id)
-    visible.sort(key=lambda n: n.seq)
+    visible.sort(key=by_seq)
     return visible, extra_ids
 
 

@@ -1,0 +1,113 @@
+"""A node's pieces of a render, written once and kept between renders.
+
+Owns Piece (a visible node's line, its turns with their parts' canonical JSON, the report
+entries writing them made) and the per-DAG store of the pieces of finished nodes, so a
+node that many renders show (a sliding window, many writers into one session) is
+written once. _messages.Writer writes them; _history.py puts them together. Start at
+write().
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any, NamedTuple
+
+from openprogram._messages import Entry, Walk, Writer, canonical
+from openprogram.dag import ContextDAG, Node
+
+_KEPT = 4096  # pieces kept per DAG and line limit: the newest nodes written
+
+
+class Piece(NamedTuple):
+    """What one visible node adds to a history."""
+
+    line: str
+    line_reports: tuple[dict[str, Any], ...]
+    entries: tuple[Entry, ...]  # its turns, with their parts' canonical JSON
+    build_reports: tuple[dict[str, Any], ...]
+    answers: tuple[str, ...]  # the tool results its turns carry
+    images: int  # history image parts in its turns (an llm node's request)
+
+
+_lock = threading.Lock()
+_kept: weakref.WeakKeyDictionary[ContextDAG, dict[int | None, dict[str, Piece]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def write(writer: Writer, nodes: list[Node], carried: set[str]) -> list[Piece]:
+    """The pieces of `nodes` (visible, in seq order) as `writer` makes them: kept ones
+    as they were, the rest written now (`carried`: tool results an earlier node's turns
+    already show) and kept when they can no longer change."""
+    walk, stack_ids = writer.walk, writer.stack_ids
+    with _lock:
+        kept = _kept.setdefault(walk.dag, {}).setdefault(writer.max_line_chars, {})
+    # a kept piece's node finished and is no tool call or result: it stays as written
+    # for every reader it is done for, off the stack
+    found = [kept.get(node.id) for node in nodes]
+    if walk.before is not None or stack_ids:
+        found = [
+            piece if piece is not None and node.id not in stack_ids and walk.done(node) else None
+            for node, piece in zip(nodes, found, strict=True)
+        ]
+    fresh = [node for node, piece in zip(nodes, found, strict=True) if piece is None]
+    if not fresh:
+        return found  # type: ignore[return-value]
+    made = iter(_written(writer, fresh, carried))
+    pieces = [piece if piece is not None else next(made) for piece in found]
+    new = [
+        (node.id, piece)
+        for node, piece, old in zip(nodes, pieces, found, strict=True)
+        if old is None and _final(node, walk, stack_ids)
+    ]
+    if new:
+        with _lock:
+            kept.update(new)
+            while len(kept) > _KEPT:
+                del kept[next(iter(kept))]
+    return pieces
+
+
+def _final(node: Node, walk: Walk, stack_ids: set[str]) -> bool:
+    """Whether `node`'s pieces are fixed: it finished (for this reader too), is not on
+    the stack, and is neither a tool call nor a tool result (their turns depend on
+    which of their partners the render shows)."""
+    meta = node.meta
+    return (
+        node.status == "completed"
+        and walk.done(node)
+        and node.id not in stack_ids
+        and "tool_calls" not in meta
+        and "tool_call_id" not in meta
+    )
+
+
+def _written(writer: Writer, nodes: list[Node], carried: set[str]) -> list[Piece]:
+    saved = writer.reports
+    try:
+        reports: list[dict[str, Any]] = []
+        writer.reports = reports
+        lines, line_reports = [], []
+        for node in nodes:
+            lines.append(writer.line(node))
+            line_reports.append(tuple(reports))
+            reports.clear()
+        groups = writer.turns(nodes, lines, carried)
+    finally:
+        writer.reports = saved
+    pieces, used = [], 0
+    for node, line, own, (turns, answers, count) in zip(
+        nodes, lines, line_reports, groups, strict=True
+    ):
+        images = 0
+        if node.kind == "llm" and turns:  # history images come only with its request
+            images = sum(p.get("type") == "image" for p in turns[0][1])
+        entries = tuple(
+            (role, parts, extra, ", ".join([canonical(p) for p in parts]))
+            for role, parts, _, extra in turns
+        )
+        built = tuple(reports[used:count])
+        used = count
+        pieces.append(Piece(line, own, entries, built, answers, images))
+    return pieces
