@@ -1,12 +1,14 @@
 """PostgresStore: sessions on a shared PostgreSQL server (psycopg 3, extra `postgres`).
 
 Same tables and rows as the SQLite store, prefixed `openprogram_` so they can share a
-database with other data. One transaction per batch of records; a lost connection is
-reopened on the next call. psycopg errors are translated here, and only here.
+database with other data. One transaction per batch of records, its rows sent as
+columns of arrays in one statement; a lost connection is reopened on the next call.
+psycopg errors are translated here, and only here.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
@@ -43,6 +45,8 @@ session's info up to which seq its values were stored as reprs)."""
 _NOW = "extract(epoch from clock_timestamp())::float8"
 _CASTS = ("bigint", "bigint", "text", "text", "text", "text", "text", "float8", "float8",
           "bigint", "text", "text", "text")  # fmt: skip
+_ONE_ROW = "SELECT " + ", ".join(f"%s::{cast}" for cast in _CASTS) + " WHERE"
+_FROM_JSON = ", ".join(f"(r->>{i})::{cast}" for i, cast in enumerate(_CASTS[1:]))
 
 
 def _psycopg() -> Any:
@@ -111,6 +115,38 @@ class PostgresStore(SQLStore):
             return
         super()._abandon(connection)
 
+    def _upsert(
+        self,
+        connection: Any,
+        session: str,
+        rows: Sequence[NodeRow],
+        blobs: Mapping[str, bytes],
+        owner: str,
+    ) -> NodeRow | None:
+        """A batch without images is one statement, committed on its own (one round
+        trip, not three: no BEGIN, no COMMIT), all or nothing: a row whose seq holds
+        another node makes it fail whole (its id would become NULL), and without the
+        lease none is written."""
+        if blobs or len(rows) == 1 or not _distinct(rows):
+            return super()._upsert(connection, session, rows, blobs, owner)
+        key = self._keys.get(session) or self._key(connection, session)
+        values = json.dumps(rows, allow_nan=False)
+        try:
+            changed = connection.execute(_ATOMIC_UPSERT, (key, values, key, owner)).rowcount
+        except self._psycopg.errors.NotNullViolation:  # rolled back: nothing was written
+            changed = -1
+        return None if changed == len(rows) else self._conflict(connection, key, rows)
+
+    def _upsert_rows(self, cursor: Any, key: int, rows: Sequence[NodeRow], owner: str) -> int:
+        """Upsert `rows` in one statement, sent as one JSON array of rows: one round
+        trip, and one statement text, prepared once, for any number of rows (psycopg
+        adapts a JSON string several times faster than 12 arrays, or 12 values a row).
+        Rows repeating a seq (which one statement may not update twice) go one by one."""
+        if len(rows) == 1 or not _distinct(rows):
+            return super()._upsert_rows(cursor, key, rows, owner)
+        values = json.dumps(rows, allow_nan=False)
+        return int(cursor.execute(_JSON_UPSERT, (key, values, key, owner)).rowcount)
+
     def _lock_session(self, connection: Any, key: int) -> None:
         connection.execute("SELECT key FROM openprogram_sessions WHERE key = %s FOR UPDATE", (key,))
 
@@ -153,3 +189,20 @@ class PostgresStore(SQLStore):
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.url!r})"
+
+
+_JSON_UPSERT = PostgresStore._statements.upsert.replace(
+    _ONE_ROW, f"SELECT %s::bigint, {_FROM_JSON} FROM json_array_elements(%s::json) r WHERE", 1
+)
+_SAME_NODE = " WHERE openprogram_nodes.id = excluded.id"
+_ATOMIC_UPSERT = _JSON_UPSERT.replace(
+    _SAME_NODE, ", id = CASE WHEN openprogram_nodes.id = excluded.id THEN excluded.id END"
+)
+"""_JSON_UPSERT failing whole (NOT NULL) instead of skipping a row whose seq is another
+node's: one statement needs no transaction around it to be all or nothing."""
+assert _JSON_UPSERT.endswith(_SAME_NODE) and _ATOMIC_UPSERT != _JSON_UPSERT
+
+
+def _distinct(rows: Sequence[NodeRow]) -> bool:
+    """Whether no two of `rows` share a seq."""
+    return len({row.seq for row in rows}) == len(rows)

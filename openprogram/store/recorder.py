@@ -6,8 +6,10 @@ points of docs/sessions.md#durability (an llm exchange, an input, a call of 1 ms
 more, a full or 0.2 s old batch, closing, exit). A store that keeps a journal (SQLite
 files: store/journal.py) gets every waiting record appended to it first, so a killed
 process loses none; without one (PostgreSQL), a call that completes before its batch is
-committed is encoded once. Other stores get each record at once. A failing store is
-logged, never raised.
+committed is encoded once, and the batch is written outside the lock: records go on
+waiting in the next batch meanwhile, and the writers that reach a durable point during
+a commit share the next one (group commit across threads). Other stores get each record
+at once. A failing store is logged, never raised.
 """
 
 from __future__ import annotations
@@ -69,7 +71,10 @@ class Recorder:
         journal = getattr(store, "journal", None)
         self._open_journal = journal if callable(journal) and self._write_batch else None
         self._journal: Any = None  # a journal.Journal once a record waits, or False
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the batch
+        self._commit_lock = threading.Lock()  # one commit at a time, batches in order
+        self._slot: list[bool | None] = [None]  # the batch's outcome, once committed
+        self._flying: list[bool | None] | None = None  # the slot of the batch being written
         # seq -> the newest row and its images, or a running call's node not yet encoded
         self._batch: dict[int, tuple[NodeRow, list[str]] | Node] = {}
         self._blobs: dict[str, bytes] = {}  # images of the batch not yet in the store
@@ -92,7 +97,9 @@ class Recorder:
         ):
             with self._lock:  # encoded when committed, unless it completes first
                 self._batch[node.seq] = node
-                self._wait()
+                slot = self._wait()
+            if slot is not None:
+                self._sync(slot)
             return
         try:
             row, refs = self._encode(node, created=created)
@@ -102,6 +109,7 @@ class Recorder:
         if self._write_batch is None:
             stored = self._write_one(row, refs, self._new_blobs(refs, {}))
         else:
+            slot = None
             with self._lock:
                 self._batch[row.seq] = (row, refs)
                 new = self._new_blobs(refs, self._blobs)
@@ -116,9 +124,14 @@ class Recorder:
                     or self._blob_bytes >= BATCH_BYTES
                     or not self._journaled(row, with_input=created, images=bool(new))
                 ):
-                    stored = self._commit()
+                    if self._open_journal is None:
+                        slot = self._slot  # committed below, outside the lock
+                    else:
+                        stored = self._commit()
                 else:
-                    self._wait()
+                    slot = self._wait()
+            if slot is not None:
+                stored = self._sync(slot) is True
         if stored and node.kind == "llm" and node.status == "completed" and node.reads:
             self._reads[node.name] = (node.id, node.reads)  # a stored node's reads stay
 
@@ -167,34 +180,50 @@ class Recorder:
                 action, path, self._journal_failures, exc,
             )  # fmt: skip
 
-    def _wait(self) -> None:
+    def _wait(self) -> list[bool | None] | None:
         """Let the batch wait (the caller holds the lock): committed when full, else
-        scheduled BATCH_AGE_S after its first row."""
+        scheduled BATCH_AGE_S after its first row. Returns the slot to _sync() once the
+        lock is let go when the full batch is to be committed outside it."""
         if len(self._batch) >= BATCH_ROWS:
+            if self._open_journal is None:
+                return self._slot
             self._commit()
         elif self._since is None:
             self._since = time.monotonic()
             if not self._scheduled:
                 self._scheduled = True
                 _flusher().schedule(self, self._since + BATCH_AGE_S)
+        return None
 
     def flush(self) -> bool:
         """Commit the waiting rows now; False when any could not be stored (each one is
         counted in `failures` and logged)."""
-        with self._lock:
-            return self._commit()
+        if self._write_batch is None:  # every record was written at once
+            return True
+        if self._open_journal is not None:
+            with self._lock:
+                return self._commit()
+        with self._lock:  # the batch being written, if any, is waited for too
+            slots = [self._slot] if self._flying is None else [self._flying, self._slot]
+        self._sync(slots[-1])
+        return all(slot[0] is True for slot in slots)
 
     def detach(self) -> None:
         """In a fork child: forget the parent's waiting rows and journal, so flush() and
         close() write nothing (the caller stops sending events). Never writes."""
         self._lock = threading.RLock()  # another thread may have held it at the fork
+        self._commit_lock = threading.Lock()
         self._batch, self._blobs, self._blob_bytes, self._since = {}, {}, 0, None
+        self._slot, self._flying = [None], None
         self._journal = self._open_journal = None
         self._scheduled = False
 
     def close(self) -> None:
         """Commit the waiting rows and remove the journal (the session stops writing;
         a later record opens a new one)."""
+        if self._open_journal is None:
+            self.flush()
+            return
         with self._lock:
             self._commit()
             if self._journal:
@@ -238,15 +267,17 @@ class Recorder:
 
     # -- writing -------------------------------------------------------------------------
     def _commit(self) -> bool:
-        """Write the batch in one transaction (the caller holds the lock). When that
-        fails, each row is tried on its own, so one bad row loses only itself."""
+        """Write the batch in one transaction (the caller holds the lock, and the store
+        keeps a journal). When that fails, each row is tried on its own, so one bad row
+        loses only itself."""
         if not self._batch:
             return True
         batch, blobs = self._batch, self._blobs
         self._batch, self._blobs, self._blob_bytes, self._since = {}, {}, 0, None
         assert self._write_batch is not None
         try:
-            return self._write(batch, blobs)
+            entries, encoded = self._encoded(batch.values(), blobs)
+            return self._write(entries, blobs) and encoded
         finally:  # stored, or counted and logged as failed: the journal's part is done
             if self._journal:
                 try:
@@ -254,11 +285,29 @@ class Recorder:
                 except OSError as exc:
                     self._journal_failed("empty", self._journal.path, exc)
 
-    def _write(
-        self, batch: dict[int, tuple[NodeRow, list[str]] | Node], blobs: dict[str, bytes]
-    ) -> bool:
+    def _sync(self, slot: list[bool | None]) -> bool | None:
+        """Wait until the batch whose outcome `slot` holds is committed, committing it
+        (with every record that waits by then) unless another thread has: the caller
+        does not hold the lock, and the store keeps no journal. Its outcome: True when
+        every row was stored."""
+        with self._commit_lock:
+            if slot[0] is not None:  # a commit that covered it ended meanwhile
+                return slot[0]
+            with self._lock:  # slot is the waiting batch's: batches swap only here
+                batch, blobs, self._flying = self._batch, self._blobs, slot
+                self._batch, self._blobs, self._blob_bytes, self._since = {}, {}, 0, None
+                self._slot = [None]
+                entries, encoded = self._encoded(batch.values(), blobs)  # running calls
+            try:
+                slot[0] = self._write(entries, blobs) and encoded
+            finally:
+                if slot[0] is None:  # interrupted (KeyboardInterrupt): not known stored
+                    slot[0] = False
+                self._flying = None
+        return slot[0]
+
+    def _write(self, entries: list[tuple[NodeRow, list[str]]], blobs: dict[str, bytes]) -> bool:
         assert self._write_batch is not None
-        entries, encoded = self._encoded(batch.values(), blobs)
         try:
             if entries:
                 self._write_batch(self.session, [row for row, _ in entries], blobs)
@@ -268,14 +317,15 @@ class Recorder:
                 self._failed(row.id, row.name, row.seq, exc)
                 return False
         else:
-            self.rows.update(row.seq for row, _ in entries)
-            self._sent.update(blobs)
-            return encoded
+            with self._lock:
+                self.rows.update(row.seq for row, _ in entries)
+                self._sent.update(blobs)
+            return True
         written = [  # outside the except block: each failure is reported as its own
             self._write_one(row, refs, {sha: blobs[sha] for sha in refs if sha in blobs})
             for row, refs in entries
         ]
-        return encoded and all(written)
+        return all(written)
 
     def _encoded(
         self, items: Iterable[tuple[NodeRow, list[str]] | Node], blobs: dict[str, bytes]
@@ -305,8 +355,9 @@ class Recorder:
         except Exception as exc:
             self._failed(row.id, row.name, row.seq, exc)
             return False
-        self.rows.add(row.seq)
-        self._sent.update(blobs)
+        with self._lock:
+            self.rows.add(row.seq)
+            self._sent.update(blobs)
         return True
 
     def _failed(self, id: str, name: str, seq: int, exc: Exception) -> None:
@@ -323,8 +374,13 @@ class Recorder:
         """For the flusher: commit the batch when it is BATCH_AGE_S old; the time its
         newer batch will be, or None when nothing waits (then it is no longer scheduled)."""
         with self._lock:
-            if self._since is not None and now - self._since >= BATCH_AGE_S:
+            due = self._since is not None and now - self._since >= BATCH_AGE_S
+            if due and self._open_journal is not None:
                 self._commit()
+            slot = self._slot if due and self._open_journal is None else None
+        if slot is not None:
+            self._sync(slot)
+        with self._lock:
             if self._since is None:
                 self._scheduled = False
                 return None

@@ -7,6 +7,7 @@ second store object, so it sees only what was committed.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,6 +17,7 @@ from PIL import Image
 from openprogram import Runtime, ScriptedModel, Session, StoreError, agentic_function, llm
 from openprogram.store import NodeRow, open_store
 from openprogram.store import recorder as recorder_module
+from openprogram.threads import start_thread
 from tests.openprogram.store import programs
 
 
@@ -172,3 +174,89 @@ def test_a_large_batch_is_stored_whole_and_a_conflict_anywhere_refuses_all_of_it
     session.close()
     if owned:
         store.close()
+
+
+def test_a_batch_with_images_or_a_repeated_seq_is_stored_whole_or_refused_whole(
+    durable_store: Any,
+):
+    """The other ways a batch is written (PostgreSQL writes one without images as one
+    statement): with an image, all of it and the image or, on a conflict, none of them;
+    a seq twice in one batch (a journal folded in) leaves its later record."""
+    store, owned = open_store(durable_store)
+    assert store is not None
+    session = Session(store, id="mixed")
+    store.acquire("mixed", "me")
+    store.write_batch("mixed", [_row(1, "running"), _row(2), _row(1)], {})
+    assert store.rows("mixed") == [_row(1), _row(2)]
+    image = {"f" * 64: b"\x89PNG-not-really"}
+    refused = [_row(3), _row(2, id="another"), _row(4)]  # seq 2 belongs to node-2
+    with pytest.raises(StoreError, match="belongs to another node"):
+        store.write_batch("mixed", refused, image)
+    assert store.rows("mixed") == [_row(1), _row(2)] and store.blob("f" * 64) is None
+    store.write_batch("mixed", [_row(3), _row(4)], image)
+    assert [row.seq for row in store.rows("mixed")] == [1, 2, 3, 4]
+    assert store.blob("f" * 64) == image["f" * 64]
+    store.release("mixed", "me")
+    session.close()
+    if owned:
+        store.close()
+
+
+class _HeldCommit:
+    """A real store whose next write_batch waits, once `hold` is set, until `go` is."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self.url = store.url
+        self.hold = False
+        self.holding, self.go = threading.Event(), threading.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def write_batch(self, session: str, rows: Sequence[NodeRow], blobs: Any) -> None:
+        if self.hold:
+            self.hold = False
+            self.holding.set()
+            assert self.go.wait(60), "the held commit was never let go"
+        self._store.write_batch(session, rows, blobs)
+
+
+@pytest.mark.postgres
+def test_without_a_journal_calls_record_while_a_commit_is_in_flight_and_share_the_next(
+    postgres_url: str, no_timer: None
+):
+    """PostgreSQL (no journal): a batch is written outside the Recorder's lock, so
+    another thread's calls go on recording meanwhile, and each exchange still returns
+    only once a commit holding it is done."""
+    resolved, owned = open_store(postgres_url)
+    store = _HeldCommit(resolved)
+
+    @agentic_function
+    def ask(i: int) -> str:
+        return llm(f"question {i}")
+
+    def counted(first: int) -> None:
+        for i in range(first, first + 5):
+            programs.count(i)
+
+    with Session(store, id="shared") as session, Runtime(ScriptedModel(lambda _: "ok")):
+        store.hold = True
+        asking = start_thread(ask, 1)
+        assert store.holding.wait(60)  # the exchange's first commit is in flight
+        counting = start_thread(counted, 10)
+        counting.join(60)
+        assert not counting.is_alive()  # recorded while the commit was held
+        assert asking.is_alive()  # llm() has not returned: its exchange is not stored
+        store.go.set()
+        asking.join(60)
+        stored = committed(postgres_url, "shared")
+        assert ("ask", "completed", "ok") in stored  # the exchange, before llm() returned
+        assert ("count", "completed", 14) in stored  # recorded before it: with it
+        session.flush()
+    assert sorted(n[2] for n in committed(postgres_url, "shared") if n[0] == "count") == list(
+        range(10, 15)
+    )
+    assert session.failed_writes == 0
+    if owned:
+        resolved.close()
