@@ -354,9 +354,12 @@ class SQLiteStore(SQLStore):
     def _record(
         self, session: str, rows: Sequence[NodeRow], blobs: Mapping[str, bytes], owner: str
     ) -> NodeRow | None:
-        refused = self._upsert(self._connection or self._connect(), session, rows, blobs, owner)
-        if not self.memory:
-            self._written(len(rows))
+        connection = self._connection or self._connect()
+        if self.memory:
+            return self._upsert(connection, session, rows, blobs, owner)
+        with _writer(self.path):
+            refused = self._upsert(connection, session, rows, blobs, owner)
+        self._written(len(rows))
         return refused
 
     def __repr__(self) -> str:
@@ -375,6 +378,33 @@ def _chunk_upsert(upsert: str, size: int) -> str:
     rows = ", ".join(["(" + ", ".join(["?"] * 13) + ")"] * size)
     assert _ONE_ROW in upsert
     return upsert.replace(_ONE_ROW, f"SELECT * FROM (VALUES {rows}) WHERE", 1)
+
+
+_writers: dict[Path, threading.Lock] = {}
+_writers_lock = threading.Lock()
+
+
+def _writer(path: Path) -> threading.Lock:
+    """The lock this process's stores of the file `path` take turns at writing rows by.
+    Without it, many sessions of one file on threads each wait for SQLite's write lock
+    in its busy handler, which sleeps 1, 2, 5, 10... ms between tries: the file sits
+    idle while they sleep. Other processes are still waited for there."""
+    lock = _writers.get(path)
+    if lock is None:
+        with _writers_lock:
+            lock = _writers.setdefault(path, threading.Lock())
+    return lock
+
+
+def _forget_writers_in_child() -> None:
+    """In a fork child: a parent's thread may have held a writer lock at the fork."""
+    global _writers_lock
+    _writers.clear()
+    _writers_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_writers_in_child)
 
 
 def _corrupt(exc: sqlite3.Error) -> bool:

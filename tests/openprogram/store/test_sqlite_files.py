@@ -1,4 +1,5 @@
-"""SQLite files that cannot be written, and SQLite in memory.
+"""SQLite files that cannot be written, files written by many stores at once, and SQLite in
+memory.
 
 Read-only for real, also for root (which CI runs as, and which ignores permission bits):
 a read-only bind mount in a private mount namespace (`unshare --mount`), and a file
@@ -13,13 +14,15 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from openprogram import Session, StoreError
-from openprogram.store import SQLiteStore
+from openprogram.store import NodeRow, SQLiteStore
 from tests.openprogram.store import programs
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -155,3 +158,54 @@ def test_sqlite_memory_urls_are_in_memory_not_a_file(tmp_path: Path, monkeypatch
         assert [n.output for n in Session.open(session.store, "ram").dag.nodes] == [1, 2]
         assert session.store.url == "sqlite:///:memory:"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_stores_of_one_file_in_one_process_take_turns_without_sqlites_busy_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Two stores of one file (two sessions on two threads): the second one's batch
+    waits for the first one's transaction in this process, not in SQLite's busy
+    handler (which sleeps between tries, and here, with timeout_s=0, fails at once)."""
+    path = tmp_path / "shared.db"
+    first, second = SQLiteStore(path, timeout_s=0), SQLiteStore(path, timeout_s=0)
+    sessions = [Session(first, id="first"), Session(second, id="second")]
+    first.acquire("first", "a")
+    second.acquire("second", "b")
+    inside, leave = threading.Event(), threading.Event()
+    upsert_rows = SQLiteStore._upsert_rows
+
+    def held(self: SQLiteStore, *args: Any) -> int:
+        if self is first:  # inside the first store's write transaction
+            inside.set()
+            assert leave.wait(60)
+        return upsert_rows(self, *args)
+
+    monkeypatch.setattr(SQLiteStore, "_upsert_rows", held)
+    errors: list[Exception] = []
+
+    def write(store: SQLiteStore, session: str) -> None:
+        try:
+            store.write_batch(session, [_row(1), _row(2)], {})
+        except Exception as exc:
+            errors.append(exc)
+
+    writing = threading.Thread(target=write, args=(first, "first"))
+    writing.start()
+    assert inside.wait(60)
+    waiting = threading.Thread(target=write, args=(second, "second"))
+    waiting.start()
+    waiting.join(0.5)  # time enough to fail, were it to try SQLite's lock now
+    leave.set()
+    writing.join(60)
+    waiting.join(60)
+    assert errors == []
+    assert [row.seq for row in SQLiteStore(path).rows("second")] == [1, 2]
+    for session in sessions:
+        session.close()
+    first.close()
+    second.close()
+
+
+def _row(seq: int) -> NodeRow:
+    return NodeRow(seq, f"node-{seq}", "code", "count", None, "completed", 1.0, 2.0, seq,
+                   "{}", "1", None)  # fmt: skip
