@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 from openprogram._chunks import Chunks
 from openprogram._messages import Entry, MessageStream, Walk, Writer
-from openprogram._pieces import Piece, write
+from openprogram._pieces import Piece, _unkept, write
 from openprogram.dag import ContextDAG, Node
 from openprogram.echo import cut
 from openprogram.image import ImageRef
@@ -538,12 +538,13 @@ def _retain_images(
 
 @contextlib.contextmanager
 def _uncached(dag: ContextDAG) -> Iterator[None]:
-    """Render `dag` from scratch inside the block; its cache is left as it was (tests
-    compare the two)."""
+    """Render `dag` from scratch inside the block, every piece written afresh; its caches
+    are left as they were (tests compare the two)."""
     with _lock:
         saved = _caches.pop(dag, None)
     try:
-        yield
+        with _unkept(dag):
+            yield
     finally:
         with _lock:
             _caches.pop(dag, None)

@@ -9,8 +9,10 @@ write().
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import weakref
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from openprogram._messages import Entry, Walk, Writer, canonical
@@ -111,3 +113,18 @@ def _written(writer: Writer, nodes: list[Node], carried: set[str]) -> list[Piece
         used = count
         pieces.append(Piece(line, own, entries, built, answers, images))
     return pieces
+
+
+@contextlib.contextmanager
+def _unkept(dag: ContextDAG) -> Iterator[None]:
+    """Write `dag`'s pieces afresh inside the block; those kept are left as they were
+    (tests compare the two)."""
+    with _lock:
+        saved = _kept.pop(dag, None)
+    try:
+        yield
+    finally:
+        with _lock:
+            _kept.pop(dag, None)
+            if saved is not None:
+                _kept[dag] = saved

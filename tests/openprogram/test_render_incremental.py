@@ -35,12 +35,17 @@ def assert_same_as_from_scratch(dag: ContextDAG, frame: str | None, **options: A
     incremental = render_context(dag, frame, **options)
     length = incremental.text_length()  # from the checkpoints, before text() is built
     assert length == len(incremental.text())
-    with _uncached(dag):
+    narrow_range = {"callers": 3, "subcalls": 2}
+    with _uncached(dag):  # every line, turn and hash written afresh
         scratch = render_context(dag, frame, **options)
+        narrow_scratch = render_context(dag, frame, narrow_range, **options)
     assert snapshot(incremental) == snapshot(scratch)
-    # a window wide enough to hold everything: built in one go, hashed once at the end
+    # a window wide enough to hold everything: built in one go from the kept pieces
     wide = render_context(dag, frame, {"callers": 10_000, "subcalls": 10_000}, **options)
     assert snapshot(wide) == snapshot(scratch)
+    # a narrow window: kept pieces of nodes the earlier renders showed amid other nodes
+    narrow = render_context(dag, frame, narrow_range, **options)
+    assert snapshot(narrow) == snapshot(narrow_scratch)
 
 
 class Program:
