@@ -100,24 +100,23 @@ class MessageStream:
         """add() each of `entries`."""
         messages, pending, hashed = self.messages, self._pending, self.hashed
         previous = messages[-1] if messages else None
+        # the role a plain turn merges into the last message with (None: none does)
+        merging = None
+        if previous is not None and previous[2] is None and previous[0] != "system":
+            merging = previous[0]
         for role, parts, extra, canon in entries:
-            if not parts and extra is None:
-                continue
-            if hashed and canon is None:
-                canon = ", ".join([canonical(p) for p in parts])
-            if (
-                extra is None
-                and previous is not None
-                and previous[0] == role
-                and previous[2] is None
-                and role != "system"
-            ):
-                previous[1].extend(parts)
-                if canon is not None:
-                    pending.append(", " + canon)
-                continue
-            if canon is not None:
-                opening = f"[{_CANONICAL.encode(role)}, [" + canon
+            if extra is None:
+                if not parts:
+                    continue
+                if role == merging:
+                    assert previous is not None
+                    previous[1].extend(parts)
+                    if hashed:
+                        pending.append(", " + (canon or _joined(parts)))
+                    continue
+            if hashed:
+                joined = _joined(parts) if canon is None else canon
+                opening = f"[{_CANONICAL.encode(role)}, [" + joined
                 if previous is not None:
                     opening = _closing_of(previous) + ", " + opening
                 pending.append(opening)
@@ -128,6 +127,7 @@ class MessageStream:
             else:
                 previous = (role, list(parts), extra)  # type: ignore[assignment]
             messages.append(previous)  # type: ignore[arg-type]
+            merging = role if extra is None and role != "system" else None
 
     def state(self) -> Any:
         """A copy of the hash state as the messages stand (the last one still open)."""
@@ -171,6 +171,10 @@ class MessageStream:
 def _closing_of(message: tuple[str, Any, dict[str, Any] | None]) -> str:
     extra = message[2]
     return "]]" if not extra else "], " + _CANONICAL.encode(extra) + "]"
+
+
+def _joined(parts: list[dict[str, Any]]) -> str:
+    return ", ".join([canonical(p) for p in parts])
 
 
 def canonical(part: dict[str, Any]) -> str:

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from openprogram._messages import Entry, Walk, Writer, canonical
 from openprogram.dag import ContextDAG, Node
 
-_KEPT = 4096  # pieces kept per DAG and line limit: the newest nodes written
+_KEPT = 4096  # pieces kept per DAG and line limit (the newest written); a window is smaller
 
 
 class Piece(NamedTuple):
@@ -45,17 +45,25 @@ def write(writer: Writer, nodes: list[Node], carried: set[str]) -> list[Piece]:
     walk, stack_ids = writer.walk, writer.stack_ids
     with _lock:
         kept = _kept.setdefault(walk.dag, {}).setdefault(writer.max_line_chars, {})
-    # a kept piece's node finished and is no tool call or result: it stays as written
-    # for every reader it is done for, off the stack
-    found = [kept.get(node.id) for node in nodes]
-    if walk.before is not None or stack_ids:
+    # a kept piece's node finished, off every live stack, and is no tool call or result:
+    # it stays as written for every reader it is done for (walk.done, written inline:
+    # this runs for every node of every window)
+    before, get = walk.before, kept.get
+    if before is None:
+        found = [get(node.id) if node.id not in stack_ids else None for node in nodes]
+    else:
         found = [
-            piece if piece is not None and node.id not in stack_ids and walk.done(node) else None
-            for node, piece in zip(nodes, found, strict=True)
+            piece
+            if (piece := get(node.id)) is not None
+            and node.end_seq is not None
+            and node.end_seq < before
+            and node.id not in stack_ids
+            else None
+            for node in nodes
         ]
-    fresh = [node for node, piece in zip(nodes, found, strict=True) if piece is None]
-    if not fresh:
+    if None not in found:
         return found  # type: ignore[return-value]
+    fresh = [node for node, piece in zip(nodes, found, strict=True) if piece is None]
     made = iter(_written(writer, fresh, carried))
     pieces = [piece if piece is not None else next(made) for piece in found]
     new = [
@@ -66,8 +74,10 @@ def write(writer: Writer, nodes: list[Node], carried: set[str]) -> list[Piece]:
     if new:
         with _lock:
             kept.update(new)
-            while len(kept) > _KEPT:
-                del kept[next(iter(kept))]
+            if len(kept) > _KEPT:  # the older half goes, at once: a dict's oldest entry is
+                newest = list(kept.items())[-(_KEPT // 2) :]  # slow to find one by one
+                kept.clear()
+                kept.update(newest)
     return pieces
 
 

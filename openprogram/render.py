@@ -177,7 +177,7 @@ def _visible(
 ) -> tuple[list[Node], set[str]]:
     """The visible nodes in seq order, and which of them only `include` shows."""
     in_frame: list[Node] = []
-    if frame_node is not None:
+    if frame_node is not None and walk.dag._children_view(frame_node.id):
         in_frame = walk.collect(
             ((child, False) for child in walk.children(frame_node.id, None)),
             window.subcalls,
