@@ -3,16 +3,17 @@
 Group commit (recorder.py) writes records to the store in batches; between two commits
 they live in memory. A Journal appends each of them to a file beside the store as well
 (one `write` system call, no fsync), so a process killed at any instant, SIGKILL
-included, loses none of them: the kernel keeps what was written. After each commit the
-file is emptied; when the session closes it is removed.
+included, loses none of them: the kernel keeps what was written. After its batch's
+commit a file is emptied; when the session closes it is removed.
 
-Each writer (session and lease owner) has its own file in `<store>-pending/`, locked
+Each writer (session and lease owner) has its own files in `<store>-pending/` (two: the
+records of the batch being committed in one, those made meanwhile in the other), locked
 with `flock` for as long as its process lives. Whoever opens the store next finds the
 files nobody holds — their writers died — and folds them into the store with
-`replay()` (sqlite.py calls it), fenced by the dead writer's lease: rows of a session
-another writer has taken over since are refused, and logged. The folder and its files
-are trusted only when they are ours (_checked_folder, _claim): anything else is named
-in a warning and left alone. Start at Journal.open().
+`replay()` (sqlite.py calls it), a writer's files together, fenced by the dead writer's
+lease: rows of a session another writer has taken over since are refused, and logged.
+The folder and its files are trusted only when they are ours (_checked_folder, _claim):
+anything else is named in a warning and left alone. Start at Journal.open().
 """
 
 from __future__ import annotations
@@ -474,6 +475,23 @@ def _is_row(values: object) -> bool:
     )
 
 
+def _merged_files(found: Sequence[Pending]) -> list[NodeRow]:
+    """The rows of one writer's journals (the Recorder keeps two: the batch being
+    committed in one, the next batch in the other), whichever was written first: a
+    node's completion (it has an end) wins over its start, whose input it gets back
+    when it was written without one."""
+    newest: dict[int, NodeRow] = {}
+    for row in (row for journal in found for row in journal.rows):
+        before = newest.get(row.seq)
+        if before is not None and before.id == row.id:
+            if before.ended_at is not None and row.ended_at is None:
+                row, before = before, row
+            if row.input is None:
+                row = row._replace(input=before.input)
+        newest[row.seq] = row
+    return [newest[seq] for seq in sorted(newest)]
+
+
 def _merged(rows: Sequence[NodeRow]) -> list[NodeRow]:
     """The newest record of each node, in seq order; a completion written without its
     input (the created record before it holds it) gets the input back."""
@@ -496,35 +514,41 @@ def replay(
     rows, owner)` upserts them fenced by `owner`'s lease and returns the refused row or
     None. Returns the number of rows folded in; a journal whose rows are refused (its
     session was taken over by another writer) is removed and logged, one whose write
-    fails is left for the next opener."""
+    fails is left for the next opener. A writer's journals are folded in together."""
     folded = 0
+    writers: dict[tuple[str, str], list[Pending]] = {}
     for found in pending(directory, session):
-        if not found.rows:
-            found.done()
-            continue
-        try:
-            refused = write(found.session, found.rows, found.owner)
-        except Exception as exc:
-            log.warning(
-                "openprogram: could not fold the %d unsaved records of a writer of session "
-                "%r that died into %s (left in %s for the next opener): %s",
-                len(found.rows), found.session, where, found.path, exc,
-            )  # fmt: skip
-            found.skip()
-            continue
-        if refused is None:
-            folded += len(found.rows)
+        writers.setdefault((found.session, found.owner), []).append(found)
+    for (of, owner), journals in writers.items():
+        rows = _merged_files(journals)
+        if not rows:
+            refused = None
+        else:
+            try:
+                refused = write(of, rows, owner)
+            except Exception as exc:
+                log.warning(
+                    "openprogram: could not fold the %d unsaved records of a writer of "
+                    "session %r that died into %s (left in %s for the next opener): %s",
+                    len(rows), of, where, ", ".join(str(j.path) for j in journals), exc,
+                )  # fmt: skip
+                for journal in journals:
+                    journal.skip()
+                continue
+        if rows and refused is None:
+            folded += len(rows)
             log.info(
                 "openprogram: folded %d records of session %r that a writer which died had "
                 "not committed into %s",
-                len(found.rows), found.session, where,
+                len(rows), of, where,
             )  # fmt: skip
-        else:
+        elif refused is not None:
             log.warning(
                 "openprogram: dropped %d records of session %r that a writer which died had "
                 "not committed into %s: another writer has recorded into the session since "
                 "(node %s #%s)",
-                len(found.rows), found.session, where, refused.name, refused.seq,
+                len(rows), of, where, refused.name, refused.seq,
             )  # fmt: skip
-        found.done()
+        for journal in journals:
+            journal.done()
     return folded

@@ -3,12 +3,14 @@
 Records each node when it is created and when it completes. A store with `write_batch`
 (SQLite, PostgreSQL) gets the records in batches, one transaction each, at the durable
 points of docs/sessions.md#durability (an llm exchange, an input, a call of 1 ms or
-more, a full or 0.2 s old batch, closing, exit). A store that keeps a journal (SQLite
-files: store/journal.py) gets every waiting record appended to it first, so a killed
-process loses none; without one (PostgreSQL), a call that completes before its batch is
-committed is encoded once, and the batch is written outside the lock: records go on
-waiting in the next batch meanwhile, and the writers that reach a durable point during
-a commit share the next one (group commit across threads). Other stores get each record
+more, a full or 0.2 s old batch, closing, exit). A batch is written outside the lock,
+one commit at a time: records go on waiting in the next batch meanwhile, and every
+writer that reaches a durable point during a commit shares the next one (group commit
+across threads); each returns once a commit holding its record is done. A store that
+keeps a journal (SQLite files: store/journal.py) gets every waiting record appended to
+it first, so a killed process loses none: two files per writer, the batch being written
+in one, the next batch's records in the other; without one (PostgreSQL), a call that
+completes before its batch is committed is encoded once. Other stores get each record
 at once. A failing store is logged, never raised.
 """
 
@@ -71,6 +73,7 @@ class Recorder:
         journal = getattr(store, "journal", None)
         self._open_journal = journal if callable(journal) and self._write_batch else None
         self._journal: Any = None  # a journal.Journal once a record waits, or False
+        self._spare: Any = None  # the other Journal: the batch being written, then empty
         self._lock = threading.RLock()  # the batch
         self._commit_lock = threading.Lock()  # one commit at a time, batches in order
         self._slot: list[bool | None] = [None]  # the batch's outcome, once committed
@@ -124,10 +127,7 @@ class Recorder:
                     or self._blob_bytes >= BATCH_BYTES
                     or not self._journaled(row, with_input=created, images=bool(new))
                 ):
-                    if self._open_journal is None:
-                        slot = self._slot  # committed below, outside the lock
-                    else:
-                        stored = self._commit()
+                    slot = self._slot  # committed below, outside the lock
                 else:
                     slot = self._wait()
             if slot is not None:
@@ -185,10 +185,8 @@ class Recorder:
         scheduled BATCH_AGE_S after its first row. Returns the slot to _sync() once the
         lock is let go when the full batch is to be committed outside it."""
         if len(self._batch) >= BATCH_ROWS:
-            if self._open_journal is None:
-                return self._slot
-            self._commit()
-        elif self._since is None:
+            return self._slot
+        if self._since is None:
             self._since = time.monotonic()
             if not self._scheduled:
                 self._scheduled = True
@@ -200,13 +198,10 @@ class Recorder:
         counted in `failures` and logged)."""
         if self._write_batch is None:  # every record was written at once
             return True
-        if self._open_journal is not None:
-            with self._lock:
-                return self._commit()
         with self._lock:  # the batch being written, if any, is waited for too
             slots = [self._slot] if self._flying is None else [self._flying, self._slot]
-        self._sync(slots[-1])
-        return all(slot[0] is True for slot in slots)
+        stored = self._sync(slots[-1])
+        return stored is True and all(slot[0] is True for slot in slots[:-1])
 
     def detach(self) -> None:
         """In a fork child: forget the parent's waiting rows and journal, so flush() and
@@ -215,20 +210,24 @@ class Recorder:
         self._commit_lock = threading.Lock()
         self._batch, self._blobs, self._blob_bytes, self._since = {}, {}, 0, None
         self._slot, self._flying = [None], None
-        self._journal = self._open_journal = None
+        self._journal = self._spare = self._open_journal = None
         self._scheduled = False
 
     def close(self) -> None:
         """Commit the waiting rows and remove the journal (the session stops writing;
         a later record opens a new one)."""
-        if self._open_journal is None:
-            self.flush()
+        if self._write_batch is None:
             return
-        with self._lock:
-            self._commit()
-            if self._journal:
-                self._journal.close()
-            self._journal = None
+        with self._commit_lock:
+            while True:  # until no record waits (another thread may still be recording)
+                self._commit_held()
+                with self._lock:
+                    if not self._batch:
+                        for journal in (self._journal, self._spare):
+                            if journal:
+                                journal.close()
+                        self._journal = self._spare = None
+                        return
 
     # -- encoding ------------------------------------------------------------------------
     def _encode(self, node: Node, *, created: bool) -> tuple[NodeRow, list[str]]:
@@ -266,45 +265,47 @@ class Recorder:
         return None if overlap is None else (base[0], *overlap)
 
     # -- writing -------------------------------------------------------------------------
-    def _commit(self) -> bool:
-        """Write the batch in one transaction (the caller holds the lock, and the store
-        keeps a journal). When that fails, each row is tried on its own, so one bad row
-        loses only itself."""
-        if not self._batch:
-            return True
-        batch, blobs = self._batch, self._blobs
-        self._batch, self._blobs, self._blob_bytes, self._since = {}, {}, 0, None
-        assert self._write_batch is not None
-        try:
-            entries, encoded = self._encoded(batch.values(), blobs)
-            return self._write(entries, blobs) and encoded
-        finally:  # stored, or counted and logged as failed: the journal's part is done
-            if self._journal:
-                try:
-                    self._journal.clear()
-                except OSError as exc:
-                    self._journal_failed("empty", self._journal.path, exc)
-
     def _sync(self, slot: list[bool | None]) -> bool | None:
         """Wait until the batch whose outcome `slot` holds is committed, committing it
-        (with every record that waits by then) unless another thread has: the caller
-        does not hold the lock, and the store keeps no journal. Its outcome: True when
-        every row was stored."""
+        (with every record that waits by then) unless another thread has; the caller
+        does not hold the lock. Its outcome: True when every row was stored."""
         with self._commit_lock:
-            if slot[0] is not None:  # a commit that covered it ended meanwhile
-                return slot[0]
-            with self._lock:  # slot is the waiting batch's: batches swap only here
-                batch, blobs, self._flying = self._batch, self._blobs, slot
-                self._batch, self._blobs, self._blob_bytes, self._since = {}, {}, 0, None
-                self._slot = [None]
-                entries, encoded = self._encoded(batch.values(), blobs)  # running calls
-            try:
-                slot[0] = self._write(entries, blobs) and encoded
-            finally:
-                if slot[0] is None:  # interrupted (KeyboardInterrupt): not known stored
-                    slot[0] = False
-                self._flying = None
-        return slot[0]
+            if slot[0] is None:  # no commit covered it yet: it is the waiting batch
+                self._commit_held()
+        return True if slot[0] is None else slot[0]  # None: nothing was waiting
+
+    def _commit_held(self) -> None:
+        """Write the waiting batch in one transaction (the caller holds the commit lock,
+        not the lock) and set its slot (an empty batch keeps its slot, for the records
+        that will wait in it). When that fails, each row is tried on its own,
+        so one bad row loses only itself. Records made meanwhile go to the other
+        journal; this batch's is emptied once it is stored (or counted as failed)."""
+        with self._lock:  # batches swap only here
+            slot = self._slot
+            if not self._batch:
+                return
+            batch, blobs, self._flying = self._batch, self._blobs, slot
+            self._batch, self._blobs, self._blob_bytes, self._since = {}, {}, 0, None
+            self._slot = [None]
+            flying = self._journal
+            if flying:
+                self._journal, self._spare = self._spare, flying
+            entries, encoded = self._encoded(batch.values(), blobs)  # running calls
+        try:
+            slot[0] = self._write(entries, blobs) and encoded
+        finally:
+            if slot[0] is None:  # interrupted (KeyboardInterrupt): not known stored
+                slot[0] = False
+            self._flying = None
+            if flying:
+                try:
+                    flying.clear()
+                except OSError as exc:  # its records are stored: the file must not stay
+                    self._journal_failed("empty", flying.path, exc)
+                    flying.close()
+                    with self._lock:
+                        if self._spare is flying:
+                            self._spare = None
 
     def _write(self, entries: list[tuple[NodeRow, list[str]]], blobs: dict[str, bytes]) -> bool:
         assert self._write_batch is not None
@@ -375,9 +376,7 @@ class Recorder:
         newer batch will be, or None when nothing waits (then it is no longer scheduled)."""
         with self._lock:
             due = self._since is not None and now - self._since >= BATCH_AGE_S
-            if due and self._open_journal is not None:
-                self._commit()
-            slot = self._slot if due and self._open_journal is None else None
+            slot = self._slot if due else None
         if slot is not None:
             self._sync(slot)
         with self._lock:

@@ -91,6 +91,17 @@ def test_images_of_waiting_calls_are_committed_with_them(durable_store: Any, no_
     reopened.close()
 
 
+def test_a_flush_with_nothing_waiting_leaves_the_next_one_its_work(
+    durable_store: Any, no_timer: None
+):
+    with Session(durable_store, id="again") as session:
+        assert session.flush() is True  # nothing waits
+        programs.count(1)
+        assert committed(durable_store, "again") == []
+        assert session.flush() is True
+        assert committed(durable_store, "again") == [("count", "completed", 1)]
+
+
 class _OneBadRow:
     """A real store that refuses one call's record, and every batch holding it."""
 
