@@ -116,6 +116,9 @@ class History:
         return len(self.text())
 
 
+_UNKEPT = _Checkpoint(None, 0, 0, 0, 0, 0, (), 0, 0)  # the start of a history nothing continues
+
+
 class _Redo(Exception):
     """The prefix reaches past a change found while building the rest: redo from seq."""
 
@@ -297,8 +300,10 @@ def _build(
     if base is None:
         if settings.system:
             stream.add("system", [{"type": "text", "text": settings.system}], None)
-        last = len(stream.messages[-1][1]) if stream.messages else 0
-        start = _Checkpoint(stream.state(), len(stream.messages), last, 0, 0, 0, (), 0, 0)
+        start = _UNKEPT
+        if kept:  # where a later render continuing this one may start from
+            last = len(stream.messages[-1][1]) if stream.messages else 0
+            start = _Checkpoint(stream.state(), len(stream.messages), last, 0, 0, 0, (), 0, 0)
         history = History(
             settings,
             stack,
@@ -377,7 +382,7 @@ def _extend(
     ]
     carried = _carried_by_prefix(history, base, writer, tail)
     pieces = write(writer, tail, carried)
-    _check_prefix_images(history, sum(piece.images for piece in pieces))
+    _check_prefix_images(history, sum(map(_images_of, pieces)))
     omitted: list[tuple[int, dict[str, Any]]] = []
     replaced: dict[int, tuple[Entry, ...]] = {}
     kept_from = _retain_images(pieces, tail, history.settings.max_images, omitted, replaced)
@@ -418,8 +423,8 @@ def _extend(
             )
         )
     history.nodes.extend(tail)
-    history.ids.extend([node.id for node in tail])
-    history.lines.extend([piece.line for piece in pieces])
+    history.ids.extend(list(map(_id_of, tail)))
+    history.lines.extend(list(map(_line_of, pieces)))
     history.open.extend(opened)
     for node_id in extra_ids:
         node = dag.node(node_id)
@@ -428,6 +433,9 @@ def _extend(
 
 
 _entries = attrgetter("entries")
+_images_of = attrgetter("images")
+_line_of = attrgetter("line")
+_id_of = attrgetter("id")
 _line_reports = attrgetter("line_reports")
 _build_reports = attrgetter("build_reports")
 

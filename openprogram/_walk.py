@@ -8,6 +8,7 @@ _history.py and _compact.py read it through their protocols. Start at RenderWalk
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterator
 from operator import attrgetter
 
@@ -76,15 +77,14 @@ class RenderWalk:
             if limit is None or child.seq < limit:
                 yield child
 
-    def pre_frame_roots(self, frame: Node | None) -> Iterator[tuple[Node, bool]]:
-        """(root, is_stack_line) pairs newest first: earlier siblings of each stack
-        node, then that stack node's parent's call line, up to the branch's history."""
+    def pre_frame_roots(self, frame: Node | None) -> Iterator[Node]:
+        """Roots newest first: earlier siblings of each stack node, then that stack
+        node's parent (a stack line: its call line alone), up to the branch's history."""
         current = frame
         while current is not None and current.parent is not None:
-            for sibling in self.children(current.parent, current.seq):
-                yield sibling, False
+            yield from self.children(current.parent, current.seq)
             parent = self.dag.node(current.parent)
-            yield parent, True
+            yield parent
             current = parent
         if current is None:  # top level: the branch's history up to its head
             top = self.dag.head(self.branch, before=self.before)
@@ -92,14 +92,29 @@ class RenderWalk:
                 top = self.dag.fork_point(self.branch)
                 if top is None or not self.exists(top):
                     return
-            yield top, False
+            yield top
         else:
             top = current
-        nodes, before = self.dag._nodes, self.before
+        yield from self._chain_before(top)
+
+    def _chain_before(self, top: Node) -> Iterator[Node]:
+        """The top-level nodes before `top` along its predecessors, newest first: runs of
+        its branch's heads (slices, not a node at a time), then the chain it forked from."""
+        dag, before = self.dag, self.before
         while top.predecessor is not None:
-            top = nodes.get(top.predecessor) or self.dag.node(top.predecessor)
+            heads = dag._heads.get(top.branch, ())
+            index = bisect.bisect_left(heads, top.seq, key=by_seq)
+            found = index < len(heads) and heads[index] is top
+            if found and index > 0 and heads[index - 1].id == top.predecessor:
+                run = heads[:index]  # its predecessors on its own branch, all older
+                if before is not None and run[-1].seq >= before:
+                    run = run[: bisect.bisect_left(run, before, key=by_seq)]  # exists()
+                yield from reversed(run)
+                top = heads[0]
+                continue
+            top = dag.node(top.predecessor)  # the node its branch forked from
             if before is None or top.seq < before:  # exists()
-                yield top, False
+                yield top
 
     def expand(self, root: Node, is_stack: bool) -> list[Node]:
         """The visible nodes of one root's subtree, in seq order."""
@@ -124,11 +139,12 @@ class RenderWalk:
 
     def collect(
         self,
-        roots: Iterator[tuple[Node, bool]],
+        roots: Iterator[Node],
         limit: int | None,
         levels: list[tuple[str | None, int | None]],
     ) -> list[Node]:
-        """Visible nodes of `roots` (newest first), keeping the last `limit` by seq.
+        """Visible nodes of `roots` (newest first; one on the stack is a stack line),
+        keeping the last `limit` by seq.
 
         Stops early once `limit` nodes are held and no older root's subtree can reach
         past the oldest of them; only roots of concurrent work (ContextDAG.overlapped)
@@ -139,7 +155,8 @@ class RenderWalk:
             return []
         keep = None if limit is None or limit < 0 else limit
         found: list[Node] = []
-        for root, is_stack in roots:
+        stack_index = self._stack_index
+        for root in roots:
             if keep is not None and len(found) >= keep:
                 found.sort(key=by_seq)
                 del found[:-keep]
@@ -147,11 +164,11 @@ class RenderWalk:
                     for late in self._late_roots(levels, root.seq):
                         found.extend(self.expand(late, False))
                     break
-            if not is_stack and root.expose == "io" and root.kind == "code":
+            if root.expose == "io" and root.kind == "code" and root.id not in stack_index:
                 if "covers" not in root.meta:  # a call showing only its io: its line alone
                     found.append(root)
                 continue
-            found.extend(self.expand(root, is_stack))
+            found.extend(self.expand(root, root.id in stack_index))
         found.sort(key=by_seq)
         return found if keep is None else found[-keep:]
 

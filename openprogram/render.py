@@ -179,7 +179,7 @@ def _visible(
     in_frame: list[Node] = []
     if frame_node is not None and walk.dag._children_view(frame_node.id):
         in_frame = walk.collect(
-            ((child, False) for child in walk.children(frame_node.id, None)),
+            walk.children(frame_node.id, None),
             window.subcalls,
             [(frame_node.id, None)],
         )
