@@ -101,18 +101,18 @@ class RenderWalk:
         """The top-level nodes before `top` along its predecessors, newest first: runs of
         its branch's heads (slices, not a node at a time), then the chain it forked from."""
         dag, before = self.dag, self.before
-        while top.predecessor is not None:
-            heads = dag._heads.get(top.branch, ())
+        while (predecessor := top.predecessor) is not None:
+            heads = dag._heads.get(top.branch, [])
             index = bisect.bisect_left(heads, top.seq, key=by_seq)
             found = index < len(heads) and heads[index] is top
-            if found and index > 0 and heads[index - 1].id == top.predecessor:
+            if found and index > 0 and heads[index - 1].id == predecessor:
                 run = heads[:index]  # its predecessors on its own branch, all older
                 if before is not None and run[-1].seq >= before:
                     run = run[: bisect.bisect_left(run, before, key=by_seq)]  # exists()
                 yield from reversed(run)
                 top = heads[0]
                 continue
-            top = dag.node(top.predecessor)  # the node its branch forked from
+            top = dag.node(predecessor)  # the node its branch forked from
             if before is None or top.seq < before:  # exists()
                 yield top
 
