@@ -15,8 +15,8 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
-from operator import attrgetter
+from itertools import chain, groupby
+from operator import attrgetter, itemgetter
 from typing import Any, NamedTuple
 
 from openprogram._chunks import Chunks
@@ -392,10 +392,11 @@ def _extend(
     seen_images = checkpoints[-1].images if checkpoints else 0
     chars = checkpoints[-1].chars if checkpoints else 0
     if not kept:  # nothing continues from inside this history: one pass, no checkpoints
-        groups: Any = map(_entries, pieces)  # C loops: a window is walked whole
         if replaced:
-            groups = [replaced.get(index, group) for index, group in enumerate(groups)]
-        stream.add_all(chain.from_iterable(groups))
+            groups = [replaced.get(index, piece.entries) for index, piece in enumerate(pieces)]
+            stream.add_all(chain.from_iterable(groups))
+        else:
+            stream.add_all(_runs(pieces))
         line_reports.extend(chain.from_iterable(map(_line_reports, pieces)))
         build_reports.extend(chain.from_iterable(map(_build_reports, pieces)))
         history.omitted.extend(entry for _, entry in omitted)
@@ -432,7 +433,29 @@ def _extend(
     history.kept_from = kept_from
 
 
+def _runs(pieces: list[Piece]) -> list[Entry]:
+    """The pieces' entries, each run of plain turns of one role as one entry (their parts
+    and canonical JSON joined: what merging them one by one makes), in C loops: a window
+    is put together whole at every step."""
+    entries: list[Entry] = []
+    for role, run in groupby(pieces, _plain_of):
+        if role is None:
+            entries.extend(chain.from_iterable(map(_entries, run)))
+            continue
+        firsts = list(map(_first, map(_entries, run)))
+        if len(firsts) == 1:
+            entries.append(firsts[0])
+        else:
+            parts = list(chain.from_iterable(map(_parts_of, firsts)))
+            entries.append((role, parts, None, ", ".join(map(_canon_of, firsts))))
+    return entries
+
+
 _entries = attrgetter("entries")
+_plain_of = attrgetter("plain")
+_first = itemgetter(0)
+_parts_of = itemgetter(1)
+_canon_of = itemgetter(3)
 _images_of = attrgetter("images")
 _line_of = attrgetter("line")
 _id_of = attrgetter("id")

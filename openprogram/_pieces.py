@@ -13,6 +13,7 @@ import contextlib
 import threading
 import weakref
 from collections.abc import Iterator
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from openprogram._messages import Entry, Walk, Writer, canonical
@@ -30,8 +31,10 @@ class Piece(NamedTuple):
     build_reports: tuple[dict[str, Any], ...]
     answers: tuple[str, ...]  # the tool results its turns carry
     images: int  # history image parts in its turns (an llm node's request)
+    plain: str | None  # the role of its one plain turn (no tool call or result), if so
 
 
+_id_of = attrgetter("id")
 _lock = threading.Lock()
 _kept: weakref.WeakKeyDictionary[ContextDAG, dict[int | None, dict[str, Piece]]] = (
     weakref.WeakKeyDictionary()
@@ -45,19 +48,16 @@ def write(writer: Writer, nodes: list[Node], carried: set[str]) -> list[Piece]:
     walk, stack_ids = writer.walk, writer.stack_ids
     with _lock:
         kept = _kept.setdefault(walk.dag, {}).setdefault(writer.max_line_chars, {})
-    # a kept piece's node finished, off every live stack, and is no tool call or result:
-    # it stays as written for every reader it is done for (walk.done, written inline:
-    # this runs for every node of every window)
+    # a kept piece's node finished, off the stack, and is no tool call or result: it
+    # stays as written for every reader it is done for. All are when no node ended at or
+    # after `before` and no stack node has one (the common case: a live step's render)
     before, get = walk.before, kept.get
-    if before is None:
-        found = [get(node.id) if node.id not in stack_ids else None for node in nodes]
+    if (before is None or walk.dag._ended < before) and not any(map(kept.__contains__, stack_ids)):
+        found = list(map(get, map(_id_of, nodes)))
     else:
         found = [
             piece
-            if (piece := get(node.id)) is not None
-            and node.end_seq is not None
-            and node.end_seq < before
-            and node.id not in stack_ids
+            if (piece := get(node.id)) is not None and walk.done(node) and node.id not in stack_ids
             else None
             for node in nodes
         ]
@@ -121,7 +121,9 @@ def _written(writer: Writer, nodes: list[Node], carried: set[str]) -> list[Piece
         )
         built = tuple(reports[used:count])
         used = count
-        pieces.append(Piece(line, own, entries, built, answers, images))
+        only = entries[0] if len(entries) == 1 else None
+        plain = only[0] if only is not None and only[2] is None and only[1] else None
+        pieces.append(Piece(line, own, entries, built, answers, images, plain))
     return pieces
 
 
@@ -138,3 +140,10 @@ def _unkept(dag: ContextDAG) -> Iterator[None]:
             _kept.pop(dag, None)
             if saved is not None:
                 _kept[dag] = saved
+
+
+def forget(dag: ContextDAG, node_id: str) -> None:
+    """Drop a node's kept pieces: it is running again (a resumed call reopened)."""
+    with _lock:
+        for kept in _kept.get(dag, {}).values():
+            kept.pop(node_id, None)

@@ -255,6 +255,7 @@ class ContextDAG:
         """Ids of nodes loaded from format_version 5 or older, whose non-JSON values were
         stored as reprs (resuming compares them as that version did)."""
         self._summaries: list[Node] = []  # compaction summaries (meta "covers"), seq order
+        self._ended = -1  # the largest end_seq a node got: below it, every ended node is done
         self.branch = "main"
         self.listeners: list[Listener] = []
         self._ref = weakref.ref(self)  # one reference object shared by all its nodes
@@ -420,6 +421,8 @@ class ContextDAG:
             self._heads.setdefault(node.branch, []).append(node)
         if "covers" in node.meta:
             self._summaries.append(node)
+        if node.end_seq is not None and node.end_seq > self._ended:
+            self._ended = node.end_seq
         ancestor = self._nodes.get(node.parent) if node.parent is not None else None
         while ancestor is not None:
             self._last_seq[ancestor.id] = node.seq
@@ -441,13 +444,12 @@ class ContextDAG:
     ) -> Node:
         """Finish a node in place: output or error, status, end time."""
         # one dict update instead of five validated assignments: this is the hot path
+        end = self._peek_seq()
         node.__dict__.update(
-            output=output,
-            status=status,
-            error=error,
-            ended_at=time.time(),
-            end_seq=self._peek_seq(),
+            output=output, status=status, error=error, ended_at=time.time(), end_seq=end
         )
+        if end > self._ended:
+            self._ended = end
         self._notify("completed", node)
         return node
 
