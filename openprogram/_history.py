@@ -219,7 +219,9 @@ def _valid_until(
     if kept_from is not None:
         valid = min(valid, kept_from)
     for node, was, redo in entry.open:
-        if redo < valid and not _same(was, _state(node, walk)):
+        if redo < valid and not _same(was, now := _state(node, walk)):
+            if not was[3] and not now[3] and node.kind == "code" and "covers" not in node.meta:
+                continue  # a call not done for this reader shows its input alone, as before
             valid = redo
     if entry.extras or include:
         wanted = set(include)

@@ -19,7 +19,11 @@ from typing import Any, NamedTuple
 from openprogram._messages import Entry, Walk, Writer, canonical
 from openprogram.dag import ContextDAG, Node
 
-_KEPT = 4096  # pieces kept per DAG and line limit (the newest written); a window is smaller
+# the pieces kept per DAG and line limit, newest written: enough for every node that many
+# writers into one session, or a window, shows again; bounded by count and by size
+_KEPT = 65_536
+_KEPT_BYTES = 64 << 20  # about: a piece's structures, and its canonical JSON
+_PIECE_BYTES = 400
 
 
 class Piece(NamedTuple):
@@ -34,11 +38,33 @@ class Piece(NamedTuple):
     plain: str | None  # the role of its one plain turn (no tool call or result), if so
 
 
+class _Kept:
+    """One DAG's pieces for one line limit, and about how many bytes they hold."""
+
+    def __init__(self) -> None:
+        self.pieces: dict[str, Piece] = {}
+        self.bytes = 0
+
+    def keep(self, new: list[tuple[str, Piece]]) -> None:
+        pieces = self.pieces
+        pieces.update(new)
+        self.bytes += sum(_size(piece) for _, piece in new)
+        if len(pieces) > _KEPT or self.bytes > _KEPT_BYTES:
+            # the older half goes, at once (a dict's oldest entry is slow to find one by
+            # one); what a render needs again is written again
+            newest = list(pieces.items())[len(pieces) // 2 :]
+            pieces.clear()
+            pieces.update(newest)
+            self.bytes = sum(_size(piece) for piece in pieces.values())
+
+
+def _size(piece: Piece) -> int:
+    return _PIECE_BYTES + sum(len(entry[3] or "") for entry in piece.entries)
+
+
 _id_of = attrgetter("id")
 _lock = threading.Lock()
-_kept: weakref.WeakKeyDictionary[ContextDAG, dict[int | None, dict[str, Piece]]] = (
-    weakref.WeakKeyDictionary()
-)
+_kept: weakref.WeakKeyDictionary[ContextDAG, dict[int | None, _Kept]] = weakref.WeakKeyDictionary()
 
 
 def write(writer: Writer, nodes: list[Node], carried: set[str]) -> list[Piece]:
@@ -47,7 +73,10 @@ def write(writer: Writer, nodes: list[Node], carried: set[str]) -> list[Piece]:
     already show) and kept when they can no longer change."""
     walk, stack_ids = writer.walk, writer.stack_ids
     with _lock:
-        kept = _kept.setdefault(walk.dag, {}).setdefault(writer.max_line_chars, {})
+        store = _kept.setdefault(walk.dag, {}).get(writer.max_line_chars)
+        if store is None:
+            store = _kept[walk.dag][writer.max_line_chars] = _Kept()
+    kept = store.pieces
     # a kept piece's node finished, off the stack, and is no tool call or result: it
     # stays as written for every reader it is done for. All are when no node ended at or
     # after `before` and no stack node has one (the common case: a live step's render)
@@ -73,11 +102,7 @@ def write(writer: Writer, nodes: list[Node], carried: set[str]) -> list[Piece]:
     ]
     if new:
         with _lock:
-            kept.update(new)
-            if len(kept) > _KEPT:  # the older half goes, at once: a dict's oldest entry is
-                newest = list(kept.items())[-(_KEPT // 2) :]  # slow to find one by one
-                kept.clear()
-                kept.update(newest)
+            store.keep(new)
     return pieces
 
 
@@ -145,5 +170,5 @@ def _unkept(dag: ContextDAG) -> Iterator[None]:
 def forget(dag: ContextDAG, node_id: str) -> None:
     """Drop a node's kept pieces: it is running again (a resumed call reopened)."""
     with _lock:
-        for kept in _kept.get(dag, {}).values():
-            kept.pop(node_id, None)
+        for store in _kept.get(dag, {}).values():
+            store.pieces.pop(node_id, None)
