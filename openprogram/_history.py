@@ -135,8 +135,10 @@ class _Cache:
         self.by_root: OrderedDict[str | None, History] = OrderedDict()
 
     def candidates(self, root: str | None) -> list[History]:
-        own = self.by_root.get(root)
-        return [*self.recent, own] if own is not None and own not in self.recent else [*self.recent]
+        own = self.by_root.get(root)  # first: usually the one valid longest
+        if own is None:
+            return [*self.recent]
+        return [own, *(entry for entry in self.recent if entry is not own)]
 
     def keep(self, history: History, replaced: History | None) -> None:
         recent = self.recent
@@ -173,7 +175,7 @@ def render_history(
         candidates = cache.candidates(stack[0].id if stack else None)
     best, floor = None, 0
     for entry in candidates:
-        valid = _valid_until(entry, walk, stack, horizon, include)
+        valid = _valid_until(entry, walk, stack, horizon, include, floor)
         if valid > floor:
             best, floor = entry, valid
     while True:
@@ -202,9 +204,15 @@ def build_history(
 
 
 def _valid_until(
-    entry: History, walk: Walk, stack: list[Node], horizon: int, include: Sequence[str]
+    entry: History,
+    walk: Walk,
+    stack: list[Node],
+    horizon: int,
+    include: Sequence[str],
+    beat: int = 0,
 ) -> int:
-    """The seq below which `entry`'s history is what this render would make (0: none)."""
+    """The seq below which `entry`'s history is what this render would make (0: none);
+    at most `beat` when it cannot be more (its open nodes are then not looked at)."""
     if entry.before is not None and walk.before is not None and walk.before < entry.before:
         return 0  # an earlier moment: completions since then would show
     valid = min(entry.horizon, horizon)
@@ -218,6 +226,8 @@ def _valid_until(
     kept_from = entry.kept_from
     if kept_from is not None:
         valid = min(valid, kept_from)
+    if valid <= beat:  # another candidate is valid as long already
+        return valid
     for node, was, redo in entry.open:
         if redo < valid and not _same(was, now := _state(node, walk)):
             if not was[3] and not now[3] and node.kind == "code" and "covers" not in node.meta:
