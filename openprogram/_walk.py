@@ -106,10 +106,10 @@ class RenderWalk:
             index = bisect.bisect_left(heads, top.seq, key=by_seq)
             found = index < len(heads) and heads[index] is top
             if found and index > 0 and heads[index - 1].id == predecessor:
-                run = heads[:index]  # its predecessors on its own branch, all older
-                if before is not None and run[-1].seq >= before:
-                    run = run[: bisect.bisect_left(run, before, key=by_seq)]  # exists()
-                yield from reversed(run)
+                # its predecessors on its own branch (all older), newest first, uncopied
+                if before is not None and heads[index - 1].seq >= before:
+                    index = bisect.bisect_left(heads, before, 0, index, key=by_seq)  # exists()
+                yield from map(heads.__getitem__, range(index - 1, -1, -1))
                 top = heads[0]
                 continue
             top = dag.node(predecessor)  # the node its branch forked from
