@@ -394,10 +394,13 @@ def _extend(
     ]
     carried = _carried_by_prefix(history, base, writer, tail)
     pieces = write(writer, tail, carried)
-    _check_prefix_images(history, sum(map(_images_of, pieces)))
+    images = sum(map(_images_of, pieces))
+    _check_prefix_images(history, images)
     omitted: list[tuple[int, dict[str, Any]]] = []
     replaced: dict[int, tuple[Entry, ...]] = {}
-    kept_from = _retain_images(pieces, tail, history.settings.max_images, omitted, replaced)
+    kept_from = None
+    if images:
+        kept_from = _retain_images(pieces, tail, history.settings.max_images, omitted, replaced)
     omitted.reverse()  # oldest first, as stored
     stream, checkpoints, done_omitted = history.stream, history.checkpoints, 0
     line_reports, build_reports = history.line_reports, history.build_reports
