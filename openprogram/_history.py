@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 from openprogram._chunks import Chunks
 from openprogram._messages import Entry, MessageStream, Walk, Writer
-from openprogram._pieces import Piece, _unkept, write
+from openprogram._pieces import Piece, _unkept, set_aside, write
 from openprogram.dag import ContextDAG, Node
 from openprogram.echo import cut
 from openprogram.image import ImageRef
@@ -586,16 +586,8 @@ def _retain_images(
 def _uncached(dag: ContextDAG) -> Iterator[None]:
     """Render `dag` from scratch inside the block, every piece written afresh; its caches
     are left as they were (tests compare the two)."""
-    with _lock:
-        saved = _caches.pop(dag, None)
-    try:
-        with _unkept(dag):
-            yield
-    finally:
-        with _lock:
-            _caches.pop(dag, None)
-            if saved is not None:
-                _caches[dag] = saved
+    with set_aside(_caches, _lock, dag), _unkept(dag):
+        yield
 
 
 def _placeholder(part: dict[str, Any]) -> str:

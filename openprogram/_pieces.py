@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from operator import attrgetter
 from typing import Any, NamedTuple
 
@@ -153,18 +153,23 @@ def _written(writer: Writer, nodes: list[Node], carried: set[str]) -> list[Piece
 
 
 @contextlib.contextmanager
-def _unkept(dag: ContextDAG) -> Iterator[None]:
-    """Write `dag`'s pieces afresh inside the block; those kept are left as they were
-    (tests compare the two)."""
-    with _lock:
-        saved = _kept.pop(dag, None)
+def set_aside(entries: MutableMapping[Any, Any], lock: Any, key: Any) -> Iterator[None]:
+    """Inside the block `entries` has no `key` (what is made there is dropped after);
+    its entry is back as it was after. Tests render from scratch with it."""
+    with lock:
+        saved = entries.pop(key, None)
     try:
         yield
     finally:
-        with _lock:
-            _kept.pop(dag, None)
+        with lock:
+            entries.pop(key, None)
             if saved is not None:
-                _kept[dag] = saved
+                entries[key] = saved
+
+
+def _unkept(dag: ContextDAG) -> contextlib.AbstractContextManager[None]:
+    """Write `dag`'s pieces afresh inside the block."""
+    return set_aside(_kept, _lock, dag)
 
 
 def forget(dag: ContextDAG, node_id: str) -> None:
