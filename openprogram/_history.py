@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 from openprogram._chunks import Chunks
 from openprogram._messages import Entry, MessageStream, Walk, Writer
 from openprogram._pieces import Piece, _unkept, set_aside, write
-from openprogram.dag import ContextDAG, Node
+from openprogram.dag import ContextDAG, Node, by_seq
 from openprogram.echo import cut
 from openprogram.image import ImageRef
 
@@ -229,9 +229,7 @@ def _valid_until(
     if valid <= beat:  # another candidate is valid as long already
         return valid
     for node, was, redo in entry.open:
-        if redo < valid and not _same(was, now := _state(node, walk)):
-            if not was[3] and not now[3] and node.kind == "code" and "covers" not in node.meta:
-                continue  # a call not done for this reader shows its input alone, as before
+        if redo < valid and not _same(was, _state(node, walk)):
             valid = redo
     if entry.extras or include:
         wanted = set(include)
@@ -243,7 +241,7 @@ def _valid_until(
             wanted_node = walk.dag.get(node_id)
             if wanted_node is None or wanted_node.seq >= valid or not walk.exists(wanted_node):
                 continue
-            index = nodes.bisect(wanted_node.seq, _seq)
+            index = nodes.bisect(wanted_node.seq, by_seq)
             if index == len(nodes) or nodes[index] is not wanted_node:
                 valid = min(valid, _redo_seq(walk.dag, wanted_node))
     return max(valid, 0)
@@ -254,7 +252,7 @@ def _tail(
 ) -> tuple[list[Node], set[str]]:
     """The visible nodes with seq >= floor, found from the stack down (render.py)."""
     tail = [n for n in walk.since(floor) if n.seq < horizon]
-    tail.sort(key=_seq)
+    tail.sort(key=by_seq)
     extra_ids: set[str] = set()
     if include:
         shown_ids = {n.id for n in tail}
@@ -265,18 +263,25 @@ def _tail(
             tail.append(node)
             shown_ids.add(node_id)
             extra_ids.add(node_id)
-        tail.sort(key=_seq)
+        tail.sort(key=by_seq)
     return tail, extra_ids
 
 
+_NOT_DONE = (None, None, None, False, None, None, None)
+
+
 def _state(node: Node, walk: Walk) -> tuple[Any, ...]:
-    """What a node's text depends on besides its fixed record."""
+    """What a node's text depends on besides its fixed record. A call not done for this
+    reader shows its input alone (Writer.line), whatever else of it changes."""
     meta = node.meta
+    done = walk.done(node)
+    if not done and node.kind == "code" and "covers" not in meta:
+        return _NOT_DONE
     return (
         node.status,
         node.end_seq,
         node.error,
-        walk.done(node),
+        done,
         node.output,
         meta.get("render_output"),
         meta.get("tool_calls"),
@@ -347,7 +352,7 @@ def _prefix(
     stream: MessageStream,
 ) -> History:
     """`base` cut to the nodes below seq `floor`, ready to be extended."""
-    count = base.nodes.bisect(floor, _seq)
+    count = base.nodes.bisect(floor, by_seq)
     point = base.checkpoints[count - 1] if count else base.start
     stream.restore(base.stream, point.messages, point.last, point.state)
     return History(
@@ -415,29 +420,30 @@ def _extend(
         line_reports.extend(chain.from_iterable(map(_line_reports, pieces)))
         build_reports.extend(chain.from_iterable(map(_build_reports, pieces)))
         history.omitted.extend(entry for _, entry in omitted)
-    for index, piece in enumerate(pieces if kept else ()):
-        stream.add_all(replaced.get(index, piece.entries))
-        line_reports.extend(piece.line_reports)
-        build_reports.extend(piece.build_reports)
-        while done_omitted < len(omitted) and omitted[done_omitted][0] == index:
-            history.omitted.append(omitted[done_omitted][1])
-            done_omitted += 1
-        last = len(stream.messages[-1][1]) if stream.messages else 0
-        seen_images += piece.images
-        chars += len(piece.line) + (1 if chars or checkpoints else 0)
-        checkpoints.append(
-            _Checkpoint(
-                stream.state(),
-                len(stream.messages),
-                last,
-                len(line_reports),
-                len(build_reports),
-                len(history.omitted),
-                piece.answers,
-                seen_images,
-                chars,
+    else:  # a checkpoint after each node: a later render may continue from any of them
+        for index, piece in enumerate(pieces):
+            stream.add_all(replaced.get(index, piece.entries))
+            line_reports.extend(piece.line_reports)
+            build_reports.extend(piece.build_reports)
+            while done_omitted < len(omitted) and omitted[done_omitted][0] == index:
+                history.omitted.append(omitted[done_omitted][1])
+                done_omitted += 1
+            last = len(stream.messages[-1][1]) if stream.messages else 0
+            seen_images += piece.images
+            chars += len(piece.line) + (1 if chars or checkpoints else 0)
+            checkpoints.append(
+                _Checkpoint(
+                    stream.state(),
+                    len(stream.messages),
+                    last,
+                    len(line_reports),
+                    len(build_reports),
+                    len(history.omitted),
+                    piece.answers,
+                    seen_images,
+                    chars,
+                )
             )
-        )
     history.nodes.extend(tail)
     history.ids.extend(list(map(_id_of, tail)))
     history.lines.extend(list(map(_line_of, pieces)))
@@ -516,7 +522,7 @@ def _carried_by_prefix(
         asker = dag.get(meta["asked_by"])
         if asker is None:
             return None
-        index = nodes.bisect(asker.seq, _seq)
+        index = nodes.bisect(asker.seq, by_seq)
         if index == len(nodes) or nodes[index] is not asker:
             return None  # its call is not in the prefix
         return asker, history.checkpoints[index].answers
@@ -536,10 +542,6 @@ def _carried_by_prefix(
         if found is not None and node.id in found[1] and node.id not in shown_ids:
             raise _Redo(found[0].seq)
     return carried
-
-
-def _seq(node: Node) -> int:
-    return node.seq
 
 
 def _retain_images(

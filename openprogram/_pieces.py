@@ -47,8 +47,10 @@ class _Kept:
 
     def keep(self, new: list[tuple[str, Piece]]) -> None:
         pieces = self.pieces
-        pieces.update(new)
-        self.bytes += sum(_size(piece) for _, piece in new)
+        for node_id, piece in new:  # one written again (it went, or another thread's) once
+            old = pieces.get(node_id)
+            self.bytes += _size(piece) - (_size(old) if old is not None else 0)
+            pieces[node_id] = piece
         if len(pieces) > _KEPT or self.bytes > _KEPT_BYTES:
             # the older half goes, at once (a dict's oldest entry is slow to find one by
             # one); what a render needs again is written again

@@ -10,14 +10,10 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterator
-from operator import attrgetter
 
-from openprogram.dag import ContextDAG, Node
+from openprogram.dag import ContextDAG, Node, by_seq
 
-__all__ = ["SHOW_SELF", "RenderWalk", "by_seq"]
-
-by_seq = attrgetter("seq")
-"""A node's seq: the sort key of every node list a render makes."""
+__all__ = ["SHOW_SELF", "RenderWalk"]
 
 SHOW_SELF = ("io", "full")
 """The expose values whose code nodes show as a line of their own."""

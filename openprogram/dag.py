@@ -16,6 +16,7 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable, Iterator, Mapping
+from operator import attrgetter
 from typing import Any, Literal
 
 import networkx as nx
@@ -225,6 +226,9 @@ def _new_node(values: dict[str, Any]) -> Node:
     return node
 
 
+by_seq = attrgetter("seq")
+"""A node's seq: the key nodes are sorted and searched by."""
+
 Listener = Callable[[str, Node], None]
 """Called with ("created" | "completed", node) after every change; a session persists here."""
 
@@ -336,7 +340,7 @@ class ContextDAG:
         heads = self._heads.get(branch or self.branch, [])
         if before is None:
             return heads[-1] if heads else None
-        index = bisect.bisect_left(heads, before, key=lambda n: n.seq)
+        index = bisect.bisect_left(heads, before, key=by_seq)
         return heads[index - 1] if index else None
 
     def on_branch(self, top: Node, branch: str, head_seq: int) -> bool:

@@ -18,8 +18,8 @@ from openprogram._compact import Fitted, fit
 from openprogram._history import History, Settings, build_history, render_history
 from openprogram._messages import Message, Writer, chat_message, content_parts
 from openprogram._tokens import counter
-from openprogram._walk import SHOW_SELF, RenderWalk, by_seq
-from openprogram.dag import ContextDAG, Node, RenderRange, _view, check_render_range
+from openprogram._walk import SHOW_SELF, RenderWalk
+from openprogram.dag import ContextDAG, Node, RenderRange, _view, by_seq, check_render_range
 from openprogram.errors import UsageError
 from openprogram.image import ImageRef
 

@@ -476,30 +476,24 @@ def _is_row(values: object) -> bool:
 
 
 def _merged_files(found: Sequence[Pending]) -> list[NodeRow]:
-    """The rows of one writer's journals (the Recorder keeps two: the batch being
-    committed in one, the next batch in the other), whichever was written first: a
-    node's completion (it has an end) wins over its start, whose input it gets back
-    when it was written without one."""
-    newest: dict[int, NodeRow] = {}
-    for row in (row for journal in found for row in journal.rows):
-        before = newest.get(row.seq)
-        if before is not None and before.id == row.id:
-            if before.ended_at is not None and row.ended_at is None:
-                row, before = before, row
-            if row.input is None:
-                row = row._replace(input=before.input)
-        newest[row.seq] = row
-    return [newest[seq] for seq in sorted(newest)]
+    """The rows of one writer's journals together (the Recorder keeps two: the batch
+    being committed in one, the next batch in the other), in no known order between
+    them: a node's completion (it has an end) wins over its start."""
+    return _merged([row for journal in found for row in journal.rows], across=True)
 
 
-def _merged(rows: Sequence[NodeRow]) -> list[NodeRow]:
+def _merged(rows: Sequence[NodeRow], *, across: bool = False) -> list[NodeRow]:
     """The newest record of each node, in seq order; a completion written without its
-    input (the created record before it holds it) gets the input back."""
+    input (the created record before it holds it) gets the input back. `across`: the
+    rows come from several files, so a completion wins over a start written after it."""
     newest: dict[int, NodeRow] = {}
     for row in rows:
         before = newest.get(row.seq)
-        if before is not None and row.input is None and before.id == row.id:
-            row = row._replace(input=before.input)
+        if before is not None and before.id == row.id:
+            if across and before.ended_at is not None and row.ended_at is None:
+                row, before = before, row
+            if row.input is None:
+                row = row._replace(input=before.input)
         newest[row.seq] = row
     return [newest[seq] for seq in sorted(newest)]
 

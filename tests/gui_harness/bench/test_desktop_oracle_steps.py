@@ -45,11 +45,16 @@ def _task() -> DesktopTask:
     )
 
 
-def test_a_cell_click_waits_for_the_grids_cells() -> None:
+def _run(perception: _Sheet) -> tuple[Any, FakeDesktop, Session]:
+    """The oracle's Calc-like task on a fake desktop seen through `perception`."""
     desktop = FakeDesktop.demo_form()
-    oracle = DesktopOracle(_task())
-    with Session() as session, Runtime(ScriptedModel(oracle)):
-        result = gui_agent("Click B3.", desktop=desktop, perception=_Sheet(cells_from=3))
+    with Session() as session, Runtime(ScriptedModel(DesktopOracle(_task()))):
+        result = gui_agent("Click B3.", desktop=desktop, perception=perception)
+    return result, desktop, session
+
+
+def test_a_cell_click_waits_for_the_grids_cells() -> None:
+    result, desktop, session = _run(_Sheet(cells_from=3))
     assert result.success
     actions = [n.input["action"] for n in session.dag.find(name="dispatch_action")]
     assert [a["type"] for a in actions] == ["wait", "wait", "click"]
@@ -71,10 +76,7 @@ class _Growing(_Sheet):
 
 
 def test_an_answer_refused_on_its_screen_is_planned_again_on_the_next() -> None:
-    desktop = FakeDesktop.demo_form()
-    oracle = DesktopOracle(_task())
-    with Session() as session, Runtime(ScriptedModel(oracle)):
-        result = gui_agent("Click B3.", desktop=desktop, perception=_Growing(cells_from=1))
+    result, desktop, session = _run(_Growing(cells_from=1))
     assert result.success
     plans = [n.output for n in session.dag.find(kind="llm", name="plan_next_action")]
     assert '"cell": "B3"' in plans[0] and "look again" in plans[1]  # refused, re-asked
