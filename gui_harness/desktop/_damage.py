@@ -155,7 +155,10 @@ class DamageWatch:
             if changes:  # empty the damage, so the next drawing is reported again
                 self._changes += changes
                 self._x.damage_subtract(self._damage)
-                self._x.flush()
+                # a round trip: until the server has emptied it, a drawing (another
+                # client's, right after a mark) joins the damage already reported and
+                # sends no report of its own
+                self._x.sync()
         except (Xlib.error.ConnectionClosedError, OSError) as exc:
             raise DesktopError(f"lost the X display while watching it: {exc}") from exc
         return changes
