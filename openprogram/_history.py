@@ -42,7 +42,8 @@ class Settings:
 
 
 class _Checkpoint(NamedTuple):
-    """Where the history stood after one node's turns."""
+    """Where the history stood after one node's turns. One with no `state` holds only
+    `answers` and `images` (the rest are 0): a continuation starts from one with (_cut)."""
 
     state: Any  # the messages hash so far (a hashlib object, copied)
     messages: int
@@ -184,6 +185,7 @@ def render_history(
                 nodes, extra_ids = cold()
                 history = _build(walk, stack, settings, horizon, None, 0, nodes, extra_ids)
             else:
+                floor = _cut(best, floor)
                 tail, extra_ids = _tail(walk, floor, horizon, include)
                 history = _build(walk, stack, settings, horizon, best, floor, tail, extra_ids)
             break
@@ -421,29 +423,52 @@ def _extend(
         build_reports.extend(chain.from_iterable(map(_build_reports, pieces)))
         history.omitted.extend(entry for _, entry in omitted)
     else:  # a checkpoint after each node: a later render may continue from any of them
-        for index, piece in enumerate(pieces):
-            stream.add_all(replaced.get(index, piece.entries))
-            line_reports.extend(piece.line_reports)
-            build_reports.extend(piece.build_reports)
-            while done_omitted < len(omitted) and omitted[done_omitted][0] == index:
+        # Only some keep where the messages stand (the hash state, a copy; see _due): the
+        # pieces up to each are added in one go, so a rebuild of many nodes is C work.
+        # The others keep what is read node by node: the answers and the image count.
+        first = 0
+        due = _due(tail, pieces, opened, writer.stack_ids, len(checkpoints))
+        for end in sorted(due):
+            if end < first:
+                continue
+            run = pieces[first : end + 1]
+            if replaced:
+                groups = (replaced.get(i, piece.entries) for i, piece in enumerate(run, first))
+                stream.add_all(chain.from_iterable(groups))
+            else:
+                stream.add_all(_runs(run))
+            line_reports.extend(chain.from_iterable(map(_line_reports, run)))
+            build_reports.extend(chain.from_iterable(map(_build_reports, run)))
+            while done_omitted < len(omitted) and omitted[done_omitted][0] <= end:
                 history.omitted.append(omitted[done_omitted][1])
                 done_omitted += 1
-            last = len(stream.messages[-1][1]) if stream.messages else 0
-            seen_images += piece.images
-            chars += len(piece.line) + (1 if chars or checkpoints else 0)
+            chars += sum(map(len, map(_line_of, run))) + len(run) - (0 if checkpoints else 1)
+            between = run[:-1]
+            if any(map(_images_of, between)) or any(map(_answers_of, between)):
+                for piece in between:
+                    seen_images += piece.images
+                    checkpoints.append(
+                        _Checkpoint(None, 0, 0, 0, 0, 0, piece.answers, seen_images, 0)
+                    )
+            elif between:  # the common case: one shared checkpoint, added in C
+                checkpoints.extend(
+                    [_Checkpoint(None, 0, 0, 0, 0, 0, (), seen_images, 0)] * len(between)
+                )
+            seen_images += run[-1].images
             checkpoints.append(
                 _Checkpoint(
                     stream.state(),
                     len(stream.messages),
-                    last,
+                    len(stream.messages[-1][1]) if stream.messages else 0,
                     len(line_reports),
                     len(build_reports),
                     len(history.omitted),
-                    piece.answers,
+                    run[-1].answers,
                     seen_images,
                     chars,
                 )
             )
+            first = end + 1
     history.nodes.extend(tail)
     history.ids.extend(list(map(_id_of, tail)))
     history.lines.extend(list(map(_line_of, pieces)))
@@ -452,6 +477,39 @@ def _extend(
         node = dag.node(node_id)
         history.extras[node_id] = (node.seq, _redo_seq(dag, node))
     history.kept_from = kept_from
+
+
+_SPACING = 16  # nodes at most between two checkpoints with a hash state
+
+
+def _due(
+    tail: list[Node],
+    pieces: list[Piece],
+    opened: list[tuple[Node, Any, int]],
+    stack_ids: set[str],
+    done: int,
+) -> set[int]:
+    """The indices in `tail` whose checkpoints keep a hash state (see _extend): the last,
+    every _SPACING-th (`done`: the checkpoints before), and those just before where later
+    renders cut: an open node (where a change of it takes effect), a stack node, a node
+    with images (the oldest image still sent moves on)."""
+    due = {len(tail) - 1}
+    due.update(range(_SPACING - 1 - done % _SPACING, len(tail), _SPACING))
+    cuts = {entry[2] for entry in opened}
+    for index, node in enumerate(tail):
+        if node.seq in cuts or node.id in stack_ids or pieces[index].images:
+            due.add(index - 1)
+    return due
+
+
+def _cut(base: History, floor: int) -> int:
+    """`floor` lowered to just after a checkpoint with a hash state (a continuation
+    starts from one): the nodes between are written again."""
+    checkpoints = base.checkpoints
+    count = cut = base.nodes.bisect(floor, by_seq)
+    while cut and checkpoints[cut - 1].state is None:
+        cut -= 1
+    return floor if cut == count else base.nodes[cut].seq
 
 
 def _runs(pieces: list[Piece]) -> list[Entry]:
@@ -478,6 +536,7 @@ _first = itemgetter(0)
 _parts_of = itemgetter(1)
 _canon_of = itemgetter(3)
 _images_of = attrgetter("images")
+_answers_of = attrgetter("answers")
 _line_of = attrgetter("line")
 _id_of = attrgetter("id")
 _line_reports = attrgetter("line_reports")
