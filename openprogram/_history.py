@@ -433,8 +433,8 @@ def _extend(
                 continue
             run = pieces[first : end + 1]
             if replaced:
-                groups = (replaced.get(i, piece.entries) for i, piece in enumerate(run, first))
-                stream.add_all(chain.from_iterable(groups))
+                swapped = (replaced.get(i, piece.entries) for i, piece in enumerate(run, first))
+                stream.add_all(chain.from_iterable(swapped))
             else:
                 stream.add_all(_runs(run))
             line_reports.extend(chain.from_iterable(map(_line_reports, run)))
