@@ -9,13 +9,14 @@ visible; _messages.py makes the pieces. Start at render_history().
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, groupby
+from itertools import chain, compress, count, groupby
 from operator import attrgetter, itemgetter
 from typing import Any, NamedTuple
 
@@ -394,11 +395,16 @@ def _extend(
     """Append `tail`'s lines and turns to `history`, checkpointing after each node
     (when `kept`: a later render may continue from any of them)."""
     walk, dag = writer.walk, writer.walk.dag
-    opened = [
-        (node, _state(node, walk), _redo_seq(dag, node))
-        for node in (tail if kept else ())
-        if node.status != "completed" or not walk.done(node)
-    ]
+    if not kept:
+        opened = []
+    elif walk.before is None:  # every completed node is done for a live render
+        opened = [(n, _state(n, walk), _redo_seq(dag, n)) for n in tail if n.status != "completed"]
+    else:
+        opened = [
+            (node, _state(node, walk), _redo_seq(dag, node))
+            for node in tail
+            if node.status != "completed" or not walk.done(node)
+        ]
     carried = _carried_by_prefix(history, base, writer, tail)
     pieces = write(writer, tail, carried)
     images = sum(map(_images_of, pieces))
@@ -427,7 +433,7 @@ def _extend(
         # pieces up to each are added in one go, so a rebuild of many nodes is C work.
         # The others keep what is read node by node: the answers and the image count.
         first = 0
-        due = _due(tail, pieces, opened, writer.stack_ids, len(checkpoints))
+        due = _due(tail, pieces, opened, history.stack, len(checkpoints))
         for end in sorted(due):
             if end < first:
                 continue
@@ -486,19 +492,28 @@ def _due(
     tail: list[Node],
     pieces: list[Piece],
     opened: list[tuple[Node, Any, int]],
-    stack_ids: set[str],
+    stack: list[Node],
     done: int,
 ) -> set[int]:
     """The indices in `tail` whose checkpoints keep a hash state (see _extend): the last,
     every _SPACING-th (`done`: the checkpoints before), and those just before where later
-    renders cut: an open node (where a change of it takes effect), a stack node, a node
-    with images (the oldest image still sent moves on)."""
+    renders cut: an open node (where a change of it takes effect) that follows none, a
+    stack node, a node with images (the oldest image still sent moves on)."""
+    if not tail:
+        return set()
     due = {len(tail) - 1}
     due.update(range(_SPACING - 1 - done % _SPACING, len(tail), _SPACING))
+    due.update(compress(count(-1), map(_images_of, pieces)))
     cuts = {entry[2] for entry in opened}
-    for index, node in enumerate(tail):
-        if node.seq in cuts or node.id in stack_ids or pieces[index].images:
-            due.add(index - 1)
+    cuts.update(node.seq for node in stack)
+    first = tail[0].seq
+    for seq in cuts:
+        if seq >= first:  # the tail is in seq order
+            index = bisect.bisect_left(tail, seq, key=by_seq)
+            # a run of open nodes (concurrent calls, their lines side by side) gets one
+            # before it: a cut inside writes the rest of the run again, no more
+            if index < len(tail) and tail[index].seq == seq and tail[index - 1].seq not in cuts:
+                due.add(index - 1)
     return due
 
 
@@ -570,9 +585,9 @@ def _carried_by_prefix(
     an answer from here (this render's stack holds it, or it is not done for this reader:
     the rule of Writer.answers)."""
     carried: set[str] = set()
-    if base is None or not history.nodes:
-        return carried
     nodes, dag = history.nodes, writer.walk.dag
+    if base is None or not nodes or not dag._tool_results:  # no tool result anywhere
+        return carried
 
     def prefix_answers(node: Node) -> tuple[Node, tuple[str, ...]] | None:
         meta = node.meta

@@ -260,6 +260,7 @@ class ContextDAG:
         stored as reprs (resuming compares them as that version did)."""
         self._summaries: list[Node] = []  # compaction summaries (meta "covers"), seq order
         self._ended = -1  # the largest end_seq a node got: below it, every ended node is done
+        self._tool_results = 0  # nodes answering a tool call (meta "tool_call_id")
         self.branch = "main"
         self.listeners: list[Listener] = []
         self._ref = weakref.ref(self)  # one reference object shared by all its nodes
@@ -425,6 +426,8 @@ class ContextDAG:
             self._heads.setdefault(node.branch, []).append(node)
         if "covers" in node.meta:
             self._summaries.append(node)
+        if "tool_call_id" in node.meta:
+            self._tool_results += 1
         if node.end_seq is not None and node.end_seq > self._ended:
             self._ended = node.end_seq
         ancestor = self._nodes.get(node.parent) if node.parent is not None else None
