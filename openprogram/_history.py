@@ -438,25 +438,33 @@ def _extend(
             if end < first:
                 continue
             run = pieces[first : end + 1]
-            if replaced:
-                swapped = (replaced.get(i, piece.entries) for i, piece in enumerate(run, first))
-                stream.add_all(chain.from_iterable(swapped))
+            if len(run) == 1:  # a step's few new nodes: no runs to merge
+                stream.add_all(replaced.get(end, run[0].entries))
+                line_reports.extend(run[0].line_reports)
+                build_reports.extend(run[0].build_reports)
+                chars += len(run[0].line) + (1 if checkpoints else 0)
             else:
-                stream.add_all(_runs(run))
-            line_reports.extend(chain.from_iterable(map(_line_reports, run)))
-            build_reports.extend(chain.from_iterable(map(_build_reports, run)))
+                if replaced:
+                    swapped = (replaced.get(i, p.entries) for i, p in enumerate(run, first))
+                    stream.add_all(chain.from_iterable(swapped))
+                else:
+                    stream.add_all(_runs(run))
+                line_reports.extend(chain.from_iterable(map(_line_reports, run)))
+                build_reports.extend(chain.from_iterable(map(_build_reports, run)))
+                chars += sum(map(len, map(_line_of, run))) + len(run) - (0 if checkpoints else 1)
             while done_omitted < len(omitted) and omitted[done_omitted][0] <= end:
                 history.omitted.append(omitted[done_omitted][1])
                 done_omitted += 1
-            chars += sum(map(len, map(_line_of, run))) + len(run) - (0 if checkpoints else 1)
             between = run[:-1]
-            if any(map(_images_of, between)) or any(map(_answers_of, between)):
+            if not between:
+                pass
+            elif any(map(_images_of, between)) or any(map(_answers_of, between)):
                 for piece in between:
                     seen_images += piece.images
                     checkpoints.append(
                         _Checkpoint(None, 0, 0, 0, 0, 0, piece.answers, seen_images, 0)
                     )
-            elif between:  # the common case: one shared checkpoint, added in C
+            else:  # the common case: one shared checkpoint, added in C
                 checkpoints.extend(
                     [_Checkpoint(None, 0, 0, 0, 0, 0, (), seen_images, 0)] * len(between)
                 )
@@ -499,8 +507,8 @@ def _due(
     every _SPACING-th (`done`: the checkpoints before), and those just before where later
     renders cut: an open node (where a change of it takes effect) that follows none, a
     stack node, a node with images (the oldest image still sent moves on)."""
-    if not tail:
-        return set()
+    if len(tail) <= 3:  # a step's few new nodes: finding the cuts costs more than all
+        return set(range(len(tail)))
     due = {len(tail) - 1}
     due.update(range(_SPACING - 1 - done % _SPACING, len(tail), _SPACING))
     due.update(compress(count(-1), map(_images_of, pieces)))
