@@ -133,7 +133,9 @@ class PostgresStore(SQLStore):
         values = json.dumps(rows, allow_nan=False)
         try:
             changed = connection.execute(_ATOMIC_UPSERT, (key, values, key, owner)).rowcount
-        except self._psycopg.errors.NotNullViolation:  # rolled back: nothing was written
+        except self._psycopg.errors.NotNullViolation as exc:  # rolled back: none written
+            if exc.diag.column_name != "id":  # not the seq of another node: a broken row
+                raise
             changed = -1
         return None if changed == len(rows) else self._conflict(connection, key, rows)
 

@@ -271,3 +271,24 @@ def test_without_a_journal_calls_record_while_a_commit_is_in_flight_and_share_th
     assert session.failed_writes == 0
     if owned:
         resolved.close()
+
+
+def test_a_batch_with_a_broken_row_is_refused_whole_and_said_so_not_as_a_conflict(
+    durable_store: Any,
+):
+    """A row the store cannot hold (here a node without a name) refuses its batch and
+    the error says what failed: it is no seq conflict and no lost lease."""
+    store, owned = open_store(durable_store)
+    assert store is not None
+    session = Session(store, id="broken")
+    store.acquire("broken", "me")
+    batch = [_row(1), _row(2)._replace(name=None), _row(3)]  # type: ignore[arg-type]
+    with pytest.raises(StoreError) as refused:
+        store.write_batch("broken", batch, {})
+    assert "belongs to another node" not in str(refused.value)
+    assert "lease" not in str(refused.value)
+    assert store.rows("broken") == []
+    store.release("broken", "me")
+    session.close()
+    if owned:
+        store.close()
