@@ -204,33 +204,33 @@ class Program:
         assert_same_as_from_scratch(self.dag, frame.id if frame else None, **options)
 
 
-@settings(
+_PROPERTY = settings(
     max_examples=200,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-@given(data=st.data())
-def test_incremental_render_equals_render_from_scratch(data):
+
+
+def _run(data: Any) -> None:
     program = Program(data)
     for _ in range(data.draw(st.integers(1, 60))):
         program.step()
     program.render()
 
 
-@settings(
-    max_examples=100,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@_PROPERTY
+@given(data=st.data())
+def test_incremental_render_equals_render_from_scratch(data):
+    _run(data)
+
+
+@_PROPERTY
 @given(data=st.data())
 def test_a_render_continuing_between_kept_hash_states_equals_one_from_scratch(data):
     """Only the last checkpoint of each extension keeps its hash state: every later
     render that cuts inside goes back to one (_cut) and writes the nodes between again."""
     with mock.patch.object(_history, "_due", lambda tail, *_: {len(tail) - 1}):
-        program = Program(data)
-        for _ in range(data.draw(st.integers(1, 60))):
-            program.step()
-        program.render()
+        _run(data)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
