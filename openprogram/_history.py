@@ -4,27 +4,27 @@ Owns History (the visible nodes' lines, merged messages, running messages hash a
 report, with a checkpoint after every node) and the per-DAG cache that lets a full-range
 render start from the longest prefix of an earlier one that is still valid, so a step
 costs what changed since the last one, not the whole history. render.py decides what is
-visible; _messages.py makes the pieces. Start at render_history().
+visible; _pieces.py makes the pieces, _checkpoints.py adds them. Start at
+render_history().
 """
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, compress, count, groupby
-from operator import attrgetter, itemgetter
-from typing import Any, NamedTuple
+from operator import attrgetter
+from typing import Any
 
+from openprogram._checkpoints import UNKEPT, Checkpoint, add_checkpointed, add_unkept, cut, due
 from openprogram._chunks import Chunks
 from openprogram._messages import Entry, MessageStream, Walk, Writer
 from openprogram._pieces import Piece, _unkept, set_aside, write
 from openprogram.dag import ContextDAG, Node, by_seq
-from openprogram.echo import cut
+from openprogram.echo import cut as cut_text
 from openprogram.image import ImageRef
 
 _DESCRIBED = 20_000  # characters of an image's description kept in its placeholder
@@ -42,21 +42,6 @@ class Settings:
     timeless: bool  # rendered with before=None
 
 
-class _Checkpoint(NamedTuple):
-    """Where the history stood after one node's turns. One with no `state` holds only
-    `answers` and `images` (the rest are 0): a continuation starts from one with (_cut)."""
-
-    state: Any  # the messages hash so far (a hashlib object, copied)
-    messages: int
-    last: int  # parts in the last, still open, message
-    line_reports: int
-    build_reports: int
-    omitted: int
-    answers: tuple[str, ...]  # tool results this node's turns carry
-    images: int  # history image parts so far, sent or omitted
-    chars: int  # length of the text lines so far, joined
-
-
 @dataclass(eq=False)  # identity: comparing two histories field by field costs O(history)
 class History:
     """The rendered history of one render, and what it takes to extend it."""
@@ -68,8 +53,8 @@ class History:
     nodes: Chunks[Node]
     ids: Chunks[str]
     lines: Chunks[str]
-    checkpoints: Chunks[_Checkpoint]
-    start: _Checkpoint
+    checkpoints: Chunks[Checkpoint]
+    start: Checkpoint
     stream: MessageStream
     line_reports: list[dict[str, Any]]
     build_reports: list[dict[str, Any]]
@@ -116,9 +101,6 @@ class History:
         if self._text is None and self.checkpoints:
             return self.checkpoints[-1].chars
         return len(self.text())
-
-
-_UNKEPT = _Checkpoint(None, 0, 0, 0, 0, 0, (), 0, 0)  # the start of a history nothing continues
 
 
 class _Redo(Exception):
@@ -186,7 +168,7 @@ def render_history(
                 nodes, extra_ids = cold()
                 history = _build(walk, stack, settings, horizon, None, 0, nodes, extra_ids)
             else:
-                floor = _cut(best, floor)
+                floor = cut(best.nodes, best.checkpoints, floor)
                 tail, extra_ids = _tail(walk, floor, horizon, include)
                 history = _build(walk, stack, settings, horizon, best, floor, tail, extra_ids)
             break
@@ -320,10 +302,10 @@ def _build(
     if base is None:
         if settings.system:
             stream.add("system", [{"type": "text", "text": settings.system}], None)
-        start = _UNKEPT
+        start = UNKEPT
         if kept:  # where a later render continuing this one may start from
             last = len(stream.messages[-1][1]) if stream.messages else 0
-            start = _Checkpoint(stream.state(), len(stream.messages), last, 0, 0, 0, (), 0, 0)
+            start = Checkpoint(stream.state(), len(stream.messages), last, 0, 0, 0, (), 0, 0)
         history = History(
             settings,
             stack,
@@ -415,74 +397,11 @@ def _extend(
     if images:
         kept_from = _retain_images(pieces, tail, history.settings.max_images, omitted, replaced)
     omitted.reverse()  # oldest first, as stored
-    stream, checkpoints, done_omitted = history.stream, history.checkpoints, 0
-    line_reports, build_reports = history.line_reports, history.build_reports
-    seen_images = checkpoints[-1].images if checkpoints else 0
-    chars = checkpoints[-1].chars if checkpoints else 0
     if not kept:  # nothing continues from inside this history: one pass, no checkpoints
-        if replaced:
-            groups = [replaced.get(index, piece.entries) for index, piece in enumerate(pieces)]
-            stream.add_all(chain.from_iterable(groups))
-        else:
-            stream.add_all(_runs(pieces))
-        line_reports.extend(chain.from_iterable(map(_line_reports, pieces)))
-        build_reports.extend(chain.from_iterable(map(_build_reports, pieces)))
-        history.omitted.extend(entry for _, entry in omitted)
+        add_unkept(history, pieces, replaced, omitted)
     else:  # a checkpoint after each node: a later render may continue from any of them
-        # Only some keep where the messages stand (the hash state, a copy; see _due): the
-        # pieces up to each are added in one go, so a rebuild of many nodes is C work.
-        # The others keep what is read node by node: the answers and the image count.
-        first = 0
-        due = _due(tail, pieces, opened, history.stack, len(checkpoints))
-        for end in sorted(due):
-            if end < first:
-                continue
-            run = pieces[first : end + 1]
-            if len(run) == 1:  # a step's few new nodes: no runs to merge
-                stream.add_all(replaced.get(end, run[0].entries))
-                line_reports.extend(run[0].line_reports)
-                build_reports.extend(run[0].build_reports)
-                chars += len(run[0].line) + (1 if checkpoints else 0)
-            else:
-                if replaced:
-                    swapped = (replaced.get(i, p.entries) for i, p in enumerate(run, first))
-                    stream.add_all(chain.from_iterable(swapped))
-                else:
-                    stream.add_all(_runs(run))
-                line_reports.extend(chain.from_iterable(map(_line_reports, run)))
-                build_reports.extend(chain.from_iterable(map(_build_reports, run)))
-                chars += sum(map(len, map(_line_of, run))) + len(run) - (0 if checkpoints else 1)
-            while done_omitted < len(omitted) and omitted[done_omitted][0] <= end:
-                history.omitted.append(omitted[done_omitted][1])
-                done_omitted += 1
-            between = run[:-1]
-            if not between:
-                pass
-            elif any(map(_images_of, between)) or any(map(_answers_of, between)):
-                for piece in between:
-                    seen_images += piece.images
-                    checkpoints.append(
-                        _Checkpoint(None, 0, 0, 0, 0, 0, piece.answers, seen_images, 0)
-                    )
-            else:  # the common case: one shared checkpoint, added in C
-                checkpoints.extend(
-                    [_Checkpoint(None, 0, 0, 0, 0, 0, (), seen_images, 0)] * len(between)
-                )
-            seen_images += run[-1].images
-            checkpoints.append(
-                _Checkpoint(
-                    stream.state(),
-                    len(stream.messages),
-                    len(stream.messages[-1][1]) if stream.messages else 0,
-                    len(line_reports),
-                    len(build_reports),
-                    len(history.omitted),
-                    run[-1].answers,
-                    seen_images,
-                    chars,
-                )
-            )
-            first = end + 1
+        due_at = due(tail, pieces, opened, history.stack, len(history.checkpoints))
+        add_checkpointed(history, pieces, due_at, replaced, omitted)
     history.nodes.extend(tail)
     history.ids.extend(list(map(_id_of, tail)))
     history.lines.extend(list(map(_line_of, pieces)))
@@ -493,77 +412,9 @@ def _extend(
     history.kept_from = kept_from
 
 
-_SPACING = 16  # nodes at most between two checkpoints with a hash state
-
-
-def _due(
-    tail: list[Node],
-    pieces: list[Piece],
-    opened: list[tuple[Node, Any, int]],
-    stack: list[Node],
-    done: int,
-) -> set[int]:
-    """The indices in `tail` whose checkpoints keep a hash state (see _extend): the last,
-    every _SPACING-th (`done`: the checkpoints before), and those just before where later
-    renders cut: an open node (where a change of it takes effect) that follows none, a
-    stack node, a node with images (the oldest image still sent moves on)."""
-    if len(tail) <= 3:  # a step's few new nodes: finding the cuts costs more than all
-        return set(range(len(tail)))
-    due = {len(tail) - 1}
-    due.update(range(_SPACING - 1 - done % _SPACING, len(tail), _SPACING))
-    due.update(compress(count(-1), map(_images_of, pieces)))
-    cuts = {entry[2] for entry in opened}
-    cuts.update(node.seq for node in stack)
-    first = tail[0].seq
-    for seq in cuts:
-        if seq >= first:  # the tail is in seq order
-            index = bisect.bisect_left(tail, seq, key=by_seq)
-            # a run of open nodes (concurrent calls, their lines side by side) gets one
-            # before it: a cut inside writes the rest of the run again, no more
-            if index < len(tail) and tail[index].seq == seq and tail[index - 1].seq not in cuts:
-                due.add(index - 1)
-    return due
-
-
-def _cut(base: History, floor: int) -> int:
-    """`floor` lowered to just after a checkpoint with a hash state (a continuation
-    starts from one): the nodes between are written again."""
-    checkpoints = base.checkpoints
-    count = cut = base.nodes.bisect(floor, by_seq)
-    while cut and checkpoints[cut - 1].state is None:
-        cut -= 1
-    return floor if cut == count else base.nodes[cut].seq
-
-
-def _runs(pieces: list[Piece]) -> list[Entry]:
-    """The pieces' entries, each run of plain turns of one role as one entry (their parts
-    and canonical JSON joined: what merging them one by one makes), in C loops: a window
-    is put together whole at every step."""
-    entries: list[Entry] = []
-    for role, run in groupby(pieces, _plain_of):
-        if role is None:
-            entries.extend(chain.from_iterable(map(_entries, run)))
-            continue
-        firsts = list(map(_first, map(_entries, run)))
-        if len(firsts) == 1:
-            entries.append(firsts[0])
-        else:
-            parts = list(chain.from_iterable(map(_parts_of, firsts)))
-            entries.append((role, parts, None, ", ".join(map(_canon_of, firsts))))
-    return entries
-
-
-_entries = attrgetter("entries")
-_plain_of = attrgetter("plain")
-_first = itemgetter(0)
-_parts_of = itemgetter(1)
-_canon_of = itemgetter(3)
 _images_of = attrgetter("images")
-_answers_of = attrgetter("answers")
 _line_of = attrgetter("line")
 _id_of = attrgetter("id")
-_line_reports = attrgetter("line_reports")
-_build_reports = attrgetter("build_reports")
 
 
 def _check_prefix_images(history: History, later: int) -> None:
@@ -580,7 +431,7 @@ def _check_prefix_images(history: History, later: int) -> None:
     raise _Redo(history.nodes[index].seq)
 
 
-def _images(point: _Checkpoint) -> int:
+def _images(point: Checkpoint) -> int:
     return point.images
 
 
@@ -679,5 +530,5 @@ def _placeholder(part: dict[str, Any]) -> str:
     gave one (a GUI observation's component list), else a short note."""
     description = part.get("description")
     if description:  # the caller's text: bounded like any line of the history
-        return f"[image omitted: {part['image']}; it showed:\n{cut(description, _DESCRIBED)}]"
+        return f"[image omitted: {part['image']}; it showed:\n{cut_text(description, _DESCRIBED)}]"
     return f"[image omitted: {part['image']}]"

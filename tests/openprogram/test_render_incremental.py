@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from PIL import Image as PILImage
 
 from openprogram import ContextDAG, Runtime, ScriptedModel, Session, _history, agentic_function, llm
+from openprogram._checkpoints import SPACING
 from openprogram._history import _uncached
 from openprogram.dag import Node
 from openprogram.render import RenderedContext, render_context, seen_by
@@ -229,7 +230,7 @@ def test_incremental_render_equals_render_from_scratch(data):
 def test_a_render_continuing_between_kept_hash_states_equals_one_from_scratch(data):
     """Only the last checkpoint of each extension keeps its hash state: every later
     render that cuts inside goes back to one (_cut) and writes the nodes between again."""
-    with mock.patch.object(_history, "_due", lambda tail, *_: {len(tail) - 1}):
+    with mock.patch.object(_history, "due", lambda tail, *_: {len(tail) - 1}):
         _run(data)
 
 
@@ -470,5 +471,5 @@ def test_a_rebuild_keeps_hash_states_only_where_later_renders_cut():
     states = [point for point in history.checkpoints if point.state is not None]
     assert len(history.checkpoints) == 204  # 3 writers (the reader one), 200 calls, the frame
     # 200 // 16 spaced, before writer 2 (open) and the reader and frame (stack), the last
-    assert len(states) <= 204 // _history._SPACING + 4
+    assert len(states) <= 204 // SPACING + 4
     assert_same_as_from_scratch(dag, frame.id)
