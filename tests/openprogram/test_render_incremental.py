@@ -4,14 +4,12 @@ what a render from scratch sends, over random DAGs and interleavings (DESIGN.md 
 from __future__ import annotations
 
 from typing import Any
-from unittest import mock
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image as PILImage
 
-from openprogram import ContextDAG, Runtime, ScriptedModel, Session, _history, agentic_function, llm
-from openprogram._checkpoints import SPACING
+from openprogram import ContextDAG, Runtime, ScriptedModel, Session, agentic_function, llm
 from openprogram._history import _uncached
 from openprogram.dag import Node
 from openprogram.render import RenderedContext, render_context, seen_by
@@ -223,15 +221,6 @@ def _run(data: Any) -> None:
 @given(data=st.data())
 def test_incremental_render_equals_render_from_scratch(data):
     _run(data)
-
-
-@_PROPERTY
-@given(data=st.data())
-def test_a_render_continuing_between_kept_hash_states_equals_one_from_scratch(data):
-    """Only the last checkpoint of each extension keeps its hash state: every later
-    render that cuts inside goes back to one (_cut) and writes the nodes between again."""
-    with mock.patch.object(_history, "due", lambda tail, *_: {len(tail) - 1}):
-        _run(data)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -453,23 +442,3 @@ def test_concurrent_writers_each_continue_their_own_history():
                 dag.complete(writer, "done")
         assert_same_as_from_scratch(dag, writers[-1].id)
     assert_same_as_from_scratch(dag, None)
-
-
-def test_a_rebuild_keeps_hash_states_only_where_later_renders_cut():
-    """A change early in a long history (a top-level writer ends) re-feeds the rest: its
-    checkpoints copy the messages hash only every _SPACING nodes and before open and
-    stack nodes, and the render still equals one from scratch."""
-    dag = ContextDAG()
-    writers = [dag.add("code", "writer", input={"n": n}) for n in range(3)]
-    reader = writers[-1]
-    for i in range(200):
-        dag.complete(dag.add("code", "work", parent=reader.id, input={"i": i}), i)
-    frame = dag.add("code", "ask", parent=reader.id, input={})
-    render_context(dag, frame.id)
-    dag.complete(writers[0], "done")  # its line, early in the history, changes
-    history = render_context(dag, frame.id)._history
-    states = [point for point in history.checkpoints if point.state is not None]
-    assert len(history.checkpoints) == 204  # 3 writers (the reader one), 200 calls, the frame
-    # 200 // 16 spaced, before writer 2 (open) and the reader and frame (stack), the last
-    assert len(states) <= 204 // SPACING + 4
-    assert_same_as_from_scratch(dag, frame.id)
