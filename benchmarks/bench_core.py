@@ -13,7 +13,10 @@
     prior steps: one of each in turn, each in its own session, and the median of their
     step-by-step difference (issue 27's target: windowed <= full; a window is found and
     put together at every step, from pieces kept between renders, while the full
-    history is extended).
+    history is extended);
+(e) a full-history render that rebuilds after an early change: one of 80 running
+    top-level calls ends, and the reader (300 finished calls of its own) redoes its
+    history from that call's line on (no target: the one-session load's main cost).
 
 Times are CPU time of the benchmark thread (time.thread_time), medians of many runs.
 
@@ -39,7 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import machine  # benchmarks/ is on sys.path when a script runs
 
-from openprogram import Runtime, ScriptedModel, Session, agentic_function, llm
+from openprogram import ContextDAG, Runtime, ScriptedModel, Session, agentic_function, llm
+from openprogram.render import render_context
 
 OVERHEAD_TARGET_US = 15.0
 RATIO_TARGET = 1.3
@@ -252,6 +256,35 @@ def bench_window(reps: int, steps: int) -> dict[int, tuple[float, float, float]]
     }
 
 
+# -- (e) a rebuild after an early change ------------------------------------------------
+
+REBUILD_WRITERS = 80
+REBUILD_CALLS = 300
+
+
+def bench_rebuild(reps: int, ends: int = 30) -> float:
+    """Median CPU us of a full-history render that must rebuild: 80 top-level calls
+    running at once (one session, many writers), a reader among them with 300 finished
+    calls; writers end one by one, each followed by the reader's render, which redoes
+    its history from that writer's line on (bench_store (e)'s one-session load)."""
+    samples: list[float] = []
+    for _ in range(reps):
+        dag = ContextDAG()
+        writers = [dag.add("code", "writer", input={"n": n}) for n in range(REBUILD_WRITERS)]
+        reader = writers[REBUILD_WRITERS // 2]
+        for i in range(REBUILD_CALLS):
+            dag.complete(dag.add("code", "work", parent=reader.id, input={"i": i}), i)
+        frame = dag.add("code", "ask", parent=reader.id, input={})
+        render_context(dag, frame.id)
+        gc.collect()
+        for writer in writers[:ends]:
+            dag.complete(writer, "done")
+            started = clock()
+            render_context(dag, frame.id)
+            samples.append((clock() - started) * 1e6)
+    return statistics.median(samples)
+
+
 # -- report ------------------------------------------------------------------------------
 
 
@@ -299,6 +332,11 @@ def main() -> int:
             f" full history {whole:.1f} us, step by step windowed - full {paired:+.1f} us"
             f" (target <= 0) [{'ok' if ok else 'MISSED'}]"
         )
+    rebuild = bench_rebuild(reps // 4 or 1)
+    print(
+        f"(e) full-history render rebuilding after an early change ({REBUILD_WRITERS} running"
+        f" top-level calls, {REBUILD_CALLS} of the reader's): {rebuild:.0f} us"
+    )
     return 0 if ok_a and ok_b and ok_c and ok_d else 1
 
 
