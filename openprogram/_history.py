@@ -23,6 +23,7 @@ from openprogram._checkpoints import UNKEPT, Checkpoint, add_checkpointed, add_u
 from openprogram._chunks import Chunks
 from openprogram._messages import Entry, MessageStream, Walk, Writer
 from openprogram._pieces import Piece, _unkept, set_aside, write
+from openprogram._pieces import forget as forget_pieces
 from openprogram.dag import ContextDAG, Node, by_seq
 from openprogram.echo import cut as cut_text
 from openprogram.image import ImageRef
@@ -178,6 +179,18 @@ def render_history(
     with _lock:
         cache.keep(history, best)
     return history
+
+
+def forget(dag: ContextDAG, node_id: str) -> None:
+    """A call of `dag` runs again (a resumed call reopened): drop its kept pieces, its
+    output's text and the cached histories, which take what had finished as never
+    changing."""
+    forget_pieces(dag, node_id)
+    with _lock:
+        _caches.pop(dag, None)
+    outputs = f"{node_id}:"  # its output's text as lines show it (its input stays)
+    for key in [key for key in dag._text_cache if key.startswith(outputs)]:
+        dag._text_cache.pop(key, None)
 
 
 def build_history(

@@ -25,7 +25,7 @@ from typing import Any, cast
 from pydantic import ConfigDict, TypeAdapter
 
 from openprogram import _context, _secrets, questions
-from openprogram._pieces import forget
+from openprogram._history import forget
 from openprogram._resume import (
     NOT_ANSWERED,
     Divergence,
@@ -401,7 +401,7 @@ class Session:
             node.meta.update(extra)
         node.status, node.output, node.error = "running", None, None
         node.ended_at = node.end_seq = None
-        forget(self.dag, node.id)  # a render kept its pieces as finished
+        forget(self.dag, node.id)  # renders kept its pieces and histories as finished
         self._resumer.reused.add(node.id)
         self._write(node)
 

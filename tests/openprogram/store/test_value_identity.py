@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from openprogram import ResumeDivergence, Runtime, ScriptedModel, Session, agentic_function, llm
+from openprogram._history import _uncached
 from openprogram._resume import forget_notes
 from openprogram.render import render_context
 from openprogram.store import FORMAT_VERSION
@@ -147,6 +148,31 @@ def test_a_call_taking_a_lock_runs_again_and_says_so_when_recorded(store, caplog
         assert guarded(threading.Lock(), 2) == 4
     assert runs == ["guarded"]  # ran again: the record cannot stand for the lock
     assert resumed.dag.nodes[0].meta["rerun"]
+
+
+@agentic_function
+def numbered(lock: Any, n: int) -> int:
+    runs.append("numbered")
+    with lock:
+        return n * 100 + len(runs)  # another result each time it runs
+
+
+def test_a_history_rendered_before_a_call_runs_again_shows_its_new_result(store):
+    """A resumed session rendered before the program goes on (a notebook's look): the
+    call that runs again then returns something else, and the next render shows that,
+    not the result the earlier render kept (equal to a render from scratch)."""
+    with Session(store, id="again"):
+        numbered(threading.Lock(), 1)
+    runs.clear()
+    with Session.open(store, "again", resume=True) as resumed:
+        assert "output=101" in render_context(resumed.dag).text()
+        runs.append("another")  # so that running again answers 102
+        assert numbered(threading.Lock(), 1) == 102  # ran again: the record said 101
+        now = render_context(resumed.dag)
+        assert "output=102" in now.text()
+        with _uncached(resumed.dag):
+            cold = render_context(resumed.dag)
+        assert now.text() == cold.text() and now.messages_hash == cold.messages_hash
 
 
 def test_a_call_taking_an_open_file_runs_again(store, tmp_path, caplog):
