@@ -21,7 +21,7 @@ from typing import Any
 
 from openprogram._checkpoints import UNKEPT, Checkpoint, add_checkpointed, add_unkept, cut, due
 from openprogram._chunks import Chunks
-from openprogram._messages import Entry, MessageStream, Walk, Writer
+from openprogram._messages import Entry, MessageStream, Walk, Writer, forget_output
 from openprogram._pieces import Piece, _unkept, set_aside, write
 from openprogram._pieces import forget as forget_pieces
 from openprogram.dag import ContextDAG, Node, by_seq
@@ -182,15 +182,13 @@ def render_history(
 
 
 def forget(dag: ContextDAG, node_id: str) -> None:
-    """A call of `dag` runs again (a resumed call reopened): drop its kept pieces, its
-    output's text and the cached histories, which take what had finished as never
+    """A call of `dag` runs again (a resumed call reopened): drop its kept pieces and
+    its output's text, and the cached histories, which take what had finished as never
     changing."""
     forget_pieces(dag, node_id)
+    forget_output(dag, node_id)
     with _lock:
         _caches.pop(dag, None)
-    outputs = f"{node_id}:"  # its output's text as lines show it (its input stays)
-    for key in [key for key in dag._text_cache if key.startswith(outputs)]:
-        dag._text_cache.pop(key, None)
 
 
 def build_history(
@@ -390,16 +388,12 @@ def _extend(
     """Append `tail`'s lines and turns to `history`, checkpointing after each node
     (when `kept`: a later render may continue from any of them)."""
     walk, dag = writer.walk, writer.walk.dag
-    if not kept:
-        opened = []
-    elif walk.before is None:  # every completed node is done for a live render
-        opened = [(n, _state(n, walk), _redo_seq(dag, n)) for n in tail if n.status != "completed"]
-    else:
-        opened = [
-            (node, _state(node, walk), _redo_seq(dag, node))
-            for node in tail
-            if node.status != "completed" or not walk.done(node)
-        ]
+    live = walk.before is None  # then every completed node is done for the reader
+    opened = [
+        (node, _state(node, walk), _redo_seq(dag, node))
+        for node in (tail if kept else ())
+        if node.status != "completed" or not (live or walk.done(node))
+    ]
     carried = _carried_by_prefix(history, base, writer, tail)
     pieces = write(writer, tail, carried)
     images = sum(map(_images_of, pieces))

@@ -299,6 +299,13 @@ def chat_message(
     return {"role": role, "content": out}
 
 
+def forget_output(dag: ContextDAG, node_id: str) -> None:
+    """Drop the cached text of a node's output (Writer.output's keys): it runs again."""
+    outputs = f"{node_id}:"  # its input's text (keyed by the bare id) stays
+    for key in [key for key in dag._text_cache if key.startswith(outputs)]:
+        dag._text_cache.pop(key, None)
+
+
 class Writer:
     """The text of visible nodes: lines (outputs as later calls see them) and turns."""
 

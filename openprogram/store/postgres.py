@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any
 
-from openprogram.echo import mask_url
+from openprogram.echo import cut, mask_url
 from openprogram.errors import StoreError
 from openprogram.store._sql import SQLStore, statements
 from openprogram.store.format import FORMAT_VERSION, OLD_VALUES_MIGRATION, NodeRow
@@ -166,8 +166,9 @@ class PostgresStore(SQLStore):
         except self._psycopg.Error as exc:
             if isinstance(exc, self._psycopg.OperationalError):
                 self.close()  # the next call reconnects
-            why = mask_url(str(exc), self._conninfo)  # libpq may quote the password
-            cause = exc if why == str(exc) else None  # a cause quoting the password is cut
+            masked = mask_url(str(exc), self._conninfo)  # libpq may quote the password
+            cause = exc if masked == str(exc) else None  # a cause quoting the password is cut
+            why = cut(masked, 2_000)  # a refused row is quoted whole, its input too
             raise StoreError(f"PostgreSQL store {self.url} could not {action}: {why}") from cause
 
     # -- writes --------------------------------------------------------------------------

@@ -6,6 +6,7 @@ second store object, so it sees only what was committed.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Mapping, Sequence
@@ -282,9 +283,11 @@ def test_a_batch_with_a_broken_row_is_refused_whole_and_said_so_not_as_a_conflic
     assert store is not None
     session = Session(store, id="broken")
     store.acquire("broken", "me")
-    batch = [_row(1), _row(2)._replace(name=None), _row(3)]  # type: ignore[arg-type]
+    huge = json.dumps({"i": "x" * 1_000_000})  # PostgreSQL quotes the refused row whole
+    batch = [_row(1), _row(2)._replace(name=None, input=huge), _row(3)]  # type: ignore[arg-type]
     with pytest.raises(StoreError) as refused:
         store.write_batch("broken", batch, {})
+    assert len(str(refused.value)) < 5_000  # the message stays bounded
     assert "belongs to another node" not in str(refused.value)
     assert "lease" not in str(refused.value)
     assert store.rows("broken") == []
