@@ -36,6 +36,7 @@ _SUBTREE_CHANGES = {
     "StateChanged:visible",
     "StateChanged:manages-descendants",
 }
+_MANAGES = 1 << atspi.MANAGES_DESCENDANTS
 MAX_CHILDREN = 400
 """Children a container may have for the walk to enumerate them (a managed list with
 more gives the ones that show: _tree_list.ListRead)."""
@@ -168,28 +169,38 @@ class AppWalk:
         for element in shallow:
             if element.path in again:
                 self._reread(element)
-        for element in self.lists:  # the long lists kept: scrolled unsaid? (see check())
+        for element in self.lists:  # the managed lists kept: changed unsaid? (see check())
             if not _within(element, inside) and not _within(element, shifted):
                 self._check(element)
 
     @property
     def lists(self) -> list[Element]:
-        """The long managed lists read, whose visible items are those read."""
-        return [e for e in self.elements if e.run is not None and e.run.last is not None]
+        """The lists that manage their items, read: Qt adds, removes and scrolls their
+        items without an event (a file view filled after the dialog showed), so each
+        snapshot of a kept walk asks them again (check())."""
+        return [
+            e
+            for e in self.elements
+            if e.run is not None
+            or (e.grid is None and "count" in e.answered and e.states & _MANAGES)
+        ]
 
     def check(self, pipeline: atspi.Pipeline) -> None:
-        """Ask each long list, on `pipeline`, whether it still shows what was read (Qt's
-        scroll without an event): its child count, and the box of the last visible child
-        read. A list where either changed is read again (which of its items show);
-        the rest of the last walk is kept. The pipeline's run() does the reading.
-        refresh() checks the lists it does not read again the same way."""
+        """Ask each managed list (`lists`), on `pipeline`, whether it still holds and
+        shows what was read: its child count, and for a long list the box of the last
+        visible child read. A list where either changed, or a long list where no child
+        was seen showing, is read again with all below it; the rest of the last walk is
+        kept. The pipeline's run() does the reading. refresh() checks the lists it does
+        not read again the same way."""
         self._on(pipeline)
         for element in self.lists:
             self._check(element)
 
     def _check(self, element: Element) -> None:
-        assert element.run is not None and element.run.last is not None
-        index, box = element.run.last
+        last = element.run.last if element.run is not None else None
+        if element.run is not None and last is None:
+            self._again(element)  # nothing seen showing yet (still laid out, or filled)
+            return
         stale: list[bool] = []
 
         def again(changed: bool) -> None:
@@ -200,12 +211,16 @@ class AppWalk:
         def counted(body: tuple[Any, ...] | None) -> None:
             again(body is None or int(body[0][1]) != element.count)
 
-        def placed(_: str, __: str, now: tuple[int, int, int, int] | None) -> None:
-            again(now != box)
-
         self._send(
             atspi.get_property(element.app, element.path, atspi.ACCESSIBLE, "ChildCount"), counted
         )
+        if last is None:
+            return
+        index, box = last
+
+        def placed(_: str, __: str, now: tuple[int, int, int, int] | None) -> None:
+            again(now != box)
+
         child_box(self._send, element.app, element.path, index, placed)
 
     def _on(self, pipeline: atspi.Pipeline) -> None:
@@ -381,7 +396,7 @@ class AppWalk:
                 atspi.call(element.app, element.path, atspi.ACCESSIBLE, "GetAttributes"),
                 lambda body: self._got(element, "attributes", body),
             )
-        managed = bool(bits & (1 << atspi.MANAGES_DESCENDANTS))
+        managed = bool(bits & _MANAGES)
         grid = managed and element.role in atspi.TABLE_ROLES
         if reported or grid:
             self._send(

@@ -5,7 +5,9 @@ read its own way, all pipelined on one D-Bus connection against one deadline: a 
 (Chromium, Gecko) by one Collection.GetMatches query, every other app by a bounded walk
 of its tree (_tree_walk.py: GTK 4 and Qt have no Collection, and LibreOffice's would
 enumerate millions of cells). An app's components are kept between snapshots and read
-again only after it sent tree events (TreeWatch) or when its read was cut short. The
+again only after it sent tree events (TreeWatch) or when its read was cut short; its
+lists that manage their items are asked each time whether they changed (Qt says
+nothing when it fills or scrolls one). The
 D-Bus client is jeepney (docs/gui.md says why). Waiting for a tree to catch up after an
 action is _tree_settle.py's; fusing with pixels is fusion.py's job; starting the buses
 is gui_harness.desktop.buses'. Start at AccessibilitySource.snapshot().
@@ -274,7 +276,7 @@ class AccessibilitySource:
             events = self._watch.events_from(app) if self._watch is not None else 0
             kept = self._trees.get(app)
             if watching and kept is not None and kept.events == events:
-                if kept.walk is not None and kept.walk.lists:  # they may scroll unsaid
+                if kept.walk is not None and kept.walk.lists:  # they may change unsaid
                     kept.walk.check(pipeline)
                     reads[app] = (kept.walk, events)
                 continue  # nothing changed in its tree since it was read

@@ -17,6 +17,7 @@ import pytest
 from gui_harness.actions import Click, Keypress, Scroll
 from gui_harness.desktop.virtual import App, VirtualDesktop
 from gui_harness.perception import AccessibilitySnapshot, AccessibilitySource, Component
+from gui_harness.perception._tree_list import ListRead
 from tests.gui_harness.perception.test_desktop_accessibility import SCREEN, wait_for
 
 pytestmark = [
@@ -112,8 +113,9 @@ def test_a_scrolled_list_gives_the_items_it_shows_now(dialog):
     desktop, source = dialog
     # settled: the registry, then the list's count and last item (a loaded machine may
     # still be delivering the last test's events: waited out)
-    kept = wait_for(source, lambda s: s.calls <= 4 and "file0001.txt" in files(s), limit=30)
-    assert kept.calls <= 4, kept.calls
+    # (the dialog's five managed lists' counts and the long one's last item: 8 calls)
+    kept = wait_for(source, lambda s: s.calls <= 8 and "file0001.txt" in files(s), limit=30)
+    assert kept.calls <= 8, kept.calls
     first = files(kept)["file0001.txt"]
     source.mark()
     desktop.execute(Scroll(x=first.center[0], y=first.center[1], scroll_y=10))
@@ -125,6 +127,32 @@ def test_a_scrolled_list_gives_the_items_it_shows_now(dialog):
     assert numbers[0] > 1 and numbers == list(range(numbers[0], numbers[0] + len(numbers)))
     # where the first file was, another now is
     assert any(abs(c.box[1] - first.box[1]) <= 2 for c in shown.values())
+
+
+def test_a_long_list_that_showed_nothing_is_read_again(dialog, monkeypatch):
+    """A long list read while it showed no item (still laid out on a loaded machine;
+    here its first read made to fail) is read again by the next snapshot, though the
+    app sent no event."""
+    desktop, _ = dialog
+    source = AccessibilitySource(desktop.accessibility_bus, screen=desktop.size, timeout=10.0)
+    start = ListRead.start
+
+    def fails_once(self: ListRead, send, found) -> None:
+        monkeypatch.setattr(ListRead, "start", start)
+        self.failed = True
+
+    try:
+        shown = files(wait_for(source, lambda s: bool(files(s)), limit=30))
+        source.close()
+        source = AccessibilitySource(desktop.accessibility_bus, screen=desktop.size, timeout=10.0)
+        monkeypatch.setattr(ListRead, "start", fails_once)
+        blind = source.snapshot()
+        assert not files(blind)
+        assert "not read item by item" in (blind.note or ""), blind.note
+        seen = source.snapshot()
+        assert set(files(seen)) == set(shown), (sorted(files(seen)), sorted(shown))
+    finally:
+        source.close()
 
 
 def test_a_list_scrolled_in_a_step_that_changed_something_else_is_read_again(dialog):
@@ -194,5 +222,39 @@ def test_a_gtk3_file_view_gives_its_visible_files_and_a_click_selects_one(folder
             )
             selected = [name for name, c in files(after).items() if "selected" in c.states]
             assert selected == [target.label]
+        finally:
+            source.close()
+
+
+def test_a_file_view_filled_after_it_was_read_gives_the_new_files(tmp_path):
+    """Qt adds a folder's files to its view without an event (a dialog that opened
+    before the folder was listed, on a loaded machine): a source that kept the tree
+    asks each managed list for its count, and reads again one that changed, short
+    (3 files, then 8) or grown long (1 008)."""
+    app = App(["featherpad"], env={"HOME": str(tmp_path)}, cwd=str(tmp_path), timeout=60.0)
+
+    def add(first: int, last: int) -> None:
+        for number in range(first, last + 1):
+            (tmp_path / f"file{number:04d}.txt").touch()
+
+    add(1, 3)
+    with VirtualDesktop(SCREEN, [app]) as desktop:
+        source = AccessibilitySource(desktop.accessibility_bus, screen=desktop.size, timeout=10.0)
+        try:
+            wait_for(source, lambda s: any(c.label == "Open" for c in s.components))
+            desktop.execute(Keypress(keys=["ctrl", "o"]))
+            three = wait_for(source, lambda s: len(files(s)) == 3, limit=30)
+            assert sorted(files(three)) == ["file0001.txt", "file0002.txt", "file0003.txt"]
+            add(4, 8)
+            eight = wait_for(source, lambda s: len(files(s)) == 8, limit=30)
+            assert sorted(files(eight)) == [f"file{n:04d}.txt" for n in range(1, 9)]
+            add(9, 1008)
+            long = wait_for(source, lambda s: "file0012.txt" in files(s), limit=30)
+            fresh = AccessibilitySource(desktop.accessibility_bus, screen=desktop.size, timeout=10)
+            whole = fresh.snapshot()
+            fresh.close()
+            kept, read = sorted(files(long)), sorted(files(whole))
+            assert kept == read, (kept, read)
+            assert 12 <= len(files(long)) < 40
         finally:
             source.close()
