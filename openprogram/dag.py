@@ -11,6 +11,7 @@ import bisect
 import html
 import itertools
 import os
+import random
 import threading
 import time
 import uuid
@@ -210,6 +211,21 @@ def _dag_of(node: Node) -> ContextDAG | None:
     return dag if dag is not None and dag.get(node.id) is node else None
 
 
+_ids = random.Random()  # seeded from os.urandom; seeded again in a fork child (below)
+
+
+def _new_id() -> str:
+    """A new node's id: 64 random bits as 16 hex digits, drawn from a generator seeded
+    by os.urandom rather than from os.urandom itself, a system call: it lets go of the
+    interpreter, and with threads recording that is a hand-off to another thread (and
+    back) for every node."""
+    return f"{_ids.getrandbits(64):016x}"
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_ids.seed)
+
+
 # Every node has every field set; one shared set serves them all (pydantic only ever
 # adds names to it, which are all in it already), saving a set per recorded node.
 _ALL_FIELDS_SET = set(Node.model_fields)
@@ -383,7 +399,7 @@ class ContextDAG:
                     predecessor = origin[2]
             node = _new_node(
                 {
-                    "id": fields.pop("id", None) or os.urandom(8).hex(),
+                    "id": fields.pop("id", None) or _new_id(),
                     "seq": seq,
                     "kind": kind,
                     "name": name,
