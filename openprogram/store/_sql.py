@@ -360,13 +360,25 @@ class SQLStore(ABC):
             return None if changed else row
         try:
             with self._transaction(connection), closing(connection.cursor()) as cursor:
-                if blobs:
-                    cursor.executemany(self._statements.insert_blob, list(blobs.items()))
-                if self._upsert_rows(cursor, key, rows, owner) != len(rows):
+                if not self._apply(cursor, key, rows, blobs, owner):
                     raise _Unchanged(self._conflict(connection, key, rows))
         except _Unchanged as unchanged:  # rolled back, the blobs with the rows
             return unchanged.args[0]
         return None
+
+    def _apply(
+        self,
+        cursor: Any,
+        key: int,
+        rows: Sequence[NodeRow],
+        blobs: Mapping[str, bytes],
+        owner: str,
+    ) -> bool:
+        """Write `blobs` and `rows` inside the caller's transaction: whether every row was
+        written (not, when one's seq is another node's or `owner` lost the lease)."""
+        if blobs:
+            cursor.executemany(self._statements.insert_blob, list(blobs.items()))
+        return self._upsert_rows(cursor, key, rows, owner) == len(rows)
 
     def _upsert_rows(self, cursor: Any, key: int, rows: Sequence[NodeRow], owner: str) -> int:
         """Upsert `rows` inside the caller's transaction; the number of rows changed."""

@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 from openprogram.errors import StoreDamaged, StoreError, UsageError
 from openprogram.store._sql import SQLStore, statements
+from openprogram.store._turns import turns
 from openprogram.store.format import FORMAT_VERSION, OLD_VALUES_MIGRATION, NodeRow
 from openprogram.store.journal import Journal, available, pending_dir, replay
 
@@ -357,8 +358,15 @@ class SQLiteStore(SQLStore):
         connection = self._connection or self._connect()
         if self.memory:
             return self._upsert(connection, session, rows, blobs, owner)
-        with _writer(self.path):
-            refused = self._upsert(connection, session, rows, blobs, owner)
+
+        def apply(cursor: sqlite3.Cursor) -> bool:
+            key = self._keys.get(session) or self._key(cursor.connection, session)
+            return self._apply(cursor, key, rows, blobs, owner)
+
+        def alone(on: sqlite3.Connection) -> NodeRow | None:
+            return self._upsert(on, session, rows, blobs, owner)
+
+        refused = turns(self.path, self.synchronous).write(connection, apply, alone)
         self._written(len(rows))
         return refused
 
@@ -378,33 +386,6 @@ def _chunk_upsert(upsert: str, size: int) -> str:
     rows = ", ".join(["(" + ", ".join(["?"] * 13) + ")"] * size)
     assert _ONE_ROW in upsert
     return upsert.replace(_ONE_ROW, f"SELECT * FROM (VALUES {rows}) WHERE", 1)
-
-
-_writers: dict[Path, threading.Lock] = {}
-_writers_lock = threading.Lock()
-
-
-def _writer(path: Path) -> threading.Lock:
-    """The lock this process's stores of the file `path` take turns at writing rows by.
-    Without it, many sessions of one file on threads each wait for SQLite's write lock
-    in its busy handler, which sleeps 1, 2, 5, 10... ms between tries: the file sits
-    idle while they sleep. Other processes are still waited for there."""
-    lock = _writers.get(path)
-    if lock is None:
-        with _writers_lock:
-            lock = _writers.setdefault(path, threading.Lock())
-    return lock
-
-
-def _forget_writers_in_child() -> None:
-    """In a fork child: a parent's thread may have held a writer lock at the fork."""
-    global _writers_lock
-    _writers.clear()
-    _writers_lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_writers_in_child)
 
 
 def _corrupt(exc: sqlite3.Error) -> bool:
