@@ -98,16 +98,16 @@ def _together(connection: sqlite3.Connection, taken: list[_Batch]) -> bool:
                 except Exception:
                     written = False
                 if not written:
-                    connection.execute("ROLLBACK")
-                    return False
+                    return False  # rolled back below
         connection.execute("COMMIT")
     except Exception as exc:
-        if connection.in_transaction:
-            connection.execute("ROLLBACK")
         for batch in taken:
             batch.error = exc
             batch.done = True
         return True
+    finally:
+        if connection.in_transaction:  # refused, failed, or interrupted
+            connection.execute("ROLLBACK")
     for batch in taken:
         batch.done = True
     return True

@@ -46,16 +46,18 @@ def stores(tmp_path: Path) -> Any:
         store.close()
 
 
-def _queued(writes: list[tuple[SQLiteStore, str, list[NodeRow]]]) -> dict[str, Exception]:
+def _queued(
+    writes: list[tuple[SQLiteStore, str, list[NodeRow]]],
+) -> dict[str, BaseException]:
     """Start a writer thread for each (store, session, rows) while the file's turn is
     held, wait until all have queued their batch, then let them go: what each raised."""
     file = turns(writes[0][0].path, "NORMAL")
-    errors: dict[str, Exception] = {}
+    errors: dict[str, BaseException] = {}
 
     def write(store: SQLiteStore, session: str, rows: list[NodeRow]) -> None:
         try:
             store.write_batch(session, rows, {})
-        except Exception as exc:
+        except BaseException as exc:  # _Stop too
             errors[session] = exc
 
     threads = [threading.Thread(target=write, args=write_args) for write_args in writes]
@@ -136,3 +138,39 @@ def test_a_transaction_that_cannot_begin_fails_every_batch_and_writes_none(store
         assert store.rows(session) == []
         store.write_batch(session, [_row(1), _row(2)], {})
         assert store.rows(session) == [_row(1), _row(2)]
+
+
+class _Stop(BaseException):
+    """What a KeyboardInterrupt is to the writer it hits: no Exception."""
+
+
+def test_a_writer_interrupted_while_writing_others_batches_leaves_them_failed_not_lost(
+    stores, monkeypatch
+):
+    """The writer whose turn it is is interrupted inside the shared transaction: it
+    raises, every other batch it had taken fails (none is reported written), nothing is
+    written, and its connection is left out of any transaction: all write again."""
+    made = stores(3)
+    apply = SQLiteStore._apply
+
+    def interrupted(self: SQLiteStore, cursor: Any, key: int, rows: Any, *args: Any) -> bool:
+        if rows[0].id == "stop":
+            raise _Stop
+        return apply(self, cursor, key, rows, *args)
+
+    monkeypatch.setattr(SQLiteStore, "_apply", interrupted)
+    rows = [[_row(1), _row(2)], [_row(1, id="stop")], [_row(1)]]
+    errors = _queued(
+        [(store, session, batch) for (store, session), batch in zip(made, rows, strict=True)]
+    )
+    assert sorted(errors) == [session for _, session in made]
+    stopped = [session for session, error in errors.items() if isinstance(error, _Stop)]
+    assert len(stopped) == 1  # the writer whose turn it was
+    assert all(
+        "interrupted" in str(error) for error in errors.values() if not isinstance(error, _Stop)
+    )
+    monkeypatch.setattr(SQLiteStore, "_apply", apply)
+    for store, session in made:
+        assert store.rows(session) == []
+        store.write_batch(session, [_row(1)], {})
+        assert store.rows(session) == [_row(1)]
