@@ -125,10 +125,11 @@ class AppWalk:
         changed itself (a state, its name, its text) has its states, name and box read
         again. A grid whose cursor or selection moved
         keeps its cells: only a scroll or a resize moves them; a long list is read again
-        (which of its items show) after any event of its own, or a move above it. An
-        object not read last
-        time (under one that did not show, or under a managed container) is left
-        alone: its showing ancestor, or the container, says when it matters. The
+        (which of its items show) after any event of its own, or a move above it; so is
+        one that did not show when read, after any event of its own (Qt shows a dialog
+        it made earlier with a window event alone, no change of its showing state). An
+        object not read last time (under one that did not show, or under a managed
+        container) is left alone: its ancestor, or the container, says when it matters. The
         pipeline's run() does the reading; finish() then as after start()."""
         self._on(pipeline)
         by_path = {element.path: element for element in self.elements}
@@ -141,8 +142,8 @@ class AppWalk:
                 continue
             if element.grid is not None and element.run is None:
                 (deep if events & _GRID_MOVES else shallow).append(element)
-            elif element.run is not None or events & _SUBTREE_CHANGES:
-                deep.append(element)
+            elif element.run is not None or events & _SUBTREE_CHANGES or not _shows(element):
+                deep.append(element)  # (one that did not show had nothing below it read)
             elif events & _GRID_MOVES:
                 moved.append(element)
             else:
@@ -494,6 +495,12 @@ class AppWalk:
                 self._visit(str(app), str(path), (*parent.order, number), item=parent.item)
 
         self._send(atspi.call(parent.app, parent.path, atspi.ACCESSIBLE, "GetChildren"), got)
+
+
+def _shows(element: Element) -> bool:
+    """Whether `element` showed when read (so what is below it was read too)."""
+    bits = element.states
+    return bool(bits & (1 << atspi.SHOWING) and bits & (1 << atspi.VISIBLE))
 
 
 def _within(element: Element, orders: list[tuple[int, ...]]) -> bool:
