@@ -14,16 +14,17 @@ another thread and back. Other processes are waited for in SQLite's busy handler
 from __future__ import annotations
 
 import collections
+import copy
 import os
 import sqlite3
 import threading
-from collections.abc import Callable
-from contextlib import closing
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 from openprogram.store.format import NodeRow
 
-__all__ = ["Turns", "turns"]
+__all__ = ["Turns", "immediate", "turns"]
 
 Apply = Callable[[sqlite3.Cursor], bool]
 """Writes a batch inside a transaction another batch may share: whether every row of it
@@ -88,29 +89,41 @@ def _together(connection: sqlite3.Connection, taken: list[_Batch]) -> bool:
     """One transaction for all of `taken`. False (rolled back) when one of them was
     refused or raised: they are then written alone. When the transaction itself fails
     (the file is locked by another process past its timeout, the disk is full), every
-    batch gets that error: none was written."""
+    batch gets that error, its own copy (each writer raises it): none was written."""
     try:
-        connection.execute("BEGIN IMMEDIATE")
-        with closing(connection.cursor()) as cursor:
+        with immediate(connection), closing(connection.cursor()) as cursor:
             for batch in taken:
                 try:
                     written = batch.apply(cursor)
                 except Exception:
                     written = False
                 if not written:
-                    return False  # rolled back below
-        connection.execute("COMMIT")
+                    raise _Alone
+    except _Alone:
+        return False
     except Exception as exc:
         for batch in taken:
-            batch.error = exc
-            batch.done = True
-        return True
-    finally:
-        if connection.in_transaction:  # refused, failed, or interrupted
-            connection.execute("ROLLBACK")
+            batch.error = copy.copy(exc)
     for batch in taken:
         batch.done = True
     return True
+
+
+class _Alone(Exception):
+    """A batch of a shared transaction was refused or raised: each is written alone."""
+
+
+@contextmanager
+def immediate(connection: sqlite3.Connection) -> Iterator[None]:
+    """A transaction that takes the file's write lock at once (BEGIN IMMEDIATE),
+    committed when the block ends, rolled back however else it ends."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        connection.execute("COMMIT")
+    finally:
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
 
 
 _files: dict[tuple[Path, str], Turns] = {}

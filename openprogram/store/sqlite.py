@@ -14,14 +14,14 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Literal
 from urllib.parse import quote
 
 from openprogram.errors import StoreDamaged, StoreError, UsageError
 from openprogram.store._sql import SQLStore, statements
-from openprogram.store._turns import turns
+from openprogram.store._turns import immediate, turns
 from openprogram.store.format import FORMAT_VERSION, OLD_VALUES_MIGRATION, NodeRow
 from openprogram.store.journal import Journal, available, pending_dir, replay
 
@@ -238,15 +238,8 @@ class SQLiteStore(SQLStore):
                 time.sleep(delay)
                 delay = min(delay * 2, 0.2)
 
-    @contextmanager
-    def _transaction(self, connection: sqlite3.Connection) -> Iterator[None]:
-        connection.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-            connection.execute("COMMIT")
-        finally:
-            if connection.in_transaction:
-                connection.execute("ROLLBACK")
+    def _transaction(self, connection: sqlite3.Connection) -> AbstractContextManager[None]:
+        return immediate(connection)
 
     def _has_schema(self, connection: sqlite3.Connection) -> bool:
         tables = {

@@ -90,7 +90,7 @@ def _kept(source: AccessibilitySource, snapshot: AccessibilitySnapshot) -> str:
         for tree in source._trees.values()
         if tree.walk is not None
         for e in tree.walk.elements
-        if e.states & (1 << 31)  # MANAGES_DESCENDANTS
+        if e.states & (1 << atspi.MANAGES_DESCENDANTS)
     ]
     return (
         f"files {sorted(files(snapshot))[:5]}, note {snapshot.note!r}, calls {snapshot.calls}, "
