@@ -1,10 +1,14 @@
 """Journal: the records of a waiting batch, kept in a file until their commit.
 
 Group commit (recorder.py) writes records to the store in batches; between two commits
-they live in memory. A Journal appends each of them to a file beside the store as well
-(one `write` system call, no fsync), so a process killed at any instant, SIGKILL
-included, loses none of them: the kernel keeps what was written. After its batch's
-commit a file is emptied; when the session closes it is removed.
+they live in memory. A Journal appends each of them to a file beside the store as well,
+so a process killed at any instant, SIGKILL included, loses none of them: the kernel
+keeps what was written. The file is mapped into memory (a record is a copy into the
+map, no system call; no fsync either way), its space reserved ahead with fallocate so a
+full disk fails a reservation, never a write into the map; each record carries the
+file's generation, which clear() advances after the batch's commit, so the records of
+an earlier batch left in the file are never read again. When the session closes the
+file is removed.
 
 Each writer (session and lease owner) has its own files in `<store>-pending/` (two: the
 records of the batch being committed in one, those made meanwhile in the other), locked
@@ -23,6 +27,7 @@ import errno
 import json
 import logging
 import marshal
+import mmap
 import os
 import secrets
 import stat
@@ -47,9 +52,23 @@ __all__ = [
 
 log = logging.getLogger("openprogram.store")
 
-_VERSION = 1
+_VERSION = 2
+"""The journal format written: a header line padded to 8 bytes, the file's generation
+(_SLOT), then records, each after its _FRAME. Format 1 (records after _FRAME_1, up to
+the file's end, emptied by truncating) is still read."""
 _MARSHAL = 4  # a format every later Python reads
-_FRAME = struct.Struct("<II")  # a record's length and CRC-32, before it
+_FRAME = struct.Struct("<III")  # a record's length, its generation and CRC-32, before it
+_FRAME_1 = struct.Struct("<II")  # format 1: a record's length and CRC-32
+_SLOT = struct.Struct("<Q")  # the generation whose records are the file's
+_GENERATIONS = 1 << 32  # a frame holds 32 bits of it; 0 is never used (a fresh file's zeros)
+_RESERVE = 64 << 10
+"""Bytes for records a new journal reserves, doubled when full; cut back to this after
+a commit once it grew past _KEEP."""
+_KEEP = 1 << 20
+_MAPPED = hasattr(os, "posix_fallocate")
+"""Whether journals are mapped: only where space can be reserved (a write into a map
+over a hole on a full disk kills the process with SIGBUS); elsewhere each record is
+one pwrite."""
 _NUMBER, _TEXT, _NONE = (int, float), str, type(None)
 _OPTIONAL_TEXT = (_TEXT, _NONE)
 _FIELDS: tuple[type | tuple[type, ...], ...] = (
@@ -133,12 +152,15 @@ class Journal:
     """The open journal of one writer: append() before a record waits, clear() after
     its batch is committed, close() when the writer is done."""
 
-    def __init__(self, path: Path, fd: int, folder: int, header_size: int) -> None:
+    def __init__(self, path: Path, fd: int, folder: int, start: int) -> None:
         self.path = path
         self._fd = fd
         self._folder = folder  # the checked folder's descriptor: the file is removed there
-        self._header_size = header_size
-        self._size = 0  # bytes of records since the last clear()
+        self._start = start  # where records begin (the generation is just before)
+        self._at = start  # where the next record goes
+        self._generation = 1
+        self._map: mmap.mmap | None = None
+        self._capacity = 0  # the file's reserved size
         self._empty = True
 
     @classmethod
@@ -147,7 +169,7 @@ class Journal:
         when missing), locked until close() or the process's end. Raises JournalRefused
         when the folder is not ours (see _checked_folder), OSError when it cannot be."""
         name = f"{os.getpid()}-{secrets.token_hex(6)}.log"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC | _NOFOLLOW
+        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | _NOFOLLOW
         for attempt in range(3):
             folder = _checked_folder(directory, create=True)
             try:
@@ -160,54 +182,104 @@ class Journal:
             except BaseException:
                 os.close(folder)
                 raise
+        journal = None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             header = json.dumps({"journal": _VERSION, "session": session, "owner": owner})
-            os.write(fd, header.encode() + b"\n")
+            line = header.encode() + b" " * (-(len(header) + 1) % 8) + b"\n"
+            _write_all(fd, line + _SLOT.pack(1), 0)
+            journal = cls(directory / name, fd, folder, len(line) + _SLOT.size)
+            journal._reserve(journal._start + _RESERVE)
         except BaseException:
+            if journal is not None and journal._map is not None:
+                journal._map.close()
             os.close(fd)
             with suppress(OSError):
                 os.unlink(name, dir_fd=folder)
             os.close(folder)
             raise
-        journal = cls(directory / name, fd, folder, len(header.encode()) + 1)
         _open.add(journal)
         return journal
 
     def append(self, row: NodeRow, *, with_input: bool = True) -> bool:
-        """Add one record (one write: a reader never sees half of it, a kill never
-        loses a written one); without `with_input`, its input is left out (an earlier
-        record of the node holds it, in this journal or in the store). False when it
-        is not added: it would pass FRAME_LIMIT or FILE_LIMIT (commit it now). Raises
-        OSError."""
+        """Add one record (a reader never takes half of it, a kill never loses a
+        written one); without `with_input`, its input is left out (an earlier record of
+        the node holds it, in this journal or in the store). False when it is not added:
+        it would pass FRAME_LIMIT or FILE_LIMIT (commit it now). Raises OSError (no
+        space left to reserve: nothing is written)."""
         values = row[:] if with_input else (*row[:9], None, *row[10:])
         data = marshal.dumps(values, _MARSHAL)
-        if len(data) > FRAME_LIMIT or self._size + len(data) > FILE_LIMIT:
+        end = self._at + _FRAME.size + len(data)
+        if len(data) > FRAME_LIMIT or end - self._start > FILE_LIMIT:
             return False
-        record = _FRAME.pack(len(data), zlib.crc32(data)) + data
+        if end > self._capacity:
+            self._reserve(min(max(end, 2 * self._capacity), self._start + FILE_LIMIT))
+        record = _FRAME.pack(len(data), self._generation, zlib.crc32(data)) + data
+        if self._map is not None:
+            self._map[self._at : end] = record
+        else:
+            _write_all(self._fd, record, self._at)
+        self._at = end
         self._empty = False
-        if os.write(self._fd, record) != len(record):  # a full disk: the reader drops it
-            raise OSError(f"could not write a whole record to {self.path} (disk full?)")
-        self._size += len(record)
         return True
 
     def clear(self) -> None:
         """Forget the records: their batch is committed. Raises OSError."""
-        if not self._empty:
-            os.ftruncate(self._fd, self._header_size)
-            self._empty = True
-            self._size = 0
+        if self._empty:
+            return
+        generation = self._generation + 1
+        if generation == _GENERATIONS:  # 4 billion commits: zero the records instead
+            self._zero(self._start, self._capacity)
+            generation = 1
+        if self._map is not None:
+            _SLOT.pack_into(self._map, self._start - _SLOT.size, generation)
+        else:
+            _write_all(self._fd, _SLOT.pack(generation), self._start - _SLOT.size)
+        self._generation, self._at, self._empty = generation, self._start, True
+        if self._capacity - self._start > _KEEP:  # a burst is over: give the space back
+            self._reserve(self._start + _RESERVE)
+
+    def _reserve(self, size: int) -> None:
+        """Make the file `size` bytes, every one of them on disk (OSError when the disk
+        has no room: nothing written is lost), and map it."""
+        if self._map is not None:
+            self._map.close()
+            self._map = None
+        if size < self._capacity:
+            os.ftruncate(self._fd, size)
+        if _MAPPED:
+            os.posix_fallocate(self._fd, 0, size)
+            self._map = mmap.mmap(self._fd, size)
+        else:
+            os.ftruncate(self._fd, size)
+        self._capacity = size
+
+    def _zero(self, start: int, end: int) -> None:
+        if self._map is not None:
+            self._map[start:end] = bytes(end - start)
+        else:
+            _write_all(self._fd, bytes(end - start), start)
 
     def close(self) -> None:
         """Remove the file (its records are committed) and let its lock go."""
         if self._fd < 0:
             return
+        if self._map is not None:
+            self._map.close()
+            self._map = None
         with suppress(OSError):
             os.unlink(self.path.name, dir_fd=self._folder)
         os.close(self._fd)
         os.close(self._folder)
         self._fd = self._folder = -1
         _remove_if_empty(self.path.parent)
+
+
+def _write_all(fd: int, data: bytes, at: int) -> None:
+    """Write `data` at offset `at` of `fd`: OSError when not all of it went (a full
+    disk; a reader takes a cut record for one the process died writing)."""
+    if os.pwrite(fd, data, at) != len(data):
+        raise OSError(errno.ENOSPC, f"could not write {len(data)} bytes (disk full?)")
 
 
 _open: weakref.WeakSet[Journal] = weakref.WeakSet()
@@ -217,6 +289,9 @@ def _forget_in_child() -> None:
     """In a fork child: close its copies of the parent's journals (the flock stays the
     parent's, the files are never written, emptied or removed from here)."""
     for journal in list(_open):
+        if journal._map is not None:  # unmapped here only: the parent's stays
+            journal._map.close()
+            journal._map = None
         if journal._fd >= 0:
             with suppress(OSError):
                 os.close(journal._fd)
@@ -381,8 +456,9 @@ def _parse(
         if len(header) > _HEADER_LIMIT:
             raise ValueError(f"a header of {len(header):,} bytes")
         fields = json.loads(header)
-        if fields.get("journal") != _VERSION:
-            raise ValueError(f"journal version {fields.get('journal')!r}")
+        version = fields.get("journal")
+        if version not in (1, _VERSION):
+            raise ValueError(f"journal version {version!r}")
         owner, owner_session = fields["owner"], fields["session"]
         if not isinstance(owner, str) or not isinstance(owner_session, str):
             raise ValueError("a header without the writer and session")
@@ -393,36 +469,48 @@ def _parse(
     if session is not None and owner_session != session:
         os.close(fd)
         return None
-    rows, torn = _records(body)
+    if version == 1:
+        rows, torn = _records(body, _FRAME_1)
+    elif len(body) < _SLOT.size:  # it died writing the header: no record in it
+        rows, torn = [], False
+    else:
+        (generation,) = _SLOT.unpack_from(body)
+        rows, torn = _records(body[_SLOT.size :], _FRAME, generation, _SLOT.size)
     return Pending(path, owner_session, owner, _merged(rows), torn, fd)
 
 
-def _records(body: bytes) -> tuple[list[NodeRow], bool]:
+def _records(
+    body: bytes, frame: struct.Struct, generation: int | None = None, offset: int = 0
+) -> tuple[list[NodeRow], bool]:
     """The whole records in `body`, and whether it ends in a torn one (the process
-    died writing it: it never returned, so nothing was lost). Raises _Damaged."""
+    died writing it: it never returned, so nothing was lost). Format 2 (`generation`
+    given): the records end at the first of another generation (an earlier batch's, or
+    the reserved space's zeros); format 1: at the end of `body`. `offset`: where `body`
+    starts after the header, for messages. Raises _Damaged."""
     rows: list[NodeRow] = []
     at = 0
     while at < len(body):
-        if len(body) - at < _FRAME.size:
+        if len(body) - at < frame.size:
+            return rows, generation is None
+        size, *check = frame.unpack_from(body, at)
+        if generation is not None and check[0] != generation % _GENERATIONS:
+            return rows, False
+        data = body[at + frame.size : at + frame.size + size]  # within the bounded read
+        if len(data) < size or zlib.crc32(data) != check[-1]:
             return rows, True
-        size, crc = _FRAME.unpack_from(body, at)
-        data = body[at + _FRAME.size : at + _FRAME.size + size]  # within the bounded read
-        if len(data) < size or zlib.crc32(data) != crc:
-            return rows, True
+        where = f"byte {offset + at:,}"
         if size > FRAME_LIMIT:  # whole, yet bigger than append() ever writes
-            raise _Damaged(
-                f"a record at byte {at:,} claims {size:,} bytes (at most {FRAME_LIMIT:,})"
-            )
+            raise _Damaged(f"a record at {where} claims {size:,} bytes (at most {FRAME_LIMIT:,})")
         if not _flat_tuple(data, len(_FIELDS)):
-            raise _Damaged(f"the record at byte {at:,} is not a node row")
+            raise _Damaged(f"the record at {where} is not a node row")
         try:
             values = marshal.loads(data)
         except (EOFError, ValueError, TypeError) as exc:
-            raise _Damaged(f"the record at byte {at:,} does not decode: {exc}") from None
+            raise _Damaged(f"the record at {where} does not decode: {exc}") from None
         if not _is_row(values):
-            raise _Damaged(f"the record at byte {at:,} is not a node row")
+            raise _Damaged(f"the record at {where} is not a node row")
         rows.append(NodeRow(*values))
-        at += _FRAME.size + size
+        at += frame.size + size
     return rows, False
 
 

@@ -7,11 +7,13 @@ test_processes.py); their journals are folded in by whoever opens the store next
 from __future__ import annotations
 
 import errno
+import json
 import logging
 import math
 import os
 import shutil
 import sqlite3
+import struct
 import subprocess
 import sys
 import textwrap
@@ -28,7 +30,8 @@ from openprogram.store import journal as journal_module
 from openprogram.store import open_store
 from openprogram.store import recorder as recorder_module
 from openprogram.store.check import check_store
-from openprogram.store.journal import pending, pending_dir
+from openprogram.store.format import NodeRow
+from openprogram.store.journal import Journal, pending, pending_dir
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uses flock")
 
@@ -108,16 +111,75 @@ def test_a_running_parent_is_stored_running_with_the_children_that_returned(tmp_
     session.close()
 
 
+def records_end(data: bytes) -> tuple[int, int]:
+    """Where the last whole record of a journal (format 2) starts, and where the records
+    end: after the header line and the generation, each record is its length, the
+    generation and a CRC-32 (12 bytes), then its data."""
+    at = data.index(b"\n") + 1
+    (generation,) = struct.unpack_from("<Q", data, at)
+    at, last = at + 8, -1
+    while at + 12 <= len(data) and struct.unpack_from("<III", data, at)[1] == generation:
+        last, at = at, at + 12 + struct.unpack_from("<I", data, at)[0]
+    return last, at
+
+
 def test_a_torn_last_record_is_left_out_and_the_whole_ones_are_kept(tmp_path: Path):
     store = tmp_path / "runs.db"
     die_recording(store, "torn", 4)
     (journal,) = pending_dir(store).iterdir()
     whole = journal.read_bytes()
-    with journal.open("ab") as file:  # the start of a fifth record, cut short
-        file.write(whole[-20:-3])
+    last, end = records_end(whole)
+    with journal.open("r+b") as file:  # a fifth record, its last bytes never written
+        file.seek(end)
+        file.write(whole[last:end][:-3])
+    (found,) = pending(pending_dir(store))
+    assert found.torn and len(found.rows) == 4
+    found.skip()
 
     session = Session.open(str(store), "torn")
     assert [n.output for n in session.dag.nodes] == [0, 1, 2, 3]
+    session.close()
+
+
+def test_records_of_a_committed_batch_left_in_the_file_are_never_read_again(tmp_path: Path):
+    """A journal is emptied after its batch's commit by advancing its generation, not
+    by cutting the file: the earlier batch's records stay in it, of another generation.
+    A writer's two journals take turns, so the third batch goes where the first was."""
+    store = tmp_path / "runs.db"
+    program = f"""
+        import os
+        from openprogram import Session, agentic_function
+        from openprogram.store import recorder
+        recorder.BATCH_AGE_S = recorder.SLOW_CALL_S = 3600.0
+
+        @agentic_function
+        def count(i: int) -> int:
+            return i
+
+        with Session({str(store)!r}, id="turns") as session:
+            for i in range(10):
+                count(i)
+            session.flush()
+            count(10)
+            session.flush()
+            count(11)
+            count(12)
+            os._exit(0)
+    """
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(program)],
+        capture_output=True, text=True, timeout=120, cwd=Path(__file__).parents[3],
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    journals = sorted(pending(pending_dir(store)), key=lambda found: len(found.rows))
+    assert [[row.output for row in found.rows] for found in journals] == [[], ["11", "12"]]
+    first = journals[1].path.read_bytes()
+    assert records_end(first)[1] < len(first.rstrip(b"\0"))  # the first batch: still there
+    for found in journals:
+        found.skip()
+
+    session = Session.open(str(store), "turns")
+    assert [n.output for n in session.dag.nodes] == list(range(13))
     session.close()
 
 
@@ -208,8 +270,8 @@ def test_without_flock_every_record_is_committed_at_once(
 @pytest.fixture
 def full_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], None]]:
     """A folder for the store, and a function that fills its disk: a real 512 KiB tmpfs
-    when this process may mount one (root in CI), else os.write failing with ENOSPC for
-    the journals (the one OS failure this fakes)."""
+    when this process may mount one (root in CI), else journal appends failing with
+    ENOSPC (the one OS failure this fakes)."""
     folder = tmp_path / "small"
     folder.mkdir()
     mounted = (
@@ -223,14 +285,11 @@ def full_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Calla
 
     def fill() -> None:
         if not mounted:
-            write = os.write
 
-            def no_space(fd: int, data: Any) -> int:
-                if os.readlink(f"/proc/self/fd/{fd}").endswith(".log"):
-                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-                return write(fd, data)
+            def no_space(*args: Any, **kwargs: Any) -> bool:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-            monkeypatch.setattr(journal_module.os, "write", no_space)
+            monkeypatch.setattr(journal_module.Journal, "append", no_space)
             return
         fd = os.open(folder / "filler", os.O_WRONLY | os.O_CREAT, 0o600)
         try:
@@ -279,7 +338,7 @@ def test_a_record_over_the_journals_limit_is_committed_at_once(tmp_path: Path, n
             assert raw.execute("SELECT count(*) FROM openprogram_nodes").fetchone() == (2,)
         journals = list(pending_dir(store).iterdir())  # the writer's one or two
         assert 1 <= len(journals) <= 2
-        assert all(j.stat().st_size < 4096 for j in journals)  # emptied, nothing big in it
+        assert all(b"x" * 4096 not in j.read_bytes() for j in journals)  # nothing big in it
     assert [len(n.output) for n in Session.open(str(store), "big").dag.nodes] == [
         5,
         journal_module.FRAME_LIMIT + 1,
@@ -341,3 +400,70 @@ def test_a_writer_dying_during_a_commit_leaves_two_journals_folded_in_as_one(tmp
     ]
     assert not pending_dir(store).exists()
     session.close()
+
+
+def row(seq: int, output: str = "x") -> NodeRow:
+    return NodeRow(seq, f"n{seq}", "code", "echo", None, "completed", 1.0, 2.0, seq,
+                   '{"text": "x"}', json.dumps(output), None)  # fmt: skip
+
+
+def dead(journal: Journal) -> list[list[NodeRow]]:
+    """Let `journal` go as a killed writer would (its lock, not its file), and read
+    back what an opener would fold in of its folder."""
+    if journal._map is not None:
+        journal._map.close()
+    os.close(journal._fd)
+    os.close(journal._folder)
+    found = list(pending(journal.path.parent))
+    for each in found:
+        each.skip()
+    return [each.rows for each in found]
+
+
+@pytest.fixture(params=["mapped", "pwrite"])
+def mapped(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Journals mapped into memory (Linux, the BSDs), or written a pwrite each (where
+    space cannot be reserved ahead: macOS)."""
+    monkeypatch.setattr(journal_module, "_MAPPED", request.param == "mapped")
+    return request.param == "mapped"
+
+
+def test_only_the_records_since_the_last_clear_are_read_back(tmp_path: Path, mapped: bool):
+    journal = Journal.open(tmp_path / "runs.db-pending", "s", "me:1:x")
+    for seq in range(1, 6):
+        assert journal.append(row(seq))
+    journal.clear()
+    assert journal.append(row(6, "started"))
+    assert journal.append(row(6, "ended"), with_input=False)
+    assert (journal._map is not None) == mapped
+    assert dead(journal) == [[row(6, "ended")]]  # the input comes back from its start
+
+
+def test_a_burst_grows_the_journal_and_its_commit_gives_the_space_back(
+    tmp_path: Path, mapped: bool, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(journal_module, "_KEEP", 256 << 10)
+    journal = Journal.open(tmp_path / "runs.db-pending", "s", "me:1:x")
+    reserved = journal.path.stat().st_size
+    burst = [row(seq, "y" * 10_000) for seq in range(1, 41)]  # 400 KB: past the reserve
+    assert all(journal.append(each) for each in burst)
+    assert journal.path.stat().st_size >= 400_000 > reserved
+    journal.clear()
+    assert journal.path.stat().st_size == reserved
+    assert journal.append(row(41))
+    assert dead(journal) == [[row(41)]]
+
+
+def test_a_full_reservation_loses_no_written_record(tmp_path: Path, mapped: bool, monkeypatch):
+    """No room to grow: append raises, and what it wrote before is still read back."""
+    journal = Journal.open(tmp_path / "runs.db-pending", "s", "me:1:x")
+    assert journal.append(row(1))
+
+    def no_room(*args: Any) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(journal_module.os, "posix_fallocate", no_room, raising=False)
+    monkeypatch.setattr(journal_module.os, "ftruncate", no_room)
+    with pytest.raises(OSError, match="No space"):
+        journal.append(row(2, "z" * 100_000))
+    assert dead(journal) == [[row(1)]]
