@@ -10,7 +10,7 @@
     200 and 1000 prior steps (target: 1000 vs 10 ratio <= 1.5, with the same bytes sent:
     the render extends the previous step's history instead of redoing it);
 (d) the windowed step (callers=20) against the full-history step, after 200 and 1000
-    prior steps: one of each in turn, each in its own session, and the median of their
+    prior steps: a block of each, each in its own session, and the median of their
     step-by-step difference (issue 27's target: windowed <= full; a window is found and
     put together at every step, from pieces kept between renders, while the full
     history is extended);
@@ -231,21 +231,27 @@ def _entered(step: Callable[[int], str], prior: int) -> contextvars.Context:
 
 
 def bench_window(reps: int, steps: int) -> dict[int, tuple[float, float, float]]:
-    """(windowed, full, their paired difference) median step cost per prior size: one
-    windowed step, then one full-history step, each in its own session, in turn, so
-    that drift in machine load touches both alike."""
+    """(windowed, full, their paired difference) median step cost per prior size: a
+    block of `steps` windowed steps and a block of full-history steps, each in its own
+    session, the first block windowed in even reps and full in odd ones, so that drift in
+    machine load touches both alike; the difference pairs the i-th step of each block.
+    Blocks, not steps in turn: the garbage collector runs when the objects left by the
+    steps since its last run pass a threshold, so in turn nearly every collection fell
+    in the step of one kind that happened to cross it (all 99 of 600 pairs in the
+    windowed steps, 2026-12-02): a block pays for its own garbage."""
     found: dict[int, tuple[list[float], list[float]]] = {p: ([], []) for p in WINDOW_PRIORS}
-    for _ in range(reps):
+    for rep in range(reps):
         for prior in WINDOW_PRIORS:
-            windowed, full = _entered(flat_step, prior), _entered(full_step, prior)
+            blocks = [
+                (_entered(flat_step, prior), flat_step, 0),
+                (_entered(full_step, prior), full_step, 1),
+            ]
             gc.collect()
-            for i in range(prior, prior + steps):
-                started = clock()
-                windowed.run(flat_step, i)
-                found[prior][0].append((clock() - started) * 1e6)
-                started = clock()
-                full.run(full_step, i)
-                found[prior][1].append((clock() - started) * 1e6)
+            for context, step, side in blocks[:: 1 if rep % 2 == 0 else -1]:
+                for i in range(prior, prior + steps):
+                    started = clock()
+                    context.run(step, i)
+                    found[prior][side].append((clock() - started) * 1e6)
     return {
         prior: (
             statistics.median(windowed),
@@ -324,7 +330,7 @@ def main() -> int:
         f" [{'ok' if ok_c else 'MISSED'}]"
     )
     ok_d = True
-    for prior, (windowed, whole, paired) in bench_window(3, per_rep * 40).items():
+    for prior, (windowed, whole, paired) in bench_window(4, per_rep * 40).items():
         ok = paired <= 0
         ok_d = ok_d and ok
         print(
