@@ -9,7 +9,8 @@ _history.py and _compact.py read it through their protocols. Start at RenderWalk
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from itertools import chain
 
 from openprogram.dag import ContextDAG, Node, by_seq
 
@@ -66,21 +67,26 @@ class RenderWalk:
         return self.before is None or (node.end_seq is not None and node.end_seq < self.before)
 
     def children(self, parent: str, until: int | None) -> Iterator[Node]:
-        """Children of `parent`, newest first, with seq below `until` and `before`."""
+        """Children of `parent`, newest first, with seq below `until` and `before` (a
+        C iterator: a window takes its roots without a Python step each)."""
         bounds = [x for x in (until, self.before) if x is not None]
-        limit = min(bounds) if bounds else None
-        for child in reversed(self.dag._children_view(parent)):
-            if limit is None or child.seq < limit:
-                yield child
+        view = self.dag._children_view(parent)
+        if not bounds:
+            return reversed(view)
+        older = bisect.bisect_left(view, min(bounds), key=by_seq)  # in seq order
+        return map(view.__getitem__, range(older - 1, -1, -1))
 
     def pre_frame_roots(self, frame: Node | None) -> Iterator[Node]:
         """Roots newest first: earlier siblings of each stack node, then that stack
         node's parent (a stack line: its call line alone), up to the branch's history."""
+        return chain.from_iterable(self._root_runs(frame))
+
+    def _root_runs(self, frame: Node | None) -> Iterator[Iterable[Node]]:
         current = frame
         while current is not None and current.parent is not None:
-            yield from self.children(current.parent, current.seq)
+            yield self.children(current.parent, current.seq)
             parent = self.dag.node(current.parent)
-            yield parent
+            yield (parent,)
             current = parent
         if current is None:  # top level: the branch's history up to its head
             top = self.dag.head(self.branch, before=self.before)
@@ -88,14 +94,15 @@ class RenderWalk:
                 top = self.dag.fork_point(self.branch)
                 if top is None or not self.exists(top):
                     return
-            yield top
+            yield (top,)
         else:
             top = current
         yield from self._chain_before(top)
 
-    def _chain_before(self, top: Node) -> Iterator[Node]:
-        """The top-level nodes before `top` along its predecessors, newest first: runs of
-        its branch's heads (slices, not a node at a time), then the chain it forked from."""
+    def _chain_before(self, top: Node) -> Iterator[Iterable[Node]]:
+        """The top-level nodes before `top` along its predecessors, newest first, in runs:
+        of its branch's heads (slices, not a node at a time), then the chain it forked
+        from."""
         dag, before = self.dag, self.before
         while (predecessor := top.predecessor) is not None:
             heads = dag._heads.get(top.branch, [])
@@ -105,12 +112,12 @@ class RenderWalk:
                 # its predecessors on its own branch (all older), newest first, uncopied
                 if before is not None and heads[index - 1].seq >= before:
                     index = bisect.bisect_left(heads, before, 0, index, key=by_seq)  # exists()
-                yield from map(heads.__getitem__, range(index - 1, -1, -1))
+                yield map(heads.__getitem__, range(index - 1, -1, -1))
                 top = heads[0]
                 continue
             top = dag.node(predecessor)  # the node its branch forked from
             if before is None or top.seq < before:  # exists()
-                yield top
+                yield (top,)
 
     def expand(self, root: Node, is_stack: bool) -> list[Node]:
         """The visible nodes of one root's subtree, in seq order."""
@@ -135,7 +142,7 @@ class RenderWalk:
 
     def collect(
         self,
-        roots: Iterator[Node],
+        roots: Iterable[Node],
         limit: int | None,
         levels: list[tuple[str | None, int | None]],
     ) -> list[Node]:
