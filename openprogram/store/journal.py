@@ -17,7 +17,8 @@ files nobody holds — their writers died — and folds them into the store with
 `replay()` (sqlite.py calls it), a writer's files together, fenced by the dead writer's
 lease: rows of a session another writer has taken over since are refused, and logged.
 The folder and its files are trusted only when they are ours (_checked_folder, _claim):
-anything else is named in a warning and left alone. Start at Journal.open().
+anything else is named in a warning and left alone. The bytes of a journal file are
+_records.py's. Start at Journal.open().
 """
 
 from __future__ import annotations
@@ -26,19 +27,28 @@ import atexit
 import errno
 import json
 import logging
-import marshal
 import mmap
 import os
 import secrets
 import stat
-import struct
 import weakref
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from openprogram.store._records import (
+    FRAME,
+    FRAME_LIMIT,
+    GENERATIONS,
+    SLOT,
+    VERSION,
+    Damaged,
+    body_records,
+    encoded,
+    framed,
+    header,
+)
 from openprogram.store.format import NodeRow
 
 try:
@@ -47,20 +57,12 @@ except ImportError:  # pragma: no cover - Windows: no flock, so no journal (see 
     fcntl = None  # type: ignore[assignment]
 
 __all__ = [
-    "Journal", "JournalRefused", "Pending", "available", "pending", "pending_dir", "replay",
+    "FILE_LIMIT", "FRAME_LIMIT", "Journal", "JournalRefused", "Pending", "available", "pending",
+    "pending_dir", "replay",
 ]  # fmt: skip
 
 log = logging.getLogger("openprogram.store")
 
-_VERSION = 2
-"""The journal format written: a header line padded to 8 bytes, the file's generation
-(_SLOT), then records, each after its _FRAME. Format 1 (records after _FRAME_1, up to
-the file's end, emptied by truncating) is still read."""
-_MARSHAL = 4  # a format every later Python reads
-_FRAME = struct.Struct("<III")  # a record's length, its generation and CRC-32, before it
-_FRAME_1 = struct.Struct("<II")  # format 1: a record's length and CRC-32
-_SLOT = struct.Struct("<Q")  # the generation whose records are the file's
-_GENERATIONS = 1 << 32  # a frame holds 32 bits of it; 0 is never used (a fresh file's zeros)
 _RESERVE = 64 << 10
 """Bytes for records a new journal reserves, doubled when full; cut back to this after
 a commit once it grew past _KEEP."""
@@ -69,15 +71,6 @@ _MAPPED = hasattr(os, "posix_fallocate")
 """Whether journals are mapped: only where space can be reserved (a write into a map
 over a hole on a full disk kills the process with SIGBUS); elsewhere each record is
 one pwrite."""
-_NUMBER, _TEXT, _NONE = (int, float), str, type(None)
-_OPTIONAL_TEXT = (_TEXT, _NONE)
-_FIELDS: tuple[type | tuple[type, ...], ...] = (
-    int, _TEXT, _TEXT, _TEXT, _OPTIONAL_TEXT, _TEXT, _NUMBER, (*_NUMBER, _NONE),
-    (int, _NONE), _OPTIONAL_TEXT, _OPTIONAL_TEXT, _OPTIONAL_TEXT,
-)  # fmt: skip
-"""The types of a NodeRow's fields, checked on every record read back."""
-FRAME_LIMIT = 8 << 20
-"""The largest record a journal holds (bytes); a bigger one is committed at once."""
 FILE_LIMIT = 64 << 20
 """The most a journal holds (bytes); a record that would pass it is committed at once.
 A reader refuses a journal, or a record, over these as damaged, without reading it."""
@@ -185,10 +178,9 @@ class Journal:
         journal = None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            header = json.dumps({"journal": _VERSION, "session": session, "owner": owner})
-            line = header.encode() + b" " * (-(len(header) + 1) % 8) + b"\n"
-            _write_all(fd, line + _SLOT.pack(1), 0)
-            journal = cls(directory / name, fd, folder, len(line) + _SLOT.size)
+            start = header(session, owner)
+            _write_all(fd, start, 0)
+            journal = cls(directory / name, fd, folder, len(start))
             journal._reserve(journal._start + _RESERVE)
         except BaseException:
             if journal is not None and journal._map is not None:
@@ -207,14 +199,13 @@ class Journal:
         the node holds it, in this journal or in the store). False when it is not added:
         it would pass FRAME_LIMIT or FILE_LIMIT (commit it now). Raises OSError (no
         space left to reserve: nothing is written)."""
-        values = row[:] if with_input else (*row[:9], None, *row[10:])
-        data = marshal.dumps(values, _MARSHAL)
-        end = self._at + _FRAME.size + len(data)
+        data = encoded(row, with_input)
+        end = self._at + FRAME.size + len(data)
         if len(data) > FRAME_LIMIT or end - self._start > FILE_LIMIT:
             return False
         if end > self._capacity:
             self._reserve(min(max(end, 2 * self._capacity), self._start + FILE_LIMIT))
-        record = _FRAME.pack(len(data), self._generation, zlib.crc32(data)) + data
+        record = framed(data, self._generation)
         if self._map is not None:
             self._map[self._at : end] = record
         else:
@@ -228,13 +219,13 @@ class Journal:
         if self._empty:
             return
         generation = self._generation + 1
-        if generation == _GENERATIONS:  # 4 billion commits: zero the records instead
+        if generation == GENERATIONS:  # 4 billion commits: zero the records instead
             self._zero(self._start, self._capacity)
             generation = 1
         if self._map is not None:
-            _SLOT.pack_into(self._map, self._start - _SLOT.size, generation)
+            SLOT.pack_into(self._map, self._start - SLOT.size, generation)
         else:
-            _write_all(self._fd, _SLOT.pack(generation), self._start - _SLOT.size)
+            _write_all(self._fd, SLOT.pack(generation), self._start - SLOT.size)
         self._generation, self._at, self._empty = generation, self._start, True
         if self._capacity - self._start > _KEEP:  # a burst is over: give the space back
             self._reserve(self._start + _RESERVE)
@@ -420,32 +411,28 @@ def _claim(
         return None
     try:
         return _parse(path, data, session, fd, refused)
-    except _Damaged as exc:
+    except Damaged as exc:
         os.close(fd)
         _refuse(refused, f"the journal {str(path)!r} is damaged and not read: {exc}")
         return None
 
 
 def _read(fd: int, limit: int) -> bytes:
-    """At most `limit` bytes of `fd`; _Damaged when it holds more (it grew meanwhile)."""
+    """At most `limit` bytes of `fd`; Damaged when it holds more (it grew meanwhile)."""
     chunks, size = [], 0
     while chunk := os.read(fd, min(1 << 20, limit + 1 - size)):
         chunks.append(chunk)
         size += len(chunk)
         if size > limit:
-            raise _Damaged(f"it holds more than {limit:,} bytes")
+            raise Damaged(f"it holds more than {limit:,} bytes")
     return b"".join(chunks)
-
-
-class _Damaged(ValueError):
-    """A journal that no writer of ours could have written as it is."""
 
 
 def _parse(
     path: Path, data: bytes, session: str | None, fd: int, refused: list[str] | None
 ) -> Pending | None:
     """The journal in `data` (the caller's locked `fd`, closed here when it is not
-    returned); _Damaged when a record claims more than FRAME_LIMIT or is not a row."""
+    returned); Damaged when a record claims more than FRAME_LIMIT or is not a row."""
     header, newline, body = data.partition(b"\n")
     if not newline:  # it died creating the file: no record in it
         if session is None and len(header) <= _HEADER_LIMIT:
@@ -457,7 +444,7 @@ def _parse(
             raise ValueError(f"a header of {len(header):,} bytes")
         fields = json.loads(header)
         version = fields.get("journal")
-        if version not in (1, _VERSION):
+        if version not in (1, VERSION):
             raise ValueError(f"journal version {version!r}")
         owner, owner_session = fields["owner"], fields["session"]
         if not isinstance(owner, str) or not isinstance(owner_session, str):
@@ -469,98 +456,8 @@ def _parse(
     if session is not None and owner_session != session:
         os.close(fd)
         return None
-    if version == 1:
-        rows, torn = _records(body, _FRAME_1)
-    elif len(body) < _SLOT.size:  # it died writing the header: no record in it
-        rows, torn = [], False
-    else:
-        (generation,) = _SLOT.unpack_from(body)
-        rows, torn = _records(body[_SLOT.size :], _FRAME, generation, _SLOT.size)
+    rows, torn = body_records(version, body)
     return Pending(path, owner_session, owner, _merged(rows), torn, fd)
-
-
-def _records(
-    body: bytes, frame: struct.Struct, generation: int | None = None, offset: int = 0
-) -> tuple[list[NodeRow], bool]:
-    """The whole records in `body`, and whether it ends in a torn one (the process
-    died writing it: it never returned, so nothing was lost). Format 2 (`generation`
-    given): the records end at the first of another generation (an earlier batch's, or
-    the reserved space's zeros); format 1: at the end of `body`. `offset`: where `body`
-    starts after the header, for messages. Raises _Damaged."""
-    rows: list[NodeRow] = []
-    at = 0
-    while at < len(body):
-        if len(body) - at < frame.size:
-            return rows, generation is None
-        size, *check = frame.unpack_from(body, at)
-        if generation is not None and check[0] != generation % _GENERATIONS:
-            return rows, False
-        data = body[at + frame.size : at + frame.size + size]  # within the bounded read
-        if len(data) < size or zlib.crc32(data) != check[-1]:
-            return rows, True
-        where = f"byte {offset + at:,}"
-        if size > FRAME_LIMIT:  # whole, yet bigger than append() ever writes
-            raise _Damaged(f"a record at {where} claims {size:,} bytes (at most {FRAME_LIMIT:,})")
-        if not _flat_tuple(data, len(_FIELDS)):
-            raise _Damaged(f"the record at {where} is not a node row")
-        try:
-            values = marshal.loads(data)
-        except (EOFError, ValueError, TypeError) as exc:
-            raise _Damaged(f"the record at {where} does not decode: {exc}") from None
-        if not _is_row(values):
-            raise _Damaged(f"the record at {where} is not a node row")
-        rows.append(NodeRow(*values))
-        at += frame.size + size
-    return rows, False
-
-
-_LENGTH_4 = frozenset(b"uatA")  # marshal: a string with a 4-byte length
-_LENGTH_1 = frozenset(b"zZ")  # a string with a 1-byte length
-_FIXED = {ord("N"): 0, ord("T"): 0, ord("F"): 0, ord("i"): 4, ord("g"): 8, ord("r"): 4}
-
-
-def _flat_tuple(data: bytes, items: int) -> bool:
-    """Whether `data` is the marshal of a tuple of `items` Nones, bools, ints, floats
-    and strings, as append() writes, and nothing else: checked before marshal.loads,
-    which allocates what any container claims (a 14-byte input can claim 2**31 items)."""
-    if len(data) < 2:
-        return False
-    code = data[0] & 0x7F
-    if code == ord(")"):
-        count, at = data[1], 2
-    elif code == ord("(") and len(data) >= 5:
-        count, at = int.from_bytes(data[1:5], "little", signed=True), 5
-    else:
-        return False
-    if count != items:
-        return False
-    for _ in range(items):
-        if at >= len(data):
-            return False
-        code = data[at] & 0x7F
-        at += 1
-        if code in _FIXED:
-            at += _FIXED[code]
-        elif code in _LENGTH_1 and at < len(data):
-            at += 1 + data[at]
-        elif code in _LENGTH_4 and at + 4 <= len(data):
-            size = int.from_bytes(data[at : at + 4], "little", signed=True)
-            if size < 0:
-                return False
-            at += 4 + size
-        elif code == ord("l") and at + 4 <= len(data):  # an int of 15-bit digits
-            at += 4 + 2 * abs(int.from_bytes(data[at : at + 4], "little", signed=True))
-        else:
-            return False
-    return at == len(data)
-
-
-def _is_row(values: object) -> bool:
-    return (
-        isinstance(values, tuple)
-        and len(values) == len(_FIELDS)
-        and all(isinstance(v, kind) for v, kind in zip(values, _FIELDS, strict=True))
-    )
 
 
 def _merged_files(found: Sequence[Pending]) -> list[NodeRow]:

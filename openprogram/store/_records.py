@@ -1,0 +1,151 @@
+"""The bytes of a journal (journal.py): its header line, its generation and its framed
+records, written by a Journal and read back checked, so that a file nobody of ours
+wrote (a forged record, a marshal bomb) is refused before anything in it is decoded.
+
+Format 2: a JSON header line padded to 8 bytes, the generation whose records are the
+file's (8 bytes), then records, each a node row's values marshalled after a FRAME
+(length, generation, CRC-32). Format 1, still read: the header line, then records after
+a FRAME_1 (length, CRC-32) up to the file's end.
+"""
+
+from __future__ import annotations
+
+import json
+import marshal
+import struct
+import zlib
+
+from openprogram.store.format import NodeRow
+
+VERSION = 2
+"""The journal format written."""
+_MARSHAL = 4  # a format every later Python reads
+FRAME = struct.Struct("<III")  # a record's length, its generation and CRC-32, before it
+FRAME_1 = struct.Struct("<II")  # format 1: a record's length and CRC-32
+SLOT = struct.Struct("<Q")  # the generation whose records are the file's
+GENERATIONS = 1 << 32  # a frame holds 32 bits of it; 0 is never used (a fresh file's zeros)
+FRAME_LIMIT = 8 << 20
+"""The largest record a journal holds (bytes); a bigger one is committed at once."""
+_NUMBER, _TEXT, _NONE = (int, float), str, type(None)
+_OPTIONAL_TEXT = (_TEXT, _NONE)
+_FIELDS: tuple[type | tuple[type, ...], ...] = (
+    int, _TEXT, _TEXT, _TEXT, _OPTIONAL_TEXT, _TEXT, _NUMBER, (*_NUMBER, _NONE),
+    (int, _NONE), _OPTIONAL_TEXT, _OPTIONAL_TEXT, _OPTIONAL_TEXT,
+)  # fmt: skip
+"""The types of a NodeRow's fields, checked on every record read back."""
+
+
+def header(session: str, owner: str) -> bytes:
+    """The header line of a new journal, padded so that the generation after it is
+    aligned (one store changes it), and its first generation."""
+    line = json.dumps({"journal": VERSION, "session": session, "owner": owner})
+    return line.encode() + b" " * (-(len(line) + 1) % 8) + b"\n" + SLOT.pack(1)
+
+
+def encoded(row: NodeRow, with_input: bool) -> bytes:
+    """A record's data: the row's values, its input left out unless `with_input`."""
+    return marshal.dumps(row[:] if with_input else (*row[:9], None, *row[10:]), _MARSHAL)
+
+
+def framed(data: bytes, generation: int) -> bytes:
+    """A record as written: its frame, then `data`."""
+    return FRAME.pack(len(data), generation, zlib.crc32(data)) + data
+
+
+def body_records(version: int, body: bytes) -> tuple[list[NodeRow], bool]:
+    """The whole records of a journal of `version` after its header line, and whether
+    it ends in a torn one. Raises Damaged."""
+    if version == 1:
+        return _records(body, FRAME_1)
+    if len(body) < SLOT.size:  # it died writing the header: no record in it
+        return [], False
+    (generation,) = SLOT.unpack_from(body)
+    return _records(body[SLOT.size :], FRAME, generation, SLOT.size)
+
+
+class Damaged(ValueError):
+    """A journal that no writer of ours could have written as it is."""
+
+
+def _records(
+    body: bytes, frame: struct.Struct, generation: int | None = None, offset: int = 0
+) -> tuple[list[NodeRow], bool]:
+    """The whole records in `body`, and whether it ends in a torn one (the process
+    died writing it: it never returned, so nothing was lost). Format 2 (`generation`
+    given): the records end at the first of another generation (an earlier batch's, or
+    the reserved space's zeros); format 1: at the end of `body`. `offset`: where `body`
+    starts after the header, for messages. Raises Damaged."""
+    rows: list[NodeRow] = []
+    at = 0
+    while at < len(body):
+        if len(body) - at < frame.size:
+            return rows, generation is None
+        size, *check = frame.unpack_from(body, at)
+        if generation is not None and check[0] != generation % GENERATIONS:
+            return rows, False
+        data = body[at + frame.size : at + frame.size + size]  # within the bounded read
+        if len(data) < size or zlib.crc32(data) != check[-1]:
+            return rows, True
+        where = f"byte {offset + at:,}"
+        if size > FRAME_LIMIT:  # whole, yet bigger than append() ever writes
+            raise Damaged(f"a record at {where} claims {size:,} bytes (at most {FRAME_LIMIT:,})")
+        if not _flat_tuple(data, len(_FIELDS)):
+            raise Damaged(f"the record at {where} is not a node row")
+        try:
+            values = marshal.loads(data)
+        except (EOFError, ValueError, TypeError) as exc:
+            raise Damaged(f"the record at {where} does not decode: {exc}") from None
+        if not _is_row(values):
+            raise Damaged(f"the record at {where} is not a node row")
+        rows.append(NodeRow(*values))
+        at += frame.size + size
+    return rows, False
+
+
+_LENGTH_4 = frozenset(b"uatA")  # marshal: a string with a 4-byte length
+_LENGTH_1 = frozenset(b"zZ")  # a string with a 1-byte length
+_FIXED = {ord("N"): 0, ord("T"): 0, ord("F"): 0, ord("i"): 4, ord("g"): 8, ord("r"): 4}
+
+
+def _flat_tuple(data: bytes, items: int) -> bool:
+    """Whether `data` is the marshal of a tuple of `items` Nones, bools, ints, floats
+    and strings, as append() writes, and nothing else: checked before marshal.loads,
+    which allocates what any container claims (a 14-byte input can claim 2**31 items)."""
+    if len(data) < 2:
+        return False
+    code = data[0] & 0x7F
+    if code == ord(")"):
+        count, at = data[1], 2
+    elif code == ord("(") and len(data) >= 5:
+        count, at = int.from_bytes(data[1:5], "little", signed=True), 5
+    else:
+        return False
+    if count != items:
+        return False
+    for _ in range(items):
+        if at >= len(data):
+            return False
+        code = data[at] & 0x7F
+        at += 1
+        if code in _FIXED:
+            at += _FIXED[code]
+        elif code in _LENGTH_1 and at < len(data):
+            at += 1 + data[at]
+        elif code in _LENGTH_4 and at + 4 <= len(data):
+            size = int.from_bytes(data[at : at + 4], "little", signed=True)
+            if size < 0:
+                return False
+            at += 4 + size
+        elif code == ord("l") and at + 4 <= len(data):  # an int of 15-bit digits
+            at += 4 + 2 * abs(int.from_bytes(data[at : at + 4], "little", signed=True))
+        else:
+            return False
+    return at == len(data)
+
+
+def _is_row(values: object) -> bool:
+    return (
+        isinstance(values, tuple)
+        and len(values) == len(_FIELDS)
+        and all(isinstance(v, kind) for v, kind in zip(values, _FIELDS, strict=True))
+    )
