@@ -183,8 +183,8 @@ class Journal:
             journal = cls(directory / name, fd, folder, len(start))
             journal._reserve(journal._start + _RESERVE)
         except BaseException:
-            if journal is not None and journal._map is not None:
-                journal._map.close()
+            if journal is not None:
+                journal._unmap()
             os.close(fd)
             with suppress(OSError):
                 os.unlink(name, dir_fd=folder)
@@ -231,19 +231,23 @@ class Journal:
             self._reserve(self._start + _RESERVE)
 
     def _reserve(self, size: int) -> None:
-        """Make the file `size` bytes, every one of them on disk (OSError when the disk
-        has no room: nothing written is lost), and map it."""
-        if self._map is not None:
-            self._map.close()
-            self._map = None
-        if size < self._capacity:
+        """Make the file `size` bytes, every one of them on disk, and map it. OSError
+        when the disk has no room: the journal stays as it was, nothing written lost."""
+        if size < self._capacity:  # unmapped first: the map must not reach past the end
+            self._unmap()
             os.ftruncate(self._fd, size)
         if _MAPPED:
             os.posix_fallocate(self._fd, 0, size)
+            self._unmap()
             self._map = mmap.mmap(self._fd, size)
-        else:
+        elif size > self._capacity:
             os.ftruncate(self._fd, size)
         self._capacity = size
+
+    def _unmap(self) -> None:
+        if self._map is not None:
+            self._map.close()
+            self._map = None
 
     def _zero(self, start: int, end: int) -> None:
         if self._map is not None:
@@ -255,9 +259,7 @@ class Journal:
         """Remove the file (its records are committed) and let its lock go."""
         if self._fd < 0:
             return
-        if self._map is not None:
-            self._map.close()
-            self._map = None
+        self._unmap()
         with suppress(OSError):
             os.unlink(self.path.name, dir_fd=self._folder)
         os.close(self._fd)
@@ -280,9 +282,7 @@ def _forget_in_child() -> None:
     """In a fork child: close its copies of the parent's journals (the flock stays the
     parent's, the files are never written, emptied or removed from here)."""
     for journal in list(_open):
-        if journal._map is not None:  # unmapped here only: the parent's stays
-            journal._map.close()
-            journal._map = None
+        journal._unmap()  # here only: the parent's map stays
         if journal._fd >= 0:
             with suppress(OSError):
                 os.close(journal._fd)

@@ -466,4 +466,6 @@ def test_a_full_reservation_loses_no_written_record(tmp_path: Path, mapped: bool
     monkeypatch.setattr(journal_module.os, "ftruncate", no_room)
     with pytest.raises(OSError, match="No space"):
         journal.append(row(2, "z" * 100_000))
-    assert dead(journal) == [[row(1)]]
+    assert (journal._map is not None) == mapped  # as it was: later records still go in
+    assert journal.append(row(3))
+    assert dead(journal) == [[row(1), row(3)]]
