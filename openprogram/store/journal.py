@@ -239,7 +239,8 @@ class Journal:
         if _MAPPED:
             os.posix_fallocate(self._fd, 0, size)
             self._unmap()
-            self._map = mmap.mmap(self._fd, size)
+            with suppress(OSError):  # a file system that maps no file: a pwrite a record
+                self._map = mmap.mmap(self._fd, size)
         elif size > self._capacity:
             os.ftruncate(self._fd, size)
         self._capacity = size

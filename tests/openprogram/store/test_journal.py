@@ -469,3 +469,18 @@ def test_a_full_reservation_loses_no_written_record(tmp_path: Path, mapped: bool
     assert (journal._map is not None) == mapped  # as it was: later records still go in
     assert journal.append(row(3))
     assert dead(journal) == [[row(1), row(3)]]
+
+
+def test_a_file_system_that_maps_no_file_gets_a_pwrite_a_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    def unmappable(*args: Any) -> None:
+        raise OSError(errno.ENODEV, os.strerror(errno.ENODEV))
+
+    monkeypatch.setattr(journal_module.mmap, "mmap", unmappable)
+    journal = Journal.open(tmp_path / "runs.db-pending", "s", "me:1:x")
+    assert journal._map is None
+    assert journal.append(row(1))
+    journal.clear()
+    assert journal.append(row(2))
+    assert dead(journal) == [[row(2)]]
