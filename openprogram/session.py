@@ -2,8 +2,8 @@
 
 Owns entering a session (making it the recorder for this context), recording calls and
 inputs into its ContextDAG, the store it writes through (store/), reopening, resuming a
-re-run (matching in _resume.py), forking and idempotent inputs. Start at
-Session.__init__, Session.open and Session._enter_call.
+re-run (matching in _resume.py), forking (a stored DAG is rebuilt in _loading.py) and
+idempotent inputs. Start at Session.__init__, Session.open and Session._enter_call.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from pydantic import ConfigDict, TypeAdapter
 
 from openprogram import _context, _secrets, questions
 from openprogram._history import forget
+from openprogram._loading import load_dag, restore_branches, shared_history
 from openprogram._resume import (
     NOT_ANSWERED,
     Divergence,
@@ -49,7 +50,7 @@ from openprogram.function import _annotations
 from openprogram.image import ImageRef
 from openprogram.store.base import Store
 from openprogram.store.blobs import StoredBlobs
-from openprogram.store.format import FORMAT_VERSION, SessionInfo, decode_rows, image_refs
+from openprogram.store.format import SessionInfo, image_refs
 from openprogram.store.lease import heartbeat, new_owner
 from openprogram.store.open import open_store
 from openprogram.store.recorder import Recorder
@@ -173,7 +174,7 @@ class Session:
     def _load(self, info: SessionInfo) -> None:
         assert self.store is not None
         rows: set[int] = set()
-        dag = _load_dag(self.store, info, rows=rows)
+        dag = load_dag(self.store, info, rows=rows)
         stored: set[str] = set()
         for node in dag.nodes:
             image_refs(node.input, stored)
@@ -507,13 +508,13 @@ class Session:
         child._setup(self.store, self._owns_store, fork_id)
         child.info = info
         refs: set[str] = set()
-        for copy in _shared_history(self.dag, node, cut):
+        for copy in shared_history(self.dag, node, cut):
             child.dag.restore(copy)
             image_refs(copy.input, refs)
             image_refs(copy.output, refs)
             if copy.kind == "user" and copy.meta.get("input_id") is not None:
                 child._inputs.setdefault(copy.meta["input_id"], copy.id)
-        _restore_branches(child.dag, info)
+        restore_branches(child.dag, info)
         parent_blobs = self.dag.blobs
         child.dag.blobs = StoredBlobs(parent_blobs.get, refs)
         if self.store is not None:
@@ -564,81 +565,3 @@ def _return_adapter(fn: Any) -> Any:
         except Exception:  # a BaseModel refuses config; an arbitrary class needs it
             continue
     return None
-
-
-def _shared_history(source: ContextDAG, at: Node, cut: int) -> list[Node]:
-    """Copies of `source`'s nodes as they were when seq `cut` was the newest: the
-    top-level chain up to at's top-level call, each with its nodes up to `cut`.
-    Nodes that finished later (and at's callers) are copied as running."""
-    top = source.top_level_ancestor(at)
-    callers = {n.id for n in source.ancestors(at)}
-    chain = [
-        n
-        for n in source.children(None)
-        if n.seq <= top.seq and source.on_branch(n, top.branch, top.seq)
-    ]
-    copies: list[Node] = []
-    stack = list(chain)
-    while stack:
-        node = stack.pop()
-        if node.seq > cut:
-            continue
-        copy = node.model_copy(update={"meta": dict(node.meta)})
-        if node.id in callers or (node.end_seq is not None and node.end_seq > cut):
-            copy.status, copy.output, copy.error = "running", None, None
-            copy.ended_at = copy.end_seq = None
-        copies.append(copy)
-        stack.extend(source.children(node.id))
-    return sorted(copies, key=lambda n: n.seq)
-
-
-def _load_dag(
-    store: Store, info: SessionInfo, depth: int = 0, rows: set[int] | None = None
-) -> ContextDAG:
-    """The DAG of `info`: for a fork, its parent's shared history (recursively), then
-    the session's own rows, which override inherited nodes of the same id (their seqs
-    are added to `rows`)."""
-    nodes: dict[str, Node] = {}
-    old_values: set[str] = set()  # nodes whose values format_version 5 or older stored
-    if info.parent is not None:
-        parent = store.session(info.parent)
-        if parent is None or depth > 100 or info.at is None or info.cut is None:
-            raise StoreError(
-                f"session {info.id!r} is a fork of {info.parent!r}, which {store.url} "
-                "does not hold (or not as recorded); it cannot be loaded"
-            )
-        source = _load_dag(store, parent, depth + 1)
-        for copy in _shared_history(source, source.node(info.at), info.cut):
-            nodes[copy.id] = copy
-        old_values |= source.legacy_values
-    version = getattr(store, "format_version", FORMAT_VERSION)
-    for node in decode_rows(store.rows(info.id), info.id):
-        nodes[node.id] = node
-        if info.old_values(node.seq, version):
-            old_values.add(node.id)
-        else:
-            old_values.discard(node.id)
-        if rows is not None:
-            rows.add(node.seq)
-    dag = ContextDAG()
-    dag.legacy_values = old_values & nodes.keys()
-    for node in sorted(nodes.values(), key=lambda n: n.seq):
-        dag.restore(node)
-    _restore_branches(dag, info)
-    return dag
-
-
-def _restore_branches(dag: ContextDAG, info: SessionInfo) -> None:
-    """Register the branches the nodes are on: the session's own (a fork's) from its
-    info, any other from the predecessor of its first top-level node."""
-    if info.branch != "main" and info.at is not None:
-        dag.new_branch(dag.node(info.at), info.branch)
-    firsts: dict[str, Node] = {}
-    for node in dag.children(None):
-        if node.branch not in ("main", info.branch):
-            firsts.setdefault(node.branch, node)
-    for branch, first in firsts.items():
-        if first.predecessor is not None and first.predecessor in dag:
-            with suppress(UsageError):  # registered already
-                dag.new_branch(dag.node(first.predecessor), branch)
-    dag.branch = info.branch
