@@ -4,7 +4,7 @@ wrote (a forged record, a marshal bomb) is refused before anything in it is deco
 
 Format 2: a JSON header line padded to 8 bytes, the generation whose records are the
 file's (8 bytes), then records, each a node row's values marshalled after a FRAME
-(length, generation, CRC-32). Format 1, still read: the header line, then records after
+(length, CRC-32, generation). Format 1, still read: the header line, then records after
 a FRAME_1 (length, CRC-32) up to the file's end.
 """
 
@@ -20,10 +20,9 @@ from openprogram.store.format import NodeRow
 VERSION = 2
 """The journal format written."""
 _MARSHAL = 4  # a format every later Python reads
-FRAME = struct.Struct("<III")  # a record's length, its generation and CRC-32, before it
+FRAME = struct.Struct("<IIQ")  # a record's length, CRC-32 and generation, before it
 FRAME_1 = struct.Struct("<II")  # format 1: a record's length and CRC-32
-SLOT = struct.Struct("<Q")  # the generation whose records are the file's
-GENERATIONS = 1 << 32  # a frame holds 32 bits of it; 0 is never used (a fresh file's zeros)
+SLOT = struct.Struct("<Q")  # the generation whose records are the file's; never 0 (zeros)
 FRAME_LIMIT = 8 << 20
 """The largest record a journal holds (bytes); a bigger one is committed at once."""
 _NUMBER, _TEXT, _NONE = (int, float), str, type(None)
@@ -35,11 +34,11 @@ _FIELDS: tuple[type | tuple[type, ...], ...] = (
 """The types of a NodeRow's fields, checked on every record read back."""
 
 
-def header(session: str, owner: str) -> bytes:
+def header(session: str, owner: str, generation: int) -> bytes:
     """The header line of a new journal, padded so that the generation after it is
-    aligned (one store changes it), and its first generation."""
+    aligned (one store changes it), and that first generation."""
     line = json.dumps({"journal": VERSION, "session": session, "owner": owner})
-    return line.encode() + b" " * (-(len(line) + 1) % 8) + b"\n" + SLOT.pack(1)
+    return line.encode() + b" " * (-(len(line) + 1) % 8) + b"\n" + SLOT.pack(generation)
 
 
 def encoded(row: NodeRow, with_input: bool) -> bytes:
@@ -49,18 +48,19 @@ def encoded(row: NodeRow, with_input: bool) -> bytes:
 
 def framed(data: bytes, generation: int) -> bytes:
     """A record as written: its frame, then `data`."""
-    return FRAME.pack(len(data), generation, zlib.crc32(data)) + data
+    return FRAME.pack(len(data), zlib.crc32(data), generation) + data
 
 
-def body_records(version: int, body: bytes) -> tuple[list[NodeRow], bool]:
-    """The whole records of a journal of `version` after its header line, and whether
-    it ends in a torn one. Raises Damaged."""
+def body_records(version: int, body: bytes) -> tuple[list[NodeRow], bool, int]:
+    """The whole records of a journal of `version` after its header line, whether it
+    ends in a torn one, and its generation (0 in format 1, which has none). Raises
+    Damaged."""
     if version == 1:
-        return _records(body, FRAME_1)
+        return (*_records(body, FRAME_1), 0)
     if len(body) < SLOT.size:  # it died writing the header: no record in it
-        return [], False
+        return [], False, 0
     (generation,) = SLOT.unpack_from(body)
-    return _records(body[SLOT.size :], FRAME, generation, SLOT.size)
+    return (*_records(body[SLOT.size :], FRAME, generation, SLOT.size), generation)
 
 
 class Damaged(ValueError):
@@ -80,11 +80,11 @@ def _records(
     while at < len(body):
         if len(body) - at < frame.size:
             return rows, generation is None
-        size, *check = frame.unpack_from(body, at)
-        if generation is not None and check[0] != generation % GENERATIONS:
+        size, crc, *of = frame.unpack_from(body, at)
+        if generation is not None and of[0] != generation:
             return rows, False
         data = body[at + frame.size : at + frame.size + size]  # within the bounded read
-        if len(data) < size or zlib.crc32(data) != check[-1]:
+        if len(data) < size or zlib.crc32(data) != crc:
             return rows, True
         where = f"byte {offset + at:,}"
         if size > FRAME_LIMIT:  # whole, yet bigger than append() ever writes

@@ -7,8 +7,10 @@ keeps what was written. The file is mapped into memory (a record is a copy into 
 map, no system call; no fsync either way), its space reserved ahead with fallocate so a
 full disk fails a reservation, never a write into the map; each record carries the
 file's generation, which clear() advances after the batch's commit, so the records of
-an earlier batch left in the file are never read again. When the session closes the
-file is removed.
+an earlier batch left in the file are never read again. Generations come from one
+counter of the process: of a writer's two files, the one holding the newer batch has
+the higher generation, and its records win when they are folded in together. When the
+session closes the file is removed.
 
 Each writer (session and lease owner) has its own files in `<store>-pending/` (two: the
 records of the batch being committed in one, those made meanwhile in the other), locked
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import atexit
 import errno
+import itertools
 import json
 import logging
 import mmap
@@ -40,7 +43,6 @@ from pathlib import Path
 from openprogram.store._records import (
     FRAME,
     FRAME_LIMIT,
-    GENERATIONS,
     SLOT,
     VERSION,
     Damaged,
@@ -71,6 +73,9 @@ _MAPPED = hasattr(os, "posix_fallocate")
 """Whether journals are mapped: only where space can be reserved (a write into a map
 over a hole on a full disk kills the process with SIGBUS); elsewhere each record is
 one pwrite."""
+_generations = itertools.count(1)
+"""Every journal's generation, at its start and at each clear(): a later batch's file
+has a higher one than an earlier batch's, whichever of a writer's two files it is."""
 FILE_LIMIT = 64 << 20
 """The most a journal holds (bytes); a record that would pass it is committed at once.
 A reader refuses a journal, or a record, over these as damaged, without reading it."""
@@ -145,13 +150,13 @@ class Journal:
     """The open journal of one writer: append() before a record waits, clear() after
     its batch is committed, close() when the writer is done."""
 
-    def __init__(self, path: Path, fd: int, folder: int, start: int) -> None:
+    def __init__(self, path: Path, fd: int, folder: int, start: int, generation: int) -> None:
         self.path = path
         self._fd = fd
         self._folder = folder  # the checked folder's descriptor: the file is removed there
         self._start = start  # where records begin (the generation is just before)
         self._at = start  # where the next record goes
-        self._generation = 1
+        self._generation = generation
         self._map: mmap.mmap | None = None
         self._capacity = 0  # the file's reserved size
         self._empty = True
@@ -178,9 +183,10 @@ class Journal:
         journal = None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            start = header(session, owner)
+            generation = next(_generations)
+            start = header(session, owner, generation)
             _write_all(fd, start, 0)
-            journal = cls(directory / name, fd, folder, len(start))
+            journal = cls(directory / name, fd, folder, len(start), generation)
             journal._reserve(journal._start + _RESERVE)
         except BaseException:
             if journal is not None:
@@ -218,10 +224,7 @@ class Journal:
         """Forget the records: their batch is committed. Raises OSError."""
         if self._empty:
             return
-        generation = self._generation + 1
-        if generation == GENERATIONS:  # 4 billion commits: zero the records instead
-            self._zero(self._start, self._capacity)
-            generation = 1
+        generation = next(_generations)
         if self._map is not None:
             SLOT.pack_into(self._map, self._start - SLOT.size, generation)
         else:
@@ -249,12 +252,6 @@ class Journal:
         if self._map is not None:
             self._map.close()
             self._map = None
-
-    def _zero(self, start: int, end: int) -> None:
-        if self._map is not None:
-            self._map[start:end] = bytes(end - start)
-        else:
-            _write_all(self._fd, bytes(end - start), start)
 
     def close(self) -> None:
         """Remove the file (its records are committed) and let its lock go."""
@@ -321,6 +318,7 @@ class Pending:
     owner: str
     rows: list[NodeRow]
     torn: bool  # its last record was cut short (the process died writing it)
+    generation: int  # of its records (0: format 1, which has none)
     _fd: int
 
     def done(self) -> None:
@@ -437,7 +435,7 @@ def _parse(
     header, newline, body = data.partition(b"\n")
     if not newline:  # it died creating the file: no record in it
         if session is None and len(header) <= _HEADER_LIMIT:
-            return Pending(path, "", "", [], False, fd)
+            return Pending(path, "", "", [], False, 0, fd)
         os.close(fd)
         return None
     try:
@@ -457,14 +455,18 @@ def _parse(
     if session is not None and owner_session != session:
         os.close(fd)
         return None
-    rows, torn = body_records(version, body)
-    return Pending(path, owner_session, owner, _merged(rows), torn, fd)
+    rows, torn, generation = body_records(version, body)
+    return Pending(path, owner_session, owner, _merged(rows), torn, generation, fd)
 
 
 def _merged_files(found: Sequence[Pending]) -> list[NodeRow]:
     """The rows of one writer's journals together (the Recorder keeps two: the batch
-    being committed in one, the next batch in the other), in no known order between
-    them: a node's completion (it has an end) wins over its start."""
+    being committed in one, the next batch in the other): the newer batch's, the file of
+    the higher generation, win. Format 1 files have no generation, so between them a
+    node's completion (it has an end) wins over its start."""
+    if all(journal.generation for journal in found):
+        ordered = sorted(found, key=lambda journal: journal.generation)
+        return _merged([row for journal in ordered for row in journal.rows])
     return _merged([row for journal in found for row in journal.rows], across=True)
 
 

@@ -113,13 +113,13 @@ def test_a_running_parent_is_stored_running_with_the_children_that_returned(tmp_
 
 def records_end(data: bytes) -> tuple[int, int]:
     """Where the last whole record of a journal (format 2) starts, and where the records
-    end: after the header line and the generation, each record is its length, the
-    generation and a CRC-32 (12 bytes), then its data."""
+    end: after the header line and the generation, each record is its length, its CRC-32
+    and the generation (16 bytes), then its data."""
     at = data.index(b"\n") + 1
     (generation,) = struct.unpack_from("<Q", data, at)
     at, last = at + 8, -1
-    while at + 12 <= len(data) and struct.unpack_from("<III", data, at)[1] == generation:
-        last, at = at, at + 12 + struct.unpack_from("<I", data, at)[0]
+    while at + 16 <= len(data) and struct.unpack_from("<IIQ", data, at)[2] == generation:
+        last, at = at, at + 16 + struct.unpack_from("<I", data, at)[0]
     return last, at
 
 
@@ -484,3 +484,26 @@ def test_a_file_system_that_maps_no_file_gets_a_pwrite_a_record(
     journal.clear()
     assert journal.append(row(2))
     assert dead(journal) == [[row(2)]]
+
+
+def test_the_newer_batchs_journal_wins_whichever_is_read_first(tmp_path: Path):
+    """A call completed in one batch and reopened (resumed: running again) in the next:
+    the newer file, by its generation, says how it stands."""
+    folder = tmp_path / "runs.db-pending"
+    older = Journal.open(folder, "s", "me:1:x")
+    newer = Journal.open(folder, "s", "me:1:x")
+    assert older.append(row(1, "done"))
+    reopened = row(1)._replace(status="running", ended_at=None, end_seq=None, output=None)
+    assert newer.append(reopened, with_input=False)
+    for journal in (older, newer):
+        journal._unmap()
+        os.close(journal._fd)
+        os.close(journal._folder)
+    for turn, first in enumerate((older, newer)):  # either file read first (by name)
+        for rank, journal in enumerate((first, newer if first is older else older)):
+            journal.path = journal.path.rename(folder / f"{turn}{rank}.log")
+        found = list(pending(folder))
+        assert [f.path for f in found] == [first.path, (newer if first is older else older).path]
+        assert journal_module._merged_files(found) == [reopened._replace(input=row(1).input)]
+        for each in found:
+            each.skip()
