@@ -142,7 +142,7 @@ class RenderWalk:
 
     def collect(
         self,
-        roots: Iterable[Node],
+        roots: Iterator[Node],
         limit: int | None,
         levels: list[tuple[str | None, int | None]],
     ) -> list[Node]:

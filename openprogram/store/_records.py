@@ -41,13 +41,10 @@ def header(session: str, owner: str, generation: int) -> bytes:
     return line.encode() + b" " * (-(len(line) + 1) % 8) + b"\n" + SLOT.pack(generation)
 
 
-def encoded(row: NodeRow, with_input: bool) -> bytes:
-    """A record's data: the row's values, its input left out unless `with_input`."""
-    return marshal.dumps(row[:] if with_input else (*row[:9], None, *row[10:]), _MARSHAL)
-
-
-def framed(data: bytes, generation: int) -> bytes:
-    """A record as written: its frame, then `data`."""
+def record(row: NodeRow, with_input: bool, generation: int) -> bytes:
+    """A record as written: its frame, then the row's values (its input left out unless
+    `with_input`). Its data is len(record) - FRAME.size bytes."""
+    data = marshal.dumps(row[:] if with_input else (*row[:9], None, *row[10:]), _MARSHAL)
     return FRAME.pack(len(data), zlib.crc32(data), generation) + data
 
 

@@ -47,9 +47,8 @@ from openprogram.store._records import (
     VERSION,
     Damaged,
     body_records,
-    encoded,
-    framed,
     header,
+    record,
 )
 from openprogram.store.format import NodeRow
 
@@ -205,17 +204,16 @@ class Journal:
         the node holds it, in this journal or in the store). False when it is not added:
         it would pass FRAME_LIMIT or FILE_LIMIT (commit it now). Raises OSError (no
         space left to reserve: nothing is written)."""
-        data = encoded(row, with_input)
-        end = self._at + FRAME.size + len(data)
-        if len(data) > FRAME_LIMIT or end - self._start > FILE_LIMIT:
+        written = record(row, with_input, self._generation)
+        end = self._at + len(written)
+        if len(written) - FRAME.size > FRAME_LIMIT or end - self._start > FILE_LIMIT:
             return False
         if end > self._capacity:
             self._reserve(min(max(end, 2 * self._capacity), self._start + FILE_LIMIT))
-        record = framed(data, self._generation)
         if self._map is not None:
-            self._map[self._at : end] = record
+            self._map[self._at : end] = written
         else:
-            _write_all(self._fd, record, self._at)
+            _write_all(self._fd, written, self._at)
         self._at = end
         self._empty = False
         return True

@@ -454,7 +454,9 @@ def test_a_burst_grows_the_journal_and_its_commit_gives_the_space_back(
     assert dead(journal) == [[row(41)]]
 
 
-def test_a_full_reservation_loses_no_written_record(tmp_path: Path, mapped: bool, monkeypatch):
+def test_a_full_reservation_loses_no_written_record(
+    tmp_path: Path, mapped: bool, monkeypatch: pytest.MonkeyPatch
+):
     """No room to grow: append raises, and what it wrote before is still read back."""
     journal = Journal.open(tmp_path / "runs.db-pending", "s", "me:1:x")
     assert journal.append(row(1))

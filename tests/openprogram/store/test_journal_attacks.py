@@ -184,6 +184,25 @@ def _marshal_bomb(folder: Path, name: str) -> None:
     (folder / name).write_bytes(header + b"\n" + record)
 
 
+def _format_2(folder: Path, name: str, data: bytes) -> None:
+    """A journal of format 2 (header line padded to 8 bytes, generation 7) holding one
+    whole record of `data` (right CRC and generation) and reserved space after it."""
+    line = json.dumps({"journal": 2, "session": "dead", "owner": "x:1:y"})
+    line += " " * (-(len(line) + 1) % 8) + "\n"
+    record = struct.pack("<IIQ", len(data), zlib.crc32(data), 7) + data
+    (folder / name).write_bytes(line.encode() + struct.pack("<Q", 7) + record + bytes(4096))
+
+
+def _marshal_bomb_2(folder: Path, name: str) -> None:
+    """The marshal bomb in a journal of format 2."""
+    _format_2(folder, name, b"(" + (2**31 - 1).to_bytes(4, "little") + b"N" * 9)
+
+
+def _forged_2(folder: Path, name: str) -> None:
+    """A format-2 record whose right CRC covers a string, not a node row."""
+    _format_2(folder, name, marshal.dumps("\u202e" + "x" * 100_000, 4))
+
+
 def _sparse(folder: Path, name: str) -> None:
     """A 2 GiB file of holes: it takes no disk, but reading it whole takes 2 GiB."""
     (folder / name).touch(mode=0o600)
@@ -195,12 +214,16 @@ PLANTS = {
     "zero": lambda folder, name: (folder / name).symlink_to("/dev/zero"),
     "sparse": _sparse,
     "marshal": _marshal_bomb,
+    "marshal-2": _marshal_bomb_2,
+    "forged-2": _forged_2,
 }
 WHY = {
     "fifo": "it is not a regular file",
     "zero": "it is a symbolic link",
     "sparse": "it holds 2,147,483,648 bytes, more than a journal can",
     "marshal": "is damaged and not read: the record at byte 0 is not a node row",
+    "marshal-2": "is damaged and not read: the record at byte 8 is not a node row",
+    "forged-2": "is damaged and not read: the record at byte 8 is not a node row",
 }
 
 
