@@ -12,10 +12,11 @@ from openprogram.callbacks import (
     TrajectorySaver,
 )
 from openprogram.compaction import count_tokens, summarize_history
-from openprogram.dag import ContextDAG, Expose, Node, RenderRange
+from openprogram.dag import ContextDAG, Effect, Expose, Node, RenderRange
 from openprogram.errors import (
     BudgetExceeded,
     ConfigError,
+    EffectUnknown,
     ModelAuthError,
     ModelBadRequest,
     ModelError,
@@ -59,6 +60,7 @@ __all__ = [
     "ContextDAG",
     "Node",
     "Expose",
+    "Effect",
     "RenderRange",
     "Image",
     "ImageRef",
@@ -110,6 +112,7 @@ __all__ = [
     "SessionLocked",
     "StoreDamaged",
     "ResumeDivergence",
+    "EffectUnknown",
     "RunStopped",
     "BudgetExceeded",
     "RunWaiting",

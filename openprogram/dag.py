@@ -31,6 +31,7 @@ from openprogram.values import from_jsonable, to_jsonable, with_image_dicts
 
 __all__ = [
     "ContextDAG",
+    "Effect",
     "Expose",
     "Kind",
     "Node",
@@ -42,11 +43,17 @@ __all__ = [
 
 Kind = Literal["user", "code", "llm"]
 """user: input from outside; code: one call of a decorated function; llm: one model exchange."""
-Status = Literal["running", "completed", "error", "cancelled", "stopped", "waiting"]
+Status = Literal["running", "completed", "error", "cancelled", "stopped", "waiting", "unknown"]
 """running (not finished yet), completed, error (it raised; `error` says what), cancelled
 (interrupted: KeyboardInterrupt, a cancelled task, a run that never came back), stopped
 (a gate or budget ended it: RunStopped; `meta["stop_reason"]` says why), waiting (an
-ask_user on its stack awaits an answer: RunWaiting; a resumed run goes on from there)."""
+ask_user on its stack awaits an answer: RunWaiting; a resumed run goes on from there),
+unknown (an `effect="once"` call started and never finished: whether its side effect
+happened is unknown until a person settles it: `Session.settle`)."""
+Effect = Literal["idempotent", "once"]
+"""A call's declared side effect (`agentic_function(effect=...)`): idempotent (safe to run
+again: on resume it runs again with the same `idempotency_key()`), once (at most once: a
+body that started and did not finish is never run again; it is recorded `unknown`)."""
 Expose = Literal["io", "llm", "full", "hidden"]
 """What callers see of a function: io (its call and result), llm (only its llm exchanges),
 full (everything inside it), hidden (nothing)."""

@@ -16,6 +16,7 @@
     │   │   ├── SessionLocked              another live writer holds the session's lease
     │   │   └── StoreDamaged               the store's file or one of its rows is damaged
     │   ├── ResumeDivergence               a resumed program took a different path
+    │   ├── EffectUnknown                  an effect="once" call was interrupted: settle it
     │   └── MCPServerError                 an MCP server failed a call, timed out or died
     └── RunStopped                         control signal: a gate or limit ended the run
         ├── BudgetExceeded                 the BudgetManager's cap was reached
@@ -31,6 +32,7 @@ from typing import Any
 __all__ = [
     "BudgetExceeded",
     "ConfigError",
+    "EffectUnknown",
     "MCPServerError",
     "ModelAuthError",
     "ModelBadRequest",
@@ -133,6 +135,21 @@ class StoreDamaged(StoreError):
 
 class ResumeDivergence(RunError):
     """A resumed program called something different from what was recorded at that place."""
+
+
+class EffectUnknown(RunError):
+    """An `effect="once"` call started and never finished, so whether its side effect
+    happened is unknown; it is recorded `unknown` and is not run again. A person settles
+    it: `session.settle(node_id, result)` (the call returns `result`) or
+    `session.settle(node_id, rerun=True)`, or `openprogram sessions settle`. `call` is the
+    function's name, `key` its idempotency key (look the effect up by it)."""
+
+    def __init__(
+        self, message: str, *, node_id: str | None = None, call: str = "", key: str = ""
+    ) -> None:
+        super().__init__(message, node_id=node_id)
+        self.call = call
+        self.key = key
 
 
 class MCPServerError(RunError):

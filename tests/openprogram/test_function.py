@@ -315,6 +315,8 @@ def test_package_root_exports_are_pinned():
         "ContextDAG",
         "Node",
         "Expose",
+        "Effect",
+        "EffectUnknown",
         "RenderRange",
         "Image",
         "ImageRef",
