@@ -2,7 +2,9 @@
 
 Owns the two rules every echo follows: it is cut to a few hundred characters, saying how
 much was cut (`cut`, `echo`), and a URL's credentials never appear (`mask_url`: the
-password of `scheme://user:password@host`, secret-named query values). Start at echo().
+password of `scheme://user:password@host`, secret-named query values); what reaches a
+terminal carries no control sequence (`printable`), and a long value shown to a person loses
+its middle, never its end (`elide`). Start at echo().
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import re
 from typing import Any
 from urllib.parse import unquote
 
-__all__ = ["LIMIT", "cut", "echo", "mask_url"]
+__all__ = ["LIMIT", "cut", "echo", "elide", "mask_url", "printable"]
 
 LIMIT = 300
 """Characters of an echoed input kept by default: enough to recognise it."""
@@ -22,6 +24,14 @@ _SECRET_KEY = re.compile(r"pass|pwd|secret|token|key|auth|credential|signature",
 """Query (or libpq key=value) names whose value is masked: over-masking costs nothing."""
 _ASSIGNMENT = re.compile(r"(?<![\w.-])([\w.-]{1,64})=([^&;#\s'\"]+)")
 _SPACE = re.compile(r"\s")
+_CONTROL = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e"
+    "\u2066-\u2069\ud800-\udfff]"
+)
+"""What a terminal would act on instead of showing: C0/C1 controls (ESC starts ANSI and
+OSC sequences: a title, the clipboard), DEL, bidirectional overrides, line separators and
+lone surrogates. Newline and tab are kept; `printable(..., newlines=False)` escapes them."""
+_CONTROL_OR_NEWLINE = re.compile(f"{_CONTROL.pattern[:-1]}\n\t]")
 
 
 def cut(text: str, limit: int = LIMIT) -> str:
@@ -30,6 +40,36 @@ def cut(text: str, limit: int = LIMIT) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}…[cut {_count(len(text) - limit)} of {_count(len(text))} characters]"
+
+
+def printable(text: str, *, newlines: bool = True) -> str:
+    """`text` with every control character a terminal would act on written as a visible
+    escape (`\\x1b`, `\\u202e`), so a model's reply, a tool's output or a stored value
+    shown on a terminal can neither rewrite the screen nor set its title or clipboard.
+    With `newlines=False`, newline and tab are escaped too (a one-line field)."""
+    if not isinstance(text, str):
+        text = str(text)
+    pattern = _CONTROL if newlines else _CONTROL_OR_NEWLINE
+    if text.isprintable() or (newlines and text.isascii() and not pattern.search(text)):
+        return text
+    return pattern.sub(_escape, text)
+
+
+def elide(text: str, limit: int = LIMIT) -> str:
+    """`text`, or its beginning and its end with the middle replaced by a note saying how
+    much was left out: what a person approving a call must see, since the end of a long
+    argument is where a trick hides. Never longer than about `limit` + 40 characters."""
+    if len(text) <= limit:
+        return text
+    head = max(1, limit * 2 // 3)
+    tail = max(1, limit - head)
+    left = len(text) - head - tail
+    return f"{text[:head]}…[{_count(left)} characters elided]…{text[-tail:]}"
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def echo(value: Any, limit: int = LIMIT) -> str:

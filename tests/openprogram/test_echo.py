@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from openprogram.echo import LIMIT, cut, echo, mask_url
+from openprogram.echo import LIMIT, cut, echo, elide, mask_url, printable
 
 
 def test_a_short_value_is_echoed_as_its_repr():
@@ -68,3 +68,26 @@ def test_a_urls_own_credentials_are_masked_wherever_a_driver_quotes_them():
     quoted = 'invalid percent-encoded token: "S3cret%25zz"; also S3cret%zz and Other0ne'
     assert mask_url(quoted, url) == 'invalid percent-encoded token: "***"; also *** and ***'
     assert mask_url("no secret here", url) == "no secret here"
+
+
+def test_printable_escapes_what_a_terminal_would_act_on() -> None:
+    reply = "ok\x1b]0;owned\x07\x1b]52;c;ZXZpbA==\x07\x1b[2J\r\u202egnp.exe\x9b"
+    shown = printable(reply)
+    assert "\x1b" not in shown and "\x07" not in shown and "\r" not in shown
+    assert "\u202e" not in shown and "\x9b" not in shown
+    assert shown == ("ok\\x1b]0;owned\\x07\\x1b]52;c;ZXZpbA==\\x07\\x1b[2J\\x0d\\u202egnp.exe\\x9b")
+
+
+def test_printable_keeps_text_newlines_unless_asked() -> None:
+    assert printable("line one\n\ttwo — é 漢字") == "line one\n\ttwo — é 漢字"
+    assert printable("a\nb\tc", newlines=False) == "a\\x0ab\\x09c"
+    assert printable("caf\udce9") == "caf\\udce9"
+
+
+def test_elide_keeps_both_ends_and_says_how_much_is_left_out() -> None:
+    argument = "x" * 10_000 + " path='/root/.ssh/id_rsa'"
+    shown = elide(argument, 120)
+    assert shown.endswith("path='/root/.ssh/id_rsa'")
+    assert shown.startswith("xxxx")
+    assert "characters elided" in shown and len(shown) < 200
+    assert elide("short", 120) == "short"
