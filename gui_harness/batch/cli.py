@@ -13,9 +13,10 @@ from typing import Any
 
 import click
 
+from gui_harness.batch.episode import ORACLE
 from gui_harness.batch.run import run_batch
 from gui_harness.batch.summary import BatchResult, summary_table
-from openprogram.echo import echo
+from openprogram.echo import echo, printable
 from openprogram.errors import OpenProgramError, UsageError
 
 __all__ = ["batch_main", "bench_main", "parse_seeds"]
@@ -77,6 +78,12 @@ def _engine_options(command: Any) -> Any:
                 "store skips finished episodes.",
             ),
             click.option(
+                "--threshold",
+                type=click.FloatRange(0.0, 1.0),
+                help="Exit 1 when the success rate is below this (0 to 1). Default: 1 with "
+                "--model oracle (the harness's ceiling: any miss is a regression), else none.",
+            ),
+            click.option(
                 "--max-attempts",
                 default=2,
                 show_default=True,
@@ -101,7 +108,10 @@ def _json_object(context: Any, parameter: Any, value: str | None) -> dict[str, A
     return parsed
 
 
-def _report(result: BatchResult) -> int:
+def _report(result: BatchResult, threshold: float | None = None) -> int:
+    """Print the batch's outcome; the exit status: 2 when task lines were bad, 1 when an
+    episode could not run (every attempt failed) or the success rate is below
+    `threshold`, else 0."""
     for problem in result.problems:
         click.echo(f"skipped a bad task: {problem}", err=True)
     click.echo(summary_table(result.summary))
@@ -111,12 +121,35 @@ def _report(result: BatchResult) -> int:
         f"{result.seconds:.1f}s"
     )
     click.echo(f"Summary: {result.summary_path}\nReport: {result.report_path}")
-    return 0 if not result.problems else 2
+    failed = [e for e in result.episodes if e.get("status") == "failed"]
+    for episode in failed:
+        click.echo(
+            f"could not run {printable(str(episode.get('id')))}: "
+            f"{printable(str(episode.get('detail')))}",
+            err=True,
+        )
+    below = threshold is not None and result.success_rate < threshold
+    if below:
+        click.echo(
+            f"the success rate {result.success_rate:.0%} is below the threshold {threshold:.0%}",
+            err=True,
+        )
+    if result.problems:
+        return 2
+    return 1 if failed or below else 0
 
 
-def _run(**options: Any) -> int:
+def _threshold(given: float | None, model: str | None) -> float | None:
+    """The success rate a run must reach: the one given, else 1 for the oracle (it
+    measures the harness's ceiling, so any miss is a regression), else none."""
+    if given is None and model == ORACLE:
+        return 1.0
+    return given
+
+
+def _run(threshold: float | None = None, **options: Any) -> int:
     try:
-        return _report(run_batch(**options))
+        return _report(run_batch(**options), _threshold(threshold, options.get("model")))
     except OpenProgramError as exc:
         raise click.ClickException(str(exc)) from exc
 

@@ -21,10 +21,12 @@ from gui_harness.batch.episode import ORACLE, Attempt, attempts, session_id
 from gui_harness.batch.summary import BatchResult, write_index, write_summary
 from gui_harness.batch.tasks import BatchTask, load_tasks, parse_task
 from gui_harness.errors import InvalidTask
+from gui_harness.result import GuiResult
 from openprogram import Session
 from openprogram.echo import cut, echo, mask_url
 from openprogram.errors import ConfigError, StoreError, UsageError
 from openprogram.store.open import open_store
+from openprogram.values import NotRebuildable, rebuilt
 
 __all__ = ["run_batch"]
 
@@ -271,11 +273,28 @@ def _write_reports(spec: str, episodes: list[dict[str, Any]], directory: Path) -
             try:
                 facts = {k: episode.get(k) for k in ("status", "reward", "steps", "detail")}
                 write_report(
-                    session, path, title=f"{episode['id']}: {episode['name']}"[:120], facts=facts
+                    session,
+                    path,
+                    title=f"{episode['id']}: {episode['name']}"[:120],
+                    facts=facts,
+                    extra_html=_episode_head(session.dag),
                 )
             finally:
                 session.close()
         episode["report"] = f"episodes/{path.name}"
+
+
+def _episode_head(dag: Any) -> str | None:
+    """What an episode's report opens with, as a single run's does: the outcome, the
+    final screen and the step table, from the episode's (last) gui_agent call."""
+    runs = [n for n in dag.find(name="gui_agent", kind="code") if isinstance(n.output, dict)]
+    if not runs:
+        return None
+    try:
+        result = GuiResult.model_validate(rebuilt(runs[-1].output, fields=True))
+    except (ValueError, TypeError, NotRebuildable):
+        return None
+    return result._report_head(dag, runs[-1].id) + result._steps_html()
 
 
 class _Progress:

@@ -4,11 +4,14 @@ and a store's password is never printed (no episode runs in these tests)."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from click.testing import CliRunner
 
 from gui_harness.batch import run_batch
+from gui_harness.batch.cli import _report, _threshold
+from gui_harness.batch.summary import BatchResult
 from openprogram.cli import cli
 from openprogram.errors import ConfigError
 
@@ -83,3 +86,47 @@ def test_a_password_the_driver_quotes_back_is_masked_and_its_cause_cut(tmp_path)
     while error is not None:  # what a traceback would print
         assert "S3cret" not in str(error)
         error = error.__cause__ or (None if error.__suppress_context__ else error.__context__)
+
+
+@pytest.mark.x11
+@pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed")
+def test_a_batch_with_an_episode_that_could_not_run_exits_1_and_names_it(tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"id": "gone", "task": "press Save",
+                                 "app": ["/nonexistent/app"]}) + "\n")  # fmt: skip
+    result = CliRunner().invoke(cli, ["batch", str(tasks), "--model", "demo", "--max-attempts",
+                                      "1", "--out", str(tmp_path / "out")])  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert "could not run gone: 1 attempts failed; last: DesktopError" in result.output
+
+
+def _result(*statuses: str) -> BatchResult:
+    episodes = [{"id": f"t{i}", "name": "x", "success": s == "success", "status": s,
+                 "steps": 1, "tokens": 0, "cost_usd": 0.0, "seconds": 0.0, "detail": None}
+                for i, s in enumerate(statuses)]  # fmt: skip
+    return BatchResult(episodes)
+
+
+@pytest.mark.parametrize(
+    ("statuses", "threshold", "code"),
+    [
+        (("success", "success"), None, 0),
+        (("success", "failure"), None, 0),
+        (("success", "failure"), 0.5, 0),
+        (("success", "failure"), 0.75, 1),
+        (("success", "failed"), None, 1),
+        (("failure",), 1.0, 1),
+    ],
+)
+def test_the_exit_status_says_whether_the_batch_met_its_threshold(
+    statuses, threshold, code, capsys
+):
+    assert _report(_result(*statuses), threshold) == code
+    if code and "failed" not in statuses:
+        assert "is below the threshold" in capsys.readouterr().err
+
+
+def test_an_oracle_run_defaults_to_a_threshold_of_one_and_others_to_none():
+    assert _threshold(None, "oracle") == 1.0
+    assert _threshold(0.5, "oracle") == 0.5
+    assert _threshold(None, "openai/gpt-4o") is None

@@ -53,7 +53,8 @@ def test_four_episodes_run_on_two_workers_and_a_rerun_does_none_again(tmp_path, 
     for episode in result.episodes:
         assert episode["status"] == "success", episode
         assert episode["reward"] == 1.0 and episode["steps"] >= 2 and episode["tokens"] > 0
-        assert (out / episode["report"]).is_file()
+        report = (out / episode["report"]).read_text()
+        assert "The final screen" in report and "<th>step</th>" in report
     assert _sessions(store) == {session_id("b", e["id"], 1) for e in result.episodes}
     written = json.loads(result.summary_path.read_text())
     assert written["summary"]["total"]["success_rate"] == 1.0
@@ -151,3 +152,23 @@ def test_bad_settings_are_refused_before_any_episode(tmp_path):
     with pytest.raises(ConfigError, match="cannot share a SQLite file"):
         run_batch(task, engine="ray", address="ray-head.invalid:6379", model="oracle", out=out)
     assert _sessions(str(out / "batch.db")) == set()
+
+
+def test_an_episode_report_opens_with_the_outcome_the_final_screen_and_the_steps(tmp_path):
+    from gui_harness import gui_agent
+    from gui_harness.batch.run import _episode_head
+    from gui_harness.demo.policy import demo_policy
+    from gui_harness.desktop.fake import FakeDesktop
+    from openprogram import Runtime, ScriptedModel, Session
+
+    store = str(tmp_path / "runs.db")
+    with Session(store, id="e"), Runtime(ScriptedModel(demo_policy)):
+        result = gui_agent(TASK, desktop=FakeDesktop.demo_form(), max_steps=3, settle_timeout=0.2)
+    reopened = Session.open(store, "e")
+    try:
+        head = _episode_head(reopened.dag)
+    finally:
+        reopened.close()
+    assert head is not None
+    assert "<h1>gui_agent did not succeed</h1>" in head and "The final screen" in head
+    assert head.count("<tr><td>") == len(result.steps) == 3
