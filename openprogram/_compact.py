@@ -11,11 +11,18 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from openprogram._messages import Walk, Writer, content_parts, reply_text
 from openprogram._tokens import Counter
 from openprogram.dag import ContextDAG, Node
+
+
+class StackWalk(Walk, Protocol):
+    """A walk from a call stack (render.py's RenderWalk): the frame is its last node."""
+
+    stack: list[Node]
+
 
 _PLACEHOLDER = 16  # "[image omitted: <image sha256:… WxH>]"
 
@@ -91,12 +98,7 @@ class Fitted:
 
     def _covering(self, node: Node) -> Node | None:
         summary = self.summary
-        if (
-            summary is not None
-            and summary.meta["covers"][0] <= node.seq <= summary.meta["covers"][1]
-        ):
-            return summary
-        return None
+        return summary if summary is not None and _covers(summary, node) else None
 
     def lines(self, nodes: Sequence[Node]) -> list[str]:
         """The history lines of `nodes` (what a summary of them is made from)."""
@@ -118,7 +120,7 @@ class Fitted:
 
 
 def fit(
-    walk: Walk,
+    walk: StackWalk,
     writer: Writer,
     nodes: Sequence[Node],
     protected: set[str],
@@ -156,7 +158,7 @@ def fit(
     fitted.compactable = [n for unit in compactable_units for n in unit]
     fitted._protected, fitted._everything = protected, everything
     fitted._looked_at = {n.id for n in nodes}
-    summary = _summary(dag, usable)
+    summary = _summary(walk, usable)
     reached = (
         summary is not None
         and bool(compactable_units)
@@ -168,9 +170,8 @@ def fit(
         return fitted
     covered: set[str] = set()
     if summary is not None:
-        first, last = summary.meta["covers"]
         for unit in compactable_units:
-            if all(first <= n.seq <= last for n in unit):
+            if all(_covers(summary, n) for n in unit):
                 covered.update(n.id for n in unit)
     use_summary = summary is not None and (bool(covered) or fitted.implicit)
     if use_summary:
@@ -216,12 +217,39 @@ def _units(nodes: list[Node]) -> list[list[Node]]:
     return units
 
 
-def _summary(dag: ContextDAG, usable: Callable[[Node], bool]) -> Node | None:
-    """The newest summary this render may use."""
+def _summary(walk: StackWalk, usable: Callable[[Node], bool]) -> Node | None:
+    """The newest summary this render may use: one made for its frame (the frame a
+    summary's code node was called in), or for an earlier call of the same function in
+    the same caller when it covers only what came before that call, which both calls
+    see alike. Never a summary another frame made of its own history: under
+    `asyncio.gather(a(), b())` a's summary is a's alone."""
+    dag = walk.dag
+    frame = walk.stack[-1] if walk.stack else None
     for summary in reversed(dag._summaries):
-        if usable(summary):
+        if _made_for(dag, summary, frame) and usable(summary):
             return summary
     return None
+
+
+def _made_for(dag: ContextDAG, summary: Node, frame: Node | None) -> bool:
+    """Whether `summary` may stand in a render for `frame` (None: outside any call)."""
+    if summary.parent == (frame.id if frame is not None else None):
+        return True
+    made_for = dag.get(summary.parent) if summary.parent is not None else None
+    return (
+        frame is not None
+        and made_for is not None
+        and made_for.parent == frame.parent
+        and made_for.name == frame.name
+        and summary.meta["covers"][1] < made_for.seq
+    )
+
+
+def _covers(summary: Node, node: Node) -> bool:
+    """Whether `summary` stands for `node`: within its seqs, and ended before it was made
+    (a call still running then, under gather, was summarised without its result)."""
+    first, last = summary.meta["covers"]
+    return first <= node.seq <= last and node.end_seq is not None and node.end_seq < summary.seq
 
 
 _Cost = tuple[int, tuple[tuple[int, int], ...]]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 
 import pytest
 from PIL import Image as PILImage
@@ -408,3 +409,85 @@ def test_a_huge_image_description_is_cut_in_its_placeholder():
     sent = str(seen_by(session.dag, last).messages)
     assert "it showed:" in sent and "[cut " in sent
     assert len(sent) < 100_000
+
+
+@agentic_function
+async def private(owner: str, k: int) -> str:
+    return f"PRIVATE-{owner}-{k} " + "x " * 30
+
+
+async def steps(owner: str) -> str:
+    for k in range(6):
+        await private(owner, k)
+        await allm(f"{owner} step {k}")
+    return f"RESULT-{owner}"
+
+
+@agentic_function(render_range={"tokens": 200, "keep": 2})
+async def worker_a() -> str:
+    return await steps("a")
+
+
+@agentic_function(render_range={"tokens": 200, "keep": 2})
+async def worker_b() -> str:
+    return await steps("b")
+
+
+@agentic_function(render_range={"tokens": 200, "keep": 2})
+async def worker(owner: str) -> str:
+    return await steps(owner)
+
+
+def gathered(worker_a, worker_b):
+    """A parent with a budget of its own, running two budgeted workers concurrently; the
+    requests each frame sent, by function name."""
+    sent: dict[str, list[str]] = {}
+
+    def reply(request):
+        text = " ".join(
+            str(part.get("text", "")) if isinstance(part, dict) else str(part)
+            for message in request.messages
+            for part in (
+                message["content"] if isinstance(message["content"], list) else [message["content"]]
+            )
+        )
+        sent.setdefault(request.function, []).append(text)
+        if request.function == "summarize_history":
+            return "SUMMARY of " + " ".join(
+                sorted(set(re.findall(r"(?:PRIVATE|RESULT)-\S+", text)))
+            )
+        return "ok"
+
+    @agentic_function(render_range={"tokens": 120, "keep": 1})
+    async def parent() -> str:
+        for k in range(3):
+            await private("p", k)
+        await asyncio.gather(worker_a(), worker_b())
+        return await allm("what did the workers find?")
+
+    with Session() as session, Runtime(ScriptedModel(reply)):
+        asyncio.run(parent())
+    return session, sent
+
+
+def test_summaries_stay_in_the_frame_they_were_made_for_under_gather():
+    session, sent = gathered(worker_a, worker_b)
+    parent_sees = sent["parent"][-1]
+    assert "PRIVATE-a" not in parent_sees and "PRIVATE-b" not in parent_sees
+    assert "RESULT-a" in parent_sees and "RESULT-b" in parent_sees
+    assert not any("PRIVATE-b" in text for text in sent["worker_a"])
+    assert not any("PRIVATE-a" in text for text in sent["worker_b"])
+    for summary in session.dag.find(name="summarize_history", kind="code"):
+        made_for = session.dag.get(summary.parent)
+        owner = made_for.name.removeprefix("worker_")
+        other = {"a": "b", "b": "a"}.get(owner, "?")
+        assert f"PRIVATE-{other}" not in summary.output, (made_for.name, summary.output)
+
+
+def test_calls_of_one_function_under_gather_share_only_what_came_before_them():
+    _, sent = gathered(lambda: worker("a"), lambda: worker("b"))
+    parent_sees = sent["parent"][-1]
+    assert "PRIVATE-a" not in parent_sees and "PRIVATE-b" not in parent_sees
+    assert "RESULT-a" in parent_sees and "RESULT-b" in parent_sees
+    for text in sent["worker"]:
+        assert not ("PRIVATE-a" in text and "PRIVATE-b" in text), text
