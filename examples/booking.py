@@ -25,7 +25,6 @@ from openprogram import (
     RunWaiting,
     ScriptedModel,
     Session,
-    UsageError,
     agentic_function,
     llm,
     needs_approval,
@@ -88,10 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.api_base:
         options.update(api_base=args.api_base, api_key="sk-local")
     model = args.model or ScriptedModel(lambda request: reply(request.messages))
-    try:  # the first run records a new session; a later one resumes it
-        session = Session.open(args.store, args.id, resume=True)
-    except UsageError:
-        session = Session(args.store, id=args.id)
+    # the first run records a new session; a later one resumes it
+    session = Session.open(args.store, args.id, resume=True, create=True)
     try:
         with session, Runtime(model, **options):
             print(travel_agent("Book me two nights in Lisbon, somewhere cheap."))

@@ -433,3 +433,27 @@ def test_an_llm_node_keeps_a_string_content_as_given_and_older_recordings_still_
     with Session.open(path, "older", resume=True) as resumed, Runtime(ScriptedModel([])):
         assert greet() == "hello"  # replayed from the recording: the model is not asked
     assert resumed.store.format_version == FORMAT_VERSION  # migrated
+
+
+def test_open_with_create_starts_the_session_the_first_time_and_resumes_it_after(tmp_path):
+    db = str(tmp_path / "runs.db")
+    runs = []
+
+    @agentic_function
+    def step(n: int) -> int:
+        runs.append(n)
+        return n * 2
+
+    for _ in range(2):
+        with Session.open(db, "daily", resume=True, create=True) as session, Runtime(
+            ScriptedModel([])
+        ):
+            assert step(1) == 2
+        assert session.id == "daily"
+    assert runs == [1]  # the second open resumed: the call came from the record
+    store = MemoryStore()
+    with Session.open(store, "m", create=True) as session:
+        step(2)
+    assert Session.open(store, "m").dag.find(name="step")[0].output == 4
+    with pytest.raises(UsageError, match="no session 'absent'"):
+        Session.open(db, "absent")
