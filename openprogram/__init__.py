@@ -35,6 +35,7 @@ from openprogram.errors import (
     UnsupportedFormatVersion,
     UsageError,
 )
+from openprogram.effects import idempotency_key
 from openprogram.function import agentic_function
 from openprogram.image import Image, ImageRef
 from openprogram.models import Model, ModelReply, ModelRequest, ScriptedModel, ToolCall
@@ -55,6 +56,7 @@ __all__ = [
     "current_session",
     "current_frame",
     "start_thread",
+    "idempotency_key",
     "Store",
     # the DAG
     "ContextDAG",

@@ -23,8 +23,8 @@ from pydantic import BaseModel, Field, create_model
 
 from openprogram import _context
 from openprogram.callbacks.base import notify
-from openprogram.dag import Expose, Node, RenderRange, check_render_range
-from openprogram.errors import ResumeDivergence, RunStopped
+from openprogram.dag import Effect, Expose, Node, RenderRange, check_render_range
+from openprogram.errors import EffectUnknown, ResumeDivergence, RunStopped
 
 __all__ = ["agentic_function"]
 
@@ -77,6 +77,7 @@ def agentic_function(
     system: str | None = None,
     render_output: Callable[[Any], Any] | None = None,
     compactor: Callable[[str], str] | None = None,
+    effect: Effect | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -89,6 +90,7 @@ def agentic_function(
     system: str | None = None,
     render_output: Callable[[Any], Any] | None = None,
     compactor: Callable[[str], str] | None = None,
+    effect: Effect | None = None,
 ) -> Any:
     """Record every call of `fn` as a `code` node; used bare or with settings.
 
@@ -103,6 +105,11 @@ def agentic_function(
     compactor: the agentic function `(text) -> summary` that llm() calls inside this
         function use when a `{"tokens": N}` render would overflow (default: the
         Runtime's, else openprogram.summarize_history).
+    effect: the call's side effect (docs/operations.md#effects-and-the-ledger): None
+        (it runs again when a resumed run meets it unfinished), "idempotent" (it may run
+        again: it does, with the same `idempotency_key()`) or "once" (at most once: when
+        it began and did not finish, a resumed run records it `unknown` and raises
+        EffectUnknown until a person settles it). Its start is committed before it runs.
     Raises ValueError (UsageError) at decoration time for any invalid setting.
     """
     if fn is not None and not callable(fn):
@@ -118,6 +125,8 @@ def agentic_function(
             "e.g. render_output=lambda rows: {'count': len(rows), 'first': rows[:5]}"
         )
 
+    if effect is not None and effect not in ("idempotent", "once"):
+        raise _usage(f"effect={effect!r} is not one of None, 'idempotent', 'once'")
     if compactor is not None and not getattr(compactor, "__agentic__", False):
         raise _usage(
             f"compactor={compactor!r} must be an @agentic_function (text: str) -> str, so its "
@@ -125,7 +134,9 @@ def agentic_function(
         )
 
     def decorate(func: Callable[..., Any]) -> Any:
-        wrapped = _wrap(func, expose, checked_range, input or {}, system, render_output, compactor)
+        wrapped = _wrap(
+            func, expose, checked_range, input or {}, system, render_output, compactor, effect
+        )
         return wrapped
 
     return decorate if fn is None else decorate(fn)
@@ -166,6 +177,7 @@ def _wrap(
     system: str | None,
     render_output: Callable[[Any], Any] | None = None,
     compactor: Callable[[str], str] | None = None,
+    effect: Effect | None = None,
 ) -> Any:
     _check_input(fn, meta)
     signature = inspect.signature(fn)
@@ -183,6 +195,8 @@ def _wrap(
     }
     if system:
         settings["system"] = system
+    if effect is not None:
+        settings["effect"] = effect
 
     bind = _binder(signature, skipped)
 
@@ -230,9 +244,9 @@ def _wrap(
             return call
         try:
             node = session._enter_call(name, arguments, _context.frame_var.get(), node_settings)
-        except ResumeDivergence as exc:  # not a failure to record: the run left its recording
-            end(call, None, exc)
-            raise
+        except (ResumeDivergence, EffectUnknown, RunStopped) as exc:  # not a failure to record:
+            end(call, None, exc)  # the run left its recording, met an unsettled effect, or
+            raise  # was drained (SIGTERM) or suspended for an answer at this boundary
         except Exception as exc:  # recording must never break the user's call
             log.exception("openprogram: could not record a call of %s", name)
             session._not_recorded(name, _context.frame_var.get(), exc)
@@ -328,6 +342,7 @@ def _wrap(
     wrapper.system = system  # type: ignore[attr-defined]
     wrapper.render_output = render_output  # type: ignore[attr-defined]
     wrapper.compactor = compactor  # type: ignore[attr-defined]
+    wrapper.effect = effect  # type: ignore[attr-defined]
     arguments_model = _arguments_model(fn, signature, meta, skipped | set(hidden))
     wrapper.spec = _tool_spec(fn, arguments_model)  # type: ignore[attr-defined]
     wrapper._arguments_model = arguments_model  # type: ignore[attr-defined]

@@ -24,7 +24,7 @@ from typing import Any, cast
 
 from pydantic import ConfigDict, TypeAdapter
 
-from openprogram import _context, _secrets, questions
+from openprogram import _context, _drain, _secrets, effects, questions
 from openprogram._history import forget
 from openprogram._loading import load_dag, restore_branches, shared_history
 from openprogram._resume import (
@@ -50,7 +50,7 @@ from openprogram.function import _annotations
 from openprogram.image import ImageRef
 from openprogram.store.base import Store
 from openprogram.store.blobs import StoredBlobs
-from openprogram.store.format import SessionInfo, image_refs
+from openprogram.store.format import SessionInfo, decode_node, image_refs
 from openprogram.store.lease import heartbeat, new_owner
 from openprogram.store.open import open_store
 from openprogram.store.recorder import Recorder
@@ -93,6 +93,7 @@ class Session:
     """
 
     def __init__(self, store: Any = None, id: str | None = None) -> None:
+        _check_id(id)
         resolved, owns = open_store(store)
         self._setup(resolved, owns, id or uuid.uuid4().hex[:12])
         if self.store is not None:
@@ -118,6 +119,7 @@ class Session:
         self._owner = new_owner()
         self._holding = False
         self._unrecorded = 0
+        self._drains = False  # this session installed the SIGTERM handler (_drain.py)
         _secrets.refresh()  # what is written from now on is scrubbed of today's keys
 
     def _record_into_store(self, stored_blobs: Any, rows: Iterable[int] = ()) -> None:
@@ -140,15 +142,18 @@ class Session:
 
     # -- reopening -----------------------------------------------------------------------
     @classmethod
-    def open(cls, store: Any, id: str, *, resume: bool = False) -> Session:
+    def open(cls, store: Any, id: str, *, resume: bool = False, create: bool = False) -> Session:
         """Reopen recorded session `id` of `store`, with its DAG loaded.
 
         resume=True: a program re-run inside `with session:` gets the recorded outputs
         of completed calls without running them, replays recorded llm exchanges and
-        continues live after the recorded prefix (docs/sessions.md). Raises UsageError
-        when the store has no such session, ResumeDivergence (during the re-run) when a
-        call's input differs from the recording at the same place.
+        continues live after the recorded prefix (docs/sessions.md). create=True: when
+        the store has no session `id`, start it (as `Session(store, id=id)`), so one call
+        serves the first run and every resumed one. Raises UsageError when the store has
+        no such session (and create is False), ResumeDivergence (during the re-run) when
+        a call's input differs from the recording at the same place.
         """
+        _check_id(id)
         resolved, owns = open_store(store)
         if resolved is None:
             raise UsageError(
@@ -159,6 +164,9 @@ class Session:
         session._setup(resolved, owns, id)
         try:
             info = resolved.session(id)
+            if info is None and create:
+                session.close()
+                return cls(resolved if not owns else store, id=id)
             if info is None:
                 known = [s.id for s in resolved.list_sessions()][-10:]
                 raise UsageError(f"no session {id!r} in {resolved.url}; recent ones: {known!r}")
@@ -211,6 +219,7 @@ class Session:
     def __enter__(self) -> Session:
         if not self._tokens:
             self._claim()
+            self._drains = _drain.install()
         self._tokens.append(_context.session_var.set(self))
         _context.push_session(self)
         return self
@@ -220,9 +229,14 @@ class Session:
         if self._tokens:
             _context.session_var.reset(self._tokens.pop())
         if not self._tokens:
-            if self._resumer is not None:
-                self._cancel_leftovers(None)
-            self.close()
+            try:
+                if self._resumer is not None:
+                    self._cancel_leftovers(None)
+                self.close()
+            finally:
+                if self._drains:
+                    self._drains = False
+                    _drain.uninstall()
 
     def close(self) -> None:
         """Commit what waits to be recorded, give up the writer lease, and release the
@@ -280,6 +294,8 @@ class Session:
         """The code node of a call about to run (a completed one: do not run it, it was
         resumed). Raises ResumeDivergence when a resumed run calls with another input
         at a recorded place; function.py lets only that error through to the caller."""
+        if _drain.requested[0]:  # a SIGTERM: stop at this node boundary
+            _drain.check(self.dag, parent)
         if parent is not None and parent not in self.dag:
             parent = None
         hidden = settings.get("hidden_inputs", ())
@@ -288,6 +304,12 @@ class Session:
             resumed = self._resume("code", name, parent, value, settings, arguments)
             if resumed is not None:
                 return resumed
+        effect = settings.get("effect")
+        if effect is not None:  # its start is committed, with its key, before it runs
+            meta = {**settings.get("meta", {}), "effect": effect}
+            meta["key"] = effects.new_key(self, name, parent)
+            settings = {k: v for k, v in settings.items() if k != "effect"}
+            settings["meta"] = meta
         return self.dag.add("code", name, parent=parent, input=value, **settings)
 
     def _enter_llm(
@@ -295,6 +317,8 @@ class Session:
     ) -> Node:
         """The llm node for an exchange about to be sent (a completed one when replayed);
         `content` is its input: llm()'s string as given, or the parts."""
+        if _drain.requested[0]:  # a SIGTERM: stop at this node boundary
+            _drain.check(self.dag, parent)
         if self._resumer is not None:
             resumed = self._resume("llm", name, parent, content, meta, content)
             if resumed is not None:
@@ -329,6 +353,8 @@ class Session:
         instead: the call runs again."""
         legacy = node.id in self.dag.legacy_values
         value = resumed_output(node, legacy, self._adapter(fn), self._revive, self.dag.jsonable)
+        if value is NOT_ANSWERED and node.meta.get("effect") == "once":  # never run twice
+            return self._revive(node.output)
         if value is NOT_ANSWERED:
             self._reopen(node, "code", {}, "its recorded result cannot stand for its value")
         return value
@@ -372,9 +398,13 @@ class Session:
             raise self._divergence(found.recorded, value)
         node = found
         if node.status == "completed":
-            if why is not None:  # it took a value its record cannot stand for
-                self._reopen(node, kind, extra, why)
+            if why is not None and node.meta.get("effect") != "once":  # its input has no
+                self._reopen(node, kind, extra, why)  # stored form (a once call never reruns)
             return node
+        if kind == "code" and effects.interrupted(node):  # never run again unless settled:
+            effects.settle_or_raise(self, node)  # EffectUnknown (function.py lets it through)
+            if node.status == "completed":
+                return node
         if kind == "llm" and node.output is not None and node.status == "error":
             node.status, node.error = "completed", None  # a reply that failed validation:
             self._write(node)  # replay it; llm() marks it invalid again and re-asks
@@ -397,6 +427,7 @@ class Session:
             node.meta.pop("waiting_on", None)
         elif node.status != "running":
             node.meta.setdefault("previous_errors", []).append(node.error or node.status)
+        node.meta.pop("settled", None)  # settled to run again: a new interruption is unknown
         node.meta["resumed"] = int(node.meta.get("resumed", 0)) + 1
         if kind == "llm":
             node.meta.update(extra)
@@ -419,11 +450,24 @@ class Session:
     def _cancel_leftovers(self, parent: str | None) -> None:
         assert self._resumer is not None
         for node in self._resumer.unclaimed_running(parent):
-            self.dag.complete(node, None, status="cancelled", error=_INTERRUPTED)
+            if node.meta.get("effect") == "once":  # it began: its effect is unknown
+                effects.unknown(self, node)
+            else:
+                self.dag.complete(node, None, status="cancelled", error=_INTERRUPTED)
 
     def _write(self, node: Node) -> None:
         if self._recorder is not None:
             self._recorder("created", node)
+
+    # -- effects -------------------------------------------------------------------------
+    def settle(self, node_id: str, result: Any = None, *, rerun: bool = False) -> Node:
+        """Settle an `effect="once"` call that was interrupted (status `unknown`): its
+        effect happened and the call returned `result` (a resumed run gets it without
+        running the call), or, with `rerun=True`, it did not (a resumed run runs it again,
+        with the same idempotency key). Durable at once; returns the node. UsageError for
+        a node that is no such call, or one that finished already (the same result again
+        is a no-op)."""
+        return effects.settle(self, node_id, result, rerun=rerun)
 
     # -- questions -----------------------------------------------------------------------
     def pending(self) -> list[questions.Question]:
@@ -431,33 +475,41 @@ class Session:
         first; answer them with answer()."""
         return questions.pending(self.dag)
 
-    def answer(self, question_id: str, value: Any) -> questions.Question:
+    def answer(self, question_id: str, value: Any, *, by: str | None = None) -> questions.Question:
         """Record `value` as the answer to question `question_id`; returns the Question.
 
-        The answer completes the waiting `ask_user` node (durable at once); the program
-        re-run under Session.open(store, id, resume=True) gets it from that call. The same
-        answer again is a no-op. UsageError for an unknown question, an answer that does
-        not fit its choices or schema, or a question answered otherwise already.
+        The answer completes the waiting `ask_user` node (durable at once), with who gave
+        it (`by`, default "user@host pid N") and when; the program re-run under
+        Session.open(store, id, resume=True) gets it from that call. An answer is final:
+        it is a compare-and-set on the stored question, so of two answers given through
+        two Sessions or processes only the first lands; the same answer again is a no-op.
+        UsageError for an unknown question, an answer that does not fit its choices or
+        schema, or a question answered otherwise already (naming who answered, and when).
         """
         node = questions.find(self.dag, question_id)
         asked = questions.question(node)
         value = questions.check(asked, value)
-        if node.status == "completed":
-            if node.output == value:
-                return asked
-            raise UsageError(
-                f"question {question_id} was answered already, with {_preview(node.output)}; "
-                "an answer is final (fork the session before it to answer otherwise)"
-            )
+        if by is not None and (not isinstance(by, str) or not by.strip()):
+            raise UsageError(f"by={by!r} must name who answers, as text")
         if node.status != "waiting":
-            raise UsageError(
-                f"question {question_id} is not waiting for an answer (it is {node.status})"
-            )
+            questions.settled(asked, node, value)
+            return asked
         held = self._holding
         self._claim()
         try:
-            node.meta["answered_at"] = time.time()
-            self.dag.complete(node, value)
+            at, who = time.time(), (by or questions.answerer())[:200]
+            if self._recorder is not None:
+                done = questions.answered(node, value, self.dag, at=at, by=who)
+                stored = self._recorder.answer(done)
+                if stored is not None:  # another Session or process answered first
+                    questions.settled(asked, decode_node(stored, self.id), value)
+                    return asked
+            with self._lock:  # and in this process, another thread
+                if node.status != "waiting":
+                    questions.settled(asked, node, value)
+                    return asked
+                node.meta.update(answered_at=at, answered_by=who)
+                self.dag.complete(node, value)
             self.flush()
         finally:
             if not held:  # the run that resumes takes the lease next
@@ -498,6 +550,7 @@ class Session:
                 "fork at a finished node"
             )
         self.flush()  # the fork's history is read from this session's stored rows
+        _check_id(id)
         fork_id = id or uuid.uuid4().hex[:12]
         cut = node.end_seq if node.end_seq is not None else node.seq
         info = SessionInfo(
@@ -543,6 +596,22 @@ def _detach_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_detach_in_child)
+
+
+def _check_id(id: object) -> None:
+    """UsageError for a session id no store can hold: not text, or not UTF-8 (a lone
+    surrogate, as a command line's undecodable bytes become)."""
+    if id is None:
+        return
+    if not isinstance(id, str):
+        raise UsageError(f"id={id!r} must be a string (the session's id in its store)")
+    try:
+        id.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(
+            f"id={id!r} is not valid text (it holds a lone surrogate, such as undecodable "
+            "bytes on a command line become); give the session id as UTF-8 text"
+        ) from None
 
 
 def _preview(value: Any, limit: int = 200) -> str:

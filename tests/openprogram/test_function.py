@@ -312,6 +312,7 @@ def test_package_root_exports_are_pinned():
         "current_session",
         "current_frame",
         "start_thread",
+        "idempotency_key",
         "ContextDAG",
         "Node",
         "Expose",

@@ -1,0 +1,185 @@
+"""Declared side effects: the call ledger's idempotency keys, and settling a call whose
+effect is unknown.
+
+A call of `@agentic_function(effect=...)` carries `meta["effect"]` and `meta["key"]` on
+its node, committed to the store before its body runs (store/recorder.py). session.py
+asks this module when a resumed run meets such a call that never finished; a person
+answers with settle(). Start at idempotency_key() and settle().
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from typing import Any, get_args
+
+from openprogram import _context
+from openprogram._resume import call_path, path_text, stored_value, top_level_chain
+from openprogram.ask import ask_user
+from openprogram.dag import Effect, Node
+from openprogram.errors import EffectUnknown, UsageError
+
+__all__ = ["EFFECTS", "idempotency_key", "interrupted", "new_key", "settle", "settle_or_raise"]
+
+EFFECTS: tuple[str, ...] = get_args(Effect)
+"""The values `agentic_function(effect=...)` takes besides None."""
+INTERRUPTED = ("running", "cancelled", "stopped", "unknown")
+"""Statuses of a call whose body began and did not finish: it neither returned nor
+raised an error of its own (the process died, it was cancelled, a gate stopped it)."""
+RERUN = "rerun"
+"""`meta["settled"]` of an unknown call a person said to run again."""
+
+_lock = threading.Lock()
+
+
+def idempotency_key() -> str:
+    """The idempotency key of the innermost running call declared with an effect: the
+    same on every resume, fork replay and retry of that call, different for every other
+    call. Pass it to an API that deduplicates by key (payments, e-mail, queues).
+
+    Raises UsageError outside such a call."""
+    session = _context.current_session()
+    frame = session.dag.get(_context.frame_var.get())
+    while frame is not None:
+        key = frame.meta.get("key")
+        if key is not None and frame.meta.get("effect") is not None:
+            return str(key)
+        frame = session.dag.get(frame.parent)
+    raise UsageError(
+        "idempotency_key() is only known inside a call declared with an effect: "
+        "@agentic_function(effect='once') or effect='idempotent'"
+        + ("" if _context.frame_var.get() is not None else " (it was called at top level)")
+    )
+
+
+def new_key(session: Any, name: str, parent: str | None) -> str:
+    """The key of a new call of `name` in frame `parent`: derived from the session's id
+    and the call's path (_resume.call_path: each frame's name and ordinal). Kept on the
+    node, so a resumed or forked run reads it back rather than deriving it again."""
+    dag = session.dag
+    with _lock:
+        counts: dict[tuple[str | None, str], int] | None = getattr(session, "_effect_counts", None)
+        if counts is None:
+            counts = session._effect_counts = {}
+        count = counts.get((parent, name))
+        if count is None:  # the first here in this process: count the recorded ones
+            siblings = top_level_chain(dag) if parent is None else dag.children(parent)
+            count = sum(1 for n in siblings if n.kind == "code" and n.name == name)
+        counts[(parent, name)] = count = count + 1
+    frame = dag.get(parent)
+    path = (*(call_path(dag, frame) if frame is not None else ()), ("code", name, count))
+    digest = hashlib.sha256(f"{session.id}\n{path_text(path)}".encode()).hexdigest()
+    return f"op-{session.id}-{digest[:24]}"
+
+
+def interrupted(node: Node) -> bool:
+    """Whether `node` is an `effect="once"` call that began and did not finish, and no
+    person said to run it again: a resumed run must not run its body."""
+    return (
+        node.meta.get("effect") == "once"
+        and node.status in INTERRUPTED
+        and node.meta.get("settled") != RERUN
+    )
+
+
+def unknown(session: Any, node: Node) -> EffectUnknown:
+    """Record interrupted `node` as `unknown` (once) and the EffectUnknown to raise."""
+    if node.status != "unknown":
+        was = node.status
+        session.dag.complete(node, None, status="unknown", error=_UNKNOWN.format(was=was))
+    where = path_text(call_path(session.dag, node))
+    key = str(node.meta.get("key", ""))
+    return EffectUnknown(
+        f"{where} (node {node.id}, idempotency key {key}) was declared effect='once' and "
+        "did not finish: whether its effect happened is unknown, so it is not run again. "
+        "Look the effect up by its key, then settle it: session.settle(node_id, result) "
+        "(the call returns result) or session.settle(node_id, rerun=True), or "
+        f"`openprogram sessions settle {session.id} {node.id} --result JSON | --rerun`",
+        node_id=node.id,
+        call=node.name,
+        key=key,
+    )
+
+
+_UNKNOWN = "unknown: the call began ({was}) and never finished; settle it"
+
+
+def settle(session: Any, node_id: str, result: Any, *, rerun: bool) -> Node:
+    """Session.settle: the body of an interrupted `once` call is known to have done its
+    effect (the call returns `result` from now on) or not (`rerun`: it runs again, with
+    the same key). Durable at once; takes the session's writer lease for the moment
+    unless this session holds it."""
+    node = session.dag.get(node_id)
+    if node is None or node.kind != "code":
+        waiting = [n.id for n in session.dag.nodes if n.meta.get("effect") == "once"
+                   and n.status in INTERRUPTED]  # fmt: skip
+        raise UsageError(
+            f"no call {node_id!r} in session {session.id}; the calls to settle: {waiting!r}"
+        )
+    if node.meta.get("effect") != "once":
+        raise UsageError(
+            f"{node.name} (node {node_id}) was not declared effect='once': only such a call "
+            "waits to be settled (any other interrupted call runs again on resume)"
+        )
+    value = None if rerun else stored_value(node.name, result, session.dag.add_image, returned=True)
+    if node.status not in INTERRUPTED:
+        if node.status == "completed" and not rerun and node.output == value:
+            return node  # settled so already
+        raise UsageError(
+            f"{node.name} (node {node_id}) is {node.status}, not waiting to be settled: "
+            + ("it finished" if node.status == "completed" else "a resumed run runs it again")
+        )
+    held = session._holding
+    session._claim()
+    try:
+        settled(session, node, value, rerun=rerun)
+        session.flush()
+    finally:
+        if not held:  # the run that resumes takes the lease next
+            session._release()
+    return node
+
+
+def settled(session: Any, node: Node, value: Any, *, rerun: bool) -> None:
+    """Record the settlement on `node` (the caller holds the writer lease)."""
+    node.meta["settled_at"] = time.time()
+    if rerun:
+        if node.status != "unknown":
+            session.dag.complete(
+                node, None, status="unknown", error=_UNKNOWN.format(was=node.status)
+            )
+        node.meta["settled"] = RERUN
+        session._write(node)
+    else:
+        node.meta["settled"] = "result"
+        session.dag.complete(node, value)
+
+
+_QUESTION = (
+    "{call} (idempotency key {key}) was interrupted, and whether its effect happened is "
+    'unknown. Look it up by its key. Answer "rerun" to run it again, or what it returned '
+    "(JSON, or text)."
+)
+
+
+def settle_or_raise(session: Any, node: Node) -> None:
+    """A resumed run met interrupted `node`: record it `unknown`, then have a person
+    settle it when the runtime has an asker (`Runtime(ask=...)`): afterwards it is
+    completed, or settled to run again. Raises EffectUnknown when there is nobody to
+    ask, RunWaiting when the asker says "not now" (answer with session.answer)."""
+    exc = unknown(session, node)
+    if getattr(_context.live_runtime(), "ask", None) is None:
+        raise exc
+    answer = ask_user(_QUESTION.format(call=exc.call, key=exc.key))
+    text = str(answer).strip()
+    if text.lower() == RERUN:
+        settled(session, node, None, rerun=True)
+        return
+    try:
+        result = json.loads(text)
+    except ValueError:
+        result = text
+    value = stored_value(node.name, result, session.dag.add_image, returned=True)
+    settled(session, node, value, rerun=False)
