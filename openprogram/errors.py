@@ -17,6 +17,8 @@
     │   │   └── StoreDamaged               the store's file or one of its rows is damaged
     │   ├── ResumeDivergence               a resumed program took a different path
     │   ├── EffectUnknown                  an effect="once" call was interrupted: settle it
+    │   ├── UnsupportedOperation           a stored operation's kind or version is not registered
+    │   ├── OperationFailed                an operation failed, was cancelled, or is unknown
     │   └── MCPServerError                 an MCP server failed a call, timed out or died
     └── RunStopped                         control signal: a gate or limit ended the run
         ├── BudgetExceeded                 the BudgetManager's cap was reached
@@ -40,6 +42,7 @@ __all__ = [
     "ModelOutputError",
     "ModelUnavailable",
     "OpenProgramError",
+    "OperationFailed",
     "ReplayMismatch",
     "ResumeDivergence",
     "RunError",
@@ -50,6 +53,7 @@ __all__ = [
     "StoreDamaged",
     "StoreError",
     "UnsupportedFormatVersion",
+    "UnsupportedOperation",
     "UsageError",
 ]
 
@@ -150,6 +154,29 @@ class EffectUnknown(RunError):
         super().__init__(message, node_id=node_id)
         self.call = call
         self.key = key
+
+
+class UnsupportedOperation(RunError):
+    """A stored or new operation is of a kind, or a version of it, this program registers
+    no executor for: never run as another version. `kind` and `version` name it."""
+
+    def __init__(self, message: str, *, kind: str = "", version: int = 0) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.version = version
+
+
+class OperationFailed(RunError):
+    """An operation a tool returned failed, was cancelled, or is `unknown`; inside the
+    tool loop it goes back to the model as the call's error. `operation` is its id,
+    `state` the state it ended in."""
+
+    def __init__(
+        self, message: str, *, node_id: str | None = None, operation: str = "", state: str = ""
+    ) -> None:
+        super().__init__(message, node_id=node_id)
+        self.operation = operation
+        self.state = state
 
 
 class MCPServerError(RunError):

@@ -70,7 +70,9 @@ class Runtime:
         Question -> answer, or None for "not now"; e.g. ConsoleAsk()); without one a
         run that asks suspends (RunWaiting). compactor: the agentic function
         `(text) -> str` that summarises history a `{"tokens": N}` render_range no longer
-        holds (default openprogram.summarize_history). Other keyword arguments go to
+        holds (default openprogram.summarize_history). operations: the manager that runs
+        the operations tools return (docs/operations.md; default LocalOperations, and a
+        ProcessOperations sandbox for sandbox kinds such as bash). Other keyword arguments go to
         litellm.
     Use it as a context manager to make it ambient, or pass it as `runtime=`.
     """
@@ -86,6 +88,7 @@ class Runtime:
         system: str | None = None,
         ask: Callable[[Any], Any] | None = None,
         compactor: Callable[[str], Any] | None = None,
+        operations: Any = None,
         **litellm_kwargs: Any,
     ) -> None:
         if max_retries < 0:
@@ -108,6 +111,14 @@ class Runtime:
                 "its summaries are recorded and reused on resume"
             )
         self.compactor = compactor
+        if operations is not None and not all(
+            callable(getattr(operations, name, None)) for name in ("submit", "cancel", "close")
+        ):
+            raise UsageError(
+                f"operations={operations!r} must be an operation manager (submit, cancel, "
+                "close): LocalOperations(), ProcessOperations() or RayOperations()"
+            )
+        self.operations = operations
         self.litellm_kwargs = litellm_kwargs
         _secrets.register(litellm_kwargs)  # api_key=... is scrubbed wherever it would show
         self.usage = Usage()

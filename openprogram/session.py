@@ -470,6 +470,13 @@ class Session:
         return effects.settle(self, node_id, result, rerun=rerun)
 
     # -- questions -----------------------------------------------------------------------
+    def operations(self) -> list[Any]:
+        """Every operation this session's tools returned (OperationRecord: kind, args,
+        state, result), oldest first; docs/operations.md."""
+        from openprogram.operations.tool import session_operations
+
+        return session_operations(self)
+
     def pending(self) -> list[questions.Question]:
         """The questions this session's run waits on (ask_user with no answer yet), oldest
         first; answer them with answer()."""

@@ -22,16 +22,24 @@ from openprogram import _context
 from openprogram._step import Effect, Step, adrive, drive
 from openprogram.dag import Node
 from openprogram.echo import cut, echo
-from openprogram.errors import ModelError, ReplayMismatch, ResumeDivergence, RunStopped, UsageError
+from openprogram.errors import (
+    EffectUnknown,
+    ModelError,
+    ReplayMismatch,
+    ResumeDivergence,
+    RunStopped,
+    UsageError,
+)
 from openprogram.function import _tool_call, _ToolCallSlot, agentic_function
 from openprogram.models import ToolCall
 
 __all__ = ["ToolLoop", "Toolbox"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_PROPAGATE = (RunStopped, UsageError, ResumeDivergence, ReplayMismatch)
+_PROPAGATE = (RunStopped, UsageError, ResumeDivergence, ReplayMismatch, EffectUnknown)
 """Raised by a tool, these end the loop instead of going back to the model: a stop, a
-programming mistake, or a re-run that no longer matches its recording."""
+programming mistake, a re-run that no longer matches its recording, or a side effect a
+person must settle (an interrupted effect="once" call or operation)."""
 _wrapped: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 

@@ -26,6 +26,7 @@ from openprogram.store.format import (
     SessionInfo,
     check_format_version,
 )
+from openprogram.store._operations import SQLOperations
 from openprogram.store.lease import LEASE_TTL_S, Holder, this_process
 
 log = logging.getLogger("openprogram.store")
@@ -130,7 +131,7 @@ class _Unchanged(Exception):
     """Raised inside a write's transaction to roll it back: a row was refused (args[0])."""
 
 
-class SQLStore(ABC):
+class SQLStore(SQLOperations, ABC):
     """The Store methods of a DB-API database, one connection guarded by one lock.
 
     A backend sets `_statements` and `_where` (how messages name the store) and

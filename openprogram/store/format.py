@@ -42,10 +42,12 @@ __all__ = [
     "reads_overlap",
 ]
 
-FORMAT_VERSION = 7
+FORMAT_VERSION = 8
 """Version of the stored layout (tables, row encoding). Bump on any change an older
 reader would misread; add a migration from the previous version (docs/sessions.md).
-7 added the node status `waiting` (an ask_user awaits an answer; an older reader calls
+8 added the operations tables (store/_operations.py) and the node status `unknown` (an
+effect="once" call that was interrupted; an older reader calls such a row damaged); 7
+added the node status `waiting` (an ask_user awaits an answer; an older reader calls
 such a row damaged); 6 stores non-JSON values by their fields and type (values.py; older
 versions kept their repr, so their sessions note up to which seq: `old_values_until`); 5
 stores an llm node's string content as a string (an older resume would call it another

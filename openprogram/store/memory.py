@@ -10,10 +10,11 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from openprogram.errors import StoreError, UsageError
+from openprogram.store._operations import OperationEvent, OperationRow
 from openprogram.store.format import FORMAT_VERSION, NodeRow, SessionInfo
 from openprogram.store.lease import Holder, this_process
 
@@ -32,6 +33,8 @@ class MemoryStore:
         self._rows: dict[str, dict[int, NodeRow]] = {}
         self._blobs: dict[str, bytes] = {}
         self._leases: dict[str, Holder] = {}
+        self._operations: dict[str, dict[str, OperationRow]] = {}
+        self._events: dict[str, list[OperationEvent]] = {}
 
     def create_session(self, info: SessionInfo) -> None:
         with self._lock:
@@ -78,6 +81,67 @@ class MemoryStore:
             if old is not None and old.input is not None:
                 row = row._replace(input=old.input)
             rows[row.seq] = row
+
+    # -- operations (store/_operations.py has the SQL stores' twins) -----------------------
+    def commit_operations(
+        self,
+        session: str,
+        operations: Sequence[OperationRow],
+        node: NodeRow | None = None,
+        blobs: Mapping[str, bytes] | None = None,
+    ) -> None:
+        """Record `operations` and the tool call `node` that made them, all at once."""
+        if node is not None:
+            self.write(session, node, blobs or {})
+        with self._lock:
+            if session not in self._leases:
+                raise StoreError(f"cannot record operations of session {session!r}: no lease")
+            kept = self._operations.setdefault(session, {})
+            for row in operations:
+                if row.id not in kept:
+                    kept[row.id] = row
+                    self._events.setdefault(session, []).append(
+                        OperationEvent(row.id, row.created_at, row.state, None)
+                    )
+
+    def update_operation(
+        self,
+        session: str,
+        id: str,
+        expect: Sequence[str],
+        state: str,
+        *,
+        at: float,
+        result: str | None = None,
+        error: str | None = None,
+        attempts: int | None = None,
+        detail: str | None = None,
+    ) -> bool:
+        """Move operation `id` to `state` if it is in one of `expect` (see SQLOperations)."""
+        with self._lock:
+            row = self._operations.get(session, {}).get(id)
+            if row is None or row.state not in expect:
+                return False
+            self._operations[session][id] = row._replace(
+                state=state,
+                result=row.result if result is None else result,
+                error=error,
+                attempts=row.attempts if attempts is None else attempts,
+                updated_at=at,
+                heartbeat_at=at,
+            )
+            if not (state == "running" and tuple(expect) == ("running",) and detail is None):
+                self._events.setdefault(session, []).append(OperationEvent(id, at, state, detail))
+            return True
+
+    def operations(self, session: str) -> list[OperationRow]:
+        with self._lock:
+            return list(self._operations.get(session, {}).values())
+
+    def operation_events(self, session: str, id: str | None = None) -> list[OperationEvent]:
+        with self._lock:
+            events = self._events.get(session, [])
+            return [e for e in events if id is None or e.operation == id]
 
     def rows(self, session: str) -> list[NodeRow]:
         with self._lock:

@@ -1,0 +1,55 @@
+"""Operations: tool calls as durable, versioned work run by a replaceable manager.
+
+operation.py (Operation, kinds), manager.py (the protocol, LocalOperations), process.py
+(ProcessOperations, the sandbox), ray.py (RayOperations), tracker.py (states, recorded),
+tool.py (operation_tool and the background tools), builtins.py (bash, view_image,
+use_skill). docs/operations.md explains them.
+"""
+
+from openprogram.operations.builtins import bash, read_skills, skills_tool, view_image_tool
+from openprogram.operations.manager import LocalOperations, OperationManager
+from openprogram.operations.operation import (
+    Operation,
+    OperationCancelled,
+    OperationContext,
+    OperationKind,
+    OperationRecord,
+    OperationState,
+    operation_kind,
+)
+from openprogram.operations.process import ProcessOperations
+from openprogram.operations.ray import RayOperations
+from openprogram.operations.tool import (
+    cancel_operation,
+    operation_tool,
+    operation_tools,
+    poll_operation,
+    session_operations,
+    settle_operation,
+    wait_operation,
+)
+
+__all__ = [
+    "LocalOperations",
+    "Operation",
+    "OperationCancelled",
+    "OperationContext",
+    "OperationKind",
+    "OperationManager",
+    "OperationRecord",
+    "OperationState",
+    "ProcessOperations",
+    "RayOperations",
+    "bash",
+    "cancel_operation",
+    "operation_kind",
+    "operation_tool",
+    "operation_tools",
+    "poll_operation",
+    "read_skills",
+    "session_operations",
+    "settle_operation",
+    "skills_tool",
+    "view_image_tool",
+    "wait_operation",
+]

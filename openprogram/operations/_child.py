@@ -1,0 +1,68 @@
+"""The sandbox process of ProcessOperations: runs the operations the parent sends.
+
+`python -m openprogram.operations._child SOCKET` connects to the parent's unix socket,
+runs each "run" frame's operation on a thread of its own (importing the module that
+registers its kind), and answers with heartbeat / done / failed / cancelled frames. It
+exits when the parent goes away. Started by process.py only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import socket
+import sys
+import threading
+from typing import Any
+
+from openprogram.operations._wire import read_frame, write_frame
+from openprogram.operations.manager import run_executor
+from openprogram.operations.operation import OperationContext, kind_of
+
+
+def main(path: str) -> None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(path)
+    send_lock = threading.Lock()
+    live: dict[str, OperationContext] = {}
+
+    def send(message: dict[str, Any]) -> None:
+        with send_lock, contextlib.suppress(OSError):  # the parent is gone: main() sees it
+            write_frame(sock, message)
+
+    def run(message: dict[str, Any]) -> None:
+        id = message["id"]
+        context = live[id]
+        try:
+            importlib.import_module(message["module"])
+            kind = kind_of(message["kind"], message["version"], operation=id)
+            what, value = run_executor(message, kind, context)
+        except Exception as exc:  # an import or registry failure: the operation fails
+            what, value = "failed", f"{type(exc).__name__}: {exc}"
+        finally:
+            live.pop(id, None)
+        send({"id": id, "report": what, "value": value})
+
+    while True:
+        message = read_frame(sock)
+        if message is None:  # the parent is gone: stop what runs, and go
+            for context in list(live.values()):
+                context.cancelled.set()
+            os._exit(0)
+        if message.get("do") == "run":
+            id = message["id"]
+            live[id] = OperationContext(
+                id, lambda detail, id=id: send({"id": id, "report": "heartbeat", "value": detail})
+            )
+            threading.Thread(target=run, args=(message,), daemon=True).start()
+        elif message.get("do") == "cancel":
+            context = live.get(message["id"])
+            if context is not None:
+                context.cancelled.set()
+        elif message.get("do") == "ping":
+            send({"id": message.get("id"), "report": "pong", "value": None})
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,213 @@
+"""The built-in tools: bash (an operation run in the sandbox), view_image and use_skill.
+
+`bash` describes a command as a "bash" operation (effect once, sandbox: ProcessOperations
+unless the Runtime names another manager) whose output is bounded and whose time is
+limited. `view_image_tool(allowed)` lets a model look at image files inside folders a
+person allowed; `skills_tool(folder)` offers a folder of SKILL.md files by name and
+description and loads one on demand. Start at bash().
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from openprogram.echo import elide
+from openprogram.errors import UsageError
+from openprogram.function import agentic_function
+from openprogram.image import Image
+from openprogram.operations.operation import Operation, OperationContext, operation_kind
+from openprogram.operations.tool import operation_tool
+
+__all__ = ["BASH_OUTPUT_LIMIT", "Skill", "bash", "read_skills", "skills_tool", "view_image_tool"]
+
+BASH_OUTPUT_LIMIT = 30_000
+"""Characters of a command's output (stdout and stderr together) the model gets; a
+longer output keeps its start and its end."""
+_KEEP = BASH_OUTPUT_LIMIT * 2  # bytes held of each end while a command runs
+
+
+@operation_kind("bash", version=1, effect="once", sandbox=True)
+def run_bash(args: dict[str, Any], context: OperationContext) -> dict[str, Any]:
+    """Run `args["command"]` with bash in `args["cwd"]` (default: the current folder) for
+    at most `args["timeout_s"]` seconds: {"exit_code", "output", "timed_out"}."""
+    timeout_s = float(args.get("timeout_s", 120))
+    process = subprocess.Popen(
+        ["bash", "-c", str(args["command"])],
+        cwd=args.get("cwd") or None,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its whole process group is stopped on timeout or cancel
+    )
+    head = bytearray()
+    tail = bytearray()
+    total = [0]
+
+    def read() -> None:
+        assert process.stdout is not None
+        while chunk := process.stdout.read1(65536):  # type: ignore[attr-defined]
+            total[0] += len(chunk)
+            if len(head) < _KEEP:
+                take = _KEEP - len(head)
+                head.extend(chunk[:take])
+                chunk = chunk[take:]
+            tail.extend(chunk)
+            del tail[:-_KEEP]
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    deadline = time.monotonic() + timeout_s
+    timed_out = cancelled = False
+    while process.poll() is None:
+        if context.cancelled.is_set():
+            cancelled = True
+        elif time.monotonic() >= deadline:
+            timed_out = True
+        if cancelled or timed_out:
+            _stop(process)
+            break
+        context.heartbeat(every_s=2.0)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=0.05)
+    process.wait()
+    reader.join(timeout=5)
+    context.check()
+    raw = bytes(head) + (b"" if total[0] <= len(head) + len(tail) else b"\n...\n") + bytes(tail)
+    output = elide(raw.decode("utf-8", "replace"), BASH_OUTPUT_LIMIT)
+    return {
+        "exit_code": None if timed_out else process.returncode,
+        "output": output,
+        "timed_out": timed_out,
+    }
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        process.kill()
+
+
+@operation_tool
+def bash(command: str, timeout_s: float = 120.0) -> Operation | str:
+    """Run a shell command with bash; its exit code and output (long output is cut in the
+    middle). The command runs at most timeout_s seconds."""
+    if not command.strip():
+        return "error: the command is empty; give a shell command"
+    if not 0 < timeout_s <= 3600:
+        return f"error: timeout_s={timeout_s!r} must be more than 0 and at most 3600 seconds"
+    return Operation("bash", {"command": command, "timeout_s": timeout_s})
+
+
+# -- view_image ------------------------------------------------------------------------
+_IMAGE_BYTES = 20 << 20
+
+
+def view_image_tool(allowed: Sequence[str | os.PathLike[str]]) -> Callable[..., Any]:
+    """A `view_image(path)` tool: the image file at `path`, inside one of the `allowed`
+    folders (after symbolic links are resolved), becomes an image value recorded like
+    any image. A path outside them, or not an image, is an error the model is told."""
+    folders = [Path(folder).resolve() for folder in allowed]
+    if not folders:
+        raise UsageError("view_image_tool(allowed=[...]) needs at least one folder")
+    for folder in folders:
+        if not folder.is_dir():
+            raise UsageError(f"view_image_tool: {str(folder)!r} is not a folder")
+
+    @agentic_function
+    def view_image(path: str) -> Image:
+        """Look at an image file: a path to a PNG, JPEG, GIF or WebP file on disk."""
+        resolved = Path(path).expanduser().resolve()
+        if not any(resolved.is_relative_to(folder) for folder in folders):
+            raise PermissionError(
+                f"{path!r} is outside the folders this tool may read: {[str(f) for f in folders]!r}"
+            )
+        if not resolved.is_file():
+            raise FileNotFoundError(f"there is no file {path!r}")
+        if resolved.stat().st_size > _IMAGE_BYTES:
+            raise ValueError(f"{path!r} is larger than {_IMAGE_BYTES >> 20} MiB")
+        try:
+            return Image(resolved)
+        except UsageError as exc:  # not an image: the model is told, the loop goes on
+            raise ValueError(str(exc)) from None
+
+    return view_image  # type: ignore[no-any-return]
+
+
+# -- skills ----------------------------------------------------------------------------
+class Skill:
+    """One SKILL.md: its name and description (from the front matter) and its path."""
+
+    def __init__(self, name: str, description: str, path: Path) -> None:
+        self.name = name
+        self.description = description
+        self.path = path
+
+    def text(self) -> str:
+        """The instructions: the file after its front matter."""
+        return _FRONT.sub("", self.path.read_text(encoding="utf-8"), count=1).strip()
+
+    def __repr__(self) -> str:
+        return f"Skill({self.name!r}, {self.description!r})"
+
+
+_FRONT = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*(?:\n|\Z)", re.DOTALL)
+
+
+def read_skills(folder: str | os.PathLike[str]) -> list[Skill]:
+    """The skills of `folder`: every SKILL.md in it or in its subfolders, by name. Raises
+    UsageError for a file without front matter naming `name` and `description`, or two
+    skills of one name."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise UsageError(f"skills folder {str(root)!r} does not exist")
+    skills: dict[str, Skill] = {}
+    for path in sorted(root.rglob("SKILL.md")):
+        match = _FRONT.match(path.read_text(encoding="utf-8"))
+        fields: dict[str, str] = {}
+        for line in (match.group(1) if match else "").splitlines():
+            key, colon, value = line.partition(":")
+            if colon and not line.startswith((" ", "\t")):
+                fields[key.strip()] = value.strip().strip("'\"")
+        if not fields.get("name") or not fields.get("description"):
+            raise UsageError(
+                f"{str(path)!r} needs front matter with a name and a description:\n"
+                "---\nname: pdf-forms\ndescription: Fill in PDF forms\n---"
+            )
+        if fields["name"] in skills:
+            raise UsageError(
+                f"two skills are named {fields['name']!r}: {str(skills[fields['name']].path)!r} "
+                f"and {str(path)!r}"
+            )
+        skills[fields["name"]] = Skill(fields["name"], fields["description"], path)
+    return list(skills.values())
+
+
+def skills_tool(folder: str | os.PathLike[str]) -> Callable[..., Any]:
+    """A `use_skill(name)` tool over the skills of `folder` (read_skills): its spec lists
+    each skill's name and description; a call returns the skill's instructions."""
+    skills = {skill.name: skill for skill in read_skills(folder)}
+    if not skills:
+        raise UsageError(f"skills folder {str(folder)!r} holds no SKILL.md")
+    listing = " ".join(f"{name}: {skill.description}." for name, skill in skills.items())
+
+    def use_skill(name: str) -> str:
+        skill = skills[name]
+        return f"# skill {skill.name} (from {skill.path.parent})\n\n{skill.text()}"
+
+    use_skill.__doc__ = (
+        "Load the instructions of a skill before doing a task it covers. Skills: " + listing
+    )
+    tool = agentic_function(
+        use_skill, input={"name": {"options": list(skills), "description": "the skill's name"}}
+    )
+    return tool  # type: ignore[no-any-return]

@@ -1,0 +1,96 @@
+"""RayOperations: operations run as Ray tasks, on a cluster of many machines (extra `ray`).
+
+Each operation is one Ray task that imports the module registering its kind and runs its
+executor; a thread per operation waits for its result. Ray workers send no heartbeats
+back (the operation shows `running` until it ends), and cancelling asks Ray to stop the
+task (ray.cancel, force=True). A task lost with its node is reported `lost`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from typing import Any
+
+from openprogram.operations.manager import Report, run_executor
+from openprogram.operations.operation import Operation, OperationContext, OperationKind, kind_of
+
+__all__ = ["RayOperations"]
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError as exc:
+        raise ImportError('RayOperations needs Ray: pip install "openprogram[ray]"') from exc
+    return ray
+
+
+def _execute(module: str, kind: str, version: int, id: str, args: dict[str, Any]) -> Any:
+    """In a Ray worker: run the operation; (report, value)."""
+    importlib.import_module(module)
+    return run_executor({"args": args}, kind_of(kind, version, operation=id), OperationContext(id))
+
+
+class RayOperations:
+    """Runs operations as Ray tasks. address: the cluster's (None: the one ray.init()
+    finds or starts); other keyword arguments go to ray.init() when Ray is not yet
+    initialised. num_cpus: CPUs each operation's task asks for."""
+
+    def __init__(self, address: str | None = None, *, num_cpus: float = 1, **init: Any) -> None:
+        self._address = address
+        self._init = init
+        self._num_cpus = num_cpus
+        self._lock = threading.Lock()
+        self._refs: dict[str, Any] = {}
+        self._remote: Any = None
+
+    def _task(self) -> Any:
+        with self._lock:
+            if self._remote is None:
+                ray = _ray()
+                if not ray.is_initialized():
+                    ray.init(address=self._address, **self._init)
+                self._remote = ray.remote(num_cpus=self._num_cpus, max_retries=0)(_execute)
+            return self._remote
+
+    def submit(self, operation: Operation, kind: OperationKind, report: Report) -> None:
+        task = self._task()
+        if not report(operation.id, "running", None):
+            return
+        ref = task.remote(kind.module, kind.kind, kind.version, operation.id, operation.args)
+        with self._lock:
+            self._refs[operation.id] = ref
+        threading.Thread(target=self._await, args=(operation.id, ref, report), daemon=True).start()
+
+    def _await(self, id: str, ref: Any, report: Report) -> None:
+        ray = _ray()
+        try:
+            what, value = ray.get(ref)
+        except ray.exceptions.TaskCancelledError:
+            what, value = "cancelled", None
+        except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError) as exc:
+            what, value = "lost", f"the Ray worker died: {exc}"
+        except Exception as exc:
+            what, value = "failed", f"{type(exc).__name__}: {exc}"
+        finally:
+            with self._lock:
+                self._refs.pop(id, None)
+        report(id, what, value)
+
+    def cancel(self, id: str) -> bool:
+        with self._lock:
+            ref = self._refs.get(id)
+        if ref is None:
+            return False
+        _ray().cancel(ref, force=True)
+        return True
+
+    def close(self) -> None:
+        with self._lock:
+            refs = list(self._refs.values())
+        for ref in refs:
+            _ray().cancel(ref, force=True)
+
+    def __repr__(self) -> str:
+        return f"RayOperations(address={self._address!r})"

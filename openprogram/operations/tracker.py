@@ -1,0 +1,382 @@
+"""Tracker: the durable state of one session's operations, and who runs them.
+
+Owns the state machine pending -> running -> done | failed | cancelled (and unknown):
+operations are committed with their tool call node in one transaction, every state
+change is recorded in the session's store before it takes effect (`running` before the
+work starts), and on resume unfinished ones are picked up once, by their kind's effect
+rule. Managers (manager.py) only run them. Start at Tracker.commit().
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import threading
+import time
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+from openprogram.dag import Node
+from openprogram.errors import EffectUnknown, OperationFailed, UsageError
+from openprogram.operations.manager import LocalOperations, OperationManager, Reported
+from openprogram.operations.operation import (
+    FINISHED,
+    Operation,
+    OperationKind,
+    OperationRecord,
+    OperationState,
+    kind_of,
+)
+from openprogram.store._operations import OperationRow
+
+__all__ = ["Tracker", "default_manager", "tracker"]
+
+_trackers: weakref.WeakKeyDictionary[Any, Tracker] = weakref.WeakKeyDictionary()
+_trackers_lock = threading.Lock()
+_defaults: dict[str, OperationManager] = {}
+_defaults_lock = threading.Lock()
+
+
+def tracker(session: Any) -> Tracker:
+    """The session's tracker (one per session object)."""
+    with _trackers_lock:
+        found = _trackers.get(session)
+        if found is None:
+            found = _trackers[session] = Tracker(session)
+        return found
+
+
+def default_manager(kind: OperationKind) -> OperationManager:
+    """The manager of a Runtime without `operations=`: a ProcessOperations sandbox for
+    sandbox kinds (bash), LocalOperations for the rest; made once per process."""
+    name = "process" if kind.sandbox else "local"
+    with _defaults_lock:
+        manager = _defaults.get(name)
+        if manager is None:
+            if kind.sandbox:
+                from openprogram.operations.process import ProcessOperations
+
+                manager = ProcessOperations()
+            else:
+                manager = LocalOperations()
+            _defaults[name] = manager
+        return manager
+
+
+@atexit.register
+def _close_defaults() -> None:
+    for manager in list(_defaults.values()):
+        manager.close()
+    _defaults.clear()
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+class _Live:
+    """An operation known to this process: its record and who waits for it."""
+
+    __slots__ = ("done", "manager", "operation", "record", "started")
+
+    def __init__(self, record: OperationRecord) -> None:
+        self.record = record
+        self.operation = Operation(record.kind, record.args, record.version, id=record.id)
+        self.done = threading.Event()
+        self.manager: OperationManager | None = None
+        self.started = False
+        if record.state in FINISHED or record.state == "unknown":
+            self.done.set()
+
+
+class Tracker:
+    """The operations of one session: committed, started, recorded, waited for."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self._lock = threading.RLock()
+        self._ops: dict[str, _Live] = {}
+        self._loaded = False
+
+    # -- the store -----------------------------------------------------------------------
+    @property
+    def _store(self) -> Any:
+        store = getattr(self.session, "store", None)
+        return store if callable(getattr(store, "commit_operations", None)) else None
+
+    def _load(self) -> None:
+        """Read the session's stored operations once (a resumed session's, say)."""
+        if self._loaded:
+            return
+        self._loaded = True
+        store = self._store
+        if store is None:
+            return
+        for row in store.operations(self.session.id):
+            if row.id not in self._ops:
+                self._ops[row.id] = _Live(_record(row))
+
+    def records(self) -> list[OperationRecord]:
+        """Every operation of the session, oldest first."""
+        with self._lock:
+            self._load()
+            return [live.record for live in self._ops.values()]
+
+    def of_node(self, node_id: str) -> list[OperationRecord]:
+        """The operations a tool call node made, in the order it made them."""
+        with self._lock:
+            self._load()
+            return [live.record for live in self._ops.values() if live.record.node == node_id]
+
+    def get(self, id: str) -> OperationRecord:
+        with self._lock:
+            self._load()
+            live = self._ops.get(id)
+        if live is None:
+            raise ValueError(f"this session has no operation {id!r}")
+        return live.record
+
+    # -- committing ----------------------------------------------------------------------
+    def commit(self, node: Node, operations: Sequence[Operation], *, background: bool) -> None:
+        """Record `operations` as made by tool call `node` (pending), with the node itself
+        (its meta lists their ids), in one transaction. Raises UnsupportedOperation for
+        an unregistered kind or version, before anything is recorded."""
+        kinds = [kind_of(op.kind, op.version, operation=op.id) for op in operations]
+        now = time.time()
+        rows = [
+            _new_row(op, node.id, position, kind, background, now)
+            for position, (op, kind) in enumerate(zip(operations, kinds, strict=True))
+        ]
+        node.meta["operations"] = [op.id for op in operations]
+        store = self._store
+        with self._lock:
+            self._load()
+            if store is not None:
+                recorder = getattr(self.session, "_recorder", None)
+                row, blobs = None, {}
+                if recorder is not None:
+                    recorder.flush()  # nothing older of this node may be written after it
+                    row, refs = recorder._encode(node, created=True)
+                    blobs = recorder._new_blobs(refs, {})
+                store.commit_operations(self.session.id, rows, row, blobs)
+                if recorder is not None:
+                    recorder.rows.add(node.seq)
+                    recorder.sent.update(blobs)
+            for row_ in rows:
+                self._ops[row_.id] = _Live(_record(row_))
+
+    # -- running -------------------------------------------------------------------------
+    def start(self, ids: Sequence[str], manager: OperationManager | None) -> None:
+        """Hand each unfinished operation to its manager, once per process: pending ones
+        and, when their kind is idempotent, ones that were running when a process died.
+        A once-kind operation found running is recorded `unknown` instead."""
+        for id in ids:
+            with self._lock:
+                self._load()
+                live = self._ops[id]
+                if live.started or live.record.state not in ("pending", "running"):
+                    continue
+                kind = kind_of(live.record.kind, live.record.version, operation=id)
+                live.started = True
+                if live.record.state == "running" and kind.effect == "once":
+                    self._move(live, ("running",), "unknown", error=_UNKNOWN, detail=_UNKNOWN)
+                    continue
+                live.manager = manager or default_manager(kind)
+            live.manager.submit(live.operation, kind, self._report)
+
+    def _report(self, id: str, what: Reported, value: Any) -> bool:
+        with self._lock:
+            live = self._ops.get(id)
+            if live is None:
+                return False
+            if what == "running":
+                attempts = live.record.attempts + 1
+                return self._move(live, ("pending", "running"), "running", attempts=attempts)
+            if what == "heartbeat":
+                detail = None if value is None else str(value)
+                return self._move(live, ("running",), "running", detail=detail)
+            if what == "done":
+                return self._move(live, ("running",), "done", result=value)
+            if what == "failed":
+                return self._move(live, ("pending", "running"), "failed", error=str(value))
+            if what == "cancelled":
+                return self._move(live, ("pending", "running"), "cancelled", error="cancelled")
+            # lost: the process that ran it died; the kind's effect rule decides
+            kind = kind_of(live.record.kind, live.record.version, operation=id)
+            live.started = False
+            if kind.effect == "once" or live.manager is None:
+                return self._move(live, ("running",), "unknown", error=str(value), detail=_UNKNOWN)
+        self.start([id], live.manager)
+        return True
+
+    def _move(
+        self,
+        live: _Live,
+        expect: tuple[OperationState, ...],
+        state: OperationState,
+        *,
+        result: Any = None,
+        error: str | None = None,
+        attempts: int | None = None,
+        detail: str | None = None,
+    ) -> bool:
+        """Record the change (durably, when the session has a store), then make it."""
+        if live.record.state not in expect:
+            return False
+        now = time.time()
+        stored_result = None if result is None else _json(result)
+        store = self._store
+        if store is not None and not store.update_operation(
+            self.session.id,
+            live.record.id,
+            expect,
+            state,
+            at=now,
+            result=stored_result,
+            error=error,
+            attempts=attempts,
+            detail=detail,
+        ):
+            return False
+        changes: dict[str, Any] = {"state": state, "updated_at": now, "heartbeat_at": now}
+        if state == "done":
+            changes["result"] = None if stored_result is None else json.loads(stored_result)
+        changes["error"] = error
+        if attempts is not None:
+            changes["attempts"] = attempts
+        live.record = live.record.model_copy(update=changes)
+        if state in FINISHED or state == "unknown":
+            live.done.set()
+        return True
+
+    # -- waiting, polling, cancelling, settling ------------------------------------------
+    def wait(self, ids: Sequence[str], timeout_s: float | None = None) -> list[OperationRecord]:
+        """The operations' records once each is finished (or unknown), or as they are when
+        `timeout_s` seconds have passed."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        for id in ids:
+            with self._lock:
+                self._load()
+                live = self._ops[id]
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            live.done.wait(left)
+        return [self.get(id) for id in ids]
+
+    def cancel(self, id: str) -> OperationRecord:
+        """Ask operation `id` to stop: a pending one is cancelled at once, a running one
+        when its executor stops; a finished one stays as it is."""
+        with self._lock:
+            self._load()
+            live = self._ops.get(id)
+            if live is None:
+                raise ValueError(f"this session has no operation {id!r}")
+            manager = live.manager
+            if live.record.state == "pending":
+                self._move(live, ("pending",), "cancelled", error="cancelled")
+                live.started = True
+        if manager is not None and live.record.state == "running":
+            manager.cancel(id)
+        return live.record
+
+    def settle(self, id: str, *, result: Any = None, rerun: bool = False) -> OperationRecord:
+        """Settle an `unknown` operation by hand: it is done with `result`, or (rerun=True)
+        pending again, to run when its tool call is resumed."""
+        with self._lock:
+            self._load()
+            live = self._ops.get(id)
+            if live is None:
+                raise UsageError(f"this session has no operation {id!r}")
+            if live.record.state != "unknown":
+                raise UsageError(
+                    f"operation {id!r} is {live.record.state}, not unknown: only an unknown "
+                    "operation is settled"
+                )
+            if rerun:
+                self._move(live, ("unknown",), "pending", detail="settled: run again")
+                live.done.clear()
+                live.started = False
+            else:
+                self._move(live, ("unknown",), "done", result=result, detail="settled by hand")
+        return live.record
+
+    def results(self, node: Node, ids: Sequence[str]) -> Any:
+        """The results of a foreground tool call's operations (one value for one
+        operation, else a list); raises EffectUnknown or OperationFailed."""
+        records = self.wait(ids)
+        for record in records:
+            if record.state == "unknown":
+                raise EffectUnknown(
+                    f"operation {record.id} ({record.kind}) of {node.name} was running when "
+                    "its process died, and its kind is effect='once': whether it happened is "
+                    "unknown. Check, then settle it: settle_operation(session, "
+                    f"{record.id!r}, result=...) or rerun=True",
+                    node_id=node.id,
+                    call=node.name,
+                    key=record.id,
+                )
+            if record.state != "done":
+                raise OperationFailed(
+                    f"operation {record.id} ({record.kind}) {record.state}: "
+                    f"{record.error or record.state}",
+                    node_id=node.id,
+                    operation=record.id,
+                    state=record.state,
+                )
+        values = [record.result for record in records]
+        return values[0] if len(values) == 1 else values
+
+    def pick_up_background(self, manager: OperationManager | None) -> None:
+        """Start the session's unfinished background operations (a resumed session's)."""
+        with self._lock:
+            self._load()
+            ids = [
+                id
+                for id, live in self._ops.items()
+                if live.record.background and live.record.state in ("pending", "running")
+            ]
+        self.start(ids, manager)
+
+
+_UNKNOWN = "its process died while it ran; its kind is effect='once', so it is not run again"
+
+
+def _new_row(
+    op: Operation, node: str, position: int, kind: OperationKind, background: bool, now: float
+) -> OperationRow:
+    return OperationRow(
+        id=op.id,
+        node=node,
+        position=position,
+        kind=op.kind,
+        version=op.version,
+        effect=kind.effect,
+        args=_json(op.args),
+        background=int(background),
+        state="pending",
+        result=None,
+        error=None,
+        attempts=0,
+        created_at=now,
+        updated_at=now,
+        heartbeat_at=None,
+    )
+
+
+def _record(row: OperationRow) -> OperationRecord:
+    return OperationRecord(
+        id=row.id,
+        node=row.node,
+        kind=row.kind,
+        version=row.version,
+        effect=row.effect,  # type: ignore[arg-type]  # checked by the model
+        args=json.loads(row.args),
+        background=bool(row.background),
+        state=row.state,  # type: ignore[arg-type]  # checked by the model
+        result=None if row.result is None else json.loads(row.result),
+        error=row.error,
+        attempts=row.attempts,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        heartbeat_at=row.heartbeat_at,
+    )
