@@ -13,6 +13,8 @@ from typing import Any
 
 import click
 
+from openprogram._cli_print import say, styled
+
 __all__ = ["diff_command"]
 
 
@@ -49,12 +51,12 @@ def diff_command(
                 labels = (f"{second} ({left.id})", f"{third} ({right.id})")
                 lines = node_diff(dag, left, dag, right, labels=labels)
         if not lines:
-            click.echo("no differences", err=True)
+            say("no differences", err=True)
             return
         for line in lines:
             colour = {"+": "green", "-": "red", "@": "cyan"}.get(line[:1])
             bold = line.startswith(("+++", "---"))
-            click.echo(click.style(line, fg=None if bold else colour, bold=bold))
+            say(styled(line, fg=None if bold else colour, bold=bold))
         raise SystemExit(1)
 
     return diff

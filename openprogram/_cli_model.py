@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from openprogram._cli_options import store_option
+from openprogram._cli_print import say
 
 __all__ = ["chat", "serve_model"]
 
@@ -43,12 +44,12 @@ def serve_model(port: int, script: Path | None) -> None:
     except OSError as exc:
         raise click.ClickException(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}") from exc
     with server:
-        click.echo(server.url)
-        click.echo("serving an OpenAI-compatible model; Ctrl-C stops", err=True)
+        say(server.url)
+        say("serving an OpenAI-compatible model; Ctrl-C stops", err=True)
         try:
             threading.Event().wait()
         except KeyboardInterrupt:
-            click.echo(f"stopped after {len(server.requests)} request(s)", err=True)
+            say(f"stopped after {len(server.requests)} request(s)", err=True)
 
 
 def _read_script(path: Path) -> Any:
@@ -93,7 +94,7 @@ def chat(
 
     class _Printer(Callback):
         def on_llm_chunk(self, node: Any, chunk: str) -> None:
-            click.echo(chunk, nl=False)
+            say(chunk, nl=False)  # a model's text: its escapes never reach the terminal
 
     options: dict[str, Any] = {"api_base": api_base} if api_base else {}
     try:
@@ -103,7 +104,7 @@ def chat(
         raise click.ClickException(str(exc)) from exc
     turns = len(session.dag.find(kind="user"))
     resumed = f", continuing after {turns} message(s)" if turns else ""
-    click.echo(
+    say(
         f"session {session.id}{resumed}; continue it later with: openprogram chat "
         f"--model {model} --session {session.id}",
         err=True,
@@ -113,7 +114,7 @@ def chat(
     with session, runtime:
         while True:
             if interactive:
-                click.echo("you> ", nl=False, err=True)
+                say("you> ", nl=False, err=True)
             line = stdin.readline()
             text = line.strip()
             if not line or text == "/exit":
@@ -123,11 +124,11 @@ def chat(
             try:
                 chat_turn(session, text)
             except OpenProgramError as exc:
-                click.echo("", err=False)
+                say("")
                 raise click.ClickException(
                     f"{exc} (the conversation so far is kept in session {session.id})"
                 ) from exc
-            click.echo("")
+            say("")
 
 
 def _chat_session(store_spec: str, session_id: str | None) -> Any:

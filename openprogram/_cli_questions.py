@@ -7,11 +7,13 @@ stores and sessions (this module sits below cli.py and never imports it).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
 import click
+
+from openprogram._cli_print import json_text, say, styled
+from openprogram.echo import elide
 
 __all__ = ["question_commands"]
 
@@ -44,26 +46,40 @@ def question_commands(
                 session.close()
         if as_json:
             rows = [{"session": sid, **vars(question)} for sid, question in found]
-            click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+            say(json_text(rows, indent=2, ensure_ascii=False))
             return
         if not found:
             where = f" in session {ids[0]}" if session_id else ""
-            click.echo(f"no questions are waiting{where}")
-        for sid, question in found:
-            click.echo(f"{click.style(sid, bold=True)} {question.id}  {question.text[:500]}")
-            click.echo(f"    answer: {question.expects()[:500]}")
+            say(styled(f"no questions are waiting{where}", newlines=False))
+        for sid, question in found:  # every word of the question, none acting on the terminal
+            say(styled(sid, newlines=False, bold=True), f" {question.id}  ",
+                styled(question.text, newlines=False))  # fmt: skip
+            say("    answer: ", styled(elide(question.expects(), 500), newlines=False))
 
     @click.command("answer")
     @click.argument("session_id", metavar="ID")
     @click.argument("question_id", metavar="QID")
     @click.argument("value", metavar="VALUE")
     @store_option
-    def answer_command(session_id: str, question_id: str, value: str, store_spec: str) -> None:
+    @click.option("--by", help="Who answers, as recorded (default: user@host pid N).")
+    def answer_command(
+        session_id: str, question_id: str, value: str, store_spec: str, by: str | None
+    ) -> None:
         """Answer question QID of session ID (see `sessions pending`). VALUE is text, a
-        choice, or JSON for a question with a schema. Re-run the program with
+        choice, or JSON for a question with a schema. An answer is final: a question
+        answered already (here or elsewhere) keeps its answer. Re-run the program with
         Session.open(store, ID, resume=True) to go on from there."""
+        from openprogram import questions
+        from openprogram.errors import UsageError
+
         with opened_session(store_spec, session_id) as session:
-            asked = session.answer(question_id, value)
-        click.echo(f"answered {asked.id} ({asked.text[:200]}) in session {session.id}")
+            asked = questions.question(questions.find(session.dag, question_id))
+            try:
+                questions.check(asked, value)  # a VALUE that cannot answer it: exit 2
+            except UsageError as exc:
+                raise click.BadParameter(str(exc), param_hint="VALUE") from exc
+            asked = session.answer(question_id, value, by=by)
+        say("answered ", asked.id, " (", styled(elide(asked.text, 200), newlines=False),
+            ") in session ", styled(session.id, newlines=False))  # fmt: skip
 
     return [pending_command, answer_command]

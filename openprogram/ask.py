@@ -22,9 +22,10 @@ from typing import IO, Any
 from pydantic import BaseModel, ValidationError
 
 from openprogram import _context
+from openprogram.echo import printable
 from openprogram.errors import RunWaiting, UsageError
 from openprogram.function import _annotations, agentic_function
-from openprogram.questions import ASK, Question, check
+from openprogram.questions import ASK, Question, approval, check
 from openprogram.questions import question as question_of
 
 __all__ = ["ConsoleAsk", "ask_user", "needs_approval"]
@@ -87,9 +88,11 @@ def ask_user(
 
 def _json_value(choice: Any) -> Any:
     try:
-        return json.loads(json.dumps(choice))
-    except (TypeError, ValueError):
-        raise UsageError(f"choice {choice!r} is not a JSON value (text, number, bool)") from None
+        return json.loads(json.dumps(choice, allow_nan=False))
+    except (TypeError, ValueError, RecursionError):
+        raise UsageError(
+            f"choice {choice!r:.200} is not a JSON value (text, a finite number, bool)"
+        ) from None
 
 
 def _asked(question: str, choices: list[Any] | None, schema: dict[str, Any] | None) -> Any:
@@ -187,12 +190,12 @@ class ConsoleAsk:
 
     def _ask(self, asked: Question) -> Any:
         out = self._write or sys.stdout
-        print(f"\n{asked.text}", file=out)
+        print(f"\n{printable(asked.text)}", file=out)  # a model's text: no escapes act
         if asked.choices is not None:
             for number, choice in enumerate(asked.choices, 1):
-                print(f"  {number}. {_shown(choice)}", file=out)
+                print(f"  {number}. {printable(_shown(choice), newlines=False)}", file=out)
         elif asked.schema is not None:
-            print(f"  (answer in JSON: {asked.expects()})", file=out)
+            print(f"  (answer in JSON: {printable(asked.expects())})", file=out)
         out.flush()
         read = self._read or builtins.input
         for _ in range(self.attempts):
@@ -210,7 +213,7 @@ class ConsoleAsk:
             try:
                 return check(asked, line)
             except UsageError as exc:
-                print(f"  {exc}", file=out)
+                print(f"  {printable(str(exc))}", file=out)
                 out.flush()
         return None
 
@@ -228,8 +231,9 @@ def needs_approval(
 ) -> Callable[..., Any]:
     """`tool` as a tool that asks the user before each call (`llm(tools=[...])`).
 
-    The question is "Allow <name>(<arguments>)?" with the choices "yes" and "no", or
-    what `question(**arguments)` returns. "yes" runs the tool; "no" runs nothing and the
+    The question is "Allow <name>(<arguments>)?" with the choices "yes" and "no" (every
+    argument shown, a long one with its middle elided and its sha256: questions.approval),
+    or what `question(**arguments)` returns. "yes" runs the tool; "no" runs nothing and the
     model is told the call was declined (the node's `meta["declined"]` is True). With no
     answer at hand the run suspends like any ask_user. Keeps the tool's name, spec and
     settings. A tool object with its own `needs_approval(question=)` (an MCP server's
@@ -258,11 +262,7 @@ def needs_approval(
         # in the signature's order: a replayed tool call may list its arguments otherwise,
         # and a resumed run must ask the very same question
         given = {k: passed[k] for k in parameters if k in passed and k != "runtime"}
-        if question is not None:
-            text = question(**given)
-        else:
-            shown = ", ".join(f"{k}={v!r}" for k, v in given.items())
-            text = f"Allow {name}({shown[:500]}{'…' if len(shown) > 500 else ''})?"
+        text = question(**given) if question is not None else approval(name, given)
         if ask_user(text, choices=_APPROVE) == "yes":
             return True
         frame = _context.current_session().dag.get(_context.frame_var.get())

@@ -8,7 +8,6 @@ Every failure ends as a ClickException saying what to do. Start at main().
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 import time
@@ -21,8 +20,9 @@ from typing import Any, TypeVar
 import click
 
 from openprogram._cli_options import DEFAULT_STORE, store_option
+from openprogram._cli_print import Styled, json_text, say, styled
 from openprogram.dag import ContextDAG, Node
-from openprogram.echo import echo, mask_url
+from openprogram.echo import echo, mask_url, printable
 from openprogram.errors import OpenProgramError
 
 __all__ = ["DEFAULT_STORE", "PLUGINS", "cli", "main", "run_command", "store_option"]
@@ -88,6 +88,14 @@ class _Commands(click.Group):
                 f"come from a plugin, and none is installed: {_GUI_EXTRA}",
                 ctx,
             ) from exc
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as exc:  # it may quote a stored value or a model's text
+            exc.message = printable(exc.message)  # type: ignore[misc]  # Final in click's
+            # stubs only: show() prints what it holds when the exception reaches main
+            raise
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         width = formatter.width - 6 - max((len(n) for n in self.list_commands(ctx)), default=0)
@@ -233,7 +241,7 @@ def _session(spec: str, session_id: str) -> Iterator[Any]:
             raise click.ClickException(str(exc)) from exc
         took = time.perf_counter() - started
         if took > 1:
-            click.echo(f"loaded {len(session.dag):,} nodes in {took:.1f} s", err=True)
+            say(f"loaded {len(session.dag):,} nodes in {took:.1f} s", err=True)
         yield session
 
 
@@ -276,17 +284,18 @@ def list_command(store_spec: str, as_json: bool) -> None:
             }
             for i in infos
         ]
-        click.echo(json.dumps(rows, indent=2))
+        say(json_text(rows, indent=2))
         return
     if not infos:
-        click.echo(f"no sessions in {where}")
+        say(f"no sessions in {where}")
         return
-    width = max(len(i.id) for i in infos)
-    click.echo(f"{'ID':<{width}}  {'CREATED':<19}  {'NODES':>7}  FORKED FROM")
-    for info in infos:
+    ids = [printable(i.id, newlines=False) for i in infos]
+    width = max(len(i) for i in ids)
+    say(f"{'ID':<{width}}  {'CREATED':<19}  {'NODES':>7}  FORKED FROM")
+    for info, shown in zip(infos, ids, strict=True):
         created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info.created_at))
         origin = f"{info.parent} at {info.at}" if info.parent else ""
-        click.echo(f"{info.id:<{width}}  {created}  {info.nodes:>7,}  {origin}")
+        say(f"{shown:<{width}}  {created}  {info.nodes:>7,}  ", styled(origin, newlines=False))
 
 
 @sessions.command("show")
@@ -306,42 +315,48 @@ def show_command(
         dag = session.dag
         total = summary(dag)
         statuses = total["statuses"]
-        click.echo(
-            click.style(f"session {session.id}", bold=True)
-            + f"  {total['nodes']:,} nodes · {total['kinds']['llm']:,} llm calls · "
+        say(
+            styled(f"session {session.id}", newlines=False, bold=True),
+            f"  {total['nodes']:,} nodes · {total['kinds']['llm']:,} llm calls · "
             f"{total['input_tokens'] + total['output_tokens']:,} tokens · "
-            f"${total['cost_usd']:.4f} · {_duration(total['duration_s'])}"
-            + (click.style(f" · {statuses['error']} errors", fg="red") if statuses["error"] else "")
-            + "".join(
-                click.style(f" · {statuses[status]} {status}", fg=_COLOUR[status])
+            f"${total['cost_usd']:.4f} · {_duration(total['duration_s'])}",
+            styled(f" · {statuses['error']} errors", fg="red") if statuses["error"] else "",
+            *(
+                styled(f" · {statuses[status]} {status}", fg=_COLOUR[status])
                 for status in ("stopped", "waiting")
                 if statuses[status]
-            )
+            ),
         )
         for shown, (node, level) in enumerate(walk(dag, depth)):
             if not show_all and shown >= _SHOW_LIMIT:
-                click.echo(f"… {len(dag) - shown:,} more nodes (use --all or --depth)")
+                say(f"… {len(dag) - shown:,} more nodes (use --all or --depth)")
                 break
             line = _tree_line(dag, node, level)
             if values:
                 out = node.error or value_text(node)[1] or value_text(node)[0]
                 out = " ".join(out.split())
-                line += click.style(f"  {out[:120]}{'…' if len(out) > 120 else ''}", dim=True)
-            click.echo(line)
+                out = f"  {out[:120]}{'…' if len(out) > 120 else ''}"
+                line = Styled(line + styled(out, newlines=False, dim=True))
+            say(line)
 
 
 def _duration(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
-def _tree_line(dag: ContextDAG, node: Node, level: int) -> str:
+def _tree_line(dag: ContextDAG, node: Node, level: int) -> Styled:
     from openprogram._tree import node_line
 
     mark, name, facts = node_line(dag, node)
+    shown = [styled(fact, newlines=False) for fact in facts]
     if node.status in ("error", "cancelled", "stopped") and node.error and facts:
-        facts[-1] = click.style(facts[-1], fg="red")
-    mark = click.style(mark, fg=_COLOUR.get(node.status))
-    return "  ".join(["  " * level + mark, click.style(name, bold=node.kind == "code"), *facts])
+        shown[-1] = styled(facts[-1], newlines=False, fg="red")
+    line = [
+        "  " * level + styled(mark, fg=_COLOUR.get(node.status)),
+        styled(name, newlines=False, bold=node.kind == "code"),
+        *shown,
+    ]
+    return Styled("  ".join(line))
 
 
 @sessions.command("render")
@@ -373,36 +388,34 @@ def render_command(
         if node.kind == "code":
             rendered = render_context(dag, node.id)
             if as_json:
-                click.echo(json.dumps(_plain_messages(rendered), ensure_ascii=False, indent=2))
+                say(json_text(_plain_messages(rendered), ensure_ascii=False, indent=2))
                 return
-            click.echo(
-                click.style(f"what an llm() call in {label(dag, node)} would see", bold=True)
-            )
+            say(styled(f"what an llm() call in {label(dag, node)} would see", bold=True))
             _echo_messages(rendered)
             return
         view = CallView(dag, node)
         if as_json:
-            click.echo(json.dumps(_plain_messages(view.rendered), ensure_ascii=False, indent=2))
+            say(json_text(_plain_messages(view.rendered), ensure_ascii=False, indent=2))
             return
         verdict = {True: "matches the recorded hash", False: "DIFFERS from the recorded hash"}
-        click.echo(
-            click.style(f"what {label(dag, node)} saw", bold=True)
-            + f"  ({len(node.reads)} nodes read; rebuilt context "
-            f"{verdict.get(view.verified, 'has no recorded hash')})"  # type: ignore[arg-type]
+        say(
+            styled(f"what {label(dag, node)} saw", bold=True),
+            f"  ({len(node.reads)} nodes read; rebuilt context "
+            f"{verdict.get(view.verified, 'has no recorded hash')})",  # type: ignore[arg-type]
         )
         _echo_messages(view.rendered)
-        click.echo(click.style("── reply", fg="magenta"))
-        click.echo(node.output if node.output is not None else "(none)")
+        say(styled("── reply", fg="magenta"))
+        say(node.output if node.output is not None else "(none)")
         if node.error:
-            click.echo(click.style(node.error, fg="red"))
-        click.echo(click.style(f"── hidden from it: {len(view.hidden)} earlier nodes", dim=True))
+            say(styled(node.error, fg="red"))
+        say(styled(f"── hidden from it: {len(view.hidden)} earlier nodes", dim=True))
         for group in view.hidden_groups():
-            click.echo(f"  {group.rule} ({_counted(group)}): {_names(dag, group, limit=6)}")
+            say(f"  {group.rule} ({_counted(group)}): {_names(dag, group, limit=6)}")
         if diff and view.previous is not None:
-            click.echo(click.style(f"── diff vs {label(dag, view.previous)}", dim=True))
+            say(styled(f"── diff vs {label(dag, view.previous)}", dim=True))
             colours = {"+": "green", "-": "red", " ": None}
             for line in view.diff:
-                click.echo(click.style(f"{line.op} {line.text}", fg=colours[line.op]))
+                say(styled(f"{line.op} {line.text}", fg=colours[line.op]))
 
 
 def _plain_messages(rendered: Any) -> list[dict[str, Any]]:
@@ -418,16 +431,16 @@ def _echo_messages(rendered: Any) -> None:
     colours = {"system": "yellow", "user": "blue", "assistant": "magenta"}
     for message in _plain_messages(rendered):
         role = message["role"]
-        click.echo(click.style(f"── {role}", fg=colours.get(role.split(" ")[0], "cyan")))
-        click.echo(message["content"])
+        say(styled(f"── {role}", fg=colours.get(role.split(" ")[0], "cyan")))
+        say(message["content"])
     compacted: dict[str, int] = {}
     for entry in rendered.report:
         if entry["kind"] == "compacted":  # one line per summary, not one per node
             compacted[entry["reason"]] = compacted.get(entry["reason"], 0) + 1
             continue
-        click.echo(click.style(f"({entry['kind']}: {entry['reason']})", fg="yellow"))
+        say(styled(f"({entry['kind']}: {entry['reason']})", fg="yellow"))
     for reason, count in compacted.items():
-        click.echo(click.style(f"(compacted, {count} nodes: {reason})", fg="yellow"))
+        say(styled(f"(compacted, {count} nodes: {reason})", fg="yellow"))
 
 
 @sessions.command("report")
@@ -456,13 +469,13 @@ def report_command(
     if output == Path("-"):
         with _session(store_spec, session_id) as session:
             try:
-                click.echo(report_html(session, title=title, thumbnail_px=thumbnail_px))
+                say(report_html(session, title=title, thumbnail_px=thumbnail_px))
             except OpenProgramError as exc:
                 raise click.ClickException(str(exc)) from exc
         return
     with _session(store_spec, session_id) as session:
         target = output or Path(f"openprogram-{_file_safe(session.id)}.html")
-        click.echo(f"writing the report of {len(session.dag):,} nodes…", err=True)
+        say(f"writing the report of {len(session.dag):,} nodes…", err=True)
         try:
             written = write_report(session, target, title=title, thumbnail_px=thumbnail_px)
         except OpenProgramError as exc:
@@ -470,7 +483,7 @@ def report_command(
         except OSError as exc:
             raise click.ClickException(f"cannot write {str(target)!r}: {exc.strerror}") from exc
     size = written.stat().st_size
-    click.echo(f"wrote {written} ({size / 1e6:.1f} MB)")
+    say(f"wrote {written} ({size / 1e6:.1f} MB)")
 
 
 @sessions.command("export")
@@ -503,7 +516,7 @@ def export_command(
                 "-o - writes to stdout, so name the format: -f graphml|mermaid|dot|json"
             )
         with _session(store_spec, session_id) as session:
-            click.echo(export_text(session.dag, export_format))  # type: ignore[arg-type]
+            say(export_text(session.dag, export_format))  # type: ignore[arg-type]
         return
     if export_format is None and output.suffix.lower() not in (".graphml", ".mmd", ".dot", ".json"):
         raise click.ClickException(
@@ -515,7 +528,7 @@ def export_command(
             written = write_export(session.dag, output, format=export_format)  # type: ignore[arg-type]
         except OpenProgramError as exc:
             raise click.ClickException(str(exc)) from exc
-    click.echo(f"wrote {written}")
+    say(f"wrote {written}")
 
 
 @sessions.command("fork")
@@ -534,8 +547,8 @@ def fork_command(session_id: str, store_spec: str, reference: str, new_id: str |
             fork = session.fork(at=node.id, id=new_id)
         except OpenProgramError as exc:
             raise click.ClickException(str(exc)) from exc
-        click.echo(fork.id)
-        click.echo(
+        say(fork.id)
+        say(
             f"forked {session.id} at {node.name} #{session.dag.ordinal(node)} ({node.id}); "
             f"inspect it with `openprogram sessions show {fork.id}`",
             err=True,
@@ -559,7 +572,7 @@ def check_command(session_id: str | None, store_spec: str) -> None:
     except (OpenProgramError, ImportError) as exc:
         raise click.ClickException(str(exc)) from exc
     for line in report.lines():
-        click.echo(line)
+        say(line)
     if not report.ok:
         sys.exit(1)
 
@@ -577,13 +590,14 @@ def run_command(start: Callable[[], int]) -> int:
     except OpenProgramError as exc:
         raise click.ClickException(str(exc)) from exc
     except KeyboardInterrupt:
-        click.echo("interrupted", err=True)
+        say("interrupted", err=True)
         return 130
     return int(code or 0)
 
 
 def _add_model_commands() -> None:
     from openprogram._cli_diff import diff_command
+    from openprogram._cli_eval import eval_command
     from openprogram._cli_mcp import mcp_group
     from openprogram._cli_model import chat, serve_model
     from openprogram._cli_questions import question_commands
@@ -591,6 +605,7 @@ def _add_model_commands() -> None:
     cli.add_command(serve_model)
     cli.add_command(chat)
     cli.add_command(mcp_group)
+    cli.add_command(eval_command)
     for command in question_commands(_opened_store, _resolve_id, _session, store_option):
         sessions.add_command(command)
     sessions.add_command(diff_command(_session, _node, store_option))
@@ -607,5 +622,5 @@ def main(argv: list[str] | None = None) -> None:
     except ImportError as exc:
         if "pip install" not in str(exc):
             raise
-        click.echo(f"Error: {' '.join(str(exc).split())}", err=True)
+        say(f"Error: {' '.join(str(exc).split())}", err=True)
         sys.exit(1)

@@ -56,22 +56,25 @@ def idempotency_key() -> str:
 
 def new_key(session: Any, name: str, parent: str | None) -> str:
     """The key of a new call of `name` in frame `parent`: derived from the session's id
-    and the call's path (_resume.call_path: each frame's name and ordinal). Kept on the
+    and the call's path (_resume.path_text: each frame's name and ordinal). Kept on the
     node, so a resumed or forked run reads it back rather than deriving it again."""
     dag = session.dag
+    counts: dict[tuple[str | None, str], int] = session._effect_counts
+    paths: dict[str | None, str] = session._effect_paths
     with _lock:
-        counts: dict[tuple[str | None, str], int] | None = getattr(session, "_effect_counts", None)
-        if counts is None:
-            counts = session._effect_counts = {}
         count = counts.get((parent, name))
         if count is None:  # the first here in this process: count the recorded ones
             siblings = top_level_chain(dag) if parent is None else dag.children(parent)
             count = sum(1 for n in siblings if n.kind == "code" and n.name == name)
         counts[(parent, name)] = count = count + 1
-    frame = dag.get(parent)
-    path = (*(call_path(dag, frame) if frame is not None else ()), ("code", name, count))
-    digest = hashlib.sha256(f"{session.id}\n{path_text(path)}".encode()).hexdigest()
-    return f"op-{session.id}-{digest[:24]}"
+        where = paths.get(parent)
+        if where is None:
+            frame = dag.get(parent)
+            where = paths[parent] = (
+                "" if frame is None else f"{path_text(call_path(dag, frame))} / "
+            )
+    text = f"{session.id}\n{where}{name} #{count}"
+    return f"op-{session.id}-{hashlib.sha256(text.encode()).hexdigest()[:24]}"
 
 
 def interrupted(node: Node) -> bool:
@@ -84,11 +87,12 @@ def interrupted(node: Node) -> bool:
     )
 
 
-def unknown(session: Any, node: Node) -> EffectUnknown:
-    """Record interrupted `node` as `unknown` (once) and the EffectUnknown to raise."""
+def unknown(session: Any, node: Node, by: str = "") -> EffectUnknown:
+    """Record interrupted `node` as `unknown` (once; `by`: what interrupted it, else its
+    status says) and the EffectUnknown to raise."""
     if node.status != "unknown":
-        was = node.status
-        session.dag.complete(node, None, status="unknown", error=_UNKNOWN.format(was=was))
+        error = _UNKNOWN.format(was=by or node.status)
+        session.dag.complete(node, None, status="unknown", error=error)
     where = path_text(call_path(session.dag, node))
     key = str(node.meta.get("key", ""))
     return EffectUnknown(
@@ -103,7 +107,7 @@ def unknown(session: Any, node: Node) -> EffectUnknown:
     )
 
 
-_UNKNOWN = "unknown: the call began ({was}) and never finished; settle it"
+_UNKNOWN = "unknown: the call began and did not finish ({was}); settle it"
 
 
 def settle(session: Any, node_id: str, result: Any, *, rerun: bool) -> Node:

@@ -118,7 +118,10 @@ class ReplayModel:
 
     def recorded_answer(self, dag: ContextDAG, node: Node) -> tuple[bool, Any]:
         """(True, the answer) the recording holds for the ask_user call `node` of this
-        replay, else (False, None): a replay answers its questions as they were."""
+        replay, else (False, None): a replay answers its questions as they were. An
+        answer stands only for the question it answered: ReplayMismatch when the
+        recorded question, or the call that asked it (an approved tool's arguments),
+        had another input (an approval of `pay(10)` never pays `pay(10_000)`)."""
         with self._lock:
             run = self._runs.get(dag)
             if run is None:
@@ -126,6 +129,20 @@ class ReplayModel:
         recorded = run.counterpart(node)
         if recorded is None or recorded.status != "completed" or recorded.name != node.name:
             return False, None
+        asker, recorded_asker = dag.get(node.parent), self._dag.get(recorded.parent)
+        for what, new, old in (
+            ("question", node, recorded),
+            ("call asking it", asker, recorded_asker),
+        ):
+            if _input_of(new) != _input_of(old):
+                where = path_text(call_path(dag, node))
+                raise ReplayMismatch(
+                    f"the recorded answer at {where} (new node {node.id}) was given to "
+                    f"another {what}: the recording has {echo(getattr(old, 'input', None))}, "
+                    f"this run {echo(getattr(new, 'input', None))}. An answer stands only "
+                    "for the question it answered; re-record the session.",
+                    node_id=node.id,
+                )
         return True, recorded.output
 
     # -- matching ------------------------------------------------------------------------
@@ -373,6 +390,10 @@ def _first_difference(recorded: str, now: str) -> str:
         if old != new:
             return f"; first difference: recorded {echo(old, 160)}, now {echo(new, 160)}"
     return ""
+
+
+def _input_of(node: Node | None) -> str | None:
+    return None if node is None else input_hash(node.input, node.hidden_inputs)
 
 
 def _mismatch(what: str, where: str, node: Node, recorded: Node, detail: str) -> ReplayMismatch:

@@ -77,6 +77,7 @@ _INTERRUPTED = (
     "interrupted: the process ended during this call, and the resumed run did not call it again"
 )
 _NO_ADAPTER = object()
+_INTERRUPTIONS = (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit, RunStopped)
 
 
 class Session:
@@ -120,6 +121,8 @@ class Session:
         self._holding = False
         self._unrecorded = 0
         self._drains = False  # this session installed the SIGTERM handler (_drain.py)
+        self._effect_counts: dict[tuple[str | None, str], int] = {}  # effects.new_key's
+        self._effect_paths: dict[str | None, str] = {}  # ordinals and frames' call paths
         _secrets.refresh()  # what is written from now on is scrubbed of today's keys
 
     def _record_into_store(self, stored_blobs: Any, rows: Iterable[int] = ()) -> None:
@@ -337,6 +340,8 @@ class Session:
         elif isinstance(exc, RunWaiting):  # an ask_user below has no answer yet
             node.meta["waiting_on"] = getattr(exc.question, "id", None)
             self.dag.complete(node, None, status="waiting", error=f"RunWaiting: {exc}")
+        elif node.meta.get("effect") == "once" and isinstance(exc, _INTERRUPTIONS):
+            effects.unknown(self, node, by=type(exc).__name__)  # it began: did it pay?
         elif isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit)):
             self.dag.complete(node, None, status="cancelled", error=type(exc).__name__)
         elif isinstance(exc, RunStopped):  # a gate or budget ended it: not a failure

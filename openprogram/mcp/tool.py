@@ -27,6 +27,7 @@ from openprogram.errors import ConfigError, MCPServerError
 from openprogram.function import agentic_function
 from openprogram.image import Image, ImageRef
 from openprogram.mcp import _loop
+from openprogram.questions import approval
 from openprogram.replay import ReplayModel
 
 __all__ = ["MCPTool", "tool_name"]
@@ -192,9 +193,8 @@ def _approved(name: str, arguments: dict[str, Any], question: Any) -> bool:
     is noted on the call's node as `meta["declined"]`."""
     if callable(question):
         text = question(**arguments)
-    else:
-        shown = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
-        text = f"Allow {name}({cut(shown, 500)})?"
+    else:  # every argument shown, escaped: a server's names and a model's values
+        text = approval(name, arguments)
     if ask_user(text, choices=["yes", "no"]) == "yes":
         return True
     node = _context.current_session().dag.get(_context.frame_var.get())

@@ -82,6 +82,28 @@ class MemoryStore:
                 row = row._replace(input=old.input)
             rows[row.seq] = row
 
+    def answer(self, session: str, row: NodeRow) -> NodeRow | None:
+        """Record `row`, a question's node completed by its answer, only while the stored
+        row of its seq still waits for one (a compare-and-set under the lock): None when
+        recorded, else the row as stored (answered already)."""
+        with self._lock:
+            rows = self._rows.get(session)
+            if rows is None or session not in self._leases:
+                raise StoreError(
+                    f"cannot record the answer {row.id!r} into session {session!r} of "
+                    f"{self.url}: nobody holds the session's writer lease"
+                )
+            old = rows.get(row.seq)
+            if old is None or old.id != row.id:
+                raise StoreError(
+                    f"the answer {row.id!r} was not recorded into session {session!r} of "
+                    f"{self.url}: the store holds no question of that id at seq {row.seq}"
+                )
+            if old.status != "waiting":
+                return old
+            rows[row.seq] = row if old.input is None else row._replace(input=old.input)
+            return None
+
     # -- operations (store/_operations.py has the SQL stores' twins) -----------------------
     def commit_operations(
         self,

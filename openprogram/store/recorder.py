@@ -203,6 +203,24 @@ class Recorder:
         stored = self._sync(slots[-1])
         return stored is True and all(slot[0] is True for slot in slots[:-1])
 
+    def answer(self, node: Node) -> NodeRow | None:
+        """Record `node`, a question's node as its answer completes it, only while the
+        store still holds it waiting: a compare-and-set, so of two answers given through
+        two Sessions (or processes) only the first lands. None when recorded, else the
+        row the store holds. Commits what waits first; raises the store's errors (the
+        caller holds the writer lease). A store without `answer` is read, then written,
+        under the lease."""
+        self.flush()
+        row, _ = self._encode(node, created=False)
+        compare_and_set = getattr(self.store, "answer", None)
+        if callable(compare_and_set):
+            return compare_and_set(self.session, row)  # type: ignore[no-any-return]
+        stored = next((r for r in self.store.rows(self.session) if r.seq == row.seq), None)
+        if stored is not None and stored.status != "waiting":
+            return stored
+        self.store.write(self.session, row, {})
+        return None
+
     def detach(self) -> None:
         """In a fork child: forget the parent's waiting rows and journal, so flush() and
         close() write nothing (the caller stops sending events). Never writes."""

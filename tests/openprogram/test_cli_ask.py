@@ -46,7 +46,7 @@ def test_a_schema_question_is_listed_and_answered_with_json(tmp_path, monkeypatc
         "no questions are waiting in session other"
     )
 
-    wrong = run("sessions", "answer", "stay01", question["id"], '{"city": "Oslo"}', code=1)
+    wrong = run("sessions", "answer", "stay01", question["id"], '{"city": "Oslo"}', code=2)
     assert "'nights' is a required property" in wrong.output
     run("sessions", "answer", "stay01", question["id"], '{"city": "Oslo", "nights": 3}')
     run("sessions", "answer", "stay01", question["id"], '{"city": "Oslo", "nights": 3}')  # again

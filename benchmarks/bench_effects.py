@@ -1,0 +1,106 @@
+"""Effects benchmark: what the call ledger costs (issue 33).
+
+(a) a recorded call on SQLite, plain and declared `effect="idempotent"` / `"once"`: the
+    effect call's start is committed before its body runs (target: <= 2x the plain
+    recorded call; the plain call unchanged, <= 40 us of CPU, bench_store.py);
+(b) with --kills N: a payment-shaped program (effects.kill_program in tests) killed with
+    SIGKILL at random points N times and resumed, each interrupted once call settled as
+    a person would: the counts of bodies run, unknowns and lost calls.
+
+A plain script, not a test: `python benchmarks/bench_effects.py [--quick] [--kills 200]`.
+Results go into docs/performance.md by hand, with the machine and the date.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _common import machine  # benchmarks/ is on sys.path when a script runs
+
+from openprogram import Session, agentic_function
+
+LEDGER_TARGET = 2.0
+"""An effect call may cost at most this many times a plain recorded call."""
+
+
+@agentic_function
+def plain(x: int) -> int:
+    return x
+
+
+@agentic_function(effect="idempotent")
+def idempotent(x: int) -> int:
+    return x
+
+
+@agentic_function(effect="once")
+def once(x: int) -> int:
+    return x
+
+
+def per_call_us(store: Any, fn: Any, calls: int) -> tuple[float, float]:
+    """(wall, CPU of this thread) microseconds per recorded call of `fn`."""
+    with Session(store):
+        for i in range(200):
+            fn(i)
+        gc.collect()
+        wall, cpu = time.perf_counter(), time.thread_time()
+        for i in range(calls):
+            fn(i)
+        cpu, wall = time.thread_time() - cpu, time.perf_counter() - wall
+    return wall / calls * 1e6, cpu / calls * 1e6
+
+
+def bench_ledger(folder: Path, calls: int, runs: int) -> dict[str, Any]:
+    found: dict[str, list[tuple[float, float]]] = {}
+    for run in range(runs):  # the variants alternate, so a busy spell hits them alike
+        for name, fn in (("plain", plain), ("idempotent", idempotent), ("once", once)):
+            found.setdefault(name, []).append(per_call_us(folder / f"{name}-{run}.db", fn, calls))
+    result: dict[str, Any] = {}
+    for name, samples in found.items():
+        result[f"{name}_us"] = statistics.median(s[0] for s in samples)
+        result[f"{name}_cpu_us"] = statistics.median(s[1] for s in samples)
+    for name in ("idempotent", "once"):
+        result[f"{name}_ratio_wall"] = result[f"{name}_us"] / result["plain_us"]
+        result[f"{name}_ratio_cpu"] = result[f"{name}_cpu_us"] / result["plain_cpu_us"]
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--kills", type=int, default=0)
+    args = parser.parse_args()
+    calls, runs = (1000, 3) if args.quick else (5000, 5)
+    with tempfile.TemporaryDirectory() as tmp:
+        results: dict[str, Any] = {"machine": machine()}
+        results["ledger"] = bench_ledger(Path(tmp), calls, runs)
+        if args.kills:
+            from tests.openprogram import kill_effects
+
+            started = time.perf_counter()
+            results["kills"] = kill_effects.run(Path(tmp) / "kills", kills=args.kills)
+            results["kills"]["seconds"] = time.perf_counter() - started
+    print(json.dumps(results, indent=2))
+    ledger = results["ledger"]
+    worst = max(ledger["idempotent_ratio_cpu"], ledger["once_ratio_cpu"])
+    print(
+        f"ledger: an effect call costs {worst:.2f}x a plain recorded call "
+        f"(target <= {LEDGER_TARGET}x): {'ok' if worst <= LEDGER_TARGET else 'MISSED'}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""What the `openprogram` commands print: say(), styled() and json_text().
+
+Owns the rule that text from a model, a tool or a store reaches the terminal with every
+control character escaped (echo.printable): a reply, a stored name or a question cannot
+set the terminal's title, write its clipboard (OSC 52) or redraw what it shows. Styles a
+command adds (click.style) pass as they are. Every print of a command goes through say().
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from openprogram.echo import printable
+
+__all__ = ["Styled", "json_text", "say", "styled"]
+
+
+class Styled(str):
+    """Text safe to print as it is: escaped, then styled by a command."""
+
+    __slots__ = ()
+
+
+def styled(text: Any, *, newlines: bool = True, **style: Any) -> Styled:
+    """`text` escaped (`newlines=False`: newline and tab too), then click.style(**style)."""
+    shown = printable(str(text), newlines=newlines)
+    return Styled(click.style(shown, **style) if style else shown)
+
+
+def say(*pieces: Any, err: bool = False, nl: bool = True) -> None:
+    """Print `pieces` side by side, on standard output (`err`: standard error): each one
+    escaped unless it is Styled already."""
+    text = "".join(p if isinstance(p, Styled) else printable(str(p)) for p in pieces)
+    click.echo(text, err=err, nl=nl)
+
+
+def json_text(value: Any, **options: Any) -> Styled:
+    """`value` as JSON (json.dumps(**options)) holding no control character raw: those
+    printable() would escape are written as JSON's own \\uXXXX escapes, so the text stays
+    valid JSON and safe on a terminal (a lone surrogate included)."""
+    text = json.dumps(value, **options)
+    if printable(text) == text:
+        return Styled(text)
+    return Styled("".join(c if printable(c) == c else f"\\u{ord(c):04x}" for c in text))
