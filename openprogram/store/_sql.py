@@ -46,6 +46,8 @@ class Statements(NamedTuple):
     upsert: str
     insert_blob: str
     rows: str
+    row: str
+    answer: str
     node_id: str
     blob: str
     lease: str
@@ -92,6 +94,13 @@ def statements(placeholder: str, now: str, casts: tuple[str, ...] = ()) -> State
             f"INSERT INTO openprogram_blobs (sha256, data) VALUES ({p}, {p}) ON CONFLICT DO NOTHING"
         ),
         rows=f"SELECT {ROW_COLUMNS} FROM openprogram_nodes WHERE session = {p} ORDER BY seq",
+        row=f"SELECT {ROW_COLUMNS} FROM openprogram_nodes WHERE session = {p} AND seq = {p}",
+        answer=(  # a compare-and-set: only a question still waiting takes an answer
+            f"UPDATE openprogram_nodes SET status = {p}, ended_at = {p}, end_seq = {p}, "
+            f"output = {p}, data = {p} WHERE session = {p} AND seq = {p} AND id = {p} "
+            "AND status = 'waiting' AND EXISTS (SELECT 1 FROM openprogram_leases "
+            f"WHERE session = {p} AND owner = {p})"
+        ),
         node_id=f"SELECT id FROM openprogram_nodes WHERE session = {p} AND seq = {p}",
         blob=f"SELECT data FROM openprogram_blobs WHERE sha256 = {p}",
         lease=f"SELECT {_LEASE_COLUMNS} FROM openprogram_leases WHERE session = {p}",
@@ -394,6 +403,35 @@ class SQLStore(SQLOperations, ABC):
             if found is not None and found[0] != row.id:
                 return row
         return rows[0]
+
+    def answer(self, session: str, row: NodeRow) -> NodeRow | None:
+        """Record `row`, a question's node completed by its answer, only while the stored
+        row of its seq still waits for one: a compare-and-set in one statement, fenced by
+        the writer lease like every write. None when recorded; else the row as stored
+        (answered already, by whoever its `data` names). Raises like write()."""
+        owner = self._held.get(session)
+        if owner is None:
+            raise StoreError(
+                f"cannot record the answer {row.id!r} into session {session!r} of "
+                f"{self._where}: this store does not hold the session's writer lease"
+            )
+        with self._lock, self._translate(f"record the answer {row.id!r}"):
+            connection = self._connect()
+            key = self._key(connection, session)
+            values = (row.status, row.ended_at, row.end_seq, row.output, row.data)
+            changed = connection.execute(
+                self._statements.answer, (*values, key, row.seq, row.id, key, owner)
+            ).rowcount
+            if changed:
+                return None
+            found = connection.execute(self._statements.row, (key, row.seq)).fetchone()
+        if found is None or found[1] != row.id or found[5] == "waiting":
+            self._refused(session, row, owner)  # SessionLocked when the lease was lost
+            raise StoreError(
+                f"the answer {row.id!r} was not recorded into session {session!r} of "
+                f"{self._where}: the store holds no question of that id at seq {row.seq}"
+            )
+        return NodeRow(*found)
 
     def rows(self, session: str) -> list[NodeRow]:
         with self._lock, self._translate(f"read session {session!r}"):
