@@ -1,0 +1,138 @@
+"""The `openprogram eval` command: run a dataset through a function and show the scores.
+
+Owns its command-line handling (the function by MODULE:FUNCTION, scorers by name, a
+progress line, the table, --compare with a saved report); the eval itself is
+openprogram.evals'. cli.py adds it; this module never imports cli.py.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import click
+
+__all__ = ["eval_command"]
+
+_SCORERS = ("equals", "contains", "matches_schema", "max_cost", "max_latency")
+
+
+def _scorer(spec: str) -> Any:
+    """A scorer named on the command line: a built-in (`equals`, `contains:TEXT`,
+    `max_cost:0.01`, `max_latency:5`) or MODULE:FUNCTION."""
+    from openprogram.evals import contains, equals, max_cost, max_latency
+    from openprogram.evals._running import resolve_function
+
+    name, _, argument = spec.partition(":")
+    try:
+        if name == "equals" and not argument:
+            return equals
+        if name == "contains" and argument:
+            return contains(argument)
+        if name == "max_cost" and argument:
+            return max_cost(float(argument))
+        if name == "max_latency" and argument:
+            return max_latency(float(argument))
+    except ValueError:
+        raise click.BadParameter(f"{spec!r}: {name} takes a number, e.g. {name}:0.5") from None
+    if name in _SCORERS:
+        raise click.BadParameter(
+            f"{spec!r}: write equals, contains:TEXT, max_cost:USD or max_latency:SECONDS"
+        )
+    return resolve_function(spec)
+
+
+class _Progress:
+    """`done/total` on one line of a terminal's stderr (nothing when not a terminal)."""
+
+    def __init__(self) -> None:
+        self.shown = sys.stderr.isatty()
+        self.started = time.monotonic()
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.shown:
+            return
+        width = 30
+        filled = round(width * done / total) if total else width
+        took = time.monotonic() - self.started
+        bar = "#" * filled + "-" * (width - filled)
+        click.echo(f"\r[{bar}] {done}/{total} runs, {took:.1f} s", nl=False, err=True)
+        if done == total:
+            click.echo("", err=True)
+
+
+@click.command("eval")
+@click.argument("dataset_path", metavar="DATASET")
+@click.argument("function", metavar="MODULE:FUNCTION")
+@click.option(
+    "--scorer",
+    "-s",
+    "scorer_specs",
+    multiple=True,
+    metavar="SCORER",
+    help="equals (default), contains:TEXT, max_cost:USD, max_latency:SECONDS or "
+    "MODULE:FUNCTION; repeat for several.",
+)
+@click.option(
+    "--model", "-m", default=None, help="Model for every run (default: OPENPROGRAM_MODEL)."
+)
+@click.option("--repeat", "-n", type=click.IntRange(min=1), default=1, help="Runs of each case.")
+@click.option("--concurrency", "-j", type=click.IntRange(min=1), default=1, help="Runs at a time.")
+@click.option("--store", "store_spec", default=None, metavar="PATH|URL",
+              help="Record every run's session here (default: in memory).")  # fmt: skip
+@click.option("--save", "save_path", default=None, metavar="FILE.json", help="Save the report.")
+@click.option("--html", "html_path", default=None, metavar="FILE.html",
+              help="Write the HTML report, each run's session report linked.")  # fmt: skip
+@click.option("--compare", "previous", default=None, metavar="FILE.json",
+              help="A saved report to compare with, case by case.")  # fmt: skip
+@click.option("--cases", "show_cases", is_flag=True, help="Show one line per case.")
+def eval_command(
+    dataset_path: str,
+    function: str,
+    scorer_specs: tuple[str, ...],
+    model: str | None,
+    repeat: int,
+    concurrency: int,
+    store_spec: str | None,
+    save_path: str | None,
+    html_path: str | None,
+    previous: str | None,
+    show_cases: bool,
+) -> None:
+    """Run every case of DATASET (.yaml, .json or .jsonl) through MODULE:FUNCTION, score
+    each run and print the table.
+
+    \b
+    Exits with status 1 when --compare finds a significant regression.
+    Example: openprogram eval cases.jsonl agents:book_hotel -s equals --repeat 3
+    """
+    from openprogram.errors import OpenProgramError
+    from openprogram.evals import Dataset, EvalReport, equals
+
+    try:
+        dataset = Dataset.load(dataset_path)
+        baseline = EvalReport.load(previous) if previous else None
+        scorers = [_scorer(spec) for spec in scorer_specs] or [equals]
+        report = dataset.evaluate(
+            function,
+            scorers,
+            repeat=repeat,
+            concurrency=concurrency,
+            model=model,
+            store=store_spec,
+            progress=_Progress(),
+        )
+        click.echo(report.table(cases=show_cases))
+        if save_path:
+            click.echo(f"saved {report.save(save_path)}", err=True)
+        if html_path:
+            click.echo(f"wrote {report.write_html(html_path)}", err=True)
+        if baseline is not None:
+            comparison = baseline.compare(report)
+            click.echo("")
+            click.echo(comparison.table())
+            if comparison.regressions:
+                raise SystemExit(1)
+    except OpenProgramError as exc:
+        raise click.ClickException(str(exc)) from exc

@@ -1,0 +1,41 @@
+"""Evals: datasets made from recorded runs, scorers that see what every call saw, and
+reports compared with statistics. Start at Dataset.evaluate (docs/evals.md)."""
+
+from openprogram.evals.compare import Comparison, ScoreChange
+from openprogram.evals.dataset import Case, Dataset
+from openprogram.evals.report import EvalReport, RunResult
+from openprogram.evals.run import Run, ToolUse
+from openprogram.evals.scorers import (
+    Score,
+    ScoreResult,
+    contains,
+    equals,
+    llm_judge,
+    matches_schema,
+    max_cost,
+    max_latency,
+)
+from openprogram.evals.statistics import Summary
+
+__all__ = [  # noqa: RUF022 - grouped by topic, as STYLE.md asks
+    # datasets
+    "Case",
+    "Dataset",
+    # scoring
+    "Score",
+    "ScoreResult",
+    "Run",
+    "ToolUse",
+    "equals",
+    "contains",
+    "matches_schema",
+    "max_cost",
+    "max_latency",
+    "llm_judge",
+    # reports
+    "EvalReport",
+    "RunResult",
+    "Summary",
+    "Comparison",
+    "ScoreChange",
+]

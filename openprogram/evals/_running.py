@@ -1,0 +1,363 @@
+"""Running an eval: each case run in its own recorded session, then scored.
+
+Owns evaluate(): the plan of scorers (for the case's call, and per nested function), the
+runs (in order, or `concurrency` threads each in a copy of the caller's context), and
+turning each run's failure into a recorded error rather than the eval's crash. The
+result is report.py's EvalReport. Start at evaluate().
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import importlib
+import inspect
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
+from typing import Any
+
+from openprogram import _context, _secrets
+from openprogram.dag import ContextDAG, Node
+from openprogram.echo import echo, elide
+from openprogram.errors import UsageError
+from openprogram.evals.dataset import Case, Dataset
+from openprogram.evals.report import EvalReport, RunResult
+from openprogram.evals.run import Run
+from openprogram.evals.scorers import Scorer, ScoreResult, apply, scorer_name
+from openprogram.values import to_jsonable
+
+__all__ = ["Plan", "evaluate", "resolve_function", "score_run"]
+
+Scorers = Sequence[Scorer] | Mapping[str, Sequence[Scorer]]
+
+
+class Plan:
+    """Which scorers score what: `main` the case's own call, `nested[name]` each call of
+    the nested function `name`. Scorer names are made unique (`equals`, `equals#2`)."""
+
+    def __init__(self, scorers: Scorers | None, function: str | None) -> None:
+        self.main: list[tuple[str, Scorer]] = []
+        self.nested: dict[str, list[tuple[str, Scorer]]] = {}
+        if scorers is None:
+            return
+        if isinstance(scorers, Mapping):
+            for name, group in scorers.items():
+                target = self.main if name in ("*", function) else self.nested.setdefault(name, [])
+                self._add(target, group, name)
+        else:
+            self._add(self.main, scorers, None)
+
+    @staticmethod
+    def _add(target: list[tuple[str, Scorer]], group: Iterable[Scorer], key: str | None) -> None:
+        if callable(group) or isinstance(group, (str, bytes)):
+            raise UsageError(
+                f"scorers{'' if key is None else f'[{key!r}]'}={echo(group, 80)} must be a "
+                "list of scorers, e.g. [equals]"
+            )
+        for scorer in group:
+            if not callable(scorer):
+                raise UsageError(
+                    f"scorer {echo(scorer, 80)} is not callable; a scorer is a function "
+                    "(case, output, run) -> bool | float | Score"
+                )
+            name, count = scorer_name(scorer), 1
+            taken = {n for n, _ in target}
+            while (name if count == 1 else f"{name}#{count}") in taken:
+                count += 1
+            target.append((name if count == 1 else f"{name}#{count}", scorer))
+
+
+def resolve_function(spec: str) -> Callable[..., Any]:
+    """The function `spec` ("package.module:function" or "module:Class.method") names.
+    Raises UsageError saying what is missing (the module, or the name in it)."""
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise UsageError(f"{spec!r}: name a function as MODULE:FUNCTION, e.g. 'agents:book_hotel'")
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UsageError(f"{spec!r}: cannot import module {module_name!r}: {exc}") from exc
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            known = sorted(n for n in dir(target) if not n.startswith("_"))[:20]
+            raise UsageError(f"{spec!r}: {module_name!r} has no {part!r}; it has {known}")
+        target = getattr(target, part)
+    if not callable(target):
+        raise UsageError(f"{spec!r} is a {type(target).__name__}, not a function")
+    return target  # type: ignore[no-any-return]
+
+
+def evaluate(
+    dataset: Dataset,
+    fn: Callable[..., Any] | str,
+    scorers: Scorers | None = (),
+    *,
+    repeat: int = 1,
+    concurrency: int = 1,
+    model: Any = None,
+    store: Any = None,
+    name: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> EvalReport:
+    """Run `fn` on every case of `dataset`, `repeat` times, and score each run.
+
+    fn: the function (usually an @agentic_function), or "module:function". Each run is a
+        session of its own, id "eval-{report id}-{case number}-{repeat}", recorded in
+        `store` (None: in memory, the DAGs kept in the report).
+    scorers: a list for the case's call, or a dict `{function name: [scorers]}` that also
+        scores nested functions on each of their calls ("*" or fn's own name: the
+        case's call).
+    model: a model string or object every run uses (a fresh Runtime each run), or a
+        callable `(case) -> model` (e.g. a ReplayModel per case); None: the caller's
+        ambient Runtime. concurrency: runs at a time (threads; async functions run in an
+        event loop per run). progress: called with (done, total) after each run.
+    A run that raises, a case whose inputs do not fit `fn`, and a scorer that raises are
+    recorded in the report, never raised. Raises UsageError for bad arguments.
+    """
+    from openprogram.store.open import open_store
+
+    if isinstance(fn, str):
+        fn = resolve_function(fn)
+    if not callable(fn):
+        raise UsageError(f"evaluate({echo(fn, 60)}, ...): pass the function to evaluate")
+    if not isinstance(repeat, int) or repeat < 1:
+        raise UsageError(f"repeat={repeat!r} must be an integer >= 1")
+    if not isinstance(concurrency, int) or concurrency < 1:
+        raise UsageError(f"concurrency={concurrency!r} must be an integer >= 1")
+    function = getattr(fn, "__name__", type(fn).__name__)
+    plan = Plan(scorers, function)
+    resolved, owns = open_store(store)
+    report = EvalReport(
+        id=uuid.uuid4().hex[:8],
+        name=name or f"{dataset.name}: {function}",
+        dataset=dataset,
+        function=_qualified(fn),
+        model=_model_label(model),
+        repeat=repeat,
+        store=None if resolved is None else _secrets.scrub(resolved.url),
+        created_at=time.time(),
+    )
+    jobs = [(number, case, k) for number, case in enumerate(dataset.cases) for k in range(repeat)]
+    base = contextvars.copy_context()
+    done, lock = [0], threading.Lock()
+
+    def one(job: tuple[int, Case, int]) -> tuple[RunResult, ContextDAG]:
+        number, case, k = job
+        result = base.copy().run(
+            _run_case, fn, case, k, plan, f"eval-{report.id}-{number:04d}-{k}", resolved, model
+        )
+        if progress is not None:
+            with lock:
+                done[0] += 1
+                progress(done[0], len(jobs))
+        return result
+
+    try:
+        if concurrency == 1 or len(jobs) <= 1:
+            outcomes = [one(job) for job in jobs]
+        else:
+            with ThreadPoolExecutor(concurrency, thread_name_prefix="openprogram-eval") as pool:
+                outcomes = list(pool.map(one, jobs))
+    finally:
+        if owns and resolved is not None:
+            resolved.close()
+    for result, dag in outcomes:
+        report.runs.append(result)
+        report.keep_dag(result, dag)
+    return report
+
+
+def _run_case(
+    fn: Callable[..., Any],
+    case: Case,
+    repeat: int,
+    plan: Plan,
+    session_id: str,
+    store: Any,
+    model: Any,
+) -> tuple[RunResult, ContextDAG]:
+    """One run of one case, in this (copied) context: its session, the call, the scores."""
+    from openprogram.runtime import Runtime
+    from openprogram.session import Session
+
+    _context.frame_var.set(None)  # a copy made inside a call must not nest under it
+    try:
+        session = Session(store, id=session_id if store is not None else None)
+    except Exception as exc:
+        problem = f"the run's session could not be made: {_error_text(exc)}"
+        return _failed(case, repeat, problem, plan), ContextDAG()
+    output: Any = None
+    error: str | None = None
+    started = time.perf_counter()
+    with session:
+        first = len(session.dag)
+        try:
+            runtime = None if model is None else Runtime(model(case) if _factory(model) else model)
+        except Exception as exc:
+            runtime, error = None, f"model {echo(model, 60)}: {_error_text(exc)}"
+        with runtime if runtime is not None else nullcontext():
+            if error is None:
+                try:
+                    output = _call(fn, case)
+                except Exception as exc:
+                    error = _error_text(exc)
+            duration = time.perf_counter() - started
+            node = _case_node(session.dag, first)
+            run = Run(
+                dag=session.dag,
+                node=node,
+                output=output,
+                error=error,
+                duration_s=duration,
+                session=session.id if store is not None else None,
+                repeat=repeat,
+            )
+            scores = score_run(plan, case, run)
+    result = RunResult(
+        case=case.name or "",
+        repeat=repeat,
+        session=run.session,
+        output=_stored(output),
+        error=error,
+        duration_s=run.latency_s,
+        cost_usd=run.cost,
+        scores=scores,
+    )
+    return result, session.dag
+
+
+def score_run(plan: Plan, case: Case, run: Run) -> list[ScoreResult]:
+    """Every scorer of `plan` on one run: the case's call (a failed run scores 0 on each,
+    with the failure as the reason), then each nested function's calls."""
+    scores: list[ScoreResult] = []
+    for name, scorer in plan.main:
+        if run.error is not None:
+            scores.append(
+                ScoreResult(scorer=name, value=0.0, reason=f"the run failed: {run.error}")
+            )
+        else:
+            scores.append(apply(scorer, case, run.output, run, name=name))
+    for function, group in plan.nested.items():
+        calls = run.calls(function)
+        for name, scorer in group:
+            if not calls:
+                scores.append(
+                    ScoreResult(scorer=name, function=function, reason=f"{function} was not called")
+                )
+                continue
+            each = [
+                apply(
+                    scorer,
+                    case,
+                    node.output,
+                    Run(run.dag, node, node.output, _node_error(node), repeat=run.repeat),
+                    name=name,
+                    function=function,
+                )
+                for node in calls
+            ]
+            scores.append(_combined(each, name, function))
+    return scores
+
+
+def _combined(each: list[ScoreResult], name: str, function: str) -> ScoreResult:
+    """The scores of every call of one function in a run as one: their mean; the first
+    error, or the reason of the lowest score."""
+    errors = [r.error for r in each if r.error is not None]
+    values = [r.value for r in each if r.value is not None]
+    worst = min(
+        (r for r in each if r.value is not None), key=lambda r: r.value or 0.0, default=None
+    )
+    reason = worst.reason if worst is not None else None
+    if len(each) > 1 and worst is not None:
+        reason = f"{len(each)} calls; lowest: {reason or worst.value}"
+    return ScoreResult(
+        scorer=name,
+        function=function,
+        value=sum(values) / len(values) if values and not errors else None,
+        binary=all(r.binary for r in each if r.error is None),
+        reason=reason,
+        error=errors[0] if errors else None,
+    )
+
+
+def _call(fn: Callable[..., Any], case: Case) -> Any:
+    args, kwargs = case.arguments()
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        signature = None
+    if signature is not None:
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            shown = ", ".join(p for p in signature.parameters if p != "runtime")
+            raise UsageError(
+                f"case {case.name!r} does not fit {getattr(fn, '__name__', fn)}({shown}): "
+                f"{exc}; its inputs are {echo(case.inputs, 120)}"
+            ) from None
+    if inspect.iscoroutinefunction(fn):
+        return asyncio.run(fn(*args, **kwargs))
+    result = fn(*args, **kwargs)
+    if inspect.isawaitable(result):
+        return asyncio.run(_awaited(result))
+    return result
+
+
+async def _awaited(value: Any) -> Any:
+    return await value
+
+
+def _case_node(dag: ContextDAG, first: int) -> Node | None:
+    """The code node of the case's call: the first top-level call the run made."""
+    for node in dag.nodes[first:]:
+        if node.parent is None and node.kind == "code":
+            return node
+    return None
+
+
+def _node_error(node: Node) -> str | None:
+    return node.error if node.status == "error" else None
+
+
+def _failed(case: Case, repeat: int, error: str, plan: Plan) -> RunResult:
+    run = Run(ContextDAG(), None, None, error, repeat=repeat)
+    return RunResult(
+        case=case.name or "",
+        repeat=repeat,
+        error=error,
+        scores=score_run(plan, case, run),
+    )
+
+
+def _error_text(exc: BaseException) -> str:
+    return elide(_secrets.scrub(f"{type(exc).__name__}: {exc}"), 2000)
+
+
+def _stored(output: Any) -> Any:
+    try:
+        return to_jsonable(output, None)
+    except Exception as exc:
+        return {"$opaque": type(output).__qualname__, "error": _error_text(exc)}
+
+
+def _factory(model: Any) -> bool:
+    """Whether `model` makes a model per case (a callable that is not itself a model)."""
+    return callable(model) and not hasattr(model, "complete") and not isinstance(model, str)
+
+
+def _model_label(model: Any) -> str | None:
+    if model is None or isinstance(model, str):
+        return model
+    if _factory(model):
+        return getattr(model, "__name__", "per-case models")
+    return str(getattr(model, "name", None) or type(model).__name__)
+
+
+def _qualified(fn: Callable[..., Any]) -> str:
+    module = getattr(fn, "__module__", None) or "?"
+    return f"{module}:{getattr(fn, '__qualname__', getattr(fn, '__name__', repr(fn)))}"

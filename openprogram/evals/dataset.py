@@ -1,0 +1,289 @@
+"""Datasets of cases: Case, Dataset, their files, and cases made from recorded calls.
+
+Owns what a case is (inputs, the expected output, metadata), reading and writing
+datasets as YAML, JSON or JSONL, and Dataset.from_sessions. Running a dataset is
+_running.py's; start at Dataset.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from openprogram.dag import Node
+from openprogram.echo import echo
+from openprogram.errors import UsageError
+
+if TYPE_CHECKING:
+    from openprogram.evals.report import EvalReport
+
+__all__ = ["Case", "Dataset"]
+
+_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
+
+
+class Case(BaseModel):
+    """One example to run: the function's inputs and what it should give.
+
+    inputs: a dict is passed as keyword arguments (a recorded call's bound arguments are
+        one); anything else as the one positional argument.
+    expected: the reference output scorers such as `equals` compare with (None: none).
+    metadata: anything to keep with the case (tags, where it came from).
+    name: the case's name, unique in its dataset; pairs cases when two reports are
+        compared (default: "case-{n}", its 1-based place in the dataset).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    inputs: Any = None
+    expected: Any = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    name: str | None = None
+
+    def arguments(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The positional and keyword arguments the function is called with."""
+        if isinstance(self.inputs, Mapping):
+            return (), dict(self.inputs)
+        if self.inputs is None:
+            return (), {}
+        return (self.inputs,), {}
+
+
+class Dataset(BaseModel):
+    """A named list of cases: `Dataset(cases=[Case(inputs={...}, expected=...)])`.
+
+    Cases without a name are named "case-{n}" by their place; two cases with one name
+    raise UsageError (a comparison pairs cases by name).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "dataset"
+    cases: list[Case] = Field(default_factory=list)
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**data)
+        self._name_cases()
+
+    def _name_cases(self) -> None:
+        seen: set[str] = set()
+        for number, case in enumerate(self.cases, 1):
+            if case.name is None:
+                case.name = f"case-{number}"
+            if case.name in seen:
+                raise UsageError(
+                    f"two cases are named {case.name!r} in dataset {self.name!r}; case names "
+                    "must be unique (reports are compared case by case)"
+                )
+            seen.add(case.name)
+
+    def __len__(self) -> int:
+        return len(self.cases)
+
+    def __iter__(self) -> Iterator[Case]:  # type: ignore[override]  # cases, not fields
+        return iter(self.cases)
+
+    def __getitem__(self, name: str) -> Case:
+        for case in self.cases:
+            if case.name == name:
+                return case
+        raise KeyError(name)
+
+    # -- files ---------------------------------------------------------------------------
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Dataset:
+        """Read a dataset file: .yaml/.yml or .json (`{name, cases: [...]}`, or a bare list
+        of cases) or .jsonl (one case a line; the name is the file's stem).
+
+        Raises UsageError naming the file (and line) when it is missing or malformed.
+        """
+        target = Path(path).expanduser()
+        suffix = _suffix(target)
+        try:
+            text = target.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise UsageError(f"no dataset file {str(target)!r}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read dataset {str(target)!r}: {exc}") from exc
+        data: Any
+        if suffix == ".jsonl":
+            cases = []
+            for number, line in enumerate(text.splitlines(), 1):
+                if line.strip():
+                    try:
+                        cases.append(json.loads(line))
+                    except json.JSONDecodeError as exc:
+                        raise UsageError(f"{target}:{number}: not JSON: {exc}") from exc
+            data = {"name": target.stem, "cases": cases}
+        elif suffix == ".json":
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise UsageError(f"{target}: not JSON: {exc}") from exc
+        else:
+            data = _yaml_load(target, text)
+        if isinstance(data, list):
+            data = {"name": target.stem, "cases": data}
+        if not isinstance(data, dict):
+            raise UsageError(
+                f"{target}: a dataset is a mapping {{name, cases: [...]}} or a list of "
+                f"cases, not {type(data).__name__}"
+            )
+        data.setdefault("name", target.stem)
+        try:
+            dataset = cls.model_validate(data)
+        except ValidationError as exc:
+            raise UsageError(f"{target}: not a dataset: {_first_problem(exc)}") from None
+        dataset._name_cases()
+        return dataset
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the dataset to `path`, in the format its suffix names (.yaml, .yml, .json,
+        .jsonl; JSONL keeps the cases only). Values that are not JSON are written by
+        their str(). Returns the path."""
+        target = Path(path).expanduser()
+        suffix = _suffix(target)
+        data = json.loads(self.model_dump_json(exclude_none=False))
+        if suffix == ".jsonl":
+            text = "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in data["cases"])
+        elif suffix == ".json":
+            text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+        else:
+            import yaml
+
+            text = yaml.safe_dump(data, allow_unicode=True, sort_keys=False)
+        target.write_text(text, encoding="utf-8")
+        return target
+
+    # -- from recordings -----------------------------------------------------------------
+    @classmethod
+    def from_sessions(
+        cls,
+        store: Any,
+        function: str,
+        *,
+        where: Callable[[Node], bool] | None = None,
+        sessions: Sequence[str] | None = None,
+        unique: bool = True,
+        limit: int | None = None,
+        name: str | None = None,
+    ) -> Dataset:
+        """Cases from recorded calls: every completed call of `function` in `store`'s
+        sessions (at any depth), its recorded input as the case's inputs and its
+        recorded output as `expected`.
+
+        where: keep only calls for which `where(node)` is true (node: the call's code
+            node). sessions: only these session ids (default: all but eval runs, whose
+            ids start with "eval-"). unique: skip a call whose input an earlier case
+            has. limit: at most this many cases. Each case's metadata names the
+            `session` and `node` it came from. Raises UsageError when no call matched.
+        """
+        from openprogram._loading import load_dag
+        from openprogram.store.open import open_store
+
+        resolved, owns = open_store(store)
+        if resolved is None:
+            raise UsageError(
+                f"Dataset.from_sessions({store!r}, ...) needs a store with recorded "
+                "sessions: a file path, 'sqlite:///...', 'postgresql://...' or a Store"
+            )
+        cases: list[Case] = []
+        seen: set[str] = set()
+        try:
+            infos = resolved.list_sessions()
+            wanted = None if sessions is None else set(sessions)
+            for info in infos:
+                if wanted is not None and info.id not in wanted:
+                    continue
+                if wanted is None and info.id.startswith("eval-"):
+                    continue
+                dag = load_dag(resolved, info)
+                calls = dag.find(name=function, kind="code")
+                for node in calls:
+                    if node.status != "completed" or (where is not None and not where(node)):
+                        continue
+                    key = json.dumps(node.input, sort_keys=True, default=str)
+                    if unique and key in seen:
+                        continue
+                    seen.add(key)
+                    cases.append(
+                        Case(
+                            inputs=node.input,
+                            expected=node.output,
+                            metadata={"session": info.id, "node": node.id},
+                            name=f"{info.id}#{dag.ordinal(node)}" if len(calls) > 1 else info.id,
+                        )
+                    )
+                    if limit is not None and len(cases) >= limit:
+                        break
+                if limit is not None and len(cases) >= limit:
+                    break
+        finally:
+            if owns:
+                resolved.close()
+        if not cases:
+            raise UsageError(
+                f"no completed call of {function!r} in {resolved.url}"
+                + ("" if where is None else " matched `where`")
+                + "; check the function's name (`openprogram sessions show ID` lists calls)"
+            )
+        return cls(name=name or function, cases=cases)
+
+    # -- running -------------------------------------------------------------------------
+    def evaluate(
+        self,
+        fn: Callable[..., Any] | str,
+        scorers: Sequence[Callable[..., Any]] | Mapping[str, Sequence[Callable[..., Any]]] = (),
+        *,
+        repeat: int = 1,
+        concurrency: int = 1,
+        model: Any = None,
+        store: Any = None,
+        name: str | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> EvalReport:
+        """Run `fn` on every case (`repeat` times each), each run its own recorded session,
+        and score it; returns an EvalReport. See openprogram.evals.evaluate."""
+        from openprogram.evals._running import evaluate
+
+        return evaluate(
+            self,
+            fn,
+            scorers,
+            repeat=repeat,
+            concurrency=concurrency,
+            model=model,
+            store=store,
+            name=name,
+            progress=progress,
+        )
+
+
+def _suffix(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix not in _SUFFIXES:
+        raise UsageError(
+            f"dataset file {str(path)!r}: name it .yaml, .yml, .json or .jsonl "
+            "(the suffix says the format)"
+        )
+    return suffix
+
+
+def _yaml_load(path: Path, text: str) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise UsageError(f"{path}: not YAML: {exc}") from exc
+
+
+def _first_problem(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(p) for p in error["loc"]) or "(top)"
+    return f"{where}: {error['msg']} (got {echo(error.get('input'), 80)})"

@@ -1,0 +1,378 @@
+"""EvalReport: what an eval found, run by run, and its summaries.
+
+Owns the report's records (RunResult, one per case run), its summaries per scorer, the
+text table, saving and loading, and the cheap replay tiers: rescore (no calls at all)
+and replay (the recorded model replies, through ReplayModel). Its HTML is _html.py's,
+comparing two reports compare.py's. Start at EvalReport.summary().
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError
+
+from openprogram.dag import ContextDAG
+from openprogram.echo import elide, printable
+from openprogram.errors import UsageError
+from openprogram.evals.dataset import Case, Dataset
+from openprogram.evals.scorers import ScoreResult
+from openprogram.evals.statistics import Summary, summarize
+
+if TYPE_CHECKING:
+    from openprogram.evals.compare import Comparison
+
+__all__ = ["EvalReport", "RunResult"]
+
+REPORT_FORMAT = 1
+
+
+class RunResult(BaseModel):
+    """One run of one case: its session, output (stored form) or error, duration in
+    seconds, model cost in USD, and every score."""
+
+    case: str
+    repeat: int = 0
+    session: str | None = None
+    output: Any = None
+    error: str | None = None
+    duration_s: float = 0.0
+    cost_usd: float = 0.0
+    scores: list[ScoreResult] = Field(default_factory=list)
+
+    def score(self, key: str) -> ScoreResult | None:
+        """The score named `key` (`scorer` or `function/scorer`), if this run has one."""
+        return next((s for s in self.scores if s.key == key), None)
+
+
+class EvalReport(BaseModel):
+    """The result of Dataset.evaluate: the runs, and what they add up to.
+
+    `store` is where the runs' sessions are (None: their DAGs are kept in the report
+    itself, and saved with it). Read it with `.table()`, `.summary()`, `.worst()`,
+    `.compare(other)`; keep it with `.save(path)` / `EvalReport.load(path)`.
+    """
+
+    id: str
+    name: str
+    dataset: Dataset
+    function: str
+    model: str | None = None
+    repeat: int = 1
+    store: str | None = None
+    created_at: float = 0.0
+    runs: list[RunResult] = Field(default_factory=list)
+    format: int = REPORT_FORMAT
+    _dags: dict[tuple[str, int], ContextDAG] = PrivateAttr(default_factory=dict)
+
+    def keep_dag(self, run: RunResult, dag: ContextDAG) -> None:
+        """Keep a run's DAG with the report (the runner does: rescore reads it)."""
+        self._dags[(run.case, run.repeat)] = dag
+
+    # -- reading -------------------------------------------------------------------------
+    @property
+    def keys(self) -> list[str]:
+        """The scores' names, in the order the scorers were given."""
+        found: dict[str, None] = {}
+        for run in self.runs:
+            for score in run.scores:
+                found.setdefault(score.key, None)
+        return list(found)
+
+    @property
+    def errors(self) -> list[RunResult]:
+        """The runs that failed (their function raised, or could not be called)."""
+        return [run for run in self.runs if run.error is not None]
+
+    def case_values(self, key: str) -> dict[str, float]:
+        """Each case's mean value of score `key` over its repeats (cases whose every
+        score of it is missing or an error are left out)."""
+        sums: dict[str, list[float]] = {}
+        for run in self.runs:
+            score = run.score(key)
+            if score is not None and score.value is not None:
+                sums.setdefault(run.case, []).append(score.value)
+        return {case: sum(values) / len(values) for case, values in sums.items()}
+
+    def summary(self) -> dict[str, Summary]:
+        """Per score: the mean over cases, a 95% interval, cases scored, scorer errors."""
+        result = {}
+        for key in self.keys:
+            scores = [s for run in self.runs if (s := run.score(key)) is not None]
+            binary = all(s.binary or s.value in (0.0, 1.0) for s in scores if s.value is not None)
+            errors = sum(1 for s in scores if s.error is not None)
+            result[key] = summarize(
+                list(self.case_values(key).values()), binary=binary, errors=errors
+            )
+        return result
+
+    def worst(self, key: str | None = None, n: int = 5) -> list[tuple[str, float, str | None]]:
+        """The `n` lowest-scoring cases on `key` (default: the first score), each as
+        (case, value, the reason or error of its lowest run)."""
+        key = key or (self.keys[0] if self.keys else None)
+        if key is None:
+            return []
+        values = self.case_values(key)
+        failed = {run.case for run in self.runs if (s := run.score(key)) and s.error}
+        rows: list[tuple[str, float, str | None]] = []
+        for case in {*values, *failed}:
+            runs = [(run, run.score(key)) for run in self.runs if run.case == case]
+            lowest = min(
+                (s for _, s in runs if s is not None),
+                key=lambda s: -1.0 if s.value is None else s.value,
+            )
+            rows.append((case, values.get(case, float("nan")), lowest.error or lowest.reason))
+        rows.sort(key=lambda row: (row[1] == row[1], row[1]))  # errors (nan) first
+        return rows[:n]
+
+    def failures(self, threshold: float | Mapping[str, float]) -> list[str]:
+        """The scores whose mean is below `threshold` (one number for every score, or
+        `{score: minimum}`), each as a line; empty when all pass. A score named in the
+        mapping that the report lacks is a failure too."""
+        summary = self.summary()
+        wanted = (
+            dict(threshold)
+            if isinstance(threshold, Mapping)
+            else {key: float(threshold) for key in summary}
+        )
+        problems = []
+        for key, minimum in wanted.items():
+            found = summary.get(key)
+            if found is None:
+                problems.append(f"{key}: no such score; the report has {list(summary)}")
+            elif found.mean is None or found.mean < minimum:
+                mean = "none" if found.mean is None else f"{found.mean:.3f}"
+                problems.append(f"{key}: mean {mean} < {minimum:g}")
+        return problems
+
+    def check(self, threshold: float | Mapping[str, float], *, worst: int = 5) -> EvalReport:
+        """Raise AssertionError when a score's mean is below `threshold` (see failures):
+        the message holds the table and, per failing score, its `worst` cases. Returns
+        the report when every score passes (the pytest plugin's check_eval calls this)."""
+        problems = self.failures(threshold)
+        if not problems:
+            return self
+        lines = ["eval below threshold:", *(f"  {p}" for p in problems), "", self.table(), ""]
+        for problem in problems:
+            key = problem.partition(":")[0]
+            if key in self.keys:
+                lines.append(f"worst cases on {key}:")
+                for case, value, why in self.worst(key, worst):
+                    shown = "error" if value != value else f"{value:.2f}"
+                    lines.append(
+                        f"  {case}: {shown}  {printable(elide(why or '', 160), newlines=False)}"
+                    )
+        raise AssertionError("\n".join(lines))
+
+    def table(self, *, cases: bool = False, width: int = 100) -> str:
+        """The report as text: one line per score (mean, 95% interval, cases, scorer
+        errors), the failed runs, and with `cases=True` one line per case."""
+        lines = [
+            f"{printable(self.name, newlines=False)}: {len(self.dataset)} cases"
+            + (f" x {self.repeat}" if self.repeat > 1 else "")
+            + f", {self.function}"
+            + (f", model {self.model}" if self.model else "")
+        ]
+        summary = self.summary()
+        name_width = max([5, *(len(k) for k in summary)])
+        name_width = min(name_width, 48)
+        lines.append(f"{'score':<{name_width}}  {'mean':>6}  {'95% interval':<15}  cases  errors")
+        for key, s in summary.items():
+            mean = "-" if s.mean is None else f"{s.mean:6.3f}"
+            interval = "" if s.low is None or s.high is None else f"[{s.low:.3f}, {s.high:.3f}]"
+            shown = elide(key, name_width)
+            lines.append(
+                f"{shown:<{name_width}}  {mean:>6}  {interval:<15}  {s.n:>5}  {s.errors:>6}"
+            )
+        cost = sum(run.cost_usd for run in self.runs)
+        took = sum(run.duration_s for run in self.runs)
+        lines.append(
+            f"runs: {len(self.runs)}, failed: {len(self.errors)}, cost ${cost:.4f}, "
+            f"time in calls {took:.2f} s"
+        )
+        for run in self.errors[:5]:
+            lines.append(
+                f"  {run.case}: {printable(elide(run.error or '', width - 6), newlines=False)}"
+            )
+        if cases:
+            keys = list(summary)
+            lines.append("case  " + "  ".join(keys))
+            for case in self.dataset.cases:
+                values = [self.case_values(k).get(case.name or "") for k in keys]
+                shown = "  ".join("-" if v is None else f"{v:.2f}" for v in values)
+                lines.append(f"{case.name}  {shown}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-able data (without the runs' DAGs)."""
+        return json.loads(self.model_dump_json())
+
+    # -- the DAGs ------------------------------------------------------------------------
+    def dag(self, run: RunResult, *, store: Any = None) -> ContextDAG:
+        """The recorded DAG of `run`: kept with the report, else read from its store
+        (`store` overrides the report's, e.g. a URL whose password is not saved)."""
+        found = self._dags.get((run.case, run.repeat))
+        if found is not None:
+            return found
+        spec = store or self.store
+        if spec is None or run.session is None:
+            raise UsageError(
+                f"run {run.case!r} #{run.repeat} has no recorded DAG: the report was saved "
+                "without one and names no store; evaluate with store=... to keep runs"
+            )
+        from openprogram.session import Session
+
+        session = Session.open(spec, run.session)
+        try:
+            dag = session.dag
+        finally:
+            session.close()
+        self._dags[(run.case, run.repeat)] = dag
+        return dag
+
+    # -- files ---------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the report as JSON to `path`; runs recorded without a store keep their
+        DAGs in the file, so it can be rescored anywhere. Returns the path."""
+        data = self.to_dict()
+        if self.store is None:
+            data["dags"] = {
+                f"{case}#{repeat}": dag.to_dict() for (case, repeat), dag in self._dags.items()
+            }
+        target = Path(path).expanduser()
+        temporary = target.with_name(f".{target.name}.tmp")
+        temporary.write_text(json.dumps(data, ensure_ascii=False, default=str), encoding="utf-8")
+        os.replace(temporary, target)
+        return target
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> EvalReport:
+        """Read a report `save` wrote. Raises UsageError when it is missing or not one."""
+        target = Path(path).expanduser()
+        try:
+            data = json.loads(target.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise UsageError(f"no report file {str(target)!r}") from None
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"{str(target)!r} is not a saved EvalReport: {exc}") from exc
+        if not isinstance(data, dict) or data.get("format", 0) > REPORT_FORMAT:
+            raise UsageError(
+                f"{str(target)!r} is not an EvalReport this version reads "
+                f"(format {data.get('format') if isinstance(data, dict) else '?'!r})"
+            )
+        dags = data.pop("dags", None) or {}
+        try:
+            report = cls.model_validate(data)
+        except ValidationError as exc:
+            raise UsageError(f"{str(target)!r} is not a saved EvalReport: {exc}") from None
+        for run in report.runs:
+            stored = dags.get(f"{run.case}#{run.repeat}")
+            if stored is not None:
+                report._dags[(run.case, run.repeat)] = ContextDAG.from_dict(stored)
+        return report
+
+    # -- replay tiers --------------------------------------------------------------------
+    def rescore(
+        self,
+        scorers: Sequence[Any] | Mapping[str, Sequence[Any]],
+        *,
+        store: Any = None,
+        name: str | None = None,
+    ) -> EvalReport:
+        """A new report with the same runs scored by `scorers`, calling nothing: outputs
+        and DAGs come from the record (`store` overrides where the sessions are).
+        An llm_judge among them does call its model."""
+        from openprogram.evals._running import Plan, score_run
+        from openprogram.evals.run import Run
+        from openprogram.session import Session
+
+        function = self.function.rpartition(":")[2].rpartition(".")[2]
+        plan = Plan(scorers, function)
+        report = self.model_copy(update={"runs": [], "name": name or self.name})
+        report._dags = dict(self._dags)
+        cases = {case.name: case for case in self.dataset.cases}
+        for old in self.runs:
+            case = cases.get(old.case) or Case(name=old.case)
+            dag = report.dag(old, store=store)
+            node = next((n for n in dag.nodes if n.parent is None and n.kind == "code"), None)
+            run = Run(
+                dag, node, _revived(old.output), old.error, old.duration_s, old.session, old.repeat
+            )
+            with Session():  # a judge's calls are recorded apart from the stored run
+                scores = score_run(plan, case, run)
+            report.runs.append(old.model_copy(update={"scores": scores}))
+        return report
+
+    def replay(
+        self,
+        fn: Callable[..., Any] | str,
+        scorers: Sequence[Any] | Mapping[str, Sequence[Any]] = (),
+        *,
+        store: Any = None,
+        strict: bool = True,
+        concurrency: int = 1,
+    ) -> EvalReport:
+        """Run `fn` again on every case with each run's recorded model replies
+        (ReplayModel): no model is paid for, and a prompt that drifted from the
+        recording fails its run with ReplayMismatch naming the call (recorded in the
+        report, never raised). Runs the first repeat of each case once."""
+        from openprogram.evals._running import evaluate
+        from openprogram.replay import ReplayModel
+
+        firsts = {run.case: run for run in self.runs if run.repeat == 0}
+
+        def recorded(case: Case) -> Any:
+            return ReplayModel(self.dag(firsts[case.name or ""], store=store), strict=strict)
+
+        recorded.__name__ = f"replay of {self.id}"
+        dataset = self.dataset.model_copy(
+            update={"cases": [c for c in self.dataset.cases if c.name in firsts]}
+        )
+        return evaluate(
+            dataset,
+            fn,
+            scorers,
+            model=recorded,
+            concurrency=concurrency,
+            name=f"{self.name} (replay)",
+        )
+
+    # -- views ---------------------------------------------------------------------------
+    def compare(self, other: EvalReport, *, alpha: float = 0.05) -> Comparison:
+        """How `other` (the new version) differs from this report (the baseline), score by
+        score, over the cases both ran: see openprogram.evals.compare."""
+        from openprogram.evals.compare import compare
+
+        return compare(self, other, alpha=alpha)
+
+    def to_html(self) -> str:
+        """The report as an HTML fragment: summary and one row per case (notebooks)."""
+        from openprogram.evals._html import report_fragment
+
+        return report_fragment(self, links=None)
+
+    def _repr_html_(self) -> str:
+        return self.to_html()
+
+    def write_html(self, path: str | os.PathLike[str]) -> Path:
+        """Write the report page to `path`, and beside it (folder `<name>.runs/`) each
+        run's session report, linked from its case's row."""
+        from openprogram.evals._html import write_html
+
+        return write_html(self, Path(path).expanduser())
+
+
+def _revived(value: Any) -> Any:
+    from openprogram.values import rebuilt
+
+    try:
+        return rebuilt(value)
+    except Exception:  # NotRebuildable, or a value of an older format: keep it as stored
+        return value

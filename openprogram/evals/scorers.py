@@ -1,0 +1,239 @@
+"""Scorers: Score, the built-in scorers, and calling a scorer safely.
+
+A scorer is a plain function `(case, output, run) -> bool | float | Score` (it may take
+just `(case, output)`). Owns the built-ins (equals, contains, matches_schema, max_cost,
+max_latency, llm_judge) and `apply`, which turns whatever a scorer returns or raises
+into a recorded ScoreResult. Start at apply().
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from openprogram import _secrets
+from openprogram.echo import echo, elide
+from openprogram.evals.dataset import Case
+from openprogram.evals.run import Run
+from openprogram.values import to_jsonable
+
+__all__ = [
+    "Score",
+    "ScoreResult",
+    "Scorer",
+    "contains",
+    "equals",
+    "llm_judge",
+    "matches_schema",
+    "max_cost",
+    "max_latency",
+    "scorer_name",
+]
+
+Scorer = Callable[..., Any]
+"""`(case, output, run) -> bool | float | Score`, or `(case, output) -> ...`."""
+
+
+@dataclass(frozen=True)
+class Score:
+    """A scorer's verdict with its reason: `value` is a bool (pass/fail) or a number
+    (higher is better; 0..1 reads best in reports)."""
+
+    value: bool | float
+    reason: str | None = None
+
+
+class ScoreResult(BaseModel):
+    """One scorer's result on one run: `value` (bools as 1.0/0.0), why, or the error the
+    scorer raised (then `value` is None). `function` is the function scored (None: the
+    case's own call); `binary` says the scorer answered pass/fail."""
+
+    scorer: str
+    function: str | None = None
+    value: float | None = None
+    binary: bool = False
+    reason: str | None = None
+    error: str | None = None
+
+    @property
+    def key(self) -> str:
+        """How the report names this score: `scorer`, or `function/scorer`."""
+        return self.scorer if self.function is None else f"{self.function}/{self.scorer}"
+
+
+def scorer_name(scorer: Scorer) -> str:
+    """The name a scorer is reported under: its `__name__` (a built-in's shows its
+    arguments, e.g. `contains('refund')`)."""
+    return str(getattr(scorer, "__name__", None) or type(scorer).__name__)
+
+
+def apply(
+    scorer: Scorer, case: Case, output: Any, run: Run, *, name: str, function: str | None = None
+) -> ScoreResult:
+    """Call `scorer` on one run and record what came of it; an exception or a result
+    that is not a bool, a number or a Score is recorded as the result's `error`."""
+    try:
+        arity = _arity(scorer)
+        arguments = (case, output, run)[:arity]
+        verdict = scorer(*arguments)
+        if inspect.isawaitable(verdict):
+            raise TypeError("it is async; write scorers as plain functions")
+        return _result(verdict, name, function)
+    except Exception as exc:
+        message = _secrets.scrub(f"{type(exc).__name__}: {exc}")
+        return ScoreResult(scorer=name, function=function, error=elide(message, 500))
+
+
+def _arity(scorer: Scorer) -> int:
+    try:
+        parameters = inspect.signature(scorer).parameters.values()
+    except (TypeError, ValueError):
+        return 3
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if any(p.kind == p.VAR_POSITIONAL for p in parameters):
+        return 3
+    return max(1, min(3, len(positional)))
+
+
+def _result(verdict: Any, name: str, function: str | None) -> ScoreResult:
+    reason = None
+    if isinstance(verdict, Score):
+        verdict, reason = verdict.value, verdict.reason
+    if isinstance(verdict, bool):
+        return ScoreResult(
+            scorer=name, function=function, value=float(verdict), binary=True, reason=reason
+        )
+    if isinstance(verdict, (int, float)) and math.isfinite(verdict):
+        return ScoreResult(scorer=name, function=function, value=float(verdict), reason=reason)
+    raise TypeError(
+        f"returned {echo(verdict, 80)}; a scorer returns a bool, a finite number or "
+        "Score(value, reason)"
+    )
+
+
+def _named(name: str) -> Callable[[Scorer], Scorer]:
+    def rename(scorer: Scorer) -> Scorer:
+        scorer.__name__ = scorer.__qualname__ = name
+        return scorer
+
+    return rename
+
+
+def _comparable(value: Any) -> Any:
+    """A value in its stored form, so a live output equals its recorded reference."""
+    return to_jsonable(value, None)
+
+
+# -- the built-ins ----------------------------------------------------------------------
+def equals(case: Case, output: Any, run: Run | None = None) -> Score:
+    """Whether the output equals the case's `expected` (compared in stored form, so a
+    pydantic model equals its recorded fields)."""
+    same = _comparable(output) == _comparable(case.expected)
+    if same:
+        return Score(True)
+    return Score(False, f"expected {echo(case.expected, 120)}, got {echo(output, 120)}")
+
+
+def contains(text: str, *, case_sensitive: bool = True) -> Scorer:
+    """A scorer: whether `text` occurs in the output (as str)."""
+
+    def check(case: Case, output: Any) -> Score:
+        shown = output if isinstance(output, str) else str(output)
+        needle = text
+        if not case_sensitive:
+            shown, needle = shown.casefold(), needle.casefold()
+        if needle in shown:
+            return Score(True)
+        return Score(False, f"{echo(text, 60)} not in {echo(output, 120)}")
+
+    return _named(f"contains({elide(repr(text), 40)})")(check)
+
+
+def matches_schema(schema: Any) -> Scorer:
+    """A scorer: whether the output validates against `schema`, a pydantic model class,
+    any type pydantic validates (`list[int]`), or a JSON schema dict."""
+    if isinstance(schema, dict):
+        import jsonschema
+
+        validator = jsonschema.Draft202012Validator(schema)
+        title = schema.get("title", "schema")
+
+        def check_json(case: Case, output: Any) -> Score:
+            value = output.model_dump(mode="json") if isinstance(output, BaseModel) else output
+            problem = jsonschema.exceptions.best_match(validator.iter_errors(value))
+            if problem is None:
+                return Score(True)
+            return Score(False, f"{'/'.join(map(str, problem.path)) or '(top)'}: {problem.message}")
+
+        return _named(f"matches_schema({title})")(check_json)
+    adapter: TypeAdapter[Any] = TypeAdapter(schema)
+    title = getattr(schema, "__name__", str(schema))
+
+    def check(case: Case, output: Any) -> Score:
+        value = output.model_dump() if isinstance(output, BaseModel) else output
+        try:
+            adapter.validate_python(value)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(map(str, error["loc"])) or "(top)"
+            return Score(False, f"{where}: {error['msg']}")
+        return Score(True)
+
+    return _named(f"matches_schema({title})")(check)
+
+
+def max_cost(usd: float) -> Scorer:
+    """A scorer: whether the run's model exchanges cost at most `usd` dollars."""
+
+    def check(case: Case, output: Any, run: Run) -> Score:
+        cost = run.cost
+        return Score(cost <= usd, f"cost ${cost:.6f} (limit ${usd:g})")
+
+    return _named(f"max_cost({usd:g})")(check)
+
+
+def max_latency(seconds: float) -> Scorer:
+    """A scorer: whether the case's call took at most `seconds`."""
+
+    def check(case: Case, output: Any, run: Run) -> Score:
+        took = run.latency_s
+        return Score(took <= seconds, f"took {took:.3f} s (limit {seconds:g} s)")
+
+    return _named(f"max_latency({seconds:g})")(check)
+
+
+class Verdict(BaseModel):
+    """What a judge model answers: pass or fail, and why."""
+
+    passed: bool
+    reason: str
+
+
+def llm_judge(rubric: str, *, model: Any = None, name: str = "llm_judge") -> Scorer:
+    """A scorer that asks a model whether the output meets `rubric`.
+
+    The question is the recorded agentic function `judge` (openprogram.evals.judge): its
+    call and exchange land in the case's session after the case's own call, so a
+    verdict can be inspected like any call. model: a litellm model string or a Model
+    object (default: the case run's model). A missing key, an unknown model or an
+    unparseable verdict is that score's recorded error, never the eval's crash.
+    """
+    from openprogram.evals.judge import judge
+
+    def check(case: Case, output: Any, run: Run) -> Score:
+        from openprogram.runtime import Runtime
+
+        arguments = dict(rubric=rubric, inputs=case.inputs, expected=case.expected, output=output)
+        if model is None:
+            verdict = judge(**arguments)
+        else:
+            with Runtime(model):
+                verdict = judge(**arguments)
+        return Score(verdict.passed, verdict.reason)
+
+    return _named(name)(check)

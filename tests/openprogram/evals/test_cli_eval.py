@@ -1,0 +1,47 @@
+"""`openprogram eval`: a dataset file through MODULE:FUNCTION, a table, a comparison."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+
+from openprogram.cli import cli
+from openprogram.evals import Case, Dataset, EvalReport
+
+SCRIPT = "tests.openprogram.evals.scripted"
+
+
+def _invoke(*arguments: str):
+    return CliRunner().invoke(cli, ["eval", *arguments], prog_name="openprogram")
+
+
+def test_eval_prints_the_table_and_saves_a_report_to_compare_with(tmp_path) -> None:
+    cases = tmp_path / "cases.jsonl"
+    Dataset(
+        cases=[
+            Case(inputs={"product": p}, expected=f"Smart {p}.", name=p) for p in ("coffee", "tea")
+        ]
+    ).save(cases)
+    saved, page = str(tmp_path / "v1.json"), str(tmp_path / "v1.html")
+    first = _invoke(str(cases), f"{SCRIPT}:write", "-s", "equals", "-s", "contains:Smart",
+                    "--save", saved, "--html", page)  # fmt: skip
+    assert first.exit_code == 0, first.output
+    assert "equals              0.500  [0.095, 0.905]       2       0" in first.output
+    assert EvalReport.load(tmp_path / "v1.json").case_values("equals") == {
+        "coffee": 1.0,
+        "tea": 0.0,
+    }
+    assert (tmp_path / "v1.runs" / "tea-0.html").exists()
+    second = _invoke(str(cases), f"{SCRIPT}:write_all", "--compare", str(tmp_path / "v1.json"))
+    assert second.exit_code == 0, second.output
+    assert "equals   0.500   1.000   +0.500" in second.output
+    assert "equals: better on 1: tea" in second.output
+
+
+def test_eval_errors_are_one_line(tmp_path) -> None:
+    missing = _invoke(str(tmp_path / "none.yaml"), f"{SCRIPT}:write")
+    assert missing.exit_code == 1 and "Error: no dataset file" in missing.output
+    cases = Dataset(cases=[Case(inputs={"product": "x"})]).save(tmp_path / "c.json")
+    wrong = _invoke(str(cases), f"{SCRIPT}:nothing")
+    assert wrong.exit_code == 1 and "has no 'nothing'" in wrong.output
+    bad = _invoke(str(cases), f"{SCRIPT}:write", "-s", "max_cost:lots")
+    assert bad.exit_code == 2 and "max_cost takes a number" in bad.output

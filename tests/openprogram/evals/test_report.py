@@ -1,0 +1,89 @@
+"""EvalReport: tables, files, the replay tiers (rescore, ReplayModel) and its HTML."""
+
+from __future__ import annotations
+
+import pytest
+
+from openprogram import ScriptedModel, UsageError
+from openprogram.evals import Case, Dataset, EvalReport, contains, equals
+from tests.openprogram.evals.agents import reply, write
+
+DATASET = Dataset(
+    name="taglines",
+    cases=[
+        Case(inputs={"product": "coffee"}, expected="Smart coffee.", name="c"),
+        Case(inputs={"product": "tea"}, expected="Smart tea.", name="t"),
+    ],
+)
+
+
+def private(case, output, run) -> bool:
+    return not run.saw("review", contains="tagline")
+
+
+@pytest.mark.parametrize("stored", [False, True])
+def test_a_saved_report_rescores_without_calling_anything(tmp_path, stored: bool) -> None:
+    store = tmp_path / "e.db" if stored else None
+    report = DATASET.evaluate(write, [equals], model=ScriptedModel(reply), store=store)
+    path = report.save(tmp_path / "report.json")
+    loaded = EvalReport.load(path)
+    assert loaded.runs == report.runs and loaded.table() == report.table()
+    # no model at all: a call would raise ConfigError and fail the run
+    again = loaded.rescore([contains("coffee"), private])
+    assert again.keys == ["contains('coffee')", "private"]
+    assert again.case_values("contains('coffee')") == {"c": 1.0, "t": 0.0}
+    assert again.case_values("private") == {"c": 1.0, "t": 1.0}
+    assert [r.session for r in again.runs] == [r.session for r in report.runs]
+
+
+def test_replay_answers_from_the_recording_and_catches_prompt_drift() -> None:
+    from openprogram import agentic_function, llm
+
+    report = DATASET.evaluate(write, [equals], model=ScriptedModel(reply))
+    same = report.replay(write, [equals])
+    assert not same.errors and same.case_values("equals") == report.case_values("equals")
+
+    @agentic_function(render_range={"callers": 0})
+    def review(draft: str) -> str:
+        return llm(f"Approve or reject, strictly: {draft}")
+
+    @agentic_function
+    def write_v2(product: str, card: str = "") -> str:  # its own name: recorded as write
+        draft = llm(f"Write a tagline for {product}. Customer card: {card}")
+        return draft if review(draft) == "approve" else "rejected"
+
+    write_v2.__name__ = "write"  # type: ignore[attr-defined]
+    drifted = report.replay(write_v2, [equals])
+    assert len(drifted.errors) == 2
+    assert drifted.errors[0].error.startswith("ReplayMismatch")
+
+
+def test_load_refuses_what_is_not_a_report(tmp_path) -> None:
+    with pytest.raises(UsageError, match="no report file"):
+        EvalReport.load(tmp_path / "none.json")
+    (tmp_path / "x.json").write_text('{"format": 1, "id": 3}')
+    with pytest.raises(UsageError, match="is not a saved EvalReport"):
+        EvalReport.load(tmp_path / "x.json")
+
+
+def test_check_fails_below_the_threshold_with_the_worst_cases() -> None:
+    report = DATASET.evaluate(write, [equals, contains("Smart")], model=ScriptedModel(reply))
+    assert report.check(0.5) is report
+    with pytest.raises(AssertionError) as caught:
+        report.check({"equals": 0.9})
+    message = str(caught.value)
+    assert "equals: mean 0.500 < 0.9" in message
+    assert "worst cases on equals:\n  t: 0.00  expected 'Smart tea.', got 'rejected'" in message
+    assert report.failures({"equal": 1}) == [
+        "equal: no such score; the report has ['equals', \"contains('Smart')\"]"
+    ]
+
+
+def test_html_links_every_run_to_its_session_report(tmp_path) -> None:
+    report = DATASET.evaluate(write, [equals], model=ScriptedModel(reply), repeat=2)
+    page = report.write_html(tmp_path / "eval.html")
+    text = page.read_text()
+    for case in ("c-0", "c-1", "t-0", "t-1"):
+        assert f'href="eval.runs/{case}.html"' in text
+        assert (tmp_path / "eval.runs" / f"{case}.html").read_text().count("review") >= 1
+    assert "equals" in report._repr_html_()
