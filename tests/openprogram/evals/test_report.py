@@ -37,25 +37,15 @@ def test_a_saved_report_rescores_without_calling_anything(tmp_path, stored: bool
 
 
 def test_replay_answers_from_the_recording_and_catches_prompt_drift() -> None:
-    from openprogram import agentic_function, llm
-
     report = DATASET.evaluate(write, [equals], model=ScriptedModel(reply))
     same = report.replay(write, [equals])
     assert not same.errors and same.case_values("equals") == report.case_values("equals")
 
-    @agentic_function(render_range={"callers": 0})
-    def review(draft: str) -> str:
-        return llm(f"Approve or reject, strictly: {draft}")
-
-    @agentic_function
-    def write_v2(product: str, card: str = "") -> str:  # its own name: recorded as write
-        draft = llm(f"Write a tagline for {product}. Customer card: {card}")
-        return draft if review(draft) == "approve" else "rejected"
-
-    write_v2.__name__ = "write"  # type: ignore[attr-defined]
-    drifted = report.replay(write_v2, [equals])
+    drifted = report.replay(_drifted_write(), [equals])
     assert len(drifted.errors) == 2
-    assert drifted.errors[0].error.startswith("ReplayMismatch")
+    assert drifted.errors[0].error.startswith(
+        "ReplayMismatch: the rendered messages at write #1 / review #1"
+    )
 
 
 def test_load_refuses_what_is_not_a_report(tmp_path) -> None:
@@ -87,3 +77,18 @@ def test_html_links_every_run_to_its_session_report(tmp_path) -> None:
         assert f'href="eval.runs/{case}.html"' in text
         assert (tmp_path / "eval.runs" / f"{case}.html").read_text().count("review") >= 1
     assert "equals" in report._repr_html_()
+
+
+def _drifted_write():
+    from openprogram import agentic_function, llm
+
+    @agentic_function(render_range={"callers": 0})
+    def review(draft: str) -> str:
+        return llm(f"Approve or reject, strictly: {draft}")
+
+    @agentic_function
+    def write(product: str, card: str = "") -> str:  # the same name: only the prompt drifted
+        draft = llm(f"Write a tagline for {product}. Customer card: {card}")
+        return draft if review(draft) == "approve" else "rejected"
+
+    return write
