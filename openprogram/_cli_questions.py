@@ -1,12 +1,15 @@
-"""The `openprogram sessions pending` and `sessions answer` commands (human in the loop).
+"""The `openprogram sessions pending`, `sessions answer` and `sessions settle` commands
+(human in the loop).
 
 Owns their command-line handling; the questions are questions.py's, the answering is
-Session.answer's. cli.py adds them to its `sessions` group, handing over how it opens
-stores and sessions (this module sits below cli.py and never imports it).
+Session.answer's, the settling of an interrupted effect="once" call Session.settle's.
+cli.py adds them to its `sessions` group, handing over how it opens stores and sessions
+(this module sits below cli.py and never imports it).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -24,7 +27,7 @@ def question_commands(
     opened_session: Callable[[str, str], Any],
     store_option: Callable[[Any], Any],
 ) -> list[click.Command]:
-    """The two commands, built on cli.py's store and session openers."""
+    """The three commands, built on cli.py's store and session openers."""
 
     @click.command("pending")
     @click.argument("session_id", metavar="[ID]", required=False)
@@ -82,4 +85,32 @@ def question_commands(
         say("answered ", asked.id, " (", styled(elide(asked.text, 200), newlines=False),
             ") in session ", styled(session.id, newlines=False))  # fmt: skip
 
-    return [pending_command, answer_command]
+    @click.command("settle")
+    @click.argument("session_id", metavar="ID")
+    @click.argument("node_id", metavar="NODE")
+    @store_option
+    @click.option("--result", "result", metavar="JSON", help="What the call returned.")
+    @click.option("--rerun", is_flag=True, help="Its effect did not happen: run it again.")
+    def settle_command(
+        session_id: str, node_id: str, store_spec: str, result: str | None, rerun: bool
+    ) -> None:
+        """Settle call NODE of session ID: an effect="once" call that was interrupted, so
+        whether its effect happened is unknown (`sessions show` marks it ?). Look the
+        effect up by the call's idempotency key, then give what the call returned
+        (--result, JSON; text that is not JSON is taken as text) or --rerun. Re-run the
+        program with Session.open(store, ID, resume=True) to go on from there."""
+        if (result is None) == (not rerun):
+            raise click.UsageError("give one of --result JSON or --rerun")
+        value: Any = None
+        if result is not None:
+            try:
+                value = json.loads(result)
+            except ValueError:
+                value = result
+        with opened_session(store_spec, session_id) as session:
+            node = session.settle(node_id, value, rerun=rerun)
+        how = "to run again" if rerun else "with " + elide(json_text(value), 200)
+        say("settled ", styled(node.name, newlines=False), f" ({node.id}) ", how,
+            " in session ", styled(session.id, newlines=False))  # fmt: skip
+
+    return [pending_command, answer_command, settle_command]

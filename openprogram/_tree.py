@@ -20,6 +20,7 @@ MARKS = {
     "cancelled": "⊘",
     "stopped": "■",
     "waiting": "⏸",
+    "unknown": "?",
 }
 """One character per node status, as the tree shows it."""
 

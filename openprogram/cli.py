@@ -35,6 +35,7 @@ _COLOUR = {
     "cancelled": "bright_black",
     "stopped": "magenta",
     "waiting": "cyan",
+    "unknown": "bright_magenta",
 }
 _SHOW_LIMIT = 300
 
@@ -323,7 +324,7 @@ def show_command(
             styled(f" · {statuses['error']} errors", fg="red") if statuses["error"] else "",
             *(
                 styled(f" · {statuses[status]} {status}", fg=_COLOUR[status])
-                for status in ("stopped", "waiting")
+                for status in ("stopped", "waiting", "unknown")
                 if statuses[status]
             ),
         )

@@ -49,6 +49,7 @@ _STATUS = {
     "cancelled": "x",
     "stopped": "s",
     "waiting": "w",
+    "unknown": "u",
 }
 _EXPOSE = {"io": "i", "llm": "l", "full": "f", "hidden": "h"}
 

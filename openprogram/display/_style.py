@@ -9,7 +9,7 @@ from __future__ import annotations
 __all__ = ["STYLE"]
 
 STYLE = """<style>
-.opv{--ok:#1a7f37;--err:#cf222e;--run:#9a6700;--stop:#bc4c00;--wait:#0969da;--off:#6e7781;--line:#d0d7de;--soft:#f6f8fa;
+.opv{--ok:#1a7f37;--err:#cf222e;--run:#9a6700;--stop:#bc4c00;--wait:#0969da;--unk:#8250df;--off:#6e7781;--line:#d0d7de;--soft:#f6f8fa;
 --ink:#1f2328;--mute:#59636e;--accent:#0969da;color:var(--ink);background:#fff;
 font:13px/1.45 -apple-system,BlinkMacSystemFont,"Segoe UI",Helvetica,Arial,sans-serif;
 border:1px solid var(--line);border-radius:8px;padding:10px 12px;margin:4px 0;max-width:100%;
@@ -42,6 +42,8 @@ align-self:center;background:var(--off)}
 .opv-s-s .opv-dot{background:var(--stop)}.opv-s-s>.opv-name{color:var(--stop)}
 .opv-s-w .opv-dot{background:var(--wait)}.opv-s-w>.opv-name{color:var(--wait)}
 .opv-wait{color:var(--wait)}
+.opv-s-u .opv-dot{background:var(--unk)}.opv-s-u>.opv-name{color:var(--unk)}
+.opv-unk{color:var(--unk)}
 .opv-questions{border-left:3px solid var(--wait);padding:2px 8px;margin:4px 0 8px}
 .opv-questions ul{margin:2px 0;padding-left:18px}.opv-q{font-weight:600}
 .opv-s-e>.opv-name{color:var(--err)}

@@ -54,6 +54,7 @@ _COLOURS = {
     "cancelled": "#6e7781",
     "stopped": "#bc4c00",
     "waiting": "#0969da",
+    "unknown": "#8250df",
 }
 _LABEL_CHARS = 60
 

@@ -106,6 +106,8 @@ def _header(payload: dict[str, Any]) -> str:
         stats.append(f'<span class="opv-warn"><b>{statuses["running"]}</b> running</span>')
     if statuses.get("waiting"):
         stats.append(f'<span class="opv-wait"><b>{statuses["waiting"]}</b> waiting</span>')
+    if statuses.get("unknown"):  # effect="once" calls interrupted: a person settles them
+        stats.append(f'<span class="opv-unk"><b>{statuses["unknown"]}</b> unknown</span>')
     title = payload.get("title") or "context DAG"
     head = f'<div class="opv-head"><span class="opv-title">{_e(title)}</span>' + "".join(
         f'<span class="opv-stat">{s}</span>' for s in stats
@@ -162,6 +164,7 @@ def _status_code(status: str) -> str:
         "cancelled": "x",
         "stopped": "s",
         "waiting": "w",
+        "unknown": "u",
     }
     return codes.get(status, "r")
 

@@ -12,7 +12,7 @@ if (!root || root.dataset.ready) return;
 root.dataset.ready = "1";
 const D = JSON.parse(document.getElementById(id + "-data").textContent);
 const KIND = {c: "code", l: "llm", u: "user"};
-const ST = {c: "completed", e: "error", r: "running", x: "cancelled", s: "stopped", w: "waiting"};
+const ST = {c: "completed", e: "error", r: "running", x: "cancelled", s: "stopped", w: "waiting", u: "unknown"};
 const EX = {i: "io", l: "llm", f: "full", h: "hidden"};
 const CHUNK = 200, MAXROWS = 3000;
 const EXPLAIN = {
@@ -92,7 +92,8 @@ function preview(n) {
   if (n.kind === "c") {
     s = n.inp + (n.st === "c" ? " → " + n.out
       : n.st === "e" ? " ✗ " + (n.x.err || "") : n.st === "s" ? " ■ " + (n.x.stop || "")
-      : n.st === "w" ? " ⏸ waiting" + (n.x.ask ? ": " + n.x.ask[0] : "") : "");
+      : n.st === "w" ? " ⏸ waiting" + (n.x.ask ? ": " + n.x.ask[0] : "")
+      : n.st === "u" ? " ? unknown: settle it" : "");
   } else {
     s = n.kind === "l" ? n.out || n.x.err || "" : n.inp;
   }

@@ -268,3 +268,36 @@ def test_a_once_call_killed_mid_body_is_unknown_on_resume(tmp_path: Path):
     with pytest.raises(EffectUnknown) as caught, Session.open(path, "s", resume=True):
         pay()
     assert caught.value.key == log.read_text().strip()
+
+
+def test_the_cli_shows_unknown_calls_and_settles_them(tmp_path: Path, monkeypatch):
+    from click.testing import CliRunner
+
+    from openprogram.cli import cli
+
+    def run(*arguments: str, code: int = 0) -> str:
+        result = CliRunner().invoke(cli, list(arguments), prog_name="openprogram")
+        assert result.exit_code == code, result.output
+        return result.output
+
+    path = tmp_path / "runs.db"
+    monkeypatch.setenv("OPENPROGRAM_STORE", str(path))
+    interrupted(path, "pay")
+    (node,) = Session.open(path, "s").dag.find("pay")
+    shown = run("sessions", "show", "s")
+    assert " · 1 unknown" in shown.splitlines()[0] and "?  pay #1" in shown
+    assert "give one of --result JSON or --rerun" in run("sessions", "settle", "s", node.id, code=2)
+    assert f"settle: ['{node.id}']" in run("sessions", "settle", "s", "nope", "--rerun", code=1)
+    said = run("sessions", "settle", "s", node.id, "--result", '"paid 5 (by hand)"')
+    assert said == f'settled pay ({node.id}) with "paid 5 (by hand)" in session s\n'
+    with Session.open(path, "s", resume=True):
+        assert checkout() == ["paid 5 (by hand)", "sent done"]
+
+
+def test_the_report_marks_unknown_calls(tmp_path: Path):
+    from openprogram.display.report import report_html
+
+    path = tmp_path / "runs.db"
+    interrupted(path, "pay")
+    page = report_html(Session.open(path, "s"))
+    assert "<b>1</b> unknown</span>" in page and "opv-s-u" in page
