@@ -5,7 +5,8 @@ wrote (a forged record, a marshal bomb) is refused before anything in it is deco
 Format 2: a JSON header line padded to 8 bytes, the generation whose records are the
 file's (8 bytes), then records, each a node row's values marshalled after a FRAME
 (length, CRC-32, generation). Format 1, still read: the header line, then records after
-a FRAME_1 (length, CRC-32) up to the file's end.
+a FRAME_1 (length, CRC-32) up to the file's end. Records are read one at a time, so a
+file however long (grown by another process) costs at most RECORDS_LIMIT to read.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import json
 import marshal
 import struct
 import zlib
+from collections.abc import Callable
 
 from openprogram.store.format import NodeRow
 
@@ -25,6 +27,9 @@ FRAME_1 = struct.Struct("<II")  # format 1: a record's length and CRC-32
 SLOT = struct.Struct("<Q")  # the generation whose records are the file's; never 0 (zeros)
 FRAME_LIMIT = 8 << 20
 """The largest record a journal holds (bytes); a bigger one is committed at once."""
+RECORDS_LIMIT = 64 << 20
+"""The most a journal's records take (bytes, frames included); a record that would pass
+it is committed at once. A reader refuses records past it as damaged, unread."""
 _NUMBER, _TEXT, _NONE = (int, float), str, type(None)
 _OPTIONAL_TEXT = (_TEXT, _NONE)
 _FIELDS: tuple[type | tuple[type, ...], ...] = (
@@ -48,16 +53,17 @@ def record(row: NodeRow, with_input: bool, generation: int) -> bytes:
     return FRAME.pack(len(data), zlib.crc32(data), generation) + data
 
 
-def body_records(version: int, body: bytes) -> tuple[list[NodeRow], bool, int]:
+def body_records(version: int, read: Callable[[int], bytes]) -> tuple[list[NodeRow], bool, int]:
     """The whole records of a journal of `version` after its header line, whether it
-    ends in a torn one, and its generation (0 in format 1, which has none). Raises
-    Damaged."""
+    ends in a torn one, and its generation (0 in format 1, which has none). `read(n)`
+    gives the next `n` bytes of the file (fewer at its end). Raises Damaged."""
     if version == 1:
-        return (*_records(body, FRAME_1), 0)
-    if len(body) < SLOT.size:  # it died writing the header: no record in it
+        return (*_records(read, FRAME_1), 0)
+    slot = read(SLOT.size)
+    if len(slot) < SLOT.size:  # it died writing the header: no record in it
         return [], False, 0
-    (generation,) = SLOT.unpack_from(body)
-    return (*_records(body[SLOT.size :], FRAME, generation, SLOT.size), generation)
+    (generation,) = SLOT.unpack(slot)
+    return (*_records(read, FRAME, generation, SLOT.size), generation)
 
 
 class Damaged(ValueError):
@@ -65,27 +71,33 @@ class Damaged(ValueError):
 
 
 def _records(
-    body: bytes, frame: struct.Struct, generation: int | None = None, offset: int = 0
+    read: Callable[[int], bytes],
+    frame: struct.Struct,
+    generation: int | None = None,
+    offset: int = 0,
 ) -> tuple[list[NodeRow], bool]:
-    """The whole records in `body`, and whether it ends in a torn one (the process
+    """The whole records `read` gives, and whether they end in a torn one (the process
     died writing it: it never returned, so nothing was lost). Format 2 (`generation`
     given): the records end at the first of another generation (an earlier batch's, or
-    the reserved space's zeros); format 1: at the end of `body`. `offset`: where `body`
-    starts after the header, for messages. Raises Damaged."""
+    the reserved space's zeros); format 1: at the file's end. `offset`: where the
+    records start after the header, for messages. Raises Damaged, before reading it,
+    for a record no writer writes: over FRAME_LIMIT, or ending past RECORDS_LIMIT."""
     rows: list[NodeRow] = []
     at = 0
-    while at < len(body):
-        if len(body) - at < frame.size:
+    while head := read(frame.size):
+        if len(head) < frame.size:
             return rows, generation is None
-        size, crc, *of = frame.unpack_from(body, at)
+        size, crc, *of = frame.unpack(head)
         if generation is not None and of[0] != generation:
             return rows, False
-        data = body[at + frame.size : at + frame.size + size]  # within the bounded read
+        where = f"byte {offset + at:,}"
+        if size > FRAME_LIMIT:
+            raise Damaged(f"a record at {where} claims {size:,} bytes (at most {FRAME_LIMIT:,})")
+        if at + frame.size + size > RECORDS_LIMIT:
+            raise Damaged(f"the record at {where} ends past {RECORDS_LIMIT:,} bytes of records")
+        data = read(size)
         if len(data) < size or zlib.crc32(data) != crc:
             return rows, True
-        where = f"byte {offset + at:,}"
-        if size > FRAME_LIMIT:  # whole, yet bigger than append() ever writes
-            raise Damaged(f"a record at {where} claims {size:,} bytes (at most {FRAME_LIMIT:,})")
         if not _flat_tuple(data, len(_FIELDS)):
             raise Damaged(f"the record at {where} is not a node row")
         try:

@@ -3,14 +3,15 @@
 Group commit (recorder.py) writes records to the store in batches; between two commits
 they live in memory. A Journal appends each of them to a file beside the store as well,
 so a process killed at any instant, SIGKILL included, loses none of them: the kernel
-keeps what was written. The file is mapped into memory (a record is a copy into the
-map, no system call; no fsync either way), its space reserved ahead with fallocate so a
-full disk fails a reservation, never a write into the map; each record carries the
-file's generation, which clear() advances after the batch's commit, so the records of
-an earlier batch left in the file are never read again. Generations come from one
-counter of the process: of a writer's two files, the one holding the newer batch has
-the higher generation, and its records win when they are folded in together. When the
-session closes the file is removed.
+keeps what was written. A record is one pwrite (no fsync), never a copy into a map of
+the file: another process cutting the file would kill the writer with SIGBUS, and no
+check before the copy can rule that out. The writer notices a file cut short at its
+next record and commits its batch at once (append() returns False), and starts the
+file afresh. Each record carries the file's generation, which clear() advances after
+the batch's commit, so the records of an earlier batch left in the file are never read
+again. Generations come from one counter of the process: of a writer's two files, the
+one holding the newer batch has the higher generation, and its records win when they
+are folded in together. When the session closes the file is removed.
 
 Each writer (session and lease owner) has its own files in `<store>-pending/` (two: the
 records of the batch being committed in one, those made meanwhile in the other), locked
@@ -19,8 +20,8 @@ files nobody holds — their writers died — and folds them into the store with
 `replay()` (sqlite.py calls it), a writer's files together, fenced by the dead writer's
 lease: rows of a session another writer has taken over since are refused, and logged.
 The folder and its files are trusted only when they are ours (_checked_folder, _claim):
-anything else is named in a warning and left alone. The bytes of a journal file are
-_records.py's. Start at Journal.open().
+anything else is named in a warning and left alone; a file grown long is read a record
+at a time. The bytes of a journal file are _records.py's. Start at Journal.open().
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ import errno
 import itertools
 import json
 import logging
-import mmap
 import os
 import secrets
 import stat
@@ -39,10 +39,12 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from openprogram.store._records import (
     FRAME,
     FRAME_LIMIT,
+    RECORDS_LIMIT,
     SLOT,
     VERSION,
     Damaged,
@@ -58,8 +60,8 @@ except ImportError:  # pragma: no cover - Windows: no flock, so no journal (see 
     fcntl = None  # type: ignore[assignment]
 
 __all__ = [
-    "FILE_LIMIT", "FRAME_LIMIT", "Journal", "JournalRefused", "Pending", "available", "pending",
-    "pending_dir", "replay",
+    "FRAME_LIMIT", "RECORDS_LIMIT", "Journal", "JournalRefused", "Pending", "available",
+    "pending", "pending_dir", "replay",
 ]  # fmt: skip
 
 log = logging.getLogger("openprogram.store")
@@ -68,17 +70,14 @@ _RESERVE = 64 << 10
 """Bytes for records a new journal reserves, doubled when full; cut back to this after
 a commit once it grew past _KEEP."""
 _KEEP = 1 << 20
-_MAPPED = hasattr(os, "posix_fallocate")
-"""Whether journals are mapped: only where space can be reserved (a write into a map
-over a hole on a full disk kills the process with SIGBUS); elsewhere each record is
-one pwrite."""
+_ALLOCATE = hasattr(os, "posix_fallocate")
+"""Whether the reserved space is allocated on disk (a full disk then fails the
+reservation, not a record); elsewhere the file is only extended."""
 _generations = itertools.count(1)
 """Every journal's generation, at its start and at each clear(): a later batch's file
 has a higher one than an earlier batch's, whichever of a writer's two files it is."""
-FILE_LIMIT = 64 << 20
-"""The most a journal holds (bytes); a record that would pass it is committed at once.
-A reader refuses a journal, or a record, over these as damaged, without reading it."""
 _HEADER_LIMIT = 64 << 10
+_READ = 1 << 16  # a reader's buffer (bytes)
 _FOLDER_FLAGS = os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_DIRECTORY", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 """Opening a journal never follows a symbolic link nor waits (on a FIFO, say)."""
@@ -86,8 +85,8 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
 class JournalRefused(OSError):
     """The journals' folder, or a file in it, is not this store's own (another user's,
-    writable by others, a symbolic link, not a regular file, or over its size limit):
-    nothing is written into it or read from it. The message names it and says why."""
+    writable by others, a symbolic link, not a regular file): nothing is written into
+    it or read from it. The message names it and says why."""
 
 
 def available() -> bool:
@@ -149,15 +148,15 @@ class Journal:
     """The open journal of one writer: append() before a record waits, clear() after
     its batch is committed, close() when the writer is done."""
 
-    def __init__(self, path: Path, fd: int, folder: int, start: int, generation: int) -> None:
+    def __init__(self, path: Path, fd: int, folder: int, line: bytes, generation: int) -> None:
         self.path = path
         self._fd = fd
         self._folder = folder  # the checked folder's descriptor: the file is removed there
-        self._start = start  # where records begin (the generation is just before)
-        self._at = start  # where the next record goes
+        self._line = line  # the header line, written again when the file is cut short
+        self._start = len(line) + SLOT.size  # where records begin, after the generation
+        self._at = self._start  # where the next record goes
         self._generation = generation
-        self._map: mmap.mmap | None = None
-        self._capacity = 0  # the file's reserved size
+        self._capacity = 0  # the file's reserved size: it is shorter only when cut
         self._empty = True
 
     @classmethod
@@ -179,17 +178,14 @@ class Journal:
             except BaseException:
                 os.close(folder)
                 raise
-        journal = None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             generation = next(_generations)
             start = header(session, owner, generation)
             _write_all(fd, start, 0)
-            journal = cls(directory / name, fd, folder, len(start), generation)
+            journal = cls(directory / name, fd, folder, start[: -SLOT.size], generation)
             journal._reserve(journal._start + _RESERVE)
         except BaseException:
-            if journal is not None:
-                journal._unmap()
             os.close(fd)
             with suppress(OSError):
                 os.unlink(name, dir_fd=folder)
@@ -201,19 +197,21 @@ class Journal:
     def append(self, row: NodeRow, *, with_input: bool = True) -> bool:
         """Add one record (a reader never takes half of it, a kill never loses a
         written one); without `with_input`, its input is left out (an earlier record of
-        the node holds it, in this journal or in the store). False when it is not added:
-        it would pass FRAME_LIMIT or FILE_LIMIT (commit it now). Raises OSError (no
-        space left to reserve: nothing is written)."""
+        the node holds it, in this journal or in the store). False when it is not added
+        (commit it now, with the batch): it would pass FRAME_LIMIT or RECORDS_LIMIT, or
+        another process has cut the file short, losing the records before it (the file
+        is started afresh for the next batch). Raises OSError (no space left: the
+        records written before it stay)."""
         written = record(row, with_input, self._generation)
         end = self._at + len(written)
-        if len(written) - FRAME.size > FRAME_LIMIT or end - self._start > FILE_LIMIT:
+        if len(written) - FRAME.size > FRAME_LIMIT or end - self._start > RECORDS_LIMIT:
             return False
-        if end > self._capacity:
-            self._reserve(min(max(end, 2 * self._capacity), self._start + FILE_LIMIT))
-        if self._map is not None:
-            self._map[self._at : end] = written
-        else:
-            _write_all(self._fd, written, self._at)
+        if end >= self._capacity:  # never up to the end: a file cut, then written, is shorter
+            self._reserve(min(max(end + 1, 2 * self._capacity), self._start + RECORDS_LIMIT + 1))
+        _write_all(self._fd, written, self._at)
+        if self._size() < self._capacity:  # checked after the write: so is a cut during it
+            self._restart()
+            return False
         self._at = end
         self._empty = False
         return True
@@ -223,39 +221,44 @@ class Journal:
         if self._empty:
             return
         generation = next(_generations)
-        if self._map is not None:
-            SLOT.pack_into(self._map, self._start - SLOT.size, generation)
-        else:
-            _write_all(self._fd, SLOT.pack(generation), self._start - SLOT.size)
+        _write_all(self._fd, SLOT.pack(generation), self._start - SLOT.size)
         self._generation, self._at, self._empty = generation, self._start, True
-        if self._capacity - self._start > _KEEP:  # a burst is over: give the space back
+        size = self._size()
+        if size < self._capacity:
+            self._restart()
+        elif size - self._start > _KEEP:  # a burst is over, or another process grew it
+            self._capacity = size
             self._reserve(self._start + _RESERVE)
 
-    def _reserve(self, size: int) -> None:
-        """Make the file `size` bytes, every one of them on disk, and map it. OSError
-        when the disk has no room: the journal stays as it was, nothing written lost."""
-        if size < self._capacity:  # unmapped first: the map must not reach past the end
-            self._unmap()
-            os.ftruncate(self._fd, size)
-        if _MAPPED:
-            os.posix_fallocate(self._fd, 0, size)
-            self._unmap()
-            with suppress(OSError):  # a file system that maps no file: a pwrite a record
-                self._map = mmap.mmap(self._fd, size)
-        elif size > self._capacity:
-            os.ftruncate(self._fd, size)
-        self._capacity = size
+    def _size(self) -> int:
+        """The file's size: short of the reserved size only when another process cut
+        it (one that grew it took nothing from it; a reader stops at our records' end)."""
+        return os.lseek(self._fd, 0, os.SEEK_END)
 
-    def _unmap(self) -> None:
-        if self._map is not None:
-            self._map.close()
-            self._map = None
+    def _restart(self) -> None:
+        """Start the file afresh after it was cut: its header, a new generation (what is
+        left of its records is never read), its space. Raises OSError."""
+        self._generation = next(_generations)
+        self._at, self._empty = self._start, True
+        _write_all(self._fd, self._line + SLOT.pack(self._generation), 0)
+        os.ftruncate(self._fd, self._start + _RESERVE)  # nothing the other process left
+        self._capacity = 0
+        self._reserve(self._start + _RESERVE)
+
+    def _reserve(self, size: int) -> None:
+        """Make the file `size` bytes, every one of them on disk where it can be.
+        OSError when the disk has no room: the journal stays as it was, nothing written
+        lost."""
+        if size < self._capacity or not _ALLOCATE:
+            os.ftruncate(self._fd, size)
+        if _ALLOCATE:
+            os.posix_fallocate(self._fd, 0, size)
+        self._capacity = size
 
     def close(self) -> None:
         """Remove the file (its records are committed) and let its lock go."""
         if self._fd < 0:
             return
-        self._unmap()
         with suppress(OSError):
             os.unlink(self.path.name, dir_fd=self._folder)
         os.close(self._fd)
@@ -278,7 +281,6 @@ def _forget_in_child() -> None:
     """In a fork child: close its copies of the parent's journals (the flock stays the
     parent's, the files are never written, emptied or removed from here)."""
     for journal in list(_open):
-        journal._unmap()  # here only: the parent's map stays
         if journal._fd >= 0:
             with suppress(OSError):
                 os.close(journal._fd)
@@ -393,8 +395,6 @@ def _claim(
         why = _foreign(found, owners)
         if not stat.S_ISREG(found.st_mode):
             why = "it is not a regular file"
-        elif why is None and found.st_size > _HEADER_LIMIT + FILE_LIMIT:
-            why = f"it holds {found.st_size:,} bytes, more than a journal can ({FILE_LIMIT:,})"
         if why is not None:
             os.close(fd)
             _refuse(refused, f"the journal {str(path)!r} is not read: {why}")
@@ -402,44 +402,34 @@ def _claim(
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         if os.fstat(fd).st_nlink == 0:  # another opener folded it in while we waited
             raise BlockingIOError
-        data = _read(fd, _HEADER_LIMIT + FILE_LIMIT)
-    except OSError:  # its writer is alive (it holds the lock), or it is gone
-        os.close(fd)
-        return None
-    try:
-        return _parse(path, data, session, fd, refused)
+        with open(fd, "rb", buffering=_READ, closefd=False) as file:
+            return _parse(path, file, session, fd, refused)
     except Damaged as exc:
         os.close(fd)
         _refuse(refused, f"the journal {str(path)!r} is damaged and not read: {exc}")
         return None
-
-
-def _read(fd: int, limit: int) -> bytes:
-    """At most `limit` bytes of `fd`; Damaged when it holds more (it grew meanwhile)."""
-    chunks, size = [], 0
-    while chunk := os.read(fd, min(1 << 20, limit + 1 - size)):
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > limit:
-            raise Damaged(f"it holds more than {limit:,} bytes")
-    return b"".join(chunks)
+    except OSError:  # its writer is alive (it holds the lock), or it is gone, or unreadable
+        os.close(fd)
+        return None
 
 
 def _parse(
-    path: Path, data: bytes, session: str | None, fd: int, refused: list[str] | None
+    path: Path, file: BinaryIO, session: str | None, fd: int, refused: list[str] | None
 ) -> Pending | None:
-    """The journal in `data` (the caller's locked `fd`, closed here when it is not
-    returned); Damaged when a record claims more than FRAME_LIMIT or is not a row."""
-    header, newline, body = data.partition(b"\n")
-    if not newline:  # it died creating the file: no record in it
-        if session is None and len(header) <= _HEADER_LIMIT:
+    """The journal `file` reads (of the caller's locked `fd`, closed here when it is not
+    returned, or when this raises): its header line, then its records one at a time.
+    Damaged when its first _HEADER_LIMIT bytes hold no line, or a record is one no
+    writer writes (see _records)."""
+    line = file.readline(_HEADER_LIMIT + 1)
+    if not line.endswith(b"\n"):
+        if len(line) > _HEADER_LIMIT:
+            raise Damaged(f"its first {_HEADER_LIMIT:,} bytes hold no header line")
+        if session is None:  # it died creating the file: no record in it
             return Pending(path, "", "", [], False, 0, fd)
         os.close(fd)
         return None
     try:
-        if len(header) > _HEADER_LIMIT:
-            raise ValueError(f"a header of {len(header):,} bytes")
-        fields = json.loads(header)
+        fields = json.loads(line)
         version = fields.get("journal")
         if version not in (1, VERSION):
             raise ValueError(f"journal version {version!r}")
@@ -453,7 +443,7 @@ def _parse(
     if session is not None and owner_session != session:
         os.close(fd)
         return None
-    rows, torn, generation = body_records(version, body)
+    rows, torn, generation = body_records(version, file.read)
     return Pending(path, owner_session, owner, _merged(rows), torn, generation, fd)
 
 

@@ -410,8 +410,6 @@ def row(seq: int, output: str = "x") -> NodeRow:
 def dead(journal: Journal) -> list[list[NodeRow]]:
     """Let `journal` go as a killed writer would (its lock, not its file), and read
     back what an opener would fold in of its folder."""
-    if journal._map is not None:
-        journal._map.close()
     os.close(journal._fd)
     os.close(journal._folder)
     found = list(pending(journal.path.parent))
@@ -420,27 +418,26 @@ def dead(journal: Journal) -> list[list[NodeRow]]:
     return [each.rows for each in found]
 
 
-@pytest.fixture(params=["mapped", "pwrite"])
-def mapped(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
-    """Journals mapped into memory (Linux, the BSDs), or written a pwrite each (where
-    space cannot be reserved ahead: macOS)."""
-    monkeypatch.setattr(journal_module, "_MAPPED", request.param == "mapped")
-    return request.param == "mapped"
+@pytest.fixture(params=["allocated", "extended"])
+def allocated(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """A journal's space reserved on disk with fallocate (Linux, the BSDs), or the file
+    only extended (macOS)."""
+    monkeypatch.setattr(journal_module, "_ALLOCATE", request.param == "allocated")
+    return request.param == "allocated"
 
 
-def test_only_the_records_since_the_last_clear_are_read_back(tmp_path: Path, mapped: bool):
+def test_only_the_records_since_the_last_clear_are_read_back(tmp_path: Path, allocated: bool):
     journal = Journal.open(tmp_path / "runs.db-pending", "s", "me:1:x")
     for seq in range(1, 6):
         assert journal.append(row(seq))
     journal.clear()
     assert journal.append(row(6, "started"))
     assert journal.append(row(6, "ended"), with_input=False)
-    assert (journal._map is not None) == mapped
     assert dead(journal) == [[row(6, "ended")]]  # the input comes back from its start
 
 
 def test_a_burst_grows_the_journal_and_its_commit_gives_the_space_back(
-    tmp_path: Path, mapped: bool, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, allocated: bool, monkeypatch: pytest.MonkeyPatch
 ):
     monkeypatch.setattr(journal_module, "_KEEP", 256 << 10)
     journal = Journal.open(tmp_path / "runs.db-pending", "s", "me:1:x")
@@ -455,7 +452,7 @@ def test_a_burst_grows_the_journal_and_its_commit_gives_the_space_back(
 
 
 def test_a_full_reservation_loses_no_written_record(
-    tmp_path: Path, mapped: bool, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, allocated: bool, monkeypatch: pytest.MonkeyPatch
 ):
     """No room to grow: append raises, and what it wrote before is still read back."""
     journal = Journal.open(tmp_path / "runs.db-pending", "s", "me:1:x")
@@ -468,24 +465,8 @@ def test_a_full_reservation_loses_no_written_record(
     monkeypatch.setattr(journal_module.os, "ftruncate", no_room)
     with pytest.raises(OSError, match="No space"):
         journal.append(row(2, "z" * 100_000))
-    assert (journal._map is not None) == mapped  # as it was: later records still go in
-    assert journal.append(row(3))
+    assert journal.append(row(3))  # within the reserve: it still goes in
     assert dead(journal) == [[row(1), row(3)]]
-
-
-def test_a_file_system_that_maps_no_file_gets_a_pwrite_a_record(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-):
-    def unmappable(*args: Any) -> None:
-        raise OSError(errno.ENODEV, os.strerror(errno.ENODEV))
-
-    monkeypatch.setattr(journal_module.mmap, "mmap", unmappable)
-    journal = Journal.open(tmp_path / "runs.db-pending", "s", "me:1:x")
-    assert journal._map is None
-    assert journal.append(row(1))
-    journal.clear()
-    assert journal.append(row(2))
-    assert dead(journal) == [[row(2)]]
 
 
 def test_the_newer_batchs_journal_wins_whichever_is_read_first(tmp_path: Path):
@@ -498,7 +479,6 @@ def test_the_newer_batchs_journal_wins_whichever_is_read_first(tmp_path: Path):
     reopened = row(1)._replace(status="running", ended_at=None, end_seq=None, output=None)
     assert newer.append(reopened, with_input=False)
     for journal in (older, newer):
-        journal._unmap()
         os.close(journal._fd)
         os.close(journal._folder)
     for turn, first in enumerate((older, newer)):  # either file read first (by name)

@@ -204,7 +204,8 @@ def _forged_2(folder: Path, name: str) -> None:
 
 
 def _sparse(folder: Path, name: str) -> None:
-    """A 2 GiB file of holes: it takes no disk, but reading it whole takes 2 GiB."""
+    """A 2 GiB file of holes: it takes no disk, but reading it whole takes 2 GiB (a
+    reader reads a journal a record at a time: here its first 64 KiB hold no line)."""
     (folder / name).touch(mode=0o600)
     os.truncate(folder / name, 2 << 30)
 
@@ -220,7 +221,7 @@ PLANTS = {
 WHY = {
     "fifo": "it is not a regular file",
     "zero": "it is a symbolic link",
-    "sparse": "it holds 2,147,483,648 bytes, more than a journal can",
+    "sparse": "is damaged and not read: its first 65,536 bytes hold no header line",
     "marshal": "is damaged and not read: the record at byte 0 is not a node row",
     "marshal-2": "is damaged and not read: the record at byte 8 is not a node row",
     "forged-2": "is damaged and not read: the record at byte 8 is not a node row",
