@@ -244,15 +244,18 @@ class LiteLLMModel:
             return False
 
     def complete(self, request: ModelRequest) -> ModelReply:
-        litellm = import_litellm()
         arguments = self._arguments(request)
         self._check_credentials(arguments)
         started = time.perf_counter()
         try:
-            response = litellm.completion(**arguments)
+            response = self._send(arguments)
         except Exception as exc:
             raise translate_error(exc, self.name) from exc
         return self._reply(response, time.perf_counter() - started)
+
+    def _send(self, arguments: dict[str, Any]) -> Any:
+        """The provider's response (a stream when `arguments["stream"]`)."""
+        return import_litellm().completion(**arguments)
 
     def _check_credentials(self, arguments: dict[str, Any]) -> None:
         """ModelAuthError at once when the provider's key variable is not set and no key
@@ -290,12 +293,11 @@ class LiteLLMModel:
     def stream(self, request: ModelRequest) -> Iterator[str | ModelReply]:
         """The reply's text chunks as the provider sends them, then a ModelReply with
         the whole text and the usage (when the provider reports it)."""
-        litellm = import_litellm()
         started = time.perf_counter()
         arguments = {**self._arguments(request), "stream": True}
         arguments.setdefault("stream_options", {"include_usage": True})
         try:
-            response = litellm.completion(**arguments)
+            response = self._send(arguments)
         except Exception as exc:
             raise translate_error(exc, self.name) from exc
         chunks = iter(response)
@@ -346,6 +348,14 @@ class LiteLLMModel:
         except Exception:  # not in litellm's cost map: counted as unknown, not free
             return None
 
+    def _cost(self, response: Any) -> float | None:
+        """The reply's price in USD; None when the model is not in litellm's cost map."""
+        try:
+            litellm = import_litellm()
+            return float(litellm.completion_cost(completion_response=response, model=self.name))
+        except Exception:  # not in litellm's cost map: counted as unknown, not free
+            return None
+
     def _reply(self, response: Any, latency: float) -> ModelReply:
         try:
             return self._parse_reply(response, latency)
@@ -359,7 +369,6 @@ class LiteLLMModel:
             ) from None
 
     def _parse_reply(self, response: Any, latency: float) -> ModelReply:
-        litellm = import_litellm()
         choices = getattr(response, "choices", None)
         if not choices:
             raise ModelUnavailable(
@@ -383,11 +392,7 @@ class LiteLLMModel:
             )
         text = content or ""
         tool_calls = _tool_calls(getattr(message, "tool_calls", None))
-        cost: float | None
-        try:
-            cost = float(litellm.completion_cost(completion_response=response, model=self.name))
-        except Exception:  # not in litellm's cost map: counted as unknown, not free
-            cost = None
+        cost = self._cost(response)
         usage = usage_from_response(
             getattr(response, "usage", None), cost_usd=cost, latency_s=latency
         )

@@ -1,4 +1,5 @@
-"""litellm sending real HTTP to a local OpenAI-compatible server on 127.0.0.1."""
+"""litellm, and the openai SDK path, sending real HTTP to a local OpenAI-compatible server
+on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -21,8 +22,12 @@ from openprogram.testing import OpenAIServer
 KEY = "sk-test-0123456789abcdefghij"
 
 
-@pytest.fixture
-def server():
+@pytest.fixture(params=["openai-sdk", "litellm"])
+def server(request, monkeypatch):
+    """The server, reached by the openai SDK path (the default for `openai/` names at an
+    api_base) and by litellm (OPENPROGRAM_LITELLM=always): both must behave alike."""
+    if request.param == "litellm":
+        monkeypatch.setenv("OPENPROGRAM_LITELLM", "always")
     with OpenAIServer(default_reply=None) as running:
         yield running
 
