@@ -22,7 +22,7 @@ from typing import Any
 
 from openprogram import _context, _secrets
 from openprogram.dag import ContextDAG, Node
-from openprogram.echo import echo, elide
+from openprogram.echo import echo, elide, mask_url
 from openprogram.errors import UsageError
 from openprogram.evals.dataset import Case, Dataset
 from openprogram.evals.report import EvalReport, RunResult
@@ -102,6 +102,7 @@ def evaluate(
     store: Any = None,
     name: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    id: str | None = None,
 ) -> EvalReport:
     """Run `fn` on every case of `dataset`, `repeat` times, and score each run.
 
@@ -115,6 +116,10 @@ def evaluate(
         callable `(case) -> model` (e.g. a ReplayModel per case); None: the caller's
         ambient Runtime. concurrency: runs at a time (threads; async functions run in an
         event loop per run). progress: called with (done, total) after each run.
+    id: the report's id (default: a new random one). Evaluating again with the id of an
+        interrupted eval and the same store resumes it: each run whose session exists is
+        reopened with resume=True, so its completed calls (and model replies) come from
+        the record and only unfinished work runs.
     A run that raises, a case whose inputs do not fit `fn`, and a scorer that raises are
     recorded in the report, never raised. Raises UsageError for bad arguments.
     """
@@ -132,13 +137,13 @@ def evaluate(
     plan = Plan(scorers, function)
     resolved, owns = open_store(store)
     report = EvalReport(
-        id=uuid.uuid4().hex[:8],
+        id=id or uuid.uuid4().hex[:8],
         name=name or f"{dataset.name}: {function}",
         dataset=dataset,
         function=_qualified(fn),
         model=_model_label(model),
         repeat=repeat,
-        store=None if resolved is None else _secrets.scrub(resolved.url),
+        store=None if resolved is None else mask_url(_secrets.scrub(resolved.url)),
         created_at=time.time(),
     )
     jobs = [(number, case, k) for number, case in enumerate(dataset.cases) for k in range(repeat)]
@@ -186,7 +191,10 @@ def _run_case(
 
     _context.frame_var.set(None)  # a copy made inside a call must not nest under it
     try:
-        session = Session(store, id=session_id if store is not None else None)
+        if store is not None and store.session(session_id) is not None:
+            session = Session.open(store, session_id, resume=True)  # an interrupted eval
+        else:
+            session = Session(store, id=session_id if store is not None else None)
     except Exception as exc:
         problem = f"the run's session could not be made: {_error_text(exc)}"
         return _failed(case, repeat, problem, plan), ContextDAG()
@@ -194,7 +202,6 @@ def _run_case(
     error: str | None = None
     started = time.perf_counter()
     with session:
-        first = len(session.dag)
         try:
             runtime = None if model is None else Runtime(model(case) if _factory(model) else model)
         except Exception as exc:
@@ -206,7 +213,7 @@ def _run_case(
                 except Exception as exc:
                     error = _error_text(exc)
             duration = time.perf_counter() - started
-            node = _case_node(session.dag, first)
+            node = _case_node(session.dag)
             run = Run(
                 dag=session.dag,
                 node=node,
@@ -312,9 +319,10 @@ async def _awaited(value: Any) -> Any:
     return await value
 
 
-def _case_node(dag: ContextDAG, first: int) -> Node | None:
-    """The code node of the case's call: the first top-level call the run made."""
-    for node in dag.nodes[first:]:
+def _case_node(dag: ContextDAG) -> Node | None:
+    """The code node of the case's call: the first top-level call of the run's session
+    (a judge's calls come after it)."""
+    for node in dag.nodes:
         if node.parent is None and node.kind == "code":
             return node
     return None

@@ -246,9 +246,11 @@ class Dataset(BaseModel):
         store: Any = None,
         name: str | None = None,
         progress: Callable[[int, int], None] | None = None,
+        id: str | None = None,
     ) -> EvalReport:
         """Run `fn` on every case (`repeat` times each), each run its own recorded session,
-        and score it; returns an EvalReport. See openprogram.evals.evaluate."""
+        and score it; returns an EvalReport. `id` names the eval (again: resume it).
+        See openprogram.evals._running.evaluate for every option."""
         from openprogram.evals._running import evaluate
 
         return evaluate(
@@ -261,6 +263,7 @@ class Dataset(BaseModel):
             store=store,
             name=name,
             progress=progress,
+            id=id,
         )
 
 

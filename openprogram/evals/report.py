@@ -279,6 +279,33 @@ class EvalReport(BaseModel):
         return report
 
     # -- replay tiers --------------------------------------------------------------------
+    def calls(self, function: str, *, store: Any = None) -> Dataset:
+        """A dataset of every completed call of `function` in this report's runs (at any
+        depth): its recorded input, and its recorded output as `expected`; metadata names
+        the case, repeat, session and node. Evaluate a new version of one nested
+        function on exactly what the old one was given. Raises UsageError when none."""
+        cases = []
+        for run in self.runs:
+            try:
+                dag = self.dag(run, store=store)
+            except UsageError:
+                continue
+            calls = [n for n in dag.find(name=function, kind="code") if n.status == "completed"]
+            for node in calls:
+                suffix = f"#{dag.ordinal(node)}" if len(calls) > 1 else ""
+                cases.append(
+                    Case(
+                        inputs=node.input,
+                        expected=node.output,
+                        name=f"{run.case}/{run.repeat}{suffix}",
+                        metadata={"case": run.case, "repeat": run.repeat,
+                                  "session": run.session, "node": node.id},
+                    )
+                )  # fmt: skip
+        if not cases:
+            raise UsageError(f"no completed call of {function!r} in the runs of {self.name!r}")
+        return Dataset(name=f"{self.name}: {function}", cases=cases)
+
     def rescore(
         self,
         scorers: Sequence[Any] | Mapping[str, Sequence[Any]],

@@ -229,3 +229,26 @@ def test_async_functions_are_evaluated() -> None:
         shout, [equals], model=ScriptedModel(["hi"])
     )
     assert report.case_values("equals") == {"case-1": 1.0}
+
+
+def test_an_interrupted_eval_resumes_without_asking_again(tmp_path) -> None:
+    asked: list[str] = []
+    interrupt = [True]
+
+    def answer(request):
+        asked.append(request.text)
+        if request.function == "review" and "tea" in request.text and interrupt[0]:
+            interrupt[0] = False
+            raise KeyboardInterrupt
+        return reply(request)
+
+    store = tmp_path / "e.db"
+    with pytest.raises(KeyboardInterrupt):
+        DATASET.evaluate(write, [equals], model=ScriptedModel(answer), store=store, id="nightly")
+    assert len(asked) == 4  # coffee: write, review; tea: write, then the interrupted review
+    report = DATASET.evaluate(
+        write, [equals], model=ScriptedModel(answer), store=store, id="nightly"
+    )
+    assert report.case_values("equals") == {"c": 1.0, "t": 0.0}
+    assert [r.session for r in report.runs] == ["eval-nightly-0000-0", "eval-nightly-0001-0"]
+    assert asked[4:] == ["Approve or reject: Smart tea."]  # only the unfinished exchange

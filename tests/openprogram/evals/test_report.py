@@ -92,3 +92,22 @@ def _drifted_write():
         return draft if review(draft) == "approve" else "rejected"
 
     return write
+
+
+def test_one_nested_function_is_evaluated_again_on_its_recorded_calls() -> None:
+    from openprogram import agentic_function, llm
+
+    report = DATASET.evaluate(write, [equals], model=ScriptedModel(reply), repeat=2)
+    reviews = report.calls("review")
+    assert [c.name for c in reviews.cases] == ["c/0", "c/1", "t/0", "t/1"]
+    assert reviews.cases[0].inputs == {"draft": "Smart coffee."}
+    assert [c.expected for c in reviews.cases] == ["approve", "approve", "reject", "reject"]
+
+    @agentic_function(render_range={"callers": 0})
+    def review(draft: str) -> str:  # a new version: approves everything
+        return llm(f"Approve: {draft}")
+
+    again = reviews.evaluate(review, [equals], model=ScriptedModel(lambda r: "approve"))
+    assert again.case_values("equals") == {"c/0": 1.0, "c/1": 1.0, "t/0": 0.0, "t/1": 0.0}
+    with pytest.raises(UsageError, match="no completed call of 'revue'"):
+        report.calls("revue")
