@@ -9,6 +9,7 @@ blocks_a_loop().
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from typing import Any
 
@@ -23,6 +24,7 @@ __all__ = [
     "check_model",
     "check_stream",
     "note_default_session",
+    "note_undecorated",
 ]
 
 TOP_LEVEL_NAME = "main"
@@ -104,3 +106,38 @@ def note_default_session(frame: Node | None) -> None:
         "@agentic_function (said once)",
         where,
     )
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def note_undecorated() -> None:
+    """Say once per function when llm() is called at the top level of a session from a
+    plain (undecorated) function: its exchange is recorded as `main #k`, without the
+    function's inputs, and reads the whole session instead of a range of its own."""
+    caller = _user_function()
+    if caller is None:
+        return
+    name, key = caller
+    note_once(
+        f"undecorated:{key}",
+        "openprogram: llm() was called from %s() (not an @agentic_function), so the exchange "
+        "is recorded as %r at the top level of the session, without the function's inputs, "
+        "and sees the whole session's history (no expose or render_range of its own "
+        "applies). Decorate %s with @agentic_function (said once per function)",
+        name,
+        TOP_LEVEL_NAME,
+        name,
+    )
+
+
+def _user_function() -> tuple[str, str] | None:
+    """The name, and a key, of the first function outside openprogram on the stack; None
+    for module-level code, a lambda, a comprehension or a notebook cell."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back  # type: ignore[assignment]  # None ends the walk
+    if frame is None or frame.f_code.co_name.startswith("<"):
+        return None
+    code = frame.f_code
+    return code.co_name, f"{code.co_filename}:{code.co_qualname}"

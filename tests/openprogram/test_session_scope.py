@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
 
@@ -101,3 +102,38 @@ def test_the_inner_session_holds_its_calls_as_top_level_nodes(tmp_path):
         ]
     with Session.open(store, outer.id) as reopened:
         assert [n.input for n in reopened.dag.nodes] == [{"x": 1}, {"x": 3}]
+
+
+def test_a_plain_function_calling_llm_in_a_session_is_named_once_with_the_fix(
+    fresh_default, caplog
+):
+    caplog.set_level(logging.WARNING, "openprogram")
+
+    def review(draft: str) -> str:  # meant to be @agentic_function(render_range=...)
+        return llm(f"Approve or reject: {draft}")
+
+    @agentic_function
+    def reviewed(draft: str) -> str:
+        return llm(f"Approve or reject: {draft}")
+
+    with Session() as session, Runtime(ScriptedModel(["approve"] * 4)):
+        review("a")
+        review("b")
+        reviewed("c")
+        llm("a top-level question, written at the top level")  # the test itself: plain too
+    notes = [r.getMessage() for r in caplog.records if "not an @agentic_function" in r.getMessage()]
+    names = [re.search(r"called from (\w+)\(\)", note).group(1) for note in notes]
+    assert names == [
+        "review",
+        "test_a_plain_function_calling_llm_in_a_session_is_named_once_with_the_fix",
+    ]
+    assert "recorded as 'main' at the top level" in notes[0]
+    assert "Decorate" in notes[0] and "@agentic_function" in notes[0]
+    assert [n.name for n in session.dag.find(kind="llm")] == ["main", "main", "reviewed", "main"]
+
+
+def test_module_level_code_calling_llm_is_not_told_to_decorate(fresh_default, caplog):
+    caplog.set_level(logging.WARNING, "openprogram")
+    with Session(), Runtime(ScriptedModel(["a"])):
+        exec("llm('hello')", {"llm": llm})  # a script's or a notebook cell's top level
+    assert "not an @agentic_function" not in caplog.text
