@@ -29,6 +29,7 @@ from openprogram._guards import (
     check_model,
     check_stream,
     note_default_session,
+    note_undecorated,
 )
 from openprogram._step import Complete, RunTools, Step, adrive, drive, reraise, retrying
 from openprogram.callbacks.base import gate, notify, transform
@@ -46,7 +47,7 @@ from openprogram.errors import (
 )
 from openprogram.models import Model, ModelReply, ModelRequest, ToolCall
 from openprogram.render import render_context
-from openprogram.streaming import PendingStream, open_stream
+from openprogram.streaming import PendingStream, estimated_usage, open_stream
 from openprogram.tools import ToolLoop
 from openprogram.usage import Usage
 
@@ -123,6 +124,7 @@ class Runtime:
         _secrets.register(litellm_kwargs)  # api_key=... is scrubbed wherever it would show
         self.usage = Usage()
         self._usage_lock = threading.Lock()
+        self._held: dict[str, object] = {}  # llm node id -> its request's reservation
         self._models: dict[str, Model] = {}
         self._tokens: list[Any] = []
         self._sleep: Callable[[float], None] = time.sleep
@@ -319,7 +321,14 @@ class Runtime:
             loop.asked(node)
         if request is None:
             return node, _recorded_reply(node)
-        reply = yield from retrying(self, node, Complete(model, request))
+        try:
+            reply = yield from retrying(self, node, Complete(model, request))
+        except Exception:
+            raise
+        except BaseException:  # cancelled on its way: the request was sent, so it counts
+            if node.id in self._held:
+                self._count(node, estimated_usage(model, request, ""))
+            raise
         return node, self._finish(node, reply)
 
     def _check(
@@ -351,19 +360,28 @@ class Runtime:
             frame_id = None
         if _context.is_process_default(session):
             note_default_session(frame)
-        self._gate(kind="llm", frame=frame)
-        parts = content_parts(content, dag)
-        if response_format is not None and (loop is None or not loop.nodes):
-            parts.append({"type": "text", "text": schema_instruction(response_format)})
-        name = frame.name if frame is not None else TOP_LEVEL_NAME
-        meta: dict[str, Any] = {"model": _name_of(model)}
-        earlier = loop.nodes if loop is not None and loop.toolbox is not None else []
-        if earlier:
-            meta["tool_loop"] = list(earlier)
-        # the node keeps the content as given (DESIGN §2): a plain string stays one
-        recorded = content if isinstance(content, str) and len(parts) == 1 else parts
-        node = session._enter_llm(name, frame_id, recorded, meta)
+        elif frame is None:
+            note_undecorated()
+        hold = self._reserve(frame)
+        try:
+            parts = content_parts(content, dag)
+            if response_format is not None and (loop is None or not loop.nodes):
+                parts.append({"type": "text", "text": schema_instruction(response_format)})
+            name = frame.name if frame is not None else TOP_LEVEL_NAME
+            meta: dict[str, Any] = {"model": _name_of(model)}
+            earlier = loop.nodes if loop is not None and loop.toolbox is not None else []
+            if earlier:
+                meta["tool_loop"] = list(earlier)
+            # the node keeps the content as given (DESIGN §2): a plain string stays one
+            recorded = content if isinstance(content, str) and len(parts) == 1 else parts
+            node = session._enter_llm(name, frame_id, recorded, meta)
+        except BaseException:
+            self._release(hold, frame)
+            raise
+        if hold is not None:
+            self._held[node.id] = hold
         if node.status == "completed":  # replayed from a resumed session's record
+            self._settle(node)
             return node, None
         try:
             window = options.pop("_render_range", None)
@@ -407,6 +425,51 @@ class Runtime:
         known = [limit for limit in limits if limit is not None]
         return min(known) if known else None
 
+    def _reserve(self, frame: Node | None) -> object | None:
+        """Ask the gates before a model call; then the callbacks that hold requests on
+        their way (`on_reserve`: a BudgetManager, so concurrent calls see them) get a
+        reservation standing for this one: None when none does. Every reservation is
+        given back (`on_settle`) once its request is answered, failed, abandoned or
+        never sent."""
+        self._gate(kind="llm", frame=frame)
+        holders = [_Holder(c) for c in self.callbacks if hasattr(c, "on_reserve")]
+        if not holders:
+            return None
+        hold = object()  # stands for this request until it is settled
+        try:
+            reason = gate(holders, hold, kind="llm", frame=frame)
+        except BaseException:  # a holder raised (BudgetExceeded)
+            self._release(hold, frame)
+            raise
+        if reason is not None:  # one refused: what the others hold goes back
+            self._release(hold, frame)
+            raise RunStopped(reason)
+        return hold
+
+    def _release(self, hold: object | None, frame: Node | None) -> None:
+        if hold is not None:
+            run = _context.current_session().dag.top_level_ancestor(frame) if frame else None
+            notify(self.callbacks, "on_settle", hold, record_on=run)
+
+    def _settle(self, node: Node) -> None:
+        """Give back the reservation of `node`'s request (once)."""
+        hold = self._held.pop(node.id, None)
+        if hold is not None:
+            self._release(hold, node)
+
+    def _count(self, node: Node, usage: Usage) -> None:
+        """Tally one exchange (its usage on the node, in `self.usage`, to on_usage), then
+        give its reservation back."""
+        node.usage = usage
+        with self._usage_lock:
+            self.usage = self.usage + usage
+        try:
+            if self.callbacks:
+                run = _context.current_session().dag.top_level_ancestor(node)
+                notify(self.callbacks, "on_usage", node, usage, record_on=run)
+        finally:
+            self._settle(node)
+
     def _gate(self, **context: Any) -> None:
         reason = gate(self.callbacks, self, **context)
         if reason is not None:
@@ -439,21 +502,17 @@ class Runtime:
         _context.current_session().dag.complete(
             node, None, status="error", error=f"{type(exc).__name__}: {exc}"
         )
+        self._settle(node)
         return error
 
     def _finish(self, node: Node, reply: ModelReply) -> ModelReply:
         text = reply.text
         if reply.tool_calls:
             node.meta["tool_calls"] = [call.to_json() for call in reply.tool_calls]
-        node.usage = reply.usage
-        with self._usage_lock:
-            self.usage = self.usage + reply.usage
-        session = _context.current_session()
         if self.callbacks:  # before completing, so what observers note is stored with it
             node.output = text
-            run = session.dag.top_level_ancestor(node)
-            notify(self.callbacks, "on_usage", node, reply.usage, record_on=run)
-        session.dag.complete(node, text)
+        self._count(node, reply.usage)
+        _context.current_session().dag.complete(node, text)
         if self.callbacks:
             text = transform(self.callbacks, "on_llm_end", text)
         return ModelReply(text=text, usage=reply.usage, raw=reply.raw, tool_calls=reply.tool_calls)
@@ -479,6 +538,23 @@ class Runtime:
             node_id=node.id,
             reply=reply,
         )
+
+
+class _Holder:
+    """A callback's `on_reserve` asked as a gate, so its refusal is recorded as a gate's
+    (gate() hands it the reservation where a gate gets the runtime)."""
+
+    __slots__ = ("callback",)
+
+    def __init__(self, callback: Any) -> None:
+        self.callback = callback
+
+    @property
+    def stop_reason(self) -> str | None:
+        return getattr(self.callback, "stop_reason", None)
+
+    def on_run_continue(self, hold: object, *, frame: Node | None = None, **_: Any) -> bool:
+        return self.callback.on_reserve(hold, frame=frame) is not False
 
 
 def _name_of(model: Model) -> str:

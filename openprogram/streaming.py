@@ -1,8 +1,9 @@
 """Streamed replies: what `llm(..., stream=True)` and `allm(..., stream=True)` return.
 
 Owns reading a model's chunks: the llm node completes with the whole text when the
-stream ends, and is marked error with the partial text kept when the stream breaks off
-or the consumer stops early; with tools, the tool turns run between the streamed turns
+stream ends; when it breaks off or the consumer stops early (or closes or drops it) the
+node is marked error with the partial text kept, and the exchange is tallied at its
+estimated usage. With tools, the tool turns run between the streamed turns
 (ToolTextStream). Callbacks watch chunks through `on_llm_chunk`. runtime.py drives
 open_stream, a step (_step.py: retries before the first chunk), passing itself as the
 `Exchange` a stream finishes through and runs tools through. Start at open_stream().
@@ -18,6 +19,7 @@ from typing import Any, NoReturn, Protocol
 
 from openprogram import _context
 from openprogram._step import Open, Replayed, Step, adrive, drive, retrying
+from openprogram._tokens import counter
 from openprogram.callbacks.base import notify
 from openprogram.dag import Node
 from openprogram.errors import ModelError, ModelUnavailable, RunError
@@ -30,6 +32,7 @@ __all__ = [
     "PendingStream",
     "TextStream",
     "ToolTextStream",
+    "estimated_usage",
     "open_stream",
 ]
 
@@ -63,6 +66,8 @@ class Exchange(Protocol):
 
     def _mark_error(self, node: Node, error: str) -> None: ...
 
+    def _count(self, node: Node, usage: Usage) -> None: ...
+
 
 class _Stream:
     """What both streams share: the source of chunks (an iterator, or an async one), the
@@ -76,8 +81,10 @@ class _Stream:
         *,
         finished: bool = False,
         tools: bool = False,
+        estimate: Callable[[str], Usage] | None = None,
     ) -> None:
         self._source = source
+        self._estimate = estimate
         self.node = node
         self._tools = tools
         self._runtime = runtime
@@ -132,7 +139,7 @@ class _Stream:
             return None
         self._done = True
         return self._context.run(  # type: ignore[no-any-return]
-            _broken, self._runtime, self.node, "".join(self._parts), exc
+            _broken, self._runtime, self.node, "".join(self._parts), exc, self._estimate
         )
 
     def _source_raised(self, exc: BaseException, end: type[BaseException]) -> NoReturn:
@@ -270,7 +277,49 @@ def _turn(
         source = yield Replayed(str(node.output or ""))
         return kind(source, node, runtime, finished=True)
     source = yield from retrying(runtime, node, Open(model, request))
-    return kind(source, node, runtime, tools=tools)
+    return kind(
+        source,
+        node,
+        runtime,
+        tools=tools,
+        estimate=lambda text: estimated_usage(model, request, text),
+    )
+
+
+def estimated_usage(model: Model, request: ModelRequest, text: str) -> Usage:
+    """What an exchange that ended without the provider's usage (a stream stopped or
+    broken off, a request cancelled on its way) is counted as: its request's tokens and
+    those of the `text` received, counted as a token budget counts them, priced by
+    litellm's cost map when it knows the model (else flagged as unpriced)."""
+    count = counter(str(getattr(model, "name", type(model).__name__)))
+    sent = sum(count.image(ref.width, ref.height) for ref in request.rendered.images())
+    for message in request.messages:
+        sent += count.message()
+        content = message.get("content") or ""
+        parts = content if isinstance(content, list) else [{"text": content}]
+        sent += sum(count.text(str(p.get("text") or "")) for p in parts if isinstance(p, dict))
+    received = count.text(text)
+    # LiteLLMModel prices a stream's usage this way; other models have no price
+    price = getattr(model, "_stream_cost", None)
+    cost = None
+    if callable(price):
+        cost = price(_Tokens(sent, received))
+    return Usage(
+        input_tokens=sent,
+        output_tokens=received,
+        cost_usd=cost or 0.0,
+        cost_known=cost is not None,
+        unpriced_calls=0 if cost is not None else 1,
+        calls=1,
+    )
+
+
+class _Tokens:
+    """A usage block as litellm's streams report it."""
+
+    def __init__(self, prompt_tokens: int, completion_tokens: int) -> None:
+        self.prompt_tokens = prompt_tokens
+        self.completion_tokens = completion_tokens
 
 
 def _ended(
@@ -473,22 +522,26 @@ class PendingStream:
 
 
 def _broken(
-    runtime: Exchange, node: Node, text: str, exc: BaseException | None
+    runtime: Exchange,
+    node: Node,
+    text: str,
+    exc: BaseException | None,
+    estimate: Callable[[str], Usage] | None = None,
 ) -> Exception | None:
-    """Mark a stream's node as failed, keeping the partial text; the error to raise
-    (None when the consumer stopped reading)."""
+    """Tally a stream that did not end (its request was sent: `estimate` says what it is
+    counted as) and mark its node as failed, keeping the partial text; the error to
+    raise (None when the consumer stopped reading)."""
     dag = _context.current_session().dag
     if exc is None:
         reason = f"the consumer stopped reading after {len(text)} characters"
+    else:
+        reason = f"{type(exc).__name__}: {exc} (the stream broke off after {len(text)} characters)"
+    try:
+        if estimate is not None:
+            runtime._count(node, estimate(text))
+    finally:  # a strict observer's error still leaves the node marked
         dag.complete(node, text, status="error", error=reason)
-        return None
-    dag.complete(
-        node,
-        text,
-        status="error",
-        error=f"{type(exc).__name__}: {exc} (the stream broke off after {len(text)} characters)",
-    )
-    if not isinstance(exc, Exception):
+    if exc is None or not isinstance(exc, Exception):
         return None
     if isinstance(exc, RunError) and exc.node_id is None:
         exc.node_id = node.id

@@ -1,9 +1,10 @@
 """BudgetManager: per-run limits on cost, tokens, model requests and tool calls.
 
-Owns the per-run tally (fed by on_usage, reset by on_run_start) and the gate that stops
-the run once a limit is reached, checked before every model call, every round of tool
-calls and every GUI step. Prices come from `Usage.cost_usd`; calls whose price is
-unknown are counted and flagged, never silently treated as free.
+Owns the per-run tally (fed by on_usage; started by on_run_start from what a resumed
+run already spent), the reservations of requests on their way (held by the gate, given
+back by on_settle) and the gate that stops the run once a limit is reached, checked
+before every model call, every round of tool calls and every GUI step. Prices come from
+`Usage.cost_usd`; calls whose price is unknown are counted and flagged, never free.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from openprogram import _context
@@ -32,6 +33,23 @@ class _Spend:
     unpriced_calls: int = 0
     tokens: int = 0
     tool_calls: int = 0
+    held: dict[object, tuple[int, float]] = field(default_factory=dict)
+    """Requests let through and not yet settled: (tokens, cost) each is counted as, the
+    run's average call so far."""
+
+    def add(self, usage: Usage, tool_calls: int) -> int:
+        """Add one exchange; its unpriced calls."""
+        unpriced = usage.unpriced_calls or (0 if usage.cost_known else 1)
+        self.cost_usd += usage.cost_usd
+        self.calls += usage.calls or 1
+        self.tokens += usage.input_tokens + usage.output_tokens
+        self.tool_calls += tool_calls
+        self.unpriced_calls += unpriced
+        return unpriced
+
+    def hold(self, reservation: object) -> None:
+        calls = max(self.calls, 1)
+        self.held[reservation] = (self.tokens // calls, self.cost_usd / calls)
 
 
 class BudgetManager(Callback):
@@ -45,7 +63,11 @@ class BudgetManager(Callback):
     loop asks about): once a limit is reached it refuses, and the run stops cleanly with
     `stop_reason` (naming the limit and the count reached) recorded on the run. With
     `raise_error=True` it raises `BudgetExceeded` instead. Tallies are kept per run (a
-    top-level call), so concurrent runs sharing a runtime each get the limits.
+    top-level call), so concurrent runs sharing a runtime each get the limits; a resumed
+    run's tally starts from what its recorded model calls used. A request the gate lets
+    through is held (counted) until it is settled, so concurrent calls of one run never
+    pass max_requests together, and count against max_tokens and max_cost at the run's
+    average call so far; a stream read partly is tallied when it is closed or collected.
     Calls whose price litellm does not know count as $0 and are tallied in
     `unpriced_calls`; with `max_cost` set, the first such call warns (once per manager)
     that the cost limit cannot be enforced for that model.
@@ -80,6 +102,7 @@ class BudgetManager(Callback):
         self.raise_error = raise_error
         self.stop_reason: str | None = None
         self._runs: dict[str | None, _Spend] = {}
+        self._held: dict[object, _Spend] = {}  # reservation -> the tally holding it
         self._latest: _Spend = _Spend()
         self._lock = threading.Lock()
         self._warned_unpriced = False
@@ -146,8 +169,9 @@ class BudgetManager(Callback):
 
     # -- hooks ---------------------------------------------------------------------------
     def on_run_start(self, run: Node) -> None:
+        spend = _recorded(_context.current_session().dag, run)
         with self._lock:
-            self._runs[run.id] = self._latest = _Spend()
+            self._runs[run.id] = self._latest = spend
             self.stop_reason = None
 
     def on_run_end(self, run: Node) -> None:
@@ -158,13 +182,8 @@ class BudgetManager(Callback):
         dag = _context.current_session().dag
         run_id = dag.top_level_ancestor(node).id if node.id in dag else None
         spend = self._spend(run_id if run_id != node.id else None)
-        unpriced = usage.unpriced_calls or (0 if usage.cost_known else 1)
         with self._lock:
-            spend.cost_usd += usage.cost_usd
-            spend.calls += usage.calls or 1
-            spend.tokens += usage.input_tokens + usage.output_tokens
-            spend.tool_calls += len(node.meta.get("tool_calls") or ())
-            spend.unpriced_calls += unpriced
+            unpriced = spend.add(usage, len(node.meta.get("tool_calls") or ()))
             warn = bool(unpriced) and self.max_cost is not None and not self._warned_unpriced
             self._warned_unpriced = self._warned_unpriced or warn
         if not unpriced:
@@ -188,17 +207,43 @@ class BudgetManager(Callback):
             spend.unpriced_calls,
         )
 
+    def on_settle(self, reservation: object) -> None:
+        """The request held under `reservation` was answered (its usage reported), failed
+        or never sent: it no longer counts as on its way."""
+        with self._lock:
+            spend = self._held.pop(reservation, None)
+            if spend is not None:
+                spend.held.pop(reservation, None)
+
+    def on_reserve(self, reservation: object, *, frame: Node | None = None) -> bool:
+        """Before a model request is sent (after every gate let it through): hold
+        `reservation` for it until `on_settle(reservation)`, so concurrent calls count it
+        (False, or BudgetExceeded, when the run's limits, counting what it holds, are
+        reached). The check and the hold are one step: threads cannot both pass."""
+        return self._check("llm", frame, reservation)
+
     def on_run_continue(
         self, runtime: Any, *, kind: str = "llm", frame: Node | None = None, **context: Any
     ) -> bool:
-        """False (or BudgetExceeded) once the run has reached one of the limits."""
+        """False (or BudgetExceeded) once the run has reached one of the limits, counting
+        the requests it holds."""
+        return self._check(kind, frame, None)
+
+    def _check(self, kind: str, frame: Node | None, reservation: object) -> bool:
         run_id = None
         if frame is not None:
             dag = _context.current_session().dag
             run_id = dag.top_level_ancestor(frame).id if frame.id in dag else frame.id
         with self._lock:
-            spend = self._runs.get(run_id) or _Spend()
-        reason = self._reached(spend, kind)
+            spend = self._runs.get(run_id)
+            if spend is None:
+                spend = _Spend()
+                if reservation is not None:
+                    self._runs[run_id] = spend
+            reason = self._reached(spend, kind)
+            if reason is None and reservation is not None:
+                spend.hold(reservation)
+                self._held[reservation] = spend
         if reason is None:
             return True
         self.stop_reason = reason
@@ -210,7 +255,13 @@ class BudgetManager(Callback):
         """The stop message of the first limit reached (None: go on), naming the limit
         and the count."""
         before = f"stopped before the next {kind}"
-        calls = f"{spend.calls} model call(s)"
+        held = spend.held.values()
+        count = spend.calls + len(held)
+        calls = f"{count} model call(s)"
+        if held:
+            calls += f" ({len(held)} not yet answered, each counted as the run's average call)"
+        tokens = spend.tokens + sum(t for t, _ in held)
+        cost = spend.cost_usd + sum(c for _, c in held)
         if kind == "tool_calls":
             if self.max_tool_calls is not None and spend.tool_calls > self.max_tool_calls:
                 return (
@@ -219,7 +270,7 @@ class BudgetManager(Callback):
                     "the last round"
                 )
             return None
-        if self.max_cost is not None and spend.cost_usd >= self.max_cost:
+        if self.max_cost is not None and cost >= self.max_cost:
             if self.max_cost == 0:
                 return f"budget reached: max_cost=$0 allows no model call; {before}"
             unpriced = (
@@ -228,15 +279,15 @@ class BudgetManager(Callback):
                 else ""
             )
             return (
-                f"budget reached: max_cost=${self.max_cost:.4f}; spent ${spend.cost_usd:.4f} "
+                f"budget reached: max_cost=${self.max_cost:.4f}; spent ${cost:.4f} "
                 f"over {calls}{unpriced}; {before}"
             )
-        if self.max_tokens is not None and spend.tokens >= self.max_tokens:
+        if self.max_tokens is not None and tokens >= self.max_tokens:
             return (
-                f"budget reached: max_tokens={self.max_tokens}; used {spend.tokens} tokens "
+                f"budget reached: max_tokens={self.max_tokens}; used {tokens} tokens "
                 f"over {calls}; {before}"
             )
-        if self.max_requests is not None and spend.calls >= self.max_requests:
+        if self.max_requests is not None and count >= self.max_requests:
             return f"budget reached: max_requests={self.max_requests}; made {calls}; {before}"
         if self.max_tool_calls is not None and spend.tool_calls > self.max_tool_calls:
             return (
@@ -244,3 +295,16 @@ class BudgetManager(Callback):
                 f"{spend.tool_calls} tool call(s); {before}"
             )
         return None
+
+
+def _recorded(dag: Any, run: Node) -> _Spend:
+    """What the model calls recorded inside `run` used (a resumed run's earlier part;
+    nothing for a new run)."""
+    spend = _Spend()
+    pending = [run.id]
+    while pending:
+        for child in dag.children(pending.pop()):
+            if child.kind == "llm" and child.usage is not None:
+                spend.add(child.usage, len(child.meta.get("tool_calls") or ()))
+            pending.append(child.id)
+    return spend

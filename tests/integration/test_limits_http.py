@@ -3,6 +3,8 @@ model litellm has no price for."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from openprogram import (
@@ -12,6 +14,7 @@ from openprogram import (
     Runtime,
     Session,
     agentic_function,
+    allm,
     llm,
 )
 from openprogram.testing import OpenAIServer
@@ -51,3 +54,39 @@ def test_a_cost_limit_on_a_model_without_a_price_warns_once_and_requests_still_s
             chat(10)
     assert len([w for w in caught if "cannot be enforced" in str(w.message)]) == 1
     assert len(server.requests) == 3
+
+
+@agentic_function
+def skim(times: int) -> int:
+    for _ in range(times):
+        with llm("tell me a long story", stream=True) as stream:
+            next(iter(stream))  # one chunk, then the caller stops reading
+    return times
+
+
+def test_streams_the_caller_stops_reading_count_against_max_requests():
+    with OpenAIServer(["one two three four five six seven eight"] * 10) as server:
+        budget = BudgetManager(max_requests=2)
+        with (
+            Session() as session,
+            runtime_for(server, budget),
+            pytest.raises(RunStopped, match="max_requests=2; made 2 model call"),
+        ):
+            skim(10)
+    assert len(server.requests) == 2
+    nodes = session.dag.find(kind="llm")
+    assert all(n.usage is not None and n.usage.input_tokens > 0 for n in nodes)
+    assert budget.tokens == sum(n.usage.total_tokens for n in nodes)
+
+
+def test_gathered_allm_calls_never_pass_max_requests():
+    @agentic_function
+    async def fan_out(n: int) -> list:
+        return await asyncio.gather(*(allm(f"question {i}") for i in range(n)))
+
+    with OpenAIServer(["fine"] * 20) as server:
+        budget = BudgetManager(max_requests=2)
+        with Session(), runtime_for(server, budget), pytest.raises(RunStopped):
+            asyncio.run(fan_out(20))
+    assert len(server.requests) == 2
+    assert budget.calls == 2
