@@ -87,6 +87,8 @@ class _Progress:
 @click.option("--compare", "previous", default=None, metavar="FILE.json",
               help="A saved report to compare with, case by case.")  # fmt: skip
 @click.option("--cases", "show_cases", is_flag=True, help="Show one line per case.")
+@click.option("--id", "eval_id", default=None, metavar="ID",
+              help="Name this eval; the same ID and --store again resume it.")  # fmt: skip
 def eval_command(
     dataset_path: str,
     function: str,
@@ -99,6 +101,7 @@ def eval_command(
     html_path: str | None,
     previous: str | None,
     show_cases: bool,
+    eval_id: str | None,
 ) -> None:
     """Run every case of DATASET (.yaml, .json or .jsonl) through MODULE:FUNCTION, score
     each run and print the table.
@@ -122,6 +125,7 @@ def eval_command(
             model=model,
             store=store_spec,
             progress=_Progress(),
+            id=eval_id,
         )
         click.echo(report.table(cases=show_cases))
         if save_path:

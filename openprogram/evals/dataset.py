@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -84,9 +84,6 @@ class Dataset(BaseModel):
 
     def __len__(self) -> int:
         return len(self.cases)
-
-    def __iter__(self) -> Iterator[Case]:  # type: ignore[override]  # cases, not fields
-        return iter(self.cases)
 
     def __getitem__(self, name: str) -> Case:
         for case in self.cases:

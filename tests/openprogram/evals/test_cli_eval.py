@@ -45,3 +45,16 @@ def test_eval_errors_are_one_line(tmp_path) -> None:
     assert wrong.exit_code == 1 and "has no 'nothing'" in wrong.output
     bad = _invoke(str(cases), f"{SCRIPT}:write", "-s", "max_cost:lots")
     assert bad.exit_code == 2 and "max_cost takes a number" in bad.output
+
+
+def test_eval_with_an_id_and_a_store_resumes_into_the_same_sessions(tmp_path) -> None:
+    cases = Dataset(cases=[Case(inputs={"product": "tea"}, name="tea")]).save(tmp_path / "c.json")
+    store, saved = str(tmp_path / "e.db"), str(tmp_path / "r.json")
+    for _ in range(2):
+        result = _invoke(
+            str(cases), f"{SCRIPT}:write", "--store", store, "--id", "ci", "--save", saved
+        )
+        assert result.exit_code == 0, result.output
+    report = EvalReport.load(saved)
+    assert report.id == "ci" and [r.session for r in report.runs] == ["eval-ci-0000-0"]
+    assert report.runs[0].output == "rejected"
