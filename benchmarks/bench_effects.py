@@ -2,7 +2,9 @@
 
 (a) a recorded call on SQLite, plain and declared `effect="idempotent"` / `"once"`: the
     effect call's start is committed before its body runs (target: <= 2x the plain
-    recorded call; the plain call unchanged, <= 40 us of CPU, bench_store.py);
+    recorded call; the plain call unchanged, <= 40 us of CPU, bench_store.py); and the
+    same for calls whose body takes 1 ms (I/O: a payment API is slower still), which
+    are committed when they return, plain or not;
 (b) with --kills N: a payment-shaped program (effects.kill_program in tests) killed with
     SIGKILL at random points N times and resumed, each interrupted once call settled as
     a person would: the counts of bodies run, unknowns and lost calls.
@@ -50,10 +52,19 @@ def once(x: int) -> int:
     return x
 
 
+def _io(x: int) -> int:
+    time.sleep(0.001)  # waits like a call to a service: wall time, not CPU
+    return x
+
+
+slow_plain = agentic_function(_io)
+slow_once = agentic_function(effect="once")(_io)
+
+
 def per_call_us(store: Any, fn: Any, calls: int) -> tuple[float, float]:
     """(wall, CPU of this thread) microseconds per recorded call of `fn`."""
     with Session(store):
-        for i in range(200):
+        for i in range(min(200, calls)):
             fn(i)
         gc.collect()
         wall, cpu = time.perf_counter(), time.thread_time()
@@ -65,16 +76,19 @@ def per_call_us(store: Any, fn: Any, calls: int) -> tuple[float, float]:
 
 def bench_ledger(folder: Path, calls: int, runs: int) -> dict[str, Any]:
     found: dict[str, list[tuple[float, float]]] = {}
+    variants = (("plain", plain, calls), ("idempotent", idempotent, calls),
+                ("once", once, calls), ("slow_plain", slow_plain, calls // 10),
+                ("slow_once", slow_once, calls // 10))  # fmt: skip
     for run in range(runs):  # the variants alternate, so a busy spell hits them alike
-        for name, fn in (("plain", plain), ("idempotent", idempotent), ("once", once)):
-            found.setdefault(name, []).append(per_call_us(folder / f"{name}-{run}.db", fn, calls))
+        for name, fn, count in variants:
+            found.setdefault(name, []).append(per_call_us(folder / f"{name}-{run}.db", fn, count))
     result: dict[str, Any] = {}
     for name, samples in found.items():
         result[f"{name}_us"] = statistics.median(s[0] for s in samples)
         result[f"{name}_cpu_us"] = statistics.median(s[1] for s in samples)
-    for name in ("idempotent", "once"):
-        result[f"{name}_ratio_wall"] = result[f"{name}_us"] / result["plain_us"]
-        result[f"{name}_ratio_cpu"] = result[f"{name}_cpu_us"] / result["plain_cpu_us"]
+    for name, base in (("idempotent", "plain"), ("once", "plain"), ("slow_once", "slow_plain")):
+        result[f"{name}_ratio_wall"] = result[f"{name}_us"] / result[f"{base}_us"]
+        result[f"{name}_ratio_cpu"] = result[f"{name}_cpu_us"] / result[f"{base}_cpu_us"]
     return result
 
 
@@ -96,9 +110,11 @@ def main() -> None:
     print(json.dumps(results, indent=2))
     ledger = results["ledger"]
     worst = max(ledger["idempotent_ratio_cpu"], ledger["once_ratio_cpu"])
+    verdict = "ok" if worst <= LEDGER_TARGET else "MISSED"
     print(
-        f"ledger: an effect call costs {worst:.2f}x a plain recorded call "
-        f"(target <= {LEDGER_TARGET}x): {'ok' if worst <= LEDGER_TARGET else 'MISSED'}"
+        f"ledger: an effect call costs {worst:.2f}x the CPU of a plain recorded call with an "
+        f"empty body (target <= {LEDGER_TARGET}x: {verdict}); with a 1 ms body "
+        f"{ledger['slow_once_ratio_cpu']:.2f}x"
     )
 
 
