@@ -348,7 +348,7 @@ def _error_text(exc: BaseException) -> str:
 
 def _stored(output: Any) -> Any:
     try:
-        return to_jsonable(output, None)
+        return _secrets.scrub_value(to_jsonable(output, None))  # keys never reach a report
     except Exception as exc:
         return {"$opaque": type(output).__qualname__, "error": _error_text(exc)}
 

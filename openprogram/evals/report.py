@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError
 
+from openprogram import _secrets
 from openprogram.dag import ContextDAG
 from openprogram.echo import elide, printable
 from openprogram.errors import UsageError
@@ -248,7 +249,8 @@ class EvalReport(BaseModel):
             }
         target = Path(path).expanduser()
         temporary = target.with_name(f".{target.name}.tmp")
-        temporary.write_text(json.dumps(data, ensure_ascii=False, default=str), encoding="utf-8")
+        text = _secrets.scrub_json(json.dumps(data, ensure_ascii=False, default=str)) or ""
+        temporary.write_text(text, encoding="utf-8")
         os.replace(temporary, target)
         return target
 

@@ -173,14 +173,16 @@ def test_failures_are_recorded_and_the_eval_goes_on() -> None:
 
 
 def test_a_judge_missing_its_key_is_that_scores_error(monkeypatch) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     judged = DATASET.evaluate(
         write,
-        [llm_judge("Is it a tagline?", model=ScriptedModel([ModelAuthError("no OPENAI_API_KEY")]))],
+        [llm_judge("Is it a tagline?", model="anthropic/claude-3-5-haiku-latest")],
         model=ScriptedModel(reply),
     )
-    assert judged.runs[0].score("llm_judge").error == "ModelAuthError: no OPENAI_API_KEY"
-    assert judged.runs[1].score("llm_judge").error.startswith("ScriptExhausted")
+    error = judged.runs[0].score("llm_judge").error
+    assert error.startswith("ModelAuthError: model 'anthropic/claude-3-5-haiku-latest' needs an")
+    assert "ANTHROPIC_API_KEY is not set" in error and "Nothing was sent" in error
+    assert judged.runs[0].score("llm_judge").value is None and judged.runs[0].error is None
 
 
 def test_a_judge_is_a_recorded_call_after_the_case(tmp_path) -> None:

@@ -111,3 +111,20 @@ def test_one_nested_function_is_evaluated_again_on_its_recorded_calls() -> None:
     assert again.case_values("equals") == {"c/0": 1.0, "c/1": 1.0, "t/0": 0.0, "t/1": 0.0}
     with pytest.raises(UsageError, match="no completed call of 'revue'"):
         report.calls("revue")
+
+
+def test_a_key_in_an_output_never_reaches_the_saved_report(tmp_path, monkeypatch) -> None:
+    from openprogram import agentic_function
+
+    key = "sk-evals-0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+
+    @agentic_function
+    def careless(product: str) -> str:
+        return f"{product} {key}"
+
+    report = Dataset(cases=[Case(inputs={"product": "tea"})]).evaluate(careless, [equals])
+    assert report.runs[0].output == "tea ***"
+    text = report.save(tmp_path / "r.json").read_text()
+    assert key not in text and "tea ***" in text
+    assert key not in report.write_html(tmp_path / "r.html").read_text()
