@@ -252,6 +252,7 @@ def needs_approval(
             "input": tool.input_meta,  # type: ignore[attr-defined]
             "system": tool.system,  # type: ignore[attr-defined]
             "render_output": tool.render_output,  # type: ignore[attr-defined]
+            "effect": getattr(tool, "effect", None),  # asked inside it: ask before acting
         }
     raw = inspect.unwrap(tool)
     name = raw.__name__

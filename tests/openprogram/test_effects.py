@@ -301,3 +301,9 @@ def test_the_report_marks_unknown_calls(tmp_path: Path):
     interrupted(path, "pay")
     page = report_html(Session.open(path, "s"))
     assert "<b>1</b> unknown</span>" in page and "opv-s-u" in page
+
+
+def test_an_approved_tool_keeps_its_effect():
+    from openprogram import needs_approval
+
+    assert needs_approval(pay).effect == "once"  # type: ignore[attr-defined]
