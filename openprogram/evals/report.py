@@ -196,16 +196,23 @@ class EvalReport(BaseModel):
             f"time in calls {took:.2f} s"
         )
         for run in self.errors[:5]:
-            lines.append(
-                f"  {run.case}: {printable(elide(run.error or '', width - 6), newlines=False)}"
-            )
+            where = f"{run.case}" + (f" #{run.repeat}" if self.repeat > 1 else "")
+            shown = printable(elide(run.error or "", 2 * width), newlines=False)
+            lines.append(f"  {printable(where, newlines=False)}: {shown}")
         if cases:
             keys = list(summary)
-            lines.append("case  " + "  ".join(keys))
-            for case in self.dataset.cases:
-                values = [self.case_values(k).get(case.name or "") for k in keys]
-                shown = "  ".join("-" if v is None else f"{v:.2f}" for v in values)
-                lines.append(f"{case.name}  {shown}")
+            columns = {k: self.case_values(k) for k in keys}
+            names = [printable(case.name or "", newlines=False) for case in self.dataset.cases]
+            case_width = min(40, max([4, *(len(n) for n in names)]))
+            widths = [max(5, len(k)) for k in keys]
+            header = "  ".join(f"{k:>{w}}" for k, w in zip(keys, widths))
+            lines.append(f"{'case':<{case_width}}  {header}")
+            for name, case in zip(names, self.dataset.cases):
+                values = [columns[k].get(case.name or "") for k in keys]
+                shown = "  ".join(
+                    f"{'-' if v is None else f'{v:.2f}':>{w}}" for v, w in zip(values, widths)
+                )
+                lines.append(f"{elide(name, case_width):<{case_width}}  {shown}")
         return "\n".join(lines)
 
     def __str__(self) -> str:
