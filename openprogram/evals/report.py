@@ -205,12 +205,13 @@ class EvalReport(BaseModel):
             names = [printable(case.name or "", newlines=False) for case in self.dataset.cases]
             case_width = min(40, max([4, *(len(n) for n in names)]))
             widths = [max(5, len(k)) for k in keys]
-            header = "  ".join(f"{k:>{w}}" for k, w in zip(keys, widths))
+            header = "  ".join(f"{k:>{w}}" for k, w in zip(keys, widths, strict=True))
             lines.append(f"{'case':<{case_width}}  {header}")
-            for name, case in zip(names, self.dataset.cases):
+            for name, case in zip(names, self.dataset.cases, strict=True):
                 values = [columns[k].get(case.name or "") for k in keys]
                 shown = "  ".join(
-                    f"{'-' if v is None else f'{v:.2f}':>{w}}" for v, w in zip(values, widths)
+                    f"{'-' if v is None else f'{v:.2f}':>{w}}"
+                    for v, w in zip(values, widths, strict=True)
                 )
                 lines.append(f"{elide(name, case_width):<{case_width}}  {shown}")
         return "\n".join(lines)
