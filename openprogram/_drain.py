@@ -3,8 +3,9 @@
 While a Session is entered in the main thread, a SIGTERM handler (chaining any Python
 handler installed before it) sets a flag; session.py checks it where a call or an llm
 exchange begins and raises RunStopped("drained by SIGTERM") there, except inside an
-`effect="once"` call, which is let finish. A second SIGTERM ends the process as the
-previous handler would. Start at install().
+`effect="once"` call, which is let finish. When no call is running at all (the program
+waits for input, say), the handler raises RunStopped at once. A second SIGTERM ends the
+process as the previous handler would. Start at install().
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import signal
 import threading
 from typing import Any
 
+from openprogram import _context
 from openprogram.dag import ContextDAG
 from openprogram.errors import RunStopped
 
@@ -40,6 +42,19 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     requested[0] = True
     if callable(_previous):
         _previous(signum, frame)
+    if not _busy():  # nothing to let finish: stop where the main thread waits
+        raise RunStopped(REASON)
+
+
+def _busy() -> bool:
+    """Whether a call or an llm exchange is running in a session entered in this process."""
+    with _context._lock:
+        sessions = list(_context._entered)
+    return any(
+        node.status == "running" and node.kind != "user"
+        for session in sessions
+        for node in session.dag.nodes
+    )
 
 
 def install() -> bool:

@@ -121,3 +121,34 @@ def test_sigterm_chains_the_previous_handler_and_is_restored_after(tmp_path: Pat
             assert step(3) == 3  # the drain ended with the session
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+IDLE = textwrap.dedent(
+    """
+    import sys
+    from openprogram import RunStopped, Session
+
+    try:
+        with Session(sys.argv[1], id="s"):
+            print("ready", flush=True)
+            sys.stdin.readline()  # no call runs: SIGTERM stops the wait at once
+    except RunStopped as stopped:
+        print("stopped:", stopped.reason)
+    """
+)
+
+
+def test_sigterm_with_no_call_running_stops_at_once(tmp_path: Path):
+    child = subprocess.Popen(
+        [sys.executable, "-c", IDLE, str(tmp_path / "runs.db")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None and child.stdout.readline() == "ready\n"
+    child.send_signal(signal.SIGTERM)
+    out = child.stdout.read()  # the stdin it waits on stays open: only the drain ends it
+    assert child.wait(timeout=60) == 0 and out == "stopped: drained by SIGTERM\n"
+    assert child.stdin is not None
+    child.stdin.close()
+    child.stdout.close()
