@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from openprogram._cli_options import store_option
+from openprogram._cli_options import store_option, text_argument
 from openprogram._cli_print import say
 
 __all__ = ["chat", "serve_model"]
@@ -138,6 +138,7 @@ def _chat_session(store_spec: str, session_id: str | None) -> Any:
 
     if session_id is None:
         return Session(store_spec)
+    text_argument(session_id, "--session")
     store, _ = open_store(store_spec)
     known = store is not None and store.session(session_id) is not None
     if store is not None:

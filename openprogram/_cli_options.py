@@ -1,7 +1,8 @@
 """Options the `openprogram` commands share: the session store (--store).
 
 Owns `store_option` and DEFAULT_STORE, below every module that defines commands, so
-cli.py and _cli_model.py (and plugins, through cli.py) take --store alike.
+cli.py and _cli_model.py (and plugins, through cli.py) take --store alike, and
+`text_argument`, which refuses an argument that is not UTF-8 text (a session id, say).
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["DEFAULT_STORE", "store_option"]
+from openprogram.echo import printable
+
+__all__ = ["DEFAULT_STORE", "store_option", "text_argument"]
 
 DEFAULT_STORE = "openprogram.db"
 """The store the session commands read when neither --store nor OPENPROGRAM_STORE is set."""
@@ -37,3 +40,16 @@ def store_option(command: F) -> F:
         help="Session store: a SQLite file, sqlite:///file.db or postgresql://… "
         "(env OPENPROGRAM_STORE).",
     )(command)
+
+
+def text_argument(value: str, name: str) -> str:
+    """`value` when it is UTF-8 text; click.BadParameter (exit 2) when the command line
+    gave bytes that are not (Python keeps them as lone surrogates, which no store takes)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise click.BadParameter(
+            f"'{printable(value, newlines=False)}' is not UTF-8 text; give it as text",
+            param_hint=name,
+        ) from None
+    return value

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import click
 
-from openprogram._cli_options import DEFAULT_STORE, store_option
+from openprogram._cli_options import DEFAULT_STORE, store_option, text_argument
 from openprogram._cli_print import Styled, json_text, say, styled
 from openprogram.dag import ContextDAG, Node
 from openprogram.echo import echo, mask_url, printable
@@ -211,7 +211,7 @@ def _opened_store(spec: str) -> Iterator[Any]:
 
 
 def _resolve_id(store: Any, session_id: str) -> str:
-    if store.session(session_id) is not None:
+    if store.session(text_argument(session_id, "ID")) is not None:
         return session_id
     known = [info.id for info in store.list_sessions()]
     matches = [s for s in known if s.startswith(session_id)]

@@ -117,8 +117,7 @@ def check(asked: Question, value: Any) -> Any:
     also for NaN or infinity and for an answer nested over 100 levels deep."""
     if hasattr(value, "model_dump"):  # a pydantic model given as the answer
         value = value.model_dump(mode="json")
-    if not isinstance(value, str):
-        _sound(asked, value)
+    _sound(asked, value)
     if asked.choices is not None:
         for choice in asked.choices:
             if value == choice and type(value) is type(choice):
@@ -179,20 +178,30 @@ def _no_constant(name: str) -> Any:
 
 
 def _sound(asked: Question, value: Any) -> None:
-    """UsageError when `value` holds a float that is not finite or nests over _DEPTH
-    levels; walked without recursion, so no depth ends it in a RecursionError."""
+    """UsageError when `value` holds a float that is not finite, text that is not UTF-8
+    (a lone surrogate) or nests over _DEPTH levels; walked without recursion, so no
+    depth ends it in a RecursionError."""
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, float) and not math.isfinite(item):
             raise _not_finite(asked, repr(item))
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise UsageError(
+                    f"{_preview(item)} is not an answer to question {asked.id}: it is not "
+                    "UTF-8 text (it holds a lone surrogate)"
+                ) from None
+            continue
         if isinstance(item, (dict, list, tuple)):
             if depth >= _DEPTH:
                 raise UsageError(
                     f"the answer to question {asked.id} is nested too deeply: an answer "
                     f"holds at most {_DEPTH} levels of lists and objects"
                 )
-            items = item.values() if isinstance(item, dict) else item
+            items = [*item, *item.values()] if isinstance(item, dict) else item
             stack.extend((child, depth + 1) for child in items)
 
 

@@ -400,3 +400,48 @@ def test_the_log_and_the_trajectory_call_a_suspended_run_waiting(caplog, tmp_pat
     assert len(ends) == 1 and ends[0].startswith("run end plan #1 waiting (waiting for an answer")
     (metadata,) = (tmp_path / "runs").glob("*/metadata.json")
     assert json.loads(metadata.read_text())["status"] == "waiting"
+
+
+# -- what a person is shown -----------------------------------------------------------------
+@agentic_function
+def write(content: str, path: str = "notes.txt") -> str:
+    """Write a file."""
+    return f"wrote {len(content)} characters to {path}"
+
+
+def test_an_approval_shows_the_argument_after_a_long_one():
+    asked: list[str] = []
+
+    def no(question: Question) -> str:
+        asked.append(question.text)
+        return "no"
+
+    script = ScriptedModel(
+        [
+            {"tool_calls": [{"name": "write", "arguments": {"content": "x" * 600,
+                                                            "path": "/root/.ssh/id_rsa"}}]},
+            "ok",
+        ]
+    )  # fmt: skip
+
+    @agentic_function
+    def assistant_writing(request: str) -> str:
+        return llm(request, tools=[needs_approval(write)])
+
+    with Session(), Runtime(script, ask=no):
+        assistant_writing("write it")
+    (text,) = asked
+    assert text.endswith(", path='/root/.ssh/id_rsa')?")
+    assert "characters elided]…" in text and "(sha256 " in text
+
+
+def test_console_ask_shows_a_question_with_its_escapes_escaped():
+    out = io.StringIO()
+    asker = ConsoleAsk(read=lambda prompt: "1", write=out)
+    question = Question(
+        id="q", text="Allow it?\x1b]0;owned\x07\x1b[2J\u202e", choices=["yes\x1b[8m", "no"]
+    )
+    assert asker(question) == "yes\x1b[8m"
+    shown = out.getvalue()
+    assert "\x1b" not in shown and "\x07" not in shown and "\u202e" not in shown
+    assert "Allow it?\\x1b]0;owned\\x07\\x1b[2J\\u202e" in shown and "1. yes\\x1b[8m" in shown

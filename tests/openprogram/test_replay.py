@@ -368,3 +368,63 @@ def test_a_recording_with_a_stopped_run_replays_with_the_stop_in_later_contexts(
     with Session() as session, Runtime(ReplayModel(recording), callbacks=[StopFirst()]):
         assert program() == "two"  # the rebuilt context matched the recorded hash
     assert [n.status for n in session.dag.find(name="ask", kind="code")] == ["stopped", "completed"]
+
+
+# -- recorded answers stand only for the question they answered -----------------------------
+paid: list[int] = []
+
+
+def _pay(amount: int) -> str:
+    """Pay an amount."""
+    paid.append(amount)
+    return f"paid {amount}"
+
+
+def test_a_recorded_approval_is_not_reused_for_other_arguments():
+    from openprogram import ReplayMismatch, needs_approval
+
+    pay = needs_approval(agentic_function(_pay))
+    paid.clear()
+    with Session() as recorded, Runtime(ScriptedModel([]), ask=lambda q: "yes"):
+        pay(10)
+    assert paid == [10]
+    with Session(), Runtime(ReplayModel(recorded)):  # no asker: a replay never waits
+        assert pay(10) == "paid 10"  # the very question: answered as recorded
+    with (
+        Session(),
+        Runtime(ReplayModel(recorded)),
+        pytest.raises(ReplayMismatch, match="was given to another question"),
+    ):
+        pay(10_000)
+    assert paid == [10, 10]
+
+
+def test_a_recorded_answer_to_a_fixed_question_is_not_reused_for_another_call():
+    from openprogram import ReplayMismatch, needs_approval
+
+    pay = needs_approval(agentic_function(_pay), question=lambda amount: "Pay?")
+    paid.clear()
+    with Session() as recorded, Runtime(ScriptedModel([]), ask=lambda q: "yes"):
+        pay(10)
+    with (
+        Session(),
+        Runtime(ReplayModel(recorded)),
+        pytest.raises(ReplayMismatch, match="was given to another call asking it"),
+    ):
+        pay(10_000)
+    assert paid == [10]
+
+
+def test_resuming_an_approval_with_another_long_argument_diverges(tmp_path):
+    from openprogram import ResumeDivergence, RunWaiting, needs_approval
+
+    pay = needs_approval(agentic_function(_pay))
+    store = tmp_path / "s.db"
+    with pytest.raises(RunWaiting), Session(store) as session:
+        pay("a" * 600 + "10")  # type: ignore[arg-type]
+    (question,) = session.pending()
+    session.answer(question.id, "yes")
+    paid.clear()
+    with pytest.raises(ResumeDivergence), Session.open(store, session.id, resume=True):
+        pay("a" * 600 + "10000")  # type: ignore[arg-type]
+    assert paid == []
