@@ -166,7 +166,7 @@ def evaluate(
             outcomes = [one(job) for job in jobs]
         else:
             with ThreadPoolExecutor(concurrency, thread_name_prefix="openprogram-eval") as pool:
-                outcomes = list(pool.map(one, jobs))
+                outcomes = list(pool.map(one, jobs))  # a run's BaseException cancels the rest
     finally:
         if owns and resolved is not None:
             resolved.close()

@@ -254,3 +254,23 @@ def test_an_interrupted_eval_resumes_without_asking_again(tmp_path) -> None:
     assert report.case_values("equals") == {"c": 1.0, "t": 0.0}
     assert [r.session for r in report.runs] == ["eval-nightly-0000-0", "eval-nightly-0001-0"]
     assert asked[4:] == ["Approve or reject: Smart tea."]  # only the unfinished exchange
+
+
+def test_ctrl_c_in_a_concurrent_eval_starts_no_queued_run() -> None:
+    import threading
+
+    started: list[str] = []
+    gate = threading.Event()
+
+    @agentic_function
+    def slow(n: int) -> int:
+        started.append(str(n))
+        if n == 0:
+            raise KeyboardInterrupt
+        gate.wait(1.0)  # the runs already going end by themselves, after a bound
+        return n
+
+    dataset = Dataset(cases=[Case(inputs={"n": n}) for n in range(50)])
+    with pytest.raises(KeyboardInterrupt):
+        dataset.evaluate(slow, [equals], concurrency=2)
+    assert len(started) <= 4  # the interrupted run, and those the two threads had begun
