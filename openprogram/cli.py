@@ -311,6 +311,7 @@ def show_command(
     """Print a session's call tree: status, duration, tokens and cost per node."""
     from openprogram._tree import walk
     from openprogram.display._payload import summary, value_text
+    from openprogram.questions import is_ask, question
 
     with _session(store_spec, session_id) as session:
         dag = session.dag
@@ -339,6 +340,10 @@ def show_command(
                 out = f"  {out[:120]}{'…' if len(out) > 120 else ''}"
                 line = Styled(line + styled(out, newlines=False, dim=True))
             say(line)
+            if node.status == "waiting" and is_ask(node):  # the line cuts it: all of it
+                asked = " ".join(question(node).text.split())
+                if len(asked) > 100:
+                    say("  " * (level + 2), styled(f"asks: {asked}", newlines=False))
 
 
 def _duration(seconds: float) -> str:

@@ -135,3 +135,18 @@ def test_a_session_id_that_is_not_utf8_is_a_clear_error(store: str):
         result = openprogram(*command, "--store", store)
         assert result.returncode == 2 and "is not UTF-8 text" in result.stderr, result.stderr
         assert_safe(result)
+
+
+def test_sessions_show_prints_a_long_question_whole(tmp_path: Path):
+    from openprogram import needs_approval
+
+    @agentic_function
+    def write(content: str, path: str) -> str:
+        return "written"
+
+    store = str(tmp_path / "runs.db")
+    with pytest.raises(RunWaiting), Session(store, id="long"):
+        needs_approval(write)("x" * 600, "/root/.ssh/id_rsa")
+    result = openprogram("sessions", "show", "long", "--store", store)
+    assert result.returncode == 0, result.stderr
+    assert "path='/root/.ssh/id_rsa')?" in result.stdout
