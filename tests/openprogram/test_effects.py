@@ -307,3 +307,32 @@ def test_an_approved_tool_keeps_its_effect():
     from openprogram import needs_approval
 
     assert needs_approval(pay).effect == "once"  # type: ignore[attr-defined]
+
+
+def test_an_async_once_call_cancelled_is_unknown_and_keeps_its_key(tmp_path: Path):
+    import asyncio
+
+    keys: list[str] = []
+    started: list[asyncio.Event] = []
+
+    @agentic_function(effect="once")
+    async def transfer() -> str:
+        keys.append(idempotency_key())
+        started[0].set()
+        await asyncio.Event().wait()  # cancelled here
+        return "done"
+
+    async def main() -> None:
+        started.append(asyncio.Event())
+        task = asyncio.create_task(transfer())
+        await started[0].wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    path = tmp_path / "runs.db"
+    with Session(path, id="s"):
+        asyncio.run(main())
+    (node,) = Session.open(path, "s").dag.find("transfer")
+    assert (node.status, node.meta["key"]) == ("unknown", keys[0])
+    assert "CancelledError" in str(node.error)
