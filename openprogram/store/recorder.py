@@ -209,10 +209,14 @@ class Recorder:
         two Sessions (or processes) only the first lands. None when recorded, else the
         row the store holds. Commits what waits first; raises the store's errors (the
         caller holds the writer lease). A store without `answer` is read, then written,
-        under the lease."""
+        under the lease; a fork's inherited question is written as the fork's own row."""
         self.flush()
         row, _ = self._encode(node, created=False)
         compare_and_set = getattr(self.store, "answer", None)
+        if row.seq not in self.rows:  # a fork's question, inherited: its first own row
+            self.store.write(self.session, row, {})
+            self.rows.add(row.seq)
+            return None
         if callable(compare_and_set):
             return compare_and_set(self.session, row)  # type: ignore[no-any-return]
         stored = next((r for r in self.store.rows(self.session) if r.seq == row.seq), None)

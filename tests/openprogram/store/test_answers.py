@@ -117,3 +117,15 @@ def test_two_processes_that_loaded_the_question_cannot_both_answer_it(durable_st
     assert refused.startswith("refused: question ") and "answered already by " in refused
     assert " with 'no'" in refused
     assert _resumed(durable_store, "pay3") == "not paid" and paid == []
+
+
+def test_a_fork_at_a_waiting_question_answers_it_for_itself(store: Any):
+    paid.clear()
+    question = _suspended(store, "pay4")
+    fork = Session.open(store, "pay4").fork(at=question, id="pay4-fork")
+    fork.answer(question, "yes")
+    assert Session.open(store, "pay4-fork").pending() == []
+    assert [q.id for q in Session.open(store, "pay4").pending()] == [question]
+    assert _resumed(store, "pay4-fork") == "paid" and paid == [100]
+    Session.open(store, "pay4").answer(question, "no")  # the original keeps its own
+    assert _resumed(store, "pay4") == "not paid" and paid == [100]
