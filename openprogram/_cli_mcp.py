@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import click
 
+from openprogram._cli_options import store_option
+
 __all__ = ["mcp_group"]
 
 
@@ -21,15 +23,26 @@ def mcp_group() -> None:
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio",
               show_default=True, help="stdio for a client that starts this command; http "
               "for a streamable HTTP endpoint at http://HOST:PORT/mcp.")  # fmt: skip
-@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True,
-              help="TCP port of the http transport.")  # fmt: skip
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True,
+              help="TCP port of the http transport (0: a free one, named in the line "
+              "printed when it listens).")  # fmt: skip
 @click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address the http transport listens on.")  # fmt: skip
-@click.option("--store", "store_spec", envvar="OPENPROGRAM_STORE", default="openprogram.db",
-              show_default=True, metavar="PATH|URL",
-              help="Session store each call is recorded in (env OPENPROGRAM_STORE).")  # fmt: skip
+              help="Address the http transport listens on; one that is not loopback needs "
+              "--allow-remote.")  # fmt: skip
+@click.option("--allow-remote", is_flag=True,
+              help="Let --host be an address other machines reach (the token is still "
+              "needed; put TLS in front).")  # fmt: skip
+@click.option("--token-file", type=click.Path(dir_okay=False), default=None,
+              help="Where the http transport writes this start's token (0600; default "
+              "$XDG_RUNTIME_DIR/openprogram/mcp-PORT.token, else "
+              "~/.local/share/openprogram/runtime/mcp-PORT.token).")  # fmt: skip
+@click.option("--max-calls", type=click.IntRange(1, 1024), default=16, show_default=True,
+              help="Calls of one tool that run at once; more wait their turn.")  # fmt: skip
+@store_option
 @click.option("--model", default=None, help="Model of the functions' llm() calls (default: "
               "OPENPROGRAM_MODEL).")  # fmt: skip
+@click.option("--api-base", default=None, help="Provider URL for --model, e.g. openprogram "
+              "serve-model's.")  # fmt: skip
 @click.option("--name", default="openprogram", show_default=True,
               help="The server's name, as clients show it.")  # fmt: skip
 def serve_command(
@@ -37,8 +50,12 @@ def serve_command(
     transport: str,
     port: int,
     host: str,
+    allow_remote: bool,
+    token_file: str | None,
+    max_calls: int,
     store_spec: str,
     model: str | None,
+    api_base: str | None,
     name: str,
 ) -> None:
     """Serve agentic functions as MCP tools (their .spec is the schema, their docstring
@@ -48,6 +65,9 @@ def serve_command(
     TARGETS are MODULE:FUNCTION paths, or names plugins register (gui_agent):
       openprogram mcp serve mypackage.agents:research
       openprogram mcp serve gui_agent --transport http --port 8765
+
+    Over http, clients send the token written to --token-file as 'Authorization: Bearer
+    <token>'; a new one is made at every start.
     """
     from openprogram.errors import OpenProgramError
 
@@ -58,6 +78,7 @@ def serve_command(
     try:
         functions = [find_function(target) for target in targets]
         serve(functions, transport=transport, host=host, port=port, store=store_spec,  # type: ignore[arg-type]
-              model=model, name=name)  # fmt: skip
+              model=model, api_base=api_base, name=name, max_calls=max_calls,
+              allow_remote=allow_remote, token_file=token_file)  # fmt: skip
     except OpenProgramError as exc:
         raise click.ClickException(str(exc)) from exc

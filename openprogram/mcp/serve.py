@@ -8,25 +8,50 @@ turning return values into MCP content. Start at serve().
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import importlib
+import inspect
 import json
 import logging
-from collections.abc import Callable, Sequence
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any, Literal
 
-from openprogram.echo import cut
-from openprogram.errors import ConfigError, UsageError
+from pydantic import ValidationError
+
+from openprogram import _secrets
+from openprogram.callbacks.base import Callback
+from openprogram.echo import cut, echo, printable
+from openprogram.errors import ConfigError, RunStopped, UsageError
 from openprogram.image import Image, is_image
+from openprogram.mcp._gate import (
+    CLIENT_GONE,
+    Gate,
+    is_loopback,
+    new_token,
+    remove_token_file,
+    token_path,
+    write_token,
+)
 from openprogram.mcp._sdk import mcp_types
 from openprogram.runtime import Runtime
 from openprogram.session import Session
 
-__all__ = ["TOOLS_GROUP", "build_server", "find_function", "serve"]
+__all__ = ["DEFAULT_MAX_CALLS", "TOOLS_GROUP", "build_server", "find_function", "serve"]
 
 log = logging.getLogger("openprogram")
+
+DEFAULT_MAX_CALLS = 16
+"""How many calls of one tool run at once by default (`--max-calls`); more wait their turn."""
+
+_STOP_GRACE = 10.0  # seconds a call whose client left may take to reach its next gate
 
 TOOLS_GROUP = "openprogram.mcp_tools"
 """The entry-point group plugins register servable functions under, e.g. in pyproject.toml
@@ -71,11 +96,21 @@ def build_server(
     *,
     store: Any = None,
     model: str | None = None,
+    api_base: str | None = None,
     name: str = "openprogram",
+    max_calls: int = DEFAULT_MAX_CALLS,
 ) -> Any:
     """The SDK's low-level MCP Server offering `functions` (their `.spec`) as tools, each
     call run in its own Session on `store` (None: kept in memory only), with a Runtime
-    of `model` when given (else the default: OPENPROGRAM_MODEL)."""
+    of `model` (None: OPENPROGRAM_MODEL) at `api_base` (None: the provider's).
+
+    Each tool runs at most `max_calls` calls at once (more wait their turn), so slow
+    calls of one tool never hold up another's. A call whose client cancels it or goes
+    away is stopped: an async function at once, a sync one before its next model
+    request (its node ends `stopped`). Everything sent back is scrubbed of secrets.
+    """
+    if type(max_calls) is not int or max_calls < 1:
+        raise UsageError(f"max_calls={max_calls!r} must be a whole number >= 1")
     tools: dict[str, Callable[..., Any]] = {}
     for fn in functions:
         spec_name = fn.spec["name"]  # type: ignore[attr-defined]
@@ -92,6 +127,8 @@ def build_server(
             for spec in (fn.spec for fn in tools.values())  # type: ignore[attr-defined]
         ]
     )
+    options = {"api_base": api_base} if api_base else {}
+    calls = _Calls(len(tools) * max_calls, max_calls)
 
     async def on_list_tools(context: Any, params: Any) -> Any:
         return listing
@@ -99,35 +136,185 @@ def build_server(
     async def on_call_tool(context: Any, params: Any) -> Any:
         fn = tools.get(params.name)
         if fn is None:
-            return _error(f"there is no tool {params.name!r}; the tools are {sorted(tools)!r}")
-        import anyio
-
+            return _scrubbed(
+                _error(f"there is no tool {echo(params.name)}; the tools are {sorted(tools)!r}")
+            )
         arguments = dict(params.arguments or {})
-        return await anyio.to_thread.run_sync(_run, fn, arguments, store, model)
+        call = calls.run(params.name, fn, arguments, store, model, options)
+        # over HTTP, a client that disconnects cancels its call (the SDK only cancels
+        # on the client's notifications/cancelled)
+        request = getattr(context, "request", None)
+        gone = getattr(request, "scope", {}).get(CLIENT_GONE)
+        if gone is None:
+            return _scrubbed(await call)
+        return _scrubbed(await _unless_gone(call, gone))
 
     from mcp.server.lowlevel import Server
 
     return Server(name, on_list_tools=on_list_tools, on_call_tool=on_call_tool)
 
 
-def _run(fn: Callable[..., Any], arguments: dict[str, Any], store: Any, model: str | None) -> Any:
+async def _unless_gone(call: Any, gone: Any) -> Any:
+    """Await `call`, cancelled when the Event `gone` is set first."""
+    import anyio
+
+    outcome: list[Any] = []
+    async with anyio.create_task_group() as group:
+
+        async def finish() -> None:
+            outcome.append(await call)
+            group.cancel_scope.cancel()
+
+        group.start_soon(finish)
+        await gone.wait()
+        group.cancel_scope.cancel()
+    return outcome[0] if outcome else _error("cancelled: the client went away")
+
+
+class _Calls:
+    """The calls running now: a limit per tool, worker threads, and stopping a call
+    whose client has gone."""
+
+    def __init__(self, threads: int, per_tool: int) -> None:
+        self._threads_total, self._per_tool = threads, per_tool
+        self._limiters: dict[str, Any] = {}
+        self._threads: Any = None
+
+    async def run(
+        self,
+        tool: str,
+        fn: Callable[..., Any],
+        arguments: dict[str, Any],
+        store: Any,
+        model: str | None,
+        options: dict[str, Any],
+    ) -> Any:
+        import anyio
+        import anyio.from_thread
+
+        if self._threads is None:  # made on the server's event loop, the one they serve
+            self._threads = anyio.CapacityLimiter(self._threads_total)
+        limiter = self._limiters.get(tool)
+        if limiter is None:
+            limiter = self._limiters[tool] = anyio.CapacityLimiter(self._per_tool)
+        stop = _Stop()
+        done = anyio.Event()
+
+        def work() -> Any:
+            try:
+                return _run(fn, arguments, store, model, options, stop)
+            finally:
+                with contextlib.suppress(Exception):  # the server's loop has already ended
+                    anyio.from_thread.run_sync(done.set)
+
+        async with limiter:
+            try:
+                return await anyio.to_thread.run_sync(
+                    work, abandon_on_cancel=True, limiter=self._threads
+                )
+            except anyio.get_cancelled_exc_class():
+                stop.set()
+                # the tool's slot is held until the call has really stopped (or the grace
+                # is over: code that never asks the model cannot be stopped from here)
+                with anyio.move_on_after(_STOP_GRACE, shield=True) as waited:
+                    await done.wait()
+                if waited.cancelled_caught:
+                    log.warning(
+                        "a call of %s went on %s s after its client left; no longer waiting",
+                        tool,
+                        _STOP_GRACE,
+                    )
+                raise
+
+
+class _Stop(Callback):
+    """The gate of one served call: no model request once its client has gone."""
+
+    stop_reason = "the MCP client cancelled the call or went away"
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.task: asyncio.Task[Any] | None = None
+
+    @property
+    def stopped(self) -> bool:
+        return self._event.is_set()
+
+    def set(self) -> None:
+        self._event.set()
+        loop, task = self.loop, self.task
+        if loop is not None and task is not None:  # an async function: cancelled at once
+            with contextlib.suppress(RuntimeError):  # its loop has just ended
+                loop.call_soon_threadsafe(task.cancel)
+
+    def on_run_continue(self, runtime: Any, **context: Any) -> bool:
+        return not self._event.is_set()
+
+
+def _run(
+    fn: Callable[..., Any],
+    arguments: dict[str, Any],
+    store: Any,
+    model: str | None,
+    options: dict[str, Any],
+    stop: _Stop,
+) -> Any:
     """One call in its own recorded session: the result as MCP content, the error as
     an error result; the session's id in the result's `_meta`."""
     schema = fn._arguments_model  # type: ignore[attr-defined]
     try:
         parsed = schema.model_validate(arguments)
-    except Exception as exc:
-        return _error(f"invalid arguments for {fn.spec['name']}: {cut(str(exc))}")  # type: ignore[attr-defined]
+    except ValidationError as exc:
+        return _error(f"invalid arguments for {fn.spec['name']}: {_problems(exc)}")  # type: ignore[attr-defined]
     kwargs = {name: getattr(parsed, name) for name in parsed.model_fields_set}
-    runtime = Runtime(model) if model else contextlib.nullcontext()
-    with Session(store) as session, runtime:
+    with Session(store) as session, Runtime(model, callbacks=[stop], **options):
         try:
-            value = fn(**kwargs)
+            if inspect.iscoroutinefunction(fn):
+                value = asyncio.run(_until_stopped(fn(**kwargs), stop))
+            else:
+                value = fn(**kwargs)
+            result = _result(value)
+        except RunStopped as exc:
+            result = _error(f"stopped: {exc.reason}")
         except Exception as exc:
             result = _error(f"{type(exc).__name__}: {cut(str(exc))}")
-        else:
-            result = _result(value)
     result.meta = {"openprogram/session": session.id}
+    return result
+
+
+async def _until_stopped(call: Any, stop: _Stop) -> Any:
+    """Await an async function's call, cancelled when its client goes away."""
+    stop.loop, stop.task = asyncio.get_running_loop(), asyncio.current_task()
+    if stop.stopped:
+        raise RunStopped(stop.stop_reason)
+    try:
+        return await call
+    except asyncio.CancelledError:
+        if stop.stopped:
+            raise RunStopped(stop.stop_reason) from None
+        raise
+
+
+def _problems(exc: ValidationError) -> str:
+    """The first problems of invalid arguments, each with the value given, cut."""
+    problems = [
+        f"{cut('.'.join(map(str, e['loc'])) or 'arguments', 80)}: {cut(e['msg'], 200)}"
+        + (f" (got {echo(e['input'], 80)})" if e["loc"] else "")
+        for e in exc.errors()[:5]
+    ]
+    more = exc.error_count() - len(problems)
+    return "; ".join(problems) + (f"; and {more} more" if more > 0 else "")
+
+
+def _scrubbed(result: Any) -> Any:
+    """`result` with every known secret value masked, as the stored session has it: text
+    of an error also loses key-like strings, as stored errors do."""
+    for block in result.content:
+        if isinstance(block, mcp_types.TextContent):
+            block.text = _secrets.scrub(block.text, patterns=bool(result.is_error))
+    if result.structured_content is not None:
+        result.structured_content = _secrets.scrub_value(result.structured_content)
     return result
 
 
@@ -174,13 +361,26 @@ def serve(
     port: int = 8000,
     store: Any = None,
     model: str | None = None,
+    api_base: str | None = None,
     name: str = "openprogram",
+    max_calls: int = DEFAULT_MAX_CALLS,
+    allow_remote: bool = False,
+    token_file: str | Path | None = None,
 ) -> None:
     """Serve `functions` as MCP tools until the client leaves (stdio) or the process is
-    stopped (http: `http://HOST:PORT/mcp`). Each call is a session in `store`."""
+    stopped (http: `http://HOST:PORT/mcp`, port 0 picks a free one). Each call is a
+    session in `store`; see build_server() for `model`, `api_base` and `max_calls`.
+
+    Over http every request needs this start's random token as `Authorization: Bearer
+    <token>`: it is written to `token_file` (default: token_path(port)), readable by
+    this user only, and removed at exit. A host that is not a loopback address needs
+    `allow_remote=True`. Once listening, one line on stderr gives the URL and the file.
+    """
     import anyio
 
-    server = build_server(functions, store=store, model=model, name=name)
+    server = build_server(
+        functions, store=store, model=model, api_base=api_base, name=name, max_calls=max_calls
+    )
     if transport == "stdio":
         from mcp.server.stdio import stdio_server
 
@@ -190,9 +390,93 @@ def serve(
 
         anyio.run(run_stdio)
     elif transport == "http":
-        import uvicorn
-
-        app = server.streamable_http_app(host=host)
-        uvicorn.run(app, host=host, port=port, log_level="warning")
+        _serve_http(server, host, port, allow_remote=allow_remote, token_file=token_file)
     else:
         raise UsageError(f"transport={transport!r} is not one of 'stdio', 'http'")
+
+
+def _serve_http(
+    server: Any, host: str, port: int, *, allow_remote: bool, token_file: str | Path | None
+) -> None:
+    import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    remote = not is_loopback(host)
+    if remote and not allow_remote:
+        raise UsageError(
+            f"host={host!r} is not a loopback address: anyone who reaches it could call the "
+            "served tools as this user. Use --host 127.0.0.1, or pass --allow-remote on "
+            "purpose (behind TLS; every request still needs the token)"
+        )
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        listener = socket.create_server((host, port), family=family)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc}") from exc
+    port = listener.getsockname()[1]
+    token = new_token()
+    path = Path(token_file) if token_file is not None else token_path(port)
+    try:
+        write_token(path, token)
+        # the Host and Origin checks are the gate's (stricter than the SDK's, and right
+        # for a wildcard bind too)
+        app = server.streamable_http_app(
+            host=host,
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        )
+        gated = Gate(app, host=host, port=port, token=token)
+        url = f"http://{f'[{host}]' if ':' in host else host}:{port}/mcp"
+
+        def ready() -> None:
+            if remote:
+                print(
+                    f"WARNING: serving on {host}:{port}, reachable from other machines: "
+                    "anyone with the token runs the tools as this user, over plain HTTP",
+                    file=sys.stderr,
+                )
+            if sys.stderr.isatty():  # once, to a person; never into a log file
+                print(f"token: {token}", file=sys.stderr)
+            print(
+                f"openprogram mcp serve: listening at {url}; token in {printable(str(path))} "
+                "(send 'Authorization: Bearer <token>')",
+                file=sys.stderr,
+                flush=True,
+            )
+
+        config = uvicorn.Config(gated, log_level="warning", lifespan="on")
+        with _exit_on_sigterm():
+            _uvicorn_server(config, ready).run(sockets=[listener])
+    finally:
+        listener.close()
+        remove_token_file(path, token)
+
+
+@contextlib.contextmanager
+def _exit_on_sigterm() -> Iterator[None]:
+    """SIGTERM as SystemExit: uvicorn shuts down gracefully, then raises the signal
+    again, which would otherwise end the process before the token file is removed."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def leave(number: int, frame: Any) -> None:
+        raise SystemExit(128 + number)
+
+    previous = signal.signal(signal.SIGTERM, leave)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _uvicorn_server(config: Any, ready: Callable[[], None]) -> Any:
+    """uvicorn's Server, calling `ready` once it listens (uvicorn itself only logs it)."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started and not self.should_exit:
+                ready()
+
+    return Server(config)

@@ -41,3 +41,39 @@ def summarise(text: str) -> str:
     from openprogram import llm
 
     return llm(f"Summarise in five words: {text}")
+
+
+@agentic_function
+def hold(port: int) -> str:
+    """Wait until the test lets go: connect to 127.0.0.1:port and read until it closes."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port)) as connection:
+        connection.recv(1)
+    return "released"
+
+
+@agentic_function
+def chatter(rounds: int) -> int:
+    """Ask the model `rounds` times (the cancelled-call tests stop it half-way)."""
+    from openprogram import llm
+
+    for number in range(rounds):
+        llm(f"round {number}")
+    return rounds
+
+
+@agentic_function
+def sign_in(user: str) -> str:
+    """Fails naming the password, as a careless library might."""
+    import os
+
+    raise PermissionError(f"login failed for {user} with {os.environ['SERVICE_PASSWORD']}")
+
+
+@agentic_function
+def settings() -> dict:
+    """The service's settings, password included."""
+    import os
+
+    return {"user": "ada", "password": os.environ["SERVICE_PASSWORD"]}

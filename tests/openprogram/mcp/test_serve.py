@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
-import os
-import subprocess
 
 import pytest
 from click.testing import CliRunner
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from openprogram import Session
 from openprogram.cli import cli
@@ -20,11 +18,11 @@ from openprogram.errors import ConfigError
 from openprogram.mcp.serve import find_function
 from openprogram.testing import OpenAIServer
 from tests.support import mcp_functions
-from tests.support.mcp_servers import ROOT, free_port, openprogram_command, wait_for_port
+from tests.support.mcp_servers import ROOT, openprogram_command
+from tests.support.mcp_serving import served
 
-TARGETS = [
-    f"tests.support.mcp_functions:{name}" for name in ("add", "forecast", "broken", "red_square")
-]
+FUNCTIONS = "tests.support.mcp_functions"
+TARGETS = [f"{FUNCTIONS}:{name}" for name in ("add", "forecast", "broken", "red_square")]
 
 
 async def exercise(session: ClientSession) -> dict:
@@ -90,31 +88,52 @@ def test_served_over_stdio_to_the_sdks_client(tmp_path):
 
 def test_served_over_streamable_http_to_the_sdks_client(tmp_path):
     store = str(tmp_path / "served.db")
-    port = free_port()
-    argv = openprogram_command(
-        "mcp", "serve", *TARGETS, "--transport", "http", "--port", str(port), "--store", store
-    )
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    process = subprocess.Popen(argv, cwd=ROOT, env=env, stderr=subprocess.PIPE)
-    try:
-        wait_for_port(port, process)
+    token_file = tmp_path / "token"
+    with served(*TARGETS, "--store", store, "--token-file", str(token_file)) as server:
 
         async def main():
-            url = f"http://127.0.0.1:{port}/mcp"
             async with (
-                streamable_http_client(url) as (read, write),
+                create_mcp_http_client(headers=server.auth) as http,
+                streamable_http_client(server.url, http_client=http) as (read, write),
                 ClientSession(read, write) as session,
             ):
                 return await exercise(session)
 
         check(asyncio.run(main()), store)
-    finally:
-        process.terminate()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=10)
-        if process.poll() is None:
-            process.kill()
-        process.stderr.close()
+
+
+def test_what_a_server_sends_is_scrubbed_of_secrets_as_what_it_stores(tmp_path):
+    store = str(tmp_path / "served.db")
+    password = "hunter2-correct-horse-battery"
+    argv = openprogram_command(
+        "mcp", "serve", f"{FUNCTIONS}:sign_in", f"{FUNCTIONS}:settings", "--store", store
+    )
+    parameters = StdioServerParameters(
+        command=argv[0],
+        args=argv[1:],
+        env={"PYTHONPATH": str(ROOT), "SERVICE_PASSWORD": password},
+        cwd=ROOT,
+    )
+
+    async def main():
+        async with stdio_client(parameters) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            return (
+                await session.call_tool("sign_in", {"user": "ada"}),
+                await session.call_tool("settings", {}),
+                await session.call_tool("sign_in", {"user": password}),
+            )
+
+    failed, returned, echoed = asyncio.run(main())
+    for result in (failed, returned, echoed):
+        assert password not in result.model_dump_json()
+    assert failed.is_error
+    assert failed.content[0].text == "PermissionError: login failed for ada with ***"
+    assert returned.structured_content == {"user": "ada", "password": "***"}
+    assert echoed.content[0].text == "PermissionError: login failed for *** with ***"
+    with Session.open(store, failed.meta["openprogram/session"]) as recorded:
+        (node,) = recorded.dag.find(name="sign_in")
+        assert node.error == "PermissionError: login failed for ada with ***"
 
 
 def test_a_served_agent_asks_the_model_given_by_model(tmp_path):

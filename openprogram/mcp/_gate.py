@@ -1,0 +1,191 @@
+"""Who may use `openprogram mcp serve --transport http`: the Host it is bound to, no
+browser page, and the bearer token of this start of the server.
+
+Owns the ASGI gate in front of the SDK's streamable-HTTP app (421 for a Host that is not
+this server's, 403 for a browser's Origin, 401 without the token, compared in constant
+time) and the token file clients read (0600, in a 0700 folder). serve.py wires them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import ipaddress
+import json
+import os
+import secrets
+import socket
+import tempfile
+from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
+from typing import Any
+
+from openprogram.errors import ConfigError
+
+__all__ = [
+    "CLIENT_GONE",
+    "Gate",
+    "is_loopback",
+    "new_token",
+    "remove_token_file",
+    "token_path",
+    "write_token",
+]
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+App = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+CLIENT_GONE = "openprogram.client_gone"
+"""The key of a request's ASGI scope holding an anyio Event, set when its client
+disconnects (a tool call it was waiting for is then stopped)."""
+
+
+def new_token() -> str:
+    """A fresh random token: 43 URL-safe characters (256 bits)."""
+    return secrets.token_urlsafe(32)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` ("localhost" or an IP address) is a loopback address."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def token_path(port: int) -> Path:
+    """Where the token of the server on `port` is written by default:
+    `$XDG_RUNTIME_DIR/openprogram/mcp-PORT.token`, else
+    `~/.local/share/openprogram/runtime/mcp-PORT.token` (as Jupyter keeps its own)."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and Path(runtime).is_dir():
+        folder = Path(runtime) / "openprogram"
+    else:
+        folder = Path.home() / ".local" / "share" / "openprogram" / "runtime"
+    return folder / f"mcp-{port}.token"
+
+
+def write_token(path: Path, token: str) -> None:
+    """Write `token` to `path`, readable by this user only (0600; a folder it creates is
+    0700). The file is replaced whole, never written through a link."""
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        descriptor, temporary = tempfile.mkstemp(prefix=".mcp-", dir=path.parent)  # 0600
+        try:
+            with os.fdopen(descriptor, "w", encoding="ascii") as file:
+                file.write(token + "\n")
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write the server's token to {str(path)!r}: {exc}; give another file "
+            "with --token-file"
+        ) from exc
+
+
+def remove_token_file(path: Path, token: str) -> None:
+    """Remove the token file when it still holds `token` (a later server's is kept)."""
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        if path.read_text(encoding="ascii").strip() == token:
+            path.unlink()
+
+
+class Gate:
+    """ASGI middleware: requests reach `app` only with this server's Host, no browser
+    headers and `Authorization: Bearer <token>`; lifespan events pass through. Each
+    request let through has an Event under CLIENT_GONE in its scope."""
+
+    def __init__(self, app: App, *, host: str, port: int, token: str) -> None:
+        self.app = app
+        self._port = str(port)
+        self._token = token.encode()
+        self._wildcard = host in ("0.0.0.0", "::")
+        names = {host.lower(), f"[{host.lower()}]"}
+        if is_loopback(host):
+            names |= {"localhost", "127.0.0.1", "[::1]"}
+        if self._wildcard:
+            names |= {socket.gethostname().lower(), socket.getfqdn().lower(), "localhost"}
+        self._names = frozenset(names)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":  # a websocket: this server has none
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        refusal = self._refusal(scope)
+        if refusal is not None:
+            await _refuse(send, *refusal)
+            return
+        import anyio
+
+        gone = scope[CLIENT_GONE] = anyio.Event()
+
+        async def watched() -> MutableMapping[str, Any]:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                gone.set()
+            return message
+
+        await self.app(scope, watched, send)
+
+    def _refusal(self, scope: Scope) -> tuple[int, str, str] | None:
+        headers: dict[str, list[bytes]] = {}
+        for key, value in scope.get("headers", ()):
+            headers.setdefault(key.decode("latin-1").lower(), []).append(value)
+        hosts = headers.get("host", [])
+        if len(hosts) != 1 or not self._host_allowed(hosts[0].decode("latin-1")):
+            return (
+                421,
+                "wrong_host",
+                "the Host header does not name this server; use the URL it printed",
+            )
+        if "origin" in headers or "sec-fetch-site" in headers:
+            return 403, "browser_refused", "requests from web pages are refused"
+        given = headers.get("authorization", [])
+        scheme, _, value = (given[0] if len(given) == 1 else b"").strip().partition(b" ")
+        # compare_digest: how long a refusal takes says nothing of how much was right
+        if scheme.lower() != b"bearer" or not hmac.compare_digest(value.strip(), self._token):
+            return (
+                401,
+                "unauthorized",
+                "this MCP server needs its token: send 'Authorization: Bearer <token>' with "
+                "the token in the file the server printed at start (a restarted server has "
+                "a new one)",
+            )
+        return None
+
+    def _host_allowed(self, value: str) -> bool:
+        name, colon, port = value.strip().lower().rpartition(":")
+        if not colon or port != self._port or not name:
+            return False
+        if name in self._names:
+            return True
+        # a wildcard bind answers to any address of the machine, never to a domain name
+        # an attacker controls (DNS rebinding)
+        return self._wildcard and _is_ip(name.strip("[]"))
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+async def _refuse(send: Send, status: int, kind: str, message: str) -> None:
+    body = json.dumps({"error": message, "kind": kind}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if status == 401:
+        headers.append((b"www-authenticate", b'Bearer realm="openprogram-mcp"'))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
