@@ -386,6 +386,9 @@ def _extra(dag: ContextDAG, node: Node, index: dict[str, int]) -> dict[str, Any]
         ("stop_reason", "stop"),
         ("input_id", "iid"),
         ("tool_call_id", "tc"),
+        ("effect", "eff"),
+        ("key", "key"),
+        ("settled", "set"),
     ):
         if meta.get(key) is not None:
             extra[short] = str(meta[key])

@@ -295,7 +295,12 @@ function detail(n) {
   if (n.x.br) h += ` · branch ${esc(n.x.br)}`;
   if (n.x.model) h += ` · model ${esc(n.x.model)}`;
   if (n.x.tc) h += ` · tool call <code>${esc(n.x.tc)}</code>`;
+  if (n.x.eff) h += ` · effect ${esc(n.x.eff)}, key <code>${esc(n.x.key || "")}</code>`;
   h += `</div>`;
+  if (n.st === "u") h += `<div class="opv-unk">unknown: it began and did not finish; look it `
+    + `up by its key, then <code>openprogram sessions settle</code> it</div>`;
+  if (n.x.set) h += `<div class="opv-unk">settled: ${n.x.set === "rerun" ? "to run again" `
+    + `: "its effect happened"}</div>`;
   if (n.x.stop && n.st !== "w") h += `<div class="opv-warn">stopped: ${esc(n.x.stop)}</div>`;
   if (n.x.ask) {
     h += `<div class="opv-wait">${n.st === "w" ? "waiting for an answer" : "asked"}: `

@@ -299,8 +299,10 @@ def test_the_report_marks_unknown_calls(tmp_path: Path):
 
     path = tmp_path / "runs.db"
     interrupted(path, "pay")
-    page = report_html(Session.open(path, "s"))
+    session = Session.open(path, "s")
+    page = report_html(session)
     assert "<b>1</b> unknown</span>" in page and "opv-s-u" in page
+    assert f'"eff":"once","key":"{session.dag.find("pay")[0].meta["key"]}"' in page
 
 
 def test_an_approved_tool_keeps_its_effect():
