@@ -134,13 +134,15 @@ def fit(
     everything: Callable[[], list[Node]] | None = None,
 ) -> Fitted:
     """Fit `nodes` (visible, seq order; the whole history when `whole`, else its newest
-    part) into `budget` tokens: nodes in `protected` (the stack's call lines, a tool
-    loop's turns) and the newest `keep` others always show; of the rest, those the newest
+    part) into `budget` tokens: the stack's call lines, the newest round of a tool loop
+    (of `protected`'s other nodes, the loop's turns: its older rounds are history like
+    any other) and the newest `keep` others always show; of the rest, those the newest
     usable summary covers are shown as it, and then the oldest are dropped until the
     history fits. A tool call and its results go together. `usable(summary)`: whether
     this render may show that summary (its branch, its moment). `everything()` lists the
     whole history, for a report of what was left out of a partial one."""
     dag = walk.dag
+    protected = _newest_round(walk, nodes, protected)
     costs = [_cost(dag, writer, node, count) for node in nodes]
     images = _image_costs(costs, max_images)
     cost_of = {
@@ -199,6 +201,17 @@ def fit(
     fitted.covered = [n for n in nodes if n.id in covered]
     fitted.dropped = [n for n in nodes if n.id in dropped]
     return fitted
+
+
+def _newest_round(walk: StackWalk, nodes: Sequence[Node], protected: set[str]) -> set[str]:
+    """`protected` with a tool loop's turns cut to its newest round (the exchange that
+    asked for tools and their results), so a budget holds inside one llm() call too."""
+    stack = {n.id for n in walk.stack}
+    loop = [n for n in nodes if n.id in protected and n.id not in stack]
+    if len(loop) <= 1:
+        return protected
+    rounds = _units(loop)
+    return protected - {n.id for unit in rounds[:-1] for n in unit}
 
 
 def _units(nodes: list[Node]) -> list[list[Node]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -76,15 +76,19 @@ def _image_size(part: dict[str, Any]) -> tuple[int, int]:
 
 
 def compacting(
-    runtime: Any, override: dict[str, Any] | RenderRange | None, model_name: str | None
+    runtime: Any,
+    override: dict[str, Any] | RenderRange | None,
+    model_name: str | None,
+    include: Sequence[str] = (),
 ) -> Step[None]:
-    """The step before an llm() call in the current frame: when its token budget would
-    drop history no summary covers, ask the compactor for a summary of all it no longer
-    holds but the newest `keep` nodes (under allm() an async compactor is awaited, a sync
-    one runs on a worker thread). No budget, or nothing to drop: nothing happens. A
+    """The step before an llm() call in the current frame, and before each turn of its
+    tool loop (`include`: the loop's turns so far): when its token budget would drop
+    history no summary covers, ask the compactor for a summary of all it no longer holds
+    but the newest `keep` nodes (under allm() an async compactor is awaited, a sync one
+    runs on a worker thread). No budget, or nothing to drop: nothing happens. A
     compactor that fails is logged, and the render drops what it must (each node in its
     report)."""
-    planned = _plan(runtime, override, model_name)
+    planned = _plan(runtime, override, model_name, include)
     if planned is not None:
         compactor, text, covers = planned
         with _summarizing(compactor, covers):
@@ -110,7 +114,10 @@ def _summarizing(compactor: Any, covers: list[int]) -> Iterator[None]:
 
 
 def _plan(
-    runtime: Any, override: dict[str, Any] | RenderRange | None, model_name: str | None
+    runtime: Any,
+    override: dict[str, Any] | RenderRange | None,
+    model_name: str | None,
+    include: Sequence[str] = (),
 ) -> tuple[Callable[[str], Any], str, list[int]] | None:
     """(compactor, text, covers) when the coming render would drop uncovered history."""
     session = _context.current_session()
@@ -128,6 +135,7 @@ def _plan(
         window,
         system=runtime.system,
         max_images=runtime._max_images(),
+        include=include,
         tokens_model=model_name,
     )
     fitted = rendered.fitted

@@ -130,6 +130,7 @@ class Runtime:
         self._sleep: Callable[[float], None] = time.sleep
         self._asleep: Callable[[float], Any] = asyncio.sleep
         self._warned_blocking = False
+        self._warned_over: set[str] = set()  # functions warned about a budget not held
 
     def __enter__(self) -> Runtime:
         self._tokens.append(_context.runtime_var.set(self))
@@ -295,8 +296,14 @@ class Runtime:
         node, reply = yield from self._ask(content, model, response_format, options, loop)
         while reply.tool_calls:
             yield from self._run_tools(node, reply.tool_calls, loop)
+            yield from self._compact_turns(model, options, loop)
             node, reply = yield from self._ask([], model, response_format, options, loop)
         return node, reply.text
+
+    def _compact_turns(self, model: Model, options: dict[str, Any], loop: ToolLoop) -> Step[None]:
+        """Before the next turn of a tool loop: its older rounds are history a token budget
+        summarises like any other (compaction.py), so the budget holds inside one call."""
+        yield from compacting(self, options.get("_render_range"), _name_of(model), loop.nodes)
 
     def _run_tools(self, node: Node, calls: list[ToolCall], loop: ToolLoop) -> Step[None]:
         """One round of the tool calls `node` asked for, each recorded as a code node. Before
@@ -402,6 +409,7 @@ class Runtime:
                 tokens_model=meta["model"],
             )
             rendered._record(node)
+            self._note_over_budget(node, rendered)
             request = ModelRequest(
                 rendered=rendered,
                 function=frame.name if frame is not None else None,
@@ -418,6 +426,30 @@ class Runtime:
             except Exception as exc:  # the exchange never started: record it, then raise
                 reraise(self._failed(node, exc), exc)
         return node, request
+
+    def _note_over_budget(self, node: Node, rendered: Any) -> None:
+        """A `{"tokens": N}` history that does not fit even after compaction (what always
+        shows is too big) is said so: an "over_budget" entry in the llm node's report and
+        a warning, once per function and runtime."""
+        fitted = rendered.fitted
+        if fitted is None or fitted.tokens <= fitted.budget:
+            return
+        reason = (
+            f"the history needs {fitted.tokens} tokens, over tokens={fitted.budget}, after "
+            "compaction: what always shows (the calls on the stack, the newest `keep` "
+            "nodes, a tool loop's newest round) does not fit"
+        )
+        entry = {"kind": "over_budget", "node_id": node.id, "reason": reason}
+        node.meta.setdefault("report", []).append(entry)
+        if node.name in self._warned_over:
+            return
+        self._warned_over.add(node.name)
+        warnings.warn(
+            f"{node.name}: {reason}. Raise the budget, lower render_range's keep, or make "
+            "the tools return less (the report of each such llm node says so too)",
+            UserWarning,
+            stacklevel=2,
+        )
 
     def _max_images(self) -> int | None:
         """The tightest image limit of the runtime and its callbacks (ImageRetention)."""

@@ -58,6 +58,8 @@ class Exchange(Protocol):
 
     def _run_tools(self, node: Node, calls: list[ToolCall], loop: Any) -> Step[None]: ...
 
+    def _compact_turns(self, model: Model, options: dict[str, Any], loop: Any) -> Step[None]: ...
+
     def _retry_delay(self, exc: ModelError, attempt: int, node: Node) -> float | None: ...
 
     def _failed(self, node: Node, exc: Exception) -> Exception: ...
@@ -390,6 +392,7 @@ class _Turns:
             return
         yield from self._runtime._run_tools(self._turn.node, calls, self._loop)
         self._texts.append(self._turn.text)
+        yield from self._runtime._compact_turns(self._model, self._options, self._loop)
         yield from self._open([])
 
     def __repr__(self) -> str:

@@ -15,6 +15,7 @@ from openprogram import (
     Session,
     agentic_function,
     allm,
+    count_tokens,
     llm,
 )
 from openprogram.testing import OpenAIServer
@@ -90,3 +91,33 @@ def test_gathered_allm_calls_never_pass_max_requests():
             asyncio.run(fan_out(20))
     assert len(server.requests) == 2
     assert budget.calls == 2
+
+
+def lookup(key: int) -> str:
+    """Look a key up."""
+    return f"value of {key}: " + "data " * 10
+
+
+def test_a_tool_loop_holds_its_token_budget_over_http():
+    loop_turns = []
+
+    def respond(body):
+        if not body.get("tools"):  # the compactor's request
+            return "SUMMARY: keys looked up so far"
+        loop_turns.append(body)
+        if len(loop_turns) <= 40:
+            return {"tool_calls": [{"name": "lookup", "arguments": {"key": len(loop_turns)}}]}
+        return "done"
+
+    @agentic_function(render_range={"tokens": 600})
+    def look_up_all() -> str:
+        return llm("look up keys until told to stop", tools=[lookup], max_tool_turns=100)
+
+    with OpenAIServer(respond) as server:
+        budget = BudgetManager(max_requests=100)
+        with Session() as session, runtime_for(server, budget):
+            assert look_up_all() == "done"
+    assert len(loop_turns) == 41
+    sent = [count_tokens(body["messages"], model="openai/local") for body in loop_turns]
+    assert max(sent) <= 600 + 30, sent
+    assert session.dag.find(name="summarize_history", kind="code")

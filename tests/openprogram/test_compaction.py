@@ -491,3 +491,108 @@ def test_calls_of_one_function_under_gather_share_only_what_came_before_them():
     assert "RESULT-a" in parent_sees and "RESULT-b" in parent_sees
     for text in sent["worker"]:
         assert not ("PRIVATE-a" in text and "PRIVATE-b" in text), text
+
+
+def lookup(key: int) -> str:
+    """Look a key up."""
+    return f"value of {key}: " + "data " * 10
+
+
+def tool_loop_model(turns: int, result_words: int = 10):
+    """Asks for `lookup` `turns` times, then answers; summaries as "SUMMARY"."""
+    asked = []
+
+    def reply(request):
+        if request.function == "summarize_history":
+            return "SUMMARY: keys looked up so far"
+        asked.append(request)
+        if len(asked) <= turns:
+            return {"tool_calls": [{"name": "lookup", "arguments": {"key": len(asked)}}]}
+        return "done"
+
+    return ScriptedModel(reply), asked
+
+
+@agentic_function(render_range={"tokens": 1500})
+def look_up_all() -> str:
+    return llm("look up keys until told to stop", tools=[lookup], max_tool_turns=1000)
+
+
+def test_a_tool_loop_holds_its_token_budget_with_recorded_summaries():
+    model, asked = tool_loop_model(200)
+    with Session() as session, Runtime(model):
+        assert look_up_all() == "done"
+    assert len(asked) == 201
+    turns = session.dag.find(kind="llm", name="look_up_all")
+    history = [seen_by(session.dag, n).fitted.tokens for n in turns[-20:]]
+    assert max(history) <= 1500
+    assert max(count_tokens(r.messages, model="scripted") for r in asked) <= 1500 + 20
+    summaries = session.dag.find(name="summarize_history", kind="code")
+    assert summaries and all(s.meta["covers"] for s in summaries)
+    frame = session.dag.find(name="look_up_all")[0]
+    assert {s.parent for s in summaries} == {frame.id}
+    last = session.dag.find(kind="llm", name="look_up_all")[-1]
+    kinds = {entry["kind"] for entry in recorded_report(session.dag, last)}
+    assert "compacted" in kinds and "over_budget" not in kinds
+    assert "SUMMARY" in str(asked[-1].messages)
+
+
+def test_a_tool_loop_under_allm_holds_its_token_budget_too():
+    model, asked = tool_loop_model(60)
+
+    @agentic_function(render_range={"tokens": 600})
+    async def alook_up_all() -> str:
+        return await allm("look up keys", tools=[lookup], max_tool_turns=100)
+
+    with Session() as session, Runtime(model):
+        assert asyncio.run(alook_up_all()) == "done"
+    assert max(count_tokens(r.messages, model="scripted") for r in asked) <= 600 + 20
+    assert session.dag.find(name="summarize_history", kind="code")
+
+
+def test_a_budget_a_tool_loop_cannot_hold_is_said_so_in_a_warning_and_the_report():
+    def huge(key: int) -> str:
+        """Return a lot."""
+        return "word " * 400
+
+    asked = []
+
+    def reply(request):
+        if request.function == "summarize_history":
+            return "SUMMARY"
+        asked.append(request)
+        if len(asked) <= 3:
+            return {"tool_calls": [{"name": "huge", "arguments": {"key": len(asked)}}]}
+        return "done"
+
+    @agentic_function(render_range={"tokens": 100, "keep": 0})
+    def read_huge() -> str:
+        return llm("read", tools=[huge])
+
+    with (
+        Session() as session,
+        Runtime(ScriptedModel(reply)),
+        pytest.warns(
+            UserWarning, match=r"read_huge: the history needs \d+ tokens, over tokens=100"
+        ),
+    ):
+        read_huge()
+    last = session.dag.find(kind="llm", name="read_huge")[-1]
+    entries = [e for e in recorded_report(session.dag, last) if e["kind"] == "over_budget"]
+    assert len(entries) == 1 and "tokens=100" in entries[0]["reason"]
+
+
+def test_resume_and_replay_reuse_a_tool_loops_summaries(tmp_path):
+    from openprogram import ReplayModel
+
+    store = tmp_path / "run.db"
+    model, _ = tool_loop_model(40)
+    with Session(store) as first, Runtime(model):
+        look_up_all()
+    assert first.dag.find(name="summarize_history", kind="code")
+    nothing = ScriptedModel([])
+    with Session.open(store, first.id, resume=True), Runtime(nothing):
+        assert look_up_all() == "done"
+    assert nothing.requests == []
+    with Session(), Runtime(ReplayModel(first)):
+        assert look_up_all() == "done"

@@ -127,8 +127,7 @@ def test_threads_sharing_a_run_do_not_pass_max_requests_together():
                     refused.set()
 
         threads = [
-            threading.Thread(target=contextvars.copy_context().run, args=(ask,))
-            for _ in range(40)
+            threading.Thread(target=contextvars.copy_context().run, args=(ask,)) for _ in range(40)
         ]
         for thread in threads:
             thread.start()
@@ -172,3 +171,32 @@ def test_resume_continues_the_runs_tally(tmp_path, monkeypatch):
         chat(10)
     assert len(model.requests) == 2  # 3 recorded, 2 new: 5 in the run
     assert budget.calls == 5
+
+
+def test_a_request_cancelled_on_its_way_counts_and_gives_its_reservation_back():
+    started = asyncio.Event()
+
+    async def never(request):
+        started.set()
+        await asyncio.Event().wait()
+
+    class Hanging(ScriptedModel):
+        async def acomplete(self, request):
+            self.requests.append(request)
+            await never(request)
+
+    model = Hanging([])
+    budget = BudgetManager(max_requests=5)
+
+    @agentic_function
+    async def cancelled() -> int:
+        task = asyncio.ensure_future(allm("slow question"))
+        await started.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return budget.calls
+
+    with Session(), Runtime(model, callbacks=[budget]):
+        assert asyncio.run(cancelled()) == 1
+    assert budget._held == {}
