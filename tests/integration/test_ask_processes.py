@@ -70,7 +70,7 @@ def suspend_answer_resume(store: str, log: Path, tmp_path: Path) -> None:
              "answer", "trip1", question["id"], "maybe", "--store", store],
             cwd=tmp_path, capture_output=True, text=True, timeout=300,
         )  # fmt: skip
-        assert wrong.returncode == 1 and "Traceback" not in wrong.stderr
+        assert wrong.returncode == 2 and "Traceback" not in wrong.stderr  # a bad VALUE
         assert "'maybe' is not an answer" in wrong.stderr and 'one of "yes", "no"' in wrong.stderr
         answered = cli("sessions", "answer", "trip1", question["id"], "yes", "--store", store,
                        cwd=tmp_path)  # fmt: skip
