@@ -30,7 +30,7 @@ from openprogram.evals.run import Run
 from openprogram.evals.scorers import Scorer, ScoreResult, apply, scorer_name
 from openprogram.values import to_jsonable
 
-__all__ = ["Plan", "evaluate", "resolve_function", "score_run"]
+__all__ = ["Plan", "evaluate", "resolve_function", "run_in", "score_run"]
 
 Scorers = Sequence[Scorer] | Mapping[str, Sequence[Scorer]]
 
@@ -186,7 +186,6 @@ def _run_case(
     model: Any,
 ) -> tuple[RunResult, ContextDAG]:
     """One run of one case, in this (copied) context: its session, the call, the scores."""
-    from openprogram.runtime import Runtime
     from openprogram.session import Session
 
     _context.frame_var.set(None)  # a copy made inside a call must not nest under it
@@ -198,6 +197,26 @@ def _run_case(
     except Exception as exc:
         problem = f"the run's session could not be made: {_error_text(exc)}"
         return _failed(case, repeat, problem, plan), ContextDAG()
+    return run_in(session, fn, case, repeat, plan, model, recorded=store is not None)
+
+
+def run_in(
+    session: Any,
+    fn: Callable[..., Any],
+    case: Case,
+    repeat: int,
+    plan: Plan,
+    model: Any,
+    *,
+    frame: str | None = None,
+    after: int = -1,
+    recorded: bool = False,
+) -> tuple[RunResult, ContextDAG]:
+    """Call `fn` on `case` inside `session` (as a call of `frame`, None: at top level;
+    the scored call is the first such call after seq `after`), then score it; the
+    run's failure, or its model's, is the result's error."""
+    from openprogram.runtime import Runtime
+
     output: Any = None
     error: str | None = None
     started = time.perf_counter()
@@ -207,20 +226,23 @@ def _run_case(
         except Exception as exc:
             runtime, error = None, f"model {echo(model, 60)}: {_error_text(exc)}"
         with runtime if runtime is not None else nullcontext():
-            if error is None:
-                try:
-                    output = _call(fn, case)
-                except Exception as exc:
-                    error = _error_text(exc)
+            token = _context.frame_var.set(frame)
+            try:
+                if error is None:
+                    try:
+                        output = _call(fn, case)
+                    except Exception as exc:
+                        error = _error_text(exc)
+            finally:
+                _context.frame_var.reset(token)
             duration = time.perf_counter() - started
-            node = _case_node(session.dag)
             run = Run(
                 dag=session.dag,
-                node=node,
+                node=_case_node(session.dag, frame, after),
                 output=output,
                 error=error,
                 duration_s=duration,
-                session=session.id if store is not None else None,
+                session=session.id if recorded else None,
                 repeat=repeat,
             )
             scores = score_run(plan, case, run)
@@ -319,11 +341,11 @@ async def _awaited(value: Any) -> Any:
     return await value
 
 
-def _case_node(dag: ContextDAG) -> Node | None:
-    """The code node of the case's call: the first top-level call of the run's session
-    (a judge's calls come after it)."""
+def _case_node(dag: ContextDAG, frame: str | None = None, after: int = -1) -> Node | None:
+    """The code node of the case's call: the first call made in `frame` (None: at top
+    level) after seq `after` (a judge's calls come after it)."""
     for node in dag.nodes:
-        if node.parent is None and node.kind == "code":
+        if node.seq > after and node.parent == frame and node.kind == "code":
             return node
     return None
 

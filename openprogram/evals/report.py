@@ -381,6 +381,23 @@ class EvalReport(BaseModel):
             name=f"{self.name} (replay)",
         )
 
+    def rerun(
+        self,
+        function: str,
+        fn: Callable[..., Any],
+        scorers: Sequence[Any] | Mapping[str, Sequence[Any]] = (),
+        *,
+        model: Any = None,
+        store: Any = None,
+    ) -> EvalReport:
+        """Run `fn` (a new version of the nested function `function`) in place of each
+        recorded call of it, in exactly the context that call had: the run's history up
+        to it, its callers running, the recorded arguments. Only `fn` calls a model; the
+        cases are `calls(function)`, so `equals` compares with the old output."""
+        from openprogram.evals.rerun import rerun
+
+        return rerun(self, function, fn, scorers, model=model, store=store)
+
     # -- views ---------------------------------------------------------------------------
     def compare(self, other: EvalReport, *, alpha: float = 0.05) -> Comparison:
         """How `other` (the new version) differs from this report (the baseline), score by

@@ -128,3 +128,37 @@ def test_a_key_in_an_output_never_reaches_the_saved_report(tmp_path, monkeypatch
     text = report.save(tmp_path / "r.json").read_text()
     assert key not in text and "tea ***" in text
     assert key not in report.write_html(tmp_path / "r.html").read_text()
+
+
+def test_rerun_runs_a_new_version_of_a_nested_function_in_its_recorded_context() -> None:
+    from openprogram import agentic_function, llm
+
+    dataset = Dataset(cases=[Case(inputs={"product": "coffee", "card": "4111 1111"}, name="c")])
+    report = dataset.evaluate(write, [equals], model=ScriptedModel(reply))
+    seen: list[str] = []
+
+    def model(request) -> str:
+        seen.append(request.history)
+        return "approve"
+
+    @agentic_function  # the new version reads its callers' history (callers=None)
+    def review(draft: str) -> str:
+        return llm(f"Approve or reject: {draft}")
+
+    def card_kept_out(case, output, run) -> bool:
+        return not run.saw("review", contains="4111")
+
+    again = report.rerun("review", review, [equals, card_kept_out], model=ScriptedModel(model))
+    assert seen == [
+        '[write #1] input={"product": "coffee", "card": "4111 1111"}\n'
+        "assistant: Smart coffee.\n"
+        '[review #1] input={"draft": "Smart coffee."}'
+    ]  # write's call and exchange, as they were when the recorded review began
+    assert again.case_values("equals") == {"c/0": 1.0}
+    assert again.case_values("card_kept_out") == {"c/0": 0.0}  # the new version would leak
+    rerun_dag = again.dag(again.runs[0])
+    new = rerun_dag.find(name="review", kind="code")[-1]
+    assert (
+        rerun_dag.node(new.parent).name == "write"
+        and rerun_dag.node(new.parent).status == "running"
+    )
