@@ -19,9 +19,18 @@ from openprogram import _context
 from openprogram._resume import call_path, path_text, stored_value, top_level_chain
 from openprogram.ask import ask_user
 from openprogram.dag import Effect, Node
-from openprogram.errors import EffectUnknown, UsageError
+from openprogram.errors import EffectUnknown, StoreError, UsageError
 
-__all__ = ["EFFECTS", "idempotency_key", "interrupted", "new_key", "settle", "settle_or_raise"]
+__all__ = [
+    "EFFECTS",
+    "idempotency_key",
+    "interrupted",
+    "new_key",
+    "settle",
+    "settle_or_raise",
+    "started",
+    "unknown",
+]
 
 EFFECTS: tuple[str, ...] = get_args(Effect)
 """The values `agentic_function(effect=...)` takes besides None."""
@@ -75,6 +84,30 @@ def new_key(session: Any, name: str, parent: str | None) -> str:
             )
     text = f"{session.id}\n{where}{name} #{count}"
     return f"op-{session.id}-{hashlib.sha256(text.encode()).hexdigest()[:24]}"
+
+
+def started(
+    session: Any, name: str, parent: str | None, value: Any, settings: dict[str, Any]
+) -> Node:
+    """The node of a new call with an effect (session._enter_call): its effect and key in
+    its meta, its start committed (store/recorder.py commits such a start at once).
+    Raises StoreError, recording the call as not run, when the store did not take it:
+    its body must never run unknown to the store."""
+    meta = {**settings.get("meta", {}), "effect": settings["effect"]}
+    meta["key"] = new_key(session, name, parent)
+    fields = {k: v for k, v in settings.items() if k not in ("effect", "meta")}
+    node: Node = session.dag.add("code", name, parent=parent, input=value, meta=meta, **fields)
+    recorder = session._recorder if session.store is not None else None
+    if recorder is None or node.seq in recorder.rows:
+        return node
+    error = "not run: its start could not be committed to the store"
+    session.dag.complete(node, None, status="error", error=error)
+    raise StoreError(
+        f"{node.name} (node {node.id}) declares effect={node.meta.get('effect')!r}, and its "
+        f"start could not be committed to {getattr(session.store, 'url', 'the store')}, so "
+        "it was not run (the log says why the store failed)",
+        node_id=node.id,
+    )
 
 
 def interrupted(node: Node) -> bool:

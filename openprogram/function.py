@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field, create_model
 from openprogram import _context
 from openprogram.callbacks.base import notify
 from openprogram.dag import Effect, Expose, Node, RenderRange, check_render_range
-from openprogram.errors import EffectUnknown, ResumeDivergence, RunStopped
+from openprogram.errors import EffectUnknown, ResumeDivergence, RunStopped, StoreError
 
 __all__ = ["agentic_function"]
 
@@ -244,9 +244,9 @@ def _wrap(
             return call
         try:
             node = session._enter_call(name, arguments, _context.frame_var.get(), node_settings)
-        except (ResumeDivergence, EffectUnknown, RunStopped) as exc:  # not a failure to record:
-            end(call, None, exc)  # the run left its recording, met an unsettled effect, or
-            raise  # was drained (SIGTERM) or suspended for an answer at this boundary
+        except (ResumeDivergence, EffectUnknown, RunStopped, StoreError) as exc:  # the run left
+            end(call, None, exc)  # its recording, met an unsettled effect, was drained
+            raise  # (SIGTERM) or suspended here, or an effect call's start was not stored
         except Exception as exc:  # recording must never break the user's call
             log.exception("openprogram: could not record a call of %s", name)
             session._not_recorded(name, _context.frame_var.get(), exc)

@@ -307,12 +307,8 @@ class Session:
             resumed = self._resume("code", name, parent, value, settings, arguments)
             if resumed is not None:
                 return resumed
-        effect = settings.get("effect")
-        if effect is not None:  # its start is committed, with its key, before it runs
-            meta = {**settings.get("meta", {}), "effect": effect}
-            meta["key"] = effects.new_key(self, name, parent)
-            settings = {k: v for k, v in settings.items() if k != "effect"}
-            settings["meta"] = meta
+        if settings.get("effect") is not None:  # committed, with its key, before it runs
+            return effects.started(self, name, parent, value, settings)
         return self.dag.add("code", name, parent=parent, input=value, **settings)
 
     def _enter_llm(

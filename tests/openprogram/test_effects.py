@@ -338,3 +338,19 @@ def test_an_async_once_call_cancelled_is_unknown_and_keeps_its_key(tmp_path: Pat
     (node,) = Session.open(path, "s").dag.find("transfer")
     assert (node.status, node.meta["key"]) == ("unknown", keys[0])
     assert "CancelledError" in str(node.error)
+
+
+def test_a_once_call_whose_start_the_store_refuses_does_not_run(tmp_path: Path):
+    from openprogram import StoreError
+
+    def refuse(*args: Any) -> None:
+        raise StoreError("the disk is full")
+
+    with Session(tmp_path / "runs.db", id="s") as session:
+        session._recorder._write_batch = refuse  # type: ignore[union-attr]
+        session.store.write = refuse  # type: ignore[method-assign, union-attr]
+        with pytest.raises(StoreError, match="start could not be committed"):
+            checkout()
+    assert ran == []  # pay's body never ran
+    (node,) = session.dag.find("pay")
+    assert node.status == "error" and "not run" in str(node.error)
