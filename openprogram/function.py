@@ -3,8 +3,10 @@
 Owns decoration-time validation, the tool `.spec` (and the model its arguments are
 validated with), runtime injection, `render_output`, and the recording of one `code`
 node per call (created at entry, completed in place at exit). Recording never changes
-what the function returns or raises; the one error of recording that reaches the caller
-is ResumeDivergence (a resumed run left its recording). Start at agentic_function().
+what the function returns or raises; the errors of recording that reach the caller are
+ResumeDivergence (a resumed run left its recording), EffectUnknown and StoreError (a call
+with an effect that must not run: effects.py) and RunStopped (a drain or a suspension
+where the call begins). Start at agentic_function().
 """
 
 from __future__ import annotations
