@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import threading
 
+import anyio
 import pytest
 from click.testing import CliRunner
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.memory import create_client_server_memory_streams
 
-from openprogram import Session
+from openprogram import Session, agentic_function
 from openprogram.cli import cli
 from openprogram.errors import ConfigError
-from openprogram.mcp.serve import find_function
+from openprogram.mcp.serve import build_server, find_function
+from openprogram.store import MemoryStore
 from openprogram.testing import OpenAIServer
 from tests.support import mcp_functions
 from tests.support.mcp_servers import ROOT, openprogram_command
@@ -191,3 +195,47 @@ def test_the_command_reports_a_bad_target_without_a_traceback():
     assert result.exit_code == 1
     assert "is not an agentic function" in result.output
     assert "Traceback" not in result.output
+
+
+def test_an_async_function_is_awaited_and_cancelled_at_once_with_its_call():
+    started = threading.Event()
+
+    @agentic_function
+    async def greet(name: str) -> str:
+        """Greet someone."""
+        await asyncio.sleep(0)
+        return f"hello {name}"
+
+    @agentic_function
+    async def wait_forever() -> str:
+        """Never answers by itself."""
+        started.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    store = MemoryStore()
+    server = build_server([greet, wait_forever], store=store)
+    greeted: list = []
+
+    async def main() -> None:
+        with anyio.fail_after(60):
+            async with (
+                create_client_server_memory_streams() as (client, served),
+                anyio.create_task_group() as group,
+            ):
+                options = server.create_initialization_options()
+                group.start_soon(server.run, served[0], served[1], options)
+                async with ClientSession(client[0], client[1]) as session:
+                    await session.initialize()
+                    greeted.append(await session.call_tool("greet", {"name": "Ada"}))
+                    async with anyio.create_task_group() as calls:
+                        calls.start_soon(session.call_tool, "wait_forever", {})
+                        await anyio.to_thread.run_sync(started.wait, 30)
+                        calls.cancel_scope.cancel()
+                group.cancel_scope.cancel()  # the server waits for the call to end first
+
+    anyio.run(main)
+    assert greeted[0].content[0].text == "hello Ada"  # not "<coroutine object ...>"
+    (info,) = [i for i in store.list_sessions() if i.id != greeted[0].meta["openprogram/session"]]
+    (node,) = Session.open(store, info.id).dag.find(name="wait_forever")
+    assert node.status == "cancelled" and node.output is None
