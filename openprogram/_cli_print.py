@@ -1,4 +1,4 @@
-"""What the `openprogram` commands print: say(), styled() and json_text().
+"""What the `openprogram` commands print: say(), styled(), json_text() and data_text().
 
 Owns the rule that text from a model, a tool or a store reaches the terminal with every
 control character escaped (echo.printable): a reply, a stored name or a question cannot
@@ -15,7 +15,7 @@ import click
 
 from openprogram.echo import printable
 
-__all__ = ["Styled", "json_text", "say", "styled"]
+__all__ = ["Styled", "data_text", "json_text", "say", "styled"]
 
 
 class Styled(str):
@@ -38,10 +38,15 @@ def say(*pieces: Any, err: bool = False, nl: bool = True) -> None:
 
 
 def json_text(value: Any, **options: Any) -> Styled:
-    """`value` as JSON (json.dumps(**options)) holding no control character raw: those
-    printable() would escape are written as JSON's own \\uXXXX escapes, so the text stays
-    valid JSON and safe on a terminal (a lone surrogate included)."""
-    text = json.dumps(value, **options)
+    """`value` as JSON (json.dumps(**options)), as data_text() prints it: valid JSON."""
+    return data_text(json.dumps(value, **options))
+
+
+def data_text(text: str) -> Styled:
+    """A file's text for standard output (JSON, an HTML report, an export): each control
+    character printable() would escape written as `\\uXXXX` instead, which JSON (and the
+    JSON a report embeds) reads back as that very character, so the data stays valid and
+    the terminal safe (a lone surrogate included). Only JSON strings can hold them."""
     if printable(text) == text:
         return Styled(text)
     return Styled("".join(c if printable(c) == c else f"\\u{ord(c):04x}" for c in text))

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import click
 
 from openprogram._cli_options import DEFAULT_STORE, store_option, text_argument
-from openprogram._cli_print import Styled, json_text, say, styled
+from openprogram._cli_print import Styled, data_text, json_text, say, styled
 from openprogram.dag import ContextDAG, Node
 from openprogram.echo import echo, mask_url, printable
 from openprogram.errors import OpenProgramError
@@ -475,7 +475,7 @@ def report_command(
     if output == Path("-"):
         with _session(store_spec, session_id) as session:
             try:
-                say(report_html(session, title=title, thumbnail_px=thumbnail_px))
+                say(data_text(report_html(session, title=title, thumbnail_px=thumbnail_px)))
             except OpenProgramError as exc:
                 raise click.ClickException(str(exc)) from exc
         return
@@ -522,7 +522,7 @@ def export_command(
                 "-o - writes to stdout, so name the format: -f graphml|mermaid|dot|json"
             )
         with _session(store_spec, session_id) as session:
-            say(export_text(session.dag, export_format))  # type: ignore[arg-type]
+            say(data_text(export_text(session.dag, export_format)))  # type: ignore[arg-type]
         return
     if export_format is None and output.suffix.lower() not in (".graphml", ".mmd", ".dot", ".json"):
         raise click.ClickException(

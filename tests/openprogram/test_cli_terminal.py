@@ -150,3 +150,19 @@ def test_sessions_show_prints_a_long_question_whole(tmp_path: Path):
     result = openprogram("sessions", "show", "long", "--store", store)
     assert result.returncode == 0, result.stderr
     assert "path='/root/.ssh/id_rsa')?" in result.stdout
+
+
+def test_json_written_to_stdout_stays_valid_and_holds_the_text_exactly(store: str):
+    import json
+
+    exported = openprogram("sessions", "export", "evil", "-o", "-", "-f", "json", "--store", store)
+    pending = openprogram("sessions", "pending", "--json", "--store", store)
+    for result in (exported, pending):
+        assert result.returncode == 0, result.stderr
+        assert_safe(result)
+    texts: list[str] = []
+    json.loads(exported.stdout, object_pairs_hook=lambda pairs: texts.extend(
+        str(value) for _, value in pairs) or dict(pairs))  # fmt: skip
+    assert any(HOSTILE in text for text in texts)
+    (question,) = json.loads(pending.stdout)
+    assert question["text"] == f"Proceed?{HOSTILE}"
