@@ -14,12 +14,13 @@ import dataclasses
 import logging
 import os
 import shutil
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from openprogram import _secrets
-from openprogram.echo import cut, echo
+from openprogram.echo import cut, echo, mask_url
 from openprogram.errors import ConfigError, MCPServerError, UsageError
 from openprogram.mcp import _loop
 from openprogram.mcp._sdk import (
@@ -28,16 +29,21 @@ from openprogram.mcp._sdk import (
     StdioServerParameters,
     create_mcp_http_client,
     mcp_types,
-    stdio_client,
     streamable_http_client,
 )
-from openprogram.mcp.tool import MCPTool
+from openprogram.mcp._stdio import RESULT_TOO_LARGE, stdio_client
+from openprogram.mcp.tool import MCPTool, public_names, tool_prefix
 
 __all__ = ["MCPServer"]
 
 log = logging.getLogger("openprogram")
 
 Transport = Literal["stdio", "http"]
+
+MAX_RESULT_BYTES = 8 * 1024 * 1024
+MAX_TOOLS = 1000
+_servers: weakref.WeakSet[MCPServer] = weakref.WeakSet()
+"""Every MCPServer made and not closed: whose tool names a server's tools must not take."""
 
 _HTTP_REFUSALS = (mcp_types.INVALID_REQUEST, mcp_types.INTERNAL_ERROR)
 """How the SDK reports an HTTP status refusing a request (404 "Session terminated", or
@@ -72,8 +78,10 @@ class MCPServer:
         *,
         name: str,
         timeout: float = 60.0,
-        init_timeout: float = 10.0,
+        init_timeout: float = 60.0,
         max_restarts: int = 3,
+        max_result_bytes: int = MAX_RESULT_BYTES,
+        max_tools: int = MAX_TOOLS,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise UsageError(f"name={name!r} must be a non-empty string, e.g. name='files'")
@@ -82,11 +90,16 @@ class MCPServer:
                 raise UsageError(f"{option}={value!r} must be a number of seconds > 0")
         if not isinstance(max_restarts, int) or max_restarts < 0:
             raise UsageError(f"max_restarts={max_restarts!r} must be an int >= 0")
+        for option, limit in (("max_result_bytes", max_result_bytes), ("max_tools", max_tools)):
+            if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+                raise UsageError(f"{option}={limit!r} must be an int >= 1")
         self.name = name
         self.transport = transport
         self.timeout = float(timeout)
         self.init_timeout = float(init_timeout)
         self.max_restarts = max_restarts
+        self.max_result_bytes = max_result_bytes
+        self.max_tools = max_tools
         self.restarts = 0
         self._target = target
         self._session: Any = None
@@ -99,6 +112,7 @@ class MCPServer:
         self._closed = False
         self._last_fault: str | None = None
         self._tools: dict[tuple[str, Any], MCPTool] = {}
+        _servers.add(self)
 
     @classmethod
     def stdio(
@@ -109,8 +123,10 @@ class MCPServer:
         env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
         timeout: float = 60.0,
-        init_timeout: float = 10.0,
+        init_timeout: float = 60.0,
         max_restarts: int = 3,
+        max_result_bytes: int = MAX_RESULT_BYTES,
+        max_tools: int = MAX_TOOLS,
     ) -> MCPServer:
         """A server run as a subprocess speaking MCP over its stdin and stdout.
 
@@ -118,7 +134,13 @@ class MCPServer:
         server-filesystem", "/data"]`. env: variables added to a minimal inherited
         environment (PATH, HOME, ...); values of secret-looking names (`*_TOKEN`,
         `*_API_KEY`, ...) are scrubbed from everything recorded. cwd: its working folder.
-        timeout: seconds a tool call may take before it fails as a tool error.
+        timeout: seconds a tool call may take before it fails as a tool error (checking
+        its arguments against the tool's schema is bounded by it too). init_timeout:
+        seconds the server may take to start and answer the handshake (a first
+        `npx -y` downloads the server). max_result_bytes: the largest message the server
+        may send (a result, a page of tools); a larger one is dropped unread and the
+        call fails. max_tools: tools listed at most; those after are left out, with a
+        warning.
         """
         if isinstance(argv, (str, bytes)) or not argv or not all(isinstance(a, str) for a in argv):
             raise UsageError(
@@ -134,7 +156,7 @@ class MCPServer:
         )
         return cls(
             "stdio", parameters, name=name, timeout=timeout, init_timeout=init_timeout,
-            max_restarts=max_restarts,
+            max_restarts=max_restarts, max_result_bytes=max_result_bytes, max_tools=max_tools,
         )  # fmt: skip
 
     @classmethod
@@ -145,13 +167,15 @@ class MCPServer:
         name: str,
         headers: Mapping[str, str] | None = None,
         timeout: float = 60.0,
-        init_timeout: float = 10.0,
+        init_timeout: float = 30.0,
         max_restarts: int = 3,
+        max_tools: int = MAX_TOOLS,
     ) -> MCPServer:
         """A server reached over streamable HTTP at `url` (e.g. `http://127.0.0.1:3001/mcp`).
 
         headers: sent with every request (e.g. `{"Authorization": "Bearer ..."}`); the
-        values of secret-looking ones are scrubbed from everything recorded.
+        values of secret-looking ones are scrubbed from everything recorded. The other
+        options are stdio()'s (max_result_bytes bounds only a stdio server's messages).
         """
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise UsageError(f"url={echo(url)} must be an http:// or https:// URL")
@@ -163,7 +187,7 @@ class MCPServer:
         target = (url, dict(headers or {}))
         return cls(
             "http", target, name=name, timeout=timeout, init_timeout=init_timeout,
-            max_restarts=max_restarts,
+            max_restarts=max_restarts, max_tools=max_tools,
         )  # fmt: skip
 
     def __repr__(self) -> str:
@@ -201,49 +225,84 @@ class MCPServer:
     def tools(self, *, render_output: Callable[[Any], Any] | None = None) -> list[MCPTool]:
         """The server's tools as tool objects for `llm(tools=...)` / `allm`.
 
-        Named `{name}_{tool}` for the model and the DAG. The list is fetched again after
-        the server announced a change. A tool whose input schema is not valid JSON
-        Schema is left out, with a warning in the log (asking for it with `tool()`
-        raises ConfigError). render_output: what later calls see of each result, as
-        for @agentic_function.
+        Named `{name}_{tool}` for the model and the DAG (where two tools' names would
+        be the same once cut to what providers accept, see tool.public_names()). The
+        list is fetched again after the server announced a change. A tool whose schema
+        is not valid JSON Schema, too deep or too big, or whose name falls among
+        another open server's (`{other}_...`), is left out with a warning in the log
+        (asking for it with `tool()` raises ConfigError saying why). render_output:
+        what later calls see of each result, as for @agentic_function.
         """
         listing = _loop.run(self._list())
-        return self._wrap(listing, render_output, strict=False)
+        return self._wrap(listing, render_output)
 
     async def atools(self, *, render_output: Callable[[Any], Any] | None = None) -> list[MCPTool]:
         """As tools(), from async code."""
         listing = await _loop.arun(self._list())
-        return self._wrap(listing, render_output, strict=False)
+        return self._wrap(listing, render_output)
 
     def tool(self, tool: str, *, render_output: Callable[[Any], Any] | None = None) -> MCPTool:
         """One tool by the server's name for it (`"read_file"`); ConfigError when the
         server has no such tool or its schema is invalid."""
-        listing = [t for t in _loop.run(self._list()) if t.name == tool]
-        if not listing:
-            names = sorted(t.name for t in self._listing or [])
-            raise ConfigError(
-                f"MCP server {self.name!r} has no tool {tool!r}; its tools are {names!r}"
+        listing = _loop.run(self._list())
+        if not any(t.name == tool for t in listing):
+            names = cut(repr(sorted(t.name for t in listing)), 2000)
+            more = (
+                f" (the first max_tools={self.max_tools} of more it listed)"
+                if len(listing) >= self.max_tools
+                else ""
             )
-        return self._wrap(listing, render_output, strict=True)[0]
+            raise ConfigError(
+                f"MCP server {self.name!r} has no tool {tool!r}; its tools are {names}{more}"
+            )
+        return self._wrap(listing, render_output, only=tool)[0]
 
     def _wrap(
-        self, listing: list[Any], render_output: Callable[[Any], Any] | None, strict: bool
+        self,
+        listing: list[Any],
+        render_output: Callable[[Any], Any] | None,
+        only: str | None = None,
     ) -> list[MCPTool]:
+        """The listing as tool objects (made once per tool and render_output); tools
+        that cannot be offered are left out with a warning, or, for `only`, raise."""
+        names = public_names(self.name, [described.name for described in listing])
         tools = []
         for described in listing:
+            if only is not None and described.name != only:
+                continue
             key = (described.name, render_output)
             made = self._tools.get(key)
-            if made is None or made.described != described:
+            if made is None or made.described != described or made.name != names[described.name]:
                 try:
-                    made = MCPTool(self, described, render_output=render_output)
+                    self._check_namespace(described.name, names[described.name])
+                    made = MCPTool(
+                        self, described, render_output=render_output, name=names[described.name]
+                    )
                 except ConfigError as exc:
-                    if strict:
+                    if only is not None:
                         raise
                     log.warning("openprogram: %s; the tool is left out", exc)
                     continue
                 self._tools[key] = made
             tools.append(made)
         return tools
+
+    def _check_namespace(self, tool: str, name: str) -> None:
+        """ConfigError when `name` lies among the names of another open server with a
+        longer name (server `git` listing `hub_create` would take `git_hub_create`,
+        a tool of server `git_hub`): the longer name owns them, whichever lists first."""
+        for other in list(_servers):
+            prefix = tool_prefix(other.name)
+            if (
+                other is not self
+                and not other._closed
+                and len(prefix) > len(tool_prefix(self.name))
+                and name.startswith(prefix)
+            ):
+                raise ConfigError(
+                    f"MCP server {self.name!r}: tool {tool!r} would be named {name!r}, a name "
+                    f"of MCP server {other.name!r}'s tools; rename one of the servers"
+                )
 
     # -- on the loop -----------------------------------------------------------------
 
@@ -255,6 +314,7 @@ class MCPServer:
                 return
             if self._closed and first:
                 self._closed = False
+                _servers.add(self)
                 self.restarts = 0
             if self._started:
                 if self.restarts >= self.max_restarts:
@@ -311,19 +371,20 @@ class MCPServer:
 
     def _transport(self) -> Any:
         if self.transport == "stdio":
-            return stdio_client(self._target, errlog=_errlog())
+            return stdio_client(self._target, errlog=_errlog(), max_bytes=self.max_result_bytes)
         url, headers = self._target
         client = create_mcp_http_client(headers=headers or None)
         return _with_client(client, streamable_http_client(url, http_client=client))
 
+    def _where(self) -> str:
+        """The server's command line or URL, for messages (never its environment)."""
+        if self.transport == "stdio":
+            return f"command {cut(repr([self._target.command, *self._target.args]), 500)}"
+        return f"URL {mask_url(self._target[0])}"
+
     def _no_answer(self) -> str:
-        where = (
-            f"command {[self._target.command, *self._target.args]!r}"
-            if self.transport == "stdio"
-            else f"URL {self._target[0]!r}"
-        )
         return (
-            f"MCP server {self.name!r} ({where}) did not answer initialize within "
+            f"MCP server {self.name!r} ({self._where()}) did not answer initialize within "
             f"{self.init_timeout:g} s; check that it speaks MCP over {self.transport} "
             "(a server printing logs to stdout breaks stdio), or raise init_timeout"
         )
@@ -340,13 +401,20 @@ class MCPServer:
                     f"cannot start MCP server {self.name!r}: no program {command!r} "
                     "(give the full path, or install it)"
                 )
+        if isinstance(cause, MCPError) and cause.code == RESULT_TOO_LARGE:
+            return ConfigError(
+                f"MCP server {self.name!r} ({self._where()}) sent its tools in a message too "
+                f"large: {cause.message}; raise max_result_bytes"
+            )
         error = ConfigError(
-            f"MCP server {self.name!r} could not be started: {type(cause).__name__}: {cause}"
+            f"MCP server {self.name!r} ({self._where()}) could not be started: "
+            f"{type(cause).__name__}: {cut(str(cause))}"
         )
         error.__cause__ = cause
         return error
 
     async def _list_all(self, session: Any) -> list[Any]:
+        """Every page of the server's tools, up to max_tools (a warning says when more)."""
         tools: list[Any] = []
         cursor = None
         while True:
@@ -354,6 +422,13 @@ class MCPServer:
             page = await session.list_tools(params=params)
             tools.extend(page.tools)
             cursor = page.next_cursor
+            if len(tools) > self.max_tools:
+                log.warning(
+                    "openprogram: MCP server %r lists more than max_tools=%d tools; only the "
+                    "first %d are offered (raise max_tools to offer more)",
+                    self.name, self.max_tools, self.max_tools,
+                )  # fmt: skip
+                return tools[: self.max_tools]
             if not cursor:
                 return tools
 
@@ -403,9 +478,19 @@ class MCPServer:
 
     async def _call_on(self, session: Any, tool: str, arguments: dict[str, Any]) -> Any:
         self._last_fault = None
-        try:  # the session's read timeout (self.timeout) bounds the call
-            return await session.call_tool(tool, arguments)
+        request = mcp_types.CallToolRequest(
+            params=mcp_types.CallToolRequestParams(name=tool, arguments=arguments)
+        )
+        try:  # the session's read timeout (self.timeout) bounds the call; not call_tool():
+            # it checks structured results against the output schema with `re`, on this
+            # loop and without a deadline (tool.py checks them, bounded)
+            return await session.send_request(request, mcp_types.CallToolResult)
         except MCPError as exc:
+            if exc.code == RESULT_TOO_LARGE:
+                raise MCPServerError(
+                    f"MCP server {self.name!r} answered {tool} with too much: {exc.message}. "
+                    "Ask for less, or raise max_result_bytes"
+                ) from None
             if exc.code == mcp_types.REQUEST_TIMEOUT:
                 fault = self._last_fault
                 await self._check_alive(session)
@@ -417,8 +502,8 @@ class MCPServer:
             if exc.code == mcp_types.CONNECTION_CLOSED:
                 await self._drop(session)
                 raise MCPServerError(
-                    f"MCP server {self.name!r} closed the connection during {tool} "
-                    f"({exc.message}); it is restarted on next use"
+                    f"MCP server {self.name!r} ({self._where()}) closed the connection during "
+                    f"{tool} ({exc.message}); it is restarted on next use"
                 ) from None
             refused = self.transport == "http" and exc.code in _HTTP_REFUSALS
             if refused and not await self._answers_ping(session):
@@ -472,6 +557,7 @@ class MCPServer:
             await self._end_holder()
             self._closed = True
             self._started = False
+            _servers.discard(self)
 
 
 @contextlib.asynccontextmanager

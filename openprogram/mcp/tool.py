@@ -13,6 +13,7 @@ import base64
 import binascii
 import copy
 import dataclasses
+import hashlib
 import inspect
 import keyword
 import re
@@ -23,14 +24,15 @@ from openprogram import _context
 from openprogram.ask import ask_user
 from openprogram.dag import _dag_of
 from openprogram.echo import cut, echo
-from openprogram.errors import ConfigError, MCPServerError
+from openprogram.errors import MCPServerError
 from openprogram.function import agentic_function
 from openprogram.image import Image, ImageRef
 from openprogram.mcp import _loop
+from openprogram.mcp._schema import SchemaTooSlow, bounded_validator, problems
 from openprogram.questions import approval
 from openprogram.replay import ReplayModel
 
-__all__ = ["MCPTool", "tool_name"]
+__all__ = ["MCPTool", "public_names", "tool_name", "tool_prefix"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _RESERVED = {"runtime", "self", "cls", "arguments"}
@@ -39,6 +41,30 @@ _RESERVED = {"runtime", "self", "cls", "arguments"}
 def tool_name(server: str, tool: str) -> str:
     """`{server}_{tool}` with characters providers refuse replaced by `_`, at most 64."""
     return _UNSAFE.sub("_", f"{server}_{tool}")[:64]
+
+
+def tool_prefix(server: str) -> str:
+    """How every tool name of `server` starts: `{server}_`, sanitised as tool_name()."""
+    return _UNSAFE.sub("_", f"{server}_")
+
+
+def public_names(server: str, tools: list[str]) -> dict[str, str]:
+    """The name the model sees for each of a server's tools: tool_name(), except where
+    several tools would share one (`a.b`, `a_b`, `a b`). Then the tool whose name needed
+    no change keeps it and each other one ends in `_` and 6 hex digits of its own name's
+    hash: the same names whatever order the server lists them in."""
+    wanted: dict[str, list[str]] = {}
+    for tool in tools:
+        wanted.setdefault(tool_name(server, tool), []).append(tool)
+    names = {}
+    for name, holders in wanted.items():
+        for tool in holders:
+            if len(holders) == 1 or name == f"{server}_{tool}":
+                names[tool] = name
+            else:
+                digest = hashlib.sha256(tool.encode("utf-8", "surrogatepass")).hexdigest()
+                names[tool] = f"{name[:57]}_{digest[:6]}"
+    return names
 
 
 @dataclasses.dataclass(init=False, eq=False, repr=False)
@@ -58,15 +84,26 @@ class MCPTool:
     spec: dict[str, Any]
 
     def __init__(
-        self, server: Any, described: Any, *, render_output: Callable[[Any], Any] | None = None
+        self,
+        server: Any,
+        described: Any,
+        *,
+        render_output: Callable[[Any], Any] | None = None,
+        name: str | None = None,
     ) -> None:
         self.server = server
         self.described = described
         self.tool: str = described.name
-        self.name = tool_name(server.name, described.name)
+        self.name = name or tool_name(server.name, described.name)
         schema = dict(described.input_schema or {"type": "object"})
         schema.pop("$schema", None)  # some providers refuse the draft marker
-        self._validator = _validator(server.name, described.name, described.input_schema)
+        self._validator = bounded_validator(server.name, described.name, described.input_schema)
+        output_schema = getattr(described, "output_schema", None)
+        self._output_validator = (
+            None
+            if output_schema is None
+            else bounded_validator(server.name, described.name, output_schema, what="output")
+        )
         self.spec: dict[str, Any] = {
             "name": self.name,
             "description": (described.description or "").strip(),
@@ -95,15 +132,18 @@ class MCPTool:
                 f"the arguments of {self.name} are not a JSON object: {echo(arguments)}. "
                 "Call it again with a JSON object matching its parameters."
             )
-        problems = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.path))
-        if problems:
-            described = "; ".join(
-                f"{'.'.join(str(p) for p in e.path) or 'arguments'}: {cut(e.message)}"
-                for e in problems[:5]
-            )
+        try:
+            found = problems(self._validator, arguments, self.server.timeout)
+        except SchemaTooSlow:
             return {}, (
-                f"invalid arguments for {self.name}: {described}. Call it again with "
-                "arguments matching its schema."
+                f"the arguments of {self.name} could not be checked against its schema "
+                f"within {self.server.timeout:g} s (the MCP server's timeout); the tool was "
+                "not called. Its schema is too costly to check: do not call it again."
+            )
+        if found:
+            return {}, (
+                f"invalid arguments for {self.name}: {_described(found)}. Call it again "
+                "with arguments matching its schema."
             )
         return dict(arguments), None
 
@@ -127,6 +167,7 @@ class MCPTool:
 
     def _make_recorder(self, names: tuple[str, ...], is_async: bool) -> Any:
         server, tool, name, question = self.server, self.tool, self.name, self.question
+        output = self._output_validator
 
         def given(parameters: dict[str, Any]) -> dict[str, Any]:
             if names == ("arguments",):
@@ -144,7 +185,7 @@ class MCPTool:
                 if question and not _approved(name, arguments, question):
                     return _DECLINED.format(name=name)
                 result = await _loop.arun(server.call(tool, arguments))
-                return _value(server.name, tool, result)
+                return _value(server, tool, result, output)
 
             run = arun
         else:
@@ -157,7 +198,7 @@ class MCPTool:
                 if question and not _approved(name, arguments, question):
                     return _DECLINED.format(name=name)
                 result = _loop.run(server.call(tool, arguments))
-                return _value(server.name, tool, result)
+                return _value(server, tool, result, output)
 
             run = srun
 
@@ -235,29 +276,17 @@ def _revive(value: Any, dag: Any) -> Any:
     return value
 
 
-def _validator(server: str, tool: str, schema: Any) -> Any:
-    import jsonschema
-
-    if not isinstance(schema, dict) or schema.get("type", "object") != "object":
-        raise ConfigError(
-            f"MCP server {server!r}: tool {tool!r} has an input schema that is not a JSON "
-            f"object schema: {str(schema)[:200]}"
-        )
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    try:
-        cls.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        raise ConfigError(
-            f"MCP server {server!r}: tool {tool!r} has an invalid input schema "
-            f"({exc.message[:200]})"
-        ) from None
-    return cls(schema)
+def _described(errors: list[Any]) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e.path) or 'arguments'}: {cut(e.message)}" for e in errors[:5]
+    )
 
 
-def _value(server: str, tool: str, result: Any) -> Any:
+def _value(server: Any, tool: str, result: Any, output: Any) -> Any:
     """A CallToolResult as the call's value: the structured content when there is
     some, else the text (one text block), an Image, or a list of texts and Images.
-    A result marked as an error raises MCPServerError with its text."""
+    A result marked as an error, or structured content that does not match the tool's
+    output schema (checked within the server's timeout), raises MCPServerError."""
     parts: list[Any] = []
     for block in result.content or []:
         kind = getattr(block, "type", None)
@@ -279,12 +308,32 @@ def _value(server: str, tool: str, result: Any) -> Any:
             parts.append({"content": kind, "mime_type": getattr(block, "mime_type", None)})
     if getattr(result, "is_error", False):
         text = " ".join(p for p in parts if isinstance(p, str)) or "the tool failed"
-        raise MCPServerError(f"{server}/{tool}: {text}")
-    if getattr(result, "structured_content", None) is not None:
-        return result.structured_content
+        raise MCPServerError(f"{server.name}/{tool}: {text}")
+    structured = getattr(result, "structured_content", None)
+    if output is not None:
+        _check_output(server, tool, structured, output)
+    if structured is not None:
+        return structured
     if len(parts) == 1:
         return parts[0]
     return parts
+
+
+def _check_output(server: Any, tool: str, structured: Any, output: Any) -> None:
+    where = f"{server.name}/{tool}"
+    if structured is None:
+        raise MCPServerError(f"{where} has an output schema but sent no structured content")
+    try:
+        found = problems(output, structured, server.timeout)
+    except SchemaTooSlow:
+        raise MCPServerError(
+            f"{where}: its structured result could not be checked against its output "
+            f"schema within {server.timeout:g} s (the MCP server's timeout)"
+        ) from None
+    if found:
+        raise MCPServerError(
+            f"{where} sent structured content not matching its output schema: {_described(found)}"
+        )
 
 
 def _image(data: str, mime_type: str) -> Any:

@@ -265,7 +265,7 @@ def test_a_program_that_does_not_exist_is_a_config_error():
 def test_a_10_mb_result_is_whole_in_the_node_and_cut_in_what_the_model_sees():
     script = {"agent": [calls(("faults_big", {"size": 10_000_000})), "big"]}
     with (
-        MCPServer.stdio(fault_server(), name="faults") as server,
+        MCPServer.stdio(fault_server(), name="faults", max_result_bytes=16_000_000) as server,
         Session() as session,
         Runtime(ScriptedModel(script)),
     ):

@@ -1,0 +1,178 @@
+"""MCPServer against a hostile server (issue 32, round 4): costly schemas, colliding
+tool names, huge results, huge listings; and the start-up errors a new user meets."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import pytest
+
+from openprogram import ConfigError, Runtime, ScriptedModel, Session, agentic_function, llm
+from openprogram.errors import MCPServerError
+from openprogram.mcp import MCPServer
+from openprogram.mcp.tool import public_names
+from tests.support.mcp_servers import fault_server
+
+HOSTILE = Path(__file__).parents[2] / "support" / "mcp_hostile_server.py"
+NO_MATCH = "a" * 40 + "!"  # what makes `^(a|a)*$` and `^(a+)+$` backtrack for ever
+
+
+def hostile(mode: str, *arguments: str) -> list[str]:
+    return [sys.executable, str(HOSTILE), mode, *arguments]
+
+
+def calls(*tool_calls):
+    return {"tool_calls": [{"name": name, "arguments": given} for name, given in tool_calls]}
+
+
+def run_agent(tools, script):
+    @agentic_function
+    def agent(task: str) -> str:
+        return llm(task, tools=tools)
+
+    with Session() as session, Runtime(ScriptedModel({"agent": script})):
+        answer = agent("go")
+    return answer, session
+
+
+def test_a_schema_too_deep_or_too_big_is_refused_when_listed_and_named(caplog):
+    with (
+        caplog.at_level(logging.WARNING, logger="openprogram"),
+        MCPServer.stdio(hostile("schemas"), name="hostile") as server,
+    ):
+        names = [tool.tool for tool in server.tools()]
+        assert "deep" not in names and "doubling" not in names and "echo" in names
+        assert "tool 'deep' has an input schema nested deeper than 64 levels" in caplog.text
+        assert "tool 'doubling' has an input schema bigger than 10000" in caplog.text
+        with pytest.raises(ConfigError, match="'deep' has an input schema nested deeper"):
+            server.tool("deep")
+        with pytest.raises(ConfigError, match="counting each \\$ref's target"):
+            server.tool("doubling")
+
+
+@pytest.mark.timeout(60)  # today's code hangs in `re` (it checks signals, so this ends it)
+def test_a_backtracking_pattern_is_checked_within_the_calls_timeout():
+    with MCPServer.stdio(hostile("schemas"), name="hostile", timeout=1) as server:
+        script = [
+            calls(("hostile_evil", {"s": NO_MATCH}), ("hostile_evil_keys", {NO_MATCH: "x"})),
+            calls(("hostile_evil", {"s": "aaaa"})),
+            "checked",
+        ]
+        answer, session = run_agent(server.tools(), script)
+    assert answer == "checked"
+    evil, keys, fine = session.dag.find(kind="code")[1:]
+    for refused in (evil, keys):
+        assert refused.meta["refused"] is True
+        assert "could not be checked against its schema within 1 s" in refused.error
+    assert fine.status == "completed" and fine.output == "evil ran"
+
+
+@pytest.mark.timeout(60)  # today's code hangs the MCP loop in the SDK's output check
+def test_a_backtracking_output_schema_is_checked_within_the_calls_timeout():
+    with MCPServer.stdio(hostile("schemas"), name="hostile", timeout=1) as server:
+        answer, session = run_agent(
+            server.tools(), [calls(("hostile_evil_output", {})), calls(("hostile_echo", {})), "ok"]
+        )
+    assert answer == "ok"
+    evil, echo = session.dag.find(kind="code")[1:]
+    assert evil.status == "error"
+    assert "could not be checked against its output schema within 1 s" in evil.error
+    assert echo.output == "echo ran"  # the connection still serves
+
+
+def test_tool_names_that_collide_once_sanitised_are_made_distinct_the_same_way_each_time():
+    with MCPServer.stdio(hostile("names"), name="n") as server:
+        tools = {tool.tool: tool.name for tool in server.tools()}
+        assert tools["a_b"] == "n_a_b"  # the one needing no change keeps its name
+        assert tools["a.b"].startswith("n_a_b_") and tools["a b"].startswith("n_a_b_")
+        assert len(set(tools.values())) == len(tools)
+        order = ["a b", "a.b", "a_b", "create", "hub_create"]
+        assert public_names("n", order) == public_names("n", order[::-1]) == tools
+        answer, session = run_agent(
+            server.tools(), [calls((tools["a.b"], {}), (tools["a b"], {})), "both"]
+        )
+    assert answer == "both"
+    assert [node.output for node in session.dag.find(kind="code")[1:]] == ["a.b ran", "a b ran"]
+
+
+def test_a_server_cannot_take_the_tool_names_of_another(caplog):
+    with (
+        caplog.at_level(logging.WARNING, logger="openprogram"),
+        MCPServer.stdio(hostile("names"), name="git") as git,
+        MCPServer.stdio(hostile("names"), name="git_hub") as hub,
+    ):
+        offered = [*git.tools(), *hub.tools()]  # git's `hub_create` would be git_hub_create
+        assert "MCP server 'git': tool 'hub_create' would be named 'git_hub_create'" in (
+            caplog.text
+        )
+        assert "of MCP server 'git_hub'" in caplog.text
+        with pytest.raises(ConfigError, match="rename one of the servers"):
+            git.tool("hub_create")
+        answer, session = run_agent(offered, [calls(("git_hub_create", {})), "made"])
+    assert answer == "made"
+    (node,) = session.dag.find(name="git_hub_create")
+    assert node.meta["mcp"] == {"server": "git_hub", "tool": "create"}
+
+
+def test_a_result_over_max_result_bytes_is_a_tool_error_and_the_server_keeps_serving():
+    script = [
+        calls(("faults_big", {"size": 20_000_000})),  # over the default 8 MiB
+        calls(("faults_echo", {"message": "still here"})),
+        "too big",
+    ]
+    with MCPServer.stdio(fault_server(), name="faults") as server:
+        answer, session = run_agent(server.tools(), script)
+        assert server.restarts == 0
+    assert answer == "too big"
+    big, echo = session.dag.find(kind="code")[1:]
+    assert big.status == "error"
+    assert "answered big with too much: the server's answer was 20,000,100 bytes" in big.error
+    assert "over max_result_bytes=8,388,608; it was dropped unread" in big.error
+    assert echo.output == "echo: still here"
+
+
+def test_max_result_bytes_is_a_setting():
+    with MCPServer.stdio(fault_server(), name="faults", max_result_bytes=5000) as server:
+        big = server.tool("big")
+        with Session():
+            assert len(big(size=4000)) == 4000
+            with pytest.raises(MCPServerError, match="over max_result_bytes=5,000"):
+                big(size=6000)
+    with pytest.raises(
+        ConfigError, match=r"sent its tools in a message too large: .*raise max_result"
+    ):
+        MCPServer.stdio(fault_server(), name="faults", max_result_bytes=1000).connect()
+
+
+def test_a_listing_over_max_tools_is_cut_with_a_warning_naming_the_server(caplog):
+    with (
+        caplog.at_level(logging.WARNING, logger="openprogram"),
+        MCPServer.stdio(hostile("many", "1500"), name="crowd") as crowd,
+        MCPServer.stdio(hostile("many", "50"), name="small", max_tools=20) as small,
+    ):
+        assert len(crowd.tools()) == 1000  # the default
+        assert len(small.tools()) == 20
+        assert "MCP server 'crowd' lists more than max_tools=1000 tools" in caplog.text
+        assert "MCP server 'small' lists more than max_tools=20 tools" in caplog.text
+        with pytest.raises(ConfigError, match="the first max_tools=20 of more it listed"):
+            small.tool("tool_30")
+
+
+def test_a_server_that_closes_the_connection_is_named_by_its_command():
+    argv = [sys.executable, "-c", "print('not MCP')"]
+    with pytest.raises(ConfigError) as raised:
+        MCPServer.stdio(argv, name="quits").connect()
+    assert f"MCP server 'quits' (command {argv!r}) could not be started" in str(raised.value)
+    with (
+        MCPServer.stdio(fault_server(), name="faults") as server,
+        Session(),
+        pytest.raises(MCPServerError, match=r"\(command \[.*mcp_fault_server\.py"),
+    ):
+        server.tool("die")()
+
+
+def test_the_first_start_of_a_stdio_server_may_take_a_minute():
+    assert MCPServer.stdio(["npx", "-y", "x"], name="slow").init_timeout == 60
+    assert MCPServer.http("http://127.0.0.1:1/mcp", name="up").init_timeout == 30
