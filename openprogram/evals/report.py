@@ -398,6 +398,23 @@ class EvalReport(BaseModel):
 
         return rerun(self, function, fn, scorers, model=model, store=store)
 
+    def fork(
+        self,
+        at: str | Callable[[ContextDAG], Any],
+        fn: Callable[..., Any],
+        scorers: Sequence[Any] | Mapping[str, Sequence[Any]] = (),
+        *,
+        model: Any = None,
+        store: Any = None,
+    ) -> EvalReport:
+        """Run `fn` (the program, perhaps a new version) again on each case from node `at`
+        of its recorded run on ("review#1", "llm:write#2", or `dag -> node`): each run's
+        session is forked there and `fn` resumed in the fork, so what finished by then
+        comes from the record and only the rest runs. Needs the runs in a store."""
+        from openprogram.evals.rerun import fork
+
+        return fork(self, at, fn, scorers, model=model, store=store)
+
     # -- views ---------------------------------------------------------------------------
     def compare(self, other: EvalReport, *, alpha: float = 0.05) -> Comparison:
         """How `other` (the new version) differs from this report (the baseline), score by

@@ -162,3 +162,35 @@ def test_rerun_runs_a_new_version_of_a_nested_function_in_its_recorded_context()
         rerun_dag.node(new.parent).name == "write"
         and rerun_dag.node(new.parent).status == "running"
     )
+
+
+def test_fork_runs_the_rest_after_a_node_again_and_only_the_rest(tmp_path) -> None:
+    from openprogram import agentic_function, llm
+    from tests.openprogram.evals.agents import review
+
+    @agentic_function
+    def polish(product: str) -> str:
+        draft = llm(f"Write a tagline for {product}.")
+        return llm(f"Polish: {draft}") if review(draft) == "approve" else "rejected"
+
+    def first(request) -> str:
+        if request.function == "review":
+            return "approve"
+        return "Draft." if "Write" in request.text else "Polished once."
+
+    dataset = Dataset(cases=[Case(inputs={"product": "tea"}, expected="Polished twice.")])
+    report = dataset.evaluate(polish, [equals], model=ScriptedModel(first), store=tmp_path / "e.db")
+    asked: list[str] = []
+
+    def second(request) -> str:
+        asked.append(request.text)
+        return "Polished twice."
+
+    forked = report.fork("review#1", polish, [equals], model=ScriptedModel(second))
+    assert asked == ["Polish: Draft."]  # the draft and the review came from the record
+    assert forked.case_values("equals") == {"case-1": 1.0}
+    assert forked.runs[0].session.startswith(f"{report.runs[0].session}-fork-")
+    missing = report.fork("summary#1", polish, [equals], model=ScriptedModel(second))
+    assert "no code node is named 'summary'" in missing.runs[0].error
+    with pytest.raises(UsageError, match="fork needs them in a store"):
+        dataset.evaluate(polish, [equals], model=ScriptedModel(first)).fork("review#1", polish)
