@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -152,3 +153,29 @@ def _plan(
     lines.extend(fitted.lines(fresh))
     compactor = _compactor.get() or getattr(runtime, "compactor", None) or summarize_history
     return compactor, "\n".join(lines), [first, fresh[-1].seq]
+
+
+def note_over_budget(node: Any, rendered: Any, warned: set[str]) -> None:
+    """Say so when llm node `node`'s `{"tokens": N}` history does not fit even after
+    compaction (what always shows is too big): an "over_budget" entry in its report, and
+    a warning once per function name in `warned`."""
+    fitted = rendered.fitted
+    if fitted is None or fitted.tokens <= fitted.budget:
+        return
+    reason = (
+        f"the history needs {fitted.tokens} tokens, over tokens={fitted.budget}, after "
+        "compaction: what always shows (the calls on the stack, the newest `keep` nodes, a "
+        "tool loop's newest round) does not fit"
+    )
+    node.meta.setdefault("report", []).append(
+        {"kind": "over_budget", "node_id": node.id, "reason": reason}
+    )
+    if node.name in warned:
+        return
+    warned.add(node.name)
+    warnings.warn(
+        f"{node.name}: {reason}. Raise the budget, lower render_range's keep, or make the "
+        "tools return less (the report of each such llm node says so too)",
+        UserWarning,
+        stacklevel=4,
+    )

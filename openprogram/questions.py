@@ -157,10 +157,7 @@ def _json(asked: Question, text: str) -> Any:
     try:
         parsed = json.loads(text, parse_constant=_no_constant)
     except RecursionError:
-        raise UsageError(
-            f"the answer to question {asked.id} is nested too deeply: an answer holds at "
-            f"most {_DEPTH} levels of lists and objects"
-        ) from None
+        raise _too_deep(asked) from None
     except _Constant as exc:
         raise _not_finite(asked, exc.args[0]) from None
     except ValueError:
@@ -197,12 +194,16 @@ def _sound(asked: Question, value: Any) -> None:
             continue
         if isinstance(item, (dict, list, tuple)):
             if depth >= _DEPTH:
-                raise UsageError(
-                    f"the answer to question {asked.id} is nested too deeply: an answer "
-                    f"holds at most {_DEPTH} levels of lists and objects"
-                )
+                raise _too_deep(asked)
             items = [*item, *item.values()] if isinstance(item, dict) else item
             stack.extend((child, depth + 1) for child in items)
+
+
+def _too_deep(asked: Question) -> UsageError:
+    return UsageError(
+        f"the answer to question {asked.id} is nested too deeply: an answer holds at most "
+        f"{_DEPTH} levels of lists and objects"
+    )
 
 
 def _not_finite(asked: Question, text: str) -> UsageError:

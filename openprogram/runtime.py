@@ -1,9 +1,9 @@
 """Runtime and llm(): asking a model from inside an agentic function.
 
 Owns one exchange end to end: the llm node, the render of what the model sees, the
-callbacks around it, retries with backoff, usage and cost, structured output
-(validated, one repair re-ask), the tool loop (tools run in tools.py) and opening a
-stream (streaming.py). Each is a step written once (_step.py), which llm() drives
+callbacks around it, retries with backoff, usage and cost (tallied by _ledger.py, which
+also reserves requests on their way), structured output (validated, one repair
+re-ask), the tool loop (tools run in tools.py) and opening a stream (streaming.py). Each is a step written once (_step.py), which llm() drives
 blocking and allm() awaits. Provider calls are in _litellm.py. Start at Runtime.llm().
 """
 
@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -31,9 +30,10 @@ from openprogram._guards import (
     note_default_session,
     note_undecorated,
 )
+from openprogram._ledger import Ledger, estimated_usage
 from openprogram._step import Complete, RunTools, Step, adrive, drive, reraise, retrying
-from openprogram.callbacks.base import gate, notify, transform
-from openprogram.compaction import compacting
+from openprogram.callbacks.base import gate, transform
+from openprogram.compaction import compacting, note_over_budget
 from openprogram.dag import Node
 from openprogram.echo import echo
 from openprogram.errors import (
@@ -47,7 +47,7 @@ from openprogram.errors import (
 )
 from openprogram.models import Model, ModelReply, ModelRequest, ToolCall
 from openprogram.render import render_context
-from openprogram.streaming import PendingStream, estimated_usage, open_stream
+from openprogram.streaming import PendingStream, open_stream
 from openprogram.tools import ToolLoop
 from openprogram.usage import Usage
 
@@ -122,15 +122,18 @@ class Runtime:
         self.operations = operations
         self.litellm_kwargs = litellm_kwargs
         _secrets.register(litellm_kwargs)  # api_key=... is scrubbed wherever it would show
-        self.usage = Usage()
-        self._usage_lock = threading.Lock()
-        self._held: dict[str, object] = {}  # llm node id -> its request's reservation
+        self._ledger = Ledger(self)
         self._models: dict[str, Model] = {}
         self._tokens: list[Any] = []
         self._sleep: Callable[[float], None] = time.sleep
         self._asleep: Callable[[float], Any] = asyncio.sleep
         self._warned_blocking = False
         self._warned_over: set[str] = set()  # functions warned about a budget not held
+
+    @property
+    def usage(self) -> Usage:
+        """The summed usage of every exchange made through this runtime."""
+        return self._ledger.usage
 
     def __enter__(self) -> Runtime:
         self._tokens.append(_context.runtime_var.set(self))
@@ -333,8 +336,8 @@ class Runtime:
         except Exception:
             raise
         except BaseException:  # cancelled on its way: the request was sent, so it counts
-            if node.id in self._held:
-                self._count(node, estimated_usage(model, request, ""))
+            if self._ledger.holds(node):
+                self._ledger.count(node, estimated_usage(model, request, ""))
             raise
         return node, self._finish(node, reply)
 
@@ -369,7 +372,8 @@ class Runtime:
             note_default_session(frame)
         elif frame is None:
             note_undecorated()
-        hold = self._reserve(frame)
+        self._gate(kind="llm", frame=frame)
+        hold = self._ledger.reserve(frame)
         try:
             parts = content_parts(content, dag)
             if response_format is not None and (loop is None or not loop.nodes):
@@ -383,12 +387,11 @@ class Runtime:
             recorded = content if isinstance(content, str) and len(parts) == 1 else parts
             node = session._enter_llm(name, frame_id, recorded, meta)
         except BaseException:
-            self._release(hold, frame)
+            self._ledger.release(hold, frame)
             raise
-        if hold is not None:
-            self._held[node.id] = hold
+        self._ledger.hold(node, hold)
         if node.status == "completed":  # replayed from a resumed session's record
-            self._settle(node)
+            self._ledger.settle(node)
             return node, None
         try:
             window = options.pop("_render_range", None)
@@ -409,7 +412,7 @@ class Runtime:
                 tokens_model=meta["model"],
             )
             rendered._record(node)
-            self._note_over_budget(node, rendered)
+            note_over_budget(node, rendered, self._warned_over)
             request = ModelRequest(
                 rendered=rendered,
                 function=frame.name if frame is not None else None,
@@ -427,80 +430,11 @@ class Runtime:
                 reraise(self._failed(node, exc), exc)
         return node, request
 
-    def _note_over_budget(self, node: Node, rendered: Any) -> None:
-        """A `{"tokens": N}` history that does not fit even after compaction (what always
-        shows is too big) is said so: an "over_budget" entry in the llm node's report and
-        a warning, once per function and runtime."""
-        fitted = rendered.fitted
-        if fitted is None or fitted.tokens <= fitted.budget:
-            return
-        reason = (
-            f"the history needs {fitted.tokens} tokens, over tokens={fitted.budget}, after "
-            "compaction: what always shows (the calls on the stack, the newest `keep` "
-            "nodes, a tool loop's newest round) does not fit"
-        )
-        entry = {"kind": "over_budget", "node_id": node.id, "reason": reason}
-        node.meta.setdefault("report", []).append(entry)
-        if node.name in self._warned_over:
-            return
-        self._warned_over.add(node.name)
-        warnings.warn(
-            f"{node.name}: {reason}. Raise the budget, lower render_range's keep, or make "
-            "the tools return less (the report of each such llm node says so too)",
-            UserWarning,
-            stacklevel=2,
-        )
-
     def _max_images(self) -> int | None:
         """The tightest image limit of the runtime and its callbacks (ImageRetention)."""
         limits = [self.max_images] + [getattr(c, "max_images", None) for c in self.callbacks]
         known = [limit for limit in limits if limit is not None]
         return min(known) if known else None
-
-    def _reserve(self, frame: Node | None) -> object | None:
-        """Ask the gates before a model call; then the callbacks that hold requests on
-        their way (`on_reserve`: a BudgetManager, so concurrent calls see them) get a
-        reservation standing for this one: None when none does. Every reservation is
-        given back (`on_settle`) once its request is answered, failed, abandoned or
-        never sent."""
-        self._gate(kind="llm", frame=frame)
-        holders = [_Holder(c) for c in self.callbacks if hasattr(c, "on_reserve")]
-        if not holders:
-            return None
-        hold = object()  # stands for this request until it is settled
-        try:
-            reason = gate(holders, hold, kind="llm", frame=frame)
-        except BaseException:  # a holder raised (BudgetExceeded)
-            self._release(hold, frame)
-            raise
-        if reason is not None:  # one refused: what the others hold goes back
-            self._release(hold, frame)
-            raise RunStopped(reason)
-        return hold
-
-    def _release(self, hold: object | None, frame: Node | None) -> None:
-        if hold is not None:
-            run = _context.current_session().dag.top_level_ancestor(frame) if frame else None
-            notify(self.callbacks, "on_settle", hold, record_on=run)
-
-    def _settle(self, node: Node) -> None:
-        """Give back the reservation of `node`'s request (once)."""
-        hold = self._held.pop(node.id, None)
-        if hold is not None:
-            self._release(hold, node)
-
-    def _count(self, node: Node, usage: Usage) -> None:
-        """Tally one exchange (its usage on the node, in `self.usage`, to on_usage), then
-        give its reservation back."""
-        node.usage = usage
-        with self._usage_lock:
-            self.usage = self.usage + usage
-        try:
-            if self.callbacks:
-                run = _context.current_session().dag.top_level_ancestor(node)
-                notify(self.callbacks, "on_usage", node, usage, record_on=run)
-        finally:
-            self._settle(node)
 
     def _gate(self, **context: Any) -> None:
         reason = gate(self.callbacks, self, **context)
@@ -534,7 +468,7 @@ class Runtime:
         _context.current_session().dag.complete(
             node, None, status="error", error=f"{type(exc).__name__}: {exc}"
         )
-        self._settle(node)
+        self._ledger.settle(node)
         return error
 
     def _finish(self, node: Node, reply: ModelReply) -> ModelReply:
@@ -543,7 +477,7 @@ class Runtime:
             node.meta["tool_calls"] = [call.to_json() for call in reply.tool_calls]
         if self.callbacks:  # before completing, so what observers note is stored with it
             node.output = text
-        self._count(node, reply.usage)
+        self._ledger.count(node, reply.usage)
         _context.current_session().dag.complete(node, text)
         if self.callbacks:
             text = transform(self.callbacks, "on_llm_end", text)
@@ -570,23 +504,6 @@ class Runtime:
             node_id=node.id,
             reply=reply,
         )
-
-
-class _Holder:
-    """A callback's `on_reserve` asked as a gate, so its refusal is recorded as a gate's
-    (gate() hands it the reservation where a gate gets the runtime)."""
-
-    __slots__ = ("callback",)
-
-    def __init__(self, callback: Any) -> None:
-        self.callback = callback
-
-    @property
-    def stop_reason(self) -> str | None:
-        return getattr(self.callback, "stop_reason", None)
-
-    def on_run_continue(self, hold: object, *, frame: Node | None = None, **_: Any) -> bool:
-        return self.callback.on_reserve(hold, frame=frame) is not False
 
 
 def _name_of(model: Model) -> str:

@@ -18,8 +18,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequen
 from typing import Any, NoReturn, Protocol
 
 from openprogram import _context
+from openprogram._ledger import Ledger, estimated_usage
 from openprogram._step import Open, Replayed, Step, adrive, drive, retrying
-from openprogram._tokens import counter
 from openprogram.callbacks.base import notify
 from openprogram.dag import Node
 from openprogram.errors import ModelError, ModelUnavailable, RunError
@@ -32,7 +32,6 @@ __all__ = [
     "PendingStream",
     "TextStream",
     "ToolTextStream",
-    "estimated_usage",
     "open_stream",
 ]
 
@@ -68,7 +67,8 @@ class Exchange(Protocol):
 
     def _mark_error(self, node: Node, error: str) -> None: ...
 
-    def _count(self, node: Node, usage: Usage) -> None: ...
+    @property
+    def _ledger(self) -> Ledger: ...
 
 
 class _Stream:
@@ -288,42 +288,6 @@ def _turn(
     )
 
 
-def estimated_usage(model: Model, request: ModelRequest, text: str) -> Usage:
-    """What an exchange that ended without the provider's usage (a stream stopped or
-    broken off, a request cancelled on its way) is counted as: its request's tokens and
-    those of the `text` received, counted as a token budget counts them, priced by
-    litellm's cost map when it knows the model (else flagged as unpriced)."""
-    count = counter(str(getattr(model, "name", type(model).__name__)))
-    sent = sum(count.image(ref.width, ref.height) for ref in request.rendered.images())
-    for message in request.messages:
-        sent += count.message()
-        content = message.get("content") or ""
-        parts = content if isinstance(content, list) else [{"text": content}]
-        sent += sum(count.text(str(p.get("text") or "")) for p in parts if isinstance(p, dict))
-    received = count.text(text)
-    # LiteLLMModel prices a stream's usage this way; other models have no price
-    price = getattr(model, "_stream_cost", None)
-    cost = None
-    if callable(price):
-        cost = price(_Tokens(sent, received))
-    return Usage(
-        input_tokens=sent,
-        output_tokens=received,
-        cost_usd=cost or 0.0,
-        cost_known=cost is not None,
-        unpriced_calls=0 if cost is not None else 1,
-        calls=1,
-    )
-
-
-class _Tokens:
-    """A usage block as litellm's streams report it."""
-
-    def __init__(self, prompt_tokens: int, completion_tokens: int) -> None:
-        self.prompt_tokens = prompt_tokens
-        self.completion_tokens = completion_tokens
-
-
 def _ended(
     runtime: Exchange, node: Node, text: str, reply: ModelReply | None, tools: bool = False
 ) -> str:
@@ -541,7 +505,7 @@ def _broken(
         reason = f"{type(exc).__name__}: {exc} (the stream broke off after {len(text)} characters)"
     try:
         if estimate is not None:
-            runtime._count(node, estimate(text))
+            runtime._ledger.count(node, estimate(text))
     finally:  # a strict observer's error still leaves the node marked
         dag.complete(node, text, status="error", error=reason)
     if exc is None or not isinstance(exc, Exception):
