@@ -354,3 +354,22 @@ def test_a_once_call_whose_start_the_store_refuses_does_not_run(tmp_path: Path):
     assert ran == []  # pay's body never ran
     (node,) = session.dag.find("pay")
     assert node.status == "error" and "not run" in str(node.error)
+
+
+def test_on_postgres_the_start_is_committed_and_an_interruption_is_unknown(postgres_url):
+    from openprogram.store import open_store
+
+    seen: list[tuple[str, str]] = []
+
+    @agentic_function(effect="once")
+    def transfer() -> None:
+        reader = open_store(postgres_url)[0]
+        seen.extend((row.name, row.status) for row in reader.rows("pg-effects"))
+        reader.close()
+        raise KeyboardInterrupt  # the process dying mid-body
+
+    with pytest.raises(KeyboardInterrupt), Session(postgres_url, id="pg-effects"):
+        transfer()
+    assert seen == [("transfer", "running")]
+    with pytest.raises(EffectUnknown), Session.open(postgres_url, "pg-effects", resume=True):
+        transfer()
