@@ -7,6 +7,7 @@ openprogram.evals'. cli.py adds it; this module never imports cli.py.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Any
@@ -107,12 +108,15 @@ def eval_command(
     each run and print the table.
 
     \b
-    Exits with status 1 when --compare finds a significant regression.
+    MODULE is imported as `python -m` would (the current folder first). Exits with
+    status 1 when --compare finds a significant regression.
     Example: openprogram eval cases.jsonl agents:book_hotel -s equals --repeat 3
     """
     from openprogram.errors import OpenProgramError
     from openprogram.evals import Dataset, EvalReport, equals
 
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # MODULE names a file here, as with `python -m`
     try:
         dataset = Dataset.load(dataset_path)
         baseline = EvalReport.load(previous) if previous else None

@@ -58,3 +58,22 @@ def test_eval_with_an_id_and_a_store_resumes_into_the_same_sessions(tmp_path) ->
     report = EvalReport.load(saved)
     assert report.id == "ci" and [r.session for r in report.runs] == ["eval-ci-0000-0"]
     assert report.runs[0].output == "rejected"
+
+
+def test_the_openprogram_script_imports_the_module_from_the_current_folder(tmp_path) -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(sys.executable).parent / "openprogram"
+    (tmp_path / "shouting.py").write_text(
+        "from openprogram import agentic_function\n\n"
+        "@agentic_function\ndef shout(word: str) -> str:\n    return word.upper()\n"
+    )
+    (tmp_path / "cases.jsonl").write_text('{"inputs": {"word": "hi"}, "expected": "HI"}\n')
+    result = subprocess.run(
+        [str(script), "eval", "cases.jsonl", "shouting:shout"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "equals   1.000" in result.stdout
