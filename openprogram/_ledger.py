@@ -9,6 +9,7 @@ provider's usage is counted as. runtime.py and streaming.py use it. Start at Led
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -116,7 +117,10 @@ def estimated_usage(model: Model, request: ModelRequest, text: str) -> Usage:
     broken off, a request cancelled on its way) is counted as: its request's tokens and
     those of the `text` received, counted as a token budget counts them, priced by
     litellm's cost map when it knows the model (else flagged as unpriced)."""
-    count = counter(str(getattr(model, "name", type(model).__name__)))
+    # litellm's tokenizer only when litellm is loaded already: importing it for an
+    # estimate would cost seconds (and a direct OpenAI-compatible model avoids it)
+    loaded = "litellm" in sys.modules
+    count = counter(str(getattr(model, "name", type(model).__name__)) if loaded else None)
     sent = sum(count.image(ref.width, ref.height) for ref in request.rendered.images())
     for message in request.messages:
         sent += count.message()
