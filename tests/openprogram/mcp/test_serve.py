@@ -140,12 +140,12 @@ def test_what_a_server_sends_is_scrubbed_of_secrets_as_what_it_stores(tmp_path):
         assert node.error == "PermissionError: login failed for ada with ***"
 
 
-def test_a_served_agent_asks_the_model_given_by_model(tmp_path):
+def test_a_served_agent_asks_the_model_given_by_model_and_api_base(tmp_path):
     store = str(tmp_path / "served.db")
     with OpenAIServer(default_reply="A short summary, five words.") as model:
         argv = openprogram_command(
             "mcp", "serve", "tests.support.mcp_functions:summarise",
-            "--store", store, "--model", "openai/test-model",
+            "--store", store, "--model", "openai/test-model", "--api-base", model.url,
         )  # fmt: skip
         parameters = StdioServerParameters(
             command=argv[0],
@@ -154,7 +154,6 @@ def test_a_served_agent_asks_the_model_given_by_model(tmp_path):
             env={
                 "PYTHONPATH": str(ROOT),
                 "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-                "OPENAI_API_BASE": model.url,
                 "OPENAI_API_KEY": "sk-test-0123456789abcdefghij",
             },
         )
