@@ -17,6 +17,7 @@ import threading
 import time
 import uuid
 import weakref
+from asyncio import CancelledError
 from collections.abc import Callable, Iterable
 from contextlib import suppress
 from contextvars import Token
@@ -39,6 +40,7 @@ from openprogram._resume import (
 )
 from openprogram.dag import ContextDAG, Kind, Node
 from openprogram.errors import (
+    EffectUnknown,
     ResumeDivergence,
     RunStopped,
     RunWaiting,
@@ -77,7 +79,8 @@ _INTERRUPTED = (
     "interrupted: the process ended during this call, and the resumed run did not call it again"
 )
 _NO_ADAPTER = object()
-_INTERRUPTIONS = (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit, RunStopped)
+# what ends a once body unfinished, so that whether its effect happened is unknown
+_INTERRUPTIONS = (CancelledError, KeyboardInterrupt, GeneratorExit, RunStopped, EffectUnknown)
 
 
 class Session:

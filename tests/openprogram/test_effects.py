@@ -373,3 +373,23 @@ def test_on_postgres_the_start_is_committed_and_an_interruption_is_unknown(postg
     assert seen == [("transfer", "running")]
     with pytest.raises(EffectUnknown), Session.open(postgres_url, "pg-effects", resume=True):
         transfer()
+
+
+def test_a_once_call_stopped_by_an_unknown_one_inside_it_is_unknown_too(tmp_path: Path):
+    @agentic_function(effect="once")
+    def pay_all() -> list[str]:
+        ran.append(("pay_all", idempotency_key()))
+        return [pay(5)]
+
+    path = tmp_path / "runs.db"
+    crash_in.append("pay")
+    with pytest.raises(KeyboardInterrupt), Session(path, id="s") as session:
+        pay_all()
+    crash_in.clear()
+    (outer,) = session.dag.find("pay_all")
+    session = Session.open(path, "s")
+    session.settle(outer.id, rerun=True)  # the person says: run the batch again
+    with pytest.raises(EffectUnknown), Session.open(path, "s", resume=True) as session:
+        pay_all()  # its body runs again, and meets the unknown payment inside it
+    assert session.dag.node(outer.id).status == "unknown"  # not an error to run again
+    assert [name for name, _ in ran] == ["pay_all", "pay", "pay_all"]
