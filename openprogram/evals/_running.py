@@ -236,9 +236,12 @@ def run_in(
             finally:
                 _context.frame_var.reset(token)
             duration = time.perf_counter() - started
+            agentic = getattr(fn, "__agentic__", False)
             run = Run(
                 dag=session.dag,
-                node=_case_node(session.dag, frame, after),
+                node=_case_node(session.dag, frame, after) if agentic else None,
+                since=after,
+                until=session.dag.nodes[-1].seq if len(session.dag) else None,
                 output=output,
                 error=error,
                 duration_s=duration,

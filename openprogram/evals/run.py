@@ -38,8 +38,10 @@ class Run:
     """One recorded run of a case: `output` or `error`, and the DAG of its session.
 
     node: the code node of the call being scored (the case's call; for a per-function
-        scorer, the call of that function). session: the session's id (None when the
-        run was not recorded into a store). repeat: which repetition (0-based).
+        scorer, the call of that function); None when the function is not an agentic
+        function: then the run is every node of the session from seq `since` to seq
+        `until`. session: the session's id (None when the run was not recorded into a
+        store). repeat: which repetition (0-based).
     """
 
     dag: ContextDAG
@@ -49,13 +51,19 @@ class Run:
     duration_s: float = 0.0
     session: str | None = None
     repeat: int = 0
+    since: int = -1
+    until: int | None = None
     _seen: dict[str, RenderedContext] = field(default_factory=dict, repr=False)
 
     # -- calls ---------------------------------------------------------------------------
     def _inside(self) -> list[Node]:
         """The nodes of the scored call's subtree (the whole DAG when none is known)."""
         if self.node is None:
-            return self.dag.nodes
+            return [
+                n
+                for n in self.dag.nodes
+                if n.seq > self.since and (self.until is None or n.seq <= self.until)
+            ]
         found, pending = [], [self.node.id]
         while pending:
             for child in self.dag.children(pending.pop()):
@@ -133,7 +141,13 @@ class Run:
     def usage(self) -> Usage:
         """Tokens, cost and model latency of the scored call's exchanges (a judge's own
         calls, made after it, are not counted)."""
-        return frame_usage(self.dag, None if self.node is None else self.node.id)
+        if self.node is not None:
+            return frame_usage(self.dag, self.node.id)
+        total = Usage()
+        for node in self._inside():
+            if node.kind == "llm" and node.usage is not None:
+                total = total + node.usage
+        return total
 
     @property
     def cost(self) -> float:

@@ -274,3 +274,26 @@ def test_ctrl_c_in_a_concurrent_eval_starts_no_queued_run() -> None:
     with pytest.raises(KeyboardInterrupt):
         dataset.evaluate(slow, [equals], concurrency=2)
     assert len(started) <= 4  # the interrupted run, and those the two threads had begun
+
+
+def test_a_plain_function_is_scored_on_every_call_it_made() -> None:
+    from tests.openprogram.evals.agents import review
+
+    def pipeline(product: str, card: str) -> str:  # not agentic: two top-level calls
+        first = write(product)
+        return review(first)
+
+    def reviewed_twice(case, output, run) -> bool:
+        return [n.name for n in run.calls() if n.parent is None] == ["write", "review"]
+
+    def review_saw_the_draft(case, output, run) -> bool:
+        return run.saw("review", contains="Smart coffee.")
+
+    report = DATASET.evaluate(
+        pipeline,
+        [reviewed_twice, review_saw_the_draft, llm_judge("ok?", model=ScriptedModel(
+            lambda request: {"passed": True, "reason": "fine"}))],
+        model=ScriptedModel(reply),
+    )  # fmt: skip
+    assert report.case_values("reviewed_twice") == {"c": 1.0, "t": 1.0}  # the judge's not
+    assert report.case_values("review_saw_the_draft") == {"c": 1.0, "t": 0.0}
