@@ -2,8 +2,9 @@
 
 Owns finding the functions (an import path, or a name plugins register under the
 `openprogram.mcp_tools` entry points), the MCP server over stdio or streamable HTTP
-(the SDK's low-level Server), running each call as its own recorded session, and
-turning return values into MCP content. Start at serve().
+(the SDK's low-level Server), running each call as its own recorded session (bounded per
+tool, stopped when its client leaves), and turning return values into MCP content,
+scrubbed of secrets. Who may connect over HTTP is _gate.py's. Start at serve().
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import importlib
 import inspect
 import json
 import logging
+import os
 import signal
 import socket
 import sys
@@ -55,7 +57,7 @@ _STOP_GRACE = 10.0  # seconds a call whose client left may take to reach its nex
 
 TOOLS_GROUP = "openprogram.mcp_tools"
 """The entry-point group plugins register servable functions under, e.g. in pyproject.toml
-`[project.entry-points."openprogram.mcp_tools"] gui_agent = "gui_harness.mcp:gui_agent_tool"`;
+`[project.entry-points."openprogram.mcp_tools"] gui_agent = "gui_harness.mcp_tool:gui_agent"`;
 `openprogram mcp serve gui_agent` then serves it."""
 
 ServeTransport = Literal["stdio", "http"]
@@ -300,7 +302,7 @@ def _problems(exc: ValidationError) -> str:
     """The first problems of invalid arguments, each with the value given, cut."""
     problems = [
         f"{cut('.'.join(map(str, e['loc'])) or 'arguments', 80)}: {cut(e['msg'], 200)}"
-        + (f" (got {echo(e['input'], 80)})" if e["loc"] else "")
+        + (f" (got {echo(e['input'], 80)})" if e["loc"] and e["type"] != "missing" else "")
         for e in exc.errors()[:5]
     ]
     more = exc.error_count() - len(problems)
@@ -415,7 +417,7 @@ def _serve_http(
         raise ConfigError(f"cannot listen on {host}:{port}: {exc}") from exc
     port = listener.getsockname()[1]
     token = new_token()
-    path = Path(token_file) if token_file is not None else token_path(port)
+    path = Path(os.path.abspath(token_file)) if token_file is not None else token_path(port)
     try:
         write_token(path, token)
         # the Host and Origin checks are the gate's (stricter than the SDK's, and right
