@@ -13,16 +13,15 @@ import hashlib
 import json
 import threading
 import time
-from typing import Any, get_args
+from typing import Any
 
 from openprogram import _context
 from openprogram._resume import call_path, path_text, stored_value, top_level_chain
 from openprogram.ask import ask_user
-from openprogram.dag import Effect, Node
+from openprogram.dag import Node
 from openprogram.errors import EffectUnknown, StoreError, UsageError
 
 __all__ = [
-    "EFFECTS",
     "idempotency_key",
     "interrupted",
     "new_key",
@@ -32,8 +31,6 @@ __all__ = [
     "unknown",
 ]
 
-EFFECTS: tuple[str, ...] = get_args(Effect)
-"""The values `agentic_function(effect=...)` takes besides None."""
 INTERRUPTED = ("running", "cancelled", "stopped", "unknown")
 """Statuses of a call whose body began and did not finish: it neither returned nor
 raised an error of its own (the process died, it was cancelled, a gate stopped it)."""

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, get_args, overload
 
 from pydantic import BaseModel, Field, create_model
 
@@ -127,7 +127,7 @@ def agentic_function(
             "e.g. render_output=lambda rows: {'count': len(rows), 'first': rows[:5]}"
         )
 
-    if effect is not None and effect not in ("idempotent", "once"):
+    if effect is not None and effect not in get_args(Effect):
         raise _usage(f"effect={effect!r} is not one of None, 'idempotent', 'once'")
     if compactor is not None and not getattr(compactor, "__agentic__", False):
         raise _usage(
