@@ -319,10 +319,7 @@ def _combined(each: list[ScoreResult], name: str, function: str) -> ScoreResult:
 
 def _call(fn: Callable[..., Any], case: Case) -> Any:
     args, kwargs = case.arguments()
-    try:
-        signature = inspect.signature(fn)
-    except (TypeError, ValueError):
-        signature = None
+    signature = _signature(fn)
     if signature is not None:
         try:
             signature.bind(*args, **kwargs)
@@ -332,12 +329,60 @@ def _call(fn: Callable[..., Any], case: Case) -> Any:
                 f"case {case.name!r} does not fit {getattr(fn, '__name__', fn)}({shown}): "
                 f"{exc}; its inputs are {echo(case.inputs, 120)}"
             ) from None
+        args, kwargs = _revived(signature, args, kwargs)
     if inspect.iscoroutinefunction(fn):
         return asyncio.run(fn(*args, **kwargs))
     result = fn(*args, **kwargs)
     if inspect.isawaitable(result):
         return asyncio.run(_awaited(result))
     return result
+
+
+def _signature(fn: Callable[..., Any]) -> inspect.Signature | None:
+    """fn's signature, its annotations evaluated where they can be (a module with
+    `from __future__ import annotations` keeps them as text)."""
+    try:
+        return inspect.signature(fn, eval_str=True)
+    except (TypeError, ValueError):
+        return None
+    except Exception:  # an annotation naming what its module cannot resolve
+        try:
+            return inspect.signature(fn)
+        except (TypeError, ValueError):
+            return None
+
+
+def _revived(
+    signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Arguments as the function takes them: a value recorded by its fields (a pydantic
+    model, a dataclass: `{"$type": ..., "$fields": ...}`, as Dataset.from_sessions
+    copies it) is validated into the parameter's annotated type. Others pass as given."""
+    from pydantic import TypeAdapter
+
+    from openprogram.values import rebuilt
+
+    bound = signature.bind(*args, **kwargs)
+    for name, value in list(bound.arguments.items()):
+        if not _tagged(value):
+            continue
+        annotation = signature.parameters[name].annotation
+        try:
+            fields = rebuilt(value, fields=True)
+            if annotation is not inspect.Parameter.empty and not isinstance(annotation, str):
+                fields = TypeAdapter(annotation).validate_python(fields)
+            bound.arguments[name] = fields
+        except Exception:  # kept as recorded; the function says what it lacks
+            continue
+    return bound.args, bound.kwargs
+
+
+def _tagged(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(key.startswith("$") for key in value) or any(map(_tagged, value.values()))
+    if isinstance(value, list):
+        return any(map(_tagged, value))
+    return False
 
 
 async def _awaited(value: Any) -> Any:

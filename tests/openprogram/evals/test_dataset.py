@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from pydantic import BaseModel
 
-from openprogram import Runtime, ScriptedModel, Session, UsageError
-from openprogram.evals import Case, Dataset
+from openprogram import Runtime, ScriptedModel, Session, UsageError, agentic_function
+from openprogram.evals import Case, Dataset, equals
 from tests.openprogram.evals.agents import reply, write
 
 
@@ -64,3 +65,22 @@ def test_from_sessions_makes_cases_of_recorded_calls_with_their_outputs(tmp_path
     assert [c.inputs for c in nested.cases] == [{"draft": "Smart tea."}]
     with pytest.raises(UsageError, match="no completed call of 'wrtie'"):
         Dataset.from_sessions(store, "wrtie")
+
+
+class Trip(BaseModel):
+    city: str
+    nights: int
+
+
+@agentic_function
+def book(trip: Trip, when: str) -> str:
+    return f"{trip.city} x{trip.nights} on {when}"
+
+
+def test_recorded_typed_arguments_are_given_back_as_their_types(tmp_path) -> None:
+    with Session(tmp_path / "runs.db"):
+        book(Trip(city="Oslo", nights=2), "may")
+    dataset = Dataset.from_sessions(tmp_path / "runs.db", "book")
+    assert dataset.cases[0].inputs["trip"]["$fields"] == {"city": "Oslo", "nights": 2}
+    report = dataset.evaluate(book, [equals])
+    assert report.errors == [] and report.case_values("equals") == {dataset.cases[0].name: 1.0}
