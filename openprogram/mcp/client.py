@@ -23,16 +23,15 @@ from openprogram import _secrets
 from openprogram.echo import cut, echo, mask_url
 from openprogram.errors import ConfigError, MCPServerError, UsageError
 from openprogram.mcp import _loop
+from openprogram.mcp._http import TOO_LARGE, http_client
 from openprogram.mcp._sdk import (
     ClientSession,
     MCPError,
     StdioServerParameters,
-    create_mcp_http_client,
     mcp_types,
-    streamable_http_client,
 )
 from openprogram.mcp._stdio import RESULT_TOO_LARGE, stdio_client
-from openprogram.mcp.tool import MCPTool, public_names, tool_prefix
+from openprogram.mcp.tool import MCPTool, check_namespace, public_names
 
 __all__ = ["MCPServer"]
 
@@ -169,13 +168,14 @@ class MCPServer:
         timeout: float = 60.0,
         init_timeout: float = 30.0,
         max_restarts: int = 3,
+        max_result_bytes: int = MAX_RESULT_BYTES,
         max_tools: int = MAX_TOOLS,
     ) -> MCPServer:
         """A server reached over streamable HTTP at `url` (e.g. `http://127.0.0.1:3001/mcp`).
 
         headers: sent with every request (e.g. `{"Authorization": "Bearer ..."}`); the
         values of secret-looking ones are scrubbed from everything recorded. The other
-        options are stdio()'s (max_result_bytes bounds only a stdio server's messages).
+        options are stdio()'s.
         """
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise UsageError(f"url={echo(url)} must be an http:// or https:// URL")
@@ -187,7 +187,7 @@ class MCPServer:
         target = (url, dict(headers or {}))
         return cls(
             "http", target, name=name, timeout=timeout, init_timeout=init_timeout,
-            max_restarts=max_restarts, max_tools=max_tools,
+            max_restarts=max_restarts, max_result_bytes=max_result_bytes, max_tools=max_tools,
         )  # fmt: skip
 
     def __repr__(self) -> str:
@@ -266,6 +266,7 @@ class MCPServer:
         """The listing as tool objects (made once per tool and render_output); tools
         that cannot be offered are left out with a warning, or, for `only`, raise."""
         names = public_names(self.name, [described.name for described in listing])
+        others = [other.name for other in list(_servers) if other is not self]
         tools = []
         for described in listing:
             if only is not None and described.name != only:
@@ -274,7 +275,7 @@ class MCPServer:
             made = self._tools.get(key)
             if made is None or made.described != described or made.name != names[described.name]:
                 try:
-                    self._check_namespace(described.name, names[described.name])
+                    check_namespace(self.name, described.name, names[described.name], others)
                     made = MCPTool(
                         self, described, render_output=render_output, name=names[described.name]
                     )
@@ -286,23 +287,6 @@ class MCPServer:
                 self._tools[key] = made
             tools.append(made)
         return tools
-
-    def _check_namespace(self, tool: str, name: str) -> None:
-        """ConfigError when `name` lies among the names of another open server with a
-        longer name (server `git` listing `hub_create` would take `git_hub_create`,
-        a tool of server `git_hub`): the longer name owns them, whichever lists first."""
-        for other in list(_servers):
-            prefix = tool_prefix(other.name)
-            if (
-                other is not self
-                and not other._closed
-                and len(prefix) > len(tool_prefix(self.name))
-                and name.startswith(prefix)
-            ):
-                raise ConfigError(
-                    f"MCP server {self.name!r}: tool {tool!r} would be named {name!r}, a name "
-                    f"of MCP server {other.name!r}'s tools; rename one of the servers"
-                )
 
     # -- on the loop -----------------------------------------------------------------
 
@@ -373,8 +357,7 @@ class MCPServer:
         if self.transport == "stdio":
             return stdio_client(self._target, errlog=_errlog(), max_bytes=self.max_result_bytes)
         url, headers = self._target
-        client = create_mcp_http_client(headers=headers or None)
-        return _with_client(client, streamable_http_client(url, http_client=client))
+        return http_client(url, headers=headers, max_bytes=self.max_result_bytes)
 
     def _where(self) -> str:
         """The server's command line or URL, for messages (never its environment)."""
@@ -401,7 +384,7 @@ class MCPServer:
                     f"cannot start MCP server {self.name!r}: no program {command!r} "
                     "(give the full path, or install it)"
                 )
-        if isinstance(cause, MCPError) and cause.code == RESULT_TOO_LARGE:
+        if isinstance(cause, MCPError) and _too_large(cause, self.max_result_bytes):
             return ConfigError(
                 f"MCP server {self.name!r} ({self._where()}) sent its tools in a message too "
                 f"large: {cause.message}; raise max_result_bytes"
@@ -486,10 +469,16 @@ class MCPServer:
             # loop and without a deadline (tool.py checks them, bounded)
             return await session.send_request(request, mcp_types.CallToolResult)
         except MCPError as exc:
-            if exc.code == RESULT_TOO_LARGE:
+            if _too_large(exc, self.max_result_bytes):
+                said = (
+                    exc.message
+                    if exc.code == RESULT_TOO_LARGE
+                    else f"the server's answer was over max_result_bytes="
+                    f"{self.max_result_bytes:,}; it was dropped unread"
+                )
                 raise MCPServerError(
-                    f"MCP server {self.name!r} answered {tool} with too much: {exc.message}. "
-                    "Ask for less, or raise max_result_bytes"
+                    f"MCP server {self.name!r} answered {tool} with too much: {said}. Ask "
+                    "for less, or raise max_result_bytes"
                 ) from None
             if exc.code == mcp_types.REQUEST_TIMEOUT:
                 fault = self._last_fault
@@ -560,10 +549,16 @@ class MCPServer:
             _servers.discard(self)
 
 
-@contextlib.asynccontextmanager
-async def _with_client(client: Any, transport: Any) -> Any:
-    async with client, transport as streams:
-        yield streams
+def _too_large(exc: Any, limit: int) -> bool:
+    """Whether an MCPError says the server's answer was over max_result_bytes: our stdio
+    reader's code, the SDK's parse error for an HTTP answer we cut, or its error for a
+    server-sent event over the limit we gave it."""
+    message = str(exc.message)
+    return (
+        exc.code == RESULT_TOO_LARGE
+        or (exc.code == mcp_types.PARSE_ERROR and TOO_LARGE in message)
+        or (exc.code == mcp_types.CONNECTION_CLOSED and f"exceeded the {limit} byte" in message)
+    )
 
 
 def _closed(session: Any) -> bool:

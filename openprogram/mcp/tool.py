@@ -24,7 +24,7 @@ from openprogram import _context
 from openprogram.ask import ask_user
 from openprogram.dag import _dag_of
 from openprogram.echo import cut, echo
-from openprogram.errors import MCPServerError
+from openprogram.errors import ConfigError, MCPServerError
 from openprogram.function import agentic_function
 from openprogram.image import Image, ImageRef
 from openprogram.mcp import _loop
@@ -32,7 +32,7 @@ from openprogram.mcp._schema import SchemaTooSlow, bounded_validator, problems
 from openprogram.questions import approval
 from openprogram.replay import ReplayModel
 
-__all__ = ["MCPTool", "public_names", "tool_name", "tool_prefix"]
+__all__ = ["MCPTool", "check_namespace", "public_names", "tool_name", "tool_prefix"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _RESERVED = {"runtime", "self", "cls", "arguments"}
@@ -46,6 +46,19 @@ def tool_name(server: str, tool: str) -> str:
 def tool_prefix(server: str) -> str:
     """How every tool name of `server` starts: `{server}_`, sanitised as tool_name()."""
     return _UNSAFE.sub("_", f"{server}_")
+
+
+def check_namespace(server: str, tool: str, name: str, others: list[str]) -> None:
+    """ConfigError when `name` lies among the names of another server (of `others`)
+    with a longer name: server `git` listing `hub_create` would take `git_hub_create`,
+    a name of server `git_hub`'s tools. The longer name owns them, whoever lists first."""
+    for other in others:
+        prefix = tool_prefix(other)
+        if len(prefix) > len(tool_prefix(server)) and name.startswith(prefix):
+            raise ConfigError(
+                f"MCP server {server!r}: tool {tool!r} would be named {name!r}, a name of MCP "
+                f"server {other!r}'s tools; rename one of the servers"
+            )
 
 
 def public_names(server: str, tools: list[str]) -> dict[str, str]:

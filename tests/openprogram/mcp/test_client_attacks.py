@@ -4,6 +4,7 @@ tool names, huge results, huge listings; and the start-up errors a new user meet
 from __future__ import annotations
 
 import logging
+import subprocess
 import sys
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from openprogram import ConfigError, Runtime, ScriptedModel, Session, agentic_fu
 from openprogram.errors import MCPServerError
 from openprogram.mcp import MCPServer
 from openprogram.mcp.tool import public_names
-from tests.support.mcp_servers import fault_server
+from tests.support.mcp_servers import fault_server, free_port, wait_for_port
 
 HOSTILE = Path(__file__).parents[2] / "support" / "mcp_hostile_server.py"
 NO_MATCH = "a" * 40 + "!"  # what makes `^(a|a)*$` and `^(a+)+$` backtrack for ever
@@ -176,3 +177,62 @@ def test_a_server_that_closes_the_connection_is_named_by_its_command():
 def test_the_first_start_of_a_stdio_server_may_take_a_minute():
     assert MCPServer.stdio(["npx", "-y", "x"], name="slow").init_timeout == 60
     assert MCPServer.http("http://127.0.0.1:1/mcp", name="up").init_timeout == 30
+
+
+def test_a_recursive_schema_and_shared_definitions_are_accepted():
+    from openprogram.mcp._schema import bounded_validator, problems
+
+    tree = {
+        "type": "object",
+        "properties": {"root": {"$ref": "#/$defs/node"}},
+        "$defs": {
+            "node": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "pattern": "^[a-z]+$"},
+                    "children": {"type": "array", "items": {"$ref": "#/$defs/node"}},
+                },
+                "additionalProperties": False,
+            }
+        },
+    }
+    validator = bounded_validator("s", "tree", tree)
+    good = {"root": {"name": "a", "children": [{"name": "b", "children": []}]}}
+    assert problems(validator, good, 5) == []
+    bad = {"root": {"name": "a", "children": [{"name": "B!", "extra": 1}]}}
+    found = [error.message for error in problems(validator, bad, 5)]
+    assert "'B!' does not match '^[a-z]+$'" in found
+    assert "additional properties are not allowed ('extra' unexpected)" in found
+
+
+def test_a_dropped_answer_is_matched_to_its_request_by_an_id_at_either_end():
+    from mcp_types import JSONRPCError
+
+    from openprogram.mcp._stdio import RESULT_TOO_LARGE, _too_large
+
+    first = _too_large(b'{"jsonrpc":"2.0","id":7,"result":{"content":[', b"]}}", 10**8, 10)
+    last = _too_large(b'{"result":{"content":[', b'"x"}]},"id":"q-1","jsonrpc":"2.0"}', 10**8, 10)
+    for message, id_ in ((first, 7), (last, "q-1")):
+        assert isinstance(message.message, JSONRPCError)
+        assert message.message.id == id_ and message.message.error.code == RESULT_TOO_LARGE
+    nested = _too_large(b'{"result":{"id":3,', b"}}", 10**8, 10)  # no top-level id seen
+    assert isinstance(nested, ValueError) and "over max_result_bytes=10" in str(nested)
+
+
+@pytest.mark.parametrize("kind", ["json", "sse"])
+def test_an_http_answer_over_max_result_bytes_is_a_tool_error(kind):
+    port = free_port()
+    argv = [sys.executable, str(HOSTILE.with_name("mcp_big_http_server.py")), str(port), kind]
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, process)
+        url = f"http://127.0.0.1:{port}/mcp"
+        with MCPServer.http(url, name="web", max_result_bytes=100_000) as server, Session():
+            big = server.tool("big")
+            assert len(big(size=30_000)["result"]) == 30_000  # in the answer twice
+            with pytest.raises(MCPServerError, match="over max_result_bytes=100,000"):
+                big(size=200_000)
+            assert big(size=10) == {"result": "x" * 10}  # the connection still serves
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
