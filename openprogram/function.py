@@ -68,7 +68,17 @@ def _recorded_with(meta: dict[str, Any]) -> Iterator[None]:
 
 
 @overload
-def agentic_function(fn: F) -> F: ...
+def agentic_function(
+    fn: F,
+    *,
+    expose: Expose = "io",
+    render_range: Mapping[str, int | None] | None = None,
+    input: Mapping[str, Mapping[str, Any]] | None = None,
+    system: str | None = None,
+    render_output: Callable[[Any], Any] | None = None,
+    compactor: Callable[[str], str] | None = None,
+    effect: Effect | None = None,
+) -> F: ...
 @overload
 def agentic_function(
     fn: None = None,
