@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
+import os
+import subprocess
 import threading
 
 import anyio
@@ -19,7 +22,7 @@ from openprogram import Session, agentic_function
 from openprogram.cli import cli
 from openprogram.errors import ConfigError
 from openprogram.mcp.serve import build_server, find_function
-from openprogram.store import MemoryStore
+from openprogram.store import MemoryStore, open_store
 from openprogram.testing import OpenAIServer
 from tests.support import mcp_functions
 from tests.support.mcp_servers import ROOT, openprogram_command
@@ -238,3 +241,56 @@ def test_an_async_function_is_awaited_and_cancelled_at_once_with_its_call():
     (info,) = [i for i in store.list_sessions() if i.id != greeted[0].meta["openprogram/session"]]
     (node,) = Session.open(store, info.id).dag.find(name="wait_forever")
     assert node.status == "cancelled" and node.output is None
+
+
+def test_a_stdio_call_whose_client_leaves_stops_before_its_next_model_request(tmp_path):
+    asked, answer = threading.Event(), threading.Event()
+
+    def respond(body: dict) -> str:
+        asked.set()
+        answer.wait(30)
+        return "ok"
+
+    store = str(tmp_path / "served.db")
+    with OpenAIServer(respond) as model:
+        argv = openprogram_command(
+            "mcp", "serve", f"{FUNCTIONS}:chatter", "--store", store,
+            "--model", "openai/test-model", "--api-base", model.url,
+        )  # fmt: skip
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "OPENAI_API_KEY": "sk-test-0123456789abcdefghij",
+        }
+        server = subprocess.Popen(
+            argv, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        try:
+            client = {"name": "t", "version": "1"}
+            hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}
+            send(server, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
+            assert '"id":1' in server.stdout.readline()
+            send(server, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+            call = {"name": "chatter", "arguments": {"rounds": 30}}
+            send(server, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
+            assert asked.wait(60)
+            server.stdin.close()  # the client leaves mid-call
+            answer.set()
+            assert server.wait(60) == 0
+        finally:
+            if server.poll() is None:
+                server.kill()
+            server.stdout.close()
+        assert len(model.requests) == 1
+    opened, _ = open_store(store)
+    (info,) = opened.list_sessions()
+    opened.close()
+    recorded = Session.open(store, info.id)
+    (node,) = recorded.dag.find(name="chatter", kind="code")
+    recorded.close()
+    assert node.status == "stopped"
+
+
+def send(process: subprocess.Popen, message: dict) -> None:
+    process.stdin.write(json.dumps(message) + "\n")
+    process.stdin.flush()
