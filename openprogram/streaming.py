@@ -447,9 +447,11 @@ class PendingStream:
     def __init__(self, opener: Callable[[], Awaitable[Any]]) -> None:
         self._opener = opener
         self._stream: Any = None
+        self._asked = False
 
     async def _opened(self) -> Any:
         if self._stream is None:
+            self._asked = True
             self._stream = await self._opener()
         return self._stream
 
@@ -478,7 +480,7 @@ class PendingStream:
         return f"PendingStream({self._stream!r})" if self._stream else "PendingStream(not opened)"
 
     def __del__(self) -> None:
-        if self._stream is None:  # what an un-awaited coroutine would have said
+        if not self._asked:  # what an un-awaited coroutine would have said (not a refusal)
             with contextlib.suppress(Exception):
                 warnings.warn(
                     "allm(..., stream=True) was never read, so nothing was asked: "

@@ -200,3 +200,34 @@ def test_a_request_cancelled_on_its_way_counts_and_gives_its_reservation_back():
     with Session(), Runtime(model, callbacks=[budget]):
         assert asyncio.run(cancelled()) == 1
     assert budget._held == {}
+
+
+@agentic_function
+async def askim(times: int) -> int:
+    """Reads one chunk of each stream and leaves it (no aclose)."""
+    for _ in range(times):
+        async for _chunk in allm("tell me a long story", stream=True):
+            break
+        gc.collect()
+    return times
+
+
+@agentic_function
+async def ahoard(times: int) -> list:
+    """Opens streams and keeps them, reading nothing."""
+    return [await allm("tell me a long story", stream=True) for _ in range(times)]
+
+
+@pytest.mark.parametrize("program", [askim, ahoard])
+def test_async_streams_the_caller_stops_reading_count_against_max_requests(program, recwarn):
+    model = ScriptedModel([LONG] * 10)
+    budget = BudgetManager(max_requests=2)
+    with (
+        Session(),
+        Runtime(model, callbacks=[budget]),
+        pytest.raises(RunStopped, match="max_requests=2"),
+    ):
+        asyncio.run(program(10))
+    gc.collect()
+    assert len(model.requests) == 2
+    assert not [w for w in recwarn if "was never read" in str(w.message)]
