@@ -3,7 +3,8 @@
 Records each node when it is created and when it completes. A store with `write_batch`
 (SQLite, PostgreSQL) gets the records in batches, one transaction each, at the durable
 points of docs/sessions.md#durability (an llm exchange, an input, a call of 1 ms or
-more, a full or 0.2 s old batch, closing, exit). A batch is written outside the lock,
+more, the start of a call with a declared effect, a full or 0.2 s old batch, closing,
+exit). A batch is written outside the lock,
 one commit at a time: records go on waiting in the next batch meanwhile, and every
 writer that reaches a durable point during a commit shares the next one (group commit
 across threads); each returns once a commit holding its record is done. A store that
@@ -100,7 +101,8 @@ class Recorder:
         ):
             with self._lock:  # encoded when committed, unless it completes first
                 self._batch[node.seq] = node
-                slot = self._wait()
+                # a call with a declared effect (effects.py) is committed before it runs
+                slot = self._slot if "effect" in node.meta else self._wait()
             if slot is not None:
                 self._sync(slot)
             return
@@ -125,6 +127,7 @@ class Recorder:
                     or _ran(node) >= SLOW_CALL_S
                     or len(self._batch) >= BATCH_ROWS
                     or self._blob_bytes >= BATCH_BYTES
+                    or ("effect" in node.meta and (created or self._open_journal is None))
                     or not self._journaled(row, with_input=created, images=bool(new))
                 ):
                     slot = self._slot  # committed below, outside the lock
