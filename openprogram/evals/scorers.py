@@ -131,9 +131,10 @@ def _comparable(value: Any) -> Any:
 
 # -- the built-ins ----------------------------------------------------------------------
 def equals(case: Case, output: Any, run: Run | None = None) -> Score:
-    """Whether the output equals the case's `expected` (compared in stored form, so a
-    pydantic model equals its recorded fields)."""
-    same = _comparable(output) == _comparable(case.expected)
+    """Whether the output equals the case's `expected`, compared in stored form: a
+    pydantic model equals the same model, and its recorded form (from_sessions)."""
+    stored = _comparable(output)
+    same = stored == _comparable(case.expected) or stored == case.expected
     if same:
         return Score(True)
     return Score(False, f"expected {echo(case.expected, 120)}, got {echo(output, 120)}")

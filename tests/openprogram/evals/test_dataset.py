@@ -77,6 +77,11 @@ def book(trip: Trip, when: str) -> str:
     return f"{trip.city} x{trip.nights} on {when}"
 
 
+@agentic_function
+def plan(city: str) -> Trip:
+    return Trip(city=city, nights=3)
+
+
 def test_recorded_typed_arguments_are_given_back_as_their_types(tmp_path) -> None:
     with Session(tmp_path / "runs.db"):
         book(Trip(city="Oslo", nights=2), "may")
@@ -84,3 +89,13 @@ def test_recorded_typed_arguments_are_given_back_as_their_types(tmp_path) -> Non
     assert dataset.cases[0].inputs["trip"]["$fields"] == {"city": "Oslo", "nights": 2}
     report = dataset.evaluate(book, [equals])
     assert report.errors == [] and report.case_values("equals") == {dataset.cases[0].name: 1.0}
+
+
+def test_a_recorded_typed_output_equals_the_live_one(tmp_path) -> None:
+    with Session(tmp_path / "runs.db"):
+        plan("Oslo")
+    dataset = Dataset.from_sessions(tmp_path / "runs.db", "plan")
+    assert dataset.cases[0].expected["$fields"] == {"city": "Oslo", "nights": 3}
+    assert dataset.evaluate(plan, [equals]).summary()["equals"].mean == 1.0
+    typed = Dataset(cases=[Case(inputs={"city": "Oslo"}, expected=Trip(city="Oslo", nights=3))])
+    assert typed.evaluate(plan, [equals]).summary()["equals"].mean == 1.0
