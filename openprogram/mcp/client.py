@@ -271,20 +271,18 @@ class MCPServer:
         for described in listing:
             if only is not None and described.name != only:
                 continue
-            key = (described.name, render_output)
+            key, name = (described.name, render_output), names[described.name]
             made = self._tools.get(key)
-            if made is None or made.described != described or made.name != names[described.name]:
-                try:
-                    check_namespace(self.name, described.name, names[described.name], others)
-                    made = MCPTool(
-                        self, described, render_output=render_output, name=names[described.name]
-                    )
-                except ConfigError as exc:
-                    if only is not None:
-                        raise
-                    log.warning("openprogram: %s; the tool is left out", exc)
-                    continue
-                self._tools[key] = made
+            try:  # checked each time: a server opened since may own the name
+                check_namespace(self.name, described.name, name, others)
+                if made is None or made.described != described or made.name != name:
+                    made = MCPTool(self, described, render_output=render_output, name=name)
+            except ConfigError as exc:
+                if only is not None:
+                    raise
+                log.warning("openprogram: %s; the tool is left out", exc)
+                continue
+            self._tools[key] = made
             tools.append(made)
         return tools
 

@@ -102,16 +102,16 @@ def test_a_server_cannot_take_the_tool_names_of_another(caplog):
     with (
         caplog.at_level(logging.WARNING, logger="openprogram"),
         MCPServer.stdio(hostile("names"), name="git") as git,
-        MCPServer.stdio(hostile("names"), name="git_hub") as hub,
     ):
-        offered = [*git.tools(), *hub.tools()]  # git's `hub_create` would be git_hub_create
-        assert "MCP server 'git': tool 'hub_create' would be named 'git_hub_create'" in (
-            caplog.text
-        )
-        assert "of MCP server 'git_hub'" in caplog.text
-        with pytest.raises(ConfigError, match="rename one of the servers"):
-            git.tool("hub_create")
-        answer, session = run_agent(offered, [calls(("git_hub_create", {})), "made"])
+        assert "hub_create" in [tool.tool for tool in git.tools()]  # no git_hub yet
+        with MCPServer.stdio(hostile("names"), name="git_hub") as hub:
+            offered = [*git.tools(), *hub.tools()]  # git's hub_create would be git_hub_create
+            assert "hub_create" not in [tool.tool for tool in offered if tool.server is git]
+            with pytest.raises(ConfigError, match="rename one of the servers"):
+                git.tool("hub_create")
+            answer, session = run_agent(offered, [calls(("git_hub_create", {})), "made"])
+    assert "MCP server 'git': tool 'hub_create' would be named 'git_hub_create'" in caplog.text
+    assert "of MCP server 'git_hub'" in caplog.text
     assert answer == "made"
     (node,) = session.dag.find(name="git_hub_create")
     assert node.meta["mcp"] == {"server": "git_hub", "tool": "create"}
