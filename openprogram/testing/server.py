@@ -4,13 +4,15 @@ Owns the HTTP server on 127.0.0.1 that litellm (or any OpenAI client) talks to, 
 and offline runs: replies from a responder (a ScriptedModel-style script or a callable)
 or scripted one by one (text or tool calls, whole or streamed over SSE, optionally broken
 off mid-stream), failures, token usage counted from the text, and a record of every chat
-request. Start at OpenAIServer.
+request. How it runs and what one client may hold (threads, time, body size) is
+_serving.py's. Start at OpenAIServer.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import math
 import re
 import socket
 import threading
@@ -18,12 +20,11 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from openprogram.errors import UsageError
 from openprogram.models import reply_text
-from openprogram.testing._serving import ServedOnThread
+from openprogram.testing._serving import LimitedHandler, LimitedServer, Refusal, ServedOnThread
 
 __all__ = ["OpenAIServer", "RecordedRequest", "Responder"]
 
@@ -91,7 +92,12 @@ class OpenAIServer(ServedOnThread):
     500 saying the script ran out. Token usage is counted from the text sent and
     replied (words and punctuation marks), unless a `reply()` gives the counts.
     port: 0 picks a free one. Use it as a context manager, or call `stop()`; either
-    joins every thread it started.
+    cuts the connections still open and joins every thread it started.
+
+    What one client may hold: `max_connections` connections are served at once (each
+    on a thread of its own; more are answered 503 at once), a client has `read_timeout`
+    seconds to send a whole request (else 408) and each send of a reply, and a body
+    over `max_body_bytes` is answered 413 without being read.
     """
 
     def __init__(
@@ -100,7 +106,11 @@ class OpenAIServer(ServedOnThread):
         *,
         port: int = 0,
         default_reply: str | None = "ok",
+        max_connections: int = 64,
+        read_timeout: float = 10.0,
+        max_body_bytes: int = 32 << 20,
     ) -> None:
+        _check_limits(max_connections, read_timeout, max_body_bytes)
         self._default_reply = default_reply
         self._callable: Callable[[dict[str, Any]], Any] | None = None
         self._queues: dict[str, deque[Any]] | None = None
@@ -116,7 +126,14 @@ class OpenAIServer(ServedOnThread):
         self._requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        http = _HTTPServer(("127.0.0.1", port), _Handler, fake=self)
+        http = _HTTPServer(
+            ("127.0.0.1", port),
+            _Handler,
+            fake=self,
+            max_connections=max_connections,
+            read_timeout=float(read_timeout),
+            max_body_bytes=max_body_bytes,
+        )
         self._serve(http, f"OpenAIServer:{http.server_address[1]}")
 
     @property
@@ -274,37 +291,40 @@ class OpenAIServer(ServedOnThread):
         return chunks
 
 
-class _HTTPServer(ThreadingHTTPServer):
-    # Non-daemon handler threads so server_close() joins them: no thread outlives stop().
-    daemon_threads = False
-    block_on_close = True
+def _check_limits(max_connections: int, read_timeout: float, max_body_bytes: int) -> None:
+    for name, value in (("max_connections", max_connections), ("max_body_bytes", max_body_bytes)):
+        if type(value) is not int or value < 1:
+            raise UsageError(f"{name}={value!r} must be a whole number of at least 1")
+    if (
+        type(read_timeout) not in (int, float)
+        or not math.isfinite(read_timeout)
+        or (read_timeout <= 0)
+    ):
+        raise UsageError(f"read_timeout={read_timeout!r} must be a positive number of seconds")
 
-    def __init__(
-        self,
-        address: tuple[str, int],
-        handler: type[BaseHTTPRequestHandler],
-        *,
-        fake: OpenAIServer,
-    ) -> None:
+
+class _HTTPServer(LimitedServer):
+    def __init__(self, *args: Any, fake: OpenAIServer, **limits: Any) -> None:
         self.fake = fake
-        super().__init__(address, handler)
+        super().__init__(*args, **limits)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(LimitedHandler):
     server: _HTTPServer
-    # A client that connects and never sends must not block server_close() forever.
-    timeout = 10
 
     def do_POST(self) -> None:
         path = self.path.split("?", 1)[0]
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length)
+        try:
+            raw = self.body()
+        except Refusal as refusal:
+            self._send_error(refusal.status, refusal.message)
+            return
         if path not in _CHAT_PATHS:
             self._send_error(404, f"no route for POST {path!r}; use /v1/chat/completions")
             return
         try:
             body = json.loads(raw or b"{}")
-        except json.JSONDecodeError as exc:
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError
             self._send_error(400, f"request body is not valid JSON: {exc}")
             return
         if not isinstance(body, dict):

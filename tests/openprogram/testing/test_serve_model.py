@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -67,3 +68,31 @@ def test_serve_model_refuses_a_script_that_is_not_a_list_in_one_line(tmp_path: P
     assert process.returncode == 1
     assert "must hold a JSON list of replies" in errors
     assert "Traceback" not in errors
+
+
+def test_serve_model_refuses_a_300_mb_body_unread_and_stops_with_clients_hanging_on() -> None:
+    process = serve()
+    clients: list[socket.socket] = []
+    try:
+        assert process.stdout is not None
+        port = int(process.stdout.readline().strip().rsplit(":", 1)[1].split("/")[0])
+        for _ in range(3):  # connected, sending nothing
+            clients.append(socket.create_connection(("127.0.0.1", port), timeout=30))
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+            sock.sendall(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                b"Content-Type: application/json\r\nContent-Length: 300000000\r\n\r\n"
+            )  # and never the body
+            reply = b""
+            while chunk := sock.recv(65536):
+                reply += chunk
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, errors = process.communicate(timeout=60)
+        for client in clients:
+            client.close()
+
+    assert reply.startswith(b"HTTP/1.0 413 "), reply[:200]
+    assert b"is over this server's 33,554,432 bytes" in reply
+    assert process.returncode == 0, errors
+    assert "stopped after 0 request(s)" in errors
