@@ -143,6 +143,7 @@ def evaluate(
         function=_qualified(fn),
         model=_model_label(model),
         repeat=repeat,
+        agentic=bool(getattr(fn, "__agentic__", False)),
         store=None if resolved is None else mask_url(_secrets.scrub(resolved.url)),
         created_at=time.time(),
     )

@@ -64,6 +64,9 @@ class EvalReport(BaseModel):
     function: str
     model: str | None = None
     repeat: int = 1
+    agentic: bool = True
+    """Whether the function was an agentic function (each run is then its first call);
+    a plain function's run is every node it made."""
     store: str | None = None
     created_at: float = 0.0
     runs: list[RunResult] = Field(default_factory=list)
@@ -340,7 +343,13 @@ class EvalReport(BaseModel):
             dag = report.dag(old, store=store)
             node = next((n for n in dag.nodes if n.parent is None and n.kind == "code"), None)
             run = Run(
-                dag, node, _revived(old.output), old.error, old.duration_s, old.session, old.repeat
+                dag,
+                node if self.agentic else None,
+                _revived(old.output),
+                old.error,
+                old.duration_s,
+                old.session,
+                old.repeat,
             )
             with Session():  # a judge's calls are recorded apart from the stored run
                 scores = score_run(plan, case, run)

@@ -194,3 +194,20 @@ def test_fork_runs_the_rest_after_a_node_again_and_only_the_rest(tmp_path) -> No
     assert "no code node is named 'summary'" in missing.runs[0].error
     with pytest.raises(UsageError, match="fork needs them in a store"):
         dataset.evaluate(polish, [equals], model=ScriptedModel(first)).fork("review#1", polish)
+
+
+def test_rescoring_inside_an_agentic_function_keeps_the_judge_apart() -> None:
+    from openprogram import Session, agentic_function
+    from openprogram.evals import llm_judge
+
+    report = DATASET.evaluate(write, [equals], model=ScriptedModel(reply))
+    judge_model = ScriptedModel(lambda request: {"passed": True, "reason": "fine"})
+
+    @agentic_function
+    def nightly() -> EvalReport:
+        return report.rescore([llm_judge("Is it a tagline?", model=judge_model)])
+
+    with Session() as outer:
+        again = nightly()
+    assert again.case_values("llm_judge") == {"c": 1.0, "t": 1.0}
+    assert [n.name for n in outer.dag.nodes] == ["nightly"]  # the judge ran in its own sessions
