@@ -211,3 +211,15 @@ def test_rescoring_inside_an_agentic_function_keeps_the_judge_apart() -> None:
         again = nightly()
     assert again.case_values("llm_judge") == {"c": 1.0, "t": 1.0}
     assert [n.name for n in outer.dag.nodes] == ["nightly"]  # the judge ran in its own sessions
+
+
+@pytest.mark.postgres
+def test_runs_in_postgresql_are_rescored_and_made_datasets_of(postgres_url: str) -> None:
+    report = DATASET.evaluate(write, [equals], model=ScriptedModel(reply), store=postgres_url)
+    assert report.store is not None and report.runs[0].session is not None
+    report._dags.clear()  # read every run back from the server
+    again = report.rescore([contains("Smart")], store=postgres_url)
+    assert again.case_values("contains('Smart')") == {"c": 1.0, "t": 0.0}
+    sessions = [run.session for run in report.runs]
+    reviews = Dataset.from_sessions(postgres_url, "review", sessions=sessions)
+    assert sorted(c.expected for c in reviews.cases) == ["approve", "reject"]
