@@ -23,6 +23,7 @@ from openprogram.errors import (
     ModelOutputError,
     ModelUnavailable,
     OpenProgramError,
+    OperationFailed,
     ReplayMismatch,
     ResumeDivergence,
     RunError,
@@ -33,12 +34,27 @@ from openprogram.errors import (
     StoreDamaged,
     StoreError,
     UnsupportedFormatVersion,
+    UnsupportedOperation,
     UsageError,
 )
 from openprogram.effects import idempotency_key
 from openprogram.function import agentic_function
 from openprogram.image import Image, ImageRef
 from openprogram.models import Model, ModelReply, ModelRequest, ScriptedModel, ToolCall
+from openprogram.operations import (
+    LocalOperations,
+    Operation,
+    OperationRecord,
+    ProcessOperations,
+    RayOperations,
+    bash,
+    operation_kind,
+    operation_tool,
+    operation_tools,
+    settle_operation,
+    skills_tool,
+    view_image_tool,
+)
 from openprogram.questions import Question
 from openprogram.render import RenderedContext, render_context
 from openprogram.replay import ReplayModel
@@ -85,6 +101,19 @@ __all__ = [
     "TextStream",
     "AsyncTextStream",
     "Usage",
+    # operations (docs/operations.md)
+    "Operation",
+    "OperationRecord",
+    "operation_kind",
+    "operation_tool",
+    "operation_tools",
+    "settle_operation",
+    "LocalOperations",
+    "ProcessOperations",
+    "RayOperations",
+    "bash",
+    "view_image_tool",
+    "skills_tool",
     # human in the loop
     "ask_user",
     "ConsoleAsk",
@@ -115,6 +144,8 @@ __all__ = [
     "StoreDamaged",
     "ResumeDivergence",
     "EffectUnknown",
+    "UnsupportedOperation",
+    "OperationFailed",
     "RunStopped",
     "BudgetExceeded",
     "RunWaiting",

@@ -28,6 +28,7 @@ from openprogram.errors import (
     ReplayMismatch,
     ResumeDivergence,
     RunStopped,
+    UnsupportedOperation,
     UsageError,
 )
 from openprogram.function import _tool_call, _ToolCallSlot, agentic_function
@@ -36,10 +37,18 @@ from openprogram.models import ToolCall
 __all__ = ["ToolLoop", "Toolbox"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_PROPAGATE = (RunStopped, UsageError, ResumeDivergence, ReplayMismatch, EffectUnknown)
+_PROPAGATE = (
+    RunStopped,
+    UsageError,
+    ResumeDivergence,
+    ReplayMismatch,
+    EffectUnknown,
+    UnsupportedOperation,
+)
 """Raised by a tool, these end the loop instead of going back to the model: a stop, a
-programming mistake, a re-run that no longer matches its recording, or a side effect a
-person must settle (an interrupted effect="once" call or operation)."""
+programming mistake, a re-run that no longer matches its recording, a side effect a
+person must settle (an interrupted effect="once" call or operation), or a recorded
+operation this program cannot run."""
 _wrapped: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 

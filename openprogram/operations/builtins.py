@@ -80,6 +80,8 @@ def run_bash(args: dict[str, Any], context: OperationContext) -> dict[str, Any]:
             process.wait(timeout=0.05)
     process.wait()
     reader.join(timeout=5)
+    if process.stdout is not None:
+        process.stdout.close()
     context.check()
     raw = bytes(head) + (b"" if total[0] <= len(head) + len(tail) else b"\n...\n") + bytes(tail)
     output = elide(raw.decode("utf-8", "replace"), BASH_OUTPUT_LIMIT)

@@ -8,11 +8,13 @@ process; process.py and ray.py hold the others. Start at OperationManager.
 
 from __future__ import annotations
 
+import logging
+import queue
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from openprogram.errors import UsageError
 from openprogram.operations.operation import (
     Operation,
     OperationCancelled,
@@ -21,6 +23,8 @@ from openprogram.operations.operation import (
 )
 
 __all__ = ["LocalOperations", "OperationManager", "Report", "Reported", "run_executor"]
+
+log = logging.getLogger("openprogram.operations")
 
 Reported = Literal["running", "heartbeat", "done", "failed", "cancelled", "lost"]
 """What a manager reports: running (the executor is about to start: the report returns
@@ -72,57 +76,80 @@ def run_executor(
 
 
 class LocalOperations:
-    """Runs operations on a pool of threads of this process (the default manager).
+    """Runs operations on threads of this process (the default manager).
 
-    max_workers: threads running operations at once (default 8). Cancelling a queued
-    operation stops it before it starts; a running one sees `context.cancelled` set.
+    max_workers: operations running at once (default 8); the rest wait in a queue.
+    Cancelling a queued operation stops it before it starts; a running one sees
+    `context.cancelled` set. Workers are daemon threads: an operation that never ends
+    does not keep the process from exiting.
     """
 
     def __init__(self, max_workers: int = 8) -> None:
-        self._pool = ThreadPoolExecutor(max_workers, thread_name_prefix="openprogram-op")
+        if not isinstance(max_workers, int) or max_workers < 1:
+            raise UsageError(f"max_workers={max_workers!r} must be an int >= 1")
+        self.max_workers = max_workers
         self._lock = threading.Lock()
-        self._live: dict[str, tuple[OperationContext, Future[None]]] = {}
+        self._queue: queue.SimpleQueue[_Queued | None] = queue.SimpleQueue()
+        self._live: dict[str, OperationContext] = {}
+        self._workers = 0
+        self._idle = 0
         self._closed = False
 
     def submit(self, operation: Operation, kind: OperationKind, report: Report) -> None:
         context = OperationContext(operation.id, lambda d: report(operation.id, "heartbeat", d))
         with self._lock:
-            if self._closed:
-                report(operation.id, "failed", "the operation manager was closed")
-                return
-            future = self._pool.submit(self._run, operation, kind, context, report)
-            self._live[operation.id] = (context, future)
+            closed = self._closed
+            if not closed:
+                self._live[operation.id] = context
+                self._queue.put((operation, kind, context, report))
+                if self._idle > 0:
+                    self._idle -= 1
+                elif self._workers < self.max_workers:
+                    self._workers += 1
+                    threading.Thread(target=self._work, daemon=True, name="openprogram-op").start()
+        if closed:
+            report(operation.id, "failed", "the operation manager was closed")
 
-    def _run(
-        self, operation: Operation, kind: OperationKind, context: OperationContext, report: Report
-    ) -> None:
-        try:
-            if context.cancelled.is_set():
-                report(operation.id, "cancelled", None)
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
                 return
-            if not report(operation.id, "running", None):
-                return
-            what, value = run_executor(operation, kind, context)
-            report(operation.id, what, value)
-        finally:
-            with self._lock:
-                self._live.pop(operation.id, None)
+            operation, kind, context, report = item
+            try:
+                if context.cancelled.is_set():
+                    report(operation.id, "cancelled", None)
+                elif report(operation.id, "running", None):
+                    what, value = run_executor(operation, kind, context)
+                    report(operation.id, what, value)
+            except Exception:  # its record failed (the store): logged; the worker goes on
+                log.exception("openprogram: operation %s could not be recorded", operation.id)
+            finally:
+                with self._lock:
+                    self._live.pop(operation.id, None)
+                    self._idle += 1
 
     def cancel(self, id: str) -> bool:
         with self._lock:
-            live = self._live.get(id)
-        if live is None:
+            context = self._live.get(id)
+        if context is None:
             return False
-        live[0].cancelled.set()
+        context.cancelled.set()
         return True
 
     def close(self) -> None:
+        """Cancel what is queued or running and let the workers go (without waiting)."""
         with self._lock:
             self._closed = True
             live = list(self._live.values())
-        for context, _ in live:
+            workers = self._workers
+        for context in live:
             context.cancelled.set()
-        self._pool.shutdown(wait=True, cancel_futures=False)
+        for _ in range(workers):
+            self._queue.put(None)
 
     def __repr__(self) -> str:
-        return f"LocalOperations(live={len(self._live)})"
+        return f"LocalOperations(max_workers={self.max_workers}, live={len(self._live)})"
+
+
+_Queued = tuple[Operation, OperationKind, OperationContext, Report]

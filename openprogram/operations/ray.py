@@ -35,12 +35,15 @@ def _execute(module: str, kind: str, version: int, id: str, args: dict[str, Any]
 class RayOperations:
     """Runs operations as Ray tasks. address: the cluster's (None: the one ray.init()
     finds or starts); other keyword arguments go to ray.init() when Ray is not yet
-    initialised. num_cpus: CPUs each operation's task asks for."""
+    initialised (num_cpus=1 for a small local cluster). cpus_per_operation: CPUs each
+    operation's task asks Ray for."""
 
-    def __init__(self, address: str | None = None, *, num_cpus: float = 1, **init: Any) -> None:
+    def __init__(
+        self, address: str | None = None, *, cpus_per_operation: float = 1, **init: Any
+    ) -> None:
         self._address = address
         self._init = init
-        self._num_cpus = num_cpus
+        self._num_cpus = cpus_per_operation
         self._lock = threading.Lock()
         self._refs: dict[str, Any] = {}
         self._remote: Any = None

@@ -57,7 +57,8 @@ session's info up to which seq its values were stored as reprs; 7 adds the opera
 tables)."""
 _NOW = "((julianday('now') - 2440587.5) * 86400.0)"
 _CHECKED_TABLES = ("openprogram_meta", "openprogram_sessions", "openprogram_nodes",
-                   "openprogram_leases")  # fmt: skip
+                   "openprogram_leases", "openprogram_operations",
+                   "openprogram_operation_events")  # fmt: skip
 """What the check on opening covers: everything a session is read from (not the images,
 whose damage SQLite reports when one is read)."""
 MEMORY = ":memory:"

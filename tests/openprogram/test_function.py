@@ -368,6 +368,20 @@ def test_package_root_exports_are_pinned():
         "ConsoleAsk",
         "Question",
         "needs_approval",
+        "Operation",
+        "OperationRecord",
+        "operation_kind",
+        "operation_tool",
+        "operation_tools",
+        "settle_operation",
+        "LocalOperations",
+        "ProcessOperations",
+        "RayOperations",
+        "bash",
+        "view_image_tool",
+        "skills_tool",
+        "UnsupportedOperation",
+        "OperationFailed",
     }
     for name in openprogram.__all__:
         assert hasattr(openprogram, name)

@@ -1,0 +1,26 @@
+"""RayOperations on a private local Ray cluster (1 CPU): operations run as Ray tasks in
+worker processes, their results and failures come back through the manager protocol."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.openprogram.operations import kinds  # noqa: F401 - registers the test kinds
+from tests.openprogram.operations.test_managers import _run
+
+ray = pytest.importorskip("ray", reason='needs pip install "openprogram[ray]"')
+
+
+def test_ray_operations_run_as_ray_tasks():
+    from openprogram.operations import RayOperations
+
+    manager = RayOperations(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    try:
+        what, pid, _ = _run(manager, "test.pid")
+        assert what == "done" and pid != os.getpid()
+        assert _run(manager, "test.fail", {"why": "ray"})[:2] == ("failed", "RuntimeError: ray")
+    finally:
+        manager.close()
+        ray.shutdown()

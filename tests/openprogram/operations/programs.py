@@ -1,0 +1,48 @@
+"""Programs the operations tests run in child processes (killed and resumed).
+
+`python -m tests.openprogram.operations.programs STORE SESSION LOG ROUNDS EFFECT` runs an
+agent whose model asks, in each of ROUNDS rounds, for two tool calls that each return one
+operation appending to LOG; it resumes the session when it exists.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from openprogram import Runtime, ScriptedModel, Session, llm
+from openprogram.operations import Operation, operation_tool
+from tests.openprogram.operations import kinds  # noqa: F401 - registers the test kinds
+
+PER_ROUND = 2
+
+
+def responder(rounds: int) -> Any:
+    def reply(request: Any) -> Any:
+        done = sum(1 for m in request.messages if m["role"] == "tool")
+        round = done // PER_ROUND
+        if round >= rounds:
+            return "all done"
+        names = [f"r{round}-{i}" for i in range(PER_ROUND)]
+        return {"tool_calls": [{"name": "step", "arguments": {"name": n}} for n in names]}
+
+    return reply
+
+
+def main(store: str, session: str, log: str, rounds: int, effect: str) -> None:
+    kind = "test.append" if effect == "idempotent" else "test.append_once"
+
+    @operation_tool
+    def step(name: str) -> Operation:
+        """Do one step of the work."""
+        return Operation(kind, {"log": log, "name": name, "sleep_s": 0.03})
+
+    with (
+        Session.open(store, session, resume=True, create=True),
+        Runtime(ScriptedModel(responder(rounds))),
+    ):
+        print(llm("work", tools=[step], max_tool_turns=rounds + 1))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])
