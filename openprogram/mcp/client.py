@@ -147,6 +147,7 @@ class MCPServer:
             )
         if env is not None:
             _secrets.register({k: v for k, v in env.items() if _secrets.is_secret_name(k)})
+        _secrets.register(_secret_arguments(argv))
         parameters = StdioServerParameters(
             command=argv[0],
             args=list(argv[1:]),
@@ -360,8 +361,9 @@ class MCPServer:
     def _where(self) -> str:
         """The server's command line or URL, for messages (never its environment)."""
         if self.transport == "stdio":
-            return f"command {cut(repr([self._target.command, *self._target.args]), 500)}"
-        return f"URL {mask_url(self._target[0])}"
+            argv = [self._target.command, *self._target.args]
+            return f"command {cut(_secrets.scrub(repr(argv)), 500)}"
+        return f"URL {_secrets.scrub(mask_url(self._target[0]))}"
 
     def _no_answer(self) -> str:
         return (
@@ -545,6 +547,19 @@ class MCPServer:
             self._closed = True
             self._started = False
             _servers.discard(self)
+
+
+def _secret_arguments(argv: Sequence[str]) -> list[str]:
+    """The values of argv's secret-looking options (`--api-key X`, `--token=X`)."""
+    found = []
+    for i, argument in enumerate(argv):
+        option, given, value = argument.lstrip("-").partition("=")
+        if argument.startswith("-") and _secrets.is_secret_option(option):
+            if given:
+                found.append(value)
+            elif i + 1 < len(argv):
+                found.append(argv[i + 1])
+    return found
 
 
 def _too_large(exc: Any, limit: int) -> bool:

@@ -174,6 +174,22 @@ def test_a_server_that_closes_the_connection_is_named_by_its_command():
         server.tool("die")()
 
 
+def test_the_command_named_in_an_error_hides_secret_looking_options():
+    argv = [
+        sys.executable,
+        "-c",
+        "pass",
+        "--api-key",
+        "argv-secret-0123456789",
+        "--token=t0k3n-abcdefgh",
+    ]
+    with pytest.raises(ConfigError) as raised:
+        MCPServer.stdio(argv, name="quits").connect()
+    message = str(raised.value)
+    assert "'--api-key', '***', '--token=***'" in message
+    assert "argv-secret-0123456789" not in message and "t0k3n-abcdefgh" not in message
+
+
 def test_the_first_start_of_a_stdio_server_may_take_a_minute():
     assert MCPServer.stdio(["npx", "-y", "x"], name="slow").init_timeout == 60
     assert MCPServer.http("http://127.0.0.1:1/mcp", name="up").init_timeout == 30
