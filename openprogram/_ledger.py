@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from openprogram import _context
@@ -40,30 +40,28 @@ class Ledger:
         self._lock = threading.Lock()
         self._held: dict[str, object] = {}
 
-    def reserve(self, frame: Node | None) -> object | None:
-        """After the gates let a model call through: a reservation standing for its
-        request, held by the callbacks that count requests on their way (`on_reserve`);
-        None when none does. RunStopped (or a holder's BudgetExceeded) when one refuses:
-        what the others hold goes back."""
-        callbacks = self._owner.callbacks
-        holders = [_Holder(c) for c in callbacks if hasattr(c, "on_reserve")]
+    def reserve(self, frame: Node | None, node: Node, tokens: Callable[[], int]) -> None:
+        """Once llm node `node`'s request is built, before it is sent: a reservation
+        standing for it, held by the callbacks that count requests on their way
+        (`on_reserve`, told the prompt's estimated `tokens()`) until it is settled.
+        When one refuses (RunStopped, or its BudgetExceeded) the node is marked stopped
+        and what the others hold goes back."""
+        holders = [_Holder(c) for c in self._owner.callbacks if hasattr(c, "on_reserve")]
         if not holders:
-            return None
+            return
         hold = object()
         try:
-            reason = gate(holders, hold, kind="llm", frame=frame)
-        except BaseException:
+            reason = gate(holders, hold, kind="llm", frame=frame, tokens=tokens())
+            if reason is not None:
+                raise RunStopped(reason)
+        except BaseException as exc:
             self.release(hold, frame)
+            if isinstance(exc, RunStopped):
+                _context.current_session().dag.complete(
+                    node, None, status="stopped", error=f"{type(exc).__name__}: {exc}"
+                )
             raise
-        if reason is not None:
-            self.release(hold, frame)
-            raise RunStopped(reason)
-        return hold
-
-    def hold(self, node: Node, hold: object | None) -> None:
-        """Tie a reservation to the llm node of its request."""
-        if hold is not None:
-            self._held[node.id] = hold
+        self._held[node.id] = hold
 
     def holds(self, node: Node) -> bool:
         return node.id in self._held
@@ -108,8 +106,10 @@ class _Holder:
     def stop_reason(self) -> str | None:
         return getattr(self.callback, "stop_reason", None)
 
-    def on_run_continue(self, hold: object, *, frame: Node | None = None, **_: Any) -> bool:
-        return self.callback.on_reserve(hold, frame=frame) is not False
+    def on_run_continue(
+        self, hold: object, *, frame: Node | None = None, tokens: int = 0, **_: Any
+    ) -> bool:
+        return self.callback.on_reserve(hold, frame=frame, tokens=tokens) is not False
 
 
 def estimated_usage(model: Model, request: ModelRequest, text: str) -> Usage:

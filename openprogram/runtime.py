@@ -3,8 +3,9 @@
 Owns one exchange end to end: the llm node, the render of what the model sees, the
 callbacks around it, retries with backoff, usage and cost (tallied by _ledger.py, which
 also reserves requests on their way), structured output (validated, one repair
-re-ask), the tool loop (tools run in tools.py) and opening a stream (streaming.py). Each is a step written once (_step.py), which llm() drives
-blocking and allm() awaits. Provider calls are in _litellm.py. Start at Runtime.llm().
+re-ask), the tool loop (tools run in tools.py) and opening a stream (streaming.py).
+Each is a step written once (_step.py), which llm() drives blocking and allm() awaits.
+Provider calls are in _litellm.py. Start at Runtime.llm().
 """
 
 from __future__ import annotations
@@ -373,25 +374,18 @@ class Runtime:
         elif frame is None:
             note_undecorated()
         self._gate(kind="llm", frame=frame)
-        hold = self._ledger.reserve(frame)
-        try:
-            parts = content_parts(content, dag)
-            if response_format is not None and (loop is None or not loop.nodes):
-                parts.append({"type": "text", "text": schema_instruction(response_format)})
-            name = frame.name if frame is not None else TOP_LEVEL_NAME
-            meta: dict[str, Any] = {"model": _name_of(model)}
-            earlier = loop.nodes if loop is not None and loop.toolbox is not None else []
-            if earlier:
-                meta["tool_loop"] = list(earlier)
-            # the node keeps the content as given (DESIGN §2): a plain string stays one
-            recorded = content if isinstance(content, str) and len(parts) == 1 else parts
-            node = session._enter_llm(name, frame_id, recorded, meta)
-        except BaseException:
-            self._ledger.release(hold, frame)
-            raise
-        self._ledger.hold(node, hold)
+        parts = content_parts(content, dag)
+        if response_format is not None and (loop is None or not loop.nodes):
+            parts.append({"type": "text", "text": schema_instruction(response_format)})
+        name = frame.name if frame is not None else TOP_LEVEL_NAME
+        meta: dict[str, Any] = {"model": _name_of(model)}
+        earlier = loop.nodes if loop is not None and loop.toolbox is not None else []
+        if earlier:
+            meta["tool_loop"] = list(earlier)
+        # the node keeps the content as given (DESIGN §2): a plain string stays one
+        recorded = content if isinstance(content, str) and len(parts) == 1 else parts
+        node = session._enter_llm(name, frame_id, recorded, meta)
         if node.status == "completed":  # replayed from a resumed session's record
-            self._ledger.settle(node)
             return node, None
         try:
             window = options.pop("_render_range", None)
@@ -423,6 +417,7 @@ class Runtime:
             )
         except Exception as exc:  # the exchange never started: record it, then raise
             reraise(self._failed(node, exc), exc)
+        self._ledger.reserve(frame, node, lambda: _prompt_tokens(rendered, parts))
         if self.callbacks:
             try:
                 request.messages = transform(self.callbacks, "on_llm_start", request.messages)
@@ -504,6 +499,15 @@ class Runtime:
             node_id=node.id,
             reply=reply,
         )
+
+
+def _prompt_tokens(rendered: Any, parts: list[dict[str, Any]]) -> int:
+    """A quick estimate of a request's prompt (history, system and content text at four
+    characters a token, plus each message's framing): what a reservation counts before
+    the reply says."""
+    chars = rendered.text_length() + len(rendered.system or "")
+    chars += sum(len(str(part.get("text") or "")) for part in parts)
+    return chars // 4 + 4 * (len(rendered.reads) + 2)
 
 
 def _name_of(model: Model) -> str:

@@ -34,8 +34,7 @@ class _Spend:
     tokens: int = 0
     tool_calls: int = 0
     held: dict[object, tuple[int, float]] = field(default_factory=dict)
-    """Requests let through and not yet settled: (tokens, cost) each is counted as, the
-    run's average call so far."""
+    """Requests let through and not yet settled: the (tokens, cost) each counts as."""
 
     def add(self, usage: Usage, tool_calls: int) -> int:
         """Add one exchange; its unpriced calls."""
@@ -47,9 +46,15 @@ class _Spend:
         self.unpriced_calls += unpriced
         return unpriced
 
-    def hold(self, reservation: object) -> None:
+    def hold(self, reservation: object, tokens: int) -> None:
+        """Count a request on its way as the run's average call so far, or as its
+        prompt's `tokens` (estimated) when that is more."""
         calls = max(self.calls, 1)
-        self.held[reservation] = (self.tokens // calls, self.cost_usd / calls)
+        average = self.tokens // calls
+        cost = self.cost_usd / calls
+        if tokens > average and average:  # a bigger prompt than usual costs more
+            cost *= tokens / average
+        self.held[reservation] = (max(average, tokens), cost)
 
 
 class BudgetManager(Callback):
@@ -215,12 +220,16 @@ class BudgetManager(Callback):
             if spend is not None:
                 spend.held.pop(reservation, None)
 
-    def on_reserve(self, reservation: object, *, frame: Node | None = None) -> bool:
+    def on_reserve(
+        self, reservation: object, *, frame: Node | None = None, tokens: int = 0
+    ) -> bool:
         """Before a model request is sent (after every gate let it through): hold
-        `reservation` for it until `on_settle(reservation)`, so concurrent calls count it
-        (False, or BudgetExceeded, when the run's limits, counting what it holds, are
-        reached). The check and the hold are one step: threads cannot both pass."""
-        return self._check("llm", frame, reservation)
+        `reservation` for it until `on_settle(reservation)`, counted as the run's average
+        call or as its prompt's estimated `tokens` when that is more, so concurrent calls
+        count it (False, or BudgetExceeded, when the run's limits, counting what it holds
+        already, are reached). The check and the hold are one step: threads cannot both
+        pass."""
+        return self._check("llm", frame, reservation, tokens)
 
     def on_run_continue(
         self, runtime: Any, *, kind: str = "llm", frame: Node | None = None, **context: Any
@@ -229,7 +238,7 @@ class BudgetManager(Callback):
         the requests it holds."""
         return self._check(kind, frame, None)
 
-    def _check(self, kind: str, frame: Node | None, reservation: object) -> bool:
+    def _check(self, kind: str, frame: Node | None, reservation: object, tokens: int = 0) -> bool:
         run_id = None
         if frame is not None:
             dag = _context.current_session().dag
@@ -242,7 +251,7 @@ class BudgetManager(Callback):
                     self._runs[run_id] = spend
             reason = self._reached(spend, kind)
             if reason is None and reservation is not None:
-                spend.hold(reservation)
+                spend.hold(reservation, tokens)
                 self._held[reservation] = spend
         if reason is None:
             return True
@@ -259,7 +268,7 @@ class BudgetManager(Callback):
         count = spend.calls + len(held)
         calls = f"{count} model call(s)"
         if held:
-            calls += f" ({len(held)} not yet answered, each counted as the run's average call)"
+            calls += f" ({len(held)} not yet answered, each counted at its estimate)"
         tokens = spend.tokens + sum(t for t, _ in held)
         cost = spend.cost_usd + sum(c for _, c in held)
         if kind == "tool_calls":

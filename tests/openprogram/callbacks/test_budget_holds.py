@@ -231,3 +231,19 @@ def test_async_streams_the_caller_stops_reading_count_against_max_requests(progr
     gc.collect()
     assert len(model.requests) == 2
     assert not [w for w in recwarn if "was never read" in str(w.message)]
+
+
+def test_gathered_allm_calls_count_their_prompts_against_max_tokens():
+    model = ScriptedModel(["fine"] * 20)
+    budget = BudgetManager(max_tokens=100)
+
+    @agentic_function
+    async def fan_out(n: int) -> list:
+        questions = (allm(f"question {i}: " + "word " * 20) for i in range(n))
+        return await asyncio.gather(*questions, return_exceptions=True)
+
+    with Session() as session, Runtime(model, callbacks=[budget]):
+        asyncio.run(fan_out(20))
+    one_call = max(n.usage.total_tokens for n in session.dag.find(kind="llm") if n.usage)
+    assert len(model.requests) < 5
+    assert budget.tokens < 100 + one_call  # at most one call over, as when they run in turn
