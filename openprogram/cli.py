@@ -606,6 +606,7 @@ def _add_model_commands() -> None:
     from openprogram._cli_eval import eval_command
     from openprogram._cli_mcp import mcp_group
     from openprogram._cli_model import chat, serve_model
+    from openprogram._cli_operations import operations_command
     from openprogram._cli_questions import question_commands
 
     cli.add_command(serve_model)
@@ -615,6 +616,7 @@ def _add_model_commands() -> None:
     for command in question_commands(_opened_store, _resolve_id, _session, store_option):
         sessions.add_command(command)
     sessions.add_command(diff_command(_session, _node, store_option))
+    sessions.add_command(operations_command(_opened_store, _resolve_id, store_option))
 
 
 _add_model_commands()

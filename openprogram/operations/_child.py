@@ -11,14 +11,40 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import runpy
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from openprogram.operations._wire import read_frame, write_frame
 from openprogram.operations.manager import run_executor
 from openprogram.operations.operation import OperationContext, kind_of
+
+_loaded: set[str] = set()
+_load_lock = threading.Lock()
+
+
+def _load(module: str, path: str | None) -> None:
+    """Import the module that registers a kind; a script's (`__main__`) is run from its
+    file as `__mp_main__`, so its `if __name__ == "__main__":` block does not run."""
+    if module != "__main__":
+        importlib.import_module(module)
+        return
+    if not path:
+        raise ImportError("the kind is registered in an interactive __main__; put it in a module")
+    with _load_lock:
+        if path not in _loaded:
+            runpy.run_path(path, run_name="__mp_main__")
+            _loaded.add(path)
+
+
+def _heartbeat(send: Callable[[dict[str, Any]], None], id: str) -> Callable[[str | None], None]:
+    def heartbeat(detail: str | None) -> None:
+        send({"id": id, "report": "heartbeat", "value": detail})
+
+    return heartbeat
 
 
 def main(path: str) -> None:
@@ -35,7 +61,7 @@ def main(path: str) -> None:
         id = message["id"]
         context = live[id]
         try:
-            importlib.import_module(message["module"])
+            _load(message["module"], message.get("path"))
             kind = kind_of(message["kind"], message["version"], operation=id)
             what, value = run_executor(message, kind, context)
         except Exception as exc:  # an import or registry failure: the operation fails
@@ -52,14 +78,12 @@ def main(path: str) -> None:
             os._exit(0)
         if message.get("do") == "run":
             id = message["id"]
-            live[id] = OperationContext(
-                id, lambda detail, id=id: send({"id": id, "report": "heartbeat", "value": detail})
-            )
+            live[id] = OperationContext(id, _heartbeat(send, id))
             threading.Thread(target=run, args=(message,), daemon=True).start()
         elif message.get("do") == "cancel":
-            context = live.get(message["id"])
-            if context is not None:
-                context.cancelled.set()
+            found = live.get(message["id"])
+            if found is not None:
+                found.cancelled.set()
         elif message.get("do") == "ping":
             send({"id": message.get("id"), "report": "pong", "value": None})
 

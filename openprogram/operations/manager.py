@@ -96,7 +96,10 @@ class LocalOperations:
         self._closed = False
 
     def submit(self, operation: Operation, kind: OperationKind, report: Report) -> None:
-        context = OperationContext(operation.id, lambda d: report(operation.id, "heartbeat", d))
+        def heartbeat(detail: str | None) -> None:
+            report(operation.id, "heartbeat", detail)
+
+        context = OperationContext(operation.id, heartbeat)
         with self._lock:
             closed = self._closed
             if not closed:

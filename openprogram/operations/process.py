@@ -174,6 +174,9 @@ class ProcessOperations:
             "module": kind.module,
             "args": operation.args,
         }
+        if kind.module == "__main__":  # a script's own kind: the child runs the script as
+            main = sys.modules["__main__"]  # multiprocessing's spawn does, not as __main__
+            message["path"] = getattr(main, "__file__", None)
         try:
             with self._lock:
                 sock = self._start()

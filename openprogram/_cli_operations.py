@@ -1,0 +1,107 @@
+"""The `openprogram sessions ops` command: a session's operations, waited for or cancelled.
+
+Owns its command-line handling; the operations and their states are
+openprogram/operations/'s (this module sits below cli.py and never imports it).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from openprogram._cli_print import json_text, say, styled
+from openprogram.echo import elide
+
+__all__ = ["operations_command"]
+
+_COLOUR = {"done": "green", "failed": "red", "running": "yellow", "pending": "cyan",
+           "cancelled": "bright_black", "unknown": "bright_magenta"}  # fmt: skip
+
+
+def operations_command(
+    opened_store: Callable[[str], Any],
+    resolve_id: Callable[[Any, str], str],
+    store_option: Callable[[Any], Any],
+) -> click.Command:
+    """`sessions ops`, built on cli.py's store opener."""
+
+    @click.command("ops")
+    @click.argument("session_id", metavar="ID")
+    @store_option
+    @click.option("--wait", "wait_for", metavar="OP", help="Wait until operation OP ends.")
+    @click.option("--timeout", type=float, default=60.0, show_default=True,
+                  help="Seconds --wait waits at most.")  # fmt: skip
+    @click.option("--cancel", metavar="OP", help="Cancel operation OP while it is pending.")
+    @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+    def ops_command(
+        session_id: str,
+        store_spec: str,
+        wait_for: str | None,
+        timeout: float,
+        cancel: str | None,
+        as_json: bool,
+    ) -> None:
+        """List the operations a session's tools returned (background work among them):
+        kind, state, attempts, result or error. --wait OP polls the store until OP is
+        done, failed, cancelled or unknown; --cancel OP cancels a pending one (a running
+        one is cancelled by the program running it: the cancel_operation tool)."""
+        from openprogram.operations.tracker import _record
+        from openprogram.session import Session
+
+        with opened_store(store_spec) as store:
+            sid = resolve_id(store, session_id)
+            rows = getattr(store, "operations", None)
+            if rows is None:
+                raise click.ClickException(f"the store {store.url} records no operations")
+            if cancel is not None:
+                session = Session.open(store, sid)
+                try:
+                    with session:
+                        session.operations()
+                        from openprogram.operations.tracker import tracker
+
+                        record = tracker(session).cancel(cancel)
+                except ValueError as exc:
+                    raise click.ClickException(str(exc)) from exc
+                finally:
+                    session.close()
+                if record.state != "cancelled":
+                    raise click.ClickException(
+                        f"operation {cancel} is {record.state}: only a pending one is "
+                        "cancelled from here; the program running it cancels a running one"
+                    )
+            records = [_record(row) for row in rows(sid)]
+            if wait_for is not None:
+                if not any(r.id == wait_for for r in records):
+                    raise click.ClickException(f"session {sid} has no operation {wait_for!r}")
+                deadline = time.monotonic() + timeout
+                while True:
+                    (record,) = [r for r in records if r.id == wait_for]
+                    if record.state not in ("pending", "running"):
+                        break
+                    if time.monotonic() >= deadline:
+                        raise click.ClickException(
+                            f"operation {wait_for} is still {record.state} after {timeout:g} s"
+                        )
+                    time.sleep(0.2)  # another process records it: the store is polled
+                    records = [_record(row) for row in rows(sid)]
+                records = [record]
+        if as_json:
+            say(json_text([r.model_dump(mode="json") for r in records], indent=2))
+            return
+        if not records:
+            say(styled(f"session {sid} has no operations", newlines=False))
+        for r in records:
+            outcome = r.error if r.error else json_text(r.result) if r.state == "done" else ""
+            say(
+                styled(r.id, newlines=False, bold=True),
+                f"  {r.kind} v{r.version}  ",
+                styled(r.state, newlines=False, fg=_COLOUR.get(r.state)),
+                f"  attempts={r.attempts}{'  background' if r.background else ''}  ",
+                styled(elide(outcome or "", 200), newlines=False, dim=True),
+            )
+
+    return ops_command
