@@ -596,3 +596,16 @@ def test_resume_and_replay_reuse_a_tool_loops_summaries(tmp_path):
     assert nothing.requests == []
     with Session(), Runtime(ReplayModel(first)):
         assert look_up_all() == "done"
+
+
+def test_a_streamed_tool_loop_holds_its_token_budget_too():
+    model, asked = tool_loop_model(60)
+
+    @agentic_function(render_range={"tokens": 600})
+    def stream_look_up_all() -> str:
+        return "".join(llm("look up keys", tools=[lookup], max_tool_turns=100, stream=True))
+
+    with Session() as session, Runtime(model):
+        assert stream_look_up_all() == "done"
+    assert max(count_tokens(r.messages, model="scripted") for r in asked) <= 600 + 20
+    assert session.dag.find(name="summarize_history", kind="code")
