@@ -149,7 +149,10 @@ class ProcessOperations:
                 if report is not None and what in ("done", "failed", "cancelled"):
                     del self._reports[message["id"]]
             if report is not None and what in ("heartbeat", "done", "failed", "cancelled"):
-                report(message["id"], what, message.get("value"))
+                try:
+                    report(message["id"], what, message.get("value"))
+                except Exception:  # its record failed (the store): the others go on
+                    log.exception("openprogram: operation %s could not be recorded", message["id"])
         with self._lock:
             if self._sock is sock:
                 self._sock = None
@@ -157,12 +160,21 @@ class ProcessOperations:
         sock.close()
         child.wait()
         for id, report in lost.items():
-            report(id, "lost", f"the sandbox process ended (exit status {child.returncode})")
+            try:
+                report(id, "lost", f"the sandbox process ended (exit status {child.returncode})")
+            except Exception:
+                log.exception("openprogram: operation %s could not be recorded", id)
 
     # -- OperationManager ----------------------------------------------------------------
     def submit(self, operation: Operation, kind: OperationKind, report: Report) -> None:
         if self._closed:
             report(operation.id, "failed", "the operation manager was closed")
+            return
+        try:
+            with self._lock:
+                self._start()
+        except (OSError, UsageError) as exc:  # never started: failed, not lost
+            report(operation.id, "failed", f"the operations sandbox could not start: {exc}")
             return
         if not report(operation.id, "running", None):
             return

@@ -128,6 +128,7 @@ def _run(raw: Callable[..., Any], background: bool, args: Any, kwargs: Any) -> A
         ids = [op.id for op in operations]
     manager = _manager()
     ops_of.start(ids, manager)
+    ops_of.pick_up_background(manager)  # a resumed session's unfinished background work
     if background:
         handles = [record.handle() for record in (ops_of.get(id) for id in ids)]
         return handles[0] if len(handles) == 1 else handles

@@ -50,6 +50,8 @@ class OperationEvent(NamedTuple):
 
 
 OPERATION_COLUMNS = ", ".join(OperationRow._fields)
+OPERATIONS_VERSION = 8
+"""The format_version that added the operations tables."""
 _EVENT = (
     "INSERT INTO openprogram_operation_events (session, operation, at, state, detail) "
     "VALUES (?, ?, ?, ?, ?)"
@@ -192,8 +194,11 @@ class SQLOperations:
         return bool(changed)
 
     def operations(self, session: str) -> list[OperationRow]:
-        """The session's operations, oldest first (by creation, then node, then position)."""
+        """The session's operations, oldest first (by creation, then node, then position);
+        none in a store older than format_version 8 (opened read-only, not migrated)."""
         p = self._placeholder
+        if getattr(self, "format_version", OPERATIONS_VERSION) < OPERATIONS_VERSION:
+            return []
         with self._lock, self._translate(f"read the operations of session {session!r}"):
             connection = self._connect()
             found = connection.execute(
@@ -207,6 +212,8 @@ class SQLOperations:
         """The recorded state changes of operation `id` (all the session's when None),
         in the order they happened."""
         p = self._placeholder
+        if getattr(self, "format_version", OPERATIONS_VERSION) < OPERATIONS_VERSION:
+            return []
         where = f"session = {p}" + ("" if id is None else f" AND operation = {p}")
         with self._lock, self._translate(f"read the operations of session {session!r}"):
             connection = self._connect()

@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from openprogram import Runtime, ScriptedModel, Session, llm
-from openprogram.operations import Operation, operation_tool
+from openprogram.operations import Operation, operation_tool, operation_tools
 from tests.openprogram.operations import kinds  # noqa: F401 - registers the test kinds
 
 PER_ROUND = 2
@@ -44,5 +44,30 @@ def main(store: str, session: str, log: str, rounds: int, effect: str) -> None:
         print(llm("work", tools=[step], max_tool_turns=rounds + 1))
 
 
+def background(store: str, session: str, log: str) -> None:
+    """Start one background operation (0.5 s long), then wait for it through the tool."""
+
+    @operation_tool(background=True)
+    def build() -> Operation:
+        """Start the build."""
+        return Operation("test.append", {"log": log, "name": "build", "sleep_s": 0.5})
+
+    start = {"tool_calls": [{"name": "build", "arguments": {}}]}
+    with Session.open(store, session, resume=True, create=True) as opened:
+        with Runtime(ScriptedModel(lambda r: "started" if _answered(r) else start)):
+            llm("build it", tools=[build])
+        (record,) = opened.operations()
+        wait = {"tool_calls": [{"name": "wait_operation", "arguments": {"operation": record.id}}]}
+        with Runtime(ScriptedModel(lambda r: "waited" if _answered(r) else wait)):
+            print(llm("is it built?", tools=operation_tools()))
+
+
+def _answered(request: Any) -> bool:
+    return any(m["role"] == "tool" for m in request.messages[-1:])
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])
+    if sys.argv[4] == "background":
+        background(sys.argv[1], sys.argv[2], sys.argv[3])
+    else:
+        main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])

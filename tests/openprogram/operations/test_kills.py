@@ -120,3 +120,27 @@ def test_once_operations_never_run_twice_and_a_killed_one_waits_to_be_settled(
     for name in settled:
         (record,) = [r for r in records if r.args["name"] == name]
         assert record.attempts == 1
+
+
+def test_background_work_of_a_killed_process_is_taken_up_by_the_resumed_run(
+    durable_store, tmp_path
+):
+    log = tmp_path / "log"
+    argv = [sys.executable, "-m", "tests.openprogram.operations.programs"]
+    argv += [durable_store, "s", str(log), "background", "-"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def start() -> subprocess.Popen[str]:
+        return subprocess.Popen(argv, cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)  # fmt: skip
+
+    assert _kill_after(start(), log, 1)  # inside the background operation's body
+    (record,) = _records(durable_store)
+    assert (record.state, record.background) == ("running", True)
+    child = start()
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 0, err
+    assert out.strip() == "waited"
+    (record,) = _records(durable_store)
+    assert (record.state, record.result, record.attempts) == ("done", "build", 2)
+    assert _lines(log) == ["start build", "start build", "end build"]
