@@ -6,12 +6,19 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from openprogram import UsageError
-from openprogram.operations import LocalOperations, Operation, OperationManager, ProcessOperations
+from openprogram.operations import (
+    LocalOperations,
+    Operation,
+    OperationManager,
+    ProcessOperations,
+    builtins,  # noqa: F401 - registers bash
+)
 from openprogram.operations.operation import kind_of
 from tests.openprogram.operations import kinds  # noqa: F401 - registers the test kinds
 
@@ -121,9 +128,19 @@ def test_an_unknown_sandbox_is_a_usage_error():
     not (os.path.exists("/usr/bin/bwrap") or os.path.exists("/bin/bwrap")),
     reason="bubblewrap is not installed",
 )
-def test_a_bwrap_sandbox_runs_operations_with_the_workdir_writable(tmp_path):
-    manager = ProcessOperations(sandbox="bwrap", workdir=tmp_path)
+def test_a_bwrap_sandbox_writes_only_its_workdir(tmp_path):
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    outside = Path(__file__).parent / f".probe-{os.getpid()}"  # on the real, read-only root
+    manager = ProcessOperations(sandbox="bwrap", workdir=workdir)
+    command = f"touch {workdir}/inside && echo $$; touch {outside} 2>&1; true"
     try:
-        assert _run(manager, "test.add", {"a": 1, "b": 1})[:2] == ("done", 2)
+        what, result, _ = _run(manager, "bash", {"command": command})
+        sandbox_pid = manager.pid
     finally:
         manager.close()
+    assert what == "done" and manager.sandbox == "bwrap"
+    pid, refused = result["output"].splitlines()
+    assert (workdir / "inside").exists() and not outside.exists()
+    assert "Read-only file system" in refused
+    assert sandbox_pid is not None and int(pid) < sandbox_pid  # numbered in its own namespace
