@@ -20,13 +20,10 @@ from openprogram.operations.operation import (
 from openprogram.operations.process import ProcessOperations
 from openprogram.operations.ray import RayOperations
 from openprogram.operations.tool import (
-    cancel_operation,
     operation_tool,
     operation_tools,
-    poll_operation,
     session_operations,
     settle_operation,
-    wait_operation,
 )
 
 __all__ = [
@@ -41,15 +38,12 @@ __all__ = [
     "ProcessOperations",
     "RayOperations",
     "bash",
-    "cancel_operation",
     "operation_kind",
     "operation_tool",
     "operation_tools",
-    "poll_operation",
     "read_skills",
     "session_operations",
     "settle_operation",
     "skills_tool",
     "view_image_tool",
-    "wait_operation",
 ]

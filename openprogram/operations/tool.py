@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import threading
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
@@ -23,13 +24,10 @@ from openprogram.operations.operation import Operation, OperationRecord
 from openprogram.operations.tracker import tracker
 
 __all__ = [
-    "cancel_operation",
     "operation_tool",
     "operation_tools",
-    "poll_operation",
     "session_operations",
     "settle_operation",
-    "wait_operation",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -142,16 +140,14 @@ def _picked_up(id: str) -> Any:
     return ops_of
 
 
-@agentic_function
-def poll_operation(operation: str) -> dict[str, Any]:
+def _poll_operation(operation: str) -> dict[str, Any]:
     """Show a background operation's state, and its result once it is done.
 
     operation is the id a background tool returned."""
     return _picked_up(operation).get(operation).handle()  # type: ignore[no-any-return]
 
 
-@agentic_function
-def wait_operation(operation: str, timeout_s: float = 30.0) -> dict[str, Any]:
+def _wait_operation(operation: str, timeout_s: float = 30.0) -> dict[str, Any]:
     """Wait up to timeout_s seconds for a background operation to finish; its state then.
 
     operation is the id a background tool returned."""
@@ -160,17 +156,29 @@ def wait_operation(operation: str, timeout_s: float = 30.0) -> dict[str, Any]:
     return record.handle()  # type: ignore[no-any-return]
 
 
-@agentic_function
-def cancel_operation(operation: str) -> dict[str, Any]:
+def _cancel_operation(operation: str) -> dict[str, Any]:
     """Ask a background operation to stop; its state then.
 
     operation is the id a background tool returned."""
     return _picked_up(operation).cancel(operation).handle()  # type: ignore[no-any-return]
 
 
+_tools: list[Callable[..., Any]] = []
+_tools_lock = threading.Lock()
+
+
 def operation_tools() -> list[Callable[..., Any]]:
-    """The tools a model follows background work with: poll, wait, cancel."""
-    return [poll_operation, wait_operation, cancel_operation]
+    """The tools a model follows background work with: poll_operation(operation),
+    wait_operation(operation, timeout_s=30), cancel_operation(operation) (made on first
+    use: importing openprogram does not pay for their schemas)."""
+    with _tools_lock:
+        if not _tools:
+            for fn, name in ((_poll_operation, "poll_operation"),
+                             (_wait_operation, "wait_operation"),
+                             (_cancel_operation, "cancel_operation")):  # fmt: skip
+                fn.__name__ = fn.__qualname__ = name
+                _tools.append(agentic_function(fn))
+        return list(_tools)
 
 
 # -- for people ------------------------------------------------------------------------
