@@ -183,7 +183,11 @@ class Tracker:
                     self._move(live, ("running",), "unknown", error=_UNKNOWN, detail=_UNKNOWN)
                     continue
                 live.manager = manager or default_manager(kind)
-            live.manager.submit(live.operation, kind, self._report)
+            try:
+                live.manager.submit(live.operation, kind, self._report)
+            except Exception as exc:  # the manager cannot take it (Ray missing, say)
+                self._report(id, "failed", f"{type(exc).__name__}: {exc}")
+                raise
 
     def _report(self, id: str, what: Reported, value: Any) -> bool:
         with self._lock:

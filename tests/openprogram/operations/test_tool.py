@@ -277,3 +277,29 @@ def test_an_unknown_kind_on_resume_is_a_clear_error(tmp_path):
     ):
         llm("go", tools=[once])
     assert described == ["x"]
+
+
+class _Refuses:
+    """A manager that cannot take work (a cluster that is not there)."""
+
+    def submit(self, operation, kind, report):
+        raise ConnectionError("no cluster at ray-head:6379")
+
+    def cancel(self, id):
+        return False
+
+    def close(self):
+        pass
+
+
+def test_an_operation_its_manager_refuses_is_failed_and_the_model_is_told(store):
+    model = ScriptedModel([call("add", a=1, b=2), "ok"])
+    with Session(store) as session, Runtime(model, operations=_Refuses()):
+        llm("go", tools=[add])
+    (node,) = [n for n in session.dag.nodes if n.name == "add"]
+    assert node.status == "error" and "no cluster" in node.error
+    (record,) = session.operations()
+    assert (record.state, record.error) == (
+        "failed",
+        "ConnectionError: no cluster at ray-head:6379",
+    )
