@@ -168,8 +168,11 @@ class Runtime:
         model = self._models.get(spec)
         if model is None:
             from openprogram._litellm import LiteLLMModel
+            from openprogram._openai import direct_model
 
-            model = LiteLLMModel(spec, timeout=self.timeout, **self.litellm_kwargs)
+            model = direct_model(spec, timeout=self.timeout, **self.litellm_kwargs) or LiteLLMModel(
+                spec, timeout=self.timeout, **self.litellm_kwargs
+            )
             self._models[spec] = model
         return model
 
