@@ -13,6 +13,7 @@ from openprogram.callbacks import (
 )
 from openprogram.compaction import count_tokens, summarize_history
 from openprogram.dag import ContextDAG, Effect, Expose, Node, RenderRange
+from openprogram.effects import idempotency_key
 from openprogram.errors import (
     BudgetExceeded,
     ConfigError,
@@ -37,7 +38,6 @@ from openprogram.errors import (
     UnsupportedOperation,
     UsageError,
 )
-from openprogram.effects import idempotency_key
 from openprogram.function import agentic_function
 from openprogram.image import Image, ImageRef
 from openprogram.models import Model, ModelReply, ModelRequest, ScriptedModel, ToolCall

@@ -245,10 +245,8 @@ _DECLINED = (
 def _approved(name: str, arguments: dict[str, Any], question: Any) -> bool:
     """Ask the user (ask_user: recorded, resumable) whether this call may run; a "no"
     is noted on the call's node as `meta["declined"]`."""
-    if callable(question):
-        text = question(**arguments)
-    else:  # every argument shown, escaped: a server's names and a model's values
-        text = approval(name, arguments)
+    # by default every argument is shown, escaped: a server's names and a model's values
+    text = question(**arguments) if callable(question) else approval(name, arguments)
     if ask_user(text, choices=["yes", "no"]) == "yes":
         return True
     node = _context.current_session().dag.get(_context.frame_var.get())

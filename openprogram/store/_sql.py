@@ -18,6 +18,7 @@ from contextlib import AbstractContextManager, closing, suppress
 from typing import Any, ClassVar, NamedTuple
 
 from openprogram.errors import SessionLocked, StoreError, UsageError
+from openprogram.store._operations import SQLOperations
 from openprogram.store.format import (
     FORMAT_VERSION,
     LEASES_VERSION,
@@ -26,7 +27,6 @@ from openprogram.store.format import (
     SessionInfo,
     check_format_version,
 )
-from openprogram.store._operations import SQLOperations
 from openprogram.store.lease import LEASE_TTL_S, Holder, this_process
 
 log = logging.getLogger("openprogram.store")
@@ -197,11 +197,11 @@ class SQLStore(SQLOperations, ABC):
     def _lock_session(self, connection: Any, key: int) -> None:
         """Inside a transaction: make other writers of session `key`'s lease wait."""
 
-    def _fold_pending(self, connection: Any, session: str | None) -> None:  # noqa: B027
+    def _fold_pending(self, connection: Any, session: str | None) -> None:
         """Fold in what writers that died left uncommitted (of `session`, or of all
         sessions): SQLite keeps such records in journals beside its file."""
 
-    def _check_writable(self, action: str) -> None:  # noqa: B027 - most stores can
+    def _check_writable(self, action: str) -> None:
         """Raise StoreError when this store cannot `action` (a read-only file, say)."""
 
     def _abandon(self, connection: Any) -> None:

@@ -445,8 +445,9 @@ def test_open_with_create_starts_the_session_the_first_time_and_resumes_it_after
         return n * 2
 
     for _ in range(2):
-        with Session.open(db, "daily", resume=True, create=True) as session, Runtime(
-            ScriptedModel([])
+        with (
+            Session.open(db, "daily", resume=True, create=True) as session,
+            Runtime(ScriptedModel([])),
         ):
             assert step(1) == 2
         assert session.id == "daily"
