@@ -37,13 +37,15 @@ HiddenCode = Literal[
     "callers",
     "subcalls",
     "compacted",
+    "superseded",
 ]
 """Which rule hid a node: another branch (`branch`); a caller whose expose hides its line
 (`call_line`); inside a finished call that reveals nothing or only its llm exchanges
 (`inside`, `inside_llm`); a call whose own expose hides its line (`own_line`); a sibling
 subtree started after this call's branch of the stack (`concurrent`); cut by the frame's
 render_range window (`callers`, `subcalls`); left out by its token budget, shown as the
-summary the reason names or dropped (`compacted`)."""
+summary the reason names or dropped (`compacted`, the nodes the render's report lists);
+an older summary the newest one stands in for (`superseded`)."""
 
 
 def label(dag: ContextDAG, node: Node) -> str:
@@ -137,6 +139,8 @@ def _budget(
     if summary is not None:
         first, last = summary.meta.get("covers", (0, -1))
         if first <= node.seq <= last:
+            if node.id != summary.id and node.meta.get("covers") is not None:
+                return "superseded", summary  # not in the report: no history of its own
             return "compacted", summary
     return "compacted", None
 
@@ -156,6 +160,9 @@ def reason_text(
         return f"outside render_range (callers={None if window is None else window.callers})"
     if code == "subcalls":
         return f"outside render_range (subcalls={-1 if window is None else window.subcalls})"
+    if code == "superseded":
+        assert frame is not None
+        return f"an older summary, superseded by {label(dag, frame)}"
     if code == "compacted":
         budget = None if window is None else window.tokens
         if frame is None:

@@ -291,3 +291,32 @@ def test_a_diff_of_multi_line_prompts_shows_only_the_lines_that_changed():
 
     prompt = [(line.op, line.text) for line in changed if not line.text.startswith("[plan #")]
     assert prompt == [("-", "  7. button 'B7'"), ("+", "  7. checkbox 'Subscribe'")]
+
+
+def test_the_compacted_count_of_the_hidden_view_is_the_renders_and_old_summaries_are_apart():
+    @agentic_function
+    def step(i: int) -> str:
+        return f"result {i} " + "x" * 40
+
+    @agentic_function(render_range={"tokens": 400})
+    def agent(n: int) -> str:
+        out = ""
+        for i in range(n):
+            step(i)
+            if i % 50 == 49:
+                out = llm(f"progress at {i}?")
+        return out
+
+    def reply(request):
+        return "summary so far" if request.function == "summarize_history" else "ok"
+
+    with Session() as session, Runtime(ScriptedModel(reply)):
+        agent(200)
+    dag = session.dag
+    last = [n for n in dag.find(kind="llm") if n.name == "agent"][-1]
+    view = CallView(dag, last)
+    reported = {e["node_id"] for e in view.rendered.report if e["kind"] == "compacted"}
+    groups = {g.rule.split(" ")[0]: {n.id for n in g.nodes} for g in view.hidden_groups()}
+    assert groups["compacted"] == reported  # the same nodes, so the same count
+    older = groups["an"]  # "an older summary, superseded by summarize_history"
+    assert older and all(dag.node(i).name == "summarize_history" for i in older)
