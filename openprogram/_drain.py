@@ -97,3 +97,19 @@ def check(dag: ContextDAG, frame: str | None) -> None:
             return
         node = dag.get(node.parent)
     raise RunStopped(REASON)
+
+
+def _reset_in_child() -> None:
+    """In a fork child (a multiprocessing worker, say): the parent's handler goes, so a
+    SIGTERM ends the child as it would have before (a Pool's terminate() sends one)."""
+    global _installed, _previous, _lock
+    _lock = threading.Lock()  # another thread may have held it at the fork
+    if _installed:
+        previous, _previous, _installed = _previous, None, 0
+        requested[0] = False
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_in_child)
