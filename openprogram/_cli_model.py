@@ -7,6 +7,7 @@ chat turn is chat.py's. cli.py adds these commands to the `openprogram` group.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 from pathlib import Path
@@ -104,11 +105,8 @@ def chat(
         raise click.ClickException(str(exc)) from exc
     turns = len(session.dag.find(kind="user"))
     resumed = f", continuing after {turns} message(s)" if turns else ""
-    say(
-        f"session {session.id}{resumed}; continue it later with: openprogram chat "
-        f"--model {model} --session {session.id}",
-        err=True,
-    )
+    again = _continue_command(model, session.id, store_spec, api_base, system)
+    say(f"session {session.id}{resumed}; continue it later with: {again}", err=True)
     stdin = sys.stdin
     interactive = stdin.isatty()
     with session, runtime:
@@ -129,6 +127,27 @@ def chat(
                     f"{exc} (the conversation so far is kept in session {session.id})"
                 ) from exc
             say("")
+
+
+def _continue_command(
+    model: str, session_id: str, store: str, api_base: str | None, system: str | None
+) -> str:
+    """The command that continues this conversation, pasteable into a shell: the same
+    model, store (a file as an absolute path), server and system prompt, each quoted; a
+    store's password masked (never printed: type it in)."""
+    import shlex
+
+    from openprogram.echo import mask_url
+
+    if "://" not in store and store != "memory":
+        store = os.path.abspath(store)
+    words = ["openprogram", "chat", "--model", model, "--session", session_id,
+             "--store", mask_url(store)]  # fmt: skip
+    if api_base:
+        words += ["--api-base", mask_url(api_base)]
+    if system:
+        words += ["--system", system]
+    return " ".join(shlex.quote(word) for word in words)
 
 
 def _chat_session(store_spec: str, session_id: str | None) -> Any:

@@ -75,3 +75,25 @@ def test_the_chat_command_streams_answers_and_continues_a_session(tmp_path):
     last = said(requests[-1].body["messages"])
     assert "I am Ada." in last and "My cat is Tom." in last and "Heard 2 message(s)." in last
     assert "never sent" not in last
+
+
+def test_the_printed_continue_command_works_when_pasted(tmp_path, monkeypatch):
+    import shlex
+
+    store = tmp_path / "chat.db"
+    with OpenAIServer(lambda body: "Noted.") as server:
+        first = chat(server, store, "I am Ada.\n", "--system", "Be 'brief'; no jokes.")
+        line = first.stderr.split("continue it later with: ", 1)[1].splitlines()[0]
+        words = shlex.split(line)
+        assert words[:2] == ["openprogram", "chat"]
+        assert words[words.index("--store") + 1] == str(store)
+        assert words[words.index("--api-base") + 1] == server.url
+        assert words[words.index("--system") + 1] == "Be 'brief'; no jokes."
+        monkeypatch.chdir(tmp_path.parent)  # pasted elsewhere: the store is still found
+        pasted = subprocess.run(
+            [sys.executable, "-c", "from openprogram.cli import main; main()", *words[1:]],
+            input="And again.\n", capture_output=True, text=True, timeout=120,
+            env={**os.environ, "OPENAI_API_KEY": "test", "PYTHONPATH": str(ROOT)},
+        )  # fmt: skip
+    assert pasted.returncode == 0, pasted.stderr
+    assert "continuing after 1 message(s)" in pasted.stderr
