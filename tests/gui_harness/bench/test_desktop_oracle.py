@@ -70,7 +70,9 @@ def test_tasks_dir_runs_a_users_own_files_and_a_wrong_result_is_a_failure(tmp_pa
     (folder / "other-name.json").write_text(json.dumps(wrong), encoding="utf-8")
     out = tmp_path / "out"
     result = _bench("--tasks-dir", str(folder), "--out", str(out))
-    assert result.exit_code == 0, result.output[-2000:]
+    # the oracle's threshold is 1: a task it completes but whose result is wrong fails it
+    assert result.exit_code == 1, result.output[-2000:]
+    assert "the success rate 50% is below the threshold 100%" in result.output
     episodes = {e["id"]: e for e in _summary(out)["episodes"]}
     assert episodes["note"]["success"] and episodes["note"]["status"] == "success"
     assert episodes["wrong-note"]["status"] == "failure"
