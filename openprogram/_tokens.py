@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +51,9 @@ def counter(model: str | None) -> Counter:
 def _known_to_litellm(name: str) -> bool:
     if not name or name in ("scripted", "replay"):
         return False
+    # litellm fetches its cost map from the network at import unless told not to: offline
+    # that is seconds of retries (_litellm.import_litellm says the same)
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
         import litellm
     except ImportError:  # pragma: no cover - litellm is a core dependency
