@@ -14,6 +14,8 @@ from typing import Any
 
 import click
 
+from openprogram._cli_print import say
+
 __all__ = ["eval_command"]
 
 _SCORERS = ("equals", "contains", "matches_schema", "max_cost", "max_latency")
@@ -131,15 +133,15 @@ def eval_command(
             progress=_Progress(),
             id=eval_id,
         )
-        click.echo(report.table(cases=show_cases))
+        say(report.table(cases=show_cases))
         if save_path:
-            click.echo(f"saved {report.save(save_path)}", err=True)
+            say(f"saved {report.save(save_path)}", err=True)
         if html_path:
-            click.echo(f"wrote {report.write_html(html_path)}", err=True)
+            say(f"wrote {report.write_html(html_path)}", err=True)
         if baseline is not None:
             comparison = baseline.compare(report)
             click.echo("")
-            click.echo(comparison.table())
+            say(comparison.table())
             if comparison.regressions:
                 raise SystemExit(1)
     except OpenProgramError as exc:
