@@ -339,7 +339,8 @@ class Tracker:
                 for id, live in self._ops.items()
                 if live.record.background and live.record.state in ("pending", "running")
             ]
-        self.start(ids, manager)
+        if ids:
+            self.start(ids, manager)
 
 
 _UNKNOWN = "its process died while it ran; its kind is effect='once', so it is not run again"
