@@ -85,7 +85,10 @@ class ProcessOperations:
             return python
         assert self._bwrap is not None and self._folder is not None
         argv = [self._bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        argv += ["--tmpfs", "/tmp", "--bind", self._folder, self._folder]
+        argv += ["--tmpfs", "/tmp"]
+        for path in _under_tmp():  # the interpreter and its packages, read-only again
+            argv += ["--ro-bind", path, path]
+        argv += ["--bind", self._folder, self._folder]
         argv += ["--bind", str(self.workdir), str(self.workdir), "--chdir", str(self.workdir)]
         argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent"]
         argv += ["--new-session"]
@@ -238,3 +241,17 @@ class ProcessOperations:
 
     def __repr__(self) -> str:
         return f"ProcessOperations(sandbox={self.sandbox!r}, pid={self.pid})"
+
+
+def _under_tmp() -> list[str]:
+    """What the sandbox's Python needs that lies under /tmp (which it gets empty): the
+    interpreter's prefixes and the folders on sys.path (a checkout or venv made there)."""
+    found: set[str] = set()
+    for place in [sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path]:
+        if not place:
+            continue
+        real = os.path.realpath(place)
+        if (real == "/tmp" or real.startswith("/tmp/")) and os.path.exists(real):
+            found.add(real)
+    # a folder inside another bound one needs no bind of its own
+    return sorted(p for p in found if not any(p.startswith(q + os.sep) for q in found))
