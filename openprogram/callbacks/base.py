@@ -28,9 +28,10 @@ OBSERVERS = (
     "on_screenshot",
     "on_action_start",
     "on_action_end",
+    "on_settle",
 )
 TRANSFORMERS = ("on_llm_start", "on_llm_end")
-GATES = ("on_run_continue",)
+GATES = ("on_run_continue", "on_reserve")
 
 
 class Callback:
@@ -44,6 +45,10 @@ class Callback:
     Gate: on_run_continue(runtime, *, kind, frame) -> bool; set `stop_reason` to explain.
     `kind` says what is about to happen ("llm" before a model call, "gui_step" before a
     GUI step); `frame` is the code node it happens in (None at top level).
+    Reservations (how a limit holds under concurrency, see BudgetManager):
+    on_reserve(reservation, *, frame, tokens) -> bool, a gate asked once a request is
+    built, holding `reservation` until the observer on_settle(reservation) gives it back
+    (answered, failed, abandoned or never sent).
     A run is the top-level code node of a call tree; `current_run()` finds it from
     hooks that are not given it. strict=True makes this callback's observer errors fatal.
     """
