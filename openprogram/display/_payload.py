@@ -17,6 +17,7 @@ from typing import Any
 from openprogram.dag import ContextDAG, Node
 from openprogram.display._hiding import CallHiding
 from openprogram.display._images import thumbnail_url
+from openprogram.echo import elide
 from openprogram.image import ImageRef
 from openprogram.questions import is_ask, pending, question
 from openprogram.render import recorded_report
@@ -295,7 +296,7 @@ def build_payload(
         "title": title,
         "facts": [[str(k), _fact(v)] for k, v in (facts or {}).items()],
         "questions": [
-            [q.id, _cut(q.text, 2_000), _cut(q.expects(), 2_000), index.get(q.node_id, -1)]
+            [q.id, elide(q.text, 2_000), _cut(q.expects(), 2_000), index.get(q.node_id, -1)]
             for q in pending(dag)
         ],
         "summary": summary(dag, _subtree(dag, focus) if focus is not None else nodes),
@@ -399,7 +400,8 @@ def _extra(dag: ContextDAG, node: Node, index: dict[str, int]) -> dict[str, Any]
         ]
     if is_ask(node):
         asked = question(node)
-        extra["ask"] = [_cut(asked.text, 2_000), _cut(asked.expects(), 2_000)]
+        # a question loses its middle, never its end (where an approval's last argument is)
+        extra["ask"] = [elide(asked.text, 2_000), _cut(asked.expects(), 2_000)]
     if meta.get("attempts"):
         extra["att"] = [str(a) for a in meta["attempts"]]
     return extra

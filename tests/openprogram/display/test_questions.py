@@ -54,3 +54,16 @@ def test_the_report_paints_the_waiting_rows_with_their_question(waiting, tmp_pat
     dom = chromium("--dump-dom", report.as_uri())
     assert 'class="opv-row opv-s-w"' in dom
     assert "⏸ waiting: Book &lt;b&gt;Ritz&lt;/b&gt;?" in dom
+
+
+def test_a_long_question_keeps_its_end_in_the_views():
+    @agentic_function
+    def send(body: str, path: str) -> str:
+        return ask_user(f"send({body!r}, path={path!r})?", choices=["yes", "no"])
+
+    with pytest.raises(RunWaiting), Session() as session:
+        send("x" * 5_000, "/root/.ssh/id_rsa")
+    payload = build_payload(session.dag)
+    shown = payload["questions"][0][1]
+    assert shown.endswith("path='/root/.ssh/id_rsa')?") and "characters elided" in shown
+    assert len(shown) < 2_100
