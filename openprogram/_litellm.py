@@ -210,8 +210,12 @@ def check_model_name(name: str) -> None:
 class LiteLLMModel:
     """A provider model reached through litellm (`"openai/gpt-4o"`, `"anthropic/..."`)."""
 
+    routes_any_name = False
+    """True where any model name reaches the provider (an OpenAI-compatible server): the
+    name is not checked against litellm's lists."""
+
     def __init__(self, name: str, *, timeout: float | None = None, **kwargs: Any) -> None:
-        if "custom_llm_provider" not in kwargs:
+        if self.routes_any_name is False and "custom_llm_provider" not in kwargs:
             check_model_name(name)
         self.name = name
         self.timeout = timeout

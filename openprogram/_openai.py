@@ -58,10 +58,10 @@ def direct_model(name: str, *, timeout: float | None, **kwargs: Any) -> LiteLLMM
 class OpenAICompatibleModel(LiteLLMModel):
     """`openai/<name>` at an OpenAI-compatible `api_base`, reached with the openai SDK."""
 
+    routes_any_name = True  # litellm, too, sends any name after "openai/" to api_base
+
     def __init__(self, name: str, *, timeout: float | None = None, **kwargs: Any) -> None:
-        # no check_model_name: litellm routes any name after "openai/" to api_base
-        super().__init__(name, timeout=timeout, custom_llm_provider="openai", **kwargs)
-        self._kwargs.pop("custom_llm_provider")
+        super().__init__(name, timeout=timeout, **kwargs)
         self._client: Any = None
 
     def _send(self, arguments: dict[str, Any]) -> Any:

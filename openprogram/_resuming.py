@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import json
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import ConfigDict, TypeAdapter
@@ -45,9 +46,7 @@ class Resuming:
     dag: Any
     _resumer: Any
     _adapters: dict[Any, Any]
-
-    def _write(self, node: Node) -> None:  # pragma: no cover - Session defines it
-        raise NotImplementedError
+    _write: Callable[[Node], None]
 
     def _resumed_output(self, node: Node, fn: Any) -> Any:
         """The value a resumed call returns instead of running: its recorded output,
