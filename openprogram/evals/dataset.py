@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -101,12 +102,7 @@ class Dataset(BaseModel):
         """
         target = Path(path).expanduser()
         suffix = _suffix(target)
-        try:
-            text = target.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise UsageError(f"no dataset file {str(target)!r}") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read dataset {str(target)!r}: {exc}") from exc
+        text = _read(target)
         data: Any
         if suffix == ".jsonl":
             cases = []
@@ -116,12 +112,16 @@ class Dataset(BaseModel):
                         cases.append(json.loads(line))
                     except json.JSONDecodeError as exc:
                         raise UsageError(f"{target}:{number}: not JSON: {exc}") from exc
+                    except RecursionError:
+                        raise UsageError(f"{target}:{number}: nests too deeply") from None
             data = {"name": target.stem, "cases": cases}
         elif suffix == ".json":
             try:
                 data = json.loads(text)
             except json.JSONDecodeError as exc:
                 raise UsageError(f"{target}: not JSON: {exc}") from exc
+            except RecursionError:
+                raise UsageError(f"{target}: nests too deeply") from None
         else:
             data = _yaml_load(target, text)
         if isinstance(data, list):
@@ -274,6 +274,35 @@ def _suffix(path: Path) -> str:
     return suffix
 
 
+MAX_FILE_BYTES = 512 * 1024 * 1024
+"""The largest dataset file read (a bigger one is refused before it is read)."""
+
+
+def _read(target: Path) -> str:
+    """The file's text: a regular file (never a FIFO or a device, which would block or
+    never end) of at most MAX_FILE_BYTES, in UTF-8; UsageError naming it otherwise."""
+    try:
+        descriptor = os.open(target, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise UsageError(f"no dataset file {str(target)!r}") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read dataset {str(target)!r}: {exc.strerror}") from exc
+    with os.fdopen(descriptor, "rb") as file:
+        facts = os.fstat(file.fileno())
+        if not stat.S_ISREG(facts.st_mode):
+            raise UsageError(f"dataset {str(target)!r} is not a regular file")
+        if facts.st_size > MAX_FILE_BYTES:
+            raise UsageError(
+                f"dataset {str(target)!r} holds {facts.st_size:,} bytes, over the "
+                f"{MAX_FILE_BYTES:,} a dataset file may have; split it"
+            )
+        raw = file.read(MAX_FILE_BYTES + 1)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"cannot read dataset {str(target)!r}: not UTF-8 ({exc.reason})") from exc
+
+
 def _yaml_load(path: Path, text: str) -> Any:
     import yaml
 
@@ -281,6 +310,8 @@ def _yaml_load(path: Path, text: str) -> Any:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise UsageError(f"{path}: not YAML: {exc}") from exc
+    except RecursionError:
+        raise UsageError(f"{path}: nests too deeply") from None
 
 
 def _first_problem(exc: ValidationError) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from pydantic import BaseModel
@@ -47,6 +48,26 @@ def test_bad_dataset_files_are_usage_errors_naming_the_file_and_line(tmp_path) -
     wrong.write_text(json.dumps({"cases": [{"inputs": 1, "expect": 2}]}))
     with pytest.raises(UsageError, match=r"cases.0.expect: Extra inputs"):
         Dataset.load(wrong)
+
+
+def test_hostile_dataset_files_are_refused_with_a_bounded_message(tmp_path) -> None:
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)  # reading it would block for ever
+    with pytest.raises(UsageError, match="is not a regular file"):
+        Dataset.load(fifo)
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 200_000 + "]" * 200_000)
+    with pytest.raises(UsageError, match=r"deep\.json: nests too deeply"):
+        Dataset.load(deep)
+    deep_line = tmp_path / "deep.jsonl"
+    deep_line.write_text('{"inputs": 1}\n' + "[" * 200_000 + "]" * 200_000 + "\n")
+    with pytest.raises(UsageError, match=r"deep.jsonl:2: nests too deeply"):
+        Dataset.load(deep_line)
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes(b"name: caf\xe9\n")
+    with pytest.raises(UsageError, match="not UTF-8") as caught:
+        Dataset.load(latin)
+    assert len(str(caught.value)) < 400
 
 
 def test_from_sessions_makes_cases_of_recorded_calls_with_their_outputs(tmp_path) -> None:
