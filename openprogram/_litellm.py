@@ -1,7 +1,7 @@
 """Provider models through litellm, and the one place litellm errors are translated.
 
-litellm is imported on first use (it is slow to import), with its cost map read from
-the installed package rather than fetched, and its telemetry off. API keys come from the
+litellm is imported on first use (it is slow to import) by _tokens.import_litellm, the
+one place that imports it: cost map read from the installed package, telemetry off. API keys come from the
 provider's usual environment variables and never appear in errors we raise (_secrets.py
 scrubs them). Every reply shape ends as text or a typed ModelError.
 """
@@ -11,13 +11,13 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import os
 import time
 import warnings
 from collections.abc import Iterator
 from typing import Any
 
 from openprogram import _secrets
+from openprogram._tokens import import_litellm
 from openprogram.echo import cut, echo
 from openprogram.errors import (
     ConfigError,
@@ -32,7 +32,6 @@ from openprogram.usage import usage_from_response
 
 __all__ = ["LiteLLMModel", "translate_error"]
 
-_litellm: Any = None
 
 # litellm exception class name -> our error class; checked along each class's MRO, so a
 # subclass litellm adds later falls back to its parent's mapping. A test pins coverage.
@@ -92,19 +91,6 @@ _MISSING_KEY = (
     "api key not found",
     "missing api key",
 )
-
-
-def import_litellm() -> Any:
-    """Import litellm once, offline-safe: local cost map, no telemetry, quiet."""
-    global _litellm
-    if _litellm is None:
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        import litellm
-
-        litellm.telemetry = False
-        litellm.suppress_debug_info = True
-        _litellm = litellm
-    return _litellm
 
 
 def translate_error(exc: BaseException, model: str) -> ModelError:

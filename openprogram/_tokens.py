@@ -2,7 +2,9 @@
 
 litellm's counter (its bundled tokenizers, no network) for litellm model names; an
 estimate of four characters a token for offline models (ScriptedModel, ReplayModel, your
-own). Images by the tile rule OpenAI publishes. Start at counter().
+own). Images by the tile rule OpenAI publishes. Also the one way litellm is imported
+(`import_litellm`: offline-safe and quiet), for the counter and for _litellm.py's
+models. Start at counter().
 """
 
 from __future__ import annotations
@@ -51,20 +53,32 @@ def counter(model: str | None) -> Counter:
 def _known_to_litellm(name: str) -> bool:
     if not name or name in ("scripted", "replay"):
         return False
-    # litellm fetches its cost map from the network at import unless told not to: offline
-    # that is seconds of retries (_litellm.import_litellm says the same)
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
-        import litellm
+        litellm = import_litellm()
     except ImportError:  # pragma: no cover - litellm is a core dependency
         return False
     return "/" in name or name in litellm.model_cost
 
 
 def _litellm_count(model: str, text: str) -> Any:
-    import litellm
+    return import_litellm().token_counter(model=model, text=text)
 
-    return litellm.token_counter(model=model, text=text)
+
+_litellm: Any = None
+
+
+def import_litellm() -> Any:
+    """Import litellm once, offline-safe and quiet: its cost map read from the installed
+    package (not fetched: offline that is seconds of retries), telemetry off."""
+    global _litellm
+    if _litellm is None:
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        import litellm
+
+        litellm.telemetry = False
+        litellm.suppress_debug_info = True
+        _litellm = litellm
+    return _litellm
 
 
 def image_tokens(width: int, height: int) -> int:
