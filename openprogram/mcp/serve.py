@@ -216,6 +216,12 @@ class _Calls:
                 )
             except anyio.get_cancelled_exc_class():
                 stop.set()
+                print(  # for whoever runs the server (and a test waiting for it to notice)
+                    f"openprogram mcp serve: a call of {printable(tool)} lost its client; it "
+                    "stops before its next model request",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 # the tool's slot is held until the call has really stopped (or the grace
                 # is over: code that never asks the model cannot be stopped from here)
                 with anyio.move_on_after(_STOP_GRACE, shield=True) as waited:

@@ -35,6 +35,23 @@ class Served:
     def auth(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"}
 
+    def wait_for_line(self, text: str, timeout: float = 60) -> str:
+        """The next line of the server's standard error holding `text` (AssertionError
+        when none comes within `timeout` seconds, or the server ends first)."""
+        found: list[str] = []
+
+        def read() -> None:
+            for line in self.process.stderr:
+                if text in line:
+                    found.append(line)
+                    return
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        reader.join(timeout)
+        assert found, f"the server printed no line with {text!r}"
+        return found[0]
+
 
 @contextlib.contextmanager
 def served(*arguments: str, env: dict[str, str] | None = None) -> Iterator[Served]:

@@ -203,6 +203,8 @@ def test_a_call_whose_client_goes_away_stops_before_its_next_model_request(tmp_p
                 assert asked.wait(60)
                 client.kill()
                 client.wait()
+            # the reply waits until the server has noticed: else a second request races it
+            server.wait_for_line("lost its client")
             answer.set()
             node = wait_for_end(store, "chatter")
             assert len(model.requests) == 1
