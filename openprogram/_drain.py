@@ -28,9 +28,14 @@ requested = [False]
 _lock = threading.Lock()
 _installed = 0  # sessions entered in the main thread
 _previous: Any = None
+_pid = os.getpid()  # the process that installed the handler (a fork child is another)
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
+    if os.getpid() != _pid:  # a fork child that kept the handler: end as before it
+        signal.signal(signum, signal.SIG_DFL if _previous is None else _previous)
+        os.kill(os.getpid(), signum)
+        return
     if requested[0]:  # the second one: stop as if no session were running
         previous = _previous
         uninstall(force=True)
@@ -60,12 +65,13 @@ def _busy() -> bool:
 def install() -> bool:
     """Install the handler (once for nested sessions); False outside the main thread,
     where Python allows no signal handler (the flag then follows the main thread's)."""
-    global _installed, _previous
+    global _installed, _previous, _pid
     if threading.current_thread() is not threading.main_thread():
         return False
     with _lock:
         if _installed == 0:
             try:
+                _pid = os.getpid()
                 _previous = signal.signal(signal.SIGTERM, _on_sigterm)
             except (ValueError, OSError):  # no signals here (an embedded interpreter)
                 return False

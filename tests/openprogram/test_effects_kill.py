@@ -152,3 +152,21 @@ def test_sigterm_with_no_call_running_stops_at_once(tmp_path: Path):
     assert child.stdin is not None
     child.stdin.close()
     child.stdout.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX only")
+def test_a_fork_child_ends_on_sigterm_as_it_would_without_a_session():
+    from openprogram import _drain
+
+    with Session():
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: even with the parent's handler put back, SIGTERM ends it
+            signal.signal(signal.SIGTERM, _drain._on_sigterm)
+            os.write(write, b"x")
+            signal.pause()
+            os._exit(3)  # not reached
+        os.read(read, 1)
+        os.kill(pid, signal.SIGTERM)
+        _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM
