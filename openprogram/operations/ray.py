@@ -9,6 +9,7 @@ task (ray.cancel, force=True). A task lost with its node is reported `lost`.
 from __future__ import annotations
 
 import importlib
+import signal
 import threading
 from typing import Any
 
@@ -53,7 +54,7 @@ class RayOperations:
             if self._remote is None:
                 ray = _ray()
                 if not ray.is_initialized():
-                    ray.init(address=self._address, **self._init)
+                    _init_keeping_sigterm(ray, address=self._address, **self._init)
                 self._remote = ray.remote(num_cpus=self._num_cpus, max_retries=0)(_execute)
             return self._remote
 
@@ -97,3 +98,14 @@ class RayOperations:
 
     def __repr__(self) -> str:
         return f"RayOperations(address={self._address!r})"
+
+
+def _init_keeping_sigterm(ray: Any, **options: Any) -> None:
+    """ray.init(**options), then this process's SIGTERM handler as it was: Ray installs
+    its own in the driver and leaves it after shutdown, which would take the place of
+    the graceful drain (and of whatever the program set), also in its fork children."""
+    main = threading.current_thread() is threading.main_thread()
+    before = signal.getsignal(signal.SIGTERM) if main else None
+    ray.init(**options)
+    if main and before is not None:
+        signal.signal(signal.SIGTERM, before)

@@ -4,6 +4,7 @@ worker processes, their results and failures come back through the manager proto
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 
@@ -16,10 +17,14 @@ ray = pytest.importorskip("ray", reason='needs pip install "openprogram[ray]"')
 def test_ray_operations_run_as_ray_tasks():
     from openprogram.operations import RayOperations
 
+    before = signal.getsignal(signal.SIGTERM)
     manager = RayOperations(num_cpus=1, include_dashboard=False, log_to_driver=False)
     try:
         what, pid, _ = _run(manager, "test.pid")
         assert what == "done" and pid != os.getpid()
+        # Ray's own SIGTERM handler (left after shutdown) never replaces the process's:
+        # fork children inherited it and ignored a Pool's terminate()
+        assert signal.getsignal(signal.SIGTERM) == before
         assert _run(manager, "test.fail", {"why": "ray"})[:2] == ("failed", "RuntimeError: ray")
     finally:
         manager.close()
