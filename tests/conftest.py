@@ -1,4 +1,5 @@
-"""Shared fixtures: every test starts with no default session or runtime around.
+"""Shared fixtures: every test starts with no default session or runtime around, and
+leaves the process's SIGTERM handler as it found it.
 
 Hypothesis runs derandomized by default (profile "ci": the same examples every run, so a
 rare random failure never fails CI and no shrinking stalls it); profile "dev" draws new
@@ -8,6 +9,7 @@ examples each run (`--hypothesis-profile=dev`; `--hypothesis-seed=N` implies it)
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 from hypothesis import settings
@@ -37,5 +39,10 @@ def _fresh_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Te
     # component memory and other user data go to a scratch folder, never the real home
     monkeypatch.setenv("OPENPROGRAM_DATA_DIR", str(tmp_path_factory.mktemp("data")))
     _context.reset_defaults()
+    sigterm = signal.getsignal(signal.SIGTERM)
     yield
     _context.reset_defaults()
+    left = signal.getsignal(signal.SIGTERM)
+    if left != sigterm:  # a leaked handler changes how later tests' fork children end
+        signal.signal(signal.SIGTERM, sigterm)
+        pytest.fail(f"the test left a SIGTERM handler behind: {left!r} (it was {sigterm!r})")

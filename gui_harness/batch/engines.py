@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 from gui_harness.batch.episode import run_episode
 from gui_harness.batch.tasks import BatchTask
 from openprogram.errors import ConfigError
+from openprogram.operations.ray import init_ray
 
 __all__ = ["Engine", "EngineName", "LocalEngine", "RayEngine", "make_engine"]
 
@@ -169,7 +170,7 @@ class RayEngine:
             if address is None:
                 options.update(num_cpus=num_cpus, include_dashboard=False)
             try:
-                ray.init(address=address, **options)
+                init_ray(ray, address=address, **options)
             except (ConnectionError, RuntimeError) as exc:
                 raise ConfigError(f"cannot start or join Ray at {address!r}: {exc}") from exc
         self._remote = ray.remote(num_cpus=1, memory=_EPISODE_MEMORY, max_retries=0)(_ray_episode)

@@ -16,7 +16,7 @@ from typing import Any
 from openprogram.operations.manager import Report, run_executor
 from openprogram.operations.operation import Operation, OperationContext, OperationKind, kind_of
 
-__all__ = ["RayOperations"]
+__all__ = ["RayOperations", "init_ray"]
 
 
 def _ray() -> Any:
@@ -54,7 +54,7 @@ class RayOperations:
             if self._remote is None:
                 ray = _ray()
                 if not ray.is_initialized():
-                    _init_keeping_sigterm(ray, address=self._address, **self._init)
+                    init_ray(ray, address=self._address, **self._init)
                 self._remote = ray.remote(num_cpus=self._num_cpus, max_retries=0)(_execute)
             return self._remote
 
@@ -100,10 +100,11 @@ class RayOperations:
         return f"RayOperations(address={self._address!r})"
 
 
-def _init_keeping_sigterm(ray: Any, **options: Any) -> None:
+def init_ray(ray: Any, **options: Any) -> None:
     """ray.init(**options), then this process's SIGTERM handler as it was: Ray installs
-    its own in the driver and leaves it after shutdown, which would take the place of
-    the graceful drain (and of whatever the program set), also in its fork children."""
+    its own in the driver (sys.exit) and leaves it after shutdown, which would take the
+    place of the graceful drain (and of whatever the program set), also in its fork
+    children. Every ray.init of the project goes through here."""
     main = threading.current_thread() is threading.main_thread()
     before = signal.getsignal(signal.SIGTERM) if main else None
     ray.init(**options)
