@@ -31,10 +31,11 @@ packages=(xvfb xdotool x11-utils python3-tk fonts-dejavu-core tesseract-ocr libg
 # featherpad: a small Qt 5 app (Qt's AT-SPI bridge, QT_LINUX_ACCESSIBILITY_ALWAYS_ON);
 # mousepad: a GTK 3 text editor whose Save As is GTK's file chooser (the desktop tasks'
 # GTK 3 app and file dialog, gui_harness/bench/desktop_tasks);
-# xclip: reads the desktop's clipboard for the desktop tasks' clipboard evaluator
+# xclip: reads the desktop's clipboard for the desktop tasks' clipboard evaluator;
+# bubblewrap: the sandbox ProcessOperations uses when it is installed (else rlimits only)
 [ "$dev" = 1 ] && packages+=(postgresql chromium chromium-driver gtk-3-examples eslint nodejs
   libreoffice-calc libreoffice-writer libreoffice-gtk3 gnome-calculator featherpad mousepad
-  xclip)
+  xclip bubblewrap)
 
 sudo=""
 [ "$(id -u)" != 0 ] && sudo="sudo"
