@@ -87,7 +87,7 @@ def question_commands(
 
     @click.command("settle")
     @click.argument("session_id", metavar="ID")
-    @click.argument("node_id", metavar="NODE")
+    @click.argument("node_id", metavar="NODE|OP")
     @store_option
     @click.option("--result", "result", metavar="JSON", help="What the call returned.")
     @click.option("--rerun", is_flag=True, help="Its effect did not happen: run it again.")
@@ -95,8 +95,9 @@ def question_commands(
         session_id: str, node_id: str, store_spec: str, result: str | None, rerun: bool
     ) -> None:
         """Settle call NODE of session ID: an effect="once" call that was interrupted, so
-        whether its effect happened is unknown (`sessions show` marks it ?). Look the
-        effect up by the call's idempotency key, then give what the call returned
+        whether its effect happened is unknown (`sessions show` marks it ?), or operation
+        OP, unknown the same way (`sessions ops` lists it). Look the effect up by the
+        call's idempotency key (an operation's: its id), then give what it returned
         (--result, JSON; text that is not JSON is taken as text) or --rerun. Re-run the
         program with Session.open(store, ID, resume=True) to go on from there."""
         if (result is None) == (not rerun):
@@ -110,7 +111,9 @@ def question_commands(
         with opened_session(store_spec, session_id) as session:
             node = session.settle(node_id, value, rerun=rerun)
         how = "to run again" if rerun else "with " + elide(json_text(value), 200)
-        say("settled ", styled(node.name, newlines=False), f" ({node.id}) ", how,
-            " in session ", styled(session.id, newlines=False))  # fmt: skip
+        what = [styled(node.name, newlines=False), f" ({node.id}) "]
+        if node.id != node_id:  # an operation: the node is the tool call that made it
+            what.insert(0, f"operation {node_id} of ")
+        say("settled ", *what, how, " in session ", styled(session.id, newlines=False))
 
     return [pending_command, answer_command, settle_command]

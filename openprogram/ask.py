@@ -142,6 +142,27 @@ with warnings.catch_warnings():  # its tool-arguments model (never used) has a f
     _ask = agentic_function(_asked)
 
 
+RERUN = "rerun"
+"""The answer that settles an interrupted effect as not done: run it again."""
+
+
+def ask_to_settle(question: str) -> tuple[bool, Any] | None:
+    """Put `question` about an effect whose outcome is unknown (an interrupted
+    effect="once" call, an unknown operation) to the runtime's asker: (True, None) when
+    the person answers "rerun" (it did not happen: run it again), else (False, what it
+    returned: the answer as JSON, else as text). None when the runtime has no asker;
+    RunWaiting when the asker says "not now"."""
+    if getattr(_context.live_runtime(), "ask", None) is None:
+        return None
+    text = str(ask_user(question)).strip()
+    if text.lower() == RERUN:
+        return True, None
+    try:
+        return False, json.loads(text)
+    except ValueError:
+        return False, text
+
+
 def _asker() -> Asker | None:
     """The ambient runtime's asker; in a notebook kernel without one, the input box."""
     runtime = _context.live_runtime()

@@ -10,16 +10,16 @@ answers with settle(). Start at idempotency_key() and settle().
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 import time
 from typing import Any
 
 from openprogram import _context
 from openprogram._resume import call_path, path_text, stored_value, top_level_chain
-from openprogram.ask import ask_user
+from openprogram.ask import RERUN, ask_to_settle
 from openprogram.dag import Node
 from openprogram.errors import EffectUnknown, StoreError, UsageError
+from openprogram.operations.tracker import Tracker, tracker
 
 __all__ = [
     "idempotency_key",
@@ -34,8 +34,6 @@ __all__ = [
 INTERRUPTED = ("running", "cancelled", "stopped", "unknown")
 """Statuses of a call whose body began and did not finish: it neither returned nor
 raised an error of its own (the process died, it was cancelled, a gate stopped it)."""
-RERUN = "rerun"
-"""`meta["settled"]` of an unknown call a person said to run again."""
 
 _lock = threading.Lock()
 
@@ -146,11 +144,16 @@ def settle(session: Any, node_id: str, result: Any, *, rerun: bool) -> Node:
     the same key). Durable at once; takes the session's writer lease for the moment
     unless this session holds it."""
     node = session.dag.get(node_id)
+    operations = tracker(session)
+    if node is None and operations.find(node_id) is not None:
+        return _settle_operation(session, operations, node_id, result, rerun=rerun)
     if node is None or node.kind != "code":
         waiting = [n.id for n in session.dag.nodes if n.meta.get("effect") == "once"
                    and n.status in INTERRUPTED]  # fmt: skip
+        unknown_ops = [r.id for r in operations.records() if r.state == "unknown"]
         raise UsageError(
             f"no call {node_id!r} in session {session.id}; the calls to settle: {waiting!r}"
+            + (f", the operations: {unknown_ops!r}" if unknown_ops else "")
         )
     if node.meta.get("effect") != "once":
         raise UsageError(
@@ -174,6 +177,21 @@ def settle(session: Any, node_id: str, result: Any, *, rerun: bool) -> Node:
         if not held:  # the run that resumes takes the lease next
             session._release()
     return node
+
+
+def _settle_operation(
+    session: Any, operations: Tracker, id: str, result: Any, *, rerun: bool
+) -> Node:
+    """settle() of an `unknown` operation: done with `result`, or pending again (`rerun`),
+    to run when its tool call is resumed; returns that tool call's node."""
+    held = session._holding
+    session._claim()
+    try:
+        record = operations.settle(id, result=result, rerun=rerun)
+    finally:
+        if not held:  # the run that resumes takes the lease next
+            session._release()
+    return session.dag.node(record.node)  # type: ignore[no-any-return]
 
 
 def settled(session: Any, node: Node, value: Any, *, rerun: bool) -> None:
@@ -204,16 +222,9 @@ def settle_or_raise(session: Any, node: Node) -> None:
     completed, or settled to run again. Raises EffectUnknown when there is nobody to
     ask, RunWaiting when the asker says "not now" (answer with session.answer)."""
     exc = unknown(session, node)
-    if getattr(_context.live_runtime(), "ask", None) is None:
+    answer = ask_to_settle(_QUESTION.format(call=exc.call, key=exc.key))
+    if answer is None:
         raise exc
-    answer = ask_user(_QUESTION.format(call=exc.call, key=exc.key))
-    text = str(answer).strip()
-    if text.lower() == RERUN:
-        settled(session, node, None, rerun=True)
-        return
-    try:
-        result = json.loads(text)
-    except ValueError:
-        result = text
-    value = stored_value(node.name, result, session.dag.add_image, returned=True)
-    settled(session, node, value, rerun=False)
+    rerun, result = answer
+    value = None if rerun else stored_value(node.name, result, session.dag.add_image, returned=True)
+    settled(session, node, value, rerun=rerun)

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import threading
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
 
 from openprogram import _context
+from openprogram.ask import ask_to_settle
+from openprogram.echo import elide
 from openprogram.errors import UsageError
 from openprogram.function import agentic_function
 from openprogram.operations.manager import OperationManager
@@ -130,7 +133,31 @@ def _run(raw: Callable[..., Any], background: bool, args: Any, kwargs: Any) -> A
     if background:
         handles = [record.handle() for record in (ops_of.get(id) for id in ids)]
         return handles[0] if len(handles) == 1 else handles
-    return ops_of.results(node, ids)
+    while True:  # an unknown operation is put to a person when the runtime has an asker
+        unknown = [r for r in ops_of.wait(ids) if r.state == "unknown"]
+        settled = [_ask_to_settle(ops_of, node.name, record) for record in unknown[:1]]
+        if not any(settled):
+            return ops_of.results(node, ids)  # EffectUnknown for one nobody settled
+        ops_of.start(ids, manager)  # one settled to run again
+
+
+_QUESTION = (
+    "operation {id} ({kind} {args}) of {call} was running when its process died, and "
+    'whether it happened is unknown. Look it up. Answer "rerun" to run it again, or what '
+    "it returned (JSON, or text)."
+)
+
+
+def _ask_to_settle(ops_of: Any, call: str, record: OperationRecord) -> bool:
+    """Have the runtime's asker settle unknown operation `record`: whether it was."""
+    args = elide(json.dumps(record.args, ensure_ascii=False, default=str), 300)
+    question = _QUESTION.format(id=record.id, kind=record.kind, args=args, call=call)
+    answer = ask_to_settle(question)
+    if answer is None:
+        return False
+    rerun, result = answer
+    ops_of.settle(record.id, result=result, rerun=rerun)
+    return True
 
 
 # -- following background work ---------------------------------------------------------

@@ -129,6 +129,13 @@ class Tracker:
             self._load()
             return [live.record for live in self._ops.values() if live.record.node == node_id]
 
+    def find(self, id: str) -> OperationRecord | None:
+        """Operation `id`'s record; None when the session has no such operation."""
+        with self._lock:
+            self._load()
+            live = self._ops.get(id)
+        return None if live is None else live.record
+
     def get(self, id: str) -> OperationRecord:
         with self._lock:
             self._load()
@@ -292,16 +299,27 @@ class Tracker:
             if live is None:
                 raise UsageError(f"this session has no operation {id!r}")
             if live.record.state != "unknown":
+                same = _json(result) == _json(live.record.result)
+                if live.record.state == "done" and not rerun and same:
+                    return live.record  # settled so already
                 raise UsageError(
                     f"operation {id!r} is {live.record.state}, not unknown: only an unknown "
                     "operation is settled"
                 )
             if rerun:
-                self._move(live, ("unknown",), "pending", detail="settled: run again")
-                live.done.clear()
-                live.started = False
+                moved = self._move(live, ("unknown",), "pending", detail="settled: run again")
+                if moved:
+                    live.done.clear()
+                    live.started = False
             else:
-                self._move(live, ("unknown",), "done", result=result, detail="settled by hand")
+                moved = self._move(
+                    live, ("unknown",), "done", result=result, detail="settled by hand"
+                )
+            if not moved:  # the store's row moved on meanwhile (another process settled it)
+                raise UsageError(
+                    f"operation {id!r} was settled or changed meanwhile by another process; "
+                    "look at it again (openprogram sessions ops)"
+                )
         return live.record
 
     def results(self, node: Node, ids: Sequence[str]) -> Any:
@@ -313,8 +331,9 @@ class Tracker:
                 raise EffectUnknown(
                     f"operation {record.id} ({record.kind}) of {node.name} was running when "
                     "its process died, and its kind is effect='once': whether it happened is "
-                    "unknown. Check, then settle it: settle_operation(session, "
-                    f"{record.id!r}, result=...) or rerun=True",
+                    "unknown, so it is not run again. Check, then settle it: "
+                    f"session.settle({record.id!r}, result) or rerun=True, or `openprogram "
+                    f"sessions settle {self.session.id} {record.id} --result JSON | --rerun`",
                     node_id=node.id,
                     call=node.name,
                     key=record.id,
