@@ -341,9 +341,11 @@ class Session(Resuming):
         """Settle an `effect="once"` call that was interrupted (status `unknown`): its
         effect happened and the call returned `result` (a resumed run gets it without
         running the call), or, with `rerun=True`, it did not (a resumed run runs it again,
-        with the same idempotency key). Durable at once; returns the node. UsageError for
-        a node that is no such call, or one that finished already (the same result again
-        is a no-op)."""
+        with the same idempotency key). `node_id` may also name an `unknown` operation
+        (session.operations()): it is done with `result`, or pending again, to run when
+        its tool call is resumed. Durable at once; returns the node (an operation's: its
+        tool call). UsageError for a node that is no such call, or one that finished
+        already (the same result again is a no-op)."""
         return effects.settle(self, node_id, result, rerun=rerun)
 
     # -- questions -----------------------------------------------------------------------
