@@ -499,8 +499,8 @@ def _retain_images(
         return None
     seen, kept_from = 0, None
     for index in range(len(pieces) - 1, -1, -1):
-        if not pieces[index].images:  # history images come only with an llm request
-            continue
+        if not pieces[index].images:  # history images come only with an llm request (or
+            continue  # the results of its tool calls)
         entries, changed = list(pieces[index].entries), False
         for number in range(len(entries) - 1, -1, -1):
             role, parts, extra, canon = entries[number]
@@ -515,9 +515,10 @@ def _retain_images(
                     parts, canon, changed = list(parts), None, True
                     entries[number] = (role, parts, extra, None)
                 ref: ImageRef = parts[position]["image"]
+                # an image comes with its request, or with a tool result that says whose
+                node_id = parts[position].get("node") or tail[index].id
                 parts[position] = {"type": "text", "text": _placeholder(parts[position])}
                 reason = f"image {ref} dropped: only the {keep} most recent history images are sent"
-                node_id = tail[index].id  # images come with its request, its own turn
                 omitted.append((index, {"kind": "omitted", "node_id": node_id, "reason": reason}))
         if changed:
             replaced[index] = tuple(entries)

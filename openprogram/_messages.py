@@ -299,6 +299,32 @@ def chat_message(
     return {"role": role, "content": out}
 
 
+def tool_images(node: Node, call_id: str) -> list[dict[str, Any]]:
+    """The images a completed tool call returned (ImageRefs anywhere in its output), as
+    the parts of the user message that follows the tool messages: a line naming the call,
+    then the image (its part keeps the tool node's id, for the report of images dropped).
+    A tool message holds only text (OpenAI's format), so the model sees them there."""
+    if node.status != "completed":
+        return []
+    parts: list[dict[str, Any]] = []
+    for ref in _image_refs(node.output):
+        text = f"[{node.name} (tool call {call_id}) returned this image: {ref}]"
+        parts.append({"type": "text", "text": text})
+        parts.append({"type": "image", "image": ref, "node": node.id})
+    return parts
+
+
+def _image_refs(value: Any) -> Iterable[ImageRef]:
+    if isinstance(value, ImageRef):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _image_refs(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _image_refs(item)
+
+
 def forget_output(dag: ContextDAG, node_id: str) -> None:
     """Drop the cached text of a node's output (Writer.output's keys): it runs again."""
     outputs = f"{node_id}:"  # its input's text (keyed by the bare id) stays
@@ -401,10 +427,14 @@ class Writer:
                     parts = [{"type": "text", "text": text}] if text else []
                     extra = {"tool_calls": [openai_call(call) for call in calls]}
                     turns.append(("assistant", parts, node.id, extra))
+                    images: list[dict[str, Any]] = []
                     for call, answer in zip(calls, answers, strict=True):
                         answered.add(answer.id)
                         result = {"type": "text", "text": self.tool_text(answer)}
                         turns.append(("tool", [result], answer.id, {"tool_call_id": call["id"]}))
+                        images.extend(tool_images(answer, str(call["id"])))
+                    if images:  # a tool message carries text only: its images follow it
+                        turns.append(("user", images, node.id, None))
                 elif node.output is not None or calls:
                     reply = self.cut(reply_text(node), node.id)
                     turns.append(("assistant", [{"type": "text", "text": reply}], node.id, None))

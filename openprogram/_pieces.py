@@ -140,8 +140,8 @@ def _written(writer: Writer, nodes: list[Node], carried: set[str]) -> list[Piece
         nodes, lines, line_reports, groups, strict=True
     ):
         images = 0
-        if node.kind == "llm" and turns:  # history images come only with its request
-            images = sum(p.get("type") == "image" for p in turns[0][1])
+        if node.kind == "llm":  # history images come only with its request and its
+            images = sum(p.get("type") == "image" for t in turns for p in t[1])  # tool results
         entries = tuple(
             (role, parts, extra, ", ".join([canonical(p) for p in parts]))
             for role, parts, _, extra in turns
