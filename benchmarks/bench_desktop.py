@@ -1,11 +1,12 @@
 """Desktop suite benchmark: oracle success over every task of `openprogram bench desktop`
-(real LibreOffice, GTK 3/4, GTK's file dialog, Chromium, Tk, Qt), per app and overall,
+(real LibreOffice Calc, Writer, Impress and Draw, GTK 3 and 4 with libadwaita, GTK's file
+dialog, Chromium, Tk and ttk, Qt 5 and 6, a Qt file manager), per app and overall,
 split into the tasks the oracle steps were tuned on and the HELD-OUT ones (committed
 before they were first run).
 
 Run by hand (`python benchmarks/bench_desktop.py [--held-out] [--workers N]`); results go
-to docs/performance.md with the machine and the date. Target: >= 95% overall, every app
-represented. Each failure's detail is printed, to be classed as perception, solver or app.
+to docs/performance.md with the machine and the date. Target: >= 97% overall (issue 35),
+every app represented. Each failure's detail is printed, to be classed as perception, solver or app.
 """
 
 from __future__ import annotations
@@ -25,8 +26,13 @@ HELD_OUT = frozenset({
     "calc-average-score", "calc-replace-city", "writer-prepend-title",
     "gnome-calculator-subtract", "gnome-calculator-divide", "mousepad-save-in-folder",
     "gtk3-factory-page3", "chromium-agree-terms", "tk-full-name", "featherpad-rewrite",
+    # issue 35's apps, committed before their first run (commit 'bench desktop: 25 tasks')
+    "gte-menu-save-as", "gte-replace-all", "impress-copy-subtitle", "draw-copy-label",
+    "pcmanfm-rename-in-folder", "qt6-add-tag-dialog", "qt6-language", "ttk-tab-never",
+    "gtk4-history-tab", "gtk4-popover-reset", "gtk3-factory-notebook-page2",
 })  # fmt: skip
-"""The tasks committed before they were ever run (commit 'openprogram bench desktop')."""
+"""The tasks committed before they were ever run and never tuned on: the suite's first ten
+(commit 'openprogram bench desktop') and eleven of issue 35's 25."""
 
 
 def main(argv: list[str]) -> int:
@@ -55,8 +61,8 @@ def main(argv: list[str]) -> int:
     apps = {t.app for t in suite}
     rate = result.success_rate
     print(f"overall: {rate:.1%} of {len(result.episodes)} tasks over {len(apps)} apps "
-          f"in {result.seconds:.0f} s (target >= 95%)")  # fmt: skip
-    return 0 if rate >= 0.95 else 1
+          f"in {result.seconds:.0f} s (target >= 97%)")  # fmt: skip
+    return 0 if rate >= 0.97 else 1
 
 
 if __name__ == "__main__":

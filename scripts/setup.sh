@@ -33,9 +33,15 @@ packages=(xvfb xdotool x11-utils python3-tk fonts-dejavu-core tesseract-ocr libg
 # GTK 3 app and file dialog, gui_harness/bench/desktop_tasks);
 # xclip: reads the desktop's clipboard for the desktop tasks' clipboard evaluator;
 # bubblewrap: the sandbox ProcessOperations uses when it is installed (else rlimits only)
+# gnome-text-editor: a GTK 4 / libadwaita editor (popover menu, Save As on top of it);
+# libreoffice-impress: slides (and Draw) whose canvas text is not in the tree;
+# pcmanfm-qt: a Qt 5 file manager (icon view, rename in place);
+# python3-pyqt6: a Qt 6 form with tabs and a dialog (the desktop tasks' settings_app.py);
+# python3-gi, gir1.2-gtk-4.0: GTK 4 from Python (panel_app.py: expander, tabs, popover)
 [ "$dev" = 1 ] && packages+=(postgresql chromium chromium-driver gtk-3-examples eslint nodejs
   libreoffice-calc libreoffice-writer libreoffice-gtk3 gnome-calculator featherpad mousepad
-  xclip bubblewrap)
+  xclip bubblewrap gnome-text-editor libreoffice-impress pcmanfm-qt python3-pyqt6 python3-gi
+  gir1.2-gtk-4.0)
 
 sudo=""
 [ "$(id -u)" != 0 ] && sudo="sudo"
