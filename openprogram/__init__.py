@@ -9,6 +9,7 @@ from openprogram.callbacks import (
     ImageRetention,
     LoggingCallback,
     PIIRedactor,
+    SharedBudget,
     TrajectorySaver,
 )
 from openprogram.compaction import count_tokens, summarize_history
@@ -122,6 +123,7 @@ __all__ = [
     # callbacks
     "Callback",
     "BudgetManager",
+    "SharedBudget",
     "ImageRetention",
     "PIIRedactor",
     "TrajectorySaver",

@@ -8,6 +8,7 @@ from typing import Any
 
 from openprogram.callbacks.base import Callback, current_run, gate, notify, transform
 from openprogram.callbacks.budget import BudgetManager
+from openprogram.callbacks.budget_shared import BudgetTally, SharedBudget
 from openprogram.callbacks.images import ImageRetention
 from openprogram.callbacks.logging import LoggingCallback
 from openprogram.callbacks.pii import PIIRedactor
@@ -15,10 +16,12 @@ from openprogram.callbacks.trajectory import TrajectorySaver
 
 __all__ = [
     "BudgetManager",
+    "BudgetTally",
     "Callback",
     "ImageRetention",
     "LoggingCallback",
     "PIIRedactor",
+    "SharedBudget",
     "TrajectorySaver",
     "current_run",
     "gate",

@@ -1,10 +1,11 @@
-"""BudgetManager: per-run limits on cost, tokens, model requests and tool calls.
+"""BudgetManager: limits on cost, tokens, model requests and tool calls, per run and shared.
 
 Owns the per-run tally (fed by on_usage; started by on_run_start from what a resumed
 run already spent), the reservations of requests on their way (held by the gate, given
 back by on_settle) and the gate that stops the run once a limit is reached, checked
 before every model call, every round of tool calls and every GUI step. Prices come from
 `Usage.cost_usd`; calls whose price is unknown are counted and flagged, never free.
+Limits shared across runs and processes are budget_shared.py's SharedBudget, asked here.
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ from __future__ import annotations
 import logging
 import threading
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from openprogram import _context
 from openprogram.callbacks.base import Callback, current_run
+from openprogram.callbacks.budget_shared import SharedBudget, check_limits
 from openprogram.dag import Node
 from openprogram.errors import BudgetExceeded, UsageError
 from openprogram.usage import Usage
@@ -74,8 +77,14 @@ class BudgetManager(Callback):
     pass max_requests together, and count against max_tokens and max_cost at the run's
     average call so far; a stream read partly is tallied when it is closed or collected.
     Calls whose price litellm does not know count as $0 and are tallied in
-    `unpriced_calls`; with `max_cost` set, the first such call warns (once per manager)
-    that the cost limit cannot be enforced for that model.
+    `unpriced_calls`; with a cost limit set (its own or a shared one's), the first such
+    call, or the first call of a model that reports no cost at all (a ScriptedModel, a
+    free local model), warns (once per manager) that the limit cannot be enforced.
+    shared: a SharedBudget, or several, whose limits hold across runs and processes
+    (a conversation's, a day's, a tenant's): asked before every model call after this
+    run's own limits, each request counted against them atomically in their store, and
+    each answered call's cost, tokens and tool calls added; a shared limit reached stops
+    the run the same way, its stop_reason naming the shared budget.
     """
 
     def __init__(
@@ -85,21 +94,18 @@ class BudgetManager(Callback):
         max_tokens: int | None = None,
         max_requests: int | None = None,
         max_tool_calls: int | None = None,
+        shared: SharedBudget | Sequence[SharedBudget] = (),
         raise_error: bool = False,
     ) -> None:
-        if max_cost is not None and (
-            not isinstance(max_cost, (int, float)) or isinstance(max_cost, bool) or max_cost < 0
-        ):
-            raise UsageError(f"max_cost={max_cost!r} must be a number of US dollars >= 0")
-        for name, value in (
-            ("max_tokens", max_tokens),
-            ("max_requests", max_requests),
-            ("max_tool_calls", max_tool_calls),
-        ):
-            if value is not None and (
-                not isinstance(value, int) or isinstance(value, bool) or value < 0
-            ):
-                raise UsageError(f"{name}={value!r} must be an int >= 0, or None for no limit")
+        check_limits(max_cost, max_tokens, max_requests, max_tool_calls)
+        budgets = [shared] if isinstance(shared, SharedBudget) else list(shared)
+        for budget in budgets:
+            if not isinstance(budget, SharedBudget):
+                raise UsageError(
+                    f"shared={shared!r} must be a SharedBudget or a list of them, "
+                    "e.g. shared=SharedBudget('tenant-42', max_cost=5.0, period='day')"
+                )
+        self.shared: tuple[SharedBudget, ...] = tuple(budgets)
         self.max_cost = None if max_cost is None else float(max_cost)
         self.max_tokens = max_tokens
         self.max_requests = max_requests
@@ -123,6 +129,8 @@ class BudgetManager(Callback):
             )
             if value is not None
         )
+        if self.shared:
+            limits += (", " if limits else "") + f"shared={list(self.shared)!r}"
         return f"BudgetManager({limits or 'no limits'}, spent={self.spent!r})"
 
     # -- what has been spent -------------------------------------------------------------
@@ -187,29 +195,52 @@ class BudgetManager(Callback):
         dag = _context.current_session().dag
         run_id = dag.top_level_ancestor(node).id if node.id in dag else None
         spend = self._spend(run_id if run_id != node.id else None)
+        tool_calls = len(node.meta.get("tool_calls") or ())
         with self._lock:
-            unpriced = spend.add(usage, len(node.meta.get("tool_calls") or ()))
-            warn = bool(unpriced) and self.max_cost is not None and not self._warned_unpriced
-            self._warned_unpriced = self._warned_unpriced or warn
+            unpriced = spend.add(usage, tool_calls)
+        tokens = usage.input_tokens + usage.output_tokens
+        for budget in self.shared:
+            budget.spend(usage.cost_usd, tokens, tool_calls, unpriced)
+        # a model that reports no cost at all has no price either (a ScriptedModel)
+        free = not unpriced and usage.cost_usd == 0 and tokens > 0
+        model = node.meta.get("model", node.name)
+        if unpriced or free:
+            self._warn_unenforceable(model, unpriced=bool(unpriced))
         if not unpriced:
             return
         node.meta["cost_unknown"] = True
-        model = node.meta.get("model", node.name)
-        if warn:
-            warnings.warn(
-                f"BudgetManager(max_cost=${self.max_cost:.4f}) cannot be enforced for "
-                f"{model!r}: litellm's cost map has no price for it, so its calls count as "
-                "$0. Limit the run with max_tokens= or max_requests= instead, or register "
-                "the price with litellm.register_model(...)",
-                UserWarning,
-                stacklevel=2,
-            )
         log.info(
             "BudgetManager: the cost of llm call %s (%s) is unknown and counted as $0; "
             "%d such call(s) in this run",
             node.id,
             model,
             spend.unpriced_calls,
+        )
+
+    def _warn_unenforceable(self, model: str, *, unpriced: bool) -> None:
+        """Warn, once per manager, that a cost limit cannot stop calls of `model`."""
+        limits = [f"max_cost=${self.max_cost:.4f}"] if self.max_cost is not None else []
+        limits += [
+            f"SharedBudget({b.name!r}, max_cost=${b.max_cost:.4f})"
+            for b in self.shared
+            if b.max_cost is not None
+        ]
+        with self._lock:
+            if not limits or self._warned_unpriced:
+                return
+            self._warned_unpriced = True
+        why = (
+            "litellm's cost map has no price for it, so its calls count as $0"
+            if unpriced
+            else "its calls report a cost of $0 (a model with no price, such as a "
+            "ScriptedModel or a local server)"
+        )
+        warnings.warn(
+            f"BudgetManager({', '.join(limits)}) cannot be enforced for {model!r}: {why}. "
+            "Limit the run with max_tokens= or max_requests= instead"
+            + (", or register the price with litellm.register_model(...)" if unpriced else ""),
+            UserWarning,
+            stacklevel=3,
         )
 
     def on_settle(self, reservation: object) -> None:
@@ -235,7 +266,7 @@ class BudgetManager(Callback):
         self, runtime: Any, *, kind: str = "llm", frame: Node | None = None, **context: Any
     ) -> bool:
         """False (or BudgetExceeded) once the run has reached one of the limits, counting
-        the requests it holds."""
+        the requests it holds, or a shared budget has."""
         return self._check(kind, frame, None)
 
     def _check(self, kind: str, frame: Node | None, reservation: object, tokens: int = 0) -> bool:
@@ -254,11 +285,31 @@ class BudgetManager(Callback):
                 spend.hold(reservation, tokens)
                 self._held[reservation] = spend
         if reason is None:
+            reason = self._shared(kind, reservation)
+        if reason is None:
             return True
         self.stop_reason = reason
         if self.raise_error:
             raise BudgetExceeded(reason)
         return False
+
+    def _shared(self, kind: str, reservation: object) -> str | None:
+        """The stop message of the first shared budget reached (None: go on). With a
+        `reservation` (a request about to be sent) each counts it, atomically; when one
+        refuses, the request is not sent: this run's hold and the counts the others
+        took are given back."""
+        charged: list[SharedBudget] = []
+        for budget in self.shared:
+            reason = budget.charge() if reservation is not None else budget.reached(kind)
+            if reason is None:
+                charged.append(budget)
+                continue
+            if reservation is not None:
+                self.on_settle(reservation)
+                for other in charged:
+                    other.refund()
+            return reason
+        return None
 
     def _reached(self, spend: _Spend, kind: str) -> str | None:
         """The stop message of the first limit reached (None: go on), naming the limit

@@ -18,6 +18,7 @@ from contextlib import AbstractContextManager, closing, suppress
 from typing import Any, ClassVar, NamedTuple
 
 from openprogram.errors import SessionLocked, StoreError, UsageError
+from openprogram.store._budgets import SQLBudgets
 from openprogram.store._operations import SQLOperations
 from openprogram.store.format import (
     FORMAT_VERSION,
@@ -140,7 +141,7 @@ class _Unchanged(Exception):
     """Raised inside a write's transaction to roll it back: a row was refused (args[0])."""
 
 
-class SQLStore(SQLOperations, ABC):
+class SQLStore(SQLOperations, SQLBudgets, ABC):
     """The Store methods of a DB-API database, one connection guarded by one lock.
 
     A backend sets `_statements` and `_where` (how messages name the store) and

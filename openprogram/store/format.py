@@ -42,19 +42,21 @@ __all__ = [
     "reads_overlap",
 ]
 
-FORMAT_VERSION = 8
-"""Version of the stored layout (tables, row encoding). Bump on any change an older
-reader would misread; add a migration from the previous version (docs/sessions.md).
-8 added the operations tables (store/_operations.py) and the node status `unknown` (an
-effect="once" call that was interrupted; an older reader calls such a row damaged); 7
-added the node status `waiting` (an ask_user awaits an answer; an older reader calls
-such a row damaged); 6 stores non-JSON values by their fields and type (values.py; older
-versions kept their repr, so their sessions note up to which seq: `old_values_until`); 5
-stores an llm node's string content as a string (an older resume would call it another
-input than the one-part list it recorded); 4 stores an llm node's render report relative
-to an earlier node's (`report_base`: an older reader would show part of it); 3 added the
-node status `stopped` (an older reader calls such a row damaged); 2 added the writer
-leases table (openprogram_leases); older ones are migrated when opened."""
+FORMAT_VERSION = 9
+"""Version of the stored layout (tables, row encoding). Bump on any change an older reader
+would misread; add a migration from the previous version (docs/sessions.md). 9 added the
+shared budgets table (store/_budgets.py; an older openprogram would let its runs past
+every shared limit); 8 added the operations tables (store/_operations.py) and the node
+status `unknown` (an effect="once" call that was interrupted; an older reader calls such
+a row damaged); 7 added the node status `waiting` (an ask_user awaits an answer; an
+older reader calls such a row damaged); 6 stores non-JSON values by their fields and
+type (values.py; older versions kept their repr, so their sessions note up to which seq:
+`old_values_until`); 5 stores an llm node's string content as a string (an older resume
+would call it another input than the one-part list it recorded); 4 stores an llm node's
+render report relative to an earlier node's (`report_base`: an older reader would show
+part of it); 3 added the node status `stopped` (an older reader calls such a row
+damaged); 2 added the writer leases table (openprogram_leases); older ones are migrated
+when opened."""
 LEASES_VERSION = 2
 """The format_version that added the writer leases table."""
 VALUES_VERSION = 6

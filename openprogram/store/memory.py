@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from openprogram.errors import StoreError, UsageError
+from openprogram.store._budgets import BudgetLimits, BudgetTally, LocalBudgets
 from openprogram.store._operations import OperationEvent, OperationRow
 from openprogram.store.format import FORMAT_VERSION, NodeRow, SessionInfo
 from openprogram.store.lease import Holder, this_process
@@ -35,6 +36,7 @@ class MemoryStore:
         self._leases: dict[str, Holder] = {}
         self._operations: dict[str, dict[str, OperationRow]] = {}
         self._events: dict[str, list[OperationEvent]] = {}
+        self._budgets = LocalBudgets()
 
     def create_session(self, info: SessionInfo) -> None:
         with self._lock:
@@ -201,6 +203,16 @@ class MemoryStore:
     def holder(self, session: str) -> Holder | None:
         with self._lock:
             return self._leases.get(session)
+
+    def charge_budget(self, name: str, span: str, limits: BudgetLimits) -> BudgetTally | None:
+        """Count one request against a shared budget (see store/_budgets.py)."""
+        return self._budgets.charge_budget(name, span, limits)
+
+    def spend_budget(self, name: str, span: str, spent: BudgetTally) -> None:
+        self._budgets.spend_budget(name, span, spent)
+
+    def budget_tally(self, name: str, span: str) -> BudgetTally:
+        return self._budgets.budget_tally(name, span)
 
     def close(self) -> None:
         """Nothing to release; the data stays until the store is dropped."""

@@ -16,6 +16,7 @@ from typing import Any
 
 from openprogram.echo import cut, mask_url
 from openprogram.errors import StoreError
+from openprogram.store._budgets import tables as budget_tables
 from openprogram.store._operations import tables
 from openprogram.store._sql import SQLStore, statements
 from openprogram.store.format import FORMAT_VERSION, OLD_VALUES_MIGRATION, NodeRow
@@ -40,11 +41,13 @@ _LEASES = (
     "acquired_at DOUBLE PRECISION NOT NULL, heartbeat_at DOUBLE PRECISION NOT NULL)",
 )
 _OPERATIONS = tables("BIGINT", "DOUBLE PRECISION", "BIGSERIAL PRIMARY KEY")
-_MIGRATIONS = {1: _LEASES, 2: (), 3: (), 4: (), 5: OLD_VALUES_MIGRATION, 6: (), 7: _OPERATIONS}
+_BUDGETS = budget_tables("DOUBLE PRECISION", "BIGINT")
+_MIGRATIONS = {1: _LEASES, 2: (), 3: (), 4: (), 5: OLD_VALUES_MIGRATION, 6: (), 7: _OPERATIONS,
+               8: _BUDGETS}  # fmt: skip
 """format_version N -> N+1 (3 only allows the status `stopped`, 4 the render report's
 `report_base`, 5 llm contents stored as strings: no table changes; 6 notes in each
 session's info up to which seq its values were stored as reprs; 7 adds the operations
-tables)."""
+tables, 8 the budgets table)."""
 _NOW = "extract(epoch from clock_timestamp())::float8"
 _CASTS = ("bigint", "bigint", "text", "text", "text", "text", "text", "float8", "float8",
           "bigint", "text", "text", "text")  # fmt: skip
@@ -104,7 +107,7 @@ class PostgresStore(SQLStore):
             return
         with connection.transaction():
             connection.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_ID,))
-            self._create_tables(connection, _SCHEMA + _LEASES + _OPERATIONS, _MIGRATIONS)
+            self._create_tables(connection, _SCHEMA + _LEASES + _OPERATIONS + _BUDGETS, _MIGRATIONS)
 
     def _abandon(self, connection: Any) -> None:
         """Close the child's copy of the connection without a word to the server: its

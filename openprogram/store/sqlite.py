@@ -20,6 +20,7 @@ from typing import Literal
 from urllib.parse import quote
 
 from openprogram.errors import StoreDamaged, StoreError, UsageError
+from openprogram.store._budgets import tables as budget_tables
 from openprogram.store._operations import tables
 from openprogram.store._sql import SQLStore, statements
 from openprogram.store._turns import immediate, turns
@@ -50,15 +51,18 @@ _LEASES = (
     "acquired_at REAL NOT NULL, heartbeat_at REAL NOT NULL)",
 )
 _OPERATIONS = tables("INTEGER", "REAL", "INTEGER PRIMARY KEY")
-_MIGRATIONS = {1: _LEASES, 2: (), 3: (), 4: (), 5: OLD_VALUES_MIGRATION, 6: (), 7: _OPERATIONS}
+_BUDGETS = budget_tables("REAL", "INTEGER")
+_MIGRATIONS = {1: _LEASES, 2: (), 3: (), 4: (), 5: OLD_VALUES_MIGRATION, 6: (), 7: _OPERATIONS,
+               8: _BUDGETS}  # fmt: skip
 """format_version N -> N+1 (3 only allows the status `stopped`, 4 the render report's
 `report_base`, 5 llm contents stored as strings: no table changes; 6 notes in each
 session's info up to which seq its values were stored as reprs; 7 adds the operations
-tables)."""
+tables, 8 the budgets table)."""
+_TABLES = _SCHEMA + _LEASES + _OPERATIONS + _BUDGETS
 _NOW = "((julianday('now') - 2440587.5) * 86400.0)"
 _CHECKED_TABLES = ("openprogram_meta", "openprogram_sessions", "openprogram_nodes",
                    "openprogram_leases", "openprogram_operations",
-                   "openprogram_operation_events")  # fmt: skip
+                   "openprogram_operation_events", "openprogram_budgets")  # fmt: skip
 """What the check on opening covers: everything a session is read from (not the images,
 whose damage SQLite reports when one is read)."""
 MEMORY = ":memory:"
@@ -128,9 +132,7 @@ class SQLiteStore(SQLStore):
                         connection.execute("PRAGMA wal_autocheckpoint=0")
                         if version != FORMAT_VERSION:
                             with self._transaction(connection):
-                                self._create_tables(
-                                    connection, _SCHEMA + _LEASES + _OPERATIONS, _MIGRATIONS
-                                )
+                                self._create_tables(connection, _TABLES, _MIGRATIONS)
                         self._fold_pending(connection, None)
                 except BaseException:
                     connection.close()

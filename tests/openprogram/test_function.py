@@ -341,6 +341,7 @@ def test_package_root_exports_are_pinned():
         "Usage",
         "Callback",
         "BudgetManager",
+        "SharedBudget",
         "ImageRetention",
         "PIIRedactor",
         "TrajectorySaver",

@@ -29,7 +29,7 @@ def test_a_version_7_store_is_migrated_and_records_operations(tmp_path):
     with Session.open(path, "old") as session:
         node = session.dag.add("code", "tool", input={})
         tracker(session).commit(node, [Operation("test.add", {"a": 1, "b": 1})], background=True)
-    assert session.store.format_version == FORMAT_VERSION == 8
+    assert session.store.format_version == FORMAT_VERSION == 9
     assert [r.kind for r in Session.open(path, "old").operations()] == ["test.add"]
 
 

@@ -24,9 +24,9 @@ from openprogram.store.format import (
 
 def test_the_current_version_is_accepted_and_others_are_named_with_ours():
     assert check_format_version(str(FORMAT_VERSION), "here") == FORMAT_VERSION
-    with pytest.raises(UnsupportedFormatVersion, match=r"'99'.*format_version 1 to 8.*Upgrade"):
+    with pytest.raises(UnsupportedFormatVersion, match=r"'99'.*format_version 1 to 9.*Upgrade"):
         check_format_version("99", "here")
-    with pytest.raises(UnsupportedFormatVersion, match=r"'banana'.*format_version 1 to 8"):
+    with pytest.raises(UnsupportedFormatVersion, match=r"'banana'.*format_version 1 to 9"):
         check_format_version("banana", "here")
     with pytest.raises(UnsupportedFormatVersion, match=r"None"):
         check_format_version(None, "here")
@@ -42,12 +42,12 @@ def _set_sqlite_version(path: Path, version: str) -> None:
 def test_a_sqlite_store_of_a_newer_version_is_refused_naming_both(tmp_path):
     path = tmp_path / "future.db"
     Session(path, id="old").close()
-    _set_sqlite_version(path, "9")
+    _set_sqlite_version(path, "10")
     with pytest.raises(
-        UnsupportedFormatVersion, match=r"format_version '9'.*format_version 1 to 8"
+        UnsupportedFormatVersion, match=r"format_version '10'.*format_version 1 to 9"
     ):
         Session.open(path, "old")
-    with pytest.raises(UnsupportedFormatVersion, match="'9'"):
+    with pytest.raises(UnsupportedFormatVersion, match="'10'"):
         Session(path)
 
 
@@ -57,9 +57,9 @@ def test_a_postgres_store_of_a_newer_version_is_refused_naming_both(postgres_url
 
     Session(postgres_url, id="old").close()
     with psycopg.connect(postgres_url, autocommit=True) as connection:
-        connection.execute("UPDATE openprogram_meta SET value = '9'")
+        connection.execute("UPDATE openprogram_meta SET value = '10'")
     with pytest.raises(
-        UnsupportedFormatVersion, match=r"format_version '9'.*format_version 1 to 8"
+        UnsupportedFormatVersion, match=r"format_version '10'.*format_version 1 to 9"
     ):
         Session.open(postgres_url, "old")
 
@@ -198,10 +198,10 @@ def test_a_version_2_store_with_a_stop_is_migrated_and_reads_it_as_stopped(tmp_p
     reopened = Session.open(path, "old")
     (node,) = reopened.dag.nodes
     assert (node.status, node.meta["stop_reason"]) == ("stopped", "enough for today")
-    assert reopened.store.format_version == FORMAT_VERSION == 8
+    assert reopened.store.format_version == FORMAT_VERSION == 9
     reopened.close()
     with closing(sqlite3.connect(path)) as connection:
-        assert connection.execute("SELECT value FROM openprogram_meta").fetchall() == [("8",)]
+        assert connection.execute("SELECT value FROM openprogram_meta").fetchall() == [("9",)]
 
 
 def test_a_version_6_store_is_migrated_and_its_waiting_calls_resume(tmp_path):
@@ -217,8 +217,8 @@ def test_a_version_6_store_is_migrated_and_its_waiting_calls_resume(tmp_path):
     _set_sqlite_version(path, "6")  # what a version-6 openprogram left: no waiting rows
     with pytest.raises(RunWaiting), Session.open(path, "old", resume=True) as reopened:
         confirm()
-    assert reopened.store.format_version == FORMAT_VERSION == 8
+    assert reopened.store.format_version == FORMAT_VERSION == 9
     with closing(sqlite3.connect(path)) as connection:
-        assert connection.execute("SELECT value FROM openprogram_meta").fetchall() == [("8",)]
+        assert connection.execute("SELECT value FROM openprogram_meta").fetchall() == [("9",)]
         statuses = connection.execute("SELECT status FROM openprogram_nodes ORDER BY seq")
         assert [s for (s,) in statuses] == ["completed", "waiting", "waiting"]

@@ -196,8 +196,8 @@ def test_a_version_1_store_is_migrated_when_opened_and_keeps_its_sessions(sql_st
         programs.count(1)
     _make_version_1(sql_store)
     reopened = Session.open(sql_store, "old")
-    assert reopened.store.format_version == FORMAT_VERSION == 8
-    assert _sql(sql_store, "SELECT value FROM openprogram_meta") == [("8",)]
+    assert reopened.store.format_version == FORMAT_VERSION == 9
+    assert _sql(sql_store, "SELECT value FROM openprogram_meta") == [("9",)]
     with reopened:
         programs.count(2)
     assert [n.output for n in Session.open(sql_store, "old").dag.nodes] == [1, 2]
