@@ -6,18 +6,22 @@ observed spot then lands on a neighbour. Before a pointer action on an element,
 dispatch_action compares the observed pixels around the aim point with the screen as it
 is now. Unchanged: the click goes where planned. Moved: the same pixels are found nearby,
 in one place only, and the click follows them. Changed beyond recognition: the action is
-refused once, so the planner looks again. Knows nothing of the desktop or the agent.
+refused once, so the planner looks again. Also where on an element a click acts
+(`click_point`): a wide or expanded control is clicked on its label, not its middle.
+Knows nothing of the desktop or the agent.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import cv2
 import numpy as np
 from PIL import Image
 
-__all__ = ["Aim", "aim", "area", "differs"]
+__all__ = ["Aim", "aim", "area", "click_point", "differs", "shows_change"]
 
 _HALF_W, _HALF_H = 64, 32
 """The patch compared: up to this far either side of the aim point, within the element."""
@@ -28,6 +32,11 @@ _DIFFERENT = 40  # grey levels two pixels differ by to count as different (not a
 _CHANGED = 0.03  # the share of different pixels that makes a patch changed (a caret is less)
 _MATCH_MSE = 60.0  # mean squared grey difference of a patch found moved: drawn the same
 _MIN_STD = 6.0  # a patch flatter than this (a blank cell, a plain panel) cannot be located
+_SEEN_CHANGE = 12  # pixels: fewer changed on a whole screen is no visible effect
+_PRESSED = frozenset({"button", "checkbox", "radio", "tab"})  # kinds a click acts on as a whole
+_WIDE = (4.0, 160)  # a box this many times wider than high, and this many pixels: wide
+_TALL = 48  # px; an expanded control this high holds what it revealed below its title
+_INK = 48  # grey levels from a box's background that make a pixel ink (a glyph's core)
 
 
 @dataclass(frozen=True)
@@ -111,6 +120,21 @@ def differs(before: Image.Image, after: Image.Image) -> bool:
     return _share_different(_grey(before, whole), _grey(after, whole)) > _CHANGED
 
 
+def shows_change(before: Image.Image, after: Image.Image) -> bool:
+    """Whether `after` shows any change from `before` (one size; a whole screen) beyond
+    a blinking caret's or a hover tint's: what a click that acted leaves, however small
+    (a tick in a check box, an expander's arrow turned)."""
+    if before.size != after.size:
+        return True
+    whole = (0, 0, *before.size)
+    different = np.abs(_grey(before, whole) - _grey(after, whole)) > _DIFFERENT
+    count = int(np.count_nonzero(different))
+    if count < _SEEN_CHANGE:
+        return False
+    columns = np.flatnonzero(different.any(axis=0))
+    return int(columns[-1] - columns[0]) > 3  # a caret is a column or two
+
+
 def _share_different(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.count_nonzero(np.abs(a - b) > _DIFFERENT)) / a.size
 
@@ -134,3 +158,59 @@ def _find(before: np.ndarray, area: np.ndarray) -> tuple[int, int] | None:
     if float(scores.min()) <= _MATCH_MSE:
         return None
     return (bx, by)
+
+
+def click_point(image: Image.Image | np.ndarray | None, component: Any) -> tuple[int, int]:
+    """Where a click on `component` (its `kind`, `box` and `states`) acts, in image
+    pixels: its middle, except on a wide control whose middle is blank and an expanded
+    one (an expander's title above what it revealed). Those act only on their own
+    region (a GTK expander's arrow and label, a list row's label, not the gap beside a
+    switch), so the click goes to the middle of the label: the leftmost run of ink in
+    the control's first line of ink (`image`: the observation's screenshot; None, or a
+    box with no ink, gives the middle)."""
+    x, y, w, h = (int(v) for v in component.box)
+    middle = (x + w // 2, y + h // 2)
+    if image is None or component.kind not in _PRESSED:
+        return middle
+    expanded = "expanded" in tuple(getattr(component, "states", ())) and h > _TALL
+    wide = w >= _WIDE[0] * h and w >= _WIDE[1]
+    if not (expanded or wide):
+        return middle
+    grey = np.asarray(image.convert("L") if isinstance(image, Image.Image) else image)
+    if grey.ndim == 3:
+        grey = cv2.cvtColor(np.ascontiguousarray(grey[:, :, :3]), cv2.COLOR_RGB2GRAY)
+    # 2 px in: the control's own outline is not ink
+    x0, y0 = max(x + 2, 0), max(y + 2, 0)
+    x1, y1 = min(x + w - 2, grey.shape[1]), min(y + h - 2, grey.shape[0])
+    if x1 - x0 < 4 or y1 - y0 < 4:
+        return middle
+    crop = grey[y0:y1, x0:x1].astype(np.int16)
+    ink = np.abs(crop - int(np.median(crop))) >= _INK
+    bands = _runs(ink.any(axis=1), gap=1)
+    if not bands:
+        return middle
+    # the first line when expanded (the title), else the line across the middle
+    mid_row = middle[1] - y0
+    top, bottom = bands[0] if expanded else min(bands, key=lambda b: _distance(b, mid_row))
+    pieces = _runs(ink[top:bottom].any(axis=0), gap=max(10, bottom - top))
+    mid_column = middle[0] - x0
+    if not expanded and any(_distance(piece, mid_column) <= 4 for piece in pieces):
+        return middle  # a label across the middle: a centred caption
+    left, right = pieces[0]
+    return (x0 + (left + right) // 2, y0 + (top + bottom) // 2)
+
+
+def _runs(flags: np.ndarray, *, gap: int) -> Sequence[tuple[int, int]]:
+    """(start, stop) of the runs of True in `flags`, joined across up to `gap` Falses."""
+    where = np.flatnonzero(flags)
+    if not len(where):
+        return []
+    breaks = np.flatnonzero(np.diff(where) > gap + 1)
+    starts = np.concatenate([[where[0]], where[breaks + 1]])
+    stops = np.concatenate([where[breaks], [where[-1]]]) + 1
+    return list(zip(starts.tolist(), stops.tolist(), strict=True))
+
+
+def _distance(run: tuple[int, int], at: int) -> int:
+    """How far `at` is from the run [start, stop): 0 inside it."""
+    return max(run[0] - at, at - (run[1] - 1), 0)

@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from gui_harness._aim import click_point
 from gui_harness.errors import ActionRejected, InvalidAction
 from openprogram.ask import ask_user
 from openprogram.echo import echo
@@ -273,16 +274,23 @@ class Transform:
 
 
 def resolve(
-    action: Action, components: Iterable[Any] = (), transform: Transform | None = None
+    action: Action,
+    components: Iterable[Any] = (),
+    transform: Transform | None = None,
+    *,
+    image: Any = None,
 ) -> Action:
     """Replace `element=k` by the centre of component k (or, with `cell`, by the middle of
     that cell of grid component k), then map image → screen pixels.
 
     `components` are the numbered elements of the latest observation: objects or dicts
     with `index` and `box` = (x, y, w, h) in image pixels; a grid's have a
-    `cell_point(cell)` method (perception's Component). Returns an action with screen x,
-    y, element=None and cell=None. Raises InvalidAction for an element that is not on
-    screen, a cell of a component that has no cells, or a cell that is not on screen.
+    `cell_point(cell)` method (perception's Component). With `image` (the observation's
+    screenshot), a component that acts only on part of its box, a wide control whose
+    middle is blank or an expanded expander, is clicked on its label instead
+    (_aim.click_point). Returns an action with screen x, y, element=None and cell=None.
+    Raises InvalidAction for an element that is not on screen, a cell of a component
+    that has no cells, or a cell that is not on screen.
     """
     if isinstance(action, _Pointer) and action.element is not None:
         chosen = {_get(c, "index"): c for c in components}
@@ -301,6 +309,8 @@ def resolve(
                     f"{echo(action.cell)}); give cell only with a grid's element"
                 )
             cx, cy = cell_point(action.cell)
+        elif image is not None and not isinstance(component, Mapping):
+            cx, cy = click_point(image, component)
         else:
             x, y, w, h = _get(component, "box")
             cx, cy = x + w // 2, y + h // 2

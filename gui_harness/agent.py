@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gui_harness import leaves
-from gui_harness._aim import aim, area
+from gui_harness._aim import aim, area, click_point, shows_change
 from gui_harness.actions import Policy, resolve
 from gui_harness.current import _current, _early_frames, _grab, _publish, _Run, _run
 from gui_harness.desktop.base import Desktop
@@ -178,7 +178,7 @@ def dispatch_action(action: dict[str, Any], step: int) -> dict[str, Any]:
     observation = run.observation
     assert observation is not None
     planned = normalize_action(_restore(run.runtime.callbacks, action))
-    screen_action = resolve(planned, observation.components, run.transform)
+    screen_action = resolve(planned, observation.components, run.transform, image=observation.image)
     moved = _aimed(run, observation, planned)
     if moved is None:
         return {"executed": False, "error": _changed(planned)}
@@ -215,9 +215,14 @@ def dispatch_action(action: dict[str, Any], step: int) -> dict[str, Any]:
     if source is not None:  # the tree reaches us over D-Bus, after the pixels or before
         left = run.settle_timeout - (time.monotonic() - started)
         settled = source.wait_caught_up(timeout=max(0.0, left)) and settled
+    result: dict[str, Any] = {"executed": True, "settled": settled}
     if moved != (0, 0):
-        return {"executed": True, "settled": settled, "moved": list(moved)}
-    return {"executed": True, "settled": settled}
+        result["moved"] = list(moved)
+    if planned.type in ("click", "double_click") and getattr(planned, "element", None) is not None:
+        # a click that changed nothing may have missed what it aimed at: say so to verify
+        whole = (0, 0, *observation.size)
+        result["screen_changed"] = shows_change(observation.image, _grab(run, whole))
+    return result
 
 
 def _aimed(run: _Run, observation: Observation, planned: Any) -> tuple[int, int] | None:
@@ -228,7 +233,7 @@ def _aimed(run: _Run, observation: Observation, planned: Any) -> tuple[int, int]
     if element is None:
         return (0, 0)
     component = observation.component(element)
-    point, box = component.center, component.box
+    point, box = click_point(observation.image, component), component.box
     if planned.cell is not None and component.grid is not None:
         # the cell, not the whole sheet: typing in the cell next to it changes nothing here
         point, box = component.cell_point(planned.cell), cell_box(component.grid, planned.cell)
@@ -315,6 +320,8 @@ def gui_step(task: str, step: int, feedback: dict[str, Any] | None) -> dict[str,
     if element is not None and run.observation is not None:
         component = run.observation.component(element)
         outcome["target"] = component.label or f"{component.kind} #{element}"
+    if result.get("screen_changed") is False:
+        outcome["screen_changed"] = False  # nothing visible happened: verify should doubt it
     return {**outcome, "status": "acted", "success": True}
 
 
@@ -458,7 +465,11 @@ def _accessibility(desktop: Desktop) -> AccessibilitySource | None:
     note = getattr(desktop, "accessibility_note", None) or (
         f"no accessibility bus was found for {desktop!r}; pixels only"
     )
-    return AccessibilitySource(address, screen=desktop.size, note=note)
+    # where its windows are and how they stack: the tree's boxes placed and cut by them
+    windows = getattr(desktop, "visible_windows", None)
+    if windows is None and hasattr(type(desktop), "desktop"):  # a VirtualDesktop's X11Desktop
+        windows = lambda: desktop.desktop.visible_windows()  # noqa: E731  (started later)
+    return AccessibilitySource(address, screen=desktop.size, note=note, windows=windows)
 
 
 def _loop(run: _Run, task: str, max_steps: int, timeout_s: float | None) -> GuiResult:

@@ -15,12 +15,14 @@ import pytest
 import Xlib.display
 from PIL import Image, ImageDraw
 
-from gui_harness._aim import aim, area
+from gui_harness._aim import aim, area, click_point, shows_change
+from gui_harness.actions import Click
 from gui_harness.agent import gui_agent
 from gui_harness.current import current_observation, latest_outcome
 from gui_harness.demo.app import demo_app, read_state
 from gui_harness.desktop.fake import Button, FakeDesktop
-from gui_harness.desktop.virtual import VirtualDesktop
+from gui_harness.desktop.virtual import App, VirtualDesktop
+from gui_harness.perception import AccessibilitySource, Component, Perception
 from openprogram import ModelRequest, Runtime, ScriptedModel, Session
 
 BOX = (100, 100, 80, 30)  # a button: x, y, w, h
@@ -183,3 +185,143 @@ def test_a_click_follows_a_window_that_moved_after_it_was_observed(tmp_path) -> 
     assert dispatched.output["moved"] == [40, 40]
     assert state is not None and state["form"]["subscribe"] is True
     assert [c["widget"] for c in state["clicks"]] == ["subscribe"]
+
+
+# -- where on an element a click acts ----------------------------------------------------
+
+
+class _Seen:
+    """A component as click_point reads it: kind, box and states."""
+
+    def __init__(self, kind: str, box: tuple[int, int, int, int], states: tuple[str, ...] = ()):
+        self.kind, self.box, self.states = kind, box, states
+
+
+def _row(label_at: int, *, switch: bool = False) -> Image.Image:
+    """A 600×40 row (a list row, a collapsed expander) at (50, 100) with its label
+    `label_at` px from its left, and maybe a switch at its right end."""
+    image = Image.new("RGB", (800, 400), (246, 245, 244))
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((50, 100, 649, 139), fill=(255, 255, 255), outline=(200, 200, 200))
+    draw.polygon([(50 + label_at, 114), (50 + label_at + 8, 120), (50 + label_at, 126)], fill=0)
+    draw.text((50 + label_at + 14, 113), "Other options", fill=(0, 0, 0))
+    if switch:
+        draw.rounded_rectangle((590, 108, 636, 131), 11, fill=(53, 132, 228))
+    return image
+
+
+def test_a_wide_control_with_a_blank_middle_is_clicked_on_its_label() -> None:
+    for switch in (False, True):
+        x, y = click_point(_row(10, switch=switch), _Seen("button", (50, 100, 600, 40)))
+        assert 60 <= x <= 150 and 110 <= y <= 130, (switch, x, y)  # the arrow and label
+
+
+def test_a_wide_control_labelled_across_its_middle_is_clicked_in_the_middle() -> None:
+    assert click_point(_row(290), _Seen("button", (50, 100, 600, 40))) == (350, 120)
+
+
+def test_fields_narrow_controls_and_no_picture_keep_the_middle() -> None:
+    image = _row(10)
+    assert click_point(image, _Seen("field", (50, 100, 600, 40))) == (350, 120)
+    assert click_point(image, _Seen("button", (50, 100, 150, 40))) == (125, 120)
+    assert click_point(None, _Seen("button", (50, 100, 600, 40))) == (350, 120)
+
+
+def test_an_expanded_expander_is_clicked_on_its_title_not_what_it_revealed() -> None:
+    image = _row(10)
+    draw = ImageDraw.Draw(image)
+    for top in range(150, 330, 30):  # the check boxes it revealed, below its title
+        draw.rectangle((70, top, 84, top + 14), outline=0)
+        draw.text((92, top), "Match case", fill=(0, 0, 0))
+    box = (50, 100, 600, 240)
+    x, y = click_point(image, _Seen("button", box, ("expanded",)))
+    assert 60 <= x <= 150 and 110 <= y <= 130
+    assert click_point(image, _Seen("button", box)) == (350, 220)  # not expanded: the middle
+
+
+def test_a_tick_shows_a_change_and_a_caret_does_not() -> None:
+    before = _row(10)
+    caret = before.copy()
+    ImageDraw.Draw(caret).line((400, 110, 400, 130), fill=0)
+    assert not shows_change(before, caret)
+    ticked = before.copy()
+    ImageDraw.Draw(ticked).line([(300, 120), (304, 125), (312, 113)], fill=0, width=2)
+    assert shows_change(before, ticked)
+
+
+def test_a_click_that_changes_nothing_is_reported_to_verify() -> None:
+    button = Button("go", (300, 200, 160, 48), "Go")  # pressing it draws nothing new
+    desktop = FakeDesktop(widgets=[button])
+    outcomes: list[Any] = []
+
+    def planner(request: ModelRequest) -> dict[str, Any]:
+        if request.function == "verify_step":
+            return {"success": True, "observation": "ok", "task_complete": True}
+        if request.function == "conclusion":
+            return {"summary": "pressed", "task_appears_complete": True}
+        outcomes.append(latest_outcome())
+        if button.presses:
+            return {"goal": "finish", "action": {"type": "done", "reason": "pressed"}}
+        (seen,) = [c for c in current_observation().components if c.kind == "button"]
+        return {"goal": "press it", "action": {"type": "click", "element": seen.index}}
+
+    with Session(), Runtime(ScriptedModel(planner)):
+        gui_agent("Press the button", desktop=desktop, settle_timeout=0.1)
+    assert button.presses == 1
+    assert outcomes[1]["screen_changed"] is False
+
+
+def _expander(source: AccessibilitySource) -> list[Component]:
+    return [c for c in source.snapshot().components if c.label == "Expander"]
+
+
+class _ExpanderPlanner:
+    """Clicks the Expander element once, then finishes."""
+
+    def __init__(self) -> None:
+        self.outcomes: list[Any] = []
+
+    def __call__(self, request: ModelRequest) -> dict[str, Any]:
+        if request.function == "verify_step":
+            return {"success": True, "observation": "ok", "task_complete": True}
+        if request.function == "conclusion":
+            return {"summary": "clicked", "task_appears_complete": True}
+        self.outcomes.append(latest_outcome())
+        if len(self.outcomes) > 1:
+            return {"goal": "finish", "action": {"type": "done", "reason": "clicked"}}
+        (seen,) = [c for c in current_observation().components if c.label == "Expander"]
+        return {"goal": "fold it", "action": {"type": "click", "element": seen.index}}
+
+
+@pytest.mark.x11
+@pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed")
+@pytest.mark.skipif(
+    shutil.which("gtk3-widget-factory") is None, reason="gtk-3-examples is not installed"
+)
+def test_a_click_on_an_open_gtk_expander_folds_it() -> None:
+    # its box holds what it revealed: its middle is an icon of the grid inside it
+    with VirtualDesktop((1280, 800), [App(["gtk3-widget-factory"])]) as desktop:
+        source = AccessibilitySource(desktop.accessibility_bus, screen=desktop.size, timeout=5.0)
+        try:
+            deadline = time.monotonic() + 30
+            while not [c for c in source.snapshot().components if c.label == "Page 2"]:
+                assert time.monotonic() < deadline, "no Page 2 in the tree"
+                time.sleep(0.2)
+            (page,) = [c for c in source.snapshot().components if c.label == "Page 2"]
+            desktop.execute(Click(x=page.center[0], y=page.center[1]))
+            while not _expander(source) or _expander(source)[0].box[3] <= 60:
+                assert time.monotonic() < deadline, "the Expander did not show open"
+                time.sleep(0.2)
+            assert desktop.wait_settled(timeout=5.0)
+            planner = _ExpanderPlanner()
+            perception = Perception(ocr=False, accessibility=source)
+            with Session(), Runtime(ScriptedModel(planner)):
+                gui_agent(
+                    "Fold the expander", desktop=desktop, perception=perception,
+                    settle_timeout=2.0,
+                )  # fmt: skip
+            (folded,) = _expander(source)
+        finally:
+            source.close()
+    assert folded.box[3] < 40, folded  # only its title is left
+    assert planner.outcomes[1].get("screen_changed") is not False
