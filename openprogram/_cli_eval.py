@@ -92,6 +92,11 @@ class _Progress:
 @click.option("--cases", "show_cases", is_flag=True, help="Show one line per case.")
 @click.option("--id", "eval_id", default=None, metavar="ID",
               help="Name this eval; the same ID and --store again resume it.")  # fmt: skip
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local",
+              show_default=True,
+              help="ray: each run a Ray task (-j at a time), recorded in --store.")  # fmt: skip
+@click.option("--address", default=None, metavar="HOST:PORT",
+              help="The Ray cluster to join (default: a private local Ray).")  # fmt: skip
 def eval_command(
     dataset_path: str,
     function: str,
@@ -105,6 +110,8 @@ def eval_command(
     previous: str | None,
     show_cases: bool,
     eval_id: str | None,
+    engine: str,
+    address: str | None,
 ) -> None:
     """Run every case of DATASET (.yaml, .json or .jsonl) through MODULE:FUNCTION, score
     each run and print the table.
@@ -113,6 +120,7 @@ def eval_command(
     MODULE is imported as `python -m` would (the current folder first). Exits with
     status 1 when --compare finds a significant regression.
     Example: openprogram eval cases.jsonl agents:book_hotel -s equals --repeat 3
+    On Ray: openprogram eval cases.jsonl agents:book_hotel --engine ray -j 8 --store runs.db
     """
     from openprogram.errors import OpenProgramError
     from openprogram.evals import Dataset, EvalReport, equals
@@ -132,6 +140,8 @@ def eval_command(
             store=store_spec,
             progress=_Progress(),
             id=eval_id,
+            engine="ray" if engine == "ray" else "local",
+            address=address,
         )
         say(report.table(cases=show_cases))
         if save_path:

@@ -1,9 +1,9 @@
 """Running an eval: each case run in its own recorded session, then scored.
 
 Owns evaluate(): the plan of scorers (for the case's call, and per nested function), the
-runs (in order, or `concurrency` threads each in a copy of the caller's context), and
-turning each run's failure into a recorded error rather than the eval's crash. The
-result is report.py's EvalReport. Start at evaluate().
+runs (in order, or `concurrency` threads each in a copy of the caller's context; Ray
+tasks are _ray.py's), and turning each run's failure into a recorded error rather than
+the eval's crash. The result is report.py's EvalReport. Start at evaluate().
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
-from typing import Any
+from typing import Any, Literal
 
 from openprogram import _context, _secrets
 from openprogram.dag import ContextDAG, Node
@@ -33,6 +33,9 @@ from openprogram.values import to_jsonable
 __all__ = ["Plan", "evaluate", "resolve_function", "run_in", "score_run"]
 
 Scorers = Sequence[Scorer] | Mapping[str, Sequence[Scorer]]
+Engine = Literal["local", "ray"]
+"""Where runs happen: "local" (this process, `concurrency` threads) or "ray" (Ray tasks,
+each recording into a store every worker opens)."""
 
 
 class Plan:
@@ -103,6 +106,8 @@ def evaluate(
     name: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     id: str | None = None,
+    engine: Engine = "local",
+    address: str | None = None,
 ) -> EvalReport:
     """Run `fn` on every case of `dataset`, `repeat` times, and score each run.
 
@@ -120,6 +125,11 @@ def evaluate(
         interrupted eval and the same store resumes it: each run whose session exists is
         reopened with resume=True, so its completed calls (and model replies) come from
         the record and only unfinished work runs.
+    engine: "ray" runs each run as a Ray task (1 CPU), `concurrency` at a time, on the
+        cluster at `address` (None: a private local Ray with `concurrency` CPUs, stopped
+        afterwards). Its runs record into `store`, which every worker must open: a file
+        path (workers on this machine) or "postgresql://..."; fn, the scorers and the
+        model must pickle (a model name, or a module-level `(case) -> model`).
     A run that raises, a case whose inputs do not fit `fn`, and a scorer that raises are
     recorded in the report, never raised. Raises UsageError for bad arguments.
     """
@@ -133,6 +143,14 @@ def evaluate(
         raise UsageError(f"repeat={repeat!r} must be an integer >= 1")
     if not isinstance(concurrency, int) or concurrency < 1:
         raise UsageError(f"concurrency={concurrency!r} must be an integer >= 1")
+    if engine not in ("local", "ray"):
+        raise UsageError(f"engine={engine!r} is not one of 'local', 'ray'")
+    if address is not None and engine != "ray":
+        raise UsageError(f"address={address!r} is for engine='ray'; pass engine='ray' too")
+    if engine == "ray":
+        from openprogram.evals._ray import worker_store
+
+        store = worker_store(store, address)
     function = getattr(fn, "__name__", type(fn).__name__)
     plan = Plan(scorers, function)
     resolved, owns = open_store(store)
@@ -154,7 +172,7 @@ def evaluate(
     def one(job: tuple[int, Case, int]) -> tuple[RunResult, ContextDAG]:
         number, case, k = job
         result = base.copy().run(
-            _run_case, fn, case, k, plan, f"eval-{report.id}-{number:04d}-{k}", resolved, model
+            _run_case, fn, case, k, plan, _session_id(report.id, number, k), resolved, model
         )
         if progress is not None:
             with lock:
@@ -162,6 +180,26 @@ def evaluate(
                 progress(done[0], len(jobs))
         return result
 
+    if engine == "ray":
+        if resolved is not None and owns:
+            resolved.close()
+        from openprogram.evals._ray import run_on_ray
+
+        results = run_on_ray(
+            jobs,
+            fn,
+            scorers,
+            function,
+            sessions=lambda job: _session_id(report.id, job[0], job[2]),
+            store=store,
+            model=model,
+            address=address,
+            concurrency=concurrency,
+            failed=lambda job, why: _failed(job[1], job[2], why, plan),
+            progress=progress,
+        )
+        report.runs.extend(results)
+        return report
     try:
         if concurrency == 1 or len(jobs) <= 1:
             outcomes = [one(job) for job in jobs]
@@ -175,6 +213,12 @@ def evaluate(
         report.runs.append(result)
         report.keep_dag(result, dag)
     return report
+
+
+def _session_id(report: str, number: int, repeat: int) -> str:
+    """The session a run records into: stable, so evaluating again with the same id
+    finds (and resumes) it."""
+    return f"eval-{report}-{number:04d}-{repeat}"
 
 
 def _run_case(

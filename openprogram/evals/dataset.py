@@ -12,7 +12,7 @@ import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -244,9 +244,12 @@ class Dataset(BaseModel):
         name: str | None = None,
         progress: Callable[[int, int], None] | None = None,
         id: str | None = None,
+        engine: Literal["local", "ray"] = "local",
+        address: str | None = None,
     ) -> EvalReport:
         """Run `fn` on every case (`repeat` times each), each run its own recorded session,
-        and score it; returns an EvalReport. `id` names the eval (again: resume it).
+        and score it; returns an EvalReport. `id` names the eval (again: resume it);
+        engine="ray" runs each run as a Ray task (on the cluster at `address`).
         See openprogram.evals._running.evaluate for every option."""
         from openprogram.evals._running import evaluate
 
@@ -261,6 +264,8 @@ class Dataset(BaseModel):
             name=name,
             progress=progress,
             id=id,
+            engine=engine,
+            address=address,
         )
 
 

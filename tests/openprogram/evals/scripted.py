@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from openprogram import Runtime, ScriptedModel, agentic_function
 from tests.openprogram.evals import agents
 
@@ -20,3 +22,14 @@ def write_all(product: str) -> str:
         )
     ):
         return agents.write(product)
+
+
+@agentic_function
+def write_where(product: str) -> dict[str, object]:
+    """write, and the process it ran in (a Ray worker's under engine='ray')."""
+    return {"tagline": write(product), "pid": os.getpid()}
+
+
+def tagline(case: object, output: dict[str, object]) -> bool:
+    """Whether write_where's tagline is the case's expected one."""
+    return output["tagline"] == getattr(case, "expected", None)

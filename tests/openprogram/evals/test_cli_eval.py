@@ -77,3 +77,9 @@ def test_the_openprogram_script_imports_the_module_from_the_current_folder(tmp_p
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "equals   1.000" in result.stdout
+
+
+def test_eval_on_ray_without_a_store_says_where_runs_must_go(tmp_path) -> None:
+    cases = Dataset(cases=[Case(inputs={"product": "x"})]).save(tmp_path / "c.json")
+    result = _invoke(str(cases), f"{SCRIPT}:write", "--engine", "ray")
+    assert result.exit_code == 1 and "engine='ray' records every run in a store" in result.output

@@ -1,0 +1,188 @@
+"""Running an eval's runs as Ray tasks (`evaluate(..., engine="ray")`), for large sets.
+
+Owns the Ray side: checking that the store is one every worker can open, sending the
+function, scorers and model to the workers (they must pickle), starting or joining Ray
+(through operations.ray.init_ray), keeping `concurrency` runs in flight and collecting
+their results. What one run does is _running.py's; start at run_on_ray().
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from openprogram import _secrets
+from openprogram.echo import cut, echo, mask_url
+from openprogram.errors import ConfigError, StoreError, UsageError
+from openprogram.evals.dataset import Case
+from openprogram.evals.report import RunResult
+
+__all__ = ["run_on_ray", "worker_store"]
+
+_RAY_INSTALL = 'pip install "openprogram[ray]"'
+
+Job = tuple[int, Case, int]
+"""(the case's number in the dataset, the case, the repeat)."""
+
+
+def _ray() -> Any:
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # nothing reaches the network unasked
+    try:
+        import ray
+    except ImportError as exc:
+        raise ImportError(f"engine='ray' needs Ray: {_RAY_INSTALL} ({exc})") from exc
+    return ray
+
+
+def _local(address: str | None) -> bool:
+    if address in (None, "local", "auto"):
+        return True
+    host = urlsplit(address if "://" in address else f"ray://{address}").hostname or ""
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def worker_store(store: Any, address: str | None) -> str:
+    """The store URL every Ray worker opens: a PostgreSQL URL, or an SQLite file (its
+    absolute path) when the workers share this machine. Checks that it opens and
+    creates the file. Raises UsageError for no store, ConfigError for one the workers
+    cannot reach or that cannot be opened."""
+    from openprogram.store.open import open_store
+    from openprogram.store.sqlite import SQLiteStore
+
+    if isinstance(store, SQLiteStore) and not store.memory:
+        spec: Any = store.url
+    elif isinstance(store, (str, os.PathLike)) and str(store) not in ("", "memory"):
+        spec = os.fspath(store)
+    else:
+        raise UsageError(
+            f"engine='ray' records every run in a store its workers open: pass store= a file "
+            f"path, 'sqlite:////absolute/file.db' or 'postgresql://...', not {echo(store, 60)}"
+        )
+    if "://" not in spec:
+        spec = os.path.abspath(os.path.expanduser(spec))  # a worker's folder may differ
+    if not spec.startswith(("postgresql://", "postgres://")) and not _local(address):
+        raise ConfigError(
+            f"store={echo(mask_url(spec))}: workers on other machines cannot share an SQLite "
+            "file; pass store='postgresql://user@host/db' that every node can reach"
+        )
+    opened = None
+    try:
+        opened, _ = open_store(spec)
+        assert opened is not None
+        opened.list_sessions()
+    except StoreError as exc:
+        raise ConfigError(
+            f"cannot use the store {echo(mask_url(spec))} ({cut(mask_url(str(exc)))}); no run "
+            "was started"
+        ) from exc
+    finally:
+        if opened is not None:
+            opened.close()
+    return str(spec)
+
+
+def _sendable(ray: Any, what: str, value: Any) -> None:
+    """UsageError unless `value` pickles (Ray sends it to every worker)."""
+    try:
+        ray.cloudpickle.dumps(value)
+    except Exception as exc:
+        hint = (
+            "pass a model name, or a function (case) -> model defined in an importable module"
+            if what == "model"
+            else "define it at the top level of an importable module"
+        )
+        raise UsageError(
+            f"engine='ray' sends the {what} to its workers, but {echo(value, 60)} cannot be "
+            f"sent ({type(exc).__name__}: {cut(str(exc), 200)}); {hint}"
+        ) from None
+
+
+def _remote_run(
+    fn: Callable[..., Any] | str,
+    case: dict[str, Any],
+    repeat: int,
+    scorers: Any,
+    function: str,
+    session: str,
+    store: str,
+    model: Any,
+) -> dict[str, Any]:
+    """In a Ray worker: one run, recorded in session `session` of `store`; its result."""
+    from openprogram.evals._running import Plan, _run_case, resolve_function
+    from openprogram.store.open import open_store
+
+    target = resolve_function(fn) if isinstance(fn, str) else fn
+    opened, _ = open_store(store)
+    try:
+        result, _ = _run_case(
+            target, Case.model_validate(case), repeat, Plan(scorers, function), session, opened,
+            model,
+        )  # fmt: skip
+    finally:
+        if opened is not None:
+            opened.close()
+    return result.model_dump(mode="json")
+
+
+def run_on_ray(
+    jobs: Sequence[Job],
+    fn: Callable[..., Any] | str,
+    scorers: Any,
+    function: str,
+    *,
+    sessions: Callable[[Job], str],
+    store: str,
+    model: Any,
+    address: str | None,
+    concurrency: int,
+    failed: Callable[[Job, str], RunResult],
+    progress: Callable[[int, int], None] | None,
+) -> list[RunResult]:
+    """Run every job as a Ray task, at most `concurrency` at a time, and return their
+    results in job order. `address` None starts a private local Ray with `concurrency`
+    CPUs (stopped afterwards); otherwise joins that cluster. A task Ray could not run
+    (its worker died) is `failed(job, why)`: a run with that error, never raised."""
+    ray = _ray()
+    for what, value in (("function", fn), ("scorers", scorers), ("model", model)):
+        _sendable(ray, what, value)
+    owned = not ray.is_initialized()
+    if owned:
+        from openprogram.operations.ray import init_ray
+
+        options: dict[str, Any] = {"address": address, "log_to_driver": False}
+        if address is None:
+            options.update(num_cpus=concurrency, include_dashboard=False)
+        try:
+            init_ray(ray, **options)
+        except (ConnectionError, RuntimeError) as exc:
+            raise ConfigError(f"cannot start or join Ray at {address!r}: {exc}") from exc
+    try:
+        remote = ray.remote(num_cpus=1, max_retries=0)(_remote_run)
+        results: dict[int, RunResult] = {}
+        running: dict[Any, int] = {}
+        waiting = list(range(len(jobs)))[::-1]
+        while waiting or running:
+            while waiting and len(running) < concurrency:
+                index = waiting.pop()
+                _, case, repeat = jobs[index]
+                ref = remote.remote(
+                    fn, case.model_dump(mode="json"), repeat, scorers, function,
+                    sessions(jobs[index]), store, model,
+                )  # fmt: skip
+                running[ref] = index
+            ready, _ = ray.wait(list(running), num_returns=1)
+            for ref in ready:
+                index = running.pop(ref)
+                try:
+                    results[index] = RunResult.model_validate(ray.get(ref))
+                except ray.exceptions.RayError as exc:
+                    why = _secrets.scrub(f"the Ray task failed: {type(exc).__name__}: {exc}")
+                    results[index] = failed(jobs[index], cut(why, 2000))
+                if progress is not None:
+                    progress(len(results), len(jobs))
+        return [results[index] for index in range(len(jobs))]
+    finally:
+        if owned and ray.is_initialized():
+            ray.shutdown()
