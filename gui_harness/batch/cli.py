@@ -18,6 +18,7 @@ from gui_harness.batch.run import run_batch
 from gui_harness.batch.summary import BatchResult, summary_table
 from openprogram.echo import echo, printable
 from openprogram.errors import OpenProgramError, UsageError
+from openprogram.evals import EvalReport
 
 __all__ = ["batch_main", "bench_main", "parse_seeds"]
 
@@ -84,6 +85,13 @@ def _engine_options(command: Any) -> Any:
                 "--model oracle (the harness's ceiling: any miss is a regression), else none.",
             ),
             click.option(
+                "--compare",
+                type=click.Path(dir_okay=False, path_type=Path),
+                metavar="REPORT.json",
+                help="An earlier run's report.json: compare case by case; exit 1 on a "
+                "significant regression.",
+            ),
+            click.option(
                 "--max-attempts",
                 default=2,
                 show_default=True,
@@ -108,19 +116,31 @@ def _json_object(context: Any, parameter: Any, value: str | None) -> dict[str, A
     return parsed
 
 
-def _report(result: BatchResult, threshold: float | None = None) -> int:
-    """Print the batch's outcome; the exit status: 2 when task lines were bad, 1 when an
-    episode could not run (every attempt failed) or the success rate is below
-    `threshold`, else 0."""
+def _report(
+    result: BatchResult, threshold: float | None = None, baseline: EvalReport | None = None
+) -> int:
+    """Print the batch's outcome (per task, then as an EvalReport: `openprogram eval`'s
+    table, and compared with `baseline`); the exit status: 2 when task lines were bad, 1
+    when an episode could not run (every attempt failed), the success rate is below
+    `threshold` or the comparison finds a significant regression, else 0."""
     for problem in result.problems:
         click.echo(f"skipped a bad task: {problem}", err=True)
     click.echo(summary_table(result.summary))
+    report = result.report
+    click.echo(f"\n{report.table()}")
     click.echo(
         f"{len(result.episodes)} episodes: ran {result.ran} attempts, skipped "
         f"{result.skipped} finished before, retried {result.retries}; "
         f"{result.seconds:.1f}s"
     )
     click.echo(f"Summary: {result.summary_path}\nReport: {result.report_path}")
+    if result.eval_path is not None:
+        click.echo(f"EvalReport: {result.eval_path} (compare a later run with --compare)")
+    regressed = False
+    if baseline is not None:
+        comparison = baseline.compare(report)
+        click.echo(f"\n{comparison.table()}")
+        regressed = bool(comparison.regressions)
     failed = [e for e in result.episodes if e.get("status") == "failed"]
     for episode in failed:
         click.echo(
@@ -136,7 +156,7 @@ def _report(result: BatchResult, threshold: float | None = None) -> int:
         )
     if result.problems:
         return 2
-    return 1 if failed or below else 0
+    return 1 if failed or below or regressed else 0
 
 
 def _threshold(given: float | None, model: str | None) -> float | None:
@@ -147,9 +167,10 @@ def _threshold(given: float | None, model: str | None) -> float | None:
     return given
 
 
-def _run(threshold: float | None = None, **options: Any) -> int:
+def _run(threshold: float | None = None, compare: Path | None = None, **options: Any) -> int:
     try:
-        return _report(run_batch(**options), _threshold(threshold, options.get("model")))
+        baseline = EvalReport.load(compare) if compare is not None else None  # before running
+        return _report(run_batch(**options), _threshold(threshold, options.get("model")), baseline)
     except OpenProgramError as exc:
         raise click.ClickException(str(exc)) from exc
 

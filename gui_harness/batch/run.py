@@ -216,6 +216,9 @@ def _drive(
         skipped=skipped,
         retries=retries,
         seconds=time.monotonic() - started,
+        name=name,
+        store=spec,
+        model=model,
     )
     result.summary_path = write_summary(result, directory)
     result.report_path = write_index(result, directory, f"batch {name}")

@@ -1,8 +1,11 @@
-"""What a batch reports: BatchResult, the summary table, summary.json and index.html.
+"""What a batch reports: BatchResult, its EvalReport, the summary table, summary.json,
+report.json and index.html.
 
 Owns aggregating episode results per task and over the batch (success rate, steps,
-tokens, cost, time per episode) and writing them; each episode's own report is a
-session report (openprogram.display.report). Running belongs to run.py.
+tokens, cost, time per episode), the batch as an openprogram.evals.EvalReport (each
+task a case, its success and reward scores, its session a run) and writing them; each
+episode's own report is a session report (openprogram.display.report). Running belongs
+to run.py.
 """
 
 from __future__ import annotations
@@ -10,12 +13,17 @@ from __future__ import annotations
 import html
 import json
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BatchResult", "summarise", "summary_table"]
+from openprogram import _secrets
+from openprogram.echo import mask_url
+from openprogram.evals import Case, Dataset, EvalReport, RunResult, ScoreResult
+
+__all__ = ["BatchResult", "eval_report", "summarise", "summary_table"]
 
 _COLUMNS = ("task", "episodes", "success", "steps", "tokens", "cost $", "s/episode")
 
@@ -23,7 +31,8 @@ _COLUMNS = ("task", "episodes", "success", "steps", "tokens", "cost $", "s/episo
 @dataclass
 class BatchResult:
     """What a batch did: one result per episode (in task order), the tasks-file lines it
-    could not use, what it ran, skipped and retried, and where it wrote its reports."""
+    could not use, what it ran, skipped and retried, and where it wrote its reports;
+    `report` is the same as an EvalReport (saved as report.json)."""
 
     episodes: list[dict[str, Any]]
     problems: list[str] = field(default_factory=list)
@@ -33,6 +42,11 @@ class BatchResult:
     seconds: float = 0.0
     summary_path: Path | None = None
     report_path: Path | None = None
+    name: str = "batch"
+    store: str | None = None
+    model: str | None = None
+    eval_path: Path | None = None
+    created_at: float = field(default_factory=time.time)
 
     @property
     def success_rate(self) -> float:
@@ -48,6 +62,11 @@ class BatchResult:
         """Per task and overall: episodes, success rate and means (see summarise)."""
         return summarise(self.episodes)
 
+    @property
+    def report(self) -> EvalReport:
+        """The batch as an EvalReport (see eval_report): `.table()`, `.compare(other)`."""
+        return eval_report(self)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-able: the summary, every episode, the problems and the run's counts."""
         return {
@@ -59,6 +78,69 @@ class BatchResult:
             "retries": self.retries,
             "seconds": round(self.seconds, 3),
         }
+
+
+def eval_report(result: BatchResult) -> EvalReport:
+    """The batch as an EvalReport, id and dataset named after the batch: each task a case
+    (named by its id, so two runs of a bench pair up in `.compare`), its episode the
+    case's run (its session, steps and tokens as output, cost, seconds), scored by
+    `success` (pass/fail: the page's reward or the task's evaluator) and, where the
+    benchmark gives one, `reward`. An episode that could not run is the run's error and
+    scores 0, as a failed eval run does."""
+    cases, runs = [], []
+    rewarded = any(episode.get("reward") is not None for episode in result.episodes)
+    for episode in result.episodes:
+        case = str(episode["id"])
+        inputs = {"task": episode.get("name")}
+        if episode.get("instruction"):
+            inputs["instruction"] = episode["instruction"]
+        cases.append(Case(name=case, inputs=inputs, metadata={"task": episode.get("name")}))
+        runs.append(
+            RunResult(
+                case=case,
+                session=episode.get("session"),
+                output={key: episode.get(key) for key in _OUTPUT if key in episode},
+                error=str(episode.get("detail")) if episode.get("status") == "failed" else None,
+                duration_s=float(episode.get("seconds") or 0.0),
+                cost_usd=float(episode.get("cost_usd") or 0.0),
+                scores=_scores(episode, rewarded),
+            )
+        )
+    store = result.store
+    if store is not None and "://" not in store:
+        store = os.path.abspath(store)  # the report may be read from another folder
+    return EvalReport(
+        id=result.name,
+        name=f"batch {result.name}",
+        dataset=Dataset(name=result.name, cases=cases),
+        function="gui_harness.batch.episode:batch_episode",
+        model=result.model,
+        store=None if store is None else mask_url(_secrets.scrub(store)),
+        created_at=result.created_at,
+        runs=runs,
+    )
+
+
+_OUTPUT = ("success", "reward", "steps", "tokens", "stop_reason", "agent_success", "attempts")
+
+
+def _scores(episode: dict[str, Any], rewarded: bool) -> list[ScoreResult]:
+    failed = episode.get("status") == "failed"
+    why = str(episode.get("detail") or "") or None
+    if failed:
+        why = f"the run failed: {why}"
+    scores = [
+        ScoreResult(
+            scorer="success",
+            value=1.0 if episode.get("success") and not failed else 0.0,
+            binary=True,
+            reason=why,
+        )
+    ]
+    if episode.get("reward") is not None or (failed and rewarded):
+        reward = 0.0 if failed else float(episode["reward"])
+        scores.append(ScoreResult(scorer="reward", value=reward, reason=why))
+    return scores
 
 
 def _row(name: str, episodes: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -118,16 +200,26 @@ def summary_table(summary: dict[str, Any]) -> str:
 
 
 def write_summary(result: BatchResult, directory: Path) -> Path:
-    """Write summary.json (atomically) into `directory`; returns its path."""
+    """Write summary.json and the EvalReport's report.json (each atomically) into
+    `directory`; returns summary.json's path (`result.eval_path` is report.json's)."""
     path = directory / "summary.json"
     partial = path.with_suffix(".json.partial")
     partial.write_text(json.dumps(result.to_dict(), indent=2, default=str), encoding="utf-8")
     os.replace(partial, path)
+    result.eval_path = result.report.save(directory / "report.json")
     return path
 
 
 def write_index(result: BatchResult, directory: Path, title: str) -> Path:
-    """Write index.html: the summary table and one row per episode linking its report."""
+    """Write index.html: the EvalReport's page (each episode's run linked to its session
+    report), then the per-task table and the tasks not run."""
+    report = result.report
+    report.name = title
+    links = {(str(e["id"]), 0): str(e["report"]) for e in result.episodes if e.get("report")}
+    return report.write_html(directory / "index.html", links=links, extra_html=_batch_html(result))
+
+
+def _batch_html(result: BatchResult) -> str:
     summary = result.summary
     head = "".join(f"<th>{html.escape(c)}</th>" for c in _COLUMNS)
 
@@ -138,38 +230,11 @@ def write_index(result: BatchResult, directory: Path, title: str) -> Path:
         )  # fmt: skip
         return "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in values) + "</tr>"
 
-    episodes = []
-    for e in result.episodes:
-        report = e.get("report")
-        link = (
-            f'<a href="{html.escape(report)}">{html.escape(e["id"])}</a>'
-            if report
-            else html.escape(e["id"])
-        )
-        mark = "✓" if e["success"] else "✗"
-        reward = "" if e.get("reward") is None else f"{e['reward']:g}"
-        episodes.append(
-            f"<tr><td>{link}</td><td>{mark}</td><td>{html.escape(str(e.get('status')))}</td>"
-            f"<td>{html.escape(str(e['name'])[:60])}</td><td>{reward}</td>"
-            f"<td>{e.get('steps', 0)}</td>"
-            f"<td>{html.escape(str(e.get('detail') or '')[:120])}</td></tr>"
-        )
     problems = "".join(f"<li>{html.escape(p)}</li>" for p in result.problems)
-    page = f"""<!doctype html><html><head><meta charset="utf-8">
-<title>{html.escape(title)}</title>
-<style>body{{font:14px system-ui,sans-serif;margin:2em}}
-table{{border-collapse:collapse;margin-bottom:2em}}
-td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}th{{background:#f3f4f6}}</style>
-</head>
-<body><h1>{html.escape(title)}</h1>
+    return f"""<div class="ope">
 <p>{len(result.episodes)} episodes, success {result.success_rate:.0%}; ran {result.ran}, skipped
 {result.skipped} (finished before), retried {result.retries}.</p>
 <h2>Per task</h2><table><tr>{head}</tr>{"".join(task_row(r) for r in summary["tasks"])}
 {task_row(summary["total"])}</table>
-<h2>Episodes</h2><table><tr><th>id</th><th></th><th>status</th><th>task</th><th>reward</th>
-<th>steps</th><th>detail</th></tr>{"".join(episodes)}</table>
 {f"<h2>Tasks not run</h2><ul>{problems}</ul>" if problems else ""}
-</body></html>"""
-    path = directory / "index.html"
-    path.write_text(page, encoding="utf-8")
-    return path
+</div>"""

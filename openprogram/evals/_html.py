@@ -7,6 +7,7 @@ import html
 import os
 import re
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +32,7 @@ def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def report_fragment(report: EvalReport, links: dict[tuple[str, int], str] | None) -> str:
+def report_fragment(report: EvalReport, links: Mapping[tuple[str, int], str] | None) -> str:
     """The report's summary and runs as one HTML fragment; `links` maps (case, repeat)
     to the href of that run's session report."""
     parts = [f'<div class="ope">{_STYLE}<h3>{_e(report.name)}</h3>']
@@ -79,30 +80,28 @@ def report_fragment(report: EvalReport, links: dict[tuple[str, int], str] | None
     return replace_surrogates(_secrets.scrub("".join(parts), patterns=False))
 
 
-def write_html(report: EvalReport, target: Path) -> Path:
+def write_html(
+    report: EvalReport,
+    target: Path,
+    *,
+    store: Any = None,
+    links: Mapping[tuple[str, int], str] | None = None,
+    extra_html: str | None = None,
+) -> Path:
     """Write the report page to `target` and each run's session report into
-    `<target stem>.runs/`, linked from the page; returns `target`."""
-    from openprogram.display.report import write_report
+    `<target stem>.runs/`, linked from the page; returns `target`. `links`: hrefs of
+    session reports written already (then none are written); `extra_html` follows the
+    report on the page (trusted HTML)."""
     from openprogram.errors import UsageError
 
     if not target.parent.is_dir():
         raise UsageError(f"folder {str(target.parent)!r} does not exist; create it first")
-    folder = target.with_name(f"{target.stem}.runs")
-    folder.mkdir(exist_ok=True)
-    links: dict[tuple[str, int], str] = {}
-    for run in report.runs:
-        try:
-            dag = report.dag(run)
-        except Exception:  # a run whose session could not be made or read: no link
-            continue
-        name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{run.case}-{run.repeat}").lstrip(".")
-        facts = {"case": run.case, "repeat": run.repeat, "error": run.error or "none"}
-        write_report(dag, folder / f"{name}.html", title=f"{report.name}: {run.case}", facts=facts)
-        links[(run.case, run.repeat)] = f"{folder.name}/{name}.html"
+    if links is None:
+        links = _write_runs(report, target.with_name(f"{target.stem}.runs"), store)
     page = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         f"<title>{_e(report.name)}</title></head><body>"
-        f"{report_fragment(report, links)}</body></html>"
+        f"{report_fragment(report, links)}{extra_html or ''}</body></html>"
     )
     handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
@@ -113,3 +112,21 @@ def write_html(report: EvalReport, target: Path) -> Path:
         Path(temporary).unlink(missing_ok=True)
         raise
     return target
+
+
+def _write_runs(report: EvalReport, folder: Path, store: Any) -> dict[tuple[str, int], str]:
+    """Each run's session report in `folder`; their hrefs, relative to its parent."""
+    from openprogram.display.report import write_report
+
+    folder.mkdir(exist_ok=True)
+    links: dict[tuple[str, int], str] = {}
+    for run in report.runs:
+        try:
+            dag = report.dag(run, store=store)
+        except Exception:  # a run whose session could not be made or read: no link
+            continue
+        name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{run.case}-{run.repeat}").lstrip(".")
+        facts = {"case": run.case, "repeat": run.repeat, "error": run.error or "none"}
+        write_report(dag, folder / f"{name}.html", title=f"{report.name}: {run.case}", facts=facts)
+        links[(run.case, run.repeat)] = f"{folder.name}/{name}.html"
+    return links

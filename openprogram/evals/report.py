@@ -441,12 +441,24 @@ class EvalReport(BaseModel):
     def _repr_html_(self) -> str:
         return self.to_html()
 
-    def write_html(self, path: str | os.PathLike[str]) -> Path:
+    def write_html(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        store: Any = None,
+        links: Mapping[tuple[str, int], str] | None = None,
+        extra_html: str | None = None,
+    ) -> Path:
         """Write the report page to `path`, and beside it (folder `<name>.runs/`) each
-        run's session report, linked from its case's row."""
+        run's session report, linked from its case's row. `store` overrides where the
+        sessions are read (e.g. a URL whose password the report does not keep);
+        `links` maps (case, repeat) to the href of a session report written already
+        (then none is written); `extra_html` is added after the report (trusted)."""
         from openprogram.evals._html import write_html
 
-        return write_html(self, Path(path).expanduser())
+        return write_html(
+            self, Path(path).expanduser(), store=store, links=links, extra_html=extra_html
+        )
 
 
 def _revived(value: Any) -> Any:

@@ -130,3 +130,17 @@ def test_an_oracle_run_defaults_to_a_threshold_of_one_and_others_to_none():
     assert _threshold(None, "oracle") == 1.0
     assert _threshold(0.5, "oracle") == 0.5
     assert _threshold(None, "openai/gpt-4o") is None
+
+
+def test_the_outcome_prints_the_eval_table_and_a_significant_regression_exits_1(capsys):
+    before = _result(*["success"] * 8).report
+    assert _report(_result(*["success"] * 8), None, before) == 0
+    out = capsys.readouterr().out
+    assert "success   1.000  [" in out and "batch batch: 8 cases" in out
+    assert _report(_result("success", *["failure"] * 7), None, before) == 1  # 7 flipped
+    assert "success: worse on 7: t1, t2" in capsys.readouterr().out
+
+
+def test_a_missing_report_to_compare_with_is_refused_before_any_episode(tmp_path):
+    result = _batch(tmp_path, str(tmp_path / "none.jsonl"), "--compare", str(tmp_path / "no.json"))
+    assert result.exit_code == 1 and "no report file" in result.output

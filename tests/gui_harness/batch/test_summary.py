@@ -61,3 +61,50 @@ def test_the_progress_bar_draws_only_on_a_terminal():
     quiet.update({"success": True})
     quiet.close()
     assert pipe.getvalue() == ""
+
+
+def _bench(name: str, passed: set[str], tmp_path) -> BatchResult:
+    episodes = []
+    for task in ("click-button", "login-user"):
+        for seed in range(4):
+            id, ok = f"{task}-{seed}", f"{task}-{seed}" in passed
+            session = f"{name}-{id}-a1"
+            episodes.append({**_episode(task, ok, 3), "id": id, "reward": float(ok),
+                             "session": session, "report": f"episodes/{session}.html",
+                             "detail": f"evaluator: {'ok' if ok else 'wrong cell'}"})  # fmt: skip
+    episodes[-1].update(status="failed", success=False, reward=None, detail="2 attempts failed")
+    return BatchResult(episodes, ["line 9: bad"], name=name, store=str(tmp_path / "b.db"),
+                       model="oracle")  # fmt: skip
+
+
+def test_a_bench_result_is_an_eval_report_each_task_a_case_its_session_a_click_away(tmp_path):
+    from gui_harness.batch.summary import write_index, write_summary
+    from openprogram.evals import EvalReport
+
+    result = _bench("v1", {"click-button-0", "click-button-1", "login-user-2"}, tmp_path)
+    report = result.report
+    assert isinstance(report, EvalReport) and report.keys == ["success", "reward"]
+    assert [case.name for case in report.dataset.cases][:2] == ["click-button-0", "click-button-1"]
+    assert report.runs[0].session == "v1-click-button-0-a1" and report.runs[0].output["steps"] == 3
+    assert report.summary()["success"].mean == result.success_rate == 3 / 8
+    failed = report.runs[-1]  # an episode that could not run: the run's error, scored 0
+    assert failed.error == "2 attempts failed" and failed.score("reward").value == 0.0
+    assert failed.score("success").reason == "the run failed: 2 attempts failed"
+    assert report.store == str(tmp_path / "b.db")
+    table = report.table()
+    assert table.splitlines()[0].startswith("batch v1: 8 cases, ") and "model oracle" in table
+    assert "success   0.375  [" in table and "failed: 1" in table
+
+    write_summary(result, tmp_path)
+    page = write_index(result, tmp_path, "batch v1").read_text(encoding="utf-8")
+    assert '<a href="episodes/v1-click-button-0-a1.html">v1-click-button-0-a1</a>' in page
+    assert "Per task" in page and "Tasks not run" in page and "line 9: bad" in page
+    assert not (tmp_path / "index.runs").exists()  # the episodes' own reports are linked
+    saved = EvalReport.load(result.eval_path)
+    assert saved.case_values("success") == report.case_values("success")
+
+    better = _bench("v2", {f"{t}-{s}" for t in ("click-button", "login-user") for s in range(3)},
+                    tmp_path)  # fmt: skip
+    change = saved.compare(better.report)["success"]
+    assert change.improved == ["click-button-2", "login-user-0", "login-user-1"]
+    assert change.regressed == [] and change.n == 8
