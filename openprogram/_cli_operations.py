@@ -34,7 +34,7 @@ def operations_command(
     @click.option("--wait", "wait_for", metavar="OP", help="Wait until operation OP ends.")
     @click.option("--timeout", type=float, default=60.0, show_default=True,
                   help="Seconds --wait waits at most.")  # fmt: skip
-    @click.option("--cancel", metavar="OP", help="Cancel operation OP while it is pending.")
+    @click.option("--cancel", metavar="OP", help="Cancel operation OP (pending or running).")
     @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
     def ops_command(
         session_id: str,
@@ -46,10 +46,10 @@ def operations_command(
     ) -> None:
         """List the operations a session's tools returned (background work among them):
         kind, state, attempts, result or error. --wait OP polls the store until OP is
-        done, failed, cancelled or unknown; --cancel OP cancels a pending one (a running
-        one is cancelled by the program running it: the cancel_operation tool)."""
+        done, failed, cancelled or unknown; --cancel OP asks OP to stop: a pending one is
+        cancelled at once, a running one by the program running it, at the operation's
+        next heartbeat (add --wait OP to see it end)."""
         from openprogram.operations.tracker import _record
-        from openprogram.session import Session
 
         with opened_store(store_spec) as store:
             sid = resolve_id(store, session_id)
@@ -57,22 +57,7 @@ def operations_command(
             if rows is None:
                 raise click.ClickException(f"the store {store.url} records no operations")
             if cancel is not None:
-                session = Session.open(store, sid)
-                try:
-                    with session:
-                        session.operations()
-                        from openprogram.operations.tracker import tracker
-
-                        record = tracker(session).cancel(cancel)
-                except ValueError as exc:
-                    raise click.ClickException(str(exc)) from exc
-                finally:
-                    session.close()
-                if record.state != "cancelled":
-                    raise click.ClickException(
-                        f"operation {cancel} is {record.state}: only a pending one is "
-                        "cancelled from here; the program running it cancels a running one"
-                    )
+                _cancel(store, sid, cancel)
             records = [_record(row) for row in rows(sid)]
             if wait_for is not None:
                 if not any(r.id == wait_for for r in records):
@@ -105,3 +90,39 @@ def operations_command(
             )
 
     return ops_command
+
+
+def _cancel(store: Any, sid: str, id: str) -> None:
+    """`--cancel OP`: record the request (any process may: the store keeps it), then
+    cancel a pending operation at once when no program holds the session; a program
+    that does, stops it itself (a pending one before it starts, a running one at its
+    next heartbeat)."""
+    from openprogram.errors import SessionLocked
+    from openprogram.operations.tracker import tracker
+    from openprogram.questions import answerer
+    from openprogram.session import Session
+
+    ask = getattr(store, "request_cancel", None)
+    if ask is None:
+        raise click.ClickException(f"the store {store.url} takes no cancel requests")
+    state = ask(sid, id, at=time.time(), by=answerer())
+    if state is None:
+        found = [row for row in store.operations(sid) if row.id == id]
+        if not found:
+            raise click.ClickException(f"session {sid} has no operation {id!r}")
+        raise click.ClickException(f"operation {id} is {found[0].state}: it is not running")
+    session = Session.open(store, sid)
+    try:
+        with session:  # no program runs the session: a pending one is cancelled here
+            record = tracker(session).cancel(id)
+    except SessionLocked:  # a program runs it: it acts on the request
+        say(f"asked operation {id} to stop: the program running session {sid} stops it")
+        return
+    finally:
+        session.close()
+    if record.state == "running":  # its program ended while it ran: nobody runs it now
+        say(
+            f"asked operation {id} to stop: it was running when its program ended; the "
+            "session's next resumed run cancels it instead of running it (one of kind "
+            "effect='once' becomes unknown: it may have happened)"
+        )

@@ -1,16 +1,19 @@
 """RayOperations: operations run as Ray tasks, on a cluster of many machines (extra `ray`).
 
 Each operation is one Ray task that imports the module registering its kind and runs its
-executor; a thread per operation waits for its result. Ray workers send no heartbeats
-back (the operation shows `running` until it ends), and cancelling asks Ray to stop the
-task (ray.cancel, force=True). A task lost with its node is reported `lost`.
+executor; a thread per operation waits for its result. Heartbeats come back through a
+Ray queue (an actor) that one thread relays (at most _BEAT_EVERY_S apart per operation),
+and cancelling asks Ray to stop the task (ray.cancel, force=True). A task lost with its
+node is reported `lost`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import signal
 import threading
+import time
 from typing import Any
 
 from openprogram.operations.manager import Report, run_executor
@@ -27,10 +30,28 @@ def _ray() -> Any:
     return ray
 
 
-def _execute(module: str, kind: str, version: int, id: str, args: dict[str, Any]) -> Any:
-    """In a Ray worker: run the operation; (report, value)."""
+_BEAT_EVERY_S = 0.25
+"""A Ray worker sends an operation's heartbeats at most this often (each is a call to
+the queue actor); the ones between are dropped."""
+
+
+def _execute(
+    module: str, kind: str, version: int, id: str, args: dict[str, Any], beats: Any = None
+) -> Any:
+    """In a Ray worker: run the operation, its heartbeats put on `beats` (a Ray queue);
+    (report, value)."""
     importlib.import_module(module)
-    return run_executor({"args": args}, kind_of(kind, version, operation=id), OperationContext(id))
+    last = [0.0]
+
+    def heartbeat(detail: str | None) -> None:
+        now = time.monotonic()
+        if beats is not None and now - last[0] >= _BEAT_EVERY_S:
+            last[0] = now
+            with contextlib.suppress(Exception):  # a beat lost is no failure of the work
+                beats.put_nowait((id, detail))
+
+    context = OperationContext(id, heartbeat)
+    return run_executor({"args": args}, kind_of(kind, version, operation=id), context)
 
 
 class RayOperations:
@@ -47,7 +68,11 @@ class RayOperations:
         self._num_cpus = cpus_per_operation
         self._lock = threading.Lock()
         self._refs: dict[str, Any] = {}
+        self._reports: dict[str, Report] = {}
         self._remote: Any = None
+        self._beats: Any = None
+        self._relaying: threading.Thread | None = None
+        self._closed = threading.Event()
 
     def _task(self) -> Any:
         with self._lock:
@@ -55,17 +80,44 @@ class RayOperations:
                 ray = _ray()
                 if not ray.is_initialized():
                     init_ray(ray, address=self._address, **self._init)
+                from ray.util.queue import Queue
+
+                self._beats = Queue(actor_options={"num_cpus": 0})
                 self._remote = ray.remote(num_cpus=self._num_cpus, max_retries=0)(_execute)
+                self._relaying = threading.Thread(
+                    target=self._relay, daemon=True, name="openprogram-ray"
+                )
+                self._relaying.start()
             return self._remote
 
     def submit(self, operation: Operation, kind: OperationKind, report: Report) -> None:
         task = self._task()
         if not report(operation.id, "running", None):
             return
-        ref = task.remote(kind.module, kind.kind, kind.version, operation.id, operation.args)
+        args = (kind.module, kind.kind, kind.version, operation.id, operation.args, self._beats)
+        ref = task.remote(*args)
         with self._lock:
             self._refs[operation.id] = ref
+            self._reports[operation.id] = report
         threading.Thread(target=self._await, args=(operation.id, ref, report), daemon=True).start()
+
+    def _relay(self) -> None:
+        """Report the heartbeats the workers put on the queue, until closed."""
+        from ray.util.queue import Empty
+
+        beats = self._beats
+        while not self._closed.is_set():
+            try:
+                id, detail = beats.get(timeout=0.2)
+            except Empty:
+                continue
+            except BaseException:  # the queue's actor is gone (Ray shut down: SystemExit)
+                return
+            with self._lock:
+                report = self._reports.get(id)
+            if report is not None:
+                with contextlib.suppress(Exception):  # its record failed: the tracker logs
+                    report(id, "heartbeat", detail)
 
     def _await(self, id: str, ref: Any, report: Report) -> None:
         ray = _ray()
@@ -80,6 +132,7 @@ class RayOperations:
         finally:
             with self._lock:
                 self._refs.pop(id, None)
+                self._reports.pop(id, None)
         report(id, what, value)
 
     def cancel(self, id: str) -> bool:
@@ -91,10 +144,18 @@ class RayOperations:
         return True
 
     def close(self) -> None:
+        """Cancel what runs; stop relaying heartbeats (before ray.shutdown, which would
+        end the relay's wait with SystemExit) and end the queue's actor."""
+        self._closed.set()
         with self._lock:
             refs = list(self._refs.values())
+            relaying, beats = self._relaying, self._beats
         for ref in refs:
             _ray().cancel(ref, force=True)
+        if relaying is not None:
+            relaying.join(5)
+            with contextlib.suppress(Exception):
+                beats.shutdown()
 
     def __repr__(self) -> str:
         return f"RayOperations(address={self._address!r})"

@@ -78,7 +78,7 @@ def _json(value: Any) -> str:
 class _Live:
     """An operation known to this process: its record and who waits for it."""
 
-    __slots__ = ("done", "manager", "operation", "record", "started")
+    __slots__ = ("asked_at", "done", "manager", "operation", "record", "started", "stopping")
 
     def __init__(self, record: OperationRecord) -> None:
         self.record = record
@@ -86,6 +86,8 @@ class _Live:
         self.done = threading.Event()
         self.manager: OperationManager | None = None
         self.started = False
+        self.stopping = False  # another process asked it to stop; its manager was told
+        self.asked_at = 0.0  # when the store was last asked whether it should stop
         if record.state in FINISHED or record.state == "unknown":
             self.done.set()
 
@@ -189,6 +191,9 @@ class Tracker:
                 if live.record.state == "running" and kind.effect == "once":
                     self._move(live, ("running",), "unknown", error=_UNKNOWN, detail=_UNKNOWN)
                     continue
+                if self._requested(id):  # asked to stop while no process ran it
+                    self._move(live, ("pending", "running"), "cancelled", error=_REQUESTED)
+                    continue
                 live.manager = manager or default_manager(kind)
             try:
                 live.manager.submit(live.operation, kind, self._report)
@@ -197,16 +202,18 @@ class Tracker:
                 raise
 
     def _report(self, id: str, what: Reported, value: Any) -> bool:
+        if what == "heartbeat":
+            return self._heartbeat(id, value)
         with self._lock:
             live = self._ops.get(id)
             if live is None:
                 return False
             if what == "running":
+                if self._requested(id):  # asked to stop (sessions ops --cancel) before it began
+                    self._move(live, ("pending", "running"), "cancelled", error=_REQUESTED)
+                    return False
                 attempts = live.record.attempts + 1
                 return self._move(live, ("pending", "running"), "running", attempts=attempts)
-            if what == "heartbeat":
-                detail = None if value is None else str(value)
-                return self._move(live, ("running",), "running", detail=detail)
             if what == "done":
                 return self._move(live, ("running",), "done", result=value)
             if what == "failed":
@@ -220,6 +227,30 @@ class Tracker:
                 return self._move(live, ("running",), "unknown", error=str(value), detail=_UNKNOWN)
         self.start([id], live.manager)
         return True
+
+    def _heartbeat(self, id: str, detail: Any) -> bool:
+        """Record a running operation alive; tell its manager to stop it when another
+        process asked (`sessions ops --cancel`: the store is asked at most every
+        _ASK_EVERY_S seconds)."""
+        with self._lock:
+            live = self._ops.get(id)
+            text = None if detail is None else str(detail)
+            if live is None or not self._move(live, ("running",), "running", detail=text):
+                return False
+            now = time.monotonic()
+            if live.stopping or now - live.asked_at < _ASK_EVERY_S:
+                return True
+            live.asked_at = now
+            live.stopping = self._requested(id)
+            manager = live.manager if live.stopping else None
+        if manager is not None:
+            manager.cancel(id)
+        return True
+
+    def _requested(self, id: str) -> bool:
+        """Whether another process asked operation `id` to stop (the store records it)."""
+        asked = getattr(self._store, "cancel_requested", None)
+        return bool(asked is not None and asked(self.session.id, id))
 
     def _move(
         self,
@@ -363,6 +394,9 @@ class Tracker:
 
 
 _UNKNOWN = "its process died while it ran; its kind is effect='once', so it is not run again"
+_REQUESTED = "cancelled: asked to stop (openprogram sessions ops --cancel)"
+_ASK_EVERY_S = 0.25
+"""At most this often a heartbeat asks the store whether its operation was asked to stop."""
 
 
 def _new_row(

@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from openprogram.errors import SessionLocked
 from openprogram.store.format import NodeRow
 
-__all__ = ["OPERATION_COLUMNS", "OperationEvent", "OperationRow", "SQLOperations", "tables"]
+__all__ = [
+    "CANCEL_REQUESTED",
+    "OPERATION_COLUMNS",
+    "OperationEvent",
+    "OperationRow",
+    "SQLOperations",
+    "tables",
+]
 
 
 class OperationRow(NamedTuple):
@@ -50,6 +57,8 @@ class OperationEvent(NamedTuple):
 
 
 OPERATION_COLUMNS = ", ".join(OperationRow._fields)
+CANCEL_REQUESTED = "cancel requested"
+"""The start of an event's detail that asks a pending or running operation to stop."""
 OPERATIONS_VERSION = 8
 """The format_version that added the operations tables."""
 _EVENT = (
@@ -192,6 +201,39 @@ class SQLOperations:
                 if changed and not heartbeat:
                     connection.execute(event, (key, id, at, state, detail))
         return bool(changed)
+
+    def request_cancel(self, session: str, id: str, *, at: float, by: str) -> str | None:
+        """Ask that operation `id` stop, from any process (no writer lease: a request,
+        not a state change; the process running it acts on it, see cancel_requested):
+        an event `detail` "cancel requested by ..." in its current state. The state it
+        was in, None when it is not pending or running (nothing is recorded then)."""
+        p = self._placeholder
+        event = _EVENT.replace("?", p)
+        with self._lock, self._translate(f"ask operation {id!r} of session {session!r} to stop"):
+            connection = self._connect()
+            with self._transaction(connection):
+                key = self._key(connection, session)
+                self._lock_session(connection, key)
+                found = connection.execute(
+                    f"SELECT state FROM openprogram_operations WHERE session = {p} AND id = {p}",
+                    (key, id),
+                ).fetchone()
+                if found is None or found[0] not in ("pending", "running"):
+                    return None
+                connection.execute(event, (key, id, at, found[0], f"{CANCEL_REQUESTED} by {by}"))
+        return str(found[0])
+
+    def cancel_requested(self, session: str, id: str) -> bool:
+        """Whether someone asked operation `id` to stop (request_cancel)."""
+        p = self._placeholder
+        with self._lock, self._translate(f"read the operations of session {session!r}"):
+            connection = self._connect()
+            found = connection.execute(
+                f"SELECT 1 FROM openprogram_operation_events WHERE session = {p} AND "
+                f"operation = {p} AND detail LIKE {p} LIMIT 1",
+                (self._key(connection, session), id, CANCEL_REQUESTED + " by %"),
+            ).fetchone()
+        return found is not None
 
     def operations(self, session: str) -> list[OperationRow]:
         """The session's operations, oldest first (by creation, then node, then position);
