@@ -468,7 +468,8 @@ def _accessibility(desktop: Desktop) -> AccessibilitySource | None:
     # where its windows are and how they stack: the tree's boxes placed and cut by them
     windows = getattr(desktop, "visible_windows", None)
     if windows is None and hasattr(type(desktop), "desktop"):  # a VirtualDesktop's X11Desktop
-        windows = lambda: desktop.desktop.visible_windows()  # noqa: E731  (started later)
+        virtual: Any = desktop  # its X11Desktop exists once it is started
+        windows = lambda: virtual.desktop.visible_windows()  # noqa: E731
     return AccessibilitySource(address, screen=desktop.size, note=note, windows=windows)
 
 

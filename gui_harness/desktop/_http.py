@@ -9,31 +9,24 @@ refusal. Knows nothing of desktops: server.py routes the requests it lets throug
 from __future__ import annotations
 
 import contextlib
-import hmac
 import io
-import ipaddress
 import json
 import logging
 import re
-import socket
-import threading
 import time
 from email.message import Message
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, HTTPServer
-from socketserver import TCPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from openprogram.echo import cut, echo
+from openprogram.serving import Access, DeadlineReader, LimitedServer, browser_header
 
-__all__ = ["Gate", "GuardedHandler", "GuardedServer", "HttpRefusal", "is_loopback", "json_body"]
+__all__ = ["Gate", "GuardedHandler", "GuardedServer", "HttpRefusal", "json_body"]
 
 _log = logging.getLogger("gui_harness.desktop.server")
 
 _MAX_DEPTH = 16  # a valid request nests 4 deep: {"action": {"path": [[x, y]]}}
-_DRAIN_S = 1.0  # how long a closing connection may take to send what we did not read
-_DRAIN_BYTES = 1 << 20
-_MAX_LINGERING = 1024
 _DIGITS = re.compile(r"[0-9]{1,12}")
 _NUMBER = re.compile(r"[0-9]+")
 
@@ -50,63 +43,44 @@ class Gate:
     """Who may use the server: the Host it is bound to, no browser, the right token."""
 
     def __init__(self, host: str, port: int, token: str) -> None:
-        self._port = str(port)
-        self._token = token.encode()
-        self._wildcard = host in ("0.0.0.0", "::")
-        names = {host.lower(), f"[{host.lower()}]"}
-        if is_loopback(host):
-            names.add("localhost")
-        if host == "localhost":
-            names.add("127.0.0.1")
-        if self._wildcard:
-            names |= {socket.gethostname().lower(), socket.getfqdn().lower(), "localhost"}
-        self._names = frozenset(names)
+        self._access = Access(host, port, token)
 
     def check(self, headers: Message) -> None:
         """Raise HttpRefusal unless the headers name this server, come from no browser
         page, and carry the token as `Authorization: Bearer <token>`."""
         host = headers.get_all("Host") or []
-        if len(host) != 1 or not self._host_allowed(host[0]):
+        if len(host) != 1 or not self._access.host_allowed(host[0]):
             raise HttpRefusal(
                 HTTPStatus.MISDIRECTED_REQUEST,
                 "wrong_host",
                 f"Host {echo(', '.join(host) or '(none)')} is not this server's address; use the"
                 " URL serve_desktop() returned",
             )
-        browser = [name for name in ("Origin", "Sec-Fetch-Site") if name in headers]
-        if browser:
+        browser = browser_header(headers.keys())
+        if browser is not None:
             raise HttpRefusal(
                 HTTPStatus.FORBIDDEN,
                 "browser_refused",
-                f"requests from web pages are refused ({browser[0]}:"
-                f" {echo(headers[browser[0]])}); drive the desktop with RemoteDesktop",
+                f"requests from web pages are refused ({browser}:"
+                f" {echo(headers[browser])}); drive the desktop with RemoteDesktop",
             )
-        scheme, _, given = (headers.get("Authorization") or "").strip().partition(" ")
-        if scheme.lower() != "bearer" or not given.strip():
+        # headers are decoded as latin-1, so this gives back the bytes that were sent
+        given = (headers.get("Authorization") or "").strip()
+        scheme, _, value = given.partition(" ")
+        if scheme.lower() != "bearer" or not value.strip():
             raise HttpRefusal(
                 HTTPStatus.UNAUTHORIZED,
                 "unauthorized",
                 "this desktop server needs its token: send 'Authorization: Bearer <token>'"
                 " with the token serve_desktop() returned (RemoteDesktop(url, token=...))",
             )
-        # headers are decoded as latin-1, so this gives back the bytes that were sent
-        if not hmac.compare_digest(given.strip().encode("latin-1"), self._token):
+        if not self._access.token_given(given.encode("latin-1")):
             raise HttpRefusal(
                 HTTPStatus.UNAUTHORIZED,
                 "unauthorized",
                 "the token is wrong; send the token of the server running at this address"
                 " (a restarted server has a new one)",
             )
-
-    def _host_allowed(self, value: str) -> bool:
-        name, colon, port = value.strip().lower().rpartition(":")
-        if not colon or port != self._port or not name:
-            return False
-        if name in self._names:
-            return True
-        # a wildcard bind answers to any address of the machine, but never to a domain
-        # name an attacker controls (DNS rebinding)
-        return self._wildcard and _is_ip(name.strip("[]"))
 
 
 def json_body(headers: Message, rfile: io.BufferedIOBase, max_bytes: int) -> Any:
@@ -205,183 +179,27 @@ def _too_deep(body: bytes, limit: int) -> bool:
     return False
 
 
-def _is_ip(name: str) -> bool:
-    try:
-        ipaddress.ip_address(name)
-    except ValueError:
-        return False
-    return True
+class GuardedServer(LimitedServer):
+    """The desktop server's transport: at most `max_connections` worker threads, more
+    get a quick 503 (logged); a worker's failure is logged. Workers are not joined on
+    close: one may be waiting for the desktop, which stops after the server."""
 
+    join_workers = False
 
-def is_loopback(host: str) -> bool:
-    """Whether `host` ("localhost" or an IP address) is a loopback address."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-class _DeadlineReader(io.RawIOBase):
-    """Reads a socket until one deadline: a client dribbling bytes cannot hold a thread."""
-
-    def __init__(self, sock: socket.socket, deadline: float) -> None:
-        self._sock, self._deadline = sock, deadline
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        remaining = self._deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError("the request's read deadline passed")
-        self._sock.settimeout(remaining)
-        return self._sock.recv_into(buffer)
-
-
-class GuardedServer(HTTPServer):
-    """An HTTP server with at most `max_connections` worker threads; more get a quick 503."""
-
-    daemon_threads = True
-    request_queue_size = 128
-
-    def __init__(
-        self,
-        address: tuple[str, int],
-        handler: type[GuardedHandler],
-        *,
-        max_connections: int,
-        read_timeout: float,
-    ) -> None:
-        host = address[0]
-        if ":" in host:
-            self.address_family = socket.AF_INET6
-        self.max_connections = max_connections
-        self.read_timeout = read_timeout
-        self._slots = threading.BoundedSemaphore(max_connections)
-        self._active: set[socket.socket] = set()
-        self._active_lock = threading.Lock()
-        self._lingering: list[tuple[socket.socket, float]] = []  # refused, being drained
-        super().__init__(address, handler)
-
-    def server_bind(self) -> None:
-        # HTTPServer.server_bind asks DNS for the host's FQDN, which nothing here needs
-        TCPServer.server_bind(self)
-        self.server_name, self.server_port = str(self.server_address[0]), self.server_address[1]
-
-    @property
-    def active_connections(self) -> int:
-        """How many connections worker threads are serving now."""
-        with self._active_lock:
-            return len(self._active)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):
-            _log.warning(
-                "answered 503 to a connection from %s: all %d workers are busy",
-                client_address[0],
-                self.max_connections,
-            )
-            self._refuse_busy(request)
-            return
-        with self._active_lock:
-            self._active.add(request)
-        thread = threading.Thread(target=self._serve, args=(request, client_address), daemon=True)
-        try:
-            thread.start()
-        except RuntimeError:  # the process may not start another thread
-            self._release(request)
-            self._refuse_busy(request)
-
-    def _serve(self, request: socket.socket, client_address: Any) -> None:
-        try:
-            self.finish_request(request, client_address)
-        except Exception:
-            self.handle_error(request, client_address)
-        finally:
-            self.shutdown_request(request)
-            self._release(request)
-
-    def _release(self, request: socket.socket) -> None:
-        # the slot first: once active_connections reads 0, every slot is free
-        self._slots.release()
-        with self._active_lock:
-            self._active.discard(request)
-
-    def shutdown_request(self, request: Any) -> None:
-        """Half-close, then read what the client still sends (briefly) before closing:
-        closing over unread bytes makes the kernel answer with a reset that can destroy
-        the reply before the client reads it."""
-        with contextlib.suppress(OSError):
-            request.shutdown(socket.SHUT_WR)
-            end, drained = time.monotonic() + _DRAIN_S, 0
-            while drained < _DRAIN_BYTES and (remaining := end - time.monotonic()) > 0:
-                request.settimeout(remaining)
-                chunk = request.recv(65536)
-                if not chunk:
-                    break
-                drained += len(chunk)
-        self.close_request(request)
-
-    def _refuse_busy(self, request: socket.socket) -> None:
-        """Answer 503 without a worker thread and without blocking the accept loop; the
-        socket then lingers (see service_actions) so the client reads the reply."""
+    def busy_reply(self) -> tuple[bytes, str]:
         payload = {
             "error": f"the desktop server is busy: all {self.max_connections} connections are"
             " in use; try again",
             "kind": "busy",
         }
-        body = json.dumps(payload).encode()
-        head = (
-            "HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
+        return json.dumps(payload).encode(), "application/json"
+
+    def refused_busy(self, client_address: Any) -> None:
+        _log.warning(
+            "answered 503 to a connection from %s: all %d workers are busy",
+            client_address[0],
+            self.max_connections,
         )
-        try:
-            request.setblocking(False)
-            request.send(head.encode() + body)  # a few hundred bytes: fits an empty buffer
-            request.shutdown(socket.SHUT_WR)
-        except OSError:
-            request.close()
-            return
-        if len(self._lingering) >= _MAX_LINGERING:
-            request.close()
-            return
-        self._lingering.append((request, time.monotonic() + _DRAIN_S))
-
-    def service_actions(self) -> None:
-        """Between accepts: read and drop what refused clients still send, and close their
-        sockets at end of stream or after _DRAIN_S, never waiting on one."""
-        now, kept = time.monotonic(), []
-        for request, deadline in self._lingering:
-            try:
-                if not request.recv(65536):  # end of stream: the client is done
-                    request.close()
-                    continue
-            except BlockingIOError:
-                pass
-            except OSError:
-                request.close()
-                continue
-            if now < deadline:
-                kept.append((request, deadline))
-            else:
-                request.close()
-        self._lingering = kept
-
-    def server_close(self) -> None:
-        super().server_close()
-        for request, _ in self._lingering:
-            request.close()
-        self._lingering = []
-
-    def close_connections(self) -> None:
-        """Cut every connection being served, so their workers end now (used on stop)."""
-        with self._active_lock:
-            active = list(self._active)
-        for request in active:
-            with contextlib.suppress(OSError):
-                request.shutdown(socket.SHUT_RDWR)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         _log.exception("the desktop server failed on a request from %s", client_address[0])
@@ -398,7 +216,7 @@ class GuardedHandler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         self.connection = self.request
         self.deadline = time.monotonic() + self.server.read_timeout
-        self.rfile = io.BufferedReader(_DeadlineReader(self.connection, self.deadline))
+        self.rfile = io.BufferedReader(DeadlineReader(self.connection, self.deadline))
         self.wfile = io.BytesIO()  # replies go out with sendall (see _send), not here
         self._replied = False
 

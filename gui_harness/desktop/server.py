@@ -34,7 +34,6 @@ from gui_harness.desktop._http import (
     GuardedHandler,
     GuardedServer,
     HttpRefusal,
-    is_loopback,
     json_body,
 )
 from gui_harness.desktop.base import Desktop
@@ -42,6 +41,7 @@ from gui_harness.desktop.settle import compare_frames
 from gui_harness.errors import ActionRejected, InvalidAction
 from openprogram.echo import cut, echo
 from openprogram.errors import UsageError
+from openprogram.serving import is_loopback
 
 __all__ = ["PROTOCOL_VERSION", "DesktopServer", "serve_desktop"]
 
@@ -123,7 +123,7 @@ class DesktopServer:
         if self._thread.is_alive():
             self._http.shutdown()
             self._thread.join()
-        self._http.close_connections()
+        self._http.cut_connections()
         self._http.server_close()
         self._screen.shutdown(wait=False, cancel_futures=True)
         self._input.shutdown(wait=False, cancel_futures=True)

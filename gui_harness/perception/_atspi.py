@@ -57,6 +57,9 @@ ROLE_KINDS: dict[int, Kind] = {
 """AT-SPI role number → component kind, for the roles perception reports."""
 
 MENU_BAR = 34
+LABEL = 29
+PAGE_TAB_LIST = 38
+COMBO_BOX = 11
 SCROLL_PANE = 49
 TABLE_ROLES = frozenset({55, 66})  # table, tree table: a grid when they manage descendants
 ITEM_ROLES = frozenset({32, 91, 56})

@@ -11,7 +11,9 @@ import re
 from collections.abc import Sequence
 
 from gui_harness.perception import _atspi as atspi
+from gui_harness.perception import _tree_windows
 from gui_harness.perception._tree_walk import Element
+from gui_harness.perception._tree_windows import Surface
 from gui_harness.perception.component import Component, State
 
 __all__ = ["components"]
@@ -22,21 +24,45 @@ _MAX_LABEL = 120
 # STR_ACC_EDITLINE_NAME), which its GTK 3 plugin (7.4) leaves off the object
 _INPUT_LINE = "Input line"
 _CLASS_NAME = re.compile(r"^Gtk[A-Z][A-Za-z]+$")
+_ENTRIES = frozenset({79, 61, 76})  # entry, text, autocomplete: an editable chooser's own
 
 
 def components(
-    elements: Sequence[Element], screen: tuple[int, int], *, offset: int = 0
+    elements: Sequence[Element],
+    screen: tuple[int, int],
+    *,
+    offset: int = 0,
+    on: list[Surface | None] | None = None,
 ) -> list[Component]:
-    """The components of `elements` (in tree order), in screen pixels; `offset` moves
-    what the app draws itself down (AppWalk.offset)."""
+    """The components of `elements` (in tree order), in screen pixels as the app
+    reports them; `offset` moves what the app draws itself down (AppWalk.offset). `on`,
+    when given, is filled with each component's window or popover (_tree_windows), in
+    step with the result, for place() to put it where the screen shows it.
+
+    What a closed drop-down holds (its list's options, placed where its list would
+    open) is left out but for its text entry; an item that cannot be selected itself
+    (Qt's tree row heads) names the unnamed selectable cell in its place."""
     found: list[Component] = []
+    held: list[Surface | None] = []
+    sources: list[Element] = []  # the element of each component found
     items: list[tuple[int, int, int, int]] = []  # unnamed cells of long lists, so far
+    names: list[tuple[tuple[int, int, int, int], str]] = []  # unselectable named items
+    closed = [
+        e.order
+        for e in elements
+        if e.role == atspi.COMBO_BOX and e.order and not e.states & (1 << atspi.EXPANDED)
+    ]
+    windows = _tree_windows.surfaces(elements) if on is not None else {}
     for element in elements:
         if {"role", "states", "name", "box"} - element.answered or element.box is None:
             continue
         bits = element.states
         if not (bits & (1 << atspi.SHOWING) and bits & (1 << atspi.VISIBLE)):
             continue
+        if element.role not in _ENTRIES and any(
+            element.order[: len(o)] == o and len(element.order) > len(o) for o in closed
+        ):
+            continue  # an option of a closed drop-down: not on the screen
         dy = 0 if element.native else offset
         x, y, w, h = element.box
         box = _clip((x, y + dy, w, h), screen)
@@ -56,6 +82,8 @@ def components(
                     element.grid.shifted(dy),
                 )
             )
+            held.append(_tree_windows.surface_of(element, windows))
+            sources.append(element)
             continue
         if element.input_line:
             found.append(
@@ -63,6 +91,8 @@ def components(
                     0, "field", box, label or _INPUT_LINE, 1.0, _states(bits, 0), "accessibility"
                 )
             )
+            held.append(_tree_windows.surface_of(element, windows))
+            sources.append(element)
             continue
         if element.role not in atspi.ROLE_KINDS:
             continue
@@ -71,6 +101,8 @@ def components(
         if element.role in atspi.ITEM_ROLES and not bits & (
             (1 << atspi.SELECTABLE) | (1 << atspi.FOCUSABLE)
         ):
+            if label is not None:
+                names.append((box, label))
             continue
         if element.item and label is None:
             if any(_holds(outer, box) for outer in items):
@@ -108,7 +140,47 @@ def components(
                 found[chooser] = found[chooser].with_label(component.label)
             continue
         found.append(component)
+        held.append(_tree_windows.surface_of(element, windows))
+        sources.append(element)
+    for number, component in enumerate(found):
+        if component.label is None:
+            name = next((n for b, n in names if _same_place(b, component.box)), None)
+            if name is not None:
+                found[number] = component.with_label(name)
+    _name_by_labels(elements, found, sources)
+    if on is not None:
+        on.extend(held)
     return found
+
+
+def _name_by_labels(
+    elements: Sequence[Element], found: list[Component], sources: list[Element]
+) -> None:
+    """Name each unnamed component of `found` (made from `sources`) by the text of the
+    labels below it, in tree order (GTK 4 leaves a path bar's or a sidebar row's button
+    unnamed: its label child holds the text)."""
+    unnamed = [n for n, c in enumerate(found) if c.label is None]
+    if not unnamed:
+        return
+    labels = [
+        e
+        for e in elements
+        if e.role == atspi.LABEL
+        and "name" in e.answered
+        and _label(e.name) is not None
+        and e.states & (1 << atspi.VISIBLE)
+        and e.box is not None
+        and e.box[2] > 0
+        and e.box[3] > 0
+    ]
+    for number in unnamed:
+        order = sources[number].order
+        texts = [
+            e.name for e in labels if e.order[: len(order)] == order and len(e.order) > len(order)
+        ]
+        name = _label(" ".join(texts))
+        if name is not None:
+            found[number] = found[number].with_label(name)
 
 
 def _label(name: str) -> str | None:

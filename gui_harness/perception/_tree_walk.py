@@ -61,6 +61,8 @@ class Element:
     native: bool = True  # placed by its toolkit (see AppWalk's own_drawing_offset)
     input_line: bool = False  # reported as a field though its role is no field's
     item: bool = False  # a long list's item (handed by its ListRead with its box) or in one
+    inside: bool = False  # below an element perception reports (a label there is read)
+    reported: bool = False  # perception reports it (its role is a control's)
 
 
 class AppWalk:
@@ -71,7 +73,9 @@ class AppWalk:
     as showing, and is recorded so in the element's states. `own_drawing_offset=True` is
     for LibreOffice on GTK 3, which reports what it draws itself (all but the GTK widgets,
     whose attributes say toolkit=gtk) as if its GTK menu bar took no room: finish() moves
-    those boxes down by the menu bar's height.
+    those boxes down by the menu bar's height. `quiet_tabs=True` is for Qt, which adds a
+    tab or moves the selection between tabs without a word: its tab bars are read again
+    whenever its tree changed (refresh()), so no tab is missing and no two say "selected".
 
     start() sends the first calls; the pipeline's run() does the rest. Afterwards
     `elements` holds what was read, `complete` says whether the walk finished, and
@@ -88,8 +92,10 @@ class AppWalk:
         *,
         showing_reported: bool = True,
         own_drawing_offset: bool = False,
+        quiet_tabs: bool = False,
     ) -> None:
         self.pipeline = pipeline
+        self.quiet_tabs = quiet_tabs
         self.app = app
         self.screen = screen
         self.showing_reported = showing_reported
@@ -150,12 +156,14 @@ class AppWalk:
                 shallow.append(element)
         places = [m.order for m in moved]
         deep += [e for e in self.elements if e.run is not None and _within(e, places)]
+        if self.quiet_tabs:  # a few tabs each: their count and states read again
+            deep += [e for e in self.elements if e.role == atspi.PAGE_TAB_LIST and _shows(e)]
         chosen = _outermost(deep)
         inside = [c.order for c in chosen]
         self.elements = [e for e in self.elements if not _within(e, inside)]
         self._menu_bars = [bar for bar in self._menu_bars if not _within(bar, inside)]
         for element in chosen:
-            self._visit(element.app, element.path, element.order)
+            self._visit(element.app, element.path, element.order, inside=element.inside)
         # what moved: the boxes below it read again (a grid in it read again whole)
         shifted = [m.order for m in _outermost(moved) if not _within(m, inside)]
         again = {e.path for e in shallow if not _within(e, inside)}
@@ -164,7 +172,7 @@ class AppWalk:
                 continue
             if element.grid is not None:
                 self.elements.remove(element)
-                self._visit(element.app, element.path, element.order)
+                self._visit(element.app, element.path, element.order, inside=element.inside)
             elif "box" in element.answered and element.path not in again:
                 self._send(_extents(element), functools.partial(self._got, element, "box"))
         for element in shallow:
@@ -234,7 +242,7 @@ class AppWalk:
         """Read `element` and everything below it again."""
         self.elements = [e for e in self.elements if not _within(e, [element.order])]
         self._menu_bars = [b for b in self._menu_bars if not _within(b, [element.order])]
-        self._visit(element.app, element.path, element.order)
+        self._visit(element.app, element.path, element.order, inside=element.inside)
 
     def _reread(self, element: Element) -> None:
         """Read an object's states, and its name and box when it is reported, again."""
@@ -323,9 +331,10 @@ class AppWalk:
         box: tuple[int, int, int, int] | None = None,
         *,
         item: bool = False,
+        inside: bool = False,
     ) -> None:
         """Read the object at `path` (its box already, when `box` is given: a long
-        list's item; `item`: inside one)."""
+        list's item; `item`: inside one; `inside`: below a reported element)."""
         if len(self.elements) >= MAX_NODES:
             self.truncated = True
             return
@@ -334,6 +343,7 @@ class AppWalk:
             element.box = box
             element.answered.add("box")
         element.item = item or box is not None
+        element.inside = inside
         self.elements.append(element)
         role = self.roles.get((app, path))
         if role is not None:
@@ -387,6 +397,9 @@ class AppWalk:
             and bool(bits & (1 << atspi.FOCUSABLE))
         )
         reported = element.role in atspi.ROLE_KINDS or element.input_line
+        element.reported = reported
+        # a window: its name and box tell which of the desktop's windows it is (_tree_windows)
+        window = len(element.order) == 1
         if self.own_drawing_offset and element.role == atspi.MENU_BAR:
             self._menu_bars.append(element)
             self._send(_extents(element), lambda body: self._got(element, "box", body))
@@ -399,7 +412,15 @@ class AppWalk:
             )
         managed = bool(bits & _MANAGES)
         grid = managed and element.role in atspi.TABLE_ROLES
-        if reported or grid:
+        if element.role == atspi.LABEL and element.inside:
+            # the text of a control GTK 4 leaves unnamed (a path bar's, a sidebar row's)
+            self._send(
+                atspi.get_property(element.app, element.path, atspi.ACCESSIBLE, "Name"),
+                lambda body: self._got(element, "name", body),
+            )
+            # a label GTK 4 keeps but does not draw (a drop-down's other choice) is 0×0
+            self._send(_extents(element), lambda body: self._got(element, "box", body))
+        if reported or grid or window:
             self._send(
                 atspi.get_property(element.app, element.path, atspi.ACCESSIBLE, "Name"),
                 lambda body: self._got_name(element, body),
@@ -492,7 +513,13 @@ class AppWalk:
             if body is None:
                 return
             for number, (app, path) in enumerate(body[0]):
-                self._visit(str(app), str(path), (*parent.order, number), item=parent.item)
+                self._visit(
+                    str(app),
+                    str(path),
+                    (*parent.order, number),
+                    item=parent.item,
+                    inside=parent.inside or parent.reported,
+                )
 
         self._send(atspi.call(parent.app, parent.path, atspi.ACCESSIBLE, "GetChildren"), got)
 

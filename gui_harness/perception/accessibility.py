@@ -19,7 +19,7 @@ import contextlib
 import functools
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +28,7 @@ from gui_harness.perception._atspi import ROLE_KINDS
 from gui_harness.perception._tree_elements import components as _components
 from gui_harness.perception._tree_settle import TreeWatch, patience
 from gui_harness.perception._tree_walk import AppWalk, Element
+from gui_harness.perception._tree_windows import Surface, WindowLike, place
 from gui_harness.perception.component import Component
 
 __all__ = ["ROLE_KINDS", "AccessibilitySnapshot", "AccessibilitySource"]
@@ -114,6 +115,7 @@ class _AppTree:
     events: int
     read_at: float
     walk: AppWalk | None = None  # the walk that read it, which refresh() brings up to date
+    on: list[Surface | None] | None = None  # each component's window (_tree_windows)
 
 
 class AccessibilitySource:
@@ -130,6 +132,14 @@ class AccessibilitySource:
     bus). Thread-safe; the connection is opened on first use and reopened after a
     failure.
 
+    `windows`, when given, lists the desktop's viewable windows bottom to top
+    (Desktop.visible_windows()): each snapshot then puts every component where its
+    window shows it (GTK 4 reports boxes relative to its window, a popover's to its own
+    surface) and cuts it to what the windows stacked above leave showing, dropping what
+    is hidden (an editor under its dialog, a field under a popover menu) or outside its
+    own window; and a window that came or went has every app read afresh (GTK 4 tells
+    nothing when a popover opens). See _tree_windows.
+
     mark() before an action and wait_caught_up() after it wait until the apps' tree
     events stop, so the next snapshot sees what the action changed (see _tree_settle).
     The same events tell which apps changed: an app that sent none since its last
@@ -143,8 +153,11 @@ class AccessibilitySource:
         screen: tuple[int, int],
         timeout: float = 0.5,
         note: str | None = None,
+        windows: Callable[[], Sequence[WindowLike]] | None = None,
     ) -> None:
         self.address = address
+        self.windows = windows
+        self._window_set: tuple[tuple[int, ...], ...] | None = None
         self.screen = (int(screen[0]), int(screen[1]))
         self.base_timeout = timeout
         """The `timeout` given, before the load stretches it."""
@@ -199,7 +212,8 @@ class AccessibilitySource:
         started = time.monotonic()
         with self._lock:
             self._pipeline = None
-            components, apps, note = self._read(started + self.timeout)
+            shown = self._visible_windows()
+            components, apps, note = self._read(started + self.timeout, shown)
             calls = self._pipeline.sent if self._pipeline is not None else 0
         return AccessibilitySnapshot(
             components=tuple(components),
@@ -212,7 +226,24 @@ class AccessibilitySource:
 
     # -- internals -----------------------------------------------------------------------
 
-    def _read(self, deadline: float) -> tuple[list[Component], int, str | None]:
+    def _visible_windows(self) -> list[WindowLike]:
+        """The desktop's windows now (none without `windows`, or when listing them
+        failed); a change of the set since the last snapshot forgets the trees kept."""
+        if self.windows is None:
+            return []
+        try:
+            shown = list(self.windows())
+        except Exception:  # a window system gone: the boxes are left as the apps say
+            return []
+        now = tuple((w.x, w.y, w.width, w.height) for w in shown)
+        if now != self._window_set:
+            self._window_set = now
+            self._trees.clear()
+        return shown
+
+    def _read(
+        self, deadline: float, shown: Sequence[WindowLike] = ()
+    ) -> tuple[list[Component], int, str | None]:
         limit = round(deadline - time.monotonic(), 2)  # the timeout, stretched by the load
         if self.address is None:
             return [], 0, self._missing
@@ -231,7 +262,8 @@ class AccessibilitySource:
                 return [], 0, f"{silent}; pixels only"
             apps = [name for name, _ in registry]
             self._learn_toolkits(pipeline, apps, deadline)
-            found, notes = self._read_apps(pipeline, apps, deadline, limit)
+            found, on, notes = self._read_apps(pipeline, apps, deadline, limit)
+            found = place(found, on, shown)
         except (OSError, ValueError, RuntimeError) as exc:  # bus gone, refused, bad address
             self._drop_connection()
             return [], 0, f"accessibility bus {self.address!r} failed: {exc}; pixels only"
@@ -269,7 +301,7 @@ class AccessibilitySource:
 
     def _read_apps(
         self, pipeline: atspi.Pipeline, apps: list[str], deadline: float, limit: float
-    ) -> tuple[list[Component], list[str]]:
+    ) -> tuple[list[Component], list[Surface | None], list[str]]:
         watching = self._watch is not None and self._watch.watching
         reads: dict[str, tuple[AppWalk | _Query, int]] = {}
         for app in apps:
@@ -303,6 +335,7 @@ class AccessibilitySource:
                     self.screen,
                     showing_reported=not gtk4,
                     own_drawing_offset=facts.get("name") in _MENU_BAR_OFFSET_APPS,
+                    quiet_tabs=toolkit == "qt",
                 )
             reader.start()
             reads[app] = (reader, events)
@@ -312,10 +345,12 @@ class AccessibilitySource:
         notes: list[str] = []
         slow: list[str] = []
         found: list[Component] = []
+        on: list[Surface | None] = []
         now = time.monotonic()
         for app in apps:
             if app not in reads:
                 found.extend(self._trees[app].components)
+                on.extend(_surfaces(self._trees[app]))
                 continue
             reader, events = reads[app]
             offset = 0
@@ -325,7 +360,8 @@ class AccessibilitySource:
                 if note:
                     notes.append(note)
             elements = sorted(reader.elements, key=lambda e: e.order)
-            components = _components(elements, self.screen, offset=offset)
+            placed: list[Surface | None] = []
+            components = _components(elements, self.screen, offset=offset, on=placed)
             if isinstance(reader, AppWalk) and reader.skipped:
                 notes.append(
                     f"{app}: {reader.skipped} long list(s) that manage their items were not "
@@ -333,15 +369,18 @@ class AccessibilitySource:
                 )
             if reader.complete:
                 walk = reader if isinstance(reader, AppWalk) else None
-                self._trees[app] = _AppTree(components, events, now, walk)
+                self._trees[app] = _AppTree(components, events, now, walk, placed)
                 found.extend(components)
+                on.extend(placed)
                 continue
             kept = self._trees.get(app)
             if kept is not None and not components:
                 found.extend(kept.components)
+                on.extend(_surfaces(kept))
                 slow.append(f"{app} (its tree from {now - kept.read_at:.1f}s ago is kept)")
             else:
                 found.extend(components)
+                on.extend(placed)
                 slow.append(f"{app} (read in part)" if components else app)
         if slow:
             notes.insert(
@@ -349,7 +388,7 @@ class AccessibilitySource:
                 f"{len(slow)} app(s) did not answer the accessibility query within "
                 f"{limit}s ({', '.join(slow)}); what is missing comes from pixels",
             )
-        return found, notes
+        return found, on, notes
 
     def _offset(self, app: str, walk: AppWalk) -> tuple[int, str | None]:
         """How far down to move what `app` draws itself (AppWalk.offset), remembered
@@ -384,6 +423,10 @@ class AccessibilitySource:
         if connection is not None:
             with contextlib.suppress(OSError):  # already broken: nothing left to close
                 connection.close()
+
+
+def _surfaces(tree: _AppTree) -> list[Surface | None]:
+    return tree.on if tree.on is not None else [None] * len(tree.components)
 
 
 def _new_window(paths: dict[str, set[str]], walk: AppWalk) -> bool:

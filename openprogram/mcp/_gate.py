@@ -3,29 +3,27 @@ browser page, and the bearer token of this start of the server.
 
 Owns the ASGI gate in front of the SDK's streamable-HTTP app (421 for a Host that is not
 this server's, 403 for a browser's Origin, 401 without the token, compared in constant
-time) and the token file clients read (0600, in a 0700 folder). serve.py wires them.
+time; the checks are openprogram.serving's Access) and the token file clients read
+(0600, in a 0700 folder). serve.py wires them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hmac
-import ipaddress
 import json
 import os
 import secrets
-import socket
 import tempfile
 from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
 from openprogram.errors import ConfigError
+from openprogram.serving import Access, browser_header
 
 __all__ = [
     "CLIENT_GONE",
     "Gate",
-    "is_loopback",
     "new_token",
     "remove_token_file",
     "token_path",
@@ -45,16 +43,6 @@ disconnects (a tool call it was waiting for is then stopped)."""
 def new_token() -> str:
     """A fresh random token: 43 URL-safe characters (256 bits)."""
     return secrets.token_urlsafe(32)
-
-
-def is_loopback(host: str) -> bool:
-    """Whether `host` ("localhost" or an IP address) is a loopback address."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def token_path(port: int) -> Path:
@@ -104,15 +92,7 @@ class Gate:
 
     def __init__(self, app: App, *, host: str, port: int, token: str) -> None:
         self.app = app
-        self._port = str(port)
-        self._token = token.encode()
-        self._wildcard = host in ("0.0.0.0", "::")
-        names = {host.lower(), f"[{host.lower()}]"}
-        if is_loopback(host):
-            names |= {"localhost", "127.0.0.1", "[::1]"}
-        if self._wildcard:
-            names |= {socket.gethostname().lower(), socket.getfqdn().lower(), "localhost"}
-        self._names = frozenset(names)
+        self._access = Access(host, port, token)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -142,18 +122,16 @@ class Gate:
         for key, value in scope.get("headers", ()):
             headers.setdefault(key.decode("latin-1").lower(), []).append(value)
         hosts = headers.get("host", [])
-        if len(hosts) != 1 or not self._host_allowed(hosts[0].decode("latin-1")):
+        if len(hosts) != 1 or not self._access.host_allowed(hosts[0].decode("latin-1")):
             return (
                 421,
                 "wrong_host",
                 "the Host header does not name this server; use the URL it printed",
             )
-        if "origin" in headers or "sec-fetch-site" in headers:
+        if browser_header(headers) is not None:
             return 403, "browser_refused", "requests from web pages are refused"
         given = headers.get("authorization", [])
-        scheme, _, value = (given[0] if len(given) == 1 else b"").strip().partition(b" ")
-        # compare_digest: how long a refusal takes says nothing of how much was right
-        if scheme.lower() != b"bearer" or not hmac.compare_digest(value.strip(), self._token):
+        if len(given) != 1 or not self._access.token_given(given[0]):
             return (
                 401,
                 "unauthorized",
@@ -162,24 +140,6 @@ class Gate:
                 "a new one)",
             )
         return None
-
-    def _host_allowed(self, value: str) -> bool:
-        name, colon, port = value.strip().lower().rpartition(":")
-        if not colon or port != self._port or not name:
-            return False
-        if name in self._names:
-            return True
-        # a wildcard bind answers to any address of the machine, never to a domain name
-        # an attacker controls (DNS rebinding)
-        return self._wildcard and _is_ip(name.strip("[]"))
-
-
-def _is_ip(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return True
 
 
 async def _refuse(send: Send, status: int, kind: str, message: str) -> None:

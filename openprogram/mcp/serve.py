@@ -36,7 +36,6 @@ from openprogram.image import Image, is_image
 from openprogram.mcp._gate import (
     CLIENT_GONE,
     Gate,
-    is_loopback,
     new_token,
     remove_token_file,
     token_path,
@@ -44,6 +43,7 @@ from openprogram.mcp._gate import (
 )
 from openprogram.mcp._sdk import mcp_types
 from openprogram.runtime import Runtime
+from openprogram.serving import is_loopback
 from openprogram.session import Session
 
 __all__ = ["DEFAULT_MAX_CALLS", "TOOLS_GROUP", "build_server", "find_function", "serve"]

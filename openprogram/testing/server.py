@@ -24,7 +24,7 @@ from typing import Any
 
 from openprogram.errors import UsageError
 from openprogram.models import reply_text
-from openprogram.testing._serving import LimitedHandler, LimitedServer, Refusal, ServedOnThread
+from openprogram.testing._serving import BoundedServer, LimitedHandler, Refusal, ServedOnThread
 
 __all__ = ["OpenAIServer", "RecordedRequest", "Responder"]
 
@@ -303,7 +303,7 @@ def _check_limits(max_connections: int, read_timeout: float, max_body_bytes: int
         raise UsageError(f"read_timeout={read_timeout!r} must be a positive number of seconds")
 
 
-class _HTTPServer(LimitedServer):
+class _HTTPServer(BoundedServer):
     def __init__(self, *args: Any, fake: OpenAIServer, **limits: Any) -> None:
         self.fake = fake
         super().__init__(*args, **limits)

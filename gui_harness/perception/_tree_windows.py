@@ -1,0 +1,202 @@
+"""Where an app's tree components are on the screen, and what of them shows: `place()`
+moves them by the window system's own account of its windows and cuts them to what the
+windows stacked above leave visible.
+
+GTK 4 reports boxes relative to its window (a popover's relative to its own surface,
+placed at its parent's box), so only the window system knows where they are; and a
+window under another (an editor under its Save As dialog or a popover menu) shows only
+what is not drawn over it: a box hidden there must neither be clicked nor swallow, in
+fusion, what is drawn on top. Owns `Surface` (a window or popover as the tree tells it),
+`surfaces()` and `place()`; reading the tree is _tree_walk.py's job, listing the windows
+the desktop's (Desktop.visible_windows()).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from gui_harness.perception._tree_walk import Element
+from gui_harness.perception.component import Component
+
+__all__ = ["Surface", "WindowLike", "place", "surface_of", "surfaces"]
+
+_MARGIN = 64  # px a window may be larger than its tree's box (GTK 4's shadow margins)
+_MIN_SIDE = 4  # px a component keeps either way, or it is gone
+_KEPT = 0.25  # share of a partly hidden box that must show for it to stay
+_POPOVER = re.compile(r"^GtkPopover")
+
+
+class WindowLike(Protocol):
+    """A viewable top-level window as the desktop lists it (x11.Window)."""
+
+    @property
+    def x(self) -> int: ...
+    @property
+    def y(self) -> int: ...
+    @property
+    def width(self) -> int: ...
+    @property
+    def height(self) -> int: ...
+    @property
+    def title(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Surface:
+    """One window of an app's tree (a child of its root) or a popover with a surface of
+    its own (GTK 4), with its box as the tree reports it."""
+
+    app: str
+    order: tuple[int, ...]
+    name: str
+    box: tuple[int, int, int, int]
+    popup: bool
+
+
+def surfaces(elements: Sequence[Element]) -> dict[tuple[int, ...], Surface]:
+    """The surfaces among `elements`, by their place in the tree (`order`)."""
+    found: dict[tuple[int, ...], Surface] = {}
+    for element in elements:
+        if element.box is None or not element.order:
+            continue
+        top = len(element.order) == 1
+        if top or _POPOVER.match(element.name):
+            found[element.order] = Surface(
+                element.app, element.order, element.name, element.box, popup=not top
+            )
+    return found
+
+
+def surface_of(element: Element, found: dict[tuple[int, ...], Surface]) -> Surface | None:
+    """The innermost surface that holds `element` (itself, when it is one)."""
+    for length in range(len(element.order), 0, -1):
+        surface = found.get(element.order[:length])
+        if surface is not None:
+            return surface
+    return None
+
+
+def place(
+    components: Sequence[Component],
+    on: Sequence[Surface | None],
+    windows: Sequence[WindowLike],
+) -> list[Component]:
+    """`components` (each on the surface `on` gives, None: unknown) moved to where their
+    window shows them and cut to what shows: what lies outside its own window is
+    dropped (the items of a closed list, a hidden bar's), and what a window stacked
+    above covers is cut to the part that shows, or dropped when under 1/4 of it
+    shows. `windows` are bottom to top. A surface no window matches leaves its
+    components as they are; so does an empty `windows`. A popover's own box is no
+    component (its items are)."""
+    if not windows:
+        return list(components)
+    matched = _match([s for s in dict.fromkeys(on) if s is not None], windows)
+    placed: list[Component] = []
+    for component, surface in zip(components, on, strict=True):
+        where = matched.get(surface) if surface is not None else None
+        if where is None:
+            placed.append(component)
+            continue
+        level, (dx, dy) = where
+        if surface is not None and surface.popup and _same(component.box, surface.box):
+            continue  # the popover itself: its items are the targets
+        window = windows[level]
+        x, y, w, h = component.box
+        box = _intersect((x + dx, y + dy, w, h), (window.x, window.y, window.width, window.height))
+        if box is None:
+            continue  # outside its own window: not drawn
+        box = _uncovered(box, [_rect(above) for above in windows[level + 1 :]])
+        if box is None:
+            continue
+        grid = component.grid
+        if grid is not None and (dx or dy):
+            columns = tuple(c + dx for c in grid.columns)
+            grid = replace(grid, columns=columns, rows=tuple(r + dy for r in grid.rows))
+        placed.append(replace(component, box=box, grid=grid))
+    return placed
+
+
+def _match(
+    found: Sequence[Surface], windows: Sequence[WindowLike]
+) -> dict[Surface, tuple[int, tuple[int, int]]]:
+    """Each surface's window (its index in `windows`) and how far to move its boxes:
+    a window as large as the surface or a margin larger all round, named as it is
+    when it is a top-level one, each window matched once; the window's middle is the
+    surface's middle."""
+    taken: set[int] = set()
+    matched: dict[Surface, tuple[int, tuple[int, int]]] = {}
+    # titled windows first, then popovers (exact sizes), then the rest by size alone
+    ranked = sorted(found, key=lambda s: (s.popup, not s.name))
+    for surface in ranked:
+        _, _, sw, sh = surface.box
+        fits = [i for i, window in enumerate(windows) if i not in taken and _fits(surface, window)]
+        if not fits:
+            continue
+        titled = [i for i in fits if windows[i].title == surface.name]
+        exact = [i for i in fits if (windows[i].width, windows[i].height) == (sw, sh)]
+        choice = (titled or exact or fits)[-1]  # the topmost of the best
+        if not surface.popup and not titled and len(fits) > 1:
+            continue  # several windows of its size and none of its name: unknown
+        taken.add(choice)
+        window = windows[choice]
+        sx, sy = surface.box[0], surface.box[1]
+        dx = window.x + (window.width - sw) // 2 - sx
+        dy = window.y + (window.height - sh) // 2 - sy
+        matched[surface] = (choice, (dx, dy))
+    return matched
+
+
+def _fits(surface: Surface, window: WindowLike) -> bool:
+    _, _, sw, sh = surface.box
+    mw, mh = window.width - sw, window.height - sh
+    if surface.popup:
+        return abs(mw) <= 1 and abs(mh) <= 1
+    return 0 <= mw <= _MARGIN and 0 <= mh <= _MARGIN and abs(mw - mh) <= 2
+
+
+def _rect(window: WindowLike) -> tuple[int, int, int, int]:
+    return (window.x, window.y, window.width, window.height)
+
+
+def _same(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
+    return all(abs(p - q) <= 1 for p, q in zip(a, b, strict=True))
+
+
+def _intersect(
+    a: tuple[int, int, int, int], b: tuple[int, int, int, int]
+) -> tuple[int, int, int, int] | None:
+    x0, y0 = max(a[0], b[0]), max(a[1], b[1])
+    x1, y1 = min(a[0] + a[2], b[0] + b[2]), min(a[1] + a[3], b[1] + b[3])
+    if x1 - x0 < _MIN_SIDE or y1 - y0 < _MIN_SIDE:
+        return None
+    return (x0, y0, x1 - x0, y1 - y0)
+
+
+def _uncovered(
+    box: tuple[int, int, int, int], covers: Sequence[tuple[int, int, int, int]]
+) -> tuple[int, int, int, int] | None:
+    """The largest part of `box` left of the strips beside each cover over it, or None
+    when less than _KEPT of it shows that way."""
+    area = box[2] * box[3]
+    left = box
+    for cover in covers:
+        if _intersect(left, cover) is None:
+            continue
+        x, y, w, h = left
+        cx, cy, cw, ch = cover
+        strips = [
+            (x, y, cx - x, h),  # left of the cover
+            (cx + cw, y, x + w - cx - cw, h),  # right of it
+            (x, y, w, cy - y),  # above it
+            (x, cy + ch, w, y + h - cy - ch),  # below it
+        ]
+        kept = [s for s in strips if s[2] >= _MIN_SIDE and s[3] >= _MIN_SIDE]
+        if not kept:
+            return None
+        left = max(kept, key=lambda s: s[2] * s[3])
+    if left[2] * left[3] < _KEPT * area:
+        return None
+    return left

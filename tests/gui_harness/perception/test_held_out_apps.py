@@ -1,0 +1,109 @@
+"""Apps the desktop suite does not use (issue #35), read through AccessibilitySource with
+the desktop's windows: a GTK 4/libadwaita editor's popover menu and Save As dialog come
+whole and where they are drawn, and a Qt file manager shows no phantom over its title
+and menu bars and every tab it has. The hand-made lists of each app's visible controls
+(data/held_out_controls.json) are what recall is measured against."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gui_harness.actions import Keypress
+from gui_harness.desktop.virtual import App, VirtualDesktop
+from gui_harness.perception import AccessibilitySource, Perception
+from tests.gui_harness.perception.test_desktop_accessibility import labelled, wait_for
+
+pytestmark = [
+    pytest.mark.x11,
+    pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed"),
+    pytest.mark.skipif(shutil.which("dbus-daemon") is None, reason="no dbus-daemon"),
+]
+
+SCREEN = (1280, 800)
+CONTROLS = json.loads((Path(__file__).parent / "data" / "held_out_controls.json").read_text())
+
+
+def _recall(components, controls) -> tuple[int, int]:
+    """(found, labelled right) of `controls` ([label, x, y]) among `components`."""
+    found = right = 0
+    for label, x, y in controls:
+        hits = [c for c in components if c.box[0] <= x < c.box[0] + c.box[2]]
+        hits = [c for c in hits if c.box[1] <= y < c.box[1] + c.box[3]]
+        if not hits:
+            continue
+        found += 1
+        best = min(hits, key=lambda c: c.box[2] * c.box[3])
+        text = (best.label or "").replace("…", "").lower()
+        right += not label or (bool(text) and (label.lower() in text or text in label.lower()))
+    return found, right
+
+
+@pytest.mark.skipif(shutil.which("gnome-text-editor") is None, reason="scripts/setup.sh --dev")
+def test_a_gtk4_popover_menu_and_save_dialog_are_read_whole_where_they_are_drawn():
+    with VirtualDesktop(SCREEN, [App(["gnome-text-editor"], timeout=60.0)]) as desktop:
+        source = AccessibilitySource(
+            desktop.accessibility_bus,
+            screen=desktop.size,
+            timeout=5.0,
+            windows=desktop.desktop.visible_windows,
+        )
+        try:
+            wait_for(source, lambda s: bool(labelled(s, "button", "Menu")))
+            screens = CONTROLS["gnome-text-editor"]["screens"]
+            for name, keys, sign in (
+                ("main menu", ["F10"], "About Text Editor"),
+                ("save as", ["ctrl", "shift", "s"], "Cancel"),
+            ):
+                desktop.execute(Keypress(keys=keys))
+                wait_for(source, lambda s, sign=sign: bool(labelled(s, "button", sign)))
+                desktop.wait_settled(timeout=5.0)
+                seen = Perception(accessibility=source, ocr=False).perceive(desktop.screenshot())
+                controls = screens[name]["controls"]
+                found, right = _recall(seen.components, controls)
+                assert found == len(controls), name
+                assert right >= 0.9 * len(controls), (name, right, len(controls))
+                desktop.execute(Keypress(keys=["escape"]))
+                wait_for(source, lambda s, sign=sign: not labelled(s, "button", sign))
+        finally:
+            source.close()
+
+
+@pytest.mark.skipif(shutil.which("pcmanfm-qt") is None, reason="scripts/setup.sh --dev")
+def test_a_qt_file_manager_has_no_phantoms_and_every_tab_it_shows(tmp_path):
+    (tmp_path / "notes.txt").write_text("x")
+    app = App(["pcmanfm-qt", str(tmp_path)], timeout=60.0)
+    with VirtualDesktop(SCREEN, [app]) as desktop:
+        source = AccessibilitySource(
+            desktop.accessibility_bus,
+            screen=desktop.size,
+            timeout=5.0,
+            windows=desktop.desktop.visible_windows,
+        )
+        try:
+            first = wait_for(source, lambda s: bool(labelled(s, "button", "File")))
+            (window,) = desktop.desktop.visible_windows()
+            menu = labelled(first, "button", "File")[0]
+            # nothing of a closed drop-down's list spans the title and menu bars
+            assert not [
+                c
+                for c in first.components
+                if c.box[1] < menu.box[1] + menu.box[3] and c.box[2] > window.width // 2
+            ]
+            assert not labelled(first, "button", "Directory Tree")
+            assert labelled(first, "button", "Places")  # a tree's row head names its row
+            tabs = [c for c in first.components if c.kind == "tab"]
+            source.mark()
+            desktop.execute(Keypress(keys=["ctrl", "t"]))  # Qt says nothing of the new tab
+            assert source.wait_caught_up(timeout=30.0)
+            after = wait_for(
+                source,
+                lambda s: len([c for c in s.components if c.kind == "tab"]) > len(tabs),
+                limit=20,
+            )
+            assert len([c for c in after.components if c.kind == "tab"]) == len(tabs) + 1
+        finally:
+            source.close()
