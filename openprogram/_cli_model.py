@@ -103,7 +103,7 @@ def chat(
         runtime = Runtime(model, callbacks=[_Printer()], system=system, **options)
     except OpenProgramError as exc:
         raise click.ClickException(str(exc)) from exc
-    turns = len(session.dag.find(kind="user"))
+    turns = len(session.dag.find(name="respond", kind="code"))
     resumed = f", continuing after {turns} message(s)" if turns else ""
     again = _continue_command(model, session.id, store_spec, api_base, system)
     say(f"session {session.id}{resumed}; continue it later with: {again}", err=True)

@@ -18,6 +18,18 @@ __all__ = ["SHOW_SELF", "RenderWalk"]
 
 SHOW_SELF = ("io", "full")
 """The expose values whose code nodes show as a line of their own."""
+CONVERSATION = "conversation"
+"""A code node's meta key: an `llm`-exposed call marked so (chat.respond) reveals the tool
+calls answering its llm children too, so later turns see them as tool messages."""
+
+
+def reveals(parent: Node, child: Node) -> bool:
+    """Whether `parent`, a finished code node outside the stack, reveals `child` (rule 3 of
+    DESIGN.md §4: "full" all children, "llm" its llm children; an "llm" call marked as a
+    conversation also the tool calls its exchanges asked for)."""
+    if parent.expose == "full" or child.kind == "llm":
+        return True
+    return parent.expose == "llm" and CONVERSATION in parent.meta and "tool_call_id" in child.meta
 
 
 class RenderWalk:
@@ -45,7 +57,7 @@ class RenderWalk:
             parent = self.dag.get(parent_id)
             if parent is None or parent.kind != "code" or parent.expose in ("io", "hidden"):
                 return False
-            if parent.expose == "llm" and child.kind != "llm":
+            if parent.expose == "llm" and not reveals(parent, child):
                 return False
             child, parent_id = parent, parent.parent
         stack = self.stack
@@ -137,7 +149,7 @@ class RenderWalk:
         for child in self.dag._children_view(node.id):
             if not self.exists(child):
                 break
-            if node.expose == "full" or child.kind == "llm":
+            if reveals(node, child):
                 self._expand(child, shown)
 
     def collect(
@@ -260,7 +272,7 @@ class RenderWalk:
                 break
             if self.dag.last_seq(child) < floor:
                 continue
-            if node.expose == "full" or child.kind == "llm":
+            if reveals(node, child):
                 self._expand_since(child, floor, found)
 
     def _late_roots(self, levels: list[tuple[str | None, int | None]], at_most: int) -> list[Node]:
