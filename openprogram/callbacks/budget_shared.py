@@ -112,7 +112,9 @@ class SharedBudget:
         return f"{self.period}:{time.strftime(_FORMATS[self.period], moment)}"
 
     def tally(self) -> BudgetTally:
-        """What the runs sharing this budget spent in the current period."""
+        """What the runs sharing this budget spent in the current period. Without a
+        `store=`, the counts read are the current session's store's (outside any session:
+        this process's), so read them inside the session, or give the budget a store."""
         return self._counters().budget_tally(self.name, self.span())
 
     # -- what BudgetManager asks ---------------------------------------------------------
