@@ -4,9 +4,10 @@ dialog, Chromium, Tk and ttk, Qt 5 and 6, a Qt file manager), per app and overal
 split into the tasks the oracle steps were tuned on and the HELD-OUT ones (committed
 before they were first run).
 
-Run by hand (`python benchmarks/bench_desktop.py [--held-out] [--workers N]`); results go
-to docs/performance.md with the machine and the date. Target: >= 97% overall (issue 35),
-every app represented. Each failure's detail is printed, to be classed as perception, solver or app.
+Run by hand (`python benchmarks/bench_desktop.py [--held-out] [--workers N] [--out DIR]`);
+results go to docs/performance.md with the machine and the date. Target: >= 97% overall
+(issue 35), every app represented. Each failure's detail is printed, to be classed as
+perception, solver or app; --out keeps the sessions, whose plans show what was seen.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--held-out", action="store_true", help="only the held-out tasks")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--out", help="keep the sessions and reports here (default: a temp dir)")
     options = parser.parse_args(argv)
     suite = [task for _, task in load_desktop_tasks()]
     if options.held_out:
@@ -47,8 +49,9 @@ def main(argv: list[str]) -> int:
              for t in suite]  # fmt: skip
     print(machine())
     with tempfile.TemporaryDirectory(prefix="bench-desktop-") as workdir:
+        out = Path(options.out or workdir)
         result = run_batch(tasks, workers=options.workers, model="oracle", name="desktop",
-                           out=Path(workdir))  # fmt: skip
+                           out=out)  # fmt: skip
     print(summary_table(result.summary))
     groups: dict[str, list[bool]] = defaultdict(list)
     for episode in result.episodes:
