@@ -1,5 +1,6 @@
 """Text lines and links on screenshots, for detect.py: the edges outside controls joined
-into lines, paragraphs split into lines, link-coloured runs cut out as links.
+into lines, paragraphs split into lines, large text made whole again where its round
+letters were taken for controls, link-coloured runs cut out as links.
 Private to perception; start at text_lines().
 """
 
@@ -14,7 +15,7 @@ import numpy as np
 from gui_harness.perception._blobs import boxes_of, scratch
 from gui_harness.perception._pixels import ImageLike
 
-__all__ = ["colour_of", "links", "list_rows", "text_lines"]
+__all__ = ["colour_of", "large_text", "links", "list_rows", "text_lines"]
 
 _Found = tuple[Any, tuple[int, int, int, int], float]  # (kind, box, confidence)
 _TEXT_KERNEL = np.ones((1, 7), np.uint8)  # closes letter and word gaps, never line gaps
@@ -23,6 +24,10 @@ _TEXT_H = (6, 64)
 _LINK_BLUE = 50  # blue above red and green: link-blue (0, 0, 238), visited (85, 26, 139)
 _BLUISH = 20  # the anti-aliased edge of a link-blue glyph on white
 _SPLIT_H = 18  # px; a text blob this high may be two touching lines
+_LARGE_H, _LARGE_CAP = 16, 15  # px; a line this high, capitals this tall: large text,
+# whose letters are set far enough apart to part as blobs
+_WORD_SPACE = 0.8  # capitals: a word space and the letters' side bearings, at most
+_GLYPH_KINDS = frozenset({"checkbox", "radio", "icon", "button", "text"})
 
 
 def text_lines(edges: np.ndarray, controls: list[_Found]) -> list[_Found]:
@@ -54,6 +59,154 @@ def text_lines(edges: np.ndarray, controls: list[_Found]) -> list[_Found]:
         else:
             found.append(("text", (bx, by, bw, bh), 0.6))
     return found
+
+
+def large_text(
+    edges: np.ndarray, controls: list[_Found], lines: list[_Found]
+) -> tuple[list[_Found], list[_Found]]:
+    """`controls` and `lines` with each line of large text whole: a slide's title, a
+    drawing's caption. Its letters stand apart, so a round one ("Q", "o", "a") is an
+    outline of a check box's size and an "u" a square icon; a descender ("Q"'s tail,
+    "y", "p") a blob of its own. A text line _LARGE_H px high or more, at least as wide,
+    with capitals _LARGE_CAP px high or more, takes in, repeatedly: the pieces beside it
+    that are letters, under a third of a capital's height away (a toolbar's icons stand
+    further apart), no higher than its capitals' tops and no lower than a tail below its
+    baseline, 0.45 to 1.3 capitals high and no wider than 1.5; text as high a word space
+    away; the descenders under it and letters' tips cut off above it. A check box
+    reaches above its caption's capitals and below its baseline: it never joins it."""
+    found = {}
+    for i, (kind, (_, _, w, h), _) in enumerate(lines):
+        if kind == "text" and h >= _LARGE_H and w >= h:
+            top, baseline, letters = _metrics(edges, lines[i][1], controls)
+            if baseline - top + 1 >= _LARGE_CAP and letters >= 3:
+                found[i] = (top, baseline)
+    if not found:
+        return controls, lines
+    pieces = [(kind, box, True) for kind, box, _ in controls] + [
+        (kind, box, False) for kind, box, _ in lines
+    ]
+    used = np.zeros(len(pieces), bool)
+    joined: list[list[int]] = []
+    # the line with the tallest letters first: a word of small letters ("pen") alone
+    # would put the line's top at their tops, below the capital ("O") before it
+    for seed, (top, baseline) in sorted(found.items(), key=lambda f: f[1][0] - f[1][1]):
+        at = len(controls) + seed
+        if used[at]:
+            continue
+        used[at] = True
+        x, y, w, h = lines[seed][1]
+        x0, y0, x1, y1 = x, y, x + w, y + h
+        cap = baseline - top + 1
+        grown = True
+        while grown:
+            grown = False
+            for i, (kind, (px, py, pw, ph), control) in enumerate(pieces):
+                if used[i] or kind not in _GLYPH_KINDS:
+                    continue
+                gap = max(px - x1, x0 - (px + pw))
+                if not control:  # a word, as high (a blob as wide as high is an "icon")
+                    beside = gap <= max(3, _WORD_SPACE * cap) and 0.6 * cap <= ph <= 1.3 * (y1 - y0)
+                    beside &= py >= y0 - cap // 4 and py + ph <= y1 + 0.4 * cap
+                else:  # a letter; a word space away, the first of a word of such letters
+                    beside = _letter(pieces[i][1], top, baseline) and (
+                        gap <= max(3, 0.3 * cap)
+                        or (
+                            gap <= _WORD_SPACE * cap
+                            and any(
+                                _letter(other, top, baseline)
+                                and 0 < _gap(other, pieces[i][1]) <= max(3, 0.3 * cap)
+                                and (other[0] > px) == (px > x0)  # on its far side
+                                for j, (other_kind, other, _) in enumerate(pieces)
+                                if not used[j] and j != i and other_kind in _GLYPH_KINDS
+                            )
+                        )
+                    )
+                # a descender's tail, or the tips of letters cut off above the line
+                under = kind == "text" and x0 - 2 <= px and px + pw <= x1 + 2
+                under &= baseline - 0.3 * cap <= py <= baseline + 3 and ph <= 0.6 * cap
+                over = kind == "text" and x0 - 2 <= px and px + pw <= x1 + 2
+                over &= top - 0.4 * cap <= py and py + ph <= top + 0.4 * cap and ph <= 0.4 * cap
+                if beside or under or over:
+                    used[i] = grown = True
+                    if i - len(controls) in found:  # a word whose letters reach higher
+                        top = min(top, found[i - len(controls)][0])
+                        cap = baseline - top + 1
+                    x0, y0 = min(x0, px), min(y0, py)
+                    x1, y1 = max(x1, px + pw), max(y1, py + ph)
+        if (x0, y0, x1, y1) == (x, y, x + w, y + h):
+            joined.append([x, y, w, h])
+        else:
+            joined.append(_inked(edges, (x0, y0, x1, y1), cap // 4))
+    # two halves of a line that met at a letter taken for a control: one line
+    whole = [("text", (x, y, w, h), 0.6) for x, y, w, h in _join_words(np.array(joined)).tolist()]
+    kept_controls = [found for i, found in enumerate(controls) if not used[i]]
+    kept_lines = [found for i, found in enumerate(lines) if not used[len(controls) + i]]
+    return kept_controls, kept_lines + whole
+
+
+def _letter(box: tuple[int, int, int, int], top: int, baseline: int) -> bool:
+    """Whether `box` could be a letter of a line with capitals from `top` to `baseline`:
+    0.45 to 1.3 capitals high, at most 1.5 wide, no higher than the capitals' tops and
+    no lower than a tail below the baseline."""
+    _, y, w, h = box
+    cap = baseline - top + 1
+    return (
+        0.45 * cap <= h <= 1.3 * cap
+        and w <= 1.5 * cap
+        and y >= top - max(1, cap // 10)
+        and y + h <= baseline + 0.4 * cap
+    )
+
+
+def _gap(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> int:
+    """The horizontal gap between two boxes (negative where they overlap)."""
+    return max(a[0] - (b[0] + b[2]), b[0] - (a[0] + a[2]))
+
+
+def _inked(edges: np.ndarray, box: tuple[int, int, int, int], margin: int) -> list[int]:
+    """[x, y, w, h] of the ink of (x0, y0, x1, y1) and `margin` px either side of it: a
+    letter taken for a control had the box of its inside, not of its ink."""
+    x0, y0, x1, y1 = box
+    left = max(x0 - margin, 0)
+    ink = edges[y0:y1, left : x1 + margin]
+    columns = np.flatnonzero(ink.any(axis=0))
+    if not len(columns):
+        return [x0, y0, x1 - x0, y1 - y0]
+    return [left + int(columns[0]), y0, int(columns[-1] - columns[0]) + 1, y1 - y0]
+
+
+def _metrics(
+    edges: np.ndarray, box: tuple[int, int, int, int], controls: list[_Found]
+) -> tuple[int, int, int]:
+    """The top of a text line's capitals and its baseline (rows of the screen): the top
+    of its tallest letters and where most letters end (descenders are few); and how many
+    letters end there (a toolbar's icons end anywhere). What `controls` cover at its
+    ends is not text (a check box whose outline joined its caption's line)."""
+    x, y, w, h = box
+    ink = edges[y : y + h, x : x + w].copy()
+    for _, (cx, cy, cw, ch), _ in controls:
+        if x + 4 < cx and cx + cw < x + w - 4:
+            continue  # inside the line, not at an end: a letter taken for a control
+        ink[
+            max(cy - y - 3, 0) : max(cy + ch - y + 3, 0),
+            max(cx - x - 3, 0) : max(cx + cw - x + 3, 0),
+        ] = 0
+    count, _, stats, _ = cv2.connectedComponentsWithStats(ink)
+    tops, heights = stats[1:, cv2.CC_STAT_TOP], stats[1:, cv2.CC_STAT_HEIGHT]
+    letters = heights >= 3
+    if count <= 1 or not letters.any():
+        return y, y, 0
+    # the highest top two letters share: one letter may touch a stray mark (the line
+    # above's descender) and reach higher
+    tall = heights >= 0.3 * heights.max()
+    shared = [
+        t for t in sorted(tops[tall].tolist()) if np.count_nonzero(np.abs(tops[tall] - t) <= 2) >= 2
+    ]
+    top = int(shared[0]) if shared else int(tops[tall].min())
+    bottoms = tops + heights
+    baseline = int(np.median(bottoms[letters])) - 1
+    on_baseline = int(np.count_nonzero(letters & (np.abs(bottoms - 1 - baseline) <= 1)))
+    return y + top, y + max(baseline, top), on_baseline
 
 
 def list_rows(texts: list[_Found], panels: list[tuple[int, int, int, int]]) -> list[_Found]:

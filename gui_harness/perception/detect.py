@@ -21,7 +21,7 @@ from gui_harness.perception._parts import (
     tabs,
 )
 from gui_harness.perception._pixels import ImageLike, grey_array
-from gui_harness.perception._text import colour_of, links, list_rows, text_lines
+from gui_harness.perception._text import colour_of, large_text, links, list_rows, text_lines
 from gui_harness.perception.cells import Grid
 from gui_harness.perception.component import (
     KINDS,
@@ -111,6 +111,7 @@ def detect_crop(
         pale, edges, controls, panels, text_lines(edges, controls)
     )
     controls += field_buttons(edges, controls)
+    controls, lines = large_text(edges, controls, lines)
     texts = list_rows(lines, [box for box, _ in panels])
     controls += [("field", box, 0.5) for box, plain in panels if plain]
     colour = colour_of(image)
