@@ -52,11 +52,15 @@ ROLE_KINDS: dict[int, Kind] = {
     32: "button",  # list item (kept only when selectable or focusable)
     91: "button",  # tree item (likewise)
     56: "button",  # table cell (likewise)
+    10: "button",  # column header (a file list's, which sorts by it; not asked of browsers)
+    57: "button",  # table column header (Qt's; likewise)
     26: "icon",
 }
 """AT-SPI role number → component kind, for the roles perception reports."""
 
 MENU_BAR = 34
+COLUMN_HEADERS = frozenset({10, 57})
+MENU = 33
 LABEL = 29
 PAGE_TAB_LIST = 38
 COMBO_BOX = 11
@@ -101,6 +105,14 @@ def get_property(bus_name: str, path: str, interface: str, name: str) -> Any:
 def at_point(bus_name: str, path: str, x: int, y: int) -> Any:
     """A Component.GetAccessibleAtPoint message: the child of `path` at screen pixel (x, y)."""
     return call(bus_name, path, COMPONENT, "GetAccessibleAtPoint", "iiu", (x, y, COORDS_SCREEN))
+
+
+def process_of(bus_name: str) -> Any:
+    """A GetConnectionUnixProcessID message to the bus: the pid of `bus_name`'s process."""
+    from jeepney import DBusAddress, new_method_call
+
+    bus = DBusAddress("/org/freedesktop/DBus", "org.freedesktop.DBus", "org.freedesktop.DBus")
+    return new_method_call(bus, "GetConnectionUnixProcessID", "s", (bus_name,))
 
 
 Callback = Callable[[tuple[Any, ...] | None], None]

@@ -52,7 +52,7 @@ def components(
         for e in elements
         if e.role == atspi.COMBO_BOX and e.order and not e.states & (1 << atspi.EXPANDED)
     ]
-    windows = _tree_windows.surfaces(elements) if on is not None else {}
+    windows = _tree_windows.surfaces(elements)
     for element in elements:
         if {"role", "states", "name", "box"} - element.answered or element.box is None:
             continue
@@ -147,18 +147,22 @@ def components(
             name = next((n for b, n in names if _same_place(b, component.box)), None)
             if name is not None:
                 found[number] = component.with_label(name)
-    _name_by_labels(elements, found, sources)
+    _name_by_labels(elements, found, sources, windows)
     if on is not None:
         on.extend(held)
     return found
 
 
 def _name_by_labels(
-    elements: Sequence[Element], found: list[Component], sources: list[Element]
+    elements: Sequence[Element],
+    found: list[Component],
+    sources: list[Element],
+    windows: dict[tuple[int, ...], Surface],
 ) -> None:
     """Name each unnamed component of `found` (made from `sources`) by the text of the
     labels below it, in tree order (GTK 4 leaves a path bar's or a sidebar row's button
-    unnamed: its label child holds the text)."""
+    unnamed: its label child holds the text), but for those on a surface of their own
+    (a menu button's popover menu: its items are no name of the button)."""
     unnamed = [n for n, c in enumerate(found) if c.label is None]
     if not unnamed:
         return
@@ -175,8 +179,13 @@ def _name_by_labels(
     ]
     for number in unnamed:
         order = sources[number].order
+        own = _tree_windows.surface_of(sources[number], windows)
         texts = [
-            e.name for e in labels if e.order[: len(order)] == order and len(e.order) > len(order)
+            e.name
+            for e in labels
+            if e.order[: len(order)] == order
+            and len(e.order) > len(order)
+            and _tree_windows.surface_of(e, windows) == own
         ]
         name = _label(" ".join(texts))
         if name is not None:
@@ -244,12 +253,18 @@ def _holds(outer: tuple[int, int, int, int], inner: tuple[int, int, int, int]) -
 
 def _twin(a: Component, b: Component) -> bool:
     """Whether `a` is `b` published twice: the same kind and label, overlapping by most
-    of the smaller (LibreOffice's menu bar shows through its GTK one)."""
-    if a.kind != b.kind or a.label != b.label or a.label is None:
+    of the smaller (LibreOffice's menu bar shows through its GTK one); unnamed, one
+    holding the other, which is over a third of it (GTK 4's menu button and the toggle
+    button inside it)."""
+    if a.kind != b.kind or a.label != b.label:
         return False
     ix = min(a.box[0] + a.box[2], b.box[0] + b.box[2]) - max(a.box[0], b.box[0])
     iy = min(a.box[1] + a.box[3], b.box[1] + b.box[3]) - max(a.box[1], b.box[1])
     smaller = min(a.box[2] * a.box[3], b.box[2] * b.box[3])
+    if a.label is None:
+        larger = max(a.box[2] * a.box[3], b.box[2] * b.box[3])
+        held = _holds(a.box, b.box) or _holds(b.box, a.box)
+        return held and smaller * 3 > larger
     return ix > 0 and iy > 0 and ix * iy >= 0.5 * smaller
 
 

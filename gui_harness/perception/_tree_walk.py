@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,7 @@ from gui_harness.perception._tree_list import ListRead, child_box
 
 __all__ = ["AppWalk", "Element"]
 
+_CLASS_NAME = re.compile(r"^Gtk[A-Z][A-Za-z]+$")  # GTK 4 names an unnamed widget by its class
 MAX_NODES = 4000
 """Objects one walk of one app reads at most."""
 _MEASURE_S = 0.2  # the least time finish() gets to measure the drawing offset
@@ -447,10 +449,16 @@ class AppWalk:
         )
 
     def _got_name(self, element: Element, body: tuple[Any, ...] | None) -> None:
-        """A name; without one, the description stands in (LibreOffice's Name Box and
-        sidebar buttons have only that), but for an item (a list's cell holding an icon
-        and a name: its name comes from within, see _tree_elements)."""
-        if body is None or str(body[0][1]).strip() or element.role in atspi.ITEM_ROLES:
+        """A name; without one (or with GTK 4's stand-in, the widget's class), the
+        description stands in (LibreOffice's Name Box and sidebar buttons have only
+        that; Qt's tooltip of an icon-only tab or button), but for an item (a list's
+        cell holding an icon and a name: its name comes from within, see _tree_elements)."""
+        name = "" if body is None else str(body[0][1]).strip()
+        if (
+            body is None
+            or (name and not _CLASS_NAME.match(name))
+            or element.role in atspi.ITEM_ROLES
+        ):
             self._named(element, body)
             return
         self._send(

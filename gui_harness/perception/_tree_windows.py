@@ -14,10 +14,11 @@ the desktop's (Desktop.visible_windows()).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from gui_harness.perception import _atspi as atspi
 from gui_harness.perception._tree_walk import Element
 from gui_harness.perception.component import Component
 
@@ -27,6 +28,7 @@ _MARGIN = 64  # px a window may be larger than its tree's box (GTK 4's shadow ma
 _MIN_SIDE = 4  # px a component keeps either way, or it is gone
 _KEPT = 0.25  # share of a partly hidden box that must show for it to stay
 _POPOVER = re.compile(r"^GtkPopover")
+_MENUS = frozenset({atspi.MENU, 41})  # a menu (GTK 4's popover menus), a popup menu (Qt's)
 
 
 class WindowLike(Protocol):
@@ -42,30 +44,37 @@ class WindowLike(Protocol):
     def height(self) -> int: ...
     @property
     def title(self) -> str: ...
+    @property
+    def pid(self) -> int | None: ...
 
 
 @dataclass(frozen=True)
 class Surface:
-    """One window of an app's tree (a child of its root) or a popover with a surface of
-    its own (GTK 4), with its box as the tree reports it."""
+    """One window of an app's tree (a child of its root), or what may be a popover with
+    a surface of its own (GTK 4's popover menus: a menu; place() takes it for one only
+    when a window of just its size shows), with its box as the tree reports it."""
 
     app: str
     order: tuple[int, ...]
     name: str
     box: tuple[int, int, int, int]
     popup: bool
+    outer: Surface | None = None  # the surface that holds it
 
 
 def surfaces(elements: Sequence[Element]) -> dict[tuple[int, ...], Surface]:
     """The surfaces among `elements`, by their place in the tree (`order`)."""
     found: dict[tuple[int, ...], Surface] = {}
-    for element in elements:
-        if element.box is None or not element.order:
+    for element in sorted(elements, key=lambda e: len(e.order)):
+        if not element.order:
             continue
         top = len(element.order) == 1
-        if top or _POPOVER.match(element.name):
+        menu = element.role in _MENUS or bool(_POPOVER.match(element.name))
+        if (top and element.box is not None) or menu:
+            outer = surface_of(element, found)
+            box = element.box or (0, 0, 0, 0)  # (a Qt popup menu's is not read)
             found[element.order] = Surface(
-                element.app, element.order, element.name, element.box, popup=not top
+                element.app, element.order, element.name, box, not top, outer
             )
     return found
 
@@ -83,6 +92,7 @@ def place(
     components: Sequence[Component],
     on: Sequence[Surface | None],
     windows: Sequence[WindowLike],
+    pids: Mapping[str, int] | None = None,
 ) -> list[Component]:
     """`components` (each on the surface `on` gives, None: unknown) moved to where their
     window shows them and cut to what shows: what lies outside its own window is
@@ -90,17 +100,27 @@ def place(
     above covers is cut to the part that shows, or dropped when under 1/4 of it
     shows. `windows` are bottom to top. A surface no window matches leaves its
     components as they are; so does an empty `windows`. A popover's own box is no
-    component (its items are)."""
+    component (its items are). A window of the app's own process (`pids`: app → pid)
+    that no surface matched is one of its popups (a Qt menu, whose items the tree
+    keeps under the menu bar): what a menu holds that lies within it is on it."""
     if not windows:
         return list(components)
-    matched = _match([s for s in dict.fromkeys(on) if s is not None], windows)
+    chains = {s for start in on for s in _chain(start)}
+    matched = _match(sorted(chains, key=lambda s: (s.app, s.order)), windows)
+    claimed = {level for level, _ in matched.values()}
     placed: list[Component] = []
-    for component, surface in zip(components, on, strict=True):
+    for component, start in zip(components, on, strict=True):
+        # a menu without a window of its own (Qt's, or one not open): its holder's
+        surface = next((s for s in _chain(start) if s in matched), None)
         where = matched.get(surface) if surface is not None else None
         if where is None:
             placed.append(component)
             continue
         level, (dx, dy) = where
+        if start is not None and start.popup and start is not surface:
+            # a menu's item with no window of its own found: on a popup of the app's?
+            pid = (pids or {}).get(start.app)
+            level = _popup(component.box, (dx, dy), level, windows, claimed, pid)
         if surface is not None and surface.popup and _same(component.box, surface.box):
             continue  # the popover itself: its items are the targets
         window = windows[level]
@@ -117,6 +137,42 @@ def place(
             grid = replace(grid, columns=columns, rows=tuple(r + dy for r in grid.rows))
         placed.append(replace(component, box=box, grid=grid))
     return placed
+
+
+def _popup(
+    box: tuple[int, int, int, int],
+    shift: tuple[int, int],
+    level: int,
+    windows: Sequence[WindowLike],
+    claimed: set[int],
+    pid: int | None,
+) -> int:
+    """The level of the topmost window above `level` that no surface claimed, of the
+    process `pid`, that holds `box` (moved by `shift`); else `level`."""
+    if pid is None:
+        return level
+    x, y, w, h = box[0] + shift[0], box[1] + shift[1], box[2], box[3]
+    for above in range(len(windows) - 1, level, -1):
+        window = windows[above]
+        if above in claimed or window.pid != pid:
+            continue
+        if (
+            window.x <= x
+            and window.y <= y
+            and x + w <= window.x + window.width
+            and y + h <= window.y + window.height
+        ):
+            return above
+    return level
+
+
+def _chain(surface: Surface | None) -> list[Surface]:
+    """`surface` and those that hold it, innermost first."""
+    chain: list[Surface] = []
+    while surface is not None:
+        chain.append(surface)
+        surface = surface.outer
+    return chain
 
 
 def _match(

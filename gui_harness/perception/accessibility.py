@@ -56,7 +56,7 @@ _RULE: tuple[Any, ...] = (
     _MATCH_ALL,
     {},
     _MATCH_ALL,
-    _role_bits(ROLE_KINDS),
+    _role_bits(set(ROLE_KINDS) - atspi.COLUMN_HEADERS),  # a page's table heads are no controls
     _MATCH_ANY,
     [],
     _MATCH_ALL,
@@ -263,7 +263,8 @@ class AccessibilitySource:
             apps = [name for name, _ in registry]
             self._learn_toolkits(pipeline, apps, deadline)
             found, on, notes = self._read_apps(pipeline, apps, deadline, limit)
-            found = place(found, on, shown)
+            pids = {a: int(f["pid"]) for a, f in self._toolkits.items() if f.get("pid")}
+            found = place(found, on, shown, pids)
         except (OSError, ValueError, RuntimeError) as exc:  # bus gone, refused, bad address
             self._drop_connection()
             return [], 0, f"accessibility bus {self.address!r} failed: {exc}; pixels only"
@@ -273,7 +274,8 @@ class AccessibilitySource:
         return found, read, "; ".join(notes) or None
 
     def _learn_toolkits(self, pipeline: atspi.Pipeline, apps: list[str], deadline: float) -> None:
-        """What each new app is: its toolkit's name and version and its own name."""
+        """What each new app is: its toolkit's name and version, its own name and its
+        process (whose windows are its own: _tree_windows.place)."""
         for gone in set(self._trees) - set(apps):
             del self._trees[gone]
         for gone in set(self._toolkits) - set(apps):  # a bus name is never reused
@@ -281,7 +283,7 @@ class AccessibilitySource:
         for gone in set(self._offsets) - set(apps):
             del self._offsets[gone]
         for app in apps:
-            if len(self._toolkits.get(app, ())) == 3:
+            if len(self._toolkits.get(app, ())) == 4:
                 continue  # known (an app that did not answer in time is asked again)
             self._toolkits[app] = {}
             for what, interface, name in (
@@ -293,11 +295,15 @@ class AccessibilitySource:
                     atspi.get_property(app, atspi.ROOT, interface, name),
                     functools.partial(self._got_toolkit, app, what),
                 )
+            pipeline.send(atspi.process_of(app), functools.partial(self._got_pid, app))
         # a third of what is left: a hung new app must leave the others time to be read
         pipeline.run(min(deadline, time.monotonic() + (deadline - time.monotonic()) / 3))
 
     def _got_toolkit(self, app: str, what: str, body: tuple[Any, ...] | None) -> None:
         self._toolkits[app][what] = str(body[0][1]).lower() if body else ""  # "": none
+
+    def _got_pid(self, app: str, body: tuple[Any, ...] | None) -> None:
+        self._toolkits[app]["pid"] = str(int(body[0])) if body else ""
 
     def _read_apps(
         self, pipeline: atspi.Pipeline, apps: list[str], deadline: float, limit: float

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gui_harness.actions import Keypress
+from gui_harness.actions import Click, Keypress
 from gui_harness.desktop.virtual import App, VirtualDesktop
 from gui_harness.perception import AccessibilitySource, Perception
 from tests.gui_harness.perception.test_desktop_accessibility import labelled, wait_for
@@ -105,5 +105,22 @@ def test_a_qt_file_manager_has_no_phantoms_and_every_tab_it_shows(tmp_path):
                 limit=20,
             )
             assert len([c for c in after.components if c.kind == "tab"]) == len(tabs) + 1
+            # Qt keeps an open menu's items under its menu bar; they are drawn in a popup
+            # window of their own, over the window's toolbar: on it, not cut away under it
+            desktop.execute(Click(x=menu.center[0], y=menu.center[1]))
+            opened = wait_for(source, lambda s: len(desktop.desktop.visible_windows()) > 1)
+            popup = desktop.desktop.visible_windows()[-1]
+            inside = [
+                c
+                for c in opened.components
+                if popup.x <= c.box[0]
+                and popup.y <= c.box[1]
+                and c.box[0] + c.box[2] <= popup.x + popup.width
+                and c.box[1] + c.box[3] <= popup.y + popup.height
+            ]
+            labels = {c.label for c in inside}
+            assert "New Window" in labels, labels
+            assert not labels & {"Go Back", "Go Up", "Reload"}, labels  # the toolbar under it
+            desktop.execute(Keypress(keys=["escape"]))
         finally:
             source.close()

@@ -24,6 +24,7 @@ class Win:
     width: int
     height: int
     title: str = ""
+    pid: int | None = None
 
 
 def element(order, role, name, box, states=SHOWS) -> Element:
@@ -106,3 +107,62 @@ def test_an_unnamed_gtk4_button_is_named_by_the_label_it_holds_not_a_hidden_one(
     text = element((0, 0, 1), atspi.LABEL, "work", (210, 47, 40, 20))
     (found,) = components([element((0,), 23, "w", (0, 0, 600, 400)), button, hidden, text], SCREEN)
     assert found.label == "work"
+
+
+def test_an_unnamed_popover_menu_is_placed_and_lends_its_items_no_button():
+    """baobab's popover menu has no name, only its role (a menu); the menu button is
+    not named after the items the popover holds."""
+    button = element((0, 0), 43, "", (796, 6, 34, 34))
+    menu = element((0, 0, 0), atspi.MENU, "", (796, 6, 263, 277))
+    item = element((0, 0, 0, 0), 35, "Preferences", (838, 123, 179, 32))
+    text = element((0, 0, 0, 0, 0), atspi.LABEL, "Preferences", (838, 123, 77, 32))
+    on: list[Surface | None] = []
+    found = components(
+        [element((0,), 23, "Devices", (0, 0, 950, 590)), button, menu, item, text],
+        SCREEN,
+        on=on,
+    )
+    windows = [Win(0, 0, 960, 600, "Devices"), Win(687, 24, 263, 277, "baobab")]
+    placed = place(found, on, windows)
+    assert [(c.label, c.box) for c in placed] == [
+        (None, (801, 11, 34, 13)),  # the button, but for what the popover covers
+        ("Preferences", (729, 141, 179, 32)),
+    ]
+
+
+def test_a_qt_menu_without_a_window_of_its_own_is_placed_with_its_window():
+    """A Qt menu bar's menu is a menu too, but no window of its size shows: what it
+    holds goes with the window that holds it (cut by what is above)."""
+    qt = [
+        element((0,), 23, "main", (1, 20, 640, 480)),
+        element((0, 0), atspi.MENU, "File", (7, 20, 29, 20)),
+        element((0, 0, 0), 35, "Quit", (7, 40, 120, 20)),
+    ]
+    on: list[Surface | None] = []
+    found = components(qt, SCREEN, on=on)
+    placed = place(found, on, [Win(1, 20, 640, 480, "main"), Win(100, 30, 300, 300, "dialog")])
+    assert [(c.label, c.box) for c in placed] == [
+        ("File", (7, 20, 29, 20)),
+        ("Quit", (7, 40, 93, 20)),
+    ]
+
+
+def test_a_qt_menus_items_are_on_its_popup_window_not_under_it():
+    """Qt keeps an open menu's items under its menu bar, but draws them in a popup
+    window of its own process that no part of the tree claims: they are on it."""
+    qt = [
+        element((0,), 23, "Image Viewer", (1, 20, 640, 480)),
+        element((0, 0), 35, "File", (7, 20, 29, 20)),
+        element((0, 0, 0), 41, "", None),  # its popup menu: Qt reports it without a box
+        element((0, 0, 0, 0), 35, "New Window", (7, 40, 285, 23)),
+        element((0, 1), 43, "Zoom In", (325, 44, 32, 31)),
+        element((0, 2), 43, "Next File", (47, 44, 32, 31)),  # under the menu
+    ]
+    on: list[Surface | None] = []
+    found = components(qt, SCREEN, on=on)
+    windows = [Win(1, 20, 640, 480, "Image Viewer", 7), Win(7, 40, 285, 332, "", 7)]
+    placed = place(found, on, windows, {"app": 7})
+    assert [c.label for c in placed] == ["File", "New Window", "Zoom In"]
+    # another process's window over it hides it
+    other = [Win(1, 20, 640, 480, "Image Viewer", 7), Win(7, 40, 285, 332, "", 8)]
+    assert [c.label for c in place(found, on, other, {"app": 7})] == ["File", "Zoom In"]
