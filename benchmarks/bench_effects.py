@@ -2,7 +2,8 @@
 
 (a) a recorded call on SQLite, plain and declared `effect="idempotent"` / `"once"`: the
     effect call's start is committed before its body runs (target: <= 2x the plain
-    recorded call; the plain call unchanged, <= 40 us of CPU, bench_store.py); and the
+    recorded call; the plain call unchanged, <= 40 us of CPU, bench_store.py), in one
+    statement, and ("once_batched") with the waiting batch as before that; and the
     same for calls whose body takes 1 ms (I/O: a payment API is slower still), which
     are committed when they return, plain or not;
 (b) with --kills N: a payment-shaped program (effects.kill_program in tests) killed with
@@ -61,8 +62,22 @@ slow_plain = agentic_function(_io)
 slow_once = agentic_function(effect="once")(_io)
 
 
-def per_call_us(store: Any, fn: Any, calls: int) -> tuple[float, float]:
-    """(wall, CPU of this thread) microseconds per recorded call of `fn`."""
+def per_call_us(store: Any, fn: Any, calls: int, batched: bool = False) -> tuple[float, float]:
+    """(wall, CPU of this thread) microseconds per recorded call of `fn`; `batched`: an
+    effect call's start committed with the whole waiting batch (a BEGIN IMMEDIATE ...
+    COMMIT transaction), as before the one-statement start (recorder._start_alone)."""
+    from openprogram.store.recorder import Recorder
+
+    alone = Recorder._start_alone
+    if batched:
+        Recorder._start_alone = lambda self, row: False  # type: ignore[method-assign]
+    try:
+        return _per_call_us(store, fn, calls)
+    finally:
+        Recorder._start_alone = alone  # type: ignore[method-assign]
+
+
+def _per_call_us(store: Any, fn: Any, calls: int) -> tuple[float, float]:
     with Session(store):
         for i in range(min(200, calls)):
             fn(i)
@@ -77,18 +92,26 @@ def per_call_us(store: Any, fn: Any, calls: int) -> tuple[float, float]:
 def bench_ledger(folder: Path, calls: int, runs: int) -> dict[str, Any]:
     found: dict[str, list[tuple[float, float]]] = {}
     variants = (("plain", plain, calls), ("idempotent", idempotent, calls),
-                ("once", once, calls), ("slow_plain", slow_plain, calls // 10),
+                ("once", once, calls), ("once_batched", once, calls),
+                ("slow_plain", slow_plain, calls // 10),
                 ("slow_once", slow_once, calls // 10))  # fmt: skip
     for run in range(runs):  # the variants alternate, so a busy spell hits them alike
         for name, fn, count in variants:
-            found.setdefault(name, []).append(per_call_us(folder / f"{name}-{run}.db", fn, count))
+            sample = per_call_us(folder / f"{name}-{run}.db", fn, count, name == "once_batched")
+            found.setdefault(name, []).append(sample)
     result: dict[str, Any] = {}
     for name, samples in found.items():
         result[f"{name}_us"] = statistics.median(s[0] for s in samples)
         result[f"{name}_cpu_us"] = statistics.median(s[1] for s in samples)
-    for name, base in (("idempotent", "plain"), ("once", "plain"), ("slow_once", "slow_plain")):
+        result[f"{name}_cpu_us_min"] = min(s[1] for s in samples)  # the least disturbed run
+    pairs = (("idempotent", "plain"), ("once", "plain"), ("once_batched", "plain"),
+             ("slow_once", "slow_plain"))  # fmt: skip
+    for name, base in pairs:
         result[f"{name}_ratio_wall"] = result[f"{name}_us"] / result[f"{base}_us"]
         result[f"{name}_ratio_cpu"] = result[f"{name}_cpu_us"] / result[f"{base}_cpu_us"]
+        result[f"{name}_ratio_cpu_min"] = (
+            result[f"{name}_cpu_us_min"] / result[f"{base}_cpu_us_min"]
+        )
     return result
 
 
@@ -110,10 +133,13 @@ def main() -> None:
     print(json.dumps(results, indent=2))
     ledger = results["ledger"]
     worst = max(ledger["idempotent_ratio_cpu"], ledger["once_ratio_cpu"])
+    best_runs = max(ledger["idempotent_ratio_cpu_min"], ledger["once_ratio_cpu_min"])
     verdict = "ok" if worst <= LEDGER_TARGET else "MISSED"
     print(
         f"ledger: an effect call costs {worst:.2f}x the CPU of a plain recorded call with an "
-        f"empty body (target <= {LEDGER_TARGET}x: {verdict}); with a 1 ms body "
+        f"empty body (medians; {best_runs:.2f}x between the least disturbed runs; target <= "
+        f"{LEDGER_TARGET}x: {verdict}); its start committed with the batch, as before: "
+        f"{ledger['once_batched_ratio_cpu']:.2f}x; with a 1 ms body "
         f"{ledger['slow_once_ratio_cpu']:.2f}x"
     )
 

@@ -67,6 +67,11 @@ class Turns:
             raise batch.error
         return batch.refused
 
+    def turn(self) -> threading.Lock:
+        """The lock itself, for a write of one statement that shares no transaction: the
+        batches that wait meanwhile are written by their own writers after it."""
+        return self._lock
+
 
 def _write(connection: sqlite3.Connection, taken: list[_Batch]) -> None:
     """Write `taken`, together when there are several and all go in, else each alone."""

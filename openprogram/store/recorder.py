@@ -81,6 +81,8 @@ class Recorder:
         self._flying: list[bool | None] | None = None  # the slot of the batch being written
         # seq -> the newest row and its images, or a running call's node not yet encoded
         self._batch: dict[int, tuple[NodeRow, list[str]] | Node] = {}
+        self._fresh = 0  # rows of the batch whose node the store does not hold yet
+        self._began: dict[int, float] = {}  # seq -> when its effect start was committed
         self._blobs: dict[str, bytes] = {}  # images of the batch not yet in the store
         self._blob_bytes = 0
         self._since: float | None = None  # time.monotonic() of the batch's first row
@@ -100,6 +102,8 @@ class Recorder:
             and self._open_journal is None
         ):
             with self._lock:  # encoded when committed, unless it completes first
+                if node.seq not in self._batch:
+                    self._fresh += 1  # a created node: not stored yet
                 self._batch[node.seq] = node
                 # a call with a declared effect (effects.py) is committed before it runs
                 slot = self._slot if "effect" in node.meta else self._wait()
@@ -113,9 +117,13 @@ class Recorder:
             return
         if self._write_batch is None:
             stored = self._write_one(row, refs, self._new_blobs(refs, {}))
+        elif created and not refs and "effect" in node.meta and self._start_alone(row):
+            return
         else:
             slot = None
             with self._lock:
+                if row.seq not in self._batch and row.seq not in self.rows:
+                    self._fresh += 1
                 self._batch[row.seq] = (row, refs)
                 new = self._new_blobs(refs, self._blobs)
                 for sha, image in new.items():
@@ -124,7 +132,7 @@ class Recorder:
                 stored = False
                 if (
                     node.kind != "code"
-                    or _ran(node) >= SLOW_CALL_S
+                    or self._ran(node) >= SLOW_CALL_S
                     or len(self._batch) >= BATCH_ROWS
                     or self._blob_bytes >= BATCH_BYTES
                     or ("effect" in node.meta and (created or self._open_journal is None))
@@ -137,6 +145,38 @@ class Recorder:
                 stored = self._sync(slot) is True
         if stored and node.kind == "llm" and node.status == "completed" and node.reads:
             self._reads[node.name] = (node.id, node.reads)  # a stored node's reads stay
+
+    def _start_alone(self, row: NodeRow) -> bool:
+        """Commit the start of a call with a declared effect on its own (one statement,
+        its own transaction: no BEGIN/COMMIT round trips, no other row) when every
+        record waiting in the batch updates a row the store holds already: the store
+        then still holds every node created before this one, and the waiting updates
+        stay in the journal. Whether it was committed (else the caller commits it with
+        the batch, as any durable point, and reports a failure there)."""
+        with self._commit_lock:  # no batch is being written meanwhile
+            with self._lock:
+                if self._fresh:  # a node created before this one is not stored yet
+                    return False
+            try:
+                lean = getattr(self.store, "write_start", None)
+                if lean is not None:
+                    if not lean(self.session, row):
+                        return False
+                else:
+                    assert self._write_batch is not None
+                    self._write_batch(self.session, (row,), {})
+            except Exception:
+                return False
+            with self._lock:
+                self.rows.add(row.seq)
+                self._began[row.seq] = time.time()  # its body runs from here
+        return True
+
+    def _ran(self, node: Node) -> float:
+        """Seconds `node` ran: from its start to its end, less the commit of an effect
+        call's start (the work a crash would redo is its body's)."""
+        began = self._began.pop(node.seq, node.started_at) if self._began else node.started_at
+        return (node.ended_at or began) - began
 
     # -- the journal ---------------------------------------------------------------------
     def _journaled(self, row: NodeRow, *, with_input: bool, images: bool) -> bool:
@@ -234,6 +274,7 @@ class Recorder:
         self._lock = threading.RLock()  # another thread may have held it at the fork
         self._commit_lock = threading.Lock()
         self._batch, self._blobs, self._blob_bytes, self._since = {}, {}, 0, None
+        self._fresh, self._began = 0, {}
         self._slot, self._flying = [None], None
         self._journal = self._spare = self._open_journal = None
         self._scheduled = False
@@ -311,6 +352,7 @@ class Recorder:
                 return
             batch, blobs, self._flying = self._batch, self._blobs, slot
             self._batch, self._blobs, self._blob_bytes, self._since = {}, {}, 0, None
+            self._fresh = 0
             self._slot = [None]
             flying = self._journal
             if flying:
@@ -415,11 +457,6 @@ def _logged(count: int) -> bool:
     """Whether the `count`th failure of a kind is logged: the 1st, 2nd, 4th, 8th...,
     so a store that fails every write (a full disk) does not flood the log."""
     return count & (count - 1) == 0
-
-
-def _ran(node: Node) -> float:
-    """Seconds from `node`'s start to its end."""
-    return (node.ended_at or node.started_at) - node.started_at
 
 
 def _scrubbed(row: NodeRow) -> NodeRow:

@@ -353,6 +353,26 @@ class SQLiteStore(SQLStore):
             changed += super()._upsert_rows(cursor, key, rows[done:], owner)
         return changed
 
+    def write_start(self, session: str, row: NodeRow) -> bool:
+        """Record `row`, a new node, on its own in one statement (its own transaction,
+        fenced by the writer lease like every write): the committed start of a call
+        with a declared effect (store/recorder.py), without write_batch's round trips.
+        Whether it was recorded; False, recording nothing, when this store does not
+        hold the lease or the seq is another node's; raises the driver's errors (the
+        recorder then records the row as it records any, which reports them)."""
+        owner, key = self._held.get(session), self._keys.get(session)
+        if owner is None or key is None:
+            return False
+        connection = self._connection or self._connect()
+        values = (key, *row, key, owner)
+        if self.memory:
+            with self._lock:
+                return bool(connection.execute(self._statements.upsert, values).rowcount)
+        with self._lock, turns(self.path, self.synchronous).turn():
+            changed = connection.execute(self._statements.upsert, values).rowcount
+        self._written(1)
+        return bool(changed)
+
     def _record(
         self, session: str, rows: Sequence[NodeRow], blobs: Mapping[str, bytes], owner: str
     ) -> NodeRow | None:
