@@ -129,7 +129,8 @@ def evaluate(
         cluster at `address` (None: a private local Ray with `concurrency` CPUs, stopped
         afterwards). Its runs record into `store`, which every worker must open: a file
         path (workers on this machine) or "postgresql://..."; fn, the scorers and the
-        model must pickle (a model name, or a module-level `(case) -> model`).
+        model must pickle (a model name, or a module-level `(case) -> model`; None: the
+        workers' default, as the caller's ambient Runtime does not travel).
     A run that raises, a case whose inputs do not fit `fn`, and a scorer that raises are
     recorded in the report, never raised. Raises UsageError for bad arguments.
     """
