@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run the whole test suite with the real parts: an Xvfb display per test that needs one,
 # a throwaway PostgreSQL server on 127.0.0.1, litellm over HTTP to a local server.
-# Arguments are passed to pytest.
+# Arguments are passed to pytest. With none, the whole suite runs on parallel workers
+# (pytest-xdist; OPENPROGRAM_TEST_WORKERS of them, default: one per core).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +17,9 @@ if [ -z "${OPENPROGRAM_TEST_POSTGRES:-}" ] && [ -x scripts/postgres.sh ]; then
   fi
 fi
 
+if [ $# -eq 0 ]; then
+  set -- -n "${OPENPROGRAM_TEST_WORKERS:-auto}" --dist loadgroup
+fi
 .venv/bin/python -m pytest "$@"
 status=$?
 for command in "${cleanup[@]}"; do $command || true; done

@@ -31,6 +31,16 @@ def pytest_configure(config: pytest.Config) -> None:
         settings.load_profile("dev")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # under parallel workers (pytest-xdist, --dist loadgroup): the tests of files named
+    # *_ray.py run on one worker, one local Ray cluster at a time
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        if item.path.stem.endswith("_ray"):
+            item.add_marker(pytest.mark.xdist_group("ray"))
+
+
 @pytest.fixture(autouse=True)
 def _fresh_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory):
     from openprogram import _context
