@@ -13,6 +13,7 @@ from openprogram import Runtime, ScriptedModel, Session, llm
 from openprogram.operations import view_image_tool
 from openprogram.render import recorded_report
 from openprogram.testing import OpenAIServer
+from tests.openprogram.test_render_incremental import assert_same_as_from_scratch
 
 
 @pytest.fixture
@@ -73,3 +74,5 @@ def test_max_images_keeps_the_newest_tool_images_and_reports_the_dropped(picture
     assert sorted(e["node_id"] for e in omitted) == sorted([red.id, green.id])
     asked = [n for n in session.dag.nodes if n.kind == "llm"][-1]
     assert [e for e in recorded_report(session.dag, asked) if e["kind"] == "omitted"] == omitted
+    for keep in (0, 1, 2, None):  # kept pieces render as a render from scratch does
+        assert_same_as_from_scratch(session.dag, None, max_images=keep)
