@@ -60,6 +60,7 @@ class Surface:
     box: tuple[int, int, int, int]
     popup: bool
     outer: Surface | None = None  # the surface that holds it
+    active: bool = False  # with the focus: on top, where no window list tells (a Qt menu)
 
 
 def surfaces(elements: Sequence[Element]) -> dict[tuple[int, ...], Surface]:
@@ -73,8 +74,9 @@ def surfaces(elements: Sequence[Element]) -> dict[tuple[int, ...], Surface]:
         if (top and element.box is not None) or menu:
             outer = surface_of(element, found)
             box = element.box or (0, 0, 0, 0)  # (a Qt popup menu's is not read)
+            active = bool(element.states & (1 << atspi.ACTIVE))
             found[element.order] = Surface(
-                element.app, element.order, element.name, box, not top, outer
+                element.app, element.order, element.name, box, not top, outer, active
             )
     return found
 
@@ -99,12 +101,14 @@ def place(
     dropped (the items of a closed list, a hidden bar's), and what a window stacked
     above covers is cut to the part that shows, or dropped when under 1/4 of it
     shows. `windows` are bottom to top. A surface no window matches leaves its
-    components as they are; so does an empty `windows`. A popover's own box is no
+    components as they are. With no `windows` (a desktop that cannot list them), the
+    window with the focus is taken to be on top: what the others have under it is cut
+    the same way (boxes are left as the apps report them). A popover's own box is no
     component (its items are). A window of the app's own process (`pids`: app → pid)
     that no surface matched is one of its popups (a Qt menu, whose items the tree
     keeps under the menu bar): what a menu holds that lies within it is on it."""
     if not windows:
-        return list(components)
+        return _by_focus(components, on)
     chains = {s for start in on for s in _chain(start)}
     matched = _match(sorted(chains, key=lambda s: (s.app, s.order)), windows)
     claimed = {level for level, _ in matched.values()}
@@ -137,6 +141,39 @@ def place(
             grid = replace(grid, columns=columns, rows=tuple(r + dy for r in grid.rows))
         placed.append(replace(component, box=box, grid=grid))
     return placed
+
+
+def _by_focus(components: Sequence[Component], on: Sequence[Surface | None]) -> list[Component]:
+    """`components` cut by the windows with the focus, but for those on them: a
+    top-level window, or an open popup menu (Qt's; its box is where its items are)."""
+    chains = [_chain(start) for start in on]
+    covers: dict[Surface, tuple[int, int, int, int]] = {}
+    for chain in chains:
+        if chain and chain[-1].active:
+            covers[chain[-1]] = chain[-1].box
+    for component, chain in zip(components, chains, strict=True):
+        menu = next((s for s in chain if s.popup and s.active), None)
+        if menu is not None:
+            covers[menu] = _union(covers.get(menu), component.box)
+    if not covers:
+        return list(components)
+    placed: list[Component] = []
+    for component, chain in zip(components, chains, strict=True):
+        above = [box for surface, box in covers.items() if surface not in chain]
+        box = _uncovered(component.box, above) if above else component.box
+        if box is not None:
+            placed.append(replace(component, box=box))
+    return placed
+
+
+def _union(
+    a: tuple[int, int, int, int] | None, b: tuple[int, int, int, int]
+) -> tuple[int, int, int, int]:
+    if a is None:
+        return b
+    x0, y0 = min(a[0], b[0]), min(a[1], b[1])
+    x1, y1 = max(a[0] + a[2], b[0] + b[2]), max(a[1] + a[3], b[1] + b[3])
+    return (x0, y0, x1 - x0, y1 - y0)
 
 
 def _popup(

@@ -368,6 +368,8 @@ class AccessibilitySource:
             elements = sorted(reader.elements, key=lambda e: e.order)
             placed: list[Surface | None] = []
             components = _components(elements, self.screen, offset=offset, on=placed)
+            if not isinstance(reader, AppWalk):  # a browser's matches: no windows among them
+                placed = [None] * len(components)
             if isinstance(reader, AppWalk) and reader.skipped:
                 notes.append(
                     f"{app}: {reader.skipped} long list(s) that manage their items were not "

@@ -77,6 +77,22 @@ def test_without_windows_nothing_moves():
     assert place(found, on, []) == found
 
 
+def test_without_windows_the_window_with_the_focus_is_on_top():
+    """A Qt dialog over its main window, on a desktop that cannot list its windows: the
+    dialog has the focus (ACTIVE), so what the main window has under it is cut."""
+    active = SHOWS | (1 << atspi.ACTIVE)
+    qt = [
+        element((0,), 23, "main", (1, 20, 640, 480)),
+        element((0, 0), 43, "Reload", (137, 44, 32, 31)),  # under the dialog
+        element((0, 1), 43, "File", (7, 20, 29, 20)),  # beside it
+        element((1,), 16, "Rename", (100, 30, 300, 200), active),
+        element((1, 0), 43, "OK", (300, 200, 80, 24)),
+    ]
+    on: list[Surface | None] = []
+    found = components(qt, SCREEN, on=on)
+    assert [c.label for c in place(found, on, [])] == ["File", "OK"]
+
+
 def test_a_popovers_pixels_survive_fusion_once_the_box_behind_it_is_cut():
     on: list[Surface | None] = []
     found = components(editor_with_popover()[:3], SCREEN, on=on)
@@ -153,8 +169,10 @@ def test_a_qt_menus_items_are_on_its_popup_window_not_under_it():
     qt = [
         element((0,), 23, "Image Viewer", (1, 20, 640, 480)),
         element((0, 0), 35, "File", (7, 20, 29, 20)),
-        element((0, 0, 0), 41, "", None),  # its popup menu: Qt reports it without a box
+        # its popup menu: Qt reports it without a box, with the focus
+        element((0, 0, 0), 41, "", None, SHOWS | (1 << atspi.ACTIVE)),
         element((0, 0, 0, 0), 35, "New Window", (7, 40, 285, 23)),
+        element((0, 0, 0, 1), 35, "Open", (7, 63, 285, 23)),
         element((0, 1), 43, "Zoom In", (325, 44, 32, 31)),
         element((0, 2), 43, "Next File", (47, 44, 32, 31)),  # under the menu
     ]
@@ -162,7 +180,9 @@ def test_a_qt_menus_items_are_on_its_popup_window_not_under_it():
     found = components(qt, SCREEN, on=on)
     windows = [Win(1, 20, 640, 480, "Image Viewer", 7), Win(7, 40, 285, 332, "", 7)]
     placed = place(found, on, windows, {"app": 7})
-    assert [c.label for c in placed] == ["File", "New Window", "Zoom In"]
+    assert [c.label for c in placed] == ["File", "New Window", "Open", "Zoom In"]
     # another process's window over it hides it
     other = [Win(1, 20, 640, 480, "Image Viewer", 7), Win(7, 40, 285, 332, "", 8)]
     assert [c.label for c in place(found, on, other, {"app": 7})] == ["File", "Zoom In"]
+    # no window list: the menu has the focus, so it is on top of the toolbar
+    assert [c.label for c in place(found, on, [])] == ["File", "New Window", "Open", "Zoom In"]
