@@ -165,7 +165,13 @@ class Perception:
         components = fuse(tree, pixels, max_components=self.max_components)
         if self._worker is not None:
             wait = self.first_look if self._new_screen(grey) else 0.0
-            components = _name_toggles(self._worker.label(grey, components, wait=wait))
+            icons = [n for n, c in enumerate(components) if _icon_only(c)]
+            skip = set(icons)
+            read = [c for n, c in enumerate(components) if n not in skip]
+            read = self._worker.label(grey, read, wait=wait)
+            for n in icons:  # back in their places, unread
+                read.insert(n, components[n])
+            components = _name_toggles(read)
         notes = (accessibility.note,) if accessibility is not None and accessibility.note else ()
         return Observation(picture, tuple(components), describe(components), notes, accessibility)
 
@@ -217,6 +223,22 @@ def _shared_worker() -> OcrWorker:
             # an ONNX read cut off by interpreter shutdown aborts the process: stop first
             atexit.register(_shared[0].close)
         return _shared[0]
+
+
+_ICON = 48  # px: an unnamed control of the tree no larger either way is an icon
+
+
+def _icon_only(component: Component) -> bool:
+    """Whether `component` is a button or tab the tree reports without a name, icon-sized:
+    the app gave it no text (a drawn label would have named it), so what OCR reads off
+    it is its icon (a magnifier read as 'Q', a sidebar icon as '国'): no label is truer."""
+    return (
+        component.source == "accessibility"
+        and component.label is None
+        and component.kind in ("button", "tab")
+        and component.box[2] <= _ICON
+        and component.box[3] <= _ICON
+    )
 
 
 def _ocr_installed() -> bool:
