@@ -42,6 +42,7 @@ from openprogram.mcp._gate import (
     write_token,
 )
 from openprogram.mcp._sdk import mcp_types
+from openprogram.mcp._tasks import Tasks
 from openprogram.runtime import Runtime
 from openprogram.serving import is_loopback
 from openprogram.session import Session
@@ -122,15 +123,19 @@ def build_server(
     listing = mcp_types.ListToolsResult(
         tools=[
             mcp_types.Tool(
-                name=spec["name"],
-                description=spec.get("description") or None,
-                input_schema=spec["parameters"],
+                name=fn.spec["name"],  # type: ignore[attr-defined]
+                description=fn.spec.get("description") or None,  # type: ignore[attr-defined]
+                input_schema=fn.spec["parameters"],  # type: ignore[attr-defined]
+                execution=mcp_types.ToolExecution(task_support="optional")
+                if Tasks.offers(fn)  # a background tool: its call is a task (_tasks.py)
+                else None,
             )
-            for spec in (fn.spec for fn in tools.values())  # type: ignore[attr-defined]
+            for fn in tools.values()
         ]
     )
     options = {"api_base": api_base} if api_base else {}
     calls = _Calls(len(tools) * max_calls, max_calls)
+    tasks = Tasks(store, model, options, lambda v: _scrubbed(_result(v)), _scrubbed_error)
 
     async def on_list_tools(context: Any, params: Any) -> Any:
         return listing
@@ -142,6 +147,10 @@ def build_server(
                 _error(f"there is no tool {echo(params.name)}; the tools are {sorted(tools)!r}")
             )
         arguments = dict(params.arguments or {})
+        if Tasks.offers(fn):
+            import anyio
+
+            return _scrubbed(await anyio.to_thread.run_sync(tasks.start, fn, arguments))
         call = calls.run(params.name, fn, arguments, store, model, options)
         # over HTTP, a client that disconnects cancels its call (the SDK only cancels
         # on the client's notifications/cancelled)
@@ -153,7 +162,9 @@ def build_server(
 
     from mcp.server.lowlevel import Server
 
-    return Server(name, on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+    server = Server(name, on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+    tasks.register(server)
+    return server
 
 
 async def _unless_gone(call: Any, gone: Any) -> Any:
@@ -324,6 +335,10 @@ def _scrubbed(result: Any) -> Any:
     if result.structured_content is not None:
         result.structured_content = _secrets.scrub_value(result.structured_content)
     return result
+
+
+def _scrubbed_error(message: str) -> Any:
+    return _scrubbed(_error(message))
 
 
 def _error(message: str) -> Any:
