@@ -186,3 +186,24 @@ def test_a_qt_menus_items_are_on_its_popup_window_not_under_it():
     assert [c.label for c in place(found, on, other, {"app": 7})] == ["File", "Zoom In"]
     # no window list: the menu has the focus, so it is on top of the toolbar
     assert [c.label for c in place(found, on, [])] == ["File", "New Window", "Open", "Zoom In"]
+
+
+def test_gui_agents_accessibility_source_lists_the_desktops_windows():
+    from gui_harness.agent import _accessibility
+
+    class Listing:
+        accessibility_bus = None
+        size = (1280, 800)
+
+        def visible_windows(self) -> list[Win]:
+            return [Win(0, 0, 700, 520, "Editor")]
+
+    class Virtual:  # a VirtualDesktop: its X11Desktop lists the windows once started
+        accessibility_bus = None
+        size = (1280, 800)
+        desktop = Listing()
+
+    for desktop in (Listing(), Virtual()):
+        source = _accessibility(desktop)
+        assert source is not None and source.windows is not None
+        assert [w.title for w in source.windows()] == ["Editor"]
