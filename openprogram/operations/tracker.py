@@ -191,7 +191,8 @@ class Tracker:
                 if live.record.state == "running" and kind.effect == "once":
                     self._move(live, ("running",), "unknown", error=_UNKNOWN, detail=_UNKNOWN)
                     continue
-                if self._requested(id):  # asked to stop while no process ran it
+                if live.record.state == "running" and self._requested(id):  # asked to stop
+                    # while no process ran it (a pending one is looked at as it starts)
                     self._move(live, ("pending", "running"), "cancelled", error=_REQUESTED)
                     continue
                 live.manager = manager or default_manager(kind)
