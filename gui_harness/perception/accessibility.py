@@ -69,10 +69,12 @@ class AccessibilitySnapshot:
     """What one accessibility query saw.
 
     `components` are in screen pixels, clipped to `screen`, in tree order, with
-    index 0 (fusion numbers them). `note` says what was missing (no bus, an app that did
-    not answer in time) or is None. `apps` counts the apps that answered; `elapsed_ms`
-    is the query's wall time; `calls` counts the D-Bus calls it made (an app whose tree
-    sent no events since it was read costs none).
+    index 0 (fusion numbers them); with the desktop's windows known, placed where their
+    window shows them and cut to what the windows stacked above leave showing. `note`
+    says what was missing (no bus, an app that did not answer in time) or is None.
+    `apps` counts the apps that answered; `elapsed_ms` is the query's wall time; `calls`
+    counts the D-Bus calls it made (an app whose tree sent no events since it was read
+    costs none).
     """
 
     components: tuple[Component, ...] = ()
