@@ -2,7 +2,9 @@
 # Run the whole test suite with the real parts: an Xvfb display per test that needs one,
 # a throwaway PostgreSQL server on 127.0.0.1, litellm over HTTP to a local server.
 # Arguments are passed to pytest. With none, the whole suite runs on parallel workers
-# (pytest-xdist; OPENPROGRAM_TEST_WORKERS of them, default: one per core).
+# (pytest-xdist; OPENPROGRAM_TEST_WORKERS of them, default: one per core). With --core
+# first, the quick run: openprogram's own tests without displays, browsers, notebooks,
+# PostgreSQL or the slow ones (real child processes and servers), on parallel workers.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,8 +19,13 @@ if [ -z "${OPENPROGRAM_TEST_POSTGRES:-}" ] && [ -x scripts/postgres.sh ]; then
   fi
 fi
 
+workers=(-n "${OPENPROGRAM_TEST_WORKERS:-auto}" --dist loadgroup)
 if [ $# -eq 0 ]; then
-  set -- -n "${OPENPROGRAM_TEST_WORKERS:-auto}" --dist loadgroup
+  set -- "${workers[@]}"
+elif [ "$1" = "--core" ]; then
+  shift
+  set -- tests/openprogram -q -m "not (x11 or browser or notebook or postgres or slow)" \
+    "${workers[@]}" "$@"
 fi
 .venv/bin/python -m pytest "$@"
 status=$?

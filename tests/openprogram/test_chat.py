@@ -48,6 +48,7 @@ def add(a: int, b: int) -> int:
 TOOL_ROUND = {"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}]}
 
 
+@pytest.mark.slow
 def test_earlier_tool_rounds_go_as_tool_calls_and_tool_messages_over_http():
     script = [TOOL_ROUND, "It is 5.", "You are welcome."]
     with OpenAIServer(script) as server, Session() as session:
@@ -110,6 +111,7 @@ def chat(server: OpenAIServer, store: Path, lines: str, *more: str) -> subproces
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_the_chat_command_streams_answers_and_continues_a_session(tmp_path):
     def answer(body: dict) -> str:
         users = [m for m in body["messages"] if m["role"] == "user"]
@@ -138,6 +140,7 @@ def test_the_chat_command_streams_answers_and_continues_a_session(tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_the_printed_continue_command_works_when_pasted(tmp_path, monkeypatch):
     import shlex
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from unittest import mock
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -20,6 +21,7 @@ from tests.openprogram.test_render_incremental import (
 
 @_PROPERTY
 @given(data=st.data())
+@pytest.mark.slow
 def test_a_render_continuing_between_kept_hash_states_equals_one_from_scratch(data):
     """Only the last checkpoint of each extension keeps its hash state: every later
     render that cuts inside goes back to one (_cut) and writes the nodes between again."""

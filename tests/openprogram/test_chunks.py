@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -14,6 +15,7 @@ from openprogram._chunks import Chunks
     st.lists(st.tuples(st.integers(0, 200), st.lists(st.integers(0, 5), max_size=70)), max_size=8),
     st.lists(st.integers(0, 200), max_size=5),
 )
+@pytest.mark.slow
 def test_chunks_cut_and_grown_equal_the_list_cut_and_grown(steps, probes):
     chunks: Chunks[int] = Chunks()
     mirror: list[int] = []

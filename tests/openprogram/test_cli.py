@@ -209,6 +209,7 @@ def test_gui_needs_a_model(monkeypatch):
     assert "pass --model provider/name" in result.output
 
 
+@pytest.mark.slow
 def test_the_entry_point_runs_as_a_program():
     result = subprocess.run(
         [sys.executable, "-c", "from openprogram.cli import main; main()", "--version"],
@@ -283,6 +284,7 @@ sessions = hello_plugin:hello
 """
 
 
+@pytest.mark.slow
 def test_an_installed_plugin_adds_its_commands_and_a_broken_one_says_why(tmp_path):
     (tmp_path / "hello_plugin.py").write_text(_PLUGIN)
     info = tmp_path / "hello_plugin-0.1.dist-info"
@@ -336,6 +338,7 @@ PASSWORD = "S3cretPassw0rd!"
         f"mysql://bob:{PASSWORD}@127.0.0.1/db",
     ],
 )
+@pytest.mark.slow
 def test_no_session_command_prints_a_store_password(arguments, url):
     result = CliRunner().invoke(cli, [*arguments, "--store", url])
     assert result.exit_code == 1, result.output

@@ -70,6 +70,7 @@ def test_diff_of_two_llm_calls_shows_what_each_saw_and_replied(store):
     assert "+reply: It is 5." in result.output
 
 
+@pytest.mark.slow
 def test_export_to_stdout(store):
     result = run("sessions", "export", "scripted", "-o", "-", "-f", "mermaid")
     assert result.output.startswith("flowchart") or "graph" in result.output.split("\n")[0]
@@ -78,12 +79,14 @@ def test_export_to_stdout(store):
     assert "-f graphml|mermaid|dot|json" in refused.output
 
 
+@pytest.mark.slow
 def test_report_to_stdout(store):
     result = run("sessions", "report", "scripted", "-o", "-")
     assert result.stdout.lstrip().startswith("<!DOCTYPE html>") or "<html" in result.stdout[:200]
     assert not (store.parent / "-").exists()
 
 
+@pytest.mark.slow
 def test_show_marks_tool_calls_and_what_they_were_asked_by(store):
     output = run("sessions", "show", "served").output
     assert "→ tools: add" in output
@@ -115,6 +118,7 @@ def test_show_marks_calls_a_resumed_run_continued(tmp_path):
     assert "[resumed]" in line
 
 
+@pytest.mark.slow
 def test_a_missing_extra_is_one_line_with_the_install_command(tmp_path):
     import os
     import subprocess

@@ -85,6 +85,7 @@ def store(tmp_path: Path) -> str:
         ["sessions", "report", "evil", "-o", "-"],
     ],
 )
+@pytest.mark.slow
 def test_session_commands_print_stored_text_with_its_escapes_escaped(store: str, command: Any):
     result = openprogram(*command, "--store", store)
     assert result.returncode == 0, result.stderr
@@ -93,12 +94,14 @@ def test_session_commands_print_stored_text_with_its_escapes_escaped(store: str,
         assert "\\x1b]" in result.stdout or "\\u001b]" in result.stdout  # shown, not acted on
 
 
+@pytest.mark.slow
 def test_an_error_of_a_command_is_printed_escaped(store: str):
     result = openprogram("sessions", "fork", "evil", "nowhere#9", "--store", store)
     assert result.returncode == 1 and "Error: " in result.stderr
     assert_safe(result)
 
 
+@pytest.mark.slow
 def test_chat_escapes_the_models_reply():
     with OpenAIServer(lambda body: HOSTILE) as server:
         result = openprogram(
@@ -110,6 +113,7 @@ def test_chat_escapes_the_models_reply():
     assert result.stdout.startswith("hi\\x1b]52;c;cm0gLXJmIH4K\\x07")
 
 
+@pytest.mark.slow
 def test_a_20000_deep_json_answer_is_a_clear_error(tmp_path: Path):
     store = str(tmp_path / "runs.db")
 
@@ -129,6 +133,7 @@ def test_a_20000_deep_json_answer_is_a_clear_error(tmp_path: Path):
     assert Session.open(store, "deep").pending() == [question]  # nothing changed
 
 
+@pytest.mark.slow
 def test_a_session_id_that_is_not_utf8_is_a_clear_error(store: str):
     bad = b"\xff\x1b]0;t\x07".decode("utf-8", "surrogateescape")
     for command in (["sessions", "show", bad], ["sessions", "pending", bad]):
@@ -137,6 +142,7 @@ def test_a_session_id_that_is_not_utf8_is_a_clear_error(store: str):
         assert_safe(result)
 
 
+@pytest.mark.slow
 def test_sessions_show_prints_a_long_question_whole(tmp_path: Path):
     from openprogram import needs_approval
 
@@ -152,6 +158,7 @@ def test_sessions_show_prints_a_long_question_whole(tmp_path: Path):
     assert "path='/root/.ssh/id_rsa')?" in result.stdout
 
 
+@pytest.mark.slow
 def test_json_written_to_stdout_stays_valid_and_holds_the_text_exactly(store: str):
     import json
 

@@ -77,6 +77,7 @@ def plan_nodes(session):
     return [n for n in session.dag.find(kind="llm") if n.name == "plan"]
 
 
+@pytest.mark.slow
 def test_every_plan_render_fits_its_token_budget():
     session, _ = run(40)
     for node in plan_nodes(session):
@@ -158,6 +159,7 @@ def test_recorded_report_lists_every_compacted_node():
     assert len(entries) == len(left_out) >= node.meta["compacted"]["covered"]
 
 
+@pytest.mark.slow
 def test_summaries_never_show_as_ordinary_history():
     session, _ = run(30)
     node = plan_nodes(session)[-1]
@@ -267,6 +269,7 @@ def test_a_tool_call_and_its_result_are_never_split():
     assert compacted > 0
 
 
+@pytest.mark.slow
 def test_resume_reuses_recorded_summaries(tmp_path):
     store = tmp_path / "run.db"
     first_session, first = run(30, store=store)
@@ -333,6 +336,7 @@ def test_images_past_max_images_become_their_description():
     assert any("it showed:\n[1] button 'Save' 0" in text for text in texts)
 
 
+@pytest.mark.slow
 def test_token_counts_use_litellm_for_its_models_and_an_estimate_offline():
     assert counter("scripted").text("a" * 400) == 100
     assert counter("openai/gpt-4o-mini").exact
@@ -518,6 +522,7 @@ def look_up_all() -> str:
     return llm("look up keys until told to stop", tools=[lookup], max_tool_turns=1000)
 
 
+@pytest.mark.slow
 def test_a_tool_loop_holds_its_token_budget_with_recorded_summaries():
     model, asked = tool_loop_model(200)
     with Session() as session, Runtime(model):
@@ -537,6 +542,7 @@ def test_a_tool_loop_holds_its_token_budget_with_recorded_summaries():
     assert "SUMMARY" in str(asked[-1].messages)
 
 
+@pytest.mark.slow
 def test_a_tool_loop_under_allm_holds_its_token_budget_too():
     model, asked = tool_loop_model(60)
 
@@ -582,6 +588,7 @@ def test_a_budget_a_tool_loop_cannot_hold_is_said_so_in_a_warning_and_the_report
     assert len(entries) == 1 and "tokens=100" in entries[0]["reason"]
 
 
+@pytest.mark.slow
 def test_resume_and_replay_reuse_a_tool_loops_summaries(tmp_path):
     from openprogram import ReplayModel
 

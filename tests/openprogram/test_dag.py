@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image as PILImage
@@ -93,6 +94,7 @@ def test_concurrent_recording_keeps_seq_unique():
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(0, 20), min_size=1, max_size=60))
+@pytest.mark.slow
 def test_dag_invariants(parents):
     dag = ContextDAG()
     made: list[Node] = []
@@ -165,6 +167,7 @@ def test_a_node_repr_is_one_short_line_whatever_it_holds():
     )
 
 
+@pytest.mark.slow
 def test_a_node_knows_the_dag_that_holds_it_and_a_copy_knows_none():
     import copy
     import gc

@@ -242,6 +242,7 @@ PROGRAM = textwrap.dedent(
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="uses SIGKILL")
+@pytest.mark.slow
 def test_a_once_call_killed_mid_body_is_unknown_on_resume(tmp_path: Path):
     path, log = tmp_path / "runs.db", tmp_path / "paid.log"
     child = subprocess.Popen(
@@ -356,6 +357,7 @@ def test_a_once_call_whose_start_the_store_refuses_does_not_run(tmp_path: Path):
     assert node.status == "error" and "not run" in str(node.error)
 
 
+@pytest.mark.slow
 def test_on_postgres_the_start_is_committed_and_an_interruption_is_unknown(postgres_url):
     from openprogram.store import open_store
 

@@ -19,6 +19,7 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uses SIGKILL an
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_once_bodies_run_at_most_once_across_random_kills(tmp_path: Path):
     """30 children killed with SIGKILL at random points (the benchmark kills 200): every
     once body that began and did not finish is found unknown and settled by its key,
@@ -83,6 +84,7 @@ def agent(n: int) -> list[int]:
     return [pay(i) for i in range(n)]
 
 
+@pytest.mark.slow
 def test_sigterm_drains_at_the_next_boundary_and_a_resume_finishes(tmp_path: Path):
     path, log = tmp_path / "runs.db", tmp_path / "paid.log"
     child = subprocess.Popen(
@@ -138,6 +140,7 @@ IDLE = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_sigterm_with_no_call_running_stops_at_once(tmp_path: Path):
     child = subprocess.Popen(
         [sys.executable, "-c", IDLE, str(tmp_path / "runs.db")],

@@ -36,6 +36,7 @@ def test_a_name_without_a_provider_and_no_close_match_says_how_to_write_one():
 
 
 @pytest.mark.parametrize("name", ["openai/any-name", "openai/gpt-4o-mini", "gpt-4o-mini"])
+@pytest.mark.slow
 def test_names_litellm_routes_reach_the_server(name):
     with OpenAIServer(["fine"]) as server:
         with Session(), Runtime(name, api_base=server.url, api_key="test"):
@@ -43,6 +44,7 @@ def test_names_litellm_routes_reach_the_server(name):
         assert len(server.requests) == 1
 
 
+@pytest.mark.slow
 def test_a_custom_provider_given_explicitly_is_not_second_guessed():
     with OpenAIServer(["fine"]) as server:
         runtime = Runtime(

@@ -24,6 +24,7 @@ def greet(name: str) -> str:
     return llm(f"Say hello to {name}.")
 
 
+@pytest.mark.slow
 def test_a_first_call_to_an_openai_compatible_server_does_not_import_litellm():
     child = (
         "import sys\n"
@@ -57,6 +58,7 @@ def test_the_runtime_picks_the_sdk_path_only_where_it_serves_exactly(monkeypatch
     assert type(forced._resolve_model(None)) is LiteLLMModel
 
 
+@pytest.mark.slow
 def test_a_priced_model_costs_what_litellm_says_and_an_unknown_one_is_unpriced():
     with OpenAIServer() as server:
         server.reply("Hello!", prompt_tokens=1200, completion_tokens=300)
@@ -79,6 +81,7 @@ class Booking(BaseModel):
     nights: int
 
 
+@pytest.mark.slow
 def test_a_structured_reply_sends_the_strict_schema_litellm_would():
     with OpenAIServer() as server:
         server.reply(json.dumps({"hotel": "Lisboa", "nights": 2}))

@@ -427,6 +427,7 @@ def test_a_running_frame_sees_its_own_earlier_exchanges():
     callers=st.one_of(st.none(), st.integers(0, 5)),
     subcalls=st.integers(-1, 5),
 )
+@pytest.mark.slow
 def test_render_invariants(shape, frame_pick, callers, subcalls):
     dag = ContextDAG()
     codes: list = []

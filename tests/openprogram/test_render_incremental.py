@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image as PILImage
@@ -219,12 +220,14 @@ def _run(data: Any) -> None:
 
 @_PROPERTY
 @given(data=st.data())
+@pytest.mark.slow
 def test_incremental_render_equals_render_from_scratch(data):
     _run(data)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
+@pytest.mark.slow
 def test_renders_at_earlier_moments_match_too(data):
     """seen_by and renders with an older `before` between newer ones."""
     program = Program(data)
@@ -421,6 +424,7 @@ def test_a_render_at_an_earlier_moment_shows_calls_that_had_not_finished_then():
         assert snapshot(render_context(dag, agent.id, before=first.seq)) == snapshot(then)
 
 
+@pytest.mark.slow
 def test_concurrent_writers_each_continue_their_own_history():
     """One session, many writers: top-level calls running at once (some revealing their
     insides), each asking from a call of its own in turn. Every render, which extends

@@ -205,6 +205,7 @@ def test_a_gathered_run_replays_strictly_whatever_order_the_replies_came_in(orde
         assert len(session.dag.find(kind="llm")) == 4
 
 
+@pytest.mark.slow
 def test_a_gathered_run_recorded_over_http_replays_strictly():
     from openprogram.testing import OpenAIServer
 
@@ -245,6 +246,7 @@ def _threads(count: int) -> None:
         thread.join()
 
 
+@pytest.mark.slow
 def test_a_run_with_plain_worker_threads_replays_strictly():
     store = MemoryStore()
     with Session(store, id="threads"), Runtime(ScriptedModel(lambda r: f"re {r.text}")):
@@ -258,6 +260,7 @@ def test_a_run_with_plain_worker_threads_replays_strictly():
         assert replies == sorted(n.output for n in recording.dag.find(kind="llm"))
 
 
+@pytest.mark.slow
 def test_a_run_with_threads_in_copied_contexts_replays_strictly():
     from openprogram import start_thread
 

@@ -66,6 +66,7 @@ def test_json_stays_valid_when_a_secret_needs_escaping(monkeypatch):
 
 
 @given(st.text(st.characters(exclude_categories=()), max_size=30))
+@pytest.mark.slow
 def test_scrubbed_json_is_always_json(text):
     document = json.dumps({"a": f"{text}{KEY}{text}", text: [KEY]}, ensure_ascii=False)
     _secrets.register([KEY])

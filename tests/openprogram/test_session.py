@@ -394,6 +394,7 @@ def test_a_divergence_reaches_the_caller_unlogged_with_the_context_as_it_was(cap
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
+@pytest.mark.slow
 def test_an_llm_node_keeps_a_string_content_as_given_and_older_recordings_still_resume(
     tmp_path,
 ):

@@ -55,6 +55,7 @@ def test_the_node_is_created_when_llm_is_called_and_completed_at_the_end():
     assert node.status == "completed" and stream.text == "one two" and stream.done
 
 
+@pytest.mark.slow
 def test_breaking_out_of_the_loop_marks_the_node_with_the_partial_text():
     with Session() as session, Runtime(ScriptedModel(["one two three"])):
         for chunk in llm("go", stream=True):

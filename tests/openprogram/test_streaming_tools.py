@@ -123,6 +123,7 @@ def test_a_resumed_streamed_tool_loop_runs_nothing_again(tmp_path):
     assert (model.requests, ran) == ([], [])
 
 
+@pytest.mark.slow
 def test_an_allm_stream_never_read_warns_like_an_unawaited_coroutine():
     import gc
 

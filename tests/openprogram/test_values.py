@@ -271,11 +271,13 @@ def same(a: Any, b: Any) -> bool:
 
 @settings(max_examples=400, deadline=None)
 @given(kinds_of_values, kinds_of_values)
+@pytest.mark.slow
 def test_distinct_values_never_share_a_hash_and_equal_ones_always_do(a, b):
     assert (digest(a) == digest(b)) == same(a, b)
 
 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.integers() | texts, max_size=6))
+@pytest.mark.slow
 def test_a_set_hashes_alike_whatever_its_order(items):
     assert digest(set(items)) == digest(set(reversed(items)))

@@ -51,6 +51,7 @@ def drop(times: int) -> int:
 
 
 @pytest.mark.parametrize("program", [skim, hoard, drop])
+@pytest.mark.slow
 def test_streams_the_caller_stops_reading_count_against_max_requests(program):
     model = ScriptedModel([LONG] * 10)
     budget = BudgetManager(max_requests=2)
@@ -219,6 +220,7 @@ async def ahoard(times: int) -> list:
 
 
 @pytest.mark.parametrize("program", [askim, ahoard])
+@pytest.mark.slow
 def test_async_streams_the_caller_stops_reading_count_against_max_requests(program, recwarn):
     model = ScriptedModel([LONG] * 10)
     budget = BudgetManager(max_requests=2)

@@ -84,6 +84,7 @@ def test_a_shared_cost_limit_counts_what_calls_spent_and_names_it(durable_store)
     assert tally.cost_usd == pytest.approx(0.03)
 
 
+@pytest.mark.slow
 def test_child_processes_sharing_a_budget_never_pass_max_requests_together(durable_store):
     with Session(durable_store):  # the store exists before the children race to open it
         pass

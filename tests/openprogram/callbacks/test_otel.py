@@ -121,6 +121,7 @@ def test_without_a_configured_provider_nothing_is_recorded_or_sent():
         assert inner() == "a"
 
 
+@pytest.mark.slow
 def test_the_core_imports_without_opentelemetry_and_otel_says_how_to_install_it(monkeypatch):
     code = (
         "import sys, openprogram, openprogram.callbacks; "

@@ -94,6 +94,7 @@ def _hidden_size(steps: int) -> int:
     return sum(len(row[16][1] or ()) + len(row[16][2]) for row in data["nodes"] if row[1] == "l")
 
 
+@pytest.mark.slow
 def test_what_was_hidden_grows_linearly_with_the_run_not_quadratically():
     small, large = _hidden_size(40), _hidden_size(160)
 

@@ -236,6 +236,7 @@ def test_a_rendered_context_shows_messages_each_image_once_and_what_was_left_out
     assert "now?" in html
 
 
+@pytest.mark.slow
 def test_a_10000_node_dag_is_at_most_5_mb_of_html():
     dag = ContextDAG()
     top = dag.add("code", "gui_agent", input={"task": "fill the form", "max_steps": 2000})

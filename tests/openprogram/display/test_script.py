@@ -21,6 +21,7 @@ def test_the_script_is_view_js_inlined_whole():
     assert "</script" not in source  # would end the element early in a page
 
 
+@pytest.mark.slow
 def test_view_js_parses_as_javascript():
     node = shutil.which("node")
     if node is None:
@@ -32,6 +33,7 @@ def test_view_js_parses_as_javascript():
     assert result.returncode == 0, result.stderr
 
 
+@pytest.mark.slow
 def test_view_js_passes_eslint_recommended():
     eslint = shutil.which("eslint")
     if eslint is None:

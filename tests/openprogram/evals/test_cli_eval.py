@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from click.testing import CliRunner
 
 from openprogram.cli import cli
@@ -60,6 +61,7 @@ def test_eval_with_an_id_and_a_store_resumes_into_the_same_sessions(tmp_path) ->
     assert report.runs[0].output == "rejected"
 
 
+@pytest.mark.slow
 def test_the_openprogram_script_imports_the_module_from_the_current_folder(tmp_path) -> None:
     import subprocess
     import sys

@@ -256,6 +256,7 @@ def test_an_interrupted_eval_resumes_without_asking_again(tmp_path) -> None:
     assert asked[4:] == ["Approve or reject: Smart tea."]  # only the unfinished exchange
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_a_concurrent_eval_starts_no_queued_run() -> None:
     import threading
 

@@ -33,6 +33,7 @@ def test_all_must_pass(check_eval):
 """
 
 
+@pytest.mark.slow
 def test_check_eval_fails_below_the_threshold_with_the_worst_cases(tmp_path) -> None:
     (tmp_path / "test_taglines.py").write_text(textwrap.dedent(TESTS))
     environment = {**os.environ, "PYTHONPATH": str(ROOT), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}

@@ -30,6 +30,7 @@ def _sessions(store: str) -> set[str]:
         opened.close()
 
 
+@pytest.mark.slow
 def test_ray_runs_each_case_as_a_task_into_the_shared_store_and_resumes(tmp_path) -> None:
     store = str(tmp_path / "runs.db")
     report = DATASET.evaluate(

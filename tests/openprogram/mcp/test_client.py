@@ -251,6 +251,7 @@ def test_restarts_are_bounded():
                 server.tool("echo")(message="x")
 
 
+@pytest.mark.slow
 def test_a_server_that_never_answers_initialize_is_a_config_error():
     server = MCPServer.stdio(fault_server("hang"), name="mute", init_timeout=1)
     with pytest.raises(ConfigError, match="did not answer initialize within 1 s"), server:
@@ -262,6 +263,7 @@ def test_a_program_that_does_not_exist_is_a_config_error():
         MCPServer.stdio(["no-such-mcp-server"], name="x").connect()
 
 
+@pytest.mark.slow
 def test_a_10_mb_result_is_whole_in_the_node_and_cut_in_what_the_model_sees():
     script = {"agent": [calls(("faults_big", {"size": 10_000_000})), "big"]}
     with (
@@ -279,6 +281,7 @@ def test_a_10_mb_result_is_whole_in_the_node_and_cut_in_what_the_model_sees():
     assert "[cut: output: " in seen
 
 
+@pytest.mark.slow
 def test_invalid_json_rpc_is_a_tool_error_and_the_run_goes_on():
     with MCPServer.stdio(fault_server(), name="faults", timeout=1.5) as server:
         script = {
@@ -292,6 +295,7 @@ def test_invalid_json_rpc_is_a_tool_error_and_the_run_goes_on():
     assert echo.output == "echo: x"
 
 
+@pytest.mark.slow
 def test_a_timeout_is_a_tool_error_and_the_server_keeps_serving():
     with MCPServer.stdio(fault_server(), name="faults", timeout=0.5) as server:
         with Session(), pytest.raises(MCPServerError, match=r"did not answer sleep within 0\.5 s"):
@@ -351,6 +355,7 @@ def test_bad_arguments_are_usage_errors():
         MCPServer.stdio(["node"], name="x", timeout=0)
 
 
+@pytest.mark.slow
 def test_the_core_imports_without_the_sdk_and_openprogram_mcp_says_what_to_install():
     code = (
         "import sys; sys.modules['mcp'] = None\n"

@@ -54,6 +54,7 @@ def test_a_schema_too_deep_or_too_big_is_refused_when_listed_and_named(caplog):
 
 
 @pytest.mark.timeout(60)  # today's code hangs in `re` (it checks signals, so this ends it)
+@pytest.mark.slow
 def test_a_backtracking_pattern_is_checked_within_the_calls_timeout():
     with MCPServer.stdio(hostile("schemas"), name="hostile", timeout=1) as server:
         script = [
@@ -71,6 +72,7 @@ def test_a_backtracking_pattern_is_checked_within_the_calls_timeout():
 
 
 @pytest.mark.timeout(60)  # today's code hangs the MCP loop in the SDK's output check
+@pytest.mark.slow
 def test_a_backtracking_output_schema_is_checked_within_the_calls_timeout():
     with MCPServer.stdio(hostile("schemas"), name="hostile", timeout=1) as server:
         answer, session = run_agent(
@@ -147,6 +149,7 @@ def test_max_result_bytes_is_a_setting():
         MCPServer.stdio(fault_server(), name="faults", max_result_bytes=1000).connect()
 
 
+@pytest.mark.slow
 def test_a_listing_over_max_tools_is_cut_with_a_warning_naming_the_server(caplog):
     with (
         caplog.at_level(logging.WARNING, logger="openprogram"),
@@ -236,6 +239,7 @@ def test_a_dropped_answer_is_matched_to_its_request_by_an_id_at_either_end():
 
 
 @pytest.mark.parametrize("kind", ["json", "sse"])
+@pytest.mark.slow
 def test_an_http_answer_over_max_result_bytes_is_a_tool_error(kind):
     port = free_port()
     argv = [sys.executable, str(HOSTILE.with_name("mcp_big_http_server.py")), str(port), kind]

@@ -77,6 +77,7 @@ def check(results: dict, store: str) -> None:
         assert node.status == "error" and "broken on purpose" in node.error
 
 
+@pytest.mark.slow
 def test_served_over_stdio_to_the_sdks_client(tmp_path):
     store = str(tmp_path / "served.db")
     parameters = StdioServerParameters(
@@ -93,6 +94,7 @@ def test_served_over_stdio_to_the_sdks_client(tmp_path):
     check(asyncio.run(main()), store)
 
 
+@pytest.mark.slow
 def test_served_over_streamable_http_to_the_sdks_client(tmp_path):
     store = str(tmp_path / "served.db")
     token_file = tmp_path / "token"
@@ -109,6 +111,7 @@ def test_served_over_streamable_http_to_the_sdks_client(tmp_path):
         check(asyncio.run(main()), store)
 
 
+@pytest.mark.slow
 def test_what_a_server_sends_is_scrubbed_of_secrets_as_what_it_stores(tmp_path):
     store = str(tmp_path / "served.db")
     password = "hunter2-correct-horse-battery"
@@ -143,6 +146,7 @@ def test_what_a_server_sends_is_scrubbed_of_secrets_as_what_it_stores(tmp_path):
         assert node.error == "PermissionError: login failed for ada with ***"
 
 
+@pytest.mark.slow
 def test_a_served_agent_asks_the_model_given_by_model_and_api_base(tmp_path):
     store = str(tmp_path / "served.db")
     with OpenAIServer(default_reply="A short summary, five words.") as model:
@@ -243,6 +247,7 @@ def test_an_async_function_is_awaited_and_cancelled_at_once_with_its_call():
     assert node.status == "cancelled" and node.output is None
 
 
+@pytest.mark.slow
 def test_a_stdio_call_whose_client_leaves_stops_before_its_next_model_request(tmp_path):
     asked, answer = threading.Event(), threading.Event()
 

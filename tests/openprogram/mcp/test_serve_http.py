@@ -41,6 +41,7 @@ async def call(server: Served, tool: str, arguments: dict) -> object:
         return await session.call_tool(tool, arguments)
 
 
+@pytest.mark.slow
 def test_http_needs_this_starts_token_its_own_host_and_no_browser(tmp_path):
     token_file = tmp_path / "serve.token"
     with served(f"{FUNCTIONS}:add", "--store", "memory", "--token-file", str(token_file)) as server:
@@ -103,6 +104,7 @@ def test_a_host_other_machines_reach_needs_allow_remote_and_warns():
     assert "Traceback" not in result.output
 
 
+@pytest.mark.slow
 def test_a_remote_bind_warns_and_still_checks_host_and_token(tmp_path):
     runtime = tmp_path / "run"
     runtime.mkdir(mode=0o700)
@@ -121,6 +123,7 @@ def test_a_remote_bind_warns_and_still_checks_host_and_token(tmp_path):
         assert post_initialize(url, **server.auth).is_success
 
 
+@pytest.mark.slow
 def test_slow_calls_of_one_tool_do_not_hold_up_another_tools_call(tmp_path):
     holds = 60
     with socket.create_server(("127.0.0.1", 0)) as listener:
@@ -163,6 +166,7 @@ def test_slow_calls_of_one_tool_do_not_hold_up_another_tools_call(tmp_path):
 
 
 @pytest.mark.parametrize("leaving", ["cancels the call", "is killed"])
+@pytest.mark.slow
 def test_a_call_whose_client_goes_away_stops_before_its_next_model_request(tmp_path, leaving):
     asked, answer = threading.Event(), threading.Event()
 

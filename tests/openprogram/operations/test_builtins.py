@@ -31,6 +31,7 @@ def sandbox():
     manager.close()
 
 
+@pytest.mark.slow
 def test_bash_runs_in_the_sandbox_and_its_result_reaches_the_model(sandbox, tmp_path):
     model = ScriptedModel([call("bash", command="echo $PPID; echo oops >&2; exit 3"), "ok"])
     with Session(str(tmp_path / "s.db")) as session, Runtime(model, operations=sandbox):
@@ -45,6 +46,7 @@ def test_bash_runs_in_the_sandbox_and_its_result_reaches_the_model(sandbox, tmp_
     assert '"exit_code": 3' in tool_message[0]["content"]
 
 
+@pytest.mark.slow
 def test_bash_runs_in_a_process_sandbox_by_default(tmp_path):
     import os
 

@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from openprogram import Session
@@ -39,6 +40,7 @@ PROGRAM = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_running_operation_is_cancelled_from_another_process(tmp_path):
     path = str(tmp_path / "s.db")
     child = subprocess.Popen(

@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from openprogram import Session
 from openprogram.operations import settle_operation
 from tests.openprogram.operations.programs import PER_ROUND
@@ -61,6 +63,7 @@ def _events(store: str) -> list[Any]:
         session.close()
 
 
+@pytest.mark.slow
 def test_idempotent_operations_are_done_exactly_once_across_kills(durable_store, tmp_path):
     log = tmp_path / "log"
     kills = 0
@@ -90,6 +93,7 @@ def test_idempotent_operations_are_done_exactly_once_across_kills(durable_store,
         assert len(done) == 1
 
 
+@pytest.mark.slow
 def test_once_operations_never_run_twice_and_a_killed_one_waits_to_be_settled(
     durable_store, tmp_path
 ):
@@ -122,6 +126,7 @@ def test_once_operations_never_run_twice_and_a_killed_one_waits_to_be_settled(
         assert record.attempts == 1
 
 
+@pytest.mark.slow
 def test_background_work_of_a_killed_process_is_taken_up_by_the_resumed_run(
     durable_store, tmp_path
 ):

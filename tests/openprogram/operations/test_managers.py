@@ -81,6 +81,7 @@ def test_local_operations_run_in_this_process():
         LocalOperations(max_workers=0)
 
 
+@pytest.mark.slow
 def test_process_operations_run_in_a_child_over_a_socket(process_manager):
     what, pid, reports = _run(process_manager, "test.pid")
     assert what == "done" and pid == process_manager.pid != os.getpid()
@@ -91,6 +92,7 @@ def test_process_operations_run_in_a_child_over_a_socket(process_manager):
     assert process_manager.sandbox == "rlimits"
 
 
+@pytest.mark.slow
 def test_a_long_operation_heartbeats_and_is_cancelled_in_the_child(process_manager):
     reports = Reports()
     operation = Operation("test.block", {})
@@ -102,6 +104,7 @@ def test_a_long_operation_heartbeats_and_is_cancelled_in_the_child(process_manag
     assert reports.wait(operation.id) == ("cancelled", None)
 
 
+@pytest.mark.slow
 def test_a_sandbox_that_dies_loses_its_operations_and_the_next_starts_a_new_one(
     process_manager,
 ):
@@ -128,6 +131,7 @@ def test_an_unknown_sandbox_is_a_usage_error():
     not (os.path.exists("/usr/bin/bwrap") or os.path.exists("/bin/bwrap")),
     reason="bubblewrap is not installed",
 )
+@pytest.mark.slow
 def test_a_bwrap_sandbox_writes_only_its_workdir(tmp_path):
     workdir = tmp_path / "work"
     workdir.mkdir()

@@ -37,6 +37,7 @@ def _resumed(store: Any, session_id: str) -> str:
         return pay(100)
 
 
+@pytest.mark.slow
 def test_of_two_sessions_answering_one_question_only_the_first_answer_lands(store: Any):
     paid.clear()
     question = _suspended(store, "pay1")
@@ -107,6 +108,7 @@ def _go(child: Any) -> str:
     return str(out)
 
 
+@pytest.mark.slow
 def test_two_processes_that_loaded_the_question_cannot_both_answer_it(durable_store: str):
     paid.clear()
     question = _suspended(durable_store, "pay3")

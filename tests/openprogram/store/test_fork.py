@@ -79,6 +79,7 @@ def test_a_forked_child_never_writes_its_parents_session(durable_store: Any, tmp
     assert outputs(durable_store, "child") == [49]
 
 
+@pytest.mark.slow
 def test_a_fork_pool_inside_a_session_leaves_the_parents_records_alone(
     durable_store: Any, monkeypatch: pytest.MonkeyPatch
 ):

@@ -84,6 +84,7 @@ def die_recording(store: Path, session: str, calls: int, *, nested: bool = False
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow
 def test_calls_a_dead_writer_never_committed_are_folded_in_by_the_next_opener(tmp_path: Path):
     store = tmp_path / "runs.db"
     die_recording(store, "dead", 5)
@@ -98,6 +99,7 @@ def test_calls_a_dead_writer_never_committed_are_folded_in_by_the_next_opener(tm
     session.close()
 
 
+@pytest.mark.slow
 def test_a_running_parent_is_stored_running_with_the_children_that_returned(tmp_path: Path):
     store = tmp_path / "runs.db"
     die_recording(store, "nested", 3, nested=True)
@@ -123,6 +125,7 @@ def records_end(data: bytes) -> tuple[int, int]:
     return last, at
 
 
+@pytest.mark.slow
 def test_a_torn_last_record_is_left_out_and_the_whole_ones_are_kept(tmp_path: Path):
     store = tmp_path / "runs.db"
     die_recording(store, "torn", 4)
@@ -141,6 +144,7 @@ def test_a_torn_last_record_is_left_out_and_the_whole_ones_are_kept(tmp_path: Pa
     session.close()
 
 
+@pytest.mark.slow
 def test_records_of_a_committed_batch_left_in_the_file_are_never_read_again(tmp_path: Path):
     """A journal is emptied after its batch's commit by advancing its generation, not
     by cutting the file: the earlier batch's records stay in it, of another generation.
@@ -207,6 +211,7 @@ def test_a_journal_holds_no_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         assert key.encode() not in written
 
 
+@pytest.mark.slow
 def test_records_of_a_session_taken_over_since_are_dropped_and_said(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ):
@@ -239,6 +244,7 @@ def test_a_file_that_is_not_a_journal_is_left_alone(
     assert (folder / "notes.log").read_text() == "not a journal\n"
 
 
+@pytest.mark.slow
 def test_sessions_check_reports_a_dead_writers_journal_and_leaves_it(tmp_path: Path):
     store = tmp_path / "runs.db"
     die_recording(store, "checked", 3)
@@ -307,6 +313,7 @@ def full_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Calla
             subprocess.run(["umount", "-l", str(folder)], check=False)
 
 
+@pytest.mark.slow
 def test_a_full_disk_is_logged_on_the_1st_2nd_4th_8th_failure(
     tmp_path: Path, full_disk: Callable[[], None], caplog: pytest.LogCaptureFixture
 ):
@@ -328,6 +335,7 @@ def test_a_full_disk_is_logged_on_the_1st_2nd_4th_8th_failure(
     assert len(caplog.records) <= 3 * most
 
 
+@pytest.mark.slow
 def test_a_record_over_the_journals_limit_is_committed_at_once(tmp_path: Path, no_timer: None):
     """A reader refuses records over FRAME_LIMIT, so a writer never journals one."""
     store = tmp_path / "runs.db"
@@ -345,6 +353,7 @@ def test_a_record_over_the_journals_limit_is_committed_at_once(tmp_path: Path, n
     ]
 
 
+@pytest.mark.slow
 def test_a_writer_dying_during_a_commit_leaves_two_journals_folded_in_as_one(tmp_path: Path):
     """A commit runs outside the Recorder's lock: records made meanwhile go to the
     writer's second journal. A call started before the commit (its start in the first

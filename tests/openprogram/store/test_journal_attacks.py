@@ -134,6 +134,7 @@ def test_a_journal_another_user_planted_for_a_live_session_is_never_folded_in(
     assert outputs == ["mine", "still mine"]
 
 
+@pytest.mark.slow
 def test_a_journal_of_another_owner_in_our_folder_is_never_folded_in(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ):
@@ -229,6 +230,7 @@ WHY = {
 
 
 @pytest.mark.parametrize("plant", sorted(PLANTS))
+@pytest.mark.slow
 def test_odd_files_in_the_folder_neither_hang_nor_exhaust_an_opener(
     tmp_path: Path, plant: str, caplog: pytest.LogCaptureFixture
 ):

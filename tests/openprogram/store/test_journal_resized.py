@@ -100,6 +100,7 @@ def stored_calls(store: Path) -> list[tuple[int, str, int | None]]:
         session.close()
 
 
+@pytest.mark.slow
 def test_a_writer_survives_its_journal_cut_again_and_again_and_loses_no_call(tmp_path: Path):
     """Another process truncates the writer's journals to nothing, over and over, while
     it records (batches committed as usual meanwhile): it records on, and every call is
@@ -127,6 +128,7 @@ def test_a_writer_survives_its_journal_cut_again_and_again_and_loses_no_call(tmp
 
 
 @pytest.mark.parametrize("cut_to", [0, 200])
+@pytest.mark.slow
 def test_a_cut_journal_is_noticed_and_what_it_lost_committed_before_a_kill(
     tmp_path: Path, cut_to: int
 ):
@@ -145,6 +147,7 @@ def test_a_cut_journal_is_noticed_and_what_it_lost_committed_before_a_kill(
     assert stored_calls(store) == [(i, "completed", i) for i in range(100)]
 
 
+@pytest.mark.slow
 def test_a_journal_grown_long_by_another_process_is_read_not_refused(tmp_path: Path):
     """Grown to 2 GiB of holes while its writer records: the writer records on into it,
     and a reader (with 2 GiB of address space, so it cannot hold the file) reads its

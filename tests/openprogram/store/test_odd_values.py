@@ -71,6 +71,7 @@ def test_a_surrogate_reaches_the_model_as_a_replacement_character():
         part["text"].encode("utf-8")  # what goes over HTTP is valid UTF-8
 
 
+@pytest.mark.slow
 def test_a_5000_deep_argument_is_recorded_with_a_marker(store):
     with Session(store) as session, Runtime(ScriptedModel(echo)):
         assert keep(deep(5000)) == 1
@@ -142,6 +143,7 @@ def test_a_call_that_cannot_be_recorded_is_counted_and_noted(store):
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(text=st.text(st.characters(exclude_categories=()), max_size=40))
+@pytest.mark.slow
 def test_any_text_round_trips_through_the_store(store, text):
     session_id = uuid.uuid4().hex[:12]
     with Session(store, id=session_id) as session, Runtime(ScriptedModel(lambda r: text)):

@@ -62,6 +62,7 @@ def assert_coherent(session: Session) -> None:
                 assert session.dag.node(link).seq < node.seq
 
 
+@pytest.mark.slow
 def test_a_killed_process_loses_only_the_exchange_in_flight_and_resumes(durable_store: Any):
     child = start("agent", durable_store, "killed", "llm: plan step 2 after thought 2")
     wait_ready(child)
@@ -92,6 +93,7 @@ def test_a_killed_process_loses_only_the_exchange_in_flight_and_resumes(durable_
 
 
 @pytest.mark.parametrize("after", [1, 37, 150])
+@pytest.mark.slow
 def test_a_process_killed_at_any_instant_loses_nothing_made_durable_by_flush(
     durable_store: Any, after: int
 ):
@@ -117,6 +119,7 @@ def test_a_process_killed_at_any_instant_loses_nothing_made_durable_by_flush(
 
 
 @pytest.mark.parametrize("after", [1, 37, 150])
+@pytest.mark.slow
 def test_a_killed_sqlite_writer_loses_no_call_that_returned(tmp_path: Path, after: int):
     """No flush: each call waits for its batch's commit in the journal beside the file."""
     store = tmp_path / "sessions.db"
@@ -140,6 +143,7 @@ def test_a_killed_sqlite_writer_loses_no_call_that_returned(tmp_path: Path, afte
     _integrity_ok(str(store))
 
 
+@pytest.mark.slow
 def test_a_call_killed_while_it_runs_is_stored_as_running_at_once(tmp_path: Path):
     """Its start is durable when the call starts, not at the next commit."""
     store = str(tmp_path / "sessions.db")
@@ -165,6 +169,7 @@ LEDGER_STEPS = 3000
 
 
 @pytest.mark.parametrize("after", [1, 6, 40])
+@pytest.mark.slow
 def test_a_killed_process_keeps_every_paid_exchange_and_redoes_only_fast_calls_after_it(
     durable_store: Any, after: int
 ):
@@ -221,6 +226,7 @@ def test_a_killed_process_keeps_every_paid_exchange_and_redoes_only_fast_calls_a
     resumed.close()
 
 
+@pytest.mark.slow
 def test_a_process_that_exits_with_its_session_open_commits_what_waited(durable_store):
     child = start("exit", durable_store, "open", "40")
     out, errors = child.communicate(timeout=120)
@@ -234,6 +240,7 @@ def test_a_process_that_exits_with_its_session_open_commits_what_waited(durable_
     session.close()
 
 
+@pytest.mark.slow
 def test_two_processes_write_different_sessions_into_one_sqlite_file(tmp_path: Path):
     path = str(tmp_path / "shared.db")
     children = [start("loop", path, name, "300") for name in ("left", "right")]
@@ -281,6 +288,7 @@ def _written_by(store: Any, session_id: str) -> list[str]:
     return outputs
 
 
+@pytest.mark.slow
 def test_a_second_process_writing_a_session_is_refused_and_nothing_interleaves(durable_store):
     Session(durable_store, id="shared").close()
     first = start("writer", durable_store, "shared", "first", "50", "pause")
@@ -300,6 +308,7 @@ def test_a_second_process_writing_a_session_is_refused_and_nothing_interleaves(d
     assert _written_by(durable_store, "shared") == [f"first {i}" for i in range(50)]
 
 
+@pytest.mark.slow
 def test_a_lease_is_taken_over_at_once_when_its_process_was_killed(durable_store):
     Session(durable_store, id="orphan").close()
     first = start("writer", durable_store, "orphan", "first", "50", "pause")
@@ -315,6 +324,7 @@ def test_a_lease_is_taken_over_at_once_when_its_process_was_killed(durable_store
     assert _written_by(durable_store, "orphan") == ["first 0", "second 0", "second 1", "second 2"]
 
 
+@pytest.mark.slow
 def test_two_processes_racing_for_one_session_leave_one_writers_records(durable_store):
     Session(durable_store, id="race").close()
     children = [start("writer", durable_store, "race", name, "100", "run") for name in "ab"]

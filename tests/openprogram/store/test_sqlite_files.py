@@ -73,6 +73,7 @@ def _read_on_a_read_only_mount(folder: Path, path: Path) -> dict:
     return json.loads(child.stdout)
 
 
+@pytest.mark.slow
 def test_a_store_on_a_read_only_file_system_opens_for_reading(tmp_path: Path):
     folder = tmp_path / "mounted"
     folder.mkdir()
@@ -84,6 +85,7 @@ def test_a_store_on_a_read_only_file_system_opens_for_reading(tmp_path: Path):
     assert sorted(p.name for p in folder.iterdir()) == ["runs.db"]
 
 
+@pytest.mark.slow
 def test_a_crashed_store_on_a_read_only_file_system_reads_its_write_ahead_log(tmp_path: Path):
     folder = tmp_path / "mounted"
     folder.mkdir()
@@ -160,6 +162,7 @@ def test_sqlite_memory_urls_are_in_memory_not_a_file(tmp_path: Path, monkeypatch
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_stores_of_one_file_in_one_process_take_turns_without_sqlites_busy_wait(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):

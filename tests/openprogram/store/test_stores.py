@@ -298,6 +298,7 @@ def test_interrupted_calls_the_resumed_run_does_not_make_are_cancelled(store):
     reopened.close()
 
 
+@pytest.mark.slow
 def test_a_failed_run_resumes_at_the_failure_keeping_the_error(store):
     model = ScriptedModel(["thought 0", '{"action": "act 0", "step": 0}', RuntimeError("down")])
     with (
@@ -319,6 +320,7 @@ def test_a_failed_run_resumes_at_the_failure_keeping_the_error(store):
 # -- forking ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_fork_shares_history_up_to_its_node_and_the_two_never_see_each_other(store):
     with Session(store, id="original") as original, Runtime(programs.model()):
         original.submit("the task")
@@ -347,6 +349,7 @@ def test_a_fork_shares_history_up_to_its_node_and_the_two_never_see_each_other(s
     reopened_original.close()
 
 
+@pytest.mark.slow
 def test_resuming_a_fork_replays_the_shared_steps_and_runs_the_rest_live(store):
     with Session(store, id="base") as base, Runtime(programs.model()):
         programs.agent("task")
@@ -474,6 +477,7 @@ def _job() -> list[str]:
     return [_ask("one"), _ask("two")]
 
 
+@pytest.mark.slow
 def test_a_stopped_run_is_stored_as_stopped_and_resumed_past_its_stop(store):
     with (
         Session(store, id="paused"),

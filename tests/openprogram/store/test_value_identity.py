@@ -121,6 +121,7 @@ def _fresh() -> Iterator[None]:
     forget_notes()
 
 
+@pytest.mark.slow
 def test_a_different_object_is_never_answered_with_the_old_result(store):
     with Session(store, id="docs"):
         assert summarise(Doc("hello")) == "summary of HELLO"
@@ -157,6 +158,7 @@ def numbered(lock: Any, n: int) -> int:
         return n * 100 + len(runs)  # another result each time it runs
 
 
+@pytest.mark.slow
 def test_a_history_rendered_before_a_call_runs_again_shows_its_new_result(store):
     """A resumed session rendered before the program goes on (a notebook's look): the
     call that runs again then returns something else, and the next render shows that,
@@ -311,6 +313,7 @@ with session:
 """
 
 
+@pytest.mark.slow
 def test_separate_processes_resume_the_same_values_and_refuse_others(durable_store, tmp_path):
     script = tmp_path / "program.py"
     script.write_text(PROGRAM)

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from openprogram import Runtime, Session, agentic_function, llm
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -33,6 +35,7 @@ def serve(*arguments: str) -> subprocess.Popen[str]:
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_serve_model_answers_a_scripted_tool_loop_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     script = tmp_path / "script.json"
     tool_call = {"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}]}
@@ -59,6 +62,7 @@ def test_serve_model_answers_a_scripted_tool_loop_and_stops_on_ctrl_c(tmp_path: 
     assert "stopped after 2 request(s)" in errors
 
 
+@pytest.mark.slow
 def test_serve_model_refuses_a_script_that_is_not_a_list_in_one_line(tmp_path: Path) -> None:
     script = tmp_path / "script.json"
     script.write_text('"just text"')
@@ -70,6 +74,7 @@ def test_serve_model_refuses_a_script_that_is_not_a_list_in_one_line(tmp_path: P
     assert "Traceback" not in errors
 
 
+@pytest.mark.slow
 def test_serve_model_refuses_a_300_mb_body_unread_and_stops_with_clients_hanging_on() -> None:
     process = serve()
     clients: list[socket.socket] = []

@@ -126,6 +126,7 @@ def dribble(sock: socket.socket, stop: threading.Event) -> None:
             sock.sendall(b" ")
 
 
+@pytest.mark.slow
 def test_a_client_dribbling_its_body_is_answered_408_at_the_read_deadline() -> None:
     stop = threading.Event()
     with OpenAIServer(read_timeout=1.0) as server, closing(connect(server)) as sock:
@@ -141,6 +142,7 @@ def test_a_client_dribbling_its_body_is_answered_408_at_the_read_deadline() -> N
         assert body["error"]["message"] == "the request did not arrive within 1.0 s"
 
 
+@pytest.mark.slow
 def test_stop_returns_at_once_with_stalled_dribbling_and_unread_clients(
     sockets: list[socket.socket],
 ) -> None:
