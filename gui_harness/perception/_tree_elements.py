@@ -40,8 +40,10 @@ def components(
     step with the result, for place() to put it where the screen shows it.
 
     What a closed drop-down holds (its list's options, placed where its list would
-    open) is left out but for its text entry; an item that cannot be selected itself
-    (Qt's tree row heads) names the unnamed selectable cell in its place."""
+    open) is left out but for its text entry (with `on`, place() does that, keeping
+    those on a popup window of their own: Qt never says its drop-down is open); an
+    item that cannot be selected itself (Qt's tree row heads) names the unnamed
+    selectable cell in its place."""
     found: list[Component] = []
     held: list[Surface | None] = []
     sources: list[Element] = []  # the element of each component found
@@ -59,8 +61,10 @@ def components(
         bits = element.states
         if not (bits & (1 << atspi.SHOWING) and bits & (1 << atspi.VISIBLE)):
             continue
-        if element.role not in _ENTRIES and any(
-            element.order[: len(o)] == o and len(element.order) > len(o) for o in closed
+        if (
+            on is None  # (with `on`, _tree_windows.place() keeps those on a popup of theirs)
+            and element.role not in _ENTRIES
+            and any(element.order[: len(o)] == o and len(element.order) > len(o) for o in closed)
         ):
             continue  # an option of a closed drop-down: not on the screen
         dy = 0 if element.native else offset

@@ -61,6 +61,8 @@ class Surface:
     popup: bool
     outer: Surface | None = None  # the surface that holds it
     active: bool = False  # with the focus: on top, where no window list tells (a Qt menu)
+    combo: bool = False  # a drop-down, whose list opens in a popup of its own
+    closed: bool = False  # a drop-down not expanded (Qt never says so of an open one)
 
 
 def surfaces(elements: Sequence[Element]) -> dict[tuple[int, ...], Surface]:
@@ -70,13 +72,15 @@ def surfaces(elements: Sequence[Element]) -> dict[tuple[int, ...], Surface]:
         if not element.order:
             continue
         top = len(element.order) == 1
-        menu = element.role in _MENUS or bool(_POPOVER.match(element.name))
+        combo = element.role == atspi.COMBO_BOX and not top
+        menu = combo or element.role in _MENUS or bool(_POPOVER.match(element.name))
         if (top and element.box is not None) or menu:
             outer = surface_of(element, found)
             box = element.box or (0, 0, 0, 0)  # (a Qt popup menu's is not read)
             active = bool(element.states & (1 << atspi.ACTIVE))
+            closed = combo and not element.states & (1 << atspi.EXPANDED)
             found[element.order] = Surface(
-                element.app, element.order, element.name, box, not top, outer, active
+                element.app, element.order, element.name, box, not top, outer, active, combo, closed
             )
     return found
 
@@ -121,10 +125,15 @@ def place(
             placed.append(component)
             continue
         level, (dx, dy) = where
+        popped = False
         if start is not None and start.popup and start is not surface:
             # a menu's item with no window of its own found: on a popup of the app's?
             pid = (pids or {}).get(start.app)
-            level = _popup(component.box, (dx, dy), level, windows, claimed, pid)
+            popped = level != (
+                level := _popup(component.box, (dx, dy), level, windows, claimed, pid)
+            )
+        if _closed_option(component, start) and not popped:
+            continue  # a closed drop-down's option, on no popup of its own: not drawn
         if surface is not None and surface.popup and _same(component.box, surface.box):
             continue  # the popover itself: its items are the targets
         window = windows[level]
@@ -151,6 +160,13 @@ def _by_focus(components: Sequence[Component], on: Sequence[Surface | None]) -> 
     for chain in chains:
         if chain and chain[-1].active:
             covers[chain[-1]] = chain[-1].box
+    kept = [
+        (c, chain)
+        for c, chain in zip(components, chains, strict=True)
+        if not _closed_option(c, chain[0] if chain else None)
+    ]
+    components = [c for c, _ in kept]
+    chains = [chain for _, chain in kept]
     for component, chain in zip(components, chains, strict=True):
         menu = next((s for s in chain if s.popup and s.active), None)
         if menu is not None:
@@ -176,6 +192,17 @@ def _union(
     return (x0, y0, x1 - x0, y1 - y0)
 
 
+def _closed_option(component: Component, start: Surface | None) -> bool:
+    """Whether `component` is what a drop-down that is not open holds: neither the
+    drop-down itself nor its text entry (an option, a button)."""
+    return (
+        start is not None
+        and start.combo
+        and start.closed
+        and component.kind not in ("dropdown", "field")
+    )
+
+
 def _popup(
     box: tuple[int, int, int, int],
     shift: tuple[int, int],
@@ -185,7 +212,7 @@ def _popup(
     pid: int | None,
 ) -> int:
     """The level of the topmost window above `level` that no surface claimed, of the
-    process `pid`, that holds `box` (moved by `shift`); else `level`."""
+    process `pid`, that holds most of `box` (moved by `shift`); else `level`."""
     if pid is None:
         return level
     x, y, w, h = box[0] + shift[0], box[1] + shift[1], box[2], box[3]
@@ -193,12 +220,8 @@ def _popup(
         window = windows[above]
         if above in claimed or window.pid != pid:
             continue
-        if (
-            window.x <= x
-            and window.y <= y
-            and x + w <= window.x + window.width
-            and y + h <= window.y + window.height
-        ):
+        inside = _intersect((x, y, w, h), _rect(window))
+        if inside is not None and 2 * inside[2] * inside[3] >= w * h:
             return above
     return level
 
@@ -222,7 +245,7 @@ def _match(
     taken: set[int] = set()
     matched: dict[Surface, tuple[int, tuple[int, int]]] = {}
     # titled windows first, then popovers (exact sizes), then the rest by size alone
-    ranked = sorted(found, key=lambda s: (s.popup, not s.name))
+    ranked = sorted((s for s in found if not s.combo), key=lambda s: (s.popup, not s.name))
     for surface in ranked:
         _, _, sw, sh = surface.box
         fits = [i for i, window in enumerate(windows) if i not in taken and _fits(surface, window)]

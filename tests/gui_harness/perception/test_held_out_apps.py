@@ -105,6 +105,17 @@ def test_a_qt_file_manager_has_no_phantoms_and_every_tab_it_shows(tmp_path):
                 limit=20,
             )
             assert len([c for c in after.components if c.kind == "tab"]) == len(tabs) + 1
+            # Qt never says its drop-down is open: its options show on its popup window
+            lists = labelled(first, "dropdown", "Lists")[0]
+            desktop.execute(Click(x=lists.center[0], y=lists.center[1]))
+            shown = wait_for(source, lambda s: bool(labelled(s, "button", "Directory Tree")))
+            (option,) = labelled(shown, "button", "Directory Tree")
+            popup = desktop.desktop.visible_windows()[-1]
+            assert (
+                popup.x <= option.box[0] and option.box[0] + option.box[2] <= popup.x + popup.width
+            )
+            desktop.execute(Keypress(keys=["escape"]))
+            wait_for(source, lambda s: not labelled(s, "button", "Directory Tree"))
             # Qt keeps an open menu's items under its menu bar; they are drawn in a popup
             # window of their own, over the window's toolbar: on it, not cut away under it
             desktop.execute(Click(x=menu.center[0], y=menu.center[1]))

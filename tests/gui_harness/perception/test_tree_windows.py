@@ -207,3 +207,27 @@ def test_gui_agents_accessibility_source_lists_the_desktops_windows():
         source = _accessibility(desktop)
         assert source is not None and source.windows is not None
         assert [w.title for w in source.windows()] == ["Editor"]
+
+
+def test_a_qt_drop_downs_options_show_on_its_open_popup_and_not_when_it_is_closed():
+    """Qt says nothing of its drop-down being open (no EXPANDED): its options are
+    components when they lie on a popup window of its process, else phantoms."""
+    selectable = SHOWS | (1 << atspi.SELECTABLE)
+    qt = [
+        element((0,), 23, "main", (1, 20, 640, 480)),
+        element((0, 0), 11, "Lists", (1, 79, 150, 23)),
+        element((0, 0, 0), 31, "", None),
+        element((0, 0, 0, 0), 32, "Lists", (2, 80, 261, 23), selectable),
+        element((0, 0, 0, 1), 32, "Directory Tree", (2, 103, 261, 23), selectable),
+    ]
+    on: list[Surface | None] = []
+    found = components(qt, SCREEN, on=on)
+    main = Win(1, 20, 640, 480, "main", 7)
+    opened = place(found, on, [main, Win(1, 79, 150, 48, "", 7)], {"app": 7})
+    assert [(c.label, c.box) for c in opened if c.kind == "button"] == [
+        ("Lists", (2, 80, 149, 23)),
+        ("Directory Tree", (2, 103, 149, 23)),
+    ]
+    for closed in (place(found, on, [main], {"app": 7}), place(found, on, [])):
+        assert [c.label for c in closed] == ["Lists"]
+        assert closed[0].kind == "dropdown"
