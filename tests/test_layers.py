@@ -72,7 +72,7 @@ def test_the_packages_keep_their_layer_contracts(tree: Path) -> None:
             "openprogram.streaming is not allowed to import openprogram.tools",
         ),
         (
-            "openprogram/cli.py",
+            "openprogram/cli/__init__.py",
             "import gui_harness",
             "openprogram.cli -> gui_harness",
         ),

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from openprogram._cli_print import say, styled
+from openprogram.cli._print import say, styled
 
 __all__ = ["diff_command"]
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from openprogram._cli_print import say
+from openprogram.cli._print import say
 
 __all__ = ["eval_command"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from openprogram._cli_options import store_option
+from openprogram.cli._options import store_option
 
 __all__ = ["mcp_group"]
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import click
 
-from openprogram._cli_options import store_option, text_argument
-from openprogram._cli_print import say
+from openprogram.cli._options import store_option, text_argument
+from openprogram.cli._print import say
 
 __all__ = ["chat", "serve_model"]
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from openprogram._cli_print import json_text, say, styled
+from openprogram.cli._print import json_text, say, styled
 from openprogram.echo import elide
 
 __all__ = ["operations_command"]

@@ -1,7 +1,7 @@
 """Options the `openprogram` commands share: the session store (--store).
 
 Owns `store_option` and DEFAULT_STORE, below every module that defines commands, so
-cli.py and _cli_model.py (and plugins, through cli.py) take --store alike, and
+cli/ (its commands, and plugins through it) take --store alike, and
 `text_argument`, which refuses an argument that is not UTF-8 text (a session id, say).
 """
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from openprogram._cli_print import json_text, say, styled
+from openprogram.cli._print import json_text, say, styled
 from openprogram.echo import elide
 
 __all__ = ["question_commands"]

@@ -251,9 +251,9 @@ def test_the_gui_agent_commands_come_from_its_plugin_and_are_listed_apart():
 
 
 def test_without_plugins_the_help_and_an_unknown_command_say_what_to_install(monkeypatch):
-    import openprogram.cli
+    import openprogram.cli._root
 
-    monkeypatch.setattr(openprogram.cli, "_entry_points", list)  # nothing is installed
+    monkeypatch.setattr(openprogram.cli._root, "_entry_points", list)  # nothing is installed
     help_text = run("--help").output
     assert "none installed" in help_text and "pip install 'openprogram[gui]'" in help_text
     assert "\n  demo " not in help_text

@@ -1,9 +1,6 @@
-"""The `openprogram` command: inspect recorded sessions, and run the GUI agent.
-
-Owns the command line (click): `sessions list | show | render | report | export | fork |
-check | pending | answer` over a session store, and the commands plugins register under the
-`openprogram.commands` entry-point group (gui_harness: demo, gui, serve, batch, bench).
-Every failure ends as a ClickException saying what to do. Start at main().
+"""`openprogram sessions list | show | render | report | export | fork | check`: reading
+recorded sessions from a store (the group's other commands are added by the package:
+pending, answer, settle, diff, ops). Start at sessions.
 """
 
 from __future__ import annotations
@@ -11,23 +8,21 @@ from __future__ import annotations
 import re
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
-from openprogram._cli_options import DEFAULT_STORE, store_option, text_argument
-from openprogram._cli_print import Styled, data_text, json_text, say, styled
+from openprogram.cli._options import store_option
+from openprogram.cli._print import Styled, data_text, json_text, say, styled
+from openprogram.cli._root import cli
+from openprogram.cli._stores import find_node, opened_session, opened_store
 from openprogram.dag import ContextDAG, Node
 from openprogram.echo import echo, mask_url, printable
 from openprogram.errors import OpenProgramError
 
-__all__ = ["DEFAULT_STORE", "PLUGINS", "cli", "main", "run_command", "store_option"]
+__all__ = ["sessions"]
 
-F = TypeVar("F", bound=Callable[..., Any])
 _COLOUR = {
     "completed": "green",
     "error": "red",
@@ -38,221 +33,6 @@ _COLOUR = {
     "unknown": "bright_magenta",
 }
 _SHOW_LIMIT = 300
-
-
-# -- plugins -------------------------------------------------------------------------------
-PLUGINS = "openprogram.commands"
-"""The entry-point group plugins register their click commands under (gui_harness: demo,
-gui, serve, batch, bench), e.g. in pyproject.toml:
-`[project.entry-points."openprogram.commands"] demo = "gui_harness.commands:demo"`."""
-_GUI_EXTRA = (
-    "pip install 'openprogram[gui]'; on Debian/Ubuntu also: apt-get install xvfb xdotool python3-tk"
-)
-
-
-def _entry_points() -> list[EntryPoint]:
-    """The installed plugins' commands (read on every use: cheap, and never stale)."""
-    return list(entry_points(group=PLUGINS))
-
-
-class _Commands(click.Group):
-    """The built-in commands, then those of the installed plugins (loaded when listed or
-    run); an unknown command, with no plugin installed, says what to install."""
-
-    def _plugins(self) -> dict[str, EntryPoint]:
-        found: dict[str, EntryPoint] = {}
-        for entry in _entry_points():
-            if entry.name not in self.commands:  # a built-in command is never replaced
-                found.setdefault(entry.name, entry)
-        return found
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return [*super().list_commands(ctx), *sorted(self._plugins())]
-
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        command = super().get_command(ctx, name)
-        if command is not None:
-            return command
-        entry = self._plugins().get(name)
-        return None if entry is None else _load(entry)
-
-    def resolve_command(
-        self, ctx: click.Context, args: list[str]
-    ) -> tuple[str | None, click.Command | None, list[str]]:
-        try:
-            return super().resolve_command(ctx, args)
-        except click.UsageError as exc:
-            if self._plugins():
-                raise
-            raise click.UsageError(
-                f"{exc.message} The GUI agent's commands (demo, gui, serve, batch, bench) "
-                f"come from a plugin, and none is installed: {_GUI_EXTRA}",
-                ctx,
-            ) from exc
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except click.ClickException as exc:  # it may quote a stored value or a model's text
-            exc.message = printable(exc.message)  # type: ignore[misc]  # Final in click's
-            # stubs only: show() prints what it holds when the exception reaches main
-            raise
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        width = formatter.width - 6 - max((len(n) for n in self.list_commands(ctx)), default=0)
-        built_in = [(n, c.get_short_help_str(width)) for n, c in sorted(self.commands.items())]
-        with formatter.section("Commands"):
-            formatter.write_dl(built_in)
-        plugins = self._plugins()
-        if not plugins:
-            with formatter.section("Plugin commands"):
-                formatter.write_text(
-                    "none installed; the GUI agent's (demo, gui, serve, batch, bench) come "
-                    f"with: {_GUI_EXTRA}"
-                )
-            return
-        by_source: dict[str, list[tuple[str, EntryPoint]]] = {}
-        for name, entry in sorted(plugins.items()):
-            source = entry.dist.name if entry.dist is not None else entry.module
-            by_source.setdefault(source, []).append((name, entry))
-        for group in by_source.values():
-            packages = sorted({entry.module.partition(".")[0] for _, entry in group})
-            with formatter.section(f"Plugin commands (from {', '.join(packages)})"):
-                formatter.write_dl(
-                    [(name, _load(entry).get_short_help_str(width)) for name, entry in group]
-                )
-
-
-def _load(entry: EntryPoint) -> click.Command:
-    """The plugin's command; one saying what went wrong (and what to install) when it
-    cannot be loaded."""
-    try:
-        command = entry.load()
-    except ImportError as exc:
-        problem = f"could not be loaded ({exc})"
-        fix = (
-            f"Install what it needs: {_GUI_EXTRA}"
-            if entry.dist is not None and entry.dist.name == "openprogram"
-            else "Reinstall the package that provides it, with its extras"
-        )
-    else:
-        if isinstance(command, click.Command):
-            return command
-        problem = f"is {command!r}, not a click command"
-        fix = "Its plugin is broken; reinstall or upgrade it"
-    message = f"the {entry.name!r} command ({entry.value}) {problem}. {fix}"
-
-    @click.command(
-        name=entry.name,
-        help=f"Unavailable: {message}",
-        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
-    )
-    def unavailable() -> None:
-        raise click.ClickException(message)
-
-    return unavailable
-
-
-@click.group(
-    cls=_Commands,
-    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
-)
-@click.version_option(package_name="openprogram", prog_name="openprogram")
-def cli() -> None:
-    """openprogram: agents as decorated functions, with a context DAG you can inspect.
-
-    \b
-    Inspect recorded sessions:
-      openprogram sessions list
-      openprogram sessions show ID
-      openprogram sessions render ID plan_next_action#3
-      openprogram sessions report ID -o run.html
-    Run the GUI agent:
-      openprogram demo
-      openprogram gui "fill in the form" --model openai/gpt-4o
-    Serve agentic functions to MCP clients:
-      openprogram mcp serve mypackage.agents:research [--transport http]
-    Evaluate and scale:
-      openprogram bench miniwob --model oracle --seeds 0-4
-      openprogram batch tasks.jsonl --workers 4 [--engine ray --address HOST:PORT]
-    """
-
-
-# -- opening sessions ----------------------------------------------------------------------
-@contextmanager
-def _opened_store(spec: str) -> Iterator[Any]:
-    from openprogram.store import open_store
-
-    if spec in ("memory", ":memory:", "sqlite:///:memory:"):
-        raise click.ClickException(
-            f"--store {echo(spec)} is in memory and keeps nothing between processes; pass a "
-            "SQLite file or a postgresql:// URL"
-        )
-    if "://" not in spec and not Path(spec).expanduser().exists():
-        raise click.ClickException(
-            f"no session store at {echo(spec)}. Record runs into it with Session({echo(spec)}), "
-            "or point --store (or OPENPROGRAM_STORE) at an existing store."
-        )
-    try:
-        store, _ = open_store(spec)
-    except (OpenProgramError, ImportError) as exc:  # ImportError names the extra to install
-        raise click.ClickException(str(exc)) from exc
-    if store is None:
-        raise click.ClickException(
-            "an in-memory store keeps nothing between processes; pass --store with a "
-            "SQLite file or a postgresql:// URL"
-        )
-    try:
-        yield store
-    except OpenProgramError as exc:  # a store failing mid-command: its message says why
-        raise click.ClickException(str(exc)) from exc
-    finally:
-        store.close()
-
-
-def _resolve_id(store: Any, session_id: str) -> str:
-    if store.session(text_argument(session_id, "ID")) is not None:
-        return session_id
-    known = [info.id for info in store.list_sessions()]
-    matches = [s for s in known if s.startswith(session_id)]
-    if len(matches) == 1:
-        return matches[0]
-    if matches:
-        raise click.ClickException(
-            f"{echo(session_id)} matches {len(matches)} sessions ({', '.join(matches[:5])}); "
-            "give more characters"
-        )
-    recent = ", ".join(known[-5:]) or "none"
-    raise click.ClickException(
-        f"no session {echo(session_id)} in {mask_url(store.url)} (recent: {recent}). "
-        "List them with `openprogram sessions list`."
-    )
-
-
-@contextmanager
-def _session(spec: str, session_id: str) -> Iterator[Any]:
-    from openprogram.session import Session
-
-    with _opened_store(spec) as store:
-        full_id = _resolve_id(store, session_id)
-        started = time.perf_counter()
-        try:
-            session = Session.open(store, full_id)
-        except OpenProgramError as exc:
-            raise click.ClickException(str(exc)) from exc
-        took = time.perf_counter() - started
-        if took > 1:
-            say(f"loaded {len(session.dag):,} nodes in {took:.1f} s", err=True)
-        yield session
-
-
-def _node(dag: ContextDAG, reference: str) -> Node:
-    from openprogram.display.calls import resolve_node
-
-    try:
-        return resolve_node(dag, reference)
-    except OpenProgramError as exc:
-        raise click.ClickException(str(exc)) from exc
 
 
 # -- sessions ------------------------------------------------------------------------------
@@ -270,7 +50,7 @@ def sessions() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def list_command(store_spec: str, as_json: bool) -> None:
     """List the sessions in a store, oldest first."""
-    with _opened_store(store_spec) as store:
+    with opened_store(store_spec) as store:
         infos = store.list_sessions()
         where = mask_url(store.url)
     if as_json:
@@ -313,7 +93,7 @@ def show_command(
     from openprogram.display._payload import summary, value_text
     from openprogram.questions import is_ask, question
 
-    with _session(store_spec, session_id) as session:
+    with opened_session(store_spec, session_id) as session:
         dag = session.dag
         total = summary(dag)
         statuses = total["statuses"]
@@ -383,9 +163,9 @@ def render_command(
     from openprogram.display.html import _counted, _names
     from openprogram.render import render_context
 
-    with _session(store_spec, session_id) as session:
+    with opened_session(store_spec, session_id) as session:
         dag = session.dag
-        node = _node(dag, reference)
+        node = find_node(dag, reference)
         if node.kind == "user":
             raise click.ClickException(
                 f"{echo(reference)} is user input, which sees nothing; give an llm node "
@@ -473,13 +253,13 @@ def report_command(
     from openprogram.display.report import report_html, write_report
 
     if output == Path("-"):
-        with _session(store_spec, session_id) as session:
+        with opened_session(store_spec, session_id) as session:
             try:
                 say(data_text(report_html(session, title=title, thumbnail_px=thumbnail_px)))
             except OpenProgramError as exc:
                 raise click.ClickException(str(exc)) from exc
         return
-    with _session(store_spec, session_id) as session:
+    with opened_session(store_spec, session_id) as session:
         target = output or Path(f"openprogram-{_file_safe(session.id)}.html")
         say(f"writing the report of {len(session.dag):,} nodes…", err=True)
         try:
@@ -521,7 +301,7 @@ def export_command(
             raise click.ClickException(
                 "-o - writes to stdout, so name the format: -f graphml|mermaid|dot|json"
             )
-        with _session(store_spec, session_id) as session:
+        with opened_session(store_spec, session_id) as session:
             say(data_text(export_text(session.dag, export_format)))  # type: ignore[arg-type]
         return
     if export_format is None and output.suffix.lower() not in (".graphml", ".mmd", ".dot", ".json"):
@@ -529,7 +309,7 @@ def export_command(
             f"cannot tell the export format from {str(output)!r}; use a .graphml, .mmd, .dot or "
             ".json file name, or pass --format graphml|mermaid|dot|json"
         )
-    with _session(store_spec, session_id) as session:
+    with opened_session(store_spec, session_id) as session:
         try:
             written = write_export(session.dag, output, format=export_format)  # type: ignore[arg-type]
         except OpenProgramError as exc:
@@ -547,8 +327,8 @@ def fork_command(session_id: str, store_spec: str, reference: str, new_id: str |
 
     Run a program inside Session.open(store, NEW_ID) to continue on the fork.
     """
-    with _session(store_spec, session_id) as session:
-        node = _node(session.dag, reference)
+    with opened_session(store_spec, session_id) as session:
+        node = find_node(session.dag, reference)
         try:
             fork = session.fork(at=node.id, id=new_id)
         except OpenProgramError as exc:
@@ -586,49 +366,3 @@ def check_command(session_id: str | None, store_spec: str) -> None:
 def _file_safe(text: str) -> str:
     """`text` as one file name: no folders, no leading dot (an id may be anything)."""
     return re.sub(r"[^A-Za-z0-9_.-]", "_", text).lstrip(".") or "session"
-
-
-def run_command(start: Callable[[], int]) -> int:
-    """Run a command's work: the exit code it returns, an OpenProgramError as a message
-    (no traceback), Ctrl-C as exit code 130. For plugin commands too."""
-    try:
-        code = start()
-    except OpenProgramError as exc:
-        raise click.ClickException(str(exc)) from exc
-    except KeyboardInterrupt:
-        say("interrupted", err=True)
-        return 130
-    return int(code or 0)
-
-
-def _add_model_commands() -> None:
-    from openprogram._cli_diff import diff_command
-    from openprogram._cli_eval import eval_command
-    from openprogram._cli_mcp import mcp_group
-    from openprogram._cli_model import chat, serve_model
-    from openprogram._cli_operations import operations_command
-    from openprogram._cli_questions import question_commands
-
-    cli.add_command(serve_model)
-    cli.add_command(chat)
-    cli.add_command(mcp_group)
-    cli.add_command(eval_command)
-    for command in question_commands(_opened_store, _resolve_id, _session, store_option):
-        sessions.add_command(command)
-    sessions.add_command(diff_command(_session, _node, store_option))
-    sessions.add_command(operations_command(_opened_store, _resolve_id, store_option))
-
-
-_add_model_commands()
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Entry point of the `openprogram` script. A missing optional extra (an ImportError
-    naming its `pip install` line) is one line, not a traceback."""
-    try:
-        cli.main(args=argv, prog_name="openprogram")
-    except ImportError as exc:
-        if "pip install" not in str(exc):
-            raise
-        say(f"Error: {' '.join(str(exc).split())}", err=True)
-        sys.exit(1)
