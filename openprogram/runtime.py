@@ -421,8 +421,8 @@ class Runtime:
         except Exception as exc:  # the exchange never started: record it, then raise
             reraise(self._failed(node, exc), exc)
         self._ledger.reserve(frame, node, lambda: _prompt_tokens(rendered, parts))
-        if self.callbacks:
-            try:
+        if any(hasattr(callback, "on_llm_start") for callback in self.callbacks):
+            try:  # the messages are built only for a callback that reads them
                 request.messages = transform(self.callbacks, "on_llm_start", request.messages)
             except Exception as exc:  # the exchange never started: record it, then raise
                 reraise(self._failed(node, exc), exc)

@@ -270,3 +270,16 @@ def test_notify_records_observer_errors_on_the_given_node():
         notify([Broken("on_screenshot")], "on_screenshot", object(), 1, record_on=node)
     assert node.meta["callback_errors"] == ["Broken.on_screenshot: RuntimeError: observer bug"]
     assert current_run() is None
+
+
+def test_the_messages_are_built_for_a_callback_only_when_one_reads_them():
+    class Reads(Callback):
+        def on_llm_start(self, messages):
+            return messages
+
+    for callbacks, built in [([Recorder("a", [])], False), ([Recorder("a", []), Reads()], True)]:
+        model = ScriptedModel(["fine"])
+        with Session(), Runtime(model, callbacks=callbacks):
+            outer("hello")
+        (request,) = model.requests
+        assert (request.rendered._messages is not None) is built  # the model never read them
