@@ -39,7 +39,8 @@ def summarize(values: Sequence[float], *, binary: bool, errors: int = 0) -> Summ
 
     binary: the values are pass rates; when each is 0 or 1 the Wilson score interval
     is used (right at 0/10 or 10/10, where a normal interval collapses); otherwise
-    Student's t over the case means (repeats of a case are not independent cases)."""
+    Student's t over the case means (repeats of a case are not independent cases),
+    kept within [0, 1] for pass rates."""
     n = len(values)
     if n == 0:
         return Summary(None, None, None, 0, errors, "")
@@ -55,6 +56,8 @@ def summarize(values: Sequence[float], *, binary: bool, errors: int = 0) -> Summ
     variance = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
     quantile = _T[n - 2] if n - 1 <= len(_T) else _Z
     half = quantile * math.sqrt(variance / n)
+    if binary:  # pass rates: the interval never leaves [0, 1]
+        return Summary(mean, max(0.0, mean - half), min(1.0, mean + half), n, errors, "t")
     return Summary(mean, mean - half, mean + half, n, errors, "t")
 
 

@@ -17,6 +17,12 @@ def test_a_pass_rate_of_ten_out_of_ten_has_an_interval_below_one() -> None:
     assert summary.method == "wilson"
 
 
+def test_pass_rates_averaged_over_repeats_keep_their_interval_within_zero_and_one() -> None:
+    summary = summarize([1 / 3, 1 / 3, 2 / 3], binary=True)  # 3 cases x 3 repeats
+    assert summary.method == "t" and summary.low == 0.0 and 0.444 < summary.high < 1.0
+    assert summarize([1.0, 1.0, 2 / 3], binary=True).high == 1.0
+
+
 def test_numbers_get_a_t_interval_around_the_mean() -> None:
     summary = summarize([0.2, 0.4, 0.6], binary=False)
     assert math.isclose(summary.mean, 0.4)
