@@ -4,8 +4,9 @@ Owns the engine choice (RapidOCR, whose ONNX models ship in its PyPI wheel; tess
 when it is missing), the crop cache keyed by a hash of the crop's pixels, and the queue.
 `label()` fills the labels already read and queues the rest, so a label appears on a
 later observation of the same pixels; only when asked (`wait`, a new screen's first look)
-does it wait, bounded, for its own crops. The newest call's crops are read first (what is
-on the screen now). Start at OcrWorker.label().
+does it wait, bounded, for its own crops, and while it waits a second thread reads too
+(the caller is idle: both cores may work). The newest call's crops are read first (what
+is on the screen now); RapidOCR reads each crop cut to its ink. Start at OcrWorker.label().
 """
 
 from __future__ import annotations
@@ -33,18 +34,39 @@ Reader = Callable[[np.ndarray], str]
 """Reads the one line of text on a grey crop; "" when there is none."""
 
 _READ_KINDS = frozenset({"button", "field", "text", "link", "tab", "dropdown"})
+_INK = 24  # grey levels from a crop's background that make a column hold ink
+_MARGIN = 4  # px of background kept either side of a crop's ink
+_MIN_RATIO = 3.0  # a shorter crop is padded to this width: a lone letter reads better
+_LONG = 25  # a crop this many times as wide as high is a line of content, not a label
+_MIN_H = 8  # px; a lower crop holds no readable text (a slider's track, a thin bar)
 
 
 def rapidocr_reader() -> Reader | None:
     """A reader backed by RapidOCR (recognition only: the crop is one line), or None
     when `rapidocr-onnxruntime` is not installed. Its models are loaded once per process
-    (about 1 s) and shared by every reader."""
+    (about 1 s) and shared by every reader.
+
+    The crop, cut to its ink, is recognised at its own width (at least 3 times its
+    height): RapidOCR's own call pads every line to 320 px at its 48 px height, so a
+    short label cost a long line's work (the model takes any width: about half the time
+    on a desktop's labels, and lone header letters read better cut to their ink)."""
     engine = _rapidocr_engine()
     if engine is None:
         return None
+    recogniser = getattr(engine, "text_rec", None)
+    own_width = all(
+        hasattr(recogniser, name) for name in ("resize_norm_img", "session", "postprocess_op")
+    )
 
     def read(crop: np.ndarray) -> str:
-        rgb = np.ascontiguousarray(np.repeat(crop[:, :, None], 3, axis=2))
+        rgb = np.ascontiguousarray(np.repeat(_inked(crop)[:, :, None], 3, axis=2))
+        if own_width:
+            ratio = max(rgb.shape[1] / rgb.shape[0], _MIN_RATIO)
+            batch = recogniser.resize_norm_img(rgb, ratio)[np.newaxis].astype(np.float32)
+            found = recogniser.postprocess_op(
+                recogniser.session(batch)[0], False, wh_ratio_list=[ratio], max_wh_ratio=ratio
+            )
+            return " ".join(str(text) for text, score in found if score >= 0.5).strip()
         result, _ = engine(rgb, use_det=False, use_cls=False, use_rec=True)
         return " ".join(str(text) for text, score in result or () if score >= 0.5).strip()
 
@@ -80,6 +102,7 @@ class OcrWorker:
 
     def __init__(self, reader: Reader | None = None, *, cache_size: int = 4096) -> None:
         self._reader = reader
+        self._reader_lock = threading.Lock()
         self._cache: OrderedDict[bytes, str] = OrderedDict()
         self._cache_size = cache_size
         self._pending: set[bytes] = set()
@@ -89,9 +112,15 @@ class OcrWorker:
         # one batch of (key, crop) per label() call; the newest is read first
         self._batches: deque[deque[tuple[bytes, np.ndarray]]] = deque()
         self._closed = False
+        self._waiting = 0  # label() calls waiting for their crops now
         self.hits = self.queued = self.reads = 0
         self._thread = threading.Thread(target=self._run, name="ocr-worker", daemon=True)
         self._thread.start()
+        # reads only while a caller waits (a first look): it is idle then, and a core free
+        self._helper = threading.Thread(
+            target=self._run, args=(True,), name="ocr-worker-2", daemon=True
+        )
+        self._helper.start()
 
     def label(
         self, image: ImageLike, components: Sequence[Component], *, wait: float = 0.0
@@ -99,7 +128,9 @@ class OcrWorker:
         """`components` with the labels OCR has already read for their crops; crops not
         read yet are queued. Labels already set are kept. With `wait` (seconds), the
         call waits up to that long for its own crops to be read (a new screen's first
-        look) and fills what was read by then; by default it never waits. A grid found
+        look) and fills what was read by then; by default it never waits. It waits for
+        labels, not content: ink over _LONG times as wide as its crop is high (a
+        paragraph's line, a ruler) is read last and shows on a later look. A grid found
         on pixels has its header cells read too, so its cells are named after them (a
         scrolled sheet's first row is not row 1: _grid_headers.py)."""
         grey = grey_array(image)
@@ -114,22 +145,31 @@ class OcrWorker:
                 crop = _crop(grey, component)
                 crops[position] = [] if crop is None else [crop]
         read: dict[tuple[int, int], str | None] = {}
-        # a grid's headers first: a few crops that name every cell of the sheet
-        order = sorted(crops, key=lambda position: labelled[position].kind != "grid")
+        # a grid's headers first: a few crops that name every cell of the sheet; long
+        # lines last: each costs as much as a dozen labels
+        order = sorted(
+            crops,
+            key=lambda position: (labelled[position].kind != "grid", _long(crops[position])),
+        )
         for position in order:
             for number, crop in enumerate(crops[position]):
                 key, text = self._lookup(crop, batch)
-                if text is None and not self._closed:
+                if text is None and not self._closed and not _long([crop]):
                     waiting[(position, number)] = key
                 read[(position, number)] = text
         if batch:
             with self._work:
                 self._batches.append(batch)
-                self._work.notify()
+                self._work.notify_all()  # the helper may be the one to wake
         if wait > 0 and waiting:
             keys = set(waiting.values())
             with self._idle:
-                self._idle.wait_for(lambda: not (keys & self._pending), wait)
+                self._waiting += 1
+                self._work.notify_all()  # the helper starts reading
+                try:
+                    self._idle.wait_for(lambda: not (keys & self._pending), wait)
+                finally:
+                    self._waiting -= 1
                 read.update({at: self._cache.get(key) for at, key in waiting.items()})
         for position, found in crops.items():
             texts = [read[(position, number)] for number in range(len(found))]
@@ -174,13 +214,15 @@ class OcrWorker:
             self._work.notify_all()
         if wait:
             self._thread.join()
+            self._helper.join()
 
-    def _run(self) -> None:
-        reader = self._reader
-        while (item := self._next()) is not None:
+    def _run(self, helper: bool = False) -> None:
+        # loaded before the first crop comes (RapidOCR's models: about 1 s), not after
+        reader = None if helper else self._reader_once()
+        while (item := self._next(helper)) is not None:
             key, crop = item
             if reader is None:
-                reader = self._reader = rapidocr_reader() or read_text
+                reader = self._reader_once()
             try:
                 text = reader(crop)
             except Exception:  # one bad crop must not end the worker
@@ -194,11 +236,22 @@ class OcrWorker:
                 self._pending.discard(key)
                 self._idle.notify_all()
 
-    def _next(self) -> tuple[bytes, np.ndarray] | None:
-        """The next crop to read (the newest batch's first), waiting for one; None once
-        closed."""
+    def _reader_once(self) -> Reader:
+        """The reader, chosen once for both threads (RapidOCR's session may be run from
+        two threads at once); not under the queue's lock, as loading takes a while."""
+        with self._reader_lock:
+            if self._reader is None:
+                self._reader = rapidocr_reader() or read_text
+            return self._reader
+
+    def _next(self, helper: bool = False) -> tuple[bytes, np.ndarray] | None:
+        """The next crop to read (the newest batch's first), waiting for one (the
+        `helper` only while a caller waits); None once closed."""
         with self._work:
-            self._work.wait_for(lambda: self._batches or self._closed)
+            if helper:
+                self._work.wait_for(lambda: (self._batches and self._waiting) or self._closed)
+            else:
+                self._work.wait_for(lambda: self._batches or self._closed)
             if self._closed:
                 return None
             batch = self._batches[-1]
@@ -216,8 +269,25 @@ def _crop(grey: np.ndarray, component: Component) -> np.ndarray | None:
         inset = 4 if min(w, h) > 20 else 2
         box = (x + inset, y + inset, w - 2 * inset, h - 2 * inset)
     clipped = clip_box(box, (grey.shape[1], grey.shape[0]))
-    if clipped is None or clipped[2] < 4 or clipped[3] < 4:
+    if clipped is None or clipped[2] < 4 or clipped[3] < _MIN_H:
         return None
     cx, cy, cw, ch = clipped
     crop = grey[cy : cy + ch, cx : cx + cw]
     return crop if float(crop.std()) >= 8 else None
+
+
+def _long(crops: list[np.ndarray]) -> bool:
+    """Whether the crops hold a long line of ink: content (a paragraph's line, a
+    ruler), not a label (a title bar's crop is long, its title is not)."""
+    return any(_inked(crop).shape[1] > _LONG * crop.shape[0] for crop in crops)
+
+
+def _inked(crop: np.ndarray) -> np.ndarray:
+    """Only the columns of `crop` with ink, and a margin: the recogniser's work grows
+    with the width, and a field's or a wide button's crop is mostly empty."""
+    ink = np.abs(crop.astype(np.int16) - int(np.median(crop))) > _INK
+    columns = np.flatnonzero(ink.any(axis=0))
+    if not len(columns):
+        return crop
+    left, right = max(int(columns[0]) - _MARGIN, 0), int(columns[-1]) + 1 + _MARGIN
+    return crop[:, left:right]

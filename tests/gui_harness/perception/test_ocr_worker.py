@@ -6,10 +6,11 @@ import threading
 
 import numpy as np
 import pytest
+from PIL import Image, ImageDraw
 
 from gui_harness.perception import Component, detect_components
 from gui_harness.perception.ocr_worker import OcrWorker, rapidocr_reader
-from tests.gui_harness.perception.screens import iou
+from tests.gui_harness.perception.screens import font, iou
 
 SAVE = (140, 270, 100, 34)
 
@@ -119,3 +120,84 @@ def test_the_newest_call_is_read_first(form):
     ]
     worker.close()
     assert worker.label(image, found) is not None and worker.wait_idle(timeout=0)
+
+
+# -- the first look (issue 35): what a waiting call waits for, and who reads -----------
+
+
+def _lines(*texts: str, width: int = 900) -> tuple[Image.Image, list[Component]]:
+    """White lines of black text, one every 40 px, as text components."""
+    image = Image.new("RGB", (width, 40 * len(texts) + 20), (255, 255, 255))
+    draw = ImageDraw.Draw(image)
+    components = []
+    for number, text in enumerate(texts):
+        left, top, right, bottom = draw.textbbox((10, 10 + 40 * number), text, font=font(14))
+        draw.text((10, 10 + 40 * number), text, font=font(14), fill=(0, 0, 0))
+        components.append(Component(number + 1, "text", (left, top, right - left, bottom - top)))
+    return image, components
+
+
+def test_a_waiting_call_waits_for_labels_not_for_a_long_line_of_content():
+    long_line = "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor"
+    image, components = _lines(long_line, "Save")
+    returned = threading.Event()
+    overdue: list[bool] = []
+
+    def reader(crop: np.ndarray) -> str:
+        if crop.shape[1] > 10 * crop.shape[0]:  # the paragraph's line: read after the call
+            overdue.append(not returned.wait(timeout=10))
+            return "lorem"
+        return "Save"
+
+    worker = OcrWorker(reader)
+    try:
+        first = worker.label(image, components, wait=30.0)
+        returned.set()
+        assert first[1].label == "Save" and first[0].label is None
+        assert worker.wait_idle(timeout=30) and overdue == [False]
+        assert worker.label(image, components)[0].label == "lorem"  # on a later look
+    finally:
+        returned.set()
+        worker.close()
+
+
+def test_a_second_thread_reads_while_a_call_waits_and_only_then():
+    image, components = _lines("Save", "Open", "Quit")
+    both = threading.Barrier(2, timeout=10)  # the first two reads meet: two threads read
+    lock = threading.Lock()
+    readers: list[str] = []
+
+    def reader(crop: np.ndarray) -> str:
+        with lock:
+            readers.append(threading.current_thread().name)
+            meet = len(readers) <= 2
+        if meet:
+            both.wait()
+        return "x"
+
+    worker = OcrWorker(reader)
+    try:
+        labelled = worker.label(image, components, wait=20.0)
+        assert all(c.label == "x" for c in labelled) and not both.broken
+        assert len(set(readers[:2])) == 2
+        # without a waiting call only the one thread reads: it leaves the other core free
+        readers.clear()
+        image, components = _lines("Edit", "View", "Help")
+        worker.label(image, components)
+        assert worker.wait_idle(timeout=30)
+        assert set(readers) == {"ocr-worker"}
+    finally:
+        worker.close()
+
+
+def test_rapidocr_reads_lone_header_letters_cut_to_their_ink():
+    reader = rapidocr_reader()
+    if reader is None:
+        pytest.skip("rapidocr-onnxruntime is not installed")
+    read = 0
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    for letter in letters:  # a sheet's column headers: one letter in a wide cell
+        cell = Image.new("L", (78, 15), 230)
+        ImageDraw.Draw(cell).text((39, 7), letter, font=font(11), fill=30, anchor="mm")
+        read += reader(np.asarray(cell)).upper() == letter
+    assert read >= 22  # 14 of 26 when the cell was read whole, padded to 320 px
