@@ -35,6 +35,7 @@ _MIN_STD = 6.0  # a patch flatter than this (a blank cell, a plain panel) cannot
 _SEEN_CHANGE = 12  # pixels: fewer changed on a whole screen is no visible effect
 _PRESSED = frozenset({"button", "checkbox", "radio", "tab"})  # kinds a click acts on as a whole
 _WIDE = (4.0, 160)  # a box this many times wider than high, and this many pixels: wide
+_LINE = 14  # px; a control lower than this holds no line of text to aim at
 _TALL = 48  # px; an expanded control this high holds what it revealed below its title
 _INK = 48  # grey levels from a box's background that make a pixel ink (a glyph's core)
 
@@ -173,7 +174,7 @@ def click_point(image: Image.Image | np.ndarray | None, component: Any) -> tuple
     if image is None or component.kind not in _PRESSED:
         return middle
     expanded = "expanded" in tuple(getattr(component, "states", ())) and h > _TALL
-    wide = w >= _WIDE[0] * h and w >= _WIDE[1]
+    wide = w >= _WIDE[0] * h and w >= _WIDE[1] and h >= _LINE  # a slider's track has no label
     if not (expanded or wide):
         return middle
     grey = np.asarray(image.convert("L") if isinstance(image, Image.Image) else image)
@@ -192,6 +193,8 @@ def click_point(image: Image.Image | np.ndarray | None, component: Any) -> tuple
     # the first line when expanded (the title), else the line across the middle
     mid_row = middle[1] - y0
     top, bottom = bands[0] if expanded else min(bands, key=lambda b: _distance(b, mid_row))
+    if bottom - top < _LINE // 2:
+        return middle  # no line of text: a track, a rule
     pieces = _runs(ink[top:bottom].any(axis=0), gap=max(10, bottom - top))
     mid_column = middle[0] - x0
     if not expanded and any(_distance(piece, mid_column) <= 4 for piece in pieces):

@@ -227,6 +227,16 @@ def test_fields_narrow_controls_and_no_picture_keep_the_middle() -> None:
     assert click_point(None, _Seen("button", (50, 100, 600, 40))) == (350, 120)
 
 
+def test_a_low_slider_keeps_the_middle() -> None:
+    # no line of text to aim at: the filled part of its track is no label
+    image = Image.new("RGB", (800, 400), (246, 245, 244))
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((60, 204, 640, 207), fill=(225, 225, 225))  # the track, pale
+    draw.rectangle((60, 204, 200, 207), fill=(53, 132, 228))  # filled up to the knob
+    draw.ellipse((200, 201, 210, 210), fill=(255, 255, 255), outline=(150, 150, 150))
+    assert click_point(image, _Seen("button", (50, 200, 600, 12))) == (350, 206)
+
+
 def test_an_expanded_expander_is_clicked_on_its_title_not_what_it_revealed() -> None:
     image = _row(10)
     draw = ImageDraw.Draw(image)
