@@ -45,6 +45,7 @@ from gui_harness.perception import (
     draw_marks,
 )
 from gui_harness.perception._pixels import grey_array
+from tests.gui_harness.perception.screens import clicks_on as _clicks
 from tests.gui_harness.perception.screens import form_screen, iou
 
 DETECT_TARGET_MS = 20.0  # CPU per 1280×800 frame (issue 10); wall time depends on the load
@@ -218,18 +219,6 @@ def _annotate(page, found, targets, hit, good, folder: Path) -> None:  # type: i
     image.save(folder / f"{page.task}-{page.seed}.png")
 
 
-def _clicks(box: tuple[int, int, int, int], target: tuple[int, int, int, int]) -> bool:
-    """Whether a click on `box`'s centre lands on `target` and `box` is mostly inside it
-    (a check box's square in its row with the label, a tab's label in the tab)."""
-    x, y, w, h = box
-    tx, ty, tw, th = target
-    cx, cy = x + w // 2, y + h // 2
-    ix = min(x + w, tx + tw) - max(x, tx)
-    iy = min(y + h, ty + th) - max(y, ty)
-    inside = max(ix, 0) * max(iy, 0) >= 0.5 * w * h
-    return tx <= cx < tx + tw and ty <= cy < ty + th and inside
-
-
 def gtk(runs: int, misses: Path | None) -> None:
     """The pixel path against AT-SPI truth on gtk3-widget-factory (1280×800): recall of
     the interactive elements the tree reports showing (IoU >= 0.5), by kind, and the
@@ -296,28 +285,69 @@ def kits(sets: list[str], misses: Path | None) -> None:
     from _kits import kit_pages
 
     print(f"UI-kit pages, pixel path vs the DOM, 1280x800; {machine()}")
-    print(f"{'set':9} {'page':22} {'recall':>13} {'clickable':>15} {'ms':>6}")
-    for name in sets:
-        totals = [0, 0, 0]
-        for page in kit_pages(name):
+    _clickable([(name, kit_pages(name)) for name in sets], misses)
+
+
+def webapps(frameworks: list[str], misses: Path | None) -> None:
+    """Recall and "clickable" (as kits()) on real web apps made with Python web
+    frameworks (tests/gui_harness/perception/webapps: NiceGUI held out), per page
+    and per framework, with precision: the share of detected boxes whose centre lands on
+    a clickable element or that match a line of the page's text (none: no text truth),
+    so here the share of boxes that are on some clickable element."""
+    from tests.gui_harness.perception.webapps import webapp_pages
+
+    print(f"web apps, pixel path vs the DOM, 1280x800; {machine()}")
+    _clickable([(name, webapp_pages([name])) for name in frameworks], misses, precision=True)
+
+
+def _clickable(sets, misses: Path | None, *, precision: bool = False) -> None:  # type: ignore[no-untyped-def]
+    print(f"{'set':9} {'page':30} {'recall':>13} {'clickable':>15} {'on one':>13} {'ms':>6}")
+    for name, pages in sets:
+        totals = [0, 0, 0, 0, 0]
+        for page in pages:
             start = time.perf_counter()
             found = detect_components(page.image)
             elapsed = (time.perf_counter() - start) * 1000
             targets = [box for _, box in page.interactive]
             hit = [any(iou(c.box, t) >= 0.5 for c in found) for t in targets]
             clicks = [any(_clicks(c.box, t) for c in found) for t in targets]
-            totals = [totals[0] + sum(hit), totals[1] + sum(clicks), totals[2] + len(targets)]
+            on = [c.kind != "text" and any(_clicks(c.box, t) for t in targets) for c in found]
+            boxes = sum(c.kind != "text" for c in found)
+            totals = [
+                totals[0] + sum(hit), totals[1] + sum(clicks), totals[2] + len(targets),
+                totals[3] + sum(on), totals[4] + boxes,
+            ]  # fmt: skip
             n = max(len(targets), 1)
+            extra = f"{sum(on):3}/{boxes:<3} {sum(on) / max(boxes, 1):6.1%} " if precision else ""
             print(
-                f"{name:9} {page.task:22} {sum(hit):3}/{len(targets):<3} {sum(hit) / n:6.1%} "
-                f"{sum(clicks):3}/{len(targets):<3} {sum(clicks) / n:6.1%} {elapsed:6.1f}"
+                f"{name:9} {page.task:30} {sum(hit):3}/{len(targets):<3} {sum(hit) / n:6.1%} "
+                f"{sum(clicks):3}/{len(targets):<3} {sum(clicks) / n:6.1%} {extra}{elapsed:6.1f}"
             )
             if misses is not None and not all(clicks):
-                _annotate(page, found, page.interactive, clicks, [True] * len(found), misses / name)
+                page = type(page)(
+                    page.task.replace("/", "_").replace(" ", "").replace("?", "_"),
+                    page.seed,
+                    page.image,
+                    page.elements,
+                    page.interactive,
+                )
+                _annotate(
+                    page,
+                    found,
+                    page.interactive,
+                    clicks,
+                    on if precision else [True] * len(found),
+                    misses / name,
+                )
         n = max(totals[2], 1)
+        extra = (
+            f"{totals[3]:3}/{totals[4]:<3} {totals[3] / max(totals[4], 1):6.1%}"
+            if precision
+            else ""
+        )
         print(
-            f"{name:9} {'ALL':22} {totals[0]:3}/{totals[2]:<3} {totals[0] / n:6.1%} "
-            f"{totals[1]:3}/{totals[2]:<3} {totals[1] / n:6.1%}"
+            f"{name:9} {'ALL':30} {totals[0]:3}/{totals[2]:<3} {totals[0] / n:6.1%} "
+            f"{totals[1]:3}/{totals[2]:<3} {totals[1] / n:6.1%} {extra}"
         )
 
 
@@ -368,6 +398,12 @@ def main() -> None:
     parser.add_argument(
         "--kits", nargs="+", choices=["tuning", "held_out"], help="UI-kit pages (_kits.py)"
     )
+    parser.add_argument(
+        "--webapps",
+        nargs="+",
+        choices=["flask", "fastapi", "django", "nicegui"],
+        help="real web apps of Python frameworks (nicegui is held out)",
+    )
     options = parser.parse_args()
     runs = options.runs
     if options.threads is not None:
@@ -380,6 +416,9 @@ def main() -> None:
         return
     if options.kits:
         kits(options.kits, options.misses)
+        return
+    if options.webapps:
+        webapps(options.webapps, options.misses)
         return
     if options.miniwob:
         miniwob(options.seeds, options.zoom, options.sets, options.misses)

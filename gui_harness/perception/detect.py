@@ -22,6 +22,7 @@ from gui_harness.perception._parts import (
 )
 from gui_harness.perception._pixels import ImageLike, grey_array
 from gui_harness.perception._text import colour_of, large_text, links, list_rows, text_lines
+from gui_harness.perception._web import web_parts
 from gui_harness.perception.cells import Grid
 from gui_harness.perception.component import (
     KINDS,
@@ -117,7 +118,7 @@ def detect_crop(
     colour = colour_of(image)
     if colour is not None:
         texts = links(colour, texts)
-    found = spin_buttons(grey, controls + texts)
+    found = web_parts(colour, grey, spin_buttons(grey, controls + texts))
     shown = find_grids(grey) if grids is None else []
     found = outside_grids(found, shown if grids is None else grids)
     room = max(max_components - len(shown if grids is None else grids), 0)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
-__all__ = ["DEJAVU", "Truth", "dark_screen", "font", "form_screen", "iou"]
+__all__ = ["DEJAVU", "Truth", "clicks_on", "dark_screen", "font", "form_screen", "iou"]
 
 DEJAVU = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
 BACKGROUND = (236, 236, 236)
@@ -196,3 +196,16 @@ def iou(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> float:
     iy = max(0, min(a[1] + a[3], b[1] + b[3]) - max(a[1], b[1]))
     inter = ix * iy
     return inter / (a[2] * a[3] + b[2] * b[3] - inter)
+
+
+def clicks_on(box: tuple[int, int, int, int], target: tuple[int, int, int, int]) -> bool:
+    """Whether a click on `box`'s centre lands on `target` and `box` is mostly inside it
+    (a check box's square in its row with the label, a tab's label in the tab): the
+    "clickable" measure of the pixel path against a page's DOM."""
+    x, y, w, h = box
+    tx, ty, tw, th = target
+    cx, cy = x + w // 2, y + h // 2
+    ix = min(x + w, tx + tw) - max(x, tx)
+    iy = min(y + h, ty + th) - max(y, ty)
+    inside = max(ix, 0) * max(iy, 0) >= 0.5 * w * h
+    return tx <= cx < tx + tw and ty <= cy < ty + th and inside

@@ -1,0 +1,1 @@
+"""A small library catalogue (authors, books) for the Django admin web app."""
