@@ -7,6 +7,7 @@ openprogram.evals'. cli.py adds it; this module never imports cli.py.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -19,6 +20,21 @@ from openprogram.cli._print import say
 __all__ = ["eval_command"]
 
 _SCORERS = ("equals", "contains", "matches_schema", "max_cost", "max_latency")
+
+
+def _runtime_env(text: str | None) -> dict[str, Any] | None:
+    """--runtime-env's JSON object, or a UsageError saying what it must be."""
+    from openprogram.errors import UsageError
+
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"--runtime-env is not JSON ({exc}); give an object") from None
+    if not isinstance(value, dict):
+        raise UsageError('--runtime-env must be a JSON object, e.g. {"working_dir": "."}')
+    return value
 
 
 def _scorer(spec: str) -> Any:
@@ -97,6 +113,9 @@ class _Progress:
               help="ray: each run a Ray task (-j at a time), recorded in --store.")  # fmt: skip
 @click.option("--address", default=None, metavar="HOST:PORT",
               help="The Ray cluster to join (default: a private local Ray).")  # fmt: skip
+@click.option("--runtime-env", "runtime_env", default=None, metavar="JSON",
+              help="Ray's runtime environment for the workers, e.g. "
+                   '\'{"working_dir": "."}\'.')  # fmt: skip
 def eval_command(
     dataset_path: str,
     function: str,
@@ -112,6 +131,7 @@ def eval_command(
     eval_id: str | None,
     engine: str,
     address: str | None,
+    runtime_env: str | None,
 ) -> None:
     """Run every case of DATASET (.yaml, .json or .jsonl) through MODULE:FUNCTION, score
     each run and print the table.
@@ -131,6 +151,7 @@ def eval_command(
         dataset = Dataset.load(dataset_path)
         baseline = EvalReport.load(previous) if previous else None
         scorers = [_scorer(spec) for spec in scorer_specs] or [equals]
+        environment = _runtime_env(runtime_env)
         report = dataset.evaluate(
             function,
             scorers,
@@ -142,6 +163,7 @@ def eval_command(
             id=eval_id,
             engine="ray" if engine == "ray" else "local",
             address=address,
+            runtime_env=environment,
         )
         say(report.table(cases=show_cases))
         if save_path:

@@ -137,6 +137,7 @@ def run_on_ray(
     model: Any,
     address: str | None,
     concurrency: int,
+    runtime_env: dict[str, Any] | None = None,
     failed: Callable[[Job, str], RunResult],
     progress: Callable[[int, int], None] | None,
 ) -> list[RunResult]:
@@ -152,6 +153,8 @@ def run_on_ray(
         from openprogram.operations.ray import init_ray
 
         options: dict[str, Any] = {"address": address, "log_to_driver": False}
+        if runtime_env is not None:
+            options["runtime_env"] = runtime_env
         if address is None:
             options.update(num_cpus=concurrency, include_dashboard=False)
         try:

@@ -108,6 +108,7 @@ def evaluate(
     id: str | None = None,
     engine: Engine = "local",
     address: str | None = None,
+    runtime_env: dict[str, Any] | None = None,
 ) -> EvalReport:
     """Run `fn` on every case of `dataset`, `repeat` times, and score each run.
 
@@ -131,6 +132,9 @@ def evaluate(
         path (workers on this machine) or "postgresql://..."; fn, the scorers and the
         model must pickle (a model name, or a module-level `(case) -> model`; None: the
         workers' default, as the caller's ambient Runtime does not travel).
+        runtime_env: Ray's runtime environment for the workers (e.g.
+        `{"working_dir": ".", "pip": [...]}`: ship the code of `fn` to a cluster); it
+        applies when this call starts or joins Ray, not to a Ray already initialized.
     A run that raises, a case whose inputs do not fit `fn`, and a scorer that raises are
     recorded in the report, never raised. Raises UsageError for bad arguments.
     """
@@ -148,6 +152,11 @@ def evaluate(
         raise UsageError(f"engine={engine!r} is not one of 'local', 'ray'")
     if address is not None and engine != "ray":
         raise UsageError(f"address={address!r} is for engine='ray'; pass engine='ray' too")
+    if runtime_env is not None and (engine != "ray" or not isinstance(runtime_env, dict)):
+        raise UsageError(
+            f"runtime_env={echo(runtime_env, 60)} is a dict for engine='ray' (Ray's runtime "
+            "environment: working_dir, pip, env_vars...)"
+        )
     if engine == "ray":
         from openprogram.evals._ray import worker_store
 
@@ -195,6 +204,7 @@ def evaluate(
             store=store,
             model=model,
             address=address,
+            runtime_env=runtime_env,
             concurrency=concurrency,
             failed=lambda job, why: _failed(job[1], job[2], why, plan),
             progress=progress,

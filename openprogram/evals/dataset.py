@@ -246,10 +246,12 @@ class Dataset(BaseModel):
         id: str | None = None,
         engine: Literal["local", "ray"] = "local",
         address: str | None = None,
+        runtime_env: dict[str, Any] | None = None,
     ) -> EvalReport:
         """Run `fn` on every case (`repeat` times each), each run its own recorded session,
         and score it; returns an EvalReport. `id` names the eval (again: resume it);
-        engine="ray" runs each run as a Ray task (on the cluster at `address`).
+        engine="ray" runs each run as a Ray task (on the cluster at `address`, the
+        workers set up by Ray's `runtime_env`).
         See openprogram.evals._running.evaluate for every option."""
         from openprogram.evals._running import evaluate
 
@@ -266,6 +268,7 @@ class Dataset(BaseModel):
             id=id,
             engine=engine,
             address=address,
+            runtime_env=runtime_env,
         )
 
 

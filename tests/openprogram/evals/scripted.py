@@ -26,8 +26,10 @@ def write_all(product: str) -> str:
 
 @agentic_function
 def write_where(product: str) -> dict[str, object]:
-    """write, and the process it ran in (a Ray worker's under engine='ray')."""
-    return {"tagline": write(product), "pid": os.getpid()}
+    """write, the process it ran in (a Ray worker's under engine='ray') and the
+    environment's OPENPROGRAM_EVAL_MARK (set by a runtime_env)."""
+    mark = os.environ.get("OPENPROGRAM_EVAL_MARK")
+    return {"tagline": write(product), "pid": os.getpid(), "mark": mark}
 
 
 def tagline(case: object, output: dict[str, object]) -> bool:

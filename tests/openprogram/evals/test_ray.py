@@ -35,9 +35,10 @@ def test_ray_runs_each_case_as_a_task_into_the_shared_store_and_resumes(tmp_path
     store = str(tmp_path / "runs.db")
     report = DATASET.evaluate(
         scripted.write_where, [scripted.tagline], engine="ray", concurrency=2, store=store,
-        id="r1", repeat=2,
+        id="r1", repeat=2, runtime_env={"env_vars": {"OPENPROGRAM_EVAL_MARK": "r1"}},
     )  # fmt: skip
     assert not report.errors, report.table()
+    assert {run.output["mark"] for run in report.runs} == {"r1"}  # the workers' environment
     assert report.case_values("tagline") == {"coffee": 1.0, "tea": 0.0}
     assert all(run.output["pid"] != os.getpid() for run in report.runs)  # Ray workers ran them
     recorded = {f"eval-r1-{n:04d}-{k}" for n in range(2) for k in range(2)}
@@ -69,4 +70,8 @@ def test_ray_needs_a_store_its_workers_open_and_a_model_it_can_send(tmp_path) ->
         )
     with pytest.raises(UsageError, match="address='h:1' is for engine='ray'"):
         DATASET.evaluate(scripted.write, address="h:1")
+    with pytest.raises(UsageError, match="is a dict for engine='ray'"):
+        DATASET.evaluate(scripted.write, runtime_env={"working_dir": "."})
+    with pytest.raises(UsageError, match="is a dict for engine='ray'"):
+        DATASET.evaluate(scripted.write, engine="ray", store=tmp_path / "s.db", runtime_env=".")
     assert not ray.is_initialized()
