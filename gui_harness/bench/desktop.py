@@ -135,8 +135,12 @@ class DesktopEpisode:
 
         assert self.desktop is not None
         if self._source is None:
+            desktop = self.desktop  # its windows place and cut the trees' boxes (GTK 4)
             self._source = AccessibilitySource(
-                self.desktop.accessibility_bus, screen=self.desktop.size, timeout=3.0
+                desktop.accessibility_bus,
+                screen=desktop.size,
+                timeout=3.0,
+                windows=lambda: desktop.desktop.visible_windows(),
             )
         return list(self._source.snapshot().components)
 
