@@ -6,6 +6,7 @@ detect_crop()'s found components and gives them back with such boxes cut into th
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING
 
 import cv2
@@ -20,6 +21,7 @@ _ROW_ASPECT = 8  # a row is at least this many times as wide as it is high
 _ROW_H = (14, 64)
 _TINT = 24  # RGB spread of an alert's background; an entry field's is grey or white
 _ICON_ASPECT = (0.75, 1.35)
+_CAPTION_H = (14, 60)
 _CONTROLS = ("button", "link", "field", "dropdown", "checkbox", "radio", "tab")
 
 
@@ -29,6 +31,7 @@ def web_parts(image: np.ndarray | None, grey: np.ndarray, found: list[_Found]) -
     only, so no alert is told by its tint)."""
     rows: list[_Found] = []
     added: list[_Found] = []
+    captions: list[_Found] = []  # a bar's label at its left: a click on the bar misses it
     for item in found:
         kind, (x, y, w, h), _ = item
         if kind in ("field", "button", "dropdown") and _is_wide_row(w, h):
@@ -39,10 +42,15 @@ def web_parts(image: np.ndarray | None, grey: np.ndarray, found: list[_Found]) -
             ):
                 added += inner
                 continue
+        if kind == "button" and w >= 4 * h and _CAPTION_H[0] <= h <= _CAPTION_H[1]:
+            caption = _left_label(grey, (x, y, w, h))
+            if caption is not None:
+                captions.append(("text", caption, 0.5))
         rows.append(item)
     for item in added:  # a part already found on the page (a row's end button) once
         if all(_iou(item[1], o[1]) < 0.5 and not _within(item[1], o[1]) for o in rows):
             rows.append(item)
+    rows += captions
     out: list[_Found] = []
     for item in rows:
         kind, (x, y, w, h), _ = item
@@ -51,7 +59,11 @@ def web_parts(image: np.ndarray | None, grey: np.ndarray, found: list[_Found]) -
             if icons is not None:
                 out += [("icon" if kind == "text" else "link", box, 0.5) for box in icons]
                 continue
-        small = min(w, h) >= 14 and max(w, h) <= 30 and abs(w - h) <= 3
+            pieces = _between_separators(grey, (x, y, w, h))
+            if pieces is not None:
+                out += [(kind, box, item[2]) for box in pieces]
+                continue
+        small = min(w, h) >= 14 and max(w, h) <= 36 and abs(w - h) <= 3
         if kind == "button" and small and not _in_control(item, rows):
             square = _padded_square(image, grey, (x, y, w, h))
             if square is not None:
@@ -80,8 +92,10 @@ def _cut_around(grey: np.ndarray, found: list[_Found]) -> list[_Found]:
             continue
         crop = grey[y : y + h, x : x + w]
         ink = cv2.absdiff(crop, np.full_like(crop, int(np.median(crop)))) >= 40
+        free = np.ones(w, bool)  # columns not under what it holds
         for hx, _, hw, _ in held:
-            ink[:, max(hx - x - 2, 0) : hx - x + hw + 2] = False
+            free[max(hx - x - 2, 0) : max(hx - x + hw + 2, 0)] = False
+        ink &= free[None, :]
         columns = np.flatnonzero(ink.any(axis=0))
         if not len(columns):
             continue  # nothing beside what it holds
@@ -89,11 +103,17 @@ def _cut_around(grey: np.ndarray, found: list[_Found]) -> list[_Found]:
         starts = np.concatenate([columns[:1], columns[breaks + 1]]).tolist()
         ends = (np.concatenate([columns[breaks], columns[-1:]]) + 1).tolist()
         for start, end in zip(starts, ends, strict=True):
-            rows = np.flatnonzero(ink[:, start:end].any(axis=1))
-            top, high = int(rows[0]), int(rows[-1] - rows[0]) + 1
-            if end - start >= 3 or high >= 6:
-                box = (x + start - 2, y + top - 2, end - start + 4, high + 4)
-                out.append((kind, box, confidence))
+            if end - start < 3:
+                continue
+            # the button's height, its width out to the middle of the room on each side
+            left, right = start, end
+            while left > 0 and free[left - 1] and not ink[:, left - 1].any():
+                left -= 1
+            while right < w and free[right] and not ink[:, right].any():
+                right += 1
+            x0 = start - (start - left) // 2 if left > 0 else 0
+            x1 = end + (right - end) // 2 if right < w else w
+            out.append((kind, (x + x0, y, x1 - x0, h), confidence))
     return out
 
 
@@ -164,17 +184,96 @@ def _tinted(image: np.ndarray | None, box: tuple[int, int, int, int]) -> bool:
 
 def _holds_controls(inner: list[_Found]) -> bool:
     """Whether a wide box's inside reads as a row: a check box or radio with more to its
-    right (a row's selection; an entry's icon ends it), or two controls or more (an entry
-    holds text and at most one button of its own)."""
+    right (a row's selection; an entry's icon ends it), two controls or more, or three
+    things or more (an entry holds text and at most one button of its own)."""
     for kind, (x, _, w, _), _ in inner:
         if kind in ("checkbox", "radio") and any(o[1][0] >= x + w for o in inner):
             return True
-    return sum(kind in _CONTROLS for kind, _, _ in inner) >= 2
+    return sum(kind in _CONTROLS for kind, _, _ in inner) >= 2 or len(inner) >= 3
 
 
 def _holds_more_than_text(inner: list[_Found]) -> bool:
     """Whether a tinted bar holds more than its text (an alert's close button)."""
     return any(kind != "text" for kind, _, _ in inner)
+
+
+def _left_label(
+    grey: np.ndarray, box: tuple[int, int, int, int]
+) -> tuple[int, int, int, int] | None:
+    """The label of a wide bar drawn at its left, away from its middle (a caption bar or
+    a list item whose link is its text), else None: a button's label is centred."""
+    x, y, w, h = box
+    crop = grey[y + 3 : y + h - 3, x + 3 : x + w - 3]
+    if crop.size == 0:
+        return None
+    ink = cv2.absdiff(crop, np.full_like(crop, int(np.median(crop)))) >= 40
+    ink[ink.mean(axis=1) > 0.5] = False  # a line along the bar
+    columns = np.flatnonzero(ink.any(axis=0))
+    if len(columns) < 3 or columns[-1] >= 0.6 * crop.shape[1] or columns[0] > 0.2 * crop.shape[1]:
+        return None
+    rows = np.flatnonzero(ink.any(axis=1))
+    return (
+        x + 3 + int(columns[0]),
+        y + 3 + int(rows[0]),
+        int(columns[-1] - columns[0]) + 1,
+        int(rows[-1] - rows[0]) + 1,
+    )
+
+
+def _between_separators(
+    grey: np.ndarray, box: tuple[int, int, int, int]
+) -> list[tuple[int, int, int, int]] | None:
+    """A line of links set apart by separators ("Home › Books", "Site / Log out") cut
+    into the pieces between them, else None. A separator stands alone between two
+    spaces: a slash or a small chevron, narrower than half the line's height."""
+    x, y, w, h = box
+    if not 8 <= h <= 30 or w < 4 * h:
+        return None
+    crop = grey[y : y + h, x : x + w]
+    background = int(np.median(np.concatenate([crop[0], crop[-1]])))
+    ink = cv2.absdiff(crop, np.full_like(crop, background)) >= 40
+    columns = np.flatnonzero(ink.any(axis=0))
+    if len(columns) < 6:
+        return None
+    space = max(3, h // 5)
+    breaks = np.flatnonzero(np.diff(columns) > space)
+    starts = np.concatenate([columns[:1], columns[breaks + 1]]).tolist()
+    ends = (np.concatenate([columns[breaks], columns[-1:]]) + 1).tolist()
+    separators = [
+        i for i in range(1, len(starts) - 1) if _separator(ink[:, starts[i] : ends[i]], h)
+    ]
+    if not separators:
+        return None
+    pieces = []
+    bounds = [-1, *separators, len(starts)]
+    for a, b in itertools.pairwise(bounds):
+        if b - a < 2:
+            return None  # two separators side by side: not a list of links
+        x0, x1 = starts[a + 1], ends[b - 1]
+        rows = np.flatnonzero(ink[:, x0:x1].any(axis=1))
+        pieces.append((x + x0, y + int(rows[0]), x1 - x0, int(rows[-1] - rows[0]) + 1))
+    return pieces
+
+
+def _separator(glyph: np.ndarray, h: int) -> bool:
+    """Whether `glyph` (ink, the line's full height) is a slash or a chevron."""
+    rows = np.flatnonzero(glyph.any(axis=1))
+    high, wide = int(rows[-1] - rows[0]) + 1, glyph.shape[1]
+    if wide > max(0.5 * h, 3) or high < 3 or len(rows) < high:
+        return False  # one stroke: an "i" or a colon has a gap
+    if wide <= 2:
+        return False  # a bar is an "l" or an "I" as often
+    top, bottom = glyph[rows[0] : rows[0] + 2], glyph[rows[-1] - 1 : rows[-1] + 1]
+    left = lambda part: float(np.flatnonzero(part.any(axis=0)).mean())  # noqa: E731
+    if high >= 0.6 * h and left(top) - left(bottom) >= 0.4 * wide:
+        return True  # a slash leans right
+    middle = glyph[rows[0] + high // 2 - 1 : rows[0] + high // 2 + 1]
+    # a chevron: its point at the middle, right of both its ends, away from the baseline
+    return (
+        high <= 0.7 * h
+        and rows[-1] <= 0.85 * h
+        and left(middle) - max(left(top), left(bottom)) >= 0.3 * wide
+    )
 
 
 def _icon_run(
@@ -211,7 +310,7 @@ def _padded_square(
     image: np.ndarray | None, grey: np.ndarray, box: tuple[int, int, int, int]
 ) -> _Found | None:
     """A check box or radio detected alone inside a small square `box` a few pixels
-    larger (a bar's cell padded around it), else None."""
+    larger (a bar's cell padded around it, a table's header cell), else None."""
     from gui_harness.perception.detect import detect_crop
 
     x, y, w, h = box
@@ -220,8 +319,13 @@ def _padded_square(
         return None
     crop = np.ascontiguousarray(grey[y : y + h, x : x + w])
     ink = cv2.absdiff(crop, np.full_like(crop, int(np.median(crop)))) >= 40
-    if ink[:2].any() or ink[-2:].any() or ink[:, :2].any() or ink[:, -2:].any():
-        return None  # ink at its edge: a button's own outline, not a cell's padding
+    inside = ink[3:-3, 3:-3]  # past an outline of its own (a table cell's)
+    rows, columns = np.flatnonzero(inside.any(axis=1)), np.flatnonzero(inside.any(axis=0))
+    if not len(rows) or not len(columns):
+        return None
+    high, wide = int(rows[-1] - rows[0]) + 1, int(columns[-1] - columns[0]) + 1
+    if abs(high - wide) > 2 or not 9 <= high <= 0.8 * min(w, h) - 2:
+        return None  # no square well inside it: a label, an icon filling it
     colour = np.ascontiguousarray(image[y : y + h, x : x + w]) if image is not None else crop
     inner = detect_crop(colour, crop, max_components=4, closed=(False,) * 4, grids=[])
     if len(inner) != 1 or inner[0].kind not in ("checkbox", "radio"):
