@@ -187,7 +187,7 @@ def click_point(image: Image.Image | np.ndarray | None, component: Any) -> tuple
         return middle
     crop = grey[y0:y1, x0:x1].astype(np.int16)
     ink = np.abs(crop - int(np.median(crop))) >= _INK
-    bands = _runs(ink.any(axis=1), gap=1)
+    bands = _runs(np.asarray(ink.any(axis=1)), gap=1)
     if not bands:
         return middle
     # the first line when expanded (the title), else the line across the middle
@@ -195,7 +195,7 @@ def click_point(image: Image.Image | np.ndarray | None, component: Any) -> tuple
     top, bottom = bands[0] if expanded else min(bands, key=lambda b: _distance(b, mid_row))
     if bottom - top < _LINE // 2:
         return middle  # no line of text: a track, a rule
-    pieces = _runs(ink[top:bottom].any(axis=0), gap=max(10, bottom - top))
+    pieces = _runs(np.asarray(ink[top:bottom].any(axis=0)), gap=max(10, bottom - top))
     mid_column = middle[0] - x0
     if not expanded and any(_distance(piece, mid_column) <= 4 for piece in pieces):
         return middle  # a label across the middle: a centred caption

@@ -37,6 +37,8 @@ _READ_KINDS = frozenset({"button", "field", "text", "link", "tab", "dropdown"})
 _INK = 24  # grey levels from a crop's background that make a column hold ink
 _MARGIN = 4  # px of background kept either side of a crop's ink
 _MIN_RATIO = 3.0  # a shorter crop is padded to this width: a lone letter reads better
+_WIDE_LINE = 6  # a paragraph's lines are this many times as wide as high, or more
+_PARAGRAPH = 3  # lines at one x, each right under the last: a paragraph, content
 _LONG = 25  # a crop this many times as wide as high is a line of content, not a label
 _MIN_H = 8  # px; a lower crop holds no readable text (a slider's track, a thin bar)
 
@@ -53,7 +55,7 @@ def rapidocr_reader() -> Reader | None:
     engine = _rapidocr_engine()
     if engine is None:
         return None
-    recogniser = getattr(engine, "text_rec", None)
+    recogniser: Any = getattr(engine, "text_rec", None)
     own_width = all(
         hasattr(recogniser, name) for name in ("resize_norm_img", "session", "postprocess_op")
     )
@@ -129,8 +131,9 @@ class OcrWorker:
         read yet are queued. Labels already set are kept. With `wait` (seconds), the
         call waits up to that long for its own crops to be read (a new screen's first
         look) and fills what was read by then; by default it never waits. It waits for
-        labels, not content: ink over _LONG times as wide as its crop is high (a
-        paragraph's line, a ruler) is read last and shows on a later look. A grid found
+        labels, not content: ink over _LONG times as wide as its crop is high (a long
+        line, a ruler) and a paragraph's lines after its first are read last and show
+        on a later look. A grid found
         on pixels has its header cells read too, so its cells are named after them (a
         scrolled sheet's first row is not row 1: _grid_headers.py)."""
         grey = grey_array(image)
@@ -145,16 +148,16 @@ class OcrWorker:
                 crop = _crop(grey, component)
                 crops[position] = [] if crop is None else [crop]
         read: dict[tuple[int, int], str | None] = {}
-        # a grid's headers first: a few crops that name every cell of the sheet; long
-        # lines last: each costs as much as a dozen labels
+        # a grid's headers first: a few crops that name every cell of the sheet; content
+        # last: a long line costs as much as a dozen labels
+        content = _paragraphs(labelled) | {p for p in crops if _long(crops[p])}
         order = sorted(
-            crops,
-            key=lambda position: (labelled[position].kind != "grid", _long(crops[position])),
+            crops, key=lambda position: (labelled[position].kind != "grid", position in content)
         )
         for position in order:
             for number, crop in enumerate(crops[position]):
                 key, text = self._lookup(crop, batch)
-                if text is None and not self._closed and not _long([crop]):
+                if text is None and not self._closed and position not in content:
                     waiting[(position, number)] = key
                 read[(position, number)] = text
         if batch:
@@ -274,6 +277,30 @@ def _crop(grey: np.ndarray, component: Component) -> np.ndarray | None:
     cx, cy, cw, ch = clipped
     crop = grey[cy : cy + ch, cx : cx + cw]
     return crop if float(crop.std()) >= 8 else None
+
+
+def _paragraphs(components: Sequence[Component]) -> set[int]:
+    """Positions of the text lines that continue a paragraph: _PARAGRAPH or more wide
+    lines starting at one x, each under the last at a paragraph's line spacing (a
+    list's or a menu's items stand further apart). Its first line names it; the rest is
+    content."""
+    lines = sorted(
+        (c.box[1], c.box[0], c.box[3], position)
+        for position, c in enumerate(components)
+        if c.kind == "text" and c.label is None and c.box[2] >= _WIDE_LINE * c.box[3]
+    )
+    root: dict[int, int] = {}  # a line's position -> its paragraph's first line's
+    for number, (y, x, h, position) in enumerate(lines):
+        above = [
+            other
+            for oy, ox, oh, other in lines[:number]
+            if abs(x - ox) <= 3 and 0 <= y - (oy + oh) <= 0.6 * h
+        ]
+        root[position] = root[above[-1]] if above else position
+    sizes: dict[int, int] = {}
+    for first in root.values():
+        sizes[first] = sizes.get(first, 0) + 1
+    return {p for p, first in root.items() if p != first and sizes[first] >= _PARAGRAPH}
 
 
 def _long(crops: list[np.ndarray]) -> bool:

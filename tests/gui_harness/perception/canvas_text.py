@@ -46,7 +46,7 @@ def canvas_lines(font: Path, size: int) -> tuple[Image.Image, list[Box]]:
         x = 60 + 300 * (number % 2)  # not all at one x: not a list
         left, top, right, bottom = draw.textbbox((x, y), phrase, font=face)
         draw.text((x, y), phrase, font=face, fill=(20, 20, 20))
-        boxes.append((left, top, right - left, bottom - top))
+        boxes.append((int(left), int(top), int(right - left), int(bottom - top)))
         y += int(size * 2.2)
     return image, boxes
 

@@ -133,7 +133,8 @@ def _lines(*texts: str, width: int = 900) -> tuple[Image.Image, list[Component]]
     for number, text in enumerate(texts):
         left, top, right, bottom = draw.textbbox((10, 10 + 40 * number), text, font=font(14))
         draw.text((10, 10 + 40 * number), text, font=font(14), fill=(0, 0, 0))
-        components.append(Component(number + 1, "text", (left, top, right - left, bottom - top)))
+        box = (int(left), int(top), int(right - left), int(bottom - top))
+        components.append(Component(number + 1, "text", box))
     return image, components
 
 
@@ -156,6 +157,44 @@ def test_a_waiting_call_waits_for_labels_not_for_a_long_line_of_content():
         assert first[1].label == "Save" and first[0].label is None
         assert worker.wait_idle(timeout=30) and overdue == [False]
         assert worker.label(image, components)[0].label == "lorem"  # on a later look
+    finally:
+        returned.set()
+        worker.close()
+
+
+def test_a_waiting_call_waits_for_a_paragraph_s_first_line_not_the_rest():
+    paragraph = [
+        "Lorem ipsum dolor sit amet, consectetur",
+        "adipiscing elit, sed do eiusmod tempor",
+        "incididunt ut labore et dolore magna",
+        "aliqua. Ut enim ad minim veniam, quis",
+    ]
+    image = Image.new("RGB", (500, 140), (255, 255, 255))
+    draw = ImageDraw.Draw(image)
+    components = []
+    for number, text in enumerate(paragraph):  # 17 px apart: a paragraph's spacing
+        left, top, right, bottom = draw.textbbox((10, 10 + 17 * number), text, font=font(14))
+        draw.text((10, 10 + 17 * number), text, font=font(14), fill=(0, 0, 0))
+        box = (int(left), int(top), int(right - left), int(bottom - top))
+        components.append(Component(number + 1, "text", box))
+    returned = threading.Event()
+    first_line: tuple[int, int] | None = None
+    overdue: list[bool] = []
+
+    def reader(crop: np.ndarray) -> str:
+        if first_line is not None and crop.shape == first_line:
+            return "Lorem"
+        overdue.append(not returned.wait(timeout=10))  # the rest: read after the call
+        return "more"
+
+    worker = OcrWorker(reader)
+    try:
+        _, _, w, h = components[0].box
+        first_line = (h + 6, w + 6)  # the crop of a text line: 3 px around it
+        labelled = worker.label(image, components, wait=30.0)
+        returned.set()
+        assert [c.label for c in labelled] == ["Lorem", None, None, None]
+        assert worker.wait_idle(timeout=30) and overdue == [False, False, False]
     finally:
         returned.set()
         worker.close()
