@@ -1,9 +1,9 @@
 """Provider models through litellm, and the one place litellm errors are translated.
 
 litellm is imported on first use (it is slow to import) by _tokens.import_litellm, the
-one place that imports it: cost map read from the installed package, telemetry off. API keys come from the
-provider's usual environment variables and never appear in errors we raise (_secrets.py
-scrubs them). Every reply shape ends as text or a typed ModelError.
+one place that imports it: cost map read from the installed package, telemetry off. API
+keys come from the provider's usual environment variables and never appear in errors we
+raise (_secrets.py scrubs them). Every reply shape ends as text or a typed ModelError.
 """
 
 from __future__ import annotations
