@@ -135,12 +135,8 @@ class DesktopEpisode:
 
         assert self.desktop is not None
         if self._source is None:
-            desktop = self.desktop  # its windows place and cut the trees' boxes (GTK 4)
             self._source = AccessibilitySource(
-                desktop.accessibility_bus,
-                screen=desktop.size,
-                timeout=3.0,
-                windows=lambda: desktop.desktop.visible_windows(),
+                self.desktop.accessibility_bus, screen=self.desktop.size, timeout=3.0
             )
         return list(self._source.snapshot().components)
 
