@@ -32,6 +32,8 @@ def _runtime_env(text: str | None) -> dict[str, Any] | None:
         value = json.loads(text)
     except ValueError as exc:
         raise UsageError(f"--runtime-env is not JSON ({exc}); give an object") from None
+    except RecursionError:
+        raise UsageError("--runtime-env nests too deeply; give a plain JSON object") from None
     if not isinstance(value, dict):
         raise UsageError('--runtime-env must be a JSON object, e.g. {"working_dir": "."}')
     return value

@@ -89,6 +89,6 @@ def test_eval_on_ray_without_a_store_says_where_runs_must_go(tmp_path) -> None:
 
 def test_eval_refuses_a_runtime_env_that_is_not_a_json_object(tmp_path) -> None:
     cases = Dataset(cases=[Case(inputs={"product": "x"})]).save(tmp_path / "c.json")
-    for given in ["{not json", "[1]"]:
+    for given in ["{not json", "[1]", "[" * 100_000 + "]" * 100_000]:
         result = _invoke(str(cases), f"{SCRIPT}:write", "--engine", "ray", "--runtime-env", given)
         assert result.exit_code == 1 and "--runtime-env" in result.output
