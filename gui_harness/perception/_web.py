@@ -91,7 +91,7 @@ def _cut_around(grey: np.ndarray, found: list[_Found]) -> list[_Found]:
             out.append(item)
             continue
         crop = grey[y : y + h, x : x + w]
-        ink = cv2.absdiff(crop, np.full_like(crop, int(np.median(crop)))) >= 40
+        ink = _ink(crop)
         free = np.ones(w, bool)  # columns not under what it holds
         for hx, _, hw, _ in held:
             free[max(hx - x - 2, 0) : max(hx - x + hw + 2, 0)] = False
@@ -99,9 +99,7 @@ def _cut_around(grey: np.ndarray, found: list[_Found]) -> list[_Found]:
         columns = np.flatnonzero(ink.any(axis=0))
         if not len(columns):
             continue  # nothing beside what it holds
-        breaks = np.flatnonzero(np.diff(columns) > 8)
-        starts = np.concatenate([columns[:1], columns[breaks + 1]]).tolist()
-        ends = (np.concatenate([columns[breaks], columns[-1:]]) + 1).tolist()
+        starts, ends = _runs(columns, 8)
         for start, end in zip(starts, ends, strict=True):
             if end - start < 3:
                 continue
@@ -165,7 +163,7 @@ def _inside(
 def _groups(crop: np.ndarray, gap: int) -> int:
     """How many runs of ink (40 grey levels off the median) `crop` holds left to right,
     runs more than `gap` px apart counted apart."""
-    ink = cv2.absdiff(crop, np.full_like(crop, int(np.median(crop)))) >= 40
+    ink = _ink(crop)
     columns = np.flatnonzero(ink.any(axis=0))
     return int(len(columns) > 0) + int(np.count_nonzero(np.diff(columns) > gap))
 
@@ -206,7 +204,7 @@ def _left_label(
     crop = grey[y + 3 : y + h - 3, x + 3 : x + w - 3]
     if crop.size == 0:
         return None
-    ink = cv2.absdiff(crop, np.full_like(crop, int(np.median(crop)))) >= 40
+    ink = _ink(crop)
     ink[ink.mean(axis=1) > 0.5] = False  # a line along the bar
     columns = np.flatnonzero(ink.any(axis=0))
     if len(columns) < 3 or columns[-1] >= 0.6 * crop.shape[1] or columns[0] > 0.2 * crop.shape[1]:
@@ -230,15 +228,12 @@ def _between_separators(
     if not 8 <= h <= 30 or w < 4 * h:
         return None
     crop = grey[y : y + h, x : x + w]
-    background = int(np.median(np.concatenate([crop[0], crop[-1]])))
-    ink = cv2.absdiff(crop, np.full_like(crop, background)) >= 40
+    ink = _ink(crop, _edge_level(crop))
     columns = np.flatnonzero(ink.any(axis=0))
     if len(columns) < 6:
         return None
     space = max(3, h // 5)
-    breaks = np.flatnonzero(np.diff(columns) > space)
-    starts = np.concatenate([columns[:1], columns[breaks + 1]]).tolist()
-    ends = (np.concatenate([columns[breaks], columns[-1:]]) + 1).tolist()
+    starts, ends = _runs(columns, space)
     separators = [
         i for i in range(1, len(starts) - 1) if _separator(ink[:, starts[i] : ends[i]], h)
     ]
@@ -286,14 +281,11 @@ def _icon_run(
     if not 12 <= h <= 28 or w < 2 * h:
         return None
     crop = grey[y : y + h, x : x + w]
-    background = int(np.median(np.concatenate([crop[0], crop[-1]])))
-    ink = cv2.absdiff(crop, np.full_like(crop, background)) >= 40
+    ink = _ink(crop, _edge_level(crop))
     columns = np.flatnonzero(ink.any(axis=0))
     if len(columns) < 4:
         return None
-    breaks = np.flatnonzero(np.diff(columns) > 2)
-    starts = np.concatenate([columns[:1], columns[breaks + 1]]).tolist()
-    ends = (np.concatenate([columns[breaks], columns[-1:]]) + 1).tolist()
+    starts, ends = _runs(columns, 2)
     if len(starts) < 2:
         return None
     icons = []
@@ -318,7 +310,7 @@ def _padded_square(
     if x < 0 or y < 0 or x + w > width or y + h > height:
         return None
     crop = np.ascontiguousarray(grey[y : y + h, x : x + w])
-    ink = cv2.absdiff(crop, np.full_like(crop, int(np.median(crop)))) >= 40
+    ink = _ink(crop)
     inside = ink[3:-3, 3:-3]  # past an outline of its own (a table cell's)
     rows, columns = np.flatnonzero(inside.any(axis=1)), np.flatnonzero(inside.any(axis=0))
     if not len(rows) or not len(columns):
@@ -334,6 +326,26 @@ def _padded_square(
     if c.box[2] * c.box[3] > 0.7 * w * h:
         return None
     return (c.kind, (c.box[0] + x, c.box[1] + y, c.box[2], c.box[3]), c.confidence)
+
+
+def _ink(crop: np.ndarray, background: int | None = None) -> np.ndarray:
+    """Where `crop` is 40 grey levels or more off `background` (default: its median)."""
+    level = int(np.median(crop)) if background is None else background
+    return cv2.absdiff(crop, np.full_like(crop, level)) >= 40
+
+
+def _edge_level(crop: np.ndarray) -> int:
+    """The background of a line of text: the median of its top and bottom rows."""
+    return int(np.median(np.concatenate([crop[0], crop[-1]])))
+
+
+def _runs(columns: np.ndarray, gap: int) -> tuple[list[int], list[int]]:
+    """The starts and (exclusive) ends of the runs in sorted `columns`, a run broken
+    where two columns are more than `gap` apart."""
+    breaks = np.flatnonzero(np.diff(columns) > gap)
+    starts = np.concatenate([columns[:1], columns[breaks + 1]]).tolist()
+    ends = (np.concatenate([columns[breaks], columns[-1:]]) + 1).tolist()
+    return starts, ends
 
 
 def _iou(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> float:
