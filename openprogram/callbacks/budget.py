@@ -10,6 +10,7 @@ Limits shared across runs and processes are budget_shared.py's SharedBudget, ask
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 import warnings
@@ -27,6 +28,11 @@ from openprogram.usage import Usage
 __all__ = ["BudgetManager"]
 
 log = logging.getLogger("openprogram.callbacks")
+
+_reserving: contextvars.ContextVar[object] = contextvars.ContextVar("_reserving", default=None)
+"""The reservation of the request this context (a thread, a task, a stream) last let
+through: on_usage settles that request's shared counts in the periods it was counted in
+(the exchange is answered in the context it was asked in, a stream in a copy of it)."""
 
 
 @dataclass
@@ -114,6 +120,7 @@ class BudgetManager(Callback):
         self.stop_reason: str | None = None
         self._runs: dict[str | None, _Spend] = {}
         self._held: dict[object, _Spend] = {}  # reservation -> the tally holding it
+        self._spans: dict[object, tuple[str, ...]] = {}  # reservation -> its shared periods
         self._latest: _Spend = _Spend()
         self._lock = threading.Lock()
         self._warned_unpriced = False
@@ -199,8 +206,11 @@ class BudgetManager(Callback):
         with self._lock:
             unpriced = spend.add(usage, tool_calls)
         tokens = usage.input_tokens + usage.output_tokens
-        for budget in self.shared:
-            budget.spend(usage.cost_usd, tokens, tool_calls, unpriced)
+        with self._lock:
+            spans = self._spans.get(_reserving.get())
+        for i, budget in enumerate(self.shared):
+            span = spans[i] if spans is not None else budget.span()
+            budget.spend(usage.cost_usd, tokens, tool_calls, unpriced, span)
         # a model that reports no cost at all has no price either (a ScriptedModel)
         free = not unpriced and usage.cost_usd == 0 and tokens > 0
         model = node.meta.get("model", node.name)
@@ -247,6 +257,7 @@ class BudgetManager(Callback):
         """The request held under `reservation` was answered (its usage reported), failed
         or never sent: it no longer counts as on its way."""
         with self._lock:
+            self._spans.pop(reservation, None)
             spend = self._held.pop(reservation, None)
             if spend is not None:
                 spend.held.pop(reservation, None)
@@ -295,20 +306,28 @@ class BudgetManager(Callback):
 
     def _shared(self, kind: str, reservation: object) -> str | None:
         """The stop message of the first shared budget reached (None: go on). With a
-        `reservation` (a request about to be sent) each counts it, atomically; when one
-        refuses, the request is not sent: this run's hold and the counts the others
-        took are given back."""
-        charged: list[SharedBudget] = []
-        for budget in self.shared:
-            reason = budget.charge() if reservation is not None else budget.reached(kind)
-            if reason is None:
-                charged.append(budget)
-                continue
-            if reservation is not None:
+        `reservation` (a request about to be sent) each counts it, atomically, in its
+        current period, which its answer is settled in too; when one refuses, the
+        request is not sent: this run's hold and the counts the others took are given
+        back."""
+        if reservation is None:
+            for budget in self.shared:
+                reason = budget.reached(kind)
+                if reason is not None:
+                    return reason
+            return None
+        spans = tuple(budget.span() for budget in self.shared)
+        for i, budget in enumerate(self.shared):
+            reason = budget.charge(spans[i])
+            if reason is not None:
                 self.on_settle(reservation)
-                for other in charged:
-                    other.refund()
-            return reason
+                for other, span in zip(self.shared[:i], spans, strict=False):
+                    other.refund(span)
+                return reason
+        if self.shared:
+            with self._lock:
+                self._spans[reservation] = spans
+            _reserving.set(reservation)
         return None
 
     def _reached(self, spend: _Spend, kind: str) -> str | None:

@@ -8,13 +8,18 @@ every model call and tells it what each call spent. Start at SharedBudget.
 
 from __future__ import annotations
 
+import math
+import os
 import threading
 import time
+import unicodedata
 from typing import Any, Literal
 
 from openprogram import _context
+from openprogram.echo import echo
 from openprogram.errors import UsageError
 from openprogram.store._budgets import BudgetLimits, BudgetTally, LocalBudgets
+from openprogram.store.base import Store
 from openprogram.store.open import open_store
 
 __all__ = ["BudgetTally", "Period", "SharedBudget"]
@@ -29,6 +34,8 @@ _FORMATS: dict[str, str] = {
     "week": "%G-W%V",
     "month": "%Y-%m",
 }
+_NAME_LIMIT = 200
+_MAX_COUNT = 2**63 - 1  # what SQLite's and PostgreSQL's integer columns hold
 _PROCESS = LocalBudgets()  # the counters of budgets kept in no store: this process's
 
 
@@ -66,12 +73,16 @@ class SharedBudget:
         period: Period | None = None,
         store: Any = None,
     ) -> None:
-        if not isinstance(name, str) or not name or len(name) > 200:
-            raise UsageError(f"SharedBudget name={name!r} must be a str of 1 to 200 characters")
-        if period is not None and period not in _FORMATS:
+        _check_name(name)
+        if period is not None and (not isinstance(period, str) or period not in _FORMATS):
             raise UsageError(
-                f"period={period!r} is not one of 'hour', 'day', 'week', 'month' (or None: "
-                "the counts never reset)"
+                f"period={echo(period)} is not one of 'hour', 'day', 'week', 'month' (or "
+                "None: the counts never reset)"
+            )
+        if store is not None and not isinstance(store, (str, os.PathLike, Store)):
+            raise UsageError(
+                f"SharedBudget store={echo(store)} is not a store: pass a file path, "
+                "'sqlite:///file.db', 'postgresql://...', a Store, or None (the session's)"
             )
         check_limits(max_cost, max_tokens, max_requests, max_tool_calls)
         if (max_cost, max_tokens, max_requests, max_tool_calls) == (None, None, None, None):
@@ -126,26 +137,31 @@ class SharedBudget:
             return self._message(zero, BudgetTally(), kind)
         return self._reached(self.tally(), kind)
 
-    def charge(self) -> str | None:
-        """Count one model request, atomically, if the counts are under the limits:
-        None when counted, else the stop message naming the limit reached."""
+    def charge(self, span: str) -> str | None:
+        """Count one model request in period `span` (this budget's span() when the
+        request was let through), atomically, if the counts are under the limits: None
+        when counted, else the stop message naming the limit reached."""
         zero = self._zero()
         if zero is not None:
             return self._message(zero, BudgetTally(), "llm")
         limits = BudgetLimits(self.max_cost, self.max_tokens, self.max_requests)
-        refused = self._counters().charge_budget(self.name, self.span(), limits)
+        refused = self._counters().charge_budget(self.name, span, limits)
         if refused is None:
             return None
         return self._reached(refused, "llm") or self._message("max_requests", refused, "llm")
 
-    def spend(self, cost_usd: float, tokens: int, tool_calls: int, unpriced: int) -> None:
-        """Add what one answered model call spent (its request was counted by charge)."""
+    def spend(
+        self, cost_usd: float, tokens: int, tool_calls: int, unpriced: int, span: str
+    ) -> None:
+        """Add what one answered model call spent to period `span`: the period its
+        request was counted in by charge(), so a call answered after midnight settles in
+        the day it was let through."""
         spent = BudgetTally(cost_usd, tokens, 0, tool_calls, unpriced)
-        self._counters().spend_budget(self.name, self.span(), spent)
+        self._counters().spend_budget(self.name, span, spent)
 
-    def refund(self) -> None:
-        """Give back a request charge() counted that was not sent after all."""
-        self._counters().spend_budget(self.name, self.span(), BudgetTally(requests=-1))
+    def refund(self, span: str) -> None:
+        """Give back a request charge(span) counted that was not sent after all."""
+        self._counters().spend_budget(self.name, span, BudgetTally(requests=-1))
 
     # -- helpers -------------------------------------------------------------------------
     def _zero(self) -> str | None:
@@ -223,18 +239,47 @@ def _counting(store: Any) -> Any:
     return store
 
 
+def _check_name(name: Any) -> None:
+    """Raise UsageError unless `name` is a str of 1 to 200 characters that every store
+    keeps exactly: no control characters (NUL among them) and no lone surrogates."""
+    if not isinstance(name, str) or not name or len(name) > _NAME_LIMIT:
+        raise UsageError(
+            f"SharedBudget name={echo(name)} must be a str of 1 to {_NAME_LIMIT} characters"
+        )
+    for character in name:
+        if unicodedata.category(character) in ("Cc", "Cs"):
+            raise UsageError(
+                f"SharedBudget name={echo(name)} holds {character!a}: a name may not "
+                "hold control characters (NUL, newline, escape) or lone surrogates"
+            )
+
+
 def check_limits(max_cost: Any, max_tokens: Any, max_requests: Any, max_tool_calls: Any) -> None:
-    """Raise UsageError naming the first limit that is not a number >= 0 (or None)."""
-    if max_cost is not None and (
-        not isinstance(max_cost, (int, float)) or isinstance(max_cost, bool) or not max_cost >= 0
-    ):
-        raise UsageError(f"max_cost={max_cost!r} must be a number of US dollars >= 0")
+    """Raise UsageError naming the first limit that is not a finite number >= 0 (or None);
+    a count's limit is at most what a store's 64-bit integer column holds."""
+    if max_cost is not None and not _dollars(max_cost):
+        raise UsageError(
+            f"max_cost={echo(max_cost)} must be a finite number of US dollars >= 0, "
+            "or None for no limit"
+        )
     for name, value in (
         ("max_tokens", max_tokens),
         ("max_requests", max_requests),
         ("max_tool_calls", max_tool_calls),
     ):
         if value is not None and (
-            not isinstance(value, int) or isinstance(value, bool) or value < 0
+            not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= _MAX_COUNT
         ):
-            raise UsageError(f"{name}={value!r} must be an int >= 0, or None for no limit")
+            raise UsageError(
+                f"{name}={echo(value)} must be an int >= 0 (at most 2**63 - 1), or None for "
+                "no limit"
+            )
+
+
+def _dollars(value: Any) -> bool:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return 0 <= float(value) < math.inf
+    except OverflowError:  # an int past the largest float
+        return False

@@ -8,8 +8,7 @@ import pytest
 
 from openprogram import Runtime, Session, Usage, agentic_function, llm
 from openprogram.usage import frame_usage, usage_from_response
-
-from .callbacks.priced import PricedModel
+from tests.support.priced import PricedModel
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 

@@ -19,15 +19,7 @@ from openprogram import (
     llm,
 )
 from openprogram.callbacks import gate
-
-from .priced import PricedModel
-
-
-@agentic_function
-def spend(times: int) -> int:
-    for _ in range(times):
-        llm("go")
-    return times
+from tests.support.priced import PricedModel, spend
 
 
 def test_the_run_stops_cleanly_at_the_cap_with_the_reason_recorded():

@@ -3,12 +3,8 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
-import subprocess
-import sys
 from contextlib import closing
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,24 +23,7 @@ from openprogram import (
 )
 from openprogram.callbacks import BudgetTally, budget_shared
 from openprogram.store import FORMAT_VERSION, MemoryStore
-
-from .priced import PricedModel
-
-CHILD = Path(__file__).with_name("shared_child.py")
-
-
-@agentic_function
-def spend(times: int) -> int:
-    for _ in range(times):
-        llm("go")
-    return times
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def durable_store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    if request.param == "sqlite":
-        return str(tmp_path / "sessions.db")
-    return request.getfixturevalue("postgres_url")
+from tests.support.priced import PricedModel, spend
 
 
 def run(store: Any, budget: BudgetManager, times: int, model: Any = None) -> str | None:
@@ -82,43 +61,6 @@ def test_a_shared_cost_limit_counts_what_calls_spent_and_names_it(durable_store)
     tally = day.tally()
     assert (tally.requests, tally.tokens) == (3, 330)
     assert tally.cost_usd == pytest.approx(0.03)
-
-
-@pytest.mark.slow
-def test_child_processes_sharing_a_budget_never_pass_max_requests_together(durable_store):
-    with Session(durable_store):  # the store exists before the children race to open it
-        pass
-    children = [
-        subprocess.Popen(
-            [sys.executable, str(CHILD), durable_store, "shared", "12"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(4)
-    ]
-    try:
-        for child in children:
-            assert child.stdout is not None
-            line = child.stdout.readline()
-            assert line == "ready\n", child.stderr.read() if child.stderr else line
-        for child in children:  # every child starts calling at once
-            assert child.stdin is not None
-            child.stdin.write("go\n")
-            child.stdin.flush()
-        results = []
-        for child in children:
-            out, err = child.communicate(timeout=120)
-            assert child.returncode == 0, err
-            results.append(json.loads(out))
-    finally:
-        for child in children:
-            if child.poll() is None:
-                child.kill()
-    assert sum(r["requests"] for r in results) == 12
-    assert all("shared budget 'shared' max_requests=12" in r["reason"] for r in results)
-    assert SharedBudget("shared", max_requests=12, store=durable_store).tally().requests == 12
 
 
 def test_the_counts_start_again_in_the_next_period(monkeypatch, tmp_path):
@@ -201,21 +143,6 @@ def test_a_cost_limit_warns_for_a_model_without_a_price(recwarn):
 def test_no_price_warning_without_a_cost_limit(recwarn):
     run(None, BudgetManager(max_requests=5, shared=SharedBudget("n", max_tokens=10**6)), 2)
     assert not [w for w in recwarn if "cannot be enforced" in str(w.message)]
-
-
-@pytest.mark.parametrize(
-    ("arguments", "message"),
-    [
-        ({"name": ""}, "must be a str of 1 to 200 characters"),
-        ({"name": "t", "max_cost": 1, "period": "year"}, "period='year' is not one of"),
-        ({"name": "t"}, "has no limit"),
-        ({"name": "t", "max_cost": float("nan")}, "max_cost=nan must be a number"),
-        ({"name": "t", "max_requests": -1}, "max_requests=-1 must be an int >= 0"),
-    ],
-)
-def test_a_bad_shared_budget_is_a_usage_error_naming_the_value(arguments, message):
-    with pytest.raises(UsageError, match=message):
-        SharedBudget(**arguments)
 
 
 def test_shared_must_be_shared_budgets():

@@ -15,8 +15,7 @@ from openprogram import (
     agentic_function,
     llm,
 )
-
-from .priced import PricedModel
+from tests.support.priced import PricedModel
 
 
 @agentic_function

@@ -23,8 +23,7 @@ from openprogram import (
 )
 from openprogram.callbacks import BudgetManager
 from openprogram.callbacks.otel import OtelCallback
-
-from .priced import PricedModel
+from tests.support.priced import PricedModel
 
 
 @pytest.fixture

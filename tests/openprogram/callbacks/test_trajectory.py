@@ -26,8 +26,7 @@ from openprogram import (
 )
 from openprogram.callbacks import current_run, notify
 from openprogram.callbacks.trajectory import run_status, safe_name
-
-from .priced import PricedModel
+from tests.support.priced import PricedModel
 
 
 class Click(BaseModel):

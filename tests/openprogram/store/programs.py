@@ -42,6 +42,7 @@ from openprogram import (
     llm,
 )
 from openprogram.store.recorder import SLOW_CALL_S
+from tests.support.children import ready
 
 executed: list[str] = []
 """What the decorated functions below really ran, in order (not what was replayed)."""
@@ -166,8 +167,7 @@ def ledger(steps: int) -> list[str]:
 
 def _writer(store: str, session_id: str, name: str, calls: int, pause: bool) -> None:
     session = Session.open(store, session_id)
-    print("ready", flush=True)
-    if sys.stdin.readline().strip() != "go":
+    if not ready():
         return
     try:
         with session:
@@ -205,8 +205,7 @@ def main(argv: list[str]) -> None:
         with Session(store, id=session), Runtime(model()):
             agent("task")
     elif mode == "loop":
-        print("ready", flush=True)
-        if sys.stdin.readline().strip() != "go":
+        if not ready():
             return
         flush = argv[4:] == ["flush"]
         with Session(store, id=session) as recording:
@@ -216,8 +215,7 @@ def main(argv: list[str]) -> None:
                     recording.flush()
                 print(i, flush=True)
     elif mode == "ledger":
-        print("ready", flush=True)
-        if sys.stdin.readline().strip() != "go":
+        if not ready():
             return
         checkpoint = _say
         with Session(store, id=session), Runtime(model()):

@@ -1,11 +1,27 @@
-"""PricedModel: an offline model whose every reply has a known (or unknown) price."""
+"""The budget tests' model and program: PricedModel, whose every reply has a known (or
+unknown) price, and spend(times), a run asking the model `times` times.
+
+Used by the callbacks tests in this process and by their child processes
+(tests/openprogram/callbacks/shared_child.py).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from openprogram import agentic_function, llm
 from openprogram.models import ModelReply, ModelRequest
 from openprogram.usage import Usage
+
+__all__ = ["PricedModel", "spend"]
+
+
+@agentic_function
+def spend(times: int) -> int:
+    """Ask the model `times` times (a BudgetManager may stop it first)."""
+    for _ in range(times):
+        llm("go")
+    return times
 
 
 class PricedModel:
