@@ -88,9 +88,9 @@ def started(
     its meta, its start committed (store/recorder.py commits such a start at once).
     Raises StoreError, recording the call as not run, when the store did not take it:
     its body must never run unknown to the store."""
-    meta = {**settings.get("meta", {}), "effect": settings["effect"]}
-    meta["key"] = new_key(session, name, parent)
-    fields = {k: v for k, v in settings.items() if k not in ("effect", "meta")}
+    fields = settings.copy()  # the function's, shared: never changed
+    effect = fields.pop("effect")
+    meta = {**fields.pop("meta", {}), "effect": effect, "key": new_key(session, name, parent)}
     node: Node = session.dag.add("code", name, parent=parent, input=value, meta=meta, **fields)
     recorder = session._recorder if session.store is not None else None
     if recorder is None or node.seq in recorder.rows:

@@ -71,6 +71,7 @@ class Recorder:
         self._reads: dict[str, tuple[str, Sequence[str]]] = {}  # function -> newest llm reads
         write_batch = getattr(store, "write_batch", None)
         self._write_batch = write_batch if callable(write_batch) else None
+        self._write_start = getattr(store, "write_start", None)  # an effect call's start
         journal = getattr(store, "journal", None)
         self._open_journal = journal if callable(journal) and self._write_batch else None
         self._journal: Any = None  # a journal.Journal once a record waits, or False
@@ -154,11 +155,12 @@ class Recorder:
         stay in the journal. Whether it was committed (else the caller commits it with
         the batch, as any durable point, and reports a failure there)."""
         with self._commit_lock:  # no batch is being written meanwhile
-            with self._lock:
-                if self._fresh:  # a node created before this one is not stored yet
-                    return False
+            # a node created before this one is not stored yet (only a commit, which
+            # the commit lock keeps out, lowers the count: it needs no lock to be read)
+            if self._fresh:
+                return False
             try:
-                lean = getattr(self.store, "write_start", None)
+                lean = self._write_start
                 if lean is not None:
                     if not lean(self.session, row):
                         return False

@@ -109,6 +109,8 @@ class SQLiteStore(SQLStore):
         self._checked = False
         self._checkpointer: _Checkpointer | None = None
         self._writes = 0
+        self._turn: threading.Lock | None = None  # the file's Turns lock, for write_start
+        self._start_cursor: sqlite3.Cursor | None = None  # write_start's, on the connection
         self._connect()
 
     # -- connection ----------------------------------------------------------------------
@@ -302,6 +304,7 @@ class SQLiteStore(SQLStore):
             return
         super()._forked()
         self._checkpointer = None  # the parent's thread: not in this process
+        self._turn = self._start_cursor = None  # the parent's lock and connection
 
     def _lock_session(self, connection: sqlite3.Connection, key: int) -> None:
         """Nothing to do: BEGIN IMMEDIATE made every other writer of the file wait."""
@@ -313,6 +316,7 @@ class SQLiteStore(SQLStore):
                 self._checkpointer.stop()
                 self._checkpointer = None
             if not self.memory:
+                self._start_cursor = None
                 super().close()
 
     def _written(self, rows: int) -> None:
@@ -363,13 +367,20 @@ class SQLiteStore(SQLStore):
         owner, key = self._held.get(session), self._keys.get(session)
         if owner is None or key is None:
             return False
-        connection = self._connection or self._connect()
         values = (key, *row, key, owner)
         if self.memory:
             with self._lock:
+                connection = self._connection or self._connect()
                 return bool(connection.execute(self._statements.upsert, values).rowcount)
-        with self._lock, turns(self.path, self.synchronous).turn():
-            changed = connection.execute(self._statements.upsert, values).rowcount
+        turn = self._turn
+        if turn is None:
+            turn = self._turn = turns(self.path, self.synchronous).turn()
+        with self._lock, turn:
+            connection = self._connection or self._connect()
+            cursor = self._start_cursor  # kept, with its statement prepared
+            if cursor is None or cursor.connection is not connection:
+                cursor = self._start_cursor = connection.cursor()
+            changed = cursor.execute(self._statements.upsert, values).rowcount
         self._written(1)
         return bool(changed)
 

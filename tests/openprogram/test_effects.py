@@ -117,6 +117,27 @@ def test_the_start_is_committed_before_the_body_runs(tmp_path: Path):
     assert '"effect":"once"' in seen[-1][2] and '"key":"op-' in seen[-1][2]
 
 
+def test_starts_are_committed_after_the_store_reconnects(tmp_path: Path):
+    """write_start keeps a cursor with its statement prepared: one of the connection
+    the store has now, never the one it closed."""
+    path = tmp_path / "runs.db"
+
+    @agentic_function(effect="once")
+    def transfer(n: int) -> int:
+        with closing(sqlite3.connect(path)) as connection:
+            (status,) = connection.execute(
+                "SELECT status FROM openprogram_nodes WHERE name = 'transfer' ORDER BY seq DESC"
+            ).fetchone()
+        assert status == "running"  # its own start, committed
+        return n
+
+    with Session(path) as session:
+        transfer(1)
+        session.store.close()  # dropped: the next write connects anew
+        transfer(2)
+    assert [n.output for n in session.dag.find(name="transfer")] == [1, 2]
+
+
 def test_an_interrupted_once_call_is_unknown_and_runs_only_when_settled(tmp_path: Path):
     path = tmp_path / "runs.db"
     interrupted(path, "pay")
