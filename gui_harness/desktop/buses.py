@@ -109,12 +109,18 @@ class SessionBus:
 
     @property
     def env(self) -> dict[str, str]:
-        """What an app needs to find these buses, plus ACCESSIBILITY_ENV."""
+        """What an app needs to find these buses, plus ACCESSIBILITY_ENV.
+
+        No AT_SPI_BUS_ADDRESS: apps find the AT-SPI bus as in a desktop session, by the
+        AT_SPI_BUS property the launcher puts on the root window or by asking the session
+        bus (org.a11y.Bus.GetAddress). With it set, Qt 6.4 connects to the bus but never
+        registers its tree: its DBusConnection announces the bus from its constructor,
+        before the bridge listens, and nothing announces it again. Set empty, GTK 4.8
+        finds no bus at all. An inherited value must be removed (VirtualDesktop does).
+        """
         env = dict(ACCESSIBILITY_ENV)
         if self.address is not None:
             env["DBUS_SESSION_BUS_ADDRESS"] = self.address
-        if self.accessibility_address is not None:
-            env["AT_SPI_BUS_ADDRESS"] = self.accessibility_address
         return env
 
     def start(self, log: IO[bytes]) -> None:

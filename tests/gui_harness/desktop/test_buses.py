@@ -68,7 +68,10 @@ def test_chromium_and_electron_command_lines_get_the_renderer_switch(tmp_path):
 
 
 @needs_buses
-def test_a_virtual_desktop_runs_its_apps_on_a_private_bus_with_accessibility_on(tmp_path):
+def test_a_virtual_desktop_runs_its_apps_on_a_private_bus_with_accessibility_on(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv("AT_SPI_BUS_ADDRESS", "unix:path=/nonexistent/the-callers-a11y-bus")
     seen = tmp_path / "env.txt"
     app = App(
         argv=["sh", "-c", f"env > {seen}.part && mv {seen}.part {seen} && exec sleep 60"],
@@ -78,12 +81,15 @@ def test_a_virtual_desktop_runs_its_apps_on_a_private_bus_with_accessibility_on(
         env = desktop.env
         session = env["DBUS_SESSION_BUS_ADDRESS"]
         assert session != os.environ.get("DBUS_SESSION_BUS_ADDRESS")
-        assert env["AT_SPI_BUS_ADDRESS"] == desktop.accessibility_bus
+        # apps find the AT-SPI bus as in a desktop session, through the session bus or
+        # the root window: Qt 6.4 registers nothing with AT_SPI_BUS_ADDRESS set
+        assert "AT_SPI_BUS_ADDRESS" not in env
         assert desktop.accessibility_note is None
         assert _is_enabled(session)  # what Chromium waits for before it publishes a tree
         given = dict(line.split("=", 1) for line in seen.read_text().splitlines() if "=" in line)
-        for name in ("DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "AT_SPI_BUS_ADDRESS"):
+        for name in ("DISPLAY", "DBUS_SESSION_BUS_ADDRESS"):
             assert given[name] == env[name]
+        assert "AT_SPI_BUS_ADDRESS" not in given  # not even the caller's own
         assert given["QT_LINUX_ACCESSIBILITY_ALWAYS_ON"] == "1"
         assert given["ACCESSIBILITY_ENABLED"] == "1"
         # an X11Desktop on the same display finds the bus the way AT-SPI clients do
