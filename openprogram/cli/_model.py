@@ -79,17 +79,32 @@ def _read_script(path: Path) -> Any:
 @store_option
 @click.option("--api-base", help="Provider URL, e.g. openprogram serve-model's.")
 @click.option("--system", help="System prompt for every answer.")
+@click.option(
+    "--max-cost",
+    type=float,
+    default=None,
+    metavar="USD",
+    help="Stop the conversation once its answers cost this many US dollars, counted "
+    "over every invocation continuing it (a shared budget in --store).",
+)
 def chat(
-    model: str, session_id: str | None, store_spec: str, api_base: str | None, system: str | None
+    model: str,
+    session_id: str | None,
+    store_spec: str,
+    api_base: str | None,
+    system: str | None,
+    max_cost: float | None,
 ) -> None:
     """Chat with a model, one line a message; every turn is recorded in a session.
 
     Reads messages from standard input (a terminal or a pipe) until end of input or
     /exit, and streams each answer to standard output. The session id is printed on
     standard error; --session ID continues that conversation later, with every earlier
-    turn in view of the model.
+    turn in view of the model. --max-cost USD caps what the whole conversation spends
+    (a SharedBudget named chat:ID, kept in --store).
     """
-    from openprogram import Callback, Runtime
+    from openprogram import BudgetManager, Callback, Runtime, SharedBudget
+    from openprogram.callbacks.budget_shared import check_limits
     from openprogram.chat import chat_turn
     from openprogram.errors import OpenProgramError
 
@@ -98,14 +113,19 @@ def chat(
             say(chunk, nl=False)  # a model's text: its escapes never reach the terminal
 
     options: dict[str, Any] = {"api_base": api_base} if api_base else {}
+    callbacks: list[Any] = [_Printer()]
     try:
+        check_limits(max_cost, None, None, None)  # before a session is made for nothing
         session = _chat_session(store_spec, session_id)
-        runtime = Runtime(model, callbacks=[_Printer()], system=system, **options)
+        if max_cost is not None:  # the conversation's, however many invocations it spans
+            shared = SharedBudget(f"chat:{session.id}", max_cost=max_cost)
+            callbacks.append(BudgetManager(shared=shared))
+        runtime = Runtime(model, callbacks=callbacks, system=system, **options)
     except OpenProgramError as exc:
         raise click.ClickException(str(exc)) from exc
     turns = len(session.dag.find(name="respond", kind="code"))
     resumed = f", continuing after {turns} message(s)" if turns else ""
-    again = _continue_command(model, session.id, store_spec, api_base, system)
+    again = _continue_command(model, session.id, store_spec, api_base, system, max_cost)
     say(f"session {session.id}{resumed}; continue it later with: {again}", err=True)
     stdin = sys.stdin
     interactive = stdin.isatty()
@@ -130,11 +150,16 @@ def chat(
 
 
 def _continue_command(
-    model: str, session_id: str, store: str, api_base: str | None, system: str | None
+    model: str,
+    session_id: str,
+    store: str,
+    api_base: str | None,
+    system: str | None,
+    max_cost: float | None = None,
 ) -> str:
     """The command that continues this conversation, pasteable into a shell: the same
-    model, store (a file as an absolute path), server and system prompt, each quoted; a
-    store's password masked (never printed: type it in)."""
+    model, store (a file as an absolute path), server, system prompt and cost cap, each
+    quoted; a store's password masked (never printed: type it in)."""
     import shlex
 
     from openprogram.echo import mask_url
@@ -147,6 +172,8 @@ def _continue_command(
         words += ["--api-base", mask_url(api_base)]
     if system:
         words += ["--system", system]
+    if max_cost is not None:
+        words += ["--max-cost", repr(max_cost)]
     return " ".join(shlex.quote(word) for word in words)
 
 
