@@ -29,7 +29,8 @@ from tests.support.children import finish, start_together
 
 MIDNIGHT = float(calendar.timegm((2026, 12, 4, 0, 0, 0)))
 """The end of 2026-12-03 (UTC): the calls below are asked before it, answered after."""
-WAYS = ("llm", "allm", "gather", "stream", "astream", "astream-abandoned", "tools")
+WAYS = ("llm", "allm", "gather", "stream", "astream", "astream-abandoned", "tools", "tools-stream",
+        "atools-stream")  # fmt: skip
 
 
 def look(query: str) -> str:
@@ -46,6 +47,8 @@ def ask(way: str) -> None:
         "".join(llm("go", stream=True))
     elif way == "tools":
         llm("look it up", tools=[look])
+    elif way == "tools-stream":
+        "".join(llm("look it up", tools=[look], stream=True))
     else:
         asyncio.run(_ask(way))
 
@@ -55,6 +58,9 @@ async def _ask(way: str) -> None:
         await allm("go")
     elif way == "gather":
         await asyncio.gather(allm("go"), allm("go"))
+    elif way == "atools-stream":
+        async for _chunk in allm("look it up", tools=[look], stream=True):
+            pass
     else:
         stream = await allm("go", stream=True)
         async for _chunk in stream:
@@ -76,7 +82,7 @@ def test_a_call_answered_after_midnight_settles_in_the_day_it_was_asked(
     def answer(request: ModelRequest) -> Any:  # the model answers once the day is over
         if len(model.requests) >= asked_at_once:
             now[0] = MIDNIGHT + 1.0
-        if way == "tools" and request.messages[-1]["role"] != "tool":
+        if "tools" in way and request.messages[-1]["role"] != "tool":
             return {"tool_calls": [{"name": "look", "arguments": {"query": "a"}}]}
         return "one two three four five six seven eight"
 
@@ -90,7 +96,7 @@ def test_a_call_answered_after_midnight_settles_in_the_day_it_was_asked(
     now[0] = MIDNIGHT + 1.0
     answered = day.tally()
     assert budget.tokens > 0 and all(call.status in ("completed", "error") for call in calls)
-    if way == "tools":  # its second turn was asked after midnight
+    if "tools" in way:  # its second turn was asked after midnight
         first, second = (call.usage for call in calls)
         assert asked == BudgetTally(tokens=first.input_tokens + first.output_tokens, requests=1,
                                     tool_calls=1)  # fmt: skip
@@ -102,7 +108,7 @@ def test_a_call_answered_after_midnight_settles_in_the_day_it_was_asked(
             tokens=budget.tokens, requests=budget.calls, unpriced_calls=budget.unpriced_calls
         )
         assert answered == BudgetTally()
-    assert budget.calls == len(calls) == (2 if way in ("gather", "tools") else 1)
+    assert budget.calls == len(calls) == (2 if way == "gather" or "tools" in way else 1)
 
 
 CHILD_WAYS = ("llm", "gather", "stream", "astream-abandoned", "tools")
