@@ -15,6 +15,7 @@ import pytest
 from openprogram import (
     BudgetManager,
     ModelRequest,
+    RunStopped,
     Runtime,
     ScriptedModel,
     Session,
@@ -142,3 +143,17 @@ def test_processes_asking_in_every_way_are_counted_alike_and_never_pass_the_limi
     assert tally.tool_calls == runs["tools"]["tool_calls"]
     for way, run in runs.items():
         assert f"shared budget 'shared' max_requests={limit}" in run["reason"], (way, run)
+
+
+def test_gathered_calls_never_pass_a_shared_max_requests_together(tmp_path: Path) -> None:
+    @agentic_function
+    async def fan_out() -> list[Any]:
+        return await asyncio.gather(*(allm(f"q{i}") for i in range(20)), return_exceptions=True)
+
+    shared = SharedBudget("fan", max_requests=3, store=str(tmp_path / "b.db"))
+    model = ScriptedModel(["ok"] * 20)
+    with Session(), Runtime(model, callbacks=[BudgetManager(shared=shared)]):
+        answers = asyncio.run(fan_out())
+    assert len(model.requests) == shared.tally().requests == 3
+    assert answers.count("ok") == 3
+    assert all(isinstance(a, RunStopped) for a in answers if a != "ok")
