@@ -165,11 +165,11 @@ def _name_by_labels(
 ) -> None:
     """Name each unnamed component of `found` (made from `sources`) by the text of the
     labels below it, in tree order (GTK 4 leaves a path bar's or a sidebar row's button
-    unnamed: its label child holds the text), but for those on a surface of their own
-    (a menu button's popover menu: its items are no name of the button)."""
-    unnamed = [n for n, c in enumerate(found) if c.label is None]
-    if not unnamed:
-        return
+    unnamed: its label child holds the text), its own rather than those of a control it
+    holds (an expander's button) when it has both, but for those on a surface of their
+    own (a menu button's popover menu: its items are no name of the button). Components
+    of one kind sharing one name that their labels tell apart are named by their labels:
+    the name is a stand-in (GTK 4 names every notebook tab "Tab")."""
     labels = [
         e
         for e in elements
@@ -181,19 +181,42 @@ def _name_by_labels(
         and e.box[2] > 0
         and e.box[3] > 0
     ]
-    for number in unnamed:
+    if not labels:
+        return
+
+    def text(number: int) -> str | None:
         order = sources[number].order
         own = _tree_windows.surface_of(sources[number], windows)
-        texts = [
-            e.name
+        inner = [
+            s.order for s in sources if s.order[: len(order)] == order and len(s.order) > len(order)
+        ]
+        below = [
+            e
             for e in labels
             if e.order[: len(order)] == order
             and len(e.order) > len(order)
             and _tree_windows.surface_of(e, windows) == own
         ]
-        name = _label(" ".join(texts))
-        if name is not None:
-            found[number] = found[number].with_label(name)
+        mine = [e for e in below if not any(e.order[: len(o)] == o for o in inner)]
+        return _label(" ".join(e.name for e in mine or below))
+
+    shared: dict[tuple[str, str], list[int]] = {}
+    for number, component in enumerate(found):
+        if component.label is None:
+            name = text(number)
+            if name is not None:
+                found[number] = component.with_label(name)
+        else:
+            shared.setdefault((component.kind, component.label), []).append(number)
+    for (_, name), numbers in shared.items():
+        if len(numbers) < 2:
+            continue
+        texts = [text(number) for number in numbers]
+        if None in texts or name in texts or len(set(texts)) < len(texts):
+            continue  # the name is theirs (or the labels do not tell them apart)
+        for number, own in zip(numbers, texts, strict=True):
+            assert own is not None  # checked above
+            found[number] = found[number].with_label(own)
 
 
 def _label(name: str) -> str | None:

@@ -37,6 +37,9 @@ _SUBTREE_CHANGES = {
     "StateChanged:showing",
     "StateChanged:visible",
     "StateChanged:manages-descendants",
+    # an expander that opens or closes: GTK 4 adds its child with no ChildrenChanged
+    "StateChanged:expanded",
+    "StateChanged:collapsed",
 }
 _MANAGES = 1 << atspi.MANAGES_DESCENDANTS
 MAX_CHILDREN = 400
@@ -78,6 +81,9 @@ class AppWalk:
     those boxes down by the menu bar's height. `quiet_tabs=True` is for Qt, which adds a
     tab or moves the selection between tabs without a word: its tab bars are read again
     whenever its tree changed (refresh()), so no tab is missing and no two say "selected".
+    `quiet_moves=True` is for GTK 4, which reports a widget's new size but not a move:
+    when anything in a window changed size or what it holds, every box in that window is
+    read again (what comes after an expander that opened has moved down, unsaid).
 
     start() sends the first calls; the pipeline's run() does the rest. Afterwards
     `elements` holds what was read, `complete` says whether the walk finished, and
@@ -95,9 +101,11 @@ class AppWalk:
         showing_reported: bool = True,
         own_drawing_offset: bool = False,
         quiet_tabs: bool = False,
+        quiet_moves: bool = False,
     ) -> None:
         self.pipeline = pipeline
         self.quiet_tabs = quiet_tabs
+        self.quiet_moves = quiet_moves
         self.app = app
         self.screen = screen
         self.showing_reported = showing_reported
@@ -128,10 +136,11 @@ class AppWalk:
     def refresh(self, pipeline: atspi.Pipeline, paths: dict[str, set[str]]) -> None:
         """Read again, on `pipeline`, the objects at `paths` (those that sent tree
         events, with the events' names), keeping the rest of the last walk. An object
-        whose children changed, or that showed or hid, is walked again with all below
-        it; one that moved or scrolled has the boxes below it read again; one that only
-        changed itself (a state, its name, its text) has its states, name and box read
-        again. A grid whose cursor or selection moved
+        whose children changed, that showed or hid, or that expanded or collapsed, is
+        walked again with all below it; one that moved or scrolled has the boxes below
+        it read again; one that changed itself (a state, its name, its text), whether or
+        not it moved, has its states, name and box read again. A grid whose cursor or
+        selection moved
         keeps its cells: only a scroll or a resize moves them; a long list is read again
         (which of its items show) after any event of its own, or a move above it; so is
         one that did not show when read, after any event of its own (Qt shows a dialog
@@ -154,8 +163,13 @@ class AppWalk:
                 deep.append(element)  # (one that did not show had nothing below it read)
             elif events & _GRID_MOVES:
                 moved.append(element)
+                if events - _GRID_MOVES:  # moved and changed itself (a state, its name)
+                    shallow.append(element)
             else:
                 shallow.append(element)
+        if self.quiet_moves and (moved or deep):  # the rest of their windows moved unsaid
+            windows = {e.order[:1] for e in moved + deep}
+            moved += [e for e in self.elements if e.order in windows and _shows(e)]
         places = [m.order for m in moved]
         deep += [e for e in self.elements if e.run is not None and _within(e, places)]
         if self.quiet_tabs:  # a few tabs each: their count and states read again

@@ -344,6 +344,7 @@ class AccessibilitySource:
                     showing_reported=not gtk4,
                     own_drawing_offset=facts.get("name") in _MENU_BAR_OFFSET_APPS,
                     quiet_tabs=toolkit == "qt",
+                    quiet_moves=gtk4,
                 )
             reader.start()
             reads[app] = (reader, events)
