@@ -89,8 +89,9 @@ class BudgetManager(Callback):
     shared: a SharedBudget, or several, whose limits hold across runs and processes
     (a conversation's, a day's, a tenant's): asked before every model call after this
     run's own limits, each request counted against them atomically in their store, and
-    each answered call's cost, tokens and tool calls added; a shared limit reached stops
-    the run the same way, its stop_reason naming the shared budget.
+    each answered call's cost, tokens and tool calls added to the period its request was
+    counted in (a call answered after midnight settles in its day); a shared limit
+    reached stops the run the same way, its stop_reason naming the shared budget.
     """
 
     def __init__(
