@@ -42,7 +42,7 @@ from openprogram.mcp._gate import (
     write_token,
 )
 from openprogram.mcp._sdk import mcp_types
-from openprogram.mcp._tasks import Tasks
+from openprogram.mcp._tasks import Tasks, client
 from openprogram.runtime import Runtime
 from openprogram.serving import is_loopback
 from openprogram.session import Session
@@ -150,7 +150,8 @@ def build_server(
         if Tasks.offers(fn):
             import anyio
 
-            return _scrubbed(await anyio.to_thread.run_sync(tasks.start, fn, arguments))
+            asking = client(context)  # the connection: its tasks/list lists the task
+            return _scrubbed(await anyio.to_thread.run_sync(tasks.start, fn, arguments, asking))
         call = calls.run(params.name, fn, arguments, store, model, options)
         # over HTTP, a client that disconnects cancels its call (the SDK only cancels
         # on the client's notifications/cancelled)

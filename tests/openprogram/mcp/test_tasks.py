@@ -1,6 +1,7 @@
 """`mcp serve`'s background tools as MCP Tasks, driven by the SDK's own client: the
-call names its task at once; tasks/get, tasks/result and tasks/cancel follow it, over
-another connection too, and a server restarted on the same store still knows it."""
+call names its task at once; tasks/get, tasks/result, tasks/cancel and tasks/list follow
+it, over another connection too; a server restarted on the same store still knows it,
+and takes up a task whose server was killed; ids that are no task are refused."""
 
 from __future__ import annotations
 
@@ -13,14 +14,7 @@ from openprogram.mcp._sdk import MCPError
 from openprogram.mcp._sdk import mcp_types as types
 from openprogram.mcp._tasks import RELATED_TASK
 from openprogram.mcp.serve import build_server
-from openprogram.operations import Operation, operation_tool
-from tests.openprogram.operations import kinds  # noqa: F401 - registers test.block
-
-
-@operation_tool(background=True)
-def build(file: str) -> Operation:
-    """Build something: works until the file exists."""
-    return Operation("test.block", {"file": file})
+from tests.openprogram.mcp.task_tools import build
 
 
 async def connected(server, work):
@@ -92,3 +86,195 @@ def test_a_task_is_cancelled_and_an_unknown_one_is_an_error(tmp_path):
         return task
 
     assert anyio.run(lambda: connected(server, work)).status == "cancelled"
+
+
+async def listed(session, cursor=None):
+    params = types.PaginatedRequestParams(cursor=cursor)
+    request = types.ListTasksRequest(params=params)
+    return await session.send_request(request, types.ListTasksResult)
+
+
+def test_tasks_list_lists_this_connections_tasks_and_the_capability_says_so(tmp_path):
+    server = build_server([build], store=str(tmp_path / "tasks.db"))
+    release = tmp_path / "release"
+
+    async def mine(session):
+        caps = session.initialize_result.capabilities
+        ids = []
+        for _ in range(2):
+            called = await session.call_tool("build", {"file": str(release)})
+            ids.append(called.meta[RELATED_TASK]["taskId"])
+        return caps, ids, await listed(session)
+
+    async def theirs(session):
+        return await listed(session)
+
+    async def main():
+        with anyio.fail_after(60):
+            caps, ids, first = await connected(server, mine)
+            other = await connected(server, theirs)
+            release.touch()
+            return caps, ids, first, other
+
+    caps, ids, first, other = anyio.run(main)
+    assert [t.task_id for t in first.tasks] == ids and first.next_cursor is None
+    assert {t.status for t in first.tasks} <= {"working", "completed"}
+    assert other.tasks == []  # another connection's tasks are not listed to it
+    assert caps.tasks.list is not None and caps.tasks.cancel is not None
+    assert caps.tasks.requests.tools.call is not None
+
+
+def test_ids_that_are_no_task_of_this_store_are_refused(tmp_path):
+    """Hostile ids: huge, odd unicode (a lone surrogate, bidi controls), another
+    session's (a session of the store that is no task), a well-formed unknown one: each
+    a short clear error, and the server goes on answering."""
+    from openprogram import Session
+    from openprogram.operations.tracker import tracker
+
+    store = str(tmp_path / "tasks.db")
+    release = tmp_path / "release"
+    release.touch()
+    with Session(store, id="not-a-task") as session:  # a run of the store, with an operation
+        build(file=str(release))
+        tracker(session).wait([r.id for r in tracker(session).records()])
+    server = build_server([build], store=store)
+    hostile = [
+        "x" * 2_000_000,
+        "task-" + "\ud800" * 3,
+        "\u202etask-\U0001f4a3",
+        session.id,
+        "task-" + "0" * 32,
+        "task-" + "A" * 32,
+        "../" * 40,
+    ]
+
+    async def work(session):
+        errors = []
+        for task_id in hostile:
+            for request, answer in (
+                (
+                    types.GetTaskRequest(params=types.GetTaskRequestParams(task_id=task_id)),
+                    types.GetTaskResult,
+                ),
+                (
+                    types.CancelTaskRequest(params=types.CancelTaskRequestParams(task_id=task_id)),
+                    types.CancelTaskResult,
+                ),
+                (
+                    types.GetTaskPayloadRequest(
+                        params=types.GetTaskPayloadRequestParams(task_id=task_id)
+                    ),
+                    types.CallToolResult,
+                ),
+            ):
+                with pytest.raises(MCPError) as raised:
+                    await session.send_request(request, answer)
+                errors.append(str(raised.value))
+        with pytest.raises(MCPError, match="is not one tasks/list gave"):
+            await listed(session, cursor="9" * 50)
+        called = await session.call_tool("build", {"file": str(release)})  # still serving
+        return errors, called
+
+    errors, called = anyio.run(lambda: connected(server, work))
+    assert all("there is no task" in e and len(e) < 400 for e in errors), errors
+    assert not any("\u202e" in e or "\ud800" in e for e in errors)  # quoted escaped
+    assert not called.is_error and called.meta[RELATED_TASK]["taskId"].startswith("task-")
+
+
+TOOLS = "tests.openprogram.mcp.task_tools"
+
+
+async def over_http(server, work):
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async with (
+        create_mcp_http_client(headers=server.auth) as http,
+        streamable_http_client(server.url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        return await work(session)
+
+
+async def over_stdio(store, work):
+    from mcp import StdioServerParameters, stdio_client
+
+    from tests.support.mcp_servers import ROOT, openprogram_command
+
+    argv = openprogram_command(
+        "mcp", "serve", f"{TOOLS}:build", f"{TOOLS}:rebuild", "--store", store
+    )
+    parameters = StdioServerParameters(
+        command=argv[0],
+        args=argv[1:],
+        env={"PYTHONPATH": str(ROOT), "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        cwd=ROOT,
+    )
+    async with stdio_client(parameters) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        return await work(session)
+
+
+@pytest.mark.slow
+def test_a_task_whose_server_was_killed_is_taken_up_by_the_next_server(tmp_path):
+    """Real processes: a server over HTTP starts two tasks (a once kind, an idempotent
+    one), the client reconnects and finds them by id, then the server is SIGKILLed while
+    both run. A server started on the same store (over stdio) takes them up when asked:
+    the once one is failed, saying it may have happened and how to settle it; the
+    idempotent one runs again and completes."""
+    from openprogram.store import open_store
+    from tests.support.mcp_serving import served
+
+    store = str(tmp_path / "tasks.db")
+    never, release = tmp_path / "never", tmp_path / "release"
+    reader, _ = open_store(store)
+
+    def running(task_id):
+        rows = reader.operations(task_id)
+        return bool(rows) and all(row.state == "running" for row in rows)
+
+    with served(f"{TOOLS}:build", f"{TOOLS}:rebuild", "--store", store) as server:
+
+        async def start(session):
+            once = await session.call_tool("build", {"file": str(never)})
+            again = await session.call_tool("rebuild", {"file": str(release)})
+            return once.meta[RELATED_TASK]["taskId"], again.meta[RELATED_TASK]["taskId"]
+
+        async def follow(session, ids):  # a new connection: found by id, not listed
+            return [await get(session, i) for i in ids], await listed(session)
+
+        async def main():
+            with anyio.fail_after(60):
+                ids = await over_http(server, start)
+                tasks, listing = await over_http(server, lambda s: follow(s, ids))
+                while not all(running(i) for i in ids):
+                    await anyio.sleep(0.05)
+                return ids, tasks, listing
+
+        (once_id, again_id), tasks, listing = anyio.run(main)
+        assert [t.status for t in tasks] == ["working", "working"] and listing.tasks == []
+        server.process.kill()  # SIGKILL, mid-operation
+        server.process.wait()
+
+    async def resumed(session):
+        first = await get(session, once_id)
+        release.touch()
+        payload = types.GetTaskPayloadRequest(
+            params=types.GetTaskPayloadRequestParams(task_id=again_id)
+        )
+        return first, await session.send_request(payload, types.CallToolResult)
+
+    async def restarted():
+        with anyio.fail_after(90):
+            return await over_stdio(store, resumed)
+
+    first, result = anyio.run(restarted)
+    assert first.status == "failed"
+    assert "took it up" in first.status_message and "not run again" in first.status_message
+    assert f"openprogram sessions settle {once_id}" in first.status_message
+    assert not result.is_error and result.content[0].text == "released"
+    (again_row,) = reader.operations(again_id)
+    assert again_row.state == "done" and again_row.attempts == 2  # ran again, once more
+    (once_row,) = reader.operations(once_id)
+    assert once_row.state == "unknown" and once_row.attempts == 1

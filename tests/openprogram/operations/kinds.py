@@ -61,3 +61,9 @@ def block(args: dict[str, Any], context: OperationContext) -> str:
         context.cancelled.wait(0.01)
     context.check()
     return "never"
+
+
+@operation_kind("test.block_again", effect="idempotent")
+def block_again(args: dict[str, Any], context: OperationContext) -> str:
+    """test.block, safe to run again: a process that dies while it runs has it rerun."""
+    return block(args, context)
