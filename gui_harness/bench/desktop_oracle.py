@@ -5,6 +5,9 @@ knows the steps (click the component labelled X or a cell of a grid, press keys,
 from the task file, but finds each component in the observation gui_agent made and acts
 only through its number, the cell's name, keys and typing — never through coordinates —
 so its success rate is the ceiling the harness's perception and input allow on real apps.
+Quicker than any person or model, it presses a key after a click only once the screen
+holds still (an app may answer a click in a later burst: the command the key calls is
+enabled then).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from gui_harness._aim import shows_change
 from gui_harness.bench.desktop_spec import (
     ClickStep,
     DesktopTask,
@@ -30,6 +34,13 @@ __all__ = ["DesktopOracle", "find_target"]
 MAX_WAITS = 40
 """Observations a step waits for its component before the oracle gives up."""
 _WAIT_MS = 300
+STILL_MS = 500
+"""A key or typing step after a click waits until two looks this far apart show the same
+screen: an app may answer a click twice, the second time after a pause longer than the
+harness's settle (pcmanfm-qt enables Rename, F2, in a signal sent 200 ms after the
+selection changed, later on a loaded machine), and a key before that is ignored."""
+MAX_STILL = 10
+"""Looks a key step waits for the screen to hold still (a spinner never does)."""
 
 
 def find_target(target: Target, components: Any) -> Any:
@@ -67,6 +78,9 @@ class DesktopOracle:
         self._clicked: int | None = None  # the click step planned last, taken again if refused
         self._planned_on: Any = None  # the observation the latest plan was made on
         self._planned: int | None = None  # the step it planned, taken again on a re-ask
+        self._pointed = False  # a click was planned since the last key or typing step
+        self._still: Any = None  # the screen a key step waits to see again unchanged
+        self._looks = 0  # looks that key step waited for the screen to hold still
 
     @property
     def finished(self) -> bool:
@@ -106,6 +120,15 @@ class DesktopOracle:
         if self.finished:
             return {"goal": "finish", "action": {"type": "done", "reason": "all steps taken"}}
         step = self.task.oracle[self.done]
+        if isinstance(step, KeysStep | TypeStep) and self._pointed:
+            if self._looks < MAX_STILL and (
+                self._still is None or shows_change(self._still, seen.image)
+            ):
+                self._still = seen.image
+                self._looks += 1
+                wait = {"type": "wait", "ms": STILL_MS}
+                return {"goal": "let the screen hold still", "action": wait}
+            self._pointed, self._still, self._looks = False, None, 0
         if isinstance(step, KeysStep):
             self.done += 1
             keys = "+".join(step.keys)
@@ -128,6 +151,7 @@ class DesktopOracle:
         self._waits = 0
         if isinstance(step, ClickStep):
             self._clicked = self.done
+            self._pointed = True
         self.done += 1
         if isinstance(step, WaitStep):
             return {"goal": f"{echo(what)} shows", "action": {"type": "wait", "ms": 0}}
