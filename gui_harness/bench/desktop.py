@@ -130,13 +130,19 @@ class DesktopEpisode:
             )
 
     def components(self) -> list[Any]:
-        """The components of the apps' accessibility trees now."""
+        """The components of the apps' accessibility trees now, placed and cut by the
+        desktop's windows as gui_agent's are (GTK 4 reports boxes relative to its
+        window, a popover's to its own surface)."""
         from gui_harness.perception import AccessibilitySource
 
-        assert self.desktop is not None
+        desktop = self.desktop
+        assert desktop is not None
         if self._source is None:
             self._source = AccessibilitySource(
-                self.desktop.accessibility_bus, screen=self.desktop.size, timeout=3.0
+                desktop.accessibility_bus,
+                screen=desktop.size,
+                timeout=3.0,
+                windows=lambda: desktop.desktop.visible_windows(),
             )
         return list(self._source.snapshot().components)
 
