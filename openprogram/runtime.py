@@ -420,12 +420,13 @@ class Runtime:
             )
         except Exception as exc:  # the exchange never started: record it, then raise
             reraise(self._failed(node, exc), exc)
-        self._ledger.reserve(frame, node, lambda: _prompt_tokens(rendered, parts))
         if any(hasattr(callback, "on_llm_start") for callback in self.callbacks):
             try:  # the messages are built only for a callback that reads them
                 request.messages = transform(self.callbacks, "on_llm_start", request.messages)
             except Exception as exc:  # the exchange never started: record it, then raise
                 reraise(self._failed(node, exc), exc)
+        # reserved once nothing before sending can fail: a shared budget's count is final
+        self._ledger.reserve(frame, node, lambda: _prompt_tokens(rendered, parts))
         return node, request
 
     def _max_images(self) -> int | None:

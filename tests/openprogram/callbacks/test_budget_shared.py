@@ -156,3 +156,16 @@ def test_a_zero_shared_limit_allows_no_call_and_says_so():
         "budget reached: shared budget 'none' max_cost=$0.0000 allows no model call; "
         "stopped before the next llm"
     )
+
+
+def test_a_request_whose_on_llm_start_fails_is_never_counted():
+    class Broken:
+        def on_llm_start(self, messages: list[Any]) -> list[Any]:
+            raise ValueError("redactor down")
+
+    tenant = SharedBudget("tenant-9", max_requests=5)
+    budget = BudgetManager(shared=tenant)
+    with Session(MemoryStore()), Runtime(ScriptedModel(["ok"]), callbacks=[budget, Broken()]):
+        with pytest.raises(ValueError, match="redactor down"):
+            spend(1)
+        assert tenant.tally().requests == 0  # the request was never sent
