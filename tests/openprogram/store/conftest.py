@@ -1,4 +1,5 @@
-"""The store backends every test in this folder runs against: memory, SQLite, PostgreSQL.
+"""The store backends every test in this folder runs against: memory, SQLite, PostgreSQL
+(`durable_store`, the two that outlive a process, is tests/support/stores.py's).
 
 `store` is what a program passes as `Session(store=...)`: a MemoryStore object, a SQLite
 file path, or a postgresql:// URL into a schema of its own (dropped afterwards). The
@@ -14,20 +15,13 @@ from typing import Any
 import pytest
 
 from openprogram.store import MemoryStore
+from tests.support.stores import durable_store  # noqa: F401 - a fixture
 
 
 @pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def store(request: pytest.FixtureRequest, tmp_path: Any) -> Any:
     if request.param == "memory":
         return MemoryStore()
-    if request.param == "sqlite":
-        return str(tmp_path / "sessions.db")
-    return request.getfixturevalue("postgres_url")
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def durable_store(request: pytest.FixtureRequest, tmp_path: Any) -> Any:
-    """A store that outlives the process: for tests with subprocesses."""
     if request.param == "sqlite":
         return str(tmp_path / "sessions.db")
     return request.getfixturevalue("postgres_url")
