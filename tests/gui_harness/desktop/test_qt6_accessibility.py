@@ -8,7 +8,6 @@ import json
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -84,9 +83,7 @@ def test_a_qt6_app_publishes_its_controls_with_names_roles_and_boxes(tmp_path: P
         assert _toolkits(desktop.accessibility_bus) == [("Qt", "6")]  # it registered
         source = AccessibilitySource(desktop.accessibility_bus, screen=desktop.size, timeout=5)
         try:
-            snapshot = _wait_for(source, lambda s: bool(_named(s, "button", "Save")))
-            placed = json.loads(placed_file.read_text())
-            snapshot = source.snapshot()  # read after Qt's geometry, which no longer moves
+            snapshot, placed = _read_in_place(source, placed_file)
         finally:
             source.close()
     assert snapshot.note is None and snapshot.apps == 1
@@ -128,14 +125,19 @@ def _toolkits(bus: str) -> list[tuple[str, str]]:
     return found
 
 
-def _wait_for(
-    source: AccessibilitySource, condition: Callable[[AccessibilitySnapshot], bool]
-) -> AccessibilitySnapshot:
+def _read_in_place(
+    source: AccessibilitySource, placed_file: Path
+) -> tuple[AccessibilitySnapshot, dict[str, list[int]]]:
+    """A snapshot showing the Save button, and where Qt placed its controls, read before
+    and after it alike (so the window manager did not move the window in between)."""
     deadline = time.monotonic() + _LIMIT_S
     while True:
+        before = json.loads(placed_file.read_text())
         snapshot = source.snapshot()
-        if condition(snapshot) or time.monotonic() > deadline:
-            return snapshot
+        after = json.loads(placed_file.read_text())
+        shown = bool(_named(snapshot, "button", "Save")) and before == after
+        if shown or time.monotonic() > deadline:
+            return snapshot, after
         time.sleep(0.1)
 
 
