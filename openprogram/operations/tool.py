@@ -13,6 +13,7 @@ import functools
 import inspect
 import json
 import threading
+import types
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
@@ -99,12 +100,27 @@ def operation_tool(
             hints = dict(getattr(raw, "__annotations__", {}))
         hints.pop("return", None)  # the call returns results, not operations
         body.__annotations__ = hints
+        body.__wrapped__ = _without_return(raw)  # type: ignore[attr-defined]  # nor resumed as them
         wrapped = agentic_function(body, input=input)
         wrapped.background = background  # type: ignore[attr-defined]
         wrapped.__operations__ = True  # type: ignore[attr-defined]
         return wrapped
 
     return decorate if fn is None else decorate(fn)
+
+
+def _without_return(raw: Callable[..., Any]) -> Callable[..., Any]:
+    """`raw` as a function whose return annotation is gone (its signature and docs are
+    the tool's): a resumed call's recorded result (a handle, an operation's result) is
+    not read back as the Operation the function returns."""
+    copy: Any = types.FunctionType(
+        raw.__code__, raw.__globals__, raw.__name__, raw.__defaults__, raw.__closure__
+    )
+    functools.update_wrapper(copy, raw, updated=())
+    copy.__kwdefaults__ = raw.__kwdefaults__
+    copy.__annotations__ = {k: v for k, v in inspect.get_annotations(raw).items() if k != "return"}
+    del copy.__wrapped__  # type: ignore[attr-defined]
+    return copy
 
 
 def _run(raw: Callable[..., Any], background: bool, args: Any, kwargs: Any) -> Any:

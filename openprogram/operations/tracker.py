@@ -4,7 +4,9 @@ Owns the state machine pending -> running -> done | failed | cancelled (and unkn
 operations are committed with their tool call node in one transaction, every state
 change is recorded in the session's store before it takes effect (`running` before the
 work starts), and on resume unfinished ones are picked up once, by their kind's effect
-rule. Managers (manager.py) only run them. Start at Tracker.commit().
+rule. A fork sees the operations its shared history made, and never runs them: they
+are its parent's (docs/operations.md#forks). Managers (manager.py) only run them.
+Start at Tracker.commit().
 """
 
 from __future__ import annotations
@@ -78,10 +80,13 @@ def _json(value: Any) -> str:
 class _Live:
     """An operation known to this process: its record and who waits for it."""
 
-    __slots__ = ("asked_at", "done", "manager", "operation", "record", "started", "stopping")
+    __slots__ = (
+        "asked_at", "done", "manager", "operation", "owner", "record", "started", "stopping"
+    )  # fmt: skip
 
-    def __init__(self, record: OperationRecord) -> None:
+    def __init__(self, record: OperationRecord, owner: str | None = None) -> None:
         self.record = record
+        self.owner = owner  # in a fork: the session whose operation it is (else None)
         self.operation = Operation(record.kind, record.args, record.version, id=record.id)
         self.done = threading.Event()
         self.manager: OperationManager | None = None
@@ -90,6 +95,20 @@ class _Live:
         self.asked_at = 0.0  # when the store was last asked whether it should stop
         if record.state in FINISHED or record.state == "unknown":
             self.done.set()
+
+
+class _Shared(_Live):
+    """A fork's view of an operation of its parent open in this process: the parent's
+    _Live itself (its record, its events), under the parent's id as `owner`."""
+
+    __slots__ = ("_of",)
+
+    def __init__(self, of: _Live, owner: str) -> None:  # the other slots stay unset
+        self._of = of
+        self.owner = owner
+
+    def __getattr__(self, name: str) -> Any:  # an unset slot: the parent's
+        return getattr(self._of, name)
 
 
 class Tracker:
@@ -108,16 +127,52 @@ class Tracker:
         return store if callable(getattr(store, "commit_operations", None)) else None
 
     def _load(self) -> None:
-        """Read the session's stored operations once (a resumed session's, say)."""
+        """Read the session's stored operations once (a resumed session's, say), and a
+        fork's inherited ones."""
         if self._loaded:
             return
         self._loaded = True
         store = self._store
-        if store is None:
-            return
-        for row in store.operations(self.session.id):
-            if row.id not in self._ops:
-                self._ops[row.id] = _Live(_record(row))
+        if store is not None:
+            for row in store.operations(self.session.id):
+                if row.id not in self._ops:
+                    self._ops[row.id] = _Live(_record(row))
+        self._inherit()
+
+    def _inherit(self) -> None:
+        """A fork's view of the operations its shared history made (those whose tool call
+        node it holds): its parent's _Live when the parent is open in this process (the
+        fork waits on the parent's own events), else as its parent's store rows hold
+        them, up the chain of forks. Never run, cancelled or settled here."""
+        info = getattr(self.session, "info", None)
+        parent = getattr(info, "parent", None)
+        dag = getattr(self.session, "dag", None)
+        store = self._store
+        depth = 0
+        while parent is not None and dag is not None and depth < 100:
+            depth += 1
+            with _trackers_lock:
+                same = [(s, t) for s, t in _trackers.items() if getattr(s, "id", None) == parent]
+            # the parent's run in this process: the object holding its lease (or any, when
+            # nothing is stored); another object of it only reads, so the store is followed
+            live = [t for s, t in same if t is not self and (store is None or s._holding)]
+            if live:
+                for id, found in live[0]._all().items():
+                    if found.record.node in dag and id not in self._ops:
+                        self._ops[id] = found if found.owner is not None else _Shared(found, parent)
+                return  # the parent's view holds its own inherited ones
+            if store is None:
+                return
+            for row in store.operations(parent):
+                if row.node in dag and row.id not in self._ops:
+                    self._ops[row.id] = _Live(_record(row), owner=parent)
+            above = store.session(parent)
+            parent = None if above is None else above.parent
+
+    def _all(self) -> dict[str, _Live]:
+        with self._lock:
+            self._load()
+            return dict(self._ops)
 
     def records(self) -> list[OperationRecord]:
         """Every operation of the session, oldest first."""
@@ -184,6 +239,8 @@ class Tracker:
             with self._lock:
                 self._load()
                 live = self._ops[id]
+                if live.owner is not None:  # a fork's parent's: only the parent runs it
+                    continue
                 if live.started or live.record.state not in ("pending", "running"):
                     continue
                 kind = kind_of(live.record.kind, live.record.version, operation=id)
@@ -302,9 +359,30 @@ class Tracker:
             with self._lock:
                 self._load()
                 live = self._ops[id]
+            if live.owner is not None and not isinstance(live, _Shared):
+                self._follow(live, deadline)
+                continue
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
             live.done.wait(left)
         return [self.get(id) for id in ids]
+
+    def _follow(self, live: _Live, deadline: float | None) -> None:
+        """Wait for a fork's inherited operation as its parent's store rows tell, while a
+        live process holds the parent (its writer lease): no one else will finish it."""
+        store, owner = self._store, live.owner
+        while store is not None and owner is not None:
+            row = next((r for r in store.operations(owner) if r.id == live.record.id), None)
+            if row is not None:
+                live.record = _record(row)
+            if live.record.state in FINISHED or live.record.state == "unknown":
+                live.done.set()
+                return
+            holder = store.holder(owner)
+            if holder is None or holder.expired(time.time()) is not None:
+                return  # its parent is not running: it stays as it is until resumed
+            if deadline is not None and time.monotonic() >= deadline:
+                return
+            time.sleep(_FOLLOW_S)
 
     def cancel(self, id: str) -> OperationRecord:
         """Ask operation `id` to stop: a pending one is cancelled at once, a running one
@@ -314,6 +392,8 @@ class Tracker:
             live = self._ops.get(id)
             if live is None:
                 raise ValueError(f"this session has no operation {id!r}")
+            if live.owner is not None:
+                raise UsageError(_parents(id, live.owner, "cancel it there"))
             manager = live.manager
             if live.record.state == "pending":
                 self._move(live, ("pending",), "cancelled", error="cancelled")
@@ -330,6 +410,8 @@ class Tracker:
             live = self._ops.get(id)
             if live is None:
                 raise UsageError(f"this session has no operation {id!r}")
+            if live.owner is not None:
+                raise UsageError(_parents(id, live.owner, "settle it there"))
             if live.record.state != "unknown":
                 same = _json(result) == _json(live.record.result)
                 if live.record.state == "done" and not rerun and same:
@@ -359,6 +441,17 @@ class Tracker:
         operation, else a list); raises EffectUnknown or OperationFailed."""
         records = self.wait(ids)
         for record in records:
+            with self._lock:
+                owner = self._ops[record.id].owner
+            if owner is not None and record.state in ("pending", "running"):
+                raise OperationFailed(
+                    f"operation {record.id} ({record.kind}) of {node.name} is {record.state} "
+                    f"in session {owner}, this fork's parent, which is not running: "
+                    + _parents(record.id, owner, f"resume {owner} to finish it"),
+                    node_id=node.id,
+                    operation=record.id,
+                    state=record.state,
+                )
             if record.state == "unknown":
                 raise EffectUnknown(
                     f"operation {record.id} ({record.kind}) of {node.name} was running when "
@@ -388,13 +481,26 @@ class Tracker:
             ids = [
                 id
                 for id, live in self._ops.items()
-                if live.record.background and live.record.state in ("pending", "running")
+                if live.owner is None
+                and live.record.background
+                and live.record.state in ("pending", "running")
             ]
         if ids:
             self.start(ids, manager)
 
 
 _UNKNOWN = "its process died while it ran; its kind is effect='once', so it is not run again"
+_FOLLOW_S = 0.05
+"""How often a fork waiting for its parent's operation reads the parent's store rows."""
+
+
+def _parents(id: str, owner: str, then: str) -> str:
+    return (
+        f"operation {id} belongs to session {owner}, which this fork shares it with; a "
+        f"fork never runs, cancels or settles its parent's operations: {then}"
+    )
+
+
 _REQUESTED = "cancelled: asked to stop (openprogram sessions ops --cancel)"
 _ASK_EVERY_S = 0.25
 """At most this often a heartbeat asks the store whether its operation was asked to stop."""
