@@ -19,6 +19,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import cv2
 import numpy as np
 
 from gui_harness.perception import _grid_headers as headers
@@ -35,7 +36,8 @@ Reader = Callable[[np.ndarray], str]
 
 _READ_KINDS = frozenset({"button", "field", "text", "link", "tab", "dropdown"})
 _INK = 24  # grey levels from a crop's background that make a column hold ink
-_MARGIN = 4  # px of background kept either side of a crop's ink
+_MARGIN = 4  # px of background kept (or added) either side of a crop's ink
+_CUT = 3  # rows of ink in a crop's side column that make text cut by the side
 _MIN_RATIO = 3.0  # a shorter crop is padded to this width: a lone letter reads better
 _WIDE_LINE = 6  # a paragraph's lines are this many times as wide as high, or more
 _PARAGRAPH = 3  # lines at one x, each right under the last: a paragraph, content
@@ -311,10 +313,25 @@ def _long(crops: list[np.ndarray]) -> bool:
 
 def _inked(crop: np.ndarray) -> np.ndarray:
     """Only the columns of `crop` with ink, and a margin: the recogniser's work grows
-    with the width, and a field's or a wide button's crop is mostly empty."""
-    ink = np.abs(crop.astype(np.int16) - int(np.median(crop))) > _INK
+    with the width (a field's or a wide button's crop is mostly empty). Where text runs
+    into a side of the crop (a box that hugs its text, cut into by the inset: a focus
+    ring's), a margin is added: read touching the side, "Email alerts" came out
+    "Emailalerts"."""
+    background = int(np.median(crop))
+    ink = np.abs(crop.astype(np.int16) - background) > _INK
     columns = np.flatnonzero(ink.any(axis=0))
     if not len(columns):
         return crop
     left, right = max(int(columns[0]) - _MARGIN, 0), int(columns[-1]) + 1 + _MARGIN
-    return crop[:, left:right]
+    cut = crop[:, left:right]
+    pad_left, pad_right = _MARGIN * _cut_text(ink, 0, 1), _MARGIN * _cut_text(ink, -1, -2)
+    if not (pad_left or pad_right):
+        return cut
+    return cv2.copyMakeBorder(cut, 0, 0, pad_left, pad_right, cv2.BORDER_CONSTANT, value=background)
+
+
+def _cut_text(ink: np.ndarray, side: int, inner: int) -> bool:
+    """Whether text runs into the crop's `side` column: ink in _CUT rows of it or more,
+    and in the column beside it (a box's thin border or a line running off the crop is
+    no text cut, and padded it would read as a stray '|' or '-')."""
+    return ink.shape[1] > 2 and ink[:, side].sum() >= _CUT and bool(ink[:, inner].any())

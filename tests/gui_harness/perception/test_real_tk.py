@@ -10,11 +10,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
+from gui_harness.actions import Click
 from gui_harness.perception import OcrWorker, Perception
 
 pytestmark = [
@@ -167,3 +169,68 @@ def test_the_first_look_at_the_demo_has_its_buttons_labelled(tmp_path):
     ]  # fmt: skip
     assert [c.label for c in save] == ["Save"], observation.text
     assert "Save" in observation.text and worker.reads > 0
+
+
+CAPTIONS = """
+import sys
+import tkinter as tk
+from tkinter import ttk
+root = tk.Tk()
+root.geometry("560x340+40+40")
+ttk.Style(root).configure(".", font=("DejaVu Sans", 15))
+book = ttk.Notebook(root)
+account, notify = ttk.Frame(book, padding=16), ttk.Frame(book, padding=16)
+ttk.Label(account, text="Username").grid(row=0, column=0)
+values = [tk.BooleanVar(value=False) for _ in range(3)]  # kept: unset is 'alternate'
+for row, text in enumerate(("Email alerts", "Show hidden files", "Auto save")):
+    box = ttk.Checkbutton(notify, text=text, variable=values[row])
+    box.grid(row=row, column=0, sticky="w", pady=8)
+    if row == 0:  # the tab's click focuses it: its dotted focus ring hugs its caption
+        box.bind("<FocusIn>", lambda e: root.after(200, open(sys.argv[2], "w").close))
+book.add(account, text="Account")
+book.add(notify, text="Notifications")
+book.pack(fill="both", expand=True, padx=10, pady=10)
+def where():  # the Notifications tab's middle on the screen
+    xs = [x for x in range(book.winfo_width()) if book.identify(x, 12) and
+          book.index(f"@{x},12") == 1]
+    with open(sys.argv[1], "w") as f:
+        f.write(f"{book.winfo_rootx() + (xs[0] + xs[-1]) // 2} {book.winfo_rooty() + 12}")
+root.after(500, where)
+root.mainloop()
+"""
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("rapidocr_onnxruntime") is None, reason="RapidOCR is not installed"
+)
+def test_a_caption_its_focus_ring_hugs_keeps_its_word_spaces(tmp_path):
+    """A ttk check button focused by its tab's click has a dotted focus ring hugging its
+    caption: a box whose inset cut into the ink, and read touching the crop's sides
+    'Email alerts' came out 'Emailalerts' (the desktop bench's ttk-notifications-tab)."""
+    from gui_harness.desktop.virtual import App, VirtualDesktop
+
+    script, tab, focused = tmp_path / "captions.py", tmp_path / "tab", tmp_path / "focused"
+    script.write_text(CAPTIONS)
+
+    def wait_file(path: Path) -> str:
+        deadline = time.monotonic() + 60
+        while not path.exists() or (not path.read_text().strip() and path is tab):
+            assert time.monotonic() < deadline, f"the app never wrote {path.name}"
+            time.sleep(0.05)
+        return path.read_text()
+
+    worker = OcrWorker()  # its own cache: nothing read before this look
+    with VirtualDesktop(
+        apps=[App([sys.executable, str(script), str(tab), str(focused)])]
+    ) as desktop:
+        x, y = map(int, wait_file(tab).split())
+        desktop.execute(Click(x=x, y=y))
+        wait_file(focused)  # the app says when its caption has the focus
+        desktop.wait_settled(timeout=10.0)
+        # a generous bound for a loaded machine: the look returns once its crops are read
+        observation = Perception(ocr=worker, first_look=120).perceive(desktop.screenshot())
+    worker.close()
+    labels = {c.label for c in observation.components}
+    assert {"Email alerts", "Show hidden files", "Auto save", "Notifications"} <= labels, (
+        observation.text
+    )
