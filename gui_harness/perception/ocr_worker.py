@@ -37,6 +37,8 @@ Reader = Callable[[np.ndarray], str]
 _READ_KINDS = frozenset({"button", "field", "text", "link", "tab", "dropdown"})
 _INK = 24  # grey levels from a crop's background that make a column hold ink
 _MARGIN = 4  # px of background kept (or added) either side of a crop's ink
+_EDGE = 2  # px of background added above or below text cut by the crop's top or bottom
+_GAP = 1.0  # a blank this many times a crop's height or longer is cut to that length
 _CUT = 3  # rows of ink in a crop's side column that make text cut by the side
 _MIN_RATIO = 3.0  # a shorter crop is padded to this width: a lone letter reads better
 _WIDE_LINE = 6  # a paragraph's lines are this many times as wide as high, or more
@@ -313,25 +315,52 @@ def _long(crops: list[np.ndarray]) -> bool:
 
 def _inked(crop: np.ndarray) -> np.ndarray:
     """Only the columns of `crop` with ink, and a margin: the recogniser's work grows
-    with the width (a field's or a wide button's crop is mostly empty). Where text runs
+    with the width (a field's or a wide button's crop is mostly empty, and a blank
+    wider than the crop is high is cut to that: a drop-down's text and its arrow are
+    one read, not a read of the room between them). Where text runs
     into a side of the crop (a box that hugs its text, cut into by the inset: a focus
-    ring's), a margin is added: read touching the side, "Email alerts" came out
-    "Emailalerts"."""
+    ring's, a slim drop-down's), a margin is added: read touching the sides, "Email
+    alerts" came out "Emailalerts"."""
     background = int(np.median(crop))
     ink = np.abs(crop.astype(np.int16) - background) > _INK
     columns = np.flatnonzero(ink.any(axis=0))
     if not len(columns):
         return crop
     left, right = max(int(columns[0]) - _MARGIN, 0), int(columns[-1]) + 1 + _MARGIN
-    cut = crop[:, left:right]
-    pad_left, pad_right = _MARGIN * _cut_text(ink, 0, 1), _MARGIN * _cut_text(ink, -1, -2)
-    if not (pad_left or pad_right):
+    cut = _squeezed(crop[:, left:right], ink[:, left:right])
+    pad_left = _MARGIN * _cut_text(ink[:, 0], ink[:, 1:2])
+    pad_right = _MARGIN * _cut_text(ink[:, -1], ink[:, -2:-1])
+    pad_top, pad_bottom = (
+        _EDGE * _cut_text(ink[0], ink[1:2]),
+        _EDGE * _cut_text(ink[-1], ink[-2:-1]),
+    )
+    if not (pad_left or pad_right or pad_top or pad_bottom):
         return cut
-    return cv2.copyMakeBorder(cut, 0, 0, pad_left, pad_right, cv2.BORDER_CONSTANT, value=background)
+    return cv2.copyMakeBorder(
+        cut, pad_top, pad_bottom, pad_left, pad_right, cv2.BORDER_CONSTANT, value=background
+    )
 
 
-def _cut_text(ink: np.ndarray, side: int, inner: int) -> bool:
-    """Whether text runs into the crop's `side` column: ink in _CUT rows of it or more,
-    and in the column beside it (a box's thin border or a line running off the crop is
-    no text cut, and padded it would read as a stray '|' or '-')."""
-    return ink.shape[1] > 2 and ink[:, side].sum() >= _CUT and bool(ink[:, inner].any())
+def _squeezed(crop: np.ndarray, ink: np.ndarray) -> np.ndarray:
+    """`crop` with every run of blank columns longer than _GAP times its height cut to
+    that length (a word space is under half the height: words stay apart)."""
+    longest = max(round(_GAP * crop.shape[0]), 8)
+    blank = ~ink.any(axis=0)
+    keep = np.ones(len(blank), bool)
+    start = None
+    for column, empty in enumerate([*blank.tolist(), False]):
+        if empty and start is None:
+            start = column
+        elif not empty and start is not None:
+            if column - start > longest:
+                keep[start + longest // 2 : column - (longest - longest // 2)] = False
+            start = None
+    return crop if keep.all() else crop[:, keep]
+
+
+def _cut_text(side: np.ndarray, inner: np.ndarray) -> bool:
+    """Whether text runs into a crop's side, given the ink of its `side` column (or row)
+    and of the one inside it: ink in _CUT pixels of the side or more, and beside it (a
+    box's thin border or a line running off the crop is no text cut, and given a margin
+    it would read as a stray '|', ']' or '-')."""
+    return inner.size > 0 and int(side.sum()) >= _CUT and bool(inner.any())

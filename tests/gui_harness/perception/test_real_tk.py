@@ -234,3 +234,44 @@ def test_a_caption_its_focus_ring_hugs_keeps_its_word_spaces(tmp_path):
     assert {"Email alerts", "Show hidden files", "Auto save", "Notifications"} <= labels, (
         observation.text
     )
+
+
+SLIM_DROP_DOWNS = """
+import tkinter as tk
+from tkinter import ttk
+root = tk.Tk()
+root.geometry("640x300+0+0")
+ttk.Style(root).configure(".", font=("DejaVu Sans", 12))
+for row, text in enumerate(("Middle", "Weekly report", "Left")):
+    box = ttk.Combobox(root, values=[text], width=48)
+    box.set(text)
+    box.grid(row=row, column=0, padx=20, pady=12)
+root.mainloop()
+"""
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("rapidocr_onnxruntime") is None, reason="RapidOCR is not installed"
+)
+def test_wide_slim_drop_downs_are_read_whole_with_their_word_spaces(tmp_path):
+    """A 400 px drop-down 21 px high: its inset cuts its text's top and bottom (read so,
+    'Weekly report' came out 'Weeklyreport', 'Left' 'Let'), and its crop, from its text
+    to its arrow, is mostly blank (cut to a blank as wide as it is high: 'Left' is read
+    from a crop a fraction of the box's width)."""
+    from gui_harness.desktop.virtual import App, VirtualDesktop
+    from gui_harness.perception._pixels import grey_array
+    from gui_harness.perception.ocr_worker import _crop, _inked
+
+    script = tmp_path / "drop_downs.py"
+    script.write_text(SLIM_DROP_DOWNS)
+    worker = OcrWorker()  # its own cache: nothing read before this look
+    with VirtualDesktop(apps=[App([sys.executable, str(script)])]) as desktop:
+        desktop.wait_settled(timeout=10.0)
+        image = desktop.screenshot()
+    # a generous bound for a loaded machine: the look returns once its crops are read
+    observation = Perception(ocr=worker, first_look=120).perceive(image)
+    worker.close()
+    drop_downs = [c for c in observation.components if c.kind == "dropdown"]
+    assert [c.label for c in drop_downs] == ["Middle", "Weekly report", "Left"], observation.text
+    crop = _crop(grey_array(image), drop_downs[2])
+    assert crop is not None and _inked(crop).shape[1] < crop.shape[1] / 4
