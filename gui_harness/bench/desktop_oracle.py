@@ -7,7 +7,8 @@ only through its number, the cell's name, keys and typing — never through coor
 so its success rate is the ceiling the harness's perception and input allow on real apps.
 Quicker than any person or model, it presses a key after a click only once the screen
 holds still (an app may answer a click in a later burst: the command the key calls is
-enabled then).
+enabled then), and clicks once more when a click left the screen as it was even then
+(an app still starting did not take it).
 """
 
 from __future__ import annotations
@@ -38,9 +39,12 @@ STILL_MS = 500
 """A key or typing step after a click waits until two looks this far apart show the same
 screen: an app may answer a click twice, the second time after a pause longer than the
 harness's settle (pcmanfm-qt enables Rename, F2, in a signal sent 200 ms after the
-selection changed, later on a loaded machine), and a key before that is ignored."""
+selection changed, later on a loaded machine), and a key before that is ignored. A click
+that left the screen unchanged is judged not taken, and taken again, only once the screen
+stayed the same over two such waits (a GTK 4 popover may show after the harness's
+settle)."""
 MAX_STILL = 10
-"""Looks a key step waits for the screen to hold still (a spinner never does)."""
+"""Looks a step waits for the screen to hold still (a spinner never does)."""
 
 
 def find_target(target: Target, components: Any) -> Any:
@@ -79,8 +83,12 @@ class DesktopOracle:
         self._planned_on: Any = None  # the observation the latest plan was made on
         self._planned: int | None = None  # the step it planned, taken again on a re-ask
         self._pointed = False  # a click was planned since the last key or typing step
-        self._still: Any = None  # the screen a key step waits to see again unchanged
-        self._looks = 0  # looks that key step waited for the screen to hold still
+        self._still: Any = None  # the screen a step waits to see again unchanged
+        self._looks = 0  # looks that step waited for the screen to hold still
+        self._calm = 0  # waits in a row over which the screen stayed the same
+        self._clicked_on: Any = None  # the screen the latest click was planned on
+        self._doubted: tuple[int, Any] | None = None  # a click that changed nothing, its screen
+        self._retried: set[int] = set()  # click steps taken twice
 
     @property
     def finished(self) -> bool:
@@ -114,21 +122,27 @@ class DesktopOracle:
             return {"goal": "look again", "action": {"type": "wait", "ms": _WAIT_MS}}
         self._planned_on, self._planned = seen, self.done
         outcome = latest_outcome()
-        if self._clicked is not None and outcome is not None and outcome["status"] == "rejected":
-            self.done = self._clicked  # refused (the app was still drawing): click it again
+        if self._clicked is not None and outcome is not None:
+            if outcome["status"] == "rejected":
+                self.done = self._clicked  # refused (the app was still drawing): click it again
+            elif outcome.get("screen_changed") is False and self._clicked not in self._retried:
+                self._doubted = (self._clicked, self._clicked_on)  # taken? (a late popover)
         self._clicked = None
+        if self._doubted is not None:  # still the same a second later: not taken
+            if self._unsettled(seen, spells=2):
+                return _still_wait()
+            step_index, before = self._doubted
+            self._doubted = None
+            if not shows_change(before, seen.image):  # not taken: click it again, once
+                self.done = step_index
+                self._retried.add(step_index)
         if self.finished:
             return {"goal": "finish", "action": {"type": "done", "reason": "all steps taken"}}
         step = self.task.oracle[self.done]
         if isinstance(step, KeysStep | TypeStep) and self._pointed:
-            if self._looks < MAX_STILL and (
-                self._still is None or shows_change(self._still, seen.image)
-            ):
-                self._still = seen.image
-                self._looks += 1
-                wait = {"type": "wait", "ms": STILL_MS}
-                return {"goal": "let the screen hold still", "action": wait}
-            self._pointed, self._still, self._looks = False, None, 0
+            if self._unsettled(seen):
+                return _still_wait()
+            self._pointed = False
         if isinstance(step, KeysStep):
             self.done += 1
             keys = "+".join(step.keys)
@@ -150,7 +164,7 @@ class DesktopOracle:
             return {"goal": f"wait for {echo(what)}", "action": {"type": "wait", "ms": _WAIT_MS}}
         self._waits = 0
         if isinstance(step, ClickStep):
-            self._clicked = self.done
+            self._clicked, self._clicked_on = self.done, seen.image
             self._pointed = True
         self.done += 1
         if isinstance(step, WaitStep):
@@ -161,3 +175,21 @@ class DesktopOracle:
             action["cell"] = step.cell
             what = {**what, "cell": step.cell}
         return {"goal": f"{kind} {echo(what)}", "action": action}
+
+    def _unsettled(self, seen: Any, spells: int = 1) -> bool:
+        """Whether to look again before the next step: until the screen stayed the same
+        over `spells` waits in a row (at most MAX_STILL looks)."""
+        if self._looks < MAX_STILL:
+            if self._still is None or shows_change(self._still, seen.image):
+                self._still, self._calm = seen.image, 0
+            else:
+                self._calm += 1
+            if self._calm < spells:
+                self._looks += 1
+                return True
+        self._still, self._looks, self._calm = None, 0, 0
+        return False
+
+
+def _still_wait() -> dict[str, Any]:
+    return {"goal": "let the screen hold still", "action": {"type": "wait", "ms": STILL_MS}}

@@ -178,6 +178,53 @@ def test_a_key_after_a_click_waits_until_the_app_has_answered_it_whole(tmp_path)
     assert result.exit_code == 0, result.output[-2000:]
 
 
+# a button the app does not take the first time (an app still starting), and one whose
+# answer shows only 700 ms after the press (a popover opening late): the first is clicked
+# again, the second not (each writes how many presses it took)
+PRESSES_APP = """import sys, tkinter as tk
+root = tk.Tk()
+root.title('Presses')
+root.geometry('480x200+40+40')
+presses = []
+shown = tk.Label(root, text='', font=('DejaVu Sans', 14))
+def press():
+    presses.append(1)
+    if sys.argv[2] == 'late':
+        root.after(700, lambda: shown.config(text='Opened at last'))
+    elif len(presses) == 1:
+        return  # not taken
+    with open(sys.argv[1], 'w') as out:
+        out.write(str(len(presses)))
+tk.Button(root, text='Apply', font=('DejaVu Sans', 16), command=press).pack(pady=16)
+shown.pack(pady=8)
+root.mainloop()
+"""
+
+
+def test_a_click_that_changed_nothing_is_taken_again_once_the_screen_holds_still(tmp_path):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    for kind, expected in (("ignored", "2"), ("late", "1")):
+        argv = ["{python}", "{workdir}/app.py", "{workdir}/out", kind]
+        task = {
+            "id": f"{kind}-press",
+            "app": "tk",
+            "instruction": "Press Apply.",
+            "config": [
+                {"type": "write_file", "path": "{workdir}/app.py", "text": PRESSES_APP},
+                {"type": "launch", "argv": argv},
+            ],
+            "evaluator": [{"type": "file_text", "path": "{workdir}/out", "expected": expected}],
+            "oracle": [{"click": {"label": "Apply"}}],
+        }
+        (folder / f"{kind}.json").write_text(json.dumps(task), encoding="utf-8")
+    out = tmp_path / "out"
+    result = _bench("--tasks-dir", str(folder), "--workers", "2", "--out", str(out))
+    failed = [(e["id"], e.get("detail")) for e in _summary(out)["episodes"] if not e["success"]]
+    assert not failed, failed
+    assert result.exit_code == 0, result.output[-2000:]
+
+
 def test_tasks_dir_with_a_bad_file_names_the_file_and_field(tmp_path):
     folder = tmp_path / "mine"
     folder.mkdir()

@@ -1,7 +1,8 @@
 """The desktop oracle's steps under gui_agent, on a FakeDesktop with a perception that
 shows a sheet first without its cells (a tree read cut short), then with them: a click
 on a cell waits for the cells rather than answering what the harness would refuse, and
-an answer refused anyway (asked again on the same screen) is taken again on the next."""
+an answer refused anyway (asked again on the same screen) is taken again on the next; a
+click that changed nothing on the (fake) screen is taken once more."""
 
 from __future__ import annotations
 
@@ -57,10 +58,12 @@ def test_a_cell_click_waits_for_the_grids_cells() -> None:
     result, desktop, session = _run(_Sheet(cells_from=3))
     assert result.success
     actions = [n.input["action"] for n in session.dag.find(name="dispatch_action")]
-    assert [a["type"] for a in actions] == ["wait", "wait", "click"]
-    assert actions[-1]["cell"] == "B3"
-    assert [(a.x, a.y) for a in desktop.actions if a.type == "click"] == [(220, 150)]
-    assert len(session.dag.find(kind="llm", name="plan_next_action")) == 4  # no re-ask
+    # the fake screen does not change when clicked: once it stayed the same over two
+    # waits, the oracle takes the click as not taken and clicks once more
+    assert [a["type"] for a in actions] == ["wait", "wait", "click", "wait", "wait", "click"]
+    assert actions[2]["cell"] == actions[-1]["cell"] == "B3"
+    assert [(a.x, a.y) for a in desktop.actions if a.type == "click"] == [(220, 150)] * 2
+    assert len(session.dag.find(kind="llm", name="plan_next_action")) == 7  # no re-ask
 
 
 class _Growing(_Sheet):
@@ -81,5 +84,5 @@ def test_an_answer_refused_on_its_screen_is_planned_again_on_the_next() -> None:
     plans = [n.output for n in session.dag.find(kind="llm", name="plan_next_action")]
     assert '"cell": "B3"' in plans[0] and "look again" in plans[1]  # refused, re-asked
     actions = [n.input["action"] for n in session.dag.find(name="dispatch_action")]
-    assert [a["type"] for a in actions] == ["wait", "click"]
-    assert [(a.x, a.y) for a in desktop.actions if a.type == "click"] == [(220, 150)]
+    assert [a["type"] for a in actions] == ["wait", "click", "wait", "wait", "click"]
+    assert [(a.x, a.y) for a in desktop.actions if a.type == "click"] == [(220, 150)] * 2
