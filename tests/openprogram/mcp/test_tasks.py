@@ -128,14 +128,14 @@ def test_ids_that_are_no_task_of_this_store_are_refused(tmp_path):
     """Hostile ids: huge, odd unicode (a lone surrogate, bidi controls), another
     session's (a session of the store that is no task), a well-formed unknown one: each
     a short clear error, and the server goes on answering."""
-    from openprogram import Session
+    from openprogram import Runtime, ScriptedModel, Session
     from openprogram.operations.tracker import tracker
 
     store = str(tmp_path / "tasks.db")
     release = tmp_path / "release"
     release.touch()
-    with Session(store, id="not-a-task") as session:  # a run of the store, with an operation
-        build(file=str(release))
+    with Session(store, id="not-a-task") as session, Runtime(ScriptedModel([])):
+        build(file=str(release))  # a run of the store, with an operation
         tracker(session).wait([r.id for r in tracker(session).records()])
     server = build_server([build], store=store)
     hostile = [

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from openprogram import Session, UsageError
+from openprogram import Runtime, ScriptedModel, Session, UsageError
 from openprogram.errors import OperationFailed
 from openprogram.operations import Operation, operation_tool
 from openprogram.operations.tracker import tracker
@@ -39,12 +39,12 @@ def build(file: str) -> Operation:
 
 def test_a_fork_sees_its_parents_operations_and_never_runs_them(store, tmp_path):
     release = tmp_path / "release"
-    with Session(store, id="p") as parent:
+    with Session(store, id="p") as parent, Runtime(ScriptedModel([])):
         assert add(a=2, b=3) == 5
         handle = build(file=str(release))  # running, in the parent
         (tool_call,) = parent.dag.find(name="build")
         fork = parent.fork(tool_call.id, id="f")
-        with fork:
+        with fork, Runtime(ScriptedModel([])):
             seen = {r.kind: r.state for r in fork.operations()}
             assert seen == {"test.add": "done", "test.block_again": seen["test.block_again"]}
             assert seen["test.block_again"] in ("pending", "running")
@@ -67,7 +67,7 @@ def test_a_fork_sees_its_parents_operations_and_never_runs_them(store, tmp_path)
 
 def test_a_forks_unfinished_inherited_operation_is_an_error_when_its_parent_is_gone(tmp_path):
     store = str(tmp_path / "runs.db")
-    with Session(store, id="p") as parent:
+    with Session(store, id="p") as parent, Runtime(ScriptedModel([])):
         build(file=str(tmp_path / "release"))
         (tool_call,) = parent.dag.find(name="build")
         parent.fork(tool_call.id, id="f")
