@@ -44,6 +44,7 @@ _MIN_RATIO = 3.0  # a shorter crop is padded to this width: a lone letter reads 
 _WIDE_LINE = 6  # a paragraph's lines are this many times as wide as high, or more
 _PARAGRAPH = 3  # lines at one x, each right under the last: a paragraph, content
 _LONG = 25  # a crop this many times as wide as high is a line of content, not a label
+_GLYPH = 10  # px; a text blob no larger either way is one glyph: read, not waited for
 _MIN_H = 8  # px; a lower crop holds no readable text (a slider's track, a thin bar)
 
 
@@ -136,8 +137,8 @@ class OcrWorker:
         call waits up to that long for its own crops to be read (a new screen's first
         look) and fills what was read by then; by default it never waits. It waits for
         labels, not content: ink over _LONG times as wide as its crop is high (a long
-        line, a ruler) and a paragraph's lines after its first are read last and show
-        on a later look. A grid found
+        line, a ruler), a paragraph's lines after its first and glyph-sized text blobs
+        (an arrow, a bullet: _GLYPH) are read last and show on a later look. A grid found
         on pixels has its header cells read too, so its cells are named after them (a
         scrolled sheet's first row is not row 1: _grid_headers.py)."""
         grey = grey_array(image)
@@ -153,8 +154,11 @@ class OcrWorker:
                 crops[position] = [] if crop is None else [crop]
         read: dict[tuple[int, int], str | None] = {}
         # a grid's headers first: a few crops that name every cell of the sheet; content
-        # last: a long line costs as much as a dozen labels
-        content = _paragraphs(labelled) | {p for p in crops if _long(crops[p])}
+        # last: a long line costs as much as a dozen labels; a glyph-sized blob as much
+        # as a word, and it is a drawn mark (an arrow, a bullet), not a label
+        content = _paragraphs(labelled) | {
+            p for p in crops if _long(crops[p]) or _glyph(labelled[p])
+        }
         order = sorted(
             crops, key=lambda position: (labelled[position].kind != "grid", position in content)
         )
@@ -305,6 +309,11 @@ def _paragraphs(components: Sequence[Component]) -> set[int]:
     for first in root.values():
         sizes[first] = sizes.get(first, 0) + 1
     return {p for p, first in root.items() if p != first and sizes[first] >= _PARAGRAPH}
+
+
+def _glyph(component: Component) -> bool:
+    """Whether `component` is a text blob no larger than one small glyph either way."""
+    return component.kind == "text" and max(component.box[2], component.box[3]) <= _GLYPH
 
 
 def _long(crops: list[np.ndarray]) -> bool:

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -275,3 +276,53 @@ def test_wide_slim_drop_downs_are_read_whole_with_their_word_spaces(tmp_path):
     assert [c.label for c in drop_downs] == ["Middle", "Weekly report", "Left"], observation.text
     crop = _crop(grey_array(image), drop_downs[2])
     assert crop is not None and _inked(crop).shape[1] < crop.shape[1] / 4
+
+
+GLYPHS = """
+import tkinter as tk
+root = tk.Tk()
+root.geometry("400x200+0+0")
+for row, mark in enumerate(("•", "›", "×")):
+    tk.Label(root, text=mark, font=("DejaVu Sans", 8)).grid(row=row, column=0, padx=10, pady=6)
+    tk.Label(root, text=f"Item {row + 1}", font=("DejaVu Sans", 12)).grid(
+        row=row, column=1, sticky="w")
+tk.Button(root, text="Save", font=("DejaVu Sans", 12)).grid(row=3, column=1, pady=10)
+root.mainloop()
+"""
+
+
+def test_a_first_look_waits_for_labels_not_for_glyph_sized_marks(tmp_path):
+    """A text blob one small glyph in size (a '×', a bullet) costs a word's read and is
+    no label: a waiting call reads it after it returns, and it shows on a later look."""
+    from gui_harness.desktop.virtual import App, VirtualDesktop
+
+    script = tmp_path / "glyphs.py"
+    script.write_text(GLYPHS)
+    with VirtualDesktop(apps=[App([sys.executable, str(script)])]) as desktop:
+        desktop.wait_settled(timeout=10.0)
+        image = desktop.screenshot()
+    components = list(Perception(ocr=False).perceive(image).components)
+    marks = [n for n, c in enumerate(components) if c.kind == "text" and c.box[2] <= 10]
+    assert marks, [c.box for c in components]
+    returned = threading.Event()
+    overdue: list[bool] = []
+
+    shapes = {(components[n].box[3] + 6, components[n].box[2] + 6) for n in marks}
+
+    def reader(crop: np.ndarray) -> str:
+        if crop.shape in shapes:  # a mark's crop: 3 px around it
+            overdue.append(not returned.wait(timeout=10))
+            return "x"
+        return "label"
+
+    worker = OcrWorker(reader)
+    try:
+        first = worker.label(image, components, wait=60.0)
+        returned.set()
+        assert all(first[n].label is None for n in marks)
+        assert [c.label for c in first if c.kind == "button"][-1] == "label"
+        assert worker.wait_idle(timeout=30) and overdue and not any(overdue)
+        assert all(worker.label(image, components)[n].label == "x" for n in marks)
+    finally:
+        returned.set()
+        worker.close()
