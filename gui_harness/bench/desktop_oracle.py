@@ -5,10 +5,10 @@ knows the steps (click the component labelled X or a cell of a grid, press keys,
 from the task file, but finds each component in the observation gui_agent made and acts
 only through its number, the cell's name, keys and typing — never through coordinates —
 so its success rate is the ceiling the harness's perception and input allow on real apps.
-Quicker than any person or model, it presses a key after a click only once the screen
-holds still (an app may answer a click in a later burst: the command the key calls is
-enabled then), and clicks once more when a click left the screen as it was even then
-(an app still starting did not take it).
+Quicker than any person or model, it takes its first step, and a key after a click, only
+once the screen holds still (an app just started may lay its window out again; one may
+answer a click in a later burst, enabling the command the key calls then), and clicks
+once more when a click left the screen as it was even then (the app did not take it).
 """
 
 from __future__ import annotations
@@ -36,13 +36,14 @@ MAX_WAITS = 40
 """Observations a step waits for its component before the oracle gives up."""
 _WAIT_MS = 300
 STILL_MS = 500
-"""A key or typing step after a click waits until two looks this far apart show the same
-screen: an app may answer a click twice, the second time after a pause longer than the
-harness's settle (pcmanfm-qt enables Rename, F2, in a signal sent 200 ms after the
-selection changed, later on a loaded machine), and a key before that is ignored. A click
-that left the screen unchanged is judged not taken, and taken again, only once the screen
-stayed the same over two such waits (a GTK 4 popover may show after the harness's
-settle)."""
+"""The first step, and a key or typing step after a click, wait until two looks this far
+apart show the same screen. An app just started may lay its window out again (a click
+on its first screen's button hit another one). An app may answer a click twice, the
+second time after a pause longer than the harness's settle (pcmanfm-qt enables Rename,
+F2, in a signal sent 200 ms after the selection changed, later on a loaded machine), and
+a key before that is ignored. A click that left the screen unchanged is judged not
+taken, and taken again, only once the screen stayed the same over two such waits (a GTK
+4 popover may show after the harness's settle)."""
 MAX_STILL = 10
 """Looks a step waits for the screen to hold still (a spinner never does)."""
 
@@ -83,6 +84,7 @@ class DesktopOracle:
         self._planned_on: Any = None  # the observation the latest plan was made on
         self._planned: int | None = None  # the step it planned, taken again on a re-ask
         self._pointed = False  # a click was planned since the last key or typing step
+        self._started = False  # the first screen held still (the app laid out)
         self._still: Any = None  # the screen a step waits to see again unchanged
         self._looks = 0  # looks that step waited for the screen to hold still
         self._calm = 0  # waits in a row over which the screen stayed the same
@@ -139,6 +141,10 @@ class DesktopOracle:
         if self.finished:
             return {"goal": "finish", "action": {"type": "done", "reason": "all steps taken"}}
         step = self.task.oracle[self.done]
+        if not self._started:  # an app just started may lay its window out again
+            if self._unsettled(seen):
+                return _still_wait()
+            self._started = True
         if isinstance(step, KeysStep | TypeStep) and self._pointed:
             if self._unsettled(seen):
                 return _still_wait()

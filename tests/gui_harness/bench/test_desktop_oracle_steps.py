@@ -2,7 +2,8 @@
 shows a sheet first without its cells (a tree read cut short), then with them: a click
 on a cell waits for the cells rather than answering what the harness would refuse, and
 an answer refused anyway (asked again on the same screen) is taken again on the next; a
-click that changed nothing on the (fake) screen is taken once more."""
+click that changed nothing on the (fake) screen is taken once more; and the first step
+waits until an app laying its window out again has done so."""
 
 from __future__ import annotations
 
@@ -67,11 +68,12 @@ def test_a_cell_click_waits_for_the_grids_cells() -> None:
 
 
 class _Growing(_Sheet):
-    """The sheet's first look shows two rows only: B3 is not on it."""
+    """The sheet's first two looks (the second is the oracle's first step, once the screen
+    held still) show two rows only: B3 is not on them."""
 
     def perceive(self, image: Any) -> Observation:
         seen = super().perceive(image)
-        if self.looks > 1:
+        if self.looks > 2:
             return seen
         short = Grid(columns=SHEET.columns, rows=SHEET.rows[:3])
         sheet = Component(1, "grid", (100, 100, 240, 40), "Sheet Sheet1", 1.0, grid=short)
@@ -82,7 +84,45 @@ def test_an_answer_refused_on_its_screen_is_planned_again_on_the_next() -> None:
     result, desktop, session = _run(_Growing(cells_from=1))
     assert result.success
     plans = [n.output for n in session.dag.find(kind="llm", name="plan_next_action")]
-    assert '"cell": "B3"' in plans[0] and "look again" in plans[1]  # refused, re-asked
+    assert "hold still" in plans[0]  # the first screen: does it hold still?
+    assert '"cell": "B3"' in plans[1] and "look again" in plans[2]  # refused, re-asked
     actions = [n.input["action"] for n in session.dag.find(name="dispatch_action")]
-    assert [a["type"] for a in actions] == ["wait", "click", "wait", "wait", "click"]
+    assert [a["type"] for a in actions] == ["wait", "wait", "click", "wait", "wait", "click"]
     assert [(a.x, a.y) for a in desktop.actions if a.type == "click"] == [(220, 150)] * 2
+
+
+class _Relaid:
+    """An app still laying its window out: the first look shows its Save button at the
+    top of a screen drawn otherwise (a bar across it); from the second on, where it stays."""
+
+    def __init__(self) -> None:
+        self.looks = 0
+
+    def perceive(self, image: Any) -> Observation:
+        self.looks += 1
+        box = (100, 100, 80, 30) if self.looks > 1 else (100, 40, 80, 30)
+        if self.looks == 1:
+            image = image.copy()
+            image.paste((0, 0, 0), (0, 200, image.width, 260))
+        save = Component(1, "button", box, "Save", 1.0)
+        return Observation(image, (save,), describe([save]))
+
+
+def test_the_first_step_waits_until_the_first_screen_holds_still() -> None:
+    task = DesktopTask.model_validate(
+        {
+            "id": "relaid",
+            "app": "fake",
+            "instruction": "Press Save.",
+            "config": [{"type": "launch", "argv": ["true"]}],
+            "evaluator": [{"type": "clipboard", "expected": "x"}],
+            "oracle": [{"click": {"label": "Save"}}],
+        }
+    )
+    desktop = FakeDesktop.demo_form()
+    with Session() as session, Runtime(ScriptedModel(DesktopOracle(task))):
+        result = gui_agent("Press Save.", desktop=desktop, perception=_Relaid())
+    assert result.success
+    actions = [n.input["action"] for n in session.dag.find(name="dispatch_action")]
+    assert [a["type"] for a in actions][:3] == ["wait", "wait", "click"]
+    assert next((a.x, a.y) for a in desktop.actions if a.type == "click") == (140, 115)
