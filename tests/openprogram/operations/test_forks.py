@@ -131,3 +131,16 @@ def test_across_killed_processes_a_forks_inherited_operation_runs_at_most_once(t
     with pytest.raises(UsageError, match="never runs, cancels or settles"):
         fork.settle(handle["operation"], "charged")
     fork.close()
+
+
+def test_a_resumed_operation_tool_call_returns_what_it_returned(tmp_path):
+    """Its recorded result (a background call's handle, a foreground call's result), not
+    an Operation rebuilt from the function's return annotation."""
+    store, release = str(tmp_path / "runs.db"), tmp_path / "release"
+    release.touch()
+    with Session(store, id="s") as session, Runtime(ScriptedModel([])):
+        handle, total = build(file=str(release)), add(a=2, b=3)
+        tracker(session).wait([handle["operation"]])
+    with Session.open(store, "s", resume=True), Runtime(ScriptedModel([])):
+        assert build(file=str(release)) == handle
+        assert add(a=2, b=3) == total == 5
