@@ -155,9 +155,6 @@ class Tasks:
             )
         except Exception as exc:
             return self._error(f"the task could not be recorded: {type(exc).__name__}: {exc}")
-        if client is not None:
-            with self._lock:
-                self._clients.setdefault(client, []).append(task_id)
         ready = threading.Event()
         box: dict[str, Any] = {}
 
@@ -187,6 +184,9 @@ class Tasks:
 
         threading.Thread(target=hold, daemon=True, name="openprogram-mcp-task").start()
         ready.wait()
+        if client is not None:  # listed once its call has returned (its id is known)
+            with self._lock:
+                self._clients.setdefault(client, []).append(task_id)
         failed = box.get("failed")
         result = self._error(failed) if failed else self._result(box["value"])
         result.meta = {"openprogram/session": task_id, RELATED_TASK: {"taskId": task_id}}
