@@ -354,10 +354,10 @@ def _squeezed(crop: np.ndarray, ink: np.ndarray) -> np.ndarray:
     """`crop` with every run of blank columns longer than _GAP times its height cut to
     that length (a word space is under half the height: words stay apart)."""
     longest = max(round(_GAP * crop.shape[0]), 8)
-    blank = ~ink.any(axis=0)
-    keep = np.ones(len(blank), bool)
+    blank: list[bool] = [not bool(column) for column in np.asarray(ink.any(axis=0))]
+    keep = np.ones(len(blank), dtype=np.bool_)
     start = None
-    for column, empty in enumerate([*blank.tolist(), False]):
+    for column, empty in enumerate([*blank, False]):
         if empty and start is None:
             start = column
         elif not empty and start is not None:

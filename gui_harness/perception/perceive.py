@@ -22,6 +22,7 @@ import numpy as np
 from PIL import Image
 
 from gui_harness.perception._changes import Redetector
+from gui_harness.perception._icons import icon_label
 from gui_harness.perception._pixels import ImageLike, grey_array, pil_image
 from gui_harness.perception.accessibility import AccessibilitySnapshot, AccessibilitySource
 from gui_harness.perception.detect import Component
@@ -163,9 +164,11 @@ class Perception:
         if accessibility is not None:
             tree = to_image(accessibility.components, accessibility.screen, picture.size)
         components = fuse(tree, pixels, max_components=self.max_components)
+        icons = [n for n, c in enumerate(components) if _icon_only(c)]
+        for n in icons:  # named by their icon, or not at all
+            components[n] = _named_by_icon(grey, components[n])
         if self._worker is not None:
             wait = self.first_look if self._new_screen(grey) else 0.0
-            icons = [n for n, c in enumerate(components) if _icon_only(c)]
             skip = set(icons)
             read = [c for n, c in enumerate(components) if n not in skip]
             read = self._worker.label(grey, read, wait=wait)
@@ -239,6 +242,14 @@ def _icon_only(component: Component) -> bool:
         and component.box[2] <= _ICON
         and component.box[3] <= _ICON
     )
+
+
+def _named_by_icon(grey: np.ndarray, component: Component) -> Component:
+    """`component` (icon-only) labelled by what its icon means, when it is a theme's
+    icon for a common action (a magnifier: "Search"; _icons.py)."""
+    x, y, w, h = component.box
+    label = icon_label(grey[max(y, 0) : y + h, max(x, 0) : x + w])
+    return component if label is None else component.with_label(label)
 
 
 def _ocr_installed() -> bool:
