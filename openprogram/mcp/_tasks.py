@@ -49,6 +49,7 @@ _POLL_MS = 500
 _PAGE = 100  # tasks per tasks/list page
 _INVALID_PARAMS = -32602
 _TAKEN_UP = "the server that started it stopped; this server took it up"
+_RETRY_S = 2.0  # how often taking up a task a live process holds is tried again
 
 
 def _iso(at: float) -> str:
@@ -89,6 +90,7 @@ class Tasks:
         self._taking: set[str] = set()  # task ids being taken up
         self._taken: set[str] = set()  # task ids this server took up
         self._failures: dict[str, str] = {}  # task id -> why it could not be taken up
+        self._tried: dict[str, float] = {}  # task id -> when taking it up was last tried
         self._clients: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
@@ -200,6 +202,10 @@ class Tasks:
         with self._lock:
             if task_id in self._live or task_id in self._taking:
                 return
+            now = time.monotonic()
+            if now - self._tried.get(task_id, -_RETRY_S) < _RETRY_S:
+                return  # a live process held it a moment ago
+            self._tried[task_id] = now
             self._taking.add(task_id)
         started = threading.Event()
 
