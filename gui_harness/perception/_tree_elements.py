@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from gui_harness.perception import _atspi as atspi
 from gui_harness.perception import _tree_windows
 from gui_harness.perception._tree_walk import Element
 from gui_harness.perception._tree_windows import Surface
-from gui_harness.perception.component import Component, State
+from gui_harness.perception.component import STATES, Component, State
 
 __all__ = ["components"]
 
@@ -25,6 +26,7 @@ _MAX_LABEL = 120
 _INPUT_LINE = "Input line"
 _CLASS_NAME = re.compile(r"^Gtk[A-Z][A-Za-z]+$")
 _ENTRIES = frozenset({79, 61, 76})  # entry, text, autocomplete: an editable chooser's own
+_BUTTONS = frozenset({43, 62})  # push button, toggle button
 
 
 def components(
@@ -125,7 +127,8 @@ def components(
             (
                 number
                 for number, other in enumerate(found)
-                if _same_place(component.box, other.box) or _twin(component, other)
+                if (_same_place(component.box, other.box) or _twin(component, other))
+                and not _open_option(element, sources[number], other)
             ),
             None,
         )
@@ -152,6 +155,7 @@ def components(
             if name is not None:
                 found[number] = component.with_label(name)
     _name_by_labels(elements, found, sources, windows)
+    _current_tabs(elements, found, sources)
     if on is not None:
         on.extend(held)
     return found
@@ -234,7 +238,8 @@ def _label(name: str) -> str | None:
 
 def _states(bits: int, role: int) -> tuple[State, ...]:
     states: list[State] = []
-    if bits & (1 << atspi.CHECKED) or (role == 62 and bits & (1 << atspi.PRESSED)):
+    # a toggle button pressed in: GTK 4.8 gives it the push button's role
+    if bits & (1 << atspi.CHECKED) or (role in _BUTTONS and bits & (1 << atspi.PRESSED)):
         states.append("checked")
     if bits & (1 << atspi.SELECTED):
         states.append("selected")
@@ -245,6 +250,75 @@ def _states(bits: int, role: int) -> tuple[State, ...]:
     if bits & (1 << atspi.EXPANDED):
         states.append("expanded")
     return tuple(states)
+
+
+def _open_option(element: Element, holder: Element, other: Component) -> bool:
+    """Whether `element` is an option of `other`, an open drop-down (made from `holder`):
+    Qt and GTK 3 open a drop-down's list with its current option over the drop-down
+    itself, where it is no duplicate of it but the option to pick."""
+    return (
+        other.kind == "dropdown"
+        and "expanded" in other.states
+        and element.order[: len(holder.order)] == holder.order
+        and len(element.order) > len(holder.order)
+    )
+
+
+def _current_tabs(
+    elements: Sequence[Element], found: list[Component], sources: Sequence[Element]
+) -> None:
+    """Mark "selected" the current tab of each tab list none of whose tabs says so (Qt
+    6.4's never do: it marks its current tab "focused" instead, whether or not the tab
+    bar has the focus): the tab whose page shows, the page being the same child of a
+    sibling of the tab list, that holds as many pages as there are tabs, one showing (a
+    tab widget's stack of pages); else the one tab that says it is focused. A tab of such
+    a list keeps "focused" only while its tab list has it (a Qt tab bar that takes no
+    focus, FeatherPad's, still marks its current tab "focused")."""
+    children: dict[tuple[int, ...], list[Element]] = {}
+    for element in sorted(elements, key=lambda e: e.order):
+        if element.order:
+            children.setdefault(element.order[:-1], []).append(element)
+    numbers = {source.order: number for number, source in enumerate(sources)}
+    for tab_list in elements:
+        if tab_list.role != atspi.PAGE_TAB_LIST or not _shown(tab_list) or not tab_list.order:
+            continue
+        tabs = [e for e in children.get(tab_list.order, []) if e.role == atspi.PAGE_TAB]
+        if not tabs or any(t.states & (1 << atspi.SELECTED) for t in tabs):
+            continue
+        current = _page_shown(tab_list, tabs, children)
+        if current is None:
+            focused = [t for t in tabs if t.states & (1 << atspi.FOCUSED)]
+            current = focused[0] if len(focused) == 1 else None
+        unfocused = not tab_list.states & (1 << atspi.FOCUSED)
+        for tab in tabs:
+            number = numbers.get(tab.order)
+            if number is None:
+                continue
+            states = set(found[number].states)
+            if tab is current:
+                states.add("selected")
+            if unfocused:
+                states.discard("focused")
+            found[number] = replace(found[number], states=tuple(s for s in STATES if s in states))
+
+
+def _page_shown(
+    tab_list: Element, tabs: Sequence[Element], children: dict[tuple[int, ...], list[Element]]
+) -> Element | None:
+    """The tab of `tabs` whose page shows, by the stack of pages beside `tab_list`."""
+    for sibling in children.get(tab_list.order[:-1], []):
+        pages = children.get(sibling.order, [])
+        if sibling is tab_list or len(pages) != len(tabs):
+            continue
+        shown = [number for number, page in enumerate(pages) if _shown(page)]
+        if len(shown) == 1:
+            return tabs[shown[0]]
+    return None
+
+
+def _shown(element: Element) -> bool:
+    bits = element.states
+    return bool(bits & (1 << atspi.SHOWING) and bits & (1 << atspi.VISIBLE))
 
 
 def _closed_chooser(component: Component, found: Sequence[Component]) -> int | None:
