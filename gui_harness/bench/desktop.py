@@ -8,7 +8,6 @@ then judged). The task schema is desktop_spec.py's, the checks _desktop_eval.py'
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -114,7 +113,7 @@ class DesktopEpisode:
             done = subprocess.run(
                 argv,
                 input=step.input.encode() if step.input is not None else None,
-                env={**os.environ, **self.desktop.env},
+                env=self.desktop.app_env(),
                 capture_output=True,
                 timeout=30,
                 check=False,

@@ -220,7 +220,7 @@ def _instance_class() -> type:
             # no "Chrome is being controlled by automated software" bar over the page
             options.add_experimental_option("excludeSwitches", ["enable-automation"])
             # the desktop's environment: its DISPLAY and its accessibility bus
-            service = Service(self._driver_path, env={**os.environ, **self._desktop.env})
+            service = Service(self._driver_path, env=self._desktop.app_env())
             try:
                 self.driver = webdriver.Chrome(service=service, options=options)
             except WebDriverException as exc:

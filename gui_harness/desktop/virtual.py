@@ -153,6 +153,19 @@ class VirtualDesktop:
         env = self._bus.env if self._bus is not None else {}
         return {**env, "DISPLAY": self.display}
 
+    def app_env(self) -> dict[str, str]:
+        """The whole environment for a process started on this desktop (an app, a
+        command, a browser's driver): os.environ without what would lead it elsewhere,
+        then `env`. With this desktop's buses, a caller's session and AT-SPI bus
+        addresses are dropped (an inherited AT_SPI_BUS_ADDRESS sends a Qt 6 app's tree
+        to the caller's bus, or to none: see SessionBus.env); always, opencv-python's Qt
+        plugin paths (no Qt app starts with them)."""
+        environment = _inherited_environment()
+        if self._bus is not None:
+            for name in _BUS_VARIABLES:
+                environment.pop(name, None)
+        return {**environment, **self.env}
+
     def screenshot(self) -> Image.Image:
         """Capture the whole virtual screen as an RGB image."""
         return self.desktop.screenshot()
@@ -283,16 +296,13 @@ class VirtualDesktop:
     def _start_app(self, app: App) -> None:
         assert self.display is not None and self._desktop is not None
         argv = [str(arg) for arg in app.argv]
-        environment = _inherited_environment()
         if self._bus is not None:
             argv = with_accessibility_flag(argv)
-            for name in ("DBUS_SESSION_BUS_ADDRESS", "AT_SPI_BUS_ADDRESS", "NO_AT_BRIDGE"):
-                environment.pop(name, None)
         log = self._new_log()
         try:
             process = TetheredProcess(
                 argv,
-                env={**environment, **self.env, **app.env, "DISPLAY": self.display},
+                env={**self.app_env(), **app.env, "DISPLAY": self.display},
                 cwd=app.cwd,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -329,6 +339,9 @@ class VirtualDesktop:
                 if window.pid == pid or os.getpgid(window.pid) == pid:
                     return True
         return False
+
+
+_BUS_VARIABLES = ("DBUS_SESSION_BUS_ADDRESS", "AT_SPI_BUS_ADDRESS", "NO_AT_BRIDGE")
 
 
 def _inherited_environment() -> dict[str, str]:
