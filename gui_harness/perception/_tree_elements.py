@@ -1,7 +1,8 @@
 """From accessibility elements to components: `components()` keeps what shows on the
 screen and can be acted on (clipped to it), maps roles to kinds and AT-SPI states to
-ours, turns a table that manages its descendants into one `grid`, and drops duplicates
-(a link inside a tab) and a closed chooser's current option. Reading the elements is
+ours (and says which tab is current where the tree does not), turns a table that manages
+its descendants into one `grid`, and drops duplicates (a link inside a tab) and a closed
+chooser's current option. Reading the elements is
 accessibility.py's and _tree_walk.py's job.
 """
 
