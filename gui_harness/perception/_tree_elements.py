@@ -275,6 +275,8 @@ def _current_tabs(
     tab widget's stack of pages); else the one tab that says it is focused. A tab of such
     a list keeps "focused" only while its tab list has it (a Qt tab bar that takes no
     focus, FeatherPad's, still marks its current tab "focused")."""
+    if not any(e.role == atspi.PAGE_TAB_LIST for e in elements):
+        return
     children: dict[tuple[int, ...], list[Element]] = {}
     for element in sorted(elements, key=lambda e: e.order):
         if element.order:
