@@ -37,6 +37,13 @@ _XVFB_START_TIMEOUT_S = 10.0
 # the default stipple, which a detector would take for texture; -dpi: stable font sizes.
 _XVFB_OPTIONS = ("-nolisten", "tcp", "-noreset", "-br", "-dpi", "96")
 _STOP_TIMEOUT_S = 5.0
+# Xvfb has no GPU: GTK 4's default GL renderer runs on Mesa's software GL, where a frame
+# of a large window takes longer than the frame interval, so an app that animates
+# anything (a spinner, a pulsing progress bar) is always due a frame and its main loop
+# never goes idle. GTK 4.8 registers with the AT-SPI registry from an idle callback, so
+# such an app (gtk4-widget-factory) never published its tree, or answered each call only
+# between frames. Its cairo renderer draws the same widgets at a fraction of the cost.
+_APP_ENV = {"GSK_RENDERER": "cairo"}
 _POLL_S = 0.05
 _TAIL_CHARS = 2000
 
@@ -147,11 +154,14 @@ class VirtualDesktop:
 
     @property
     def env(self) -> dict[str, str]:
-        """The environment variables this desktop gives its apps (on top of os.environ)."""
+        """The environment variables this desktop gives its apps (on top of os.environ):
+        the buses' (SessionBus.env), DISPLAY, and GSK_RENDERER=cairo (GTK 4 renders in
+        software here; with GL an animating app never goes idle and never publishes its
+        tree). An App's own `env` overrides them."""
         if self.display is None:
             raise DesktopError(f"{self!r} is not running; call start() or use it in a with block")
         env = self._bus.env if self._bus is not None else {}
-        return {**env, "DISPLAY": self.display}
+        return {**_APP_ENV, **env, "DISPLAY": self.display}
 
     def app_env(self) -> dict[str, str]:
         """The whole environment for a process started on this desktop (an app, a
