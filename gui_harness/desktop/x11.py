@@ -79,7 +79,10 @@ _UNKNOWN = object()
 
 @dataclass(frozen=True)
 class Window:
-    """A viewable top-level window: its X id, owning process (None if unknown) and geometry."""
+    """A viewable top-level window: its X id, owning process (None if unknown) and geometry.
+
+    `frame` is (x, y, width, height) of what the window manager draws around it (title
+    bar and borders included; the window's own box without one)."""
 
     id: int
     pid: int | None
@@ -88,6 +91,7 @@ class Window:
     y: int
     width: int
     height: int
+    frame: tuple[int, int, int, int] | None = None
 
 
 class X11Desktop:
@@ -249,11 +253,12 @@ class X11Desktop:
         self._check_open()
         windows = []
         with self._input_lock, _translate_errors(self.display):
-            for client, _frame in client_windows(self._x, self._root):
+            for client, frame in client_windows(self._x, self._root):
                 try:
                     geometry = client.get_geometry()
                     origin = client.translate_coords(self._root, 0, 0)
                     title = client.get_wm_name() or ""
+                    outer = frame.get_geometry()
                 except Xlib.error.XError:  # destroyed while we looked: not a window any more
                     continue
                 windows.append(
@@ -265,6 +270,12 @@ class X11Desktop:
                         y=-origin.y,
                         width=geometry.width,
                         height=geometry.height,
+                        frame=(
+                            outer.x,
+                            outer.y,
+                            outer.width + 2 * outer.border_width,
+                            outer.height + 2 * outer.border_width,
+                        ),
                     )
                 )
         return windows
