@@ -6,7 +6,8 @@ with its labels, on real apps, and whether large text on a canvas comes out whol
   OcrWorker (RapidOCR's models already loaded: the process loads them once), as
   gui_agent's first observation is: wall and process CPU time of the first perceive()
   (which waits, bounded, for its labels), the labelled share of the components OCR reads,
-  and the median and p90 of later looks at the same screen. `--runs N` first looks per app.
+  and the median and p90 of later looks at the same screen. `--runs N` first looks per app;
+  `--renderer gl` draws GTK 4 apps with GTK's default renderer (VirtualDesktop's is cairo).
 * `--canvas`: lines of large text drawn in the font Impress used (tuned on) and six
   fonts held out (tests/gui_harness/perception/canvas_text.py), at 22-44 px: how many
   come out as one whole text component with no check box, radio, icon or button inside;
@@ -26,6 +27,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -65,13 +67,17 @@ APPS = {
 }
 
 
-def first_look(names: list[str], runs: int) -> None:
+def first_look(names: list[str], runs: int, renderer: str | None = None) -> None:
     _load_rapidocr()
-    print(f"first look at 1280×800, {runs} runs each; {machine()}")
+    drawn = f", GSK_RENDERER={renderer}" if renderer else ""
+    print(f"first look at 1280×800, {runs} runs each{drawn}; {machine()}")
     print(f"{'app':22} {'first wall ms':>22} {'first cpu ms':>20} {'labelled':>9} "
           f"{'later median':>13} {'later p90':>10}")  # fmt: skip
     for name in names:
-        with VirtualDesktop((1280, 800), [APPS[name]()]) as desktop:
+        app = APPS[name]()
+        if renderer:  # VirtualDesktop's is cairo; gl shows the cost of GTK 4's default
+            app = replace(app, env={**app.env, "GSK_RENDERER": renderer})
+        with VirtualDesktop((1280, 800), [app]) as desktop:
             # placed and cut by the windows, as gui_agent's is (GTK 4 reports boxes
             # relative to its window: unplaced, they miss the pixels and OCR reads both)
             source = AccessibilitySource(
@@ -147,12 +153,13 @@ def main() -> None:
     parser.add_argument("--apps", nargs="+", choices=list(APPS))
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--canvas", action="store_true", help="canvas text, drawn")
+    parser.add_argument("--renderer", help="GSK_RENDERER for GTK 4 apps (default: cairo)")
     options = parser.parse_args()
     if options.canvas:
         canvas()
         return
     names = options.apps or [n for n in APPS if shutil.which(APPS[n]().argv[0])]
-    first_look(names, options.runs)
+    first_look(names, options.runs, options.renderer)
 
 
 if __name__ == "__main__":
