@@ -74,7 +74,8 @@ class AccessibilitySnapshot:
     says what was missing (no bus, an app that did not answer in time) or is None.
     `apps` counts the apps that answered; `elapsed_ms` is the query's wall time; `calls`
     counts the D-Bus calls it made (an app whose tree sent no events since it was read
-    costs none).
+    costs none). `windows` are the desktop's windows as the query listed them, bottom to
+    top (perception tells their decorations by them; not recorded).
     """
 
     components: tuple[Component, ...] = ()
@@ -83,6 +84,7 @@ class AccessibilitySnapshot:
     apps: int = 0
     elapsed_ms: float = 0.0
     calls: int = 0
+    windows: tuple[WindowLike, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able dict of the snapshot (recorded with each observation)."""
@@ -224,6 +226,7 @@ class AccessibilitySource:
             apps=apps,
             elapsed_ms=(time.monotonic() - started) * 1000,
             calls=calls,
+            windows=tuple(shown),
         )
 
     # -- internals -----------------------------------------------------------------------

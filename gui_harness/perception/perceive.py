@@ -1,11 +1,12 @@
 """One look at the screen: `Perception.perceive()` turns a screenshot into an `Observation`.
 
 Owns the order of the steps (accessibility query beside detection → memory labels →
-fusion → OCR labels already read → describe) and the lazy set-of-marks image. Detection
-runs again only where the screen changed since the previous look (_changes.py). OCR itself
-runs in ocr_worker's thread; perceive() waits for it, bounded, only on a new screen's
-first look. Capture belongs to gui_harness.desktop;
-resolving an action's element to coordinates to gui_harness.actions.
+title bars' parts for their pixels (_decorations.py) → fusion → OCR labels already
+read → describe) and the lazy set-of-marks image. Detection runs again only where the
+screen changed since the previous look (_changes.py). OCR itself runs in ocr_worker's
+thread; perceive() waits for it, bounded, only on a new screen's first look. Capture
+belongs to gui_harness.desktop; resolving an action's element to coordinates to
+gui_harness.actions.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import numpy as np
 from PIL import Image
 
 from gui_harness.perception._changes import Redetector
+from gui_harness.perception._decorations import decorate
 from gui_harness.perception._icons import icon_label
 from gui_harness.perception._pixels import ImageLike, grey_array, pil_image
 from gui_harness.perception.accessibility import AccessibilitySnapshot, AccessibilitySource
@@ -163,6 +165,10 @@ class Perception:
         tree: list[Component] = []
         if accessibility is not None:
             tree = to_image(accessibility.components, accessibility.screen, picture.size)
+            if accessibility.windows:  # title bars: their title and buttons, not blobs
+                pixels = decorate(
+                    grey, pixels, accessibility.windows, _scale(accessibility, picture.size)
+                )
         components = fuse(tree, pixels, max_components=self.max_components)
         icons = [n for n, c in enumerate(components) if _icon_only(c)]
         for n in icons:  # named by their icon, or not at all
@@ -250,6 +256,14 @@ def _named_by_icon(grey: np.ndarray, component: Component) -> Component:
     x, y, w, h = component.box
     label = icon_label(grey[max(y, 0) : y + h, max(x, 0) : x + w])
     return component if label is None else component.with_label(label)
+
+
+def _scale(snapshot: AccessibilitySnapshot, image: tuple[int, int]) -> tuple[float, float]:
+    """How far screen pixels are from the picture's (1, 1: the same)."""
+    width, height = snapshot.screen
+    if not width or not height:
+        return (1.0, 1.0)
+    return (image[0] / width, image[1] / height)
 
 
 def _ocr_installed() -> bool:
