@@ -253,11 +253,17 @@ class X11Desktop:
         self._check_open()
         windows = []
         with self._input_lock, _translate_errors(self.display):
+            utf8_name, utf8 = (
+                self._x.intern_atom("_NET_WM_NAME"),
+                self._x.intern_atom("UTF8_STRING"),
+            )
             for client, frame in client_windows(self._x, self._root):
                 try:
                     geometry = client.get_geometry()
                     origin = client.translate_coords(self._root, 0, 0)
-                    title = client.get_wm_name() or ""
+                    # the title the window manager shows: _NET_WM_NAME (UTF-8), else WM_NAME
+                    named = client.get_full_property(utf8_name, utf8)
+                    title = named.value if named is not None else client.get_wm_name() or ""
                     outer = frame.get_geometry()
                 except Xlib.error.XError:  # destroyed while we looked: not a window any more
                     continue

@@ -132,11 +132,12 @@ def _title_bar(grey: np.ndarray, client: Box, frame: Box, title: str) -> list[Co
     if right_buttons:
         icons = _buttons(middle, ink.shape[1], height, mirrored=False)
         middle = [r for r in middle if r not in icons]
-    if title.strip() and middle:
+    if middle:  # (a title the window system does not tell is left for OCR to read)
         a, b = min(r[0] for r in middle), max(r[1] for r in middle)
         t, u = min(r[2] for r in middle), max(r[3] for r in middle)
         box = (left + a, top + t, b - a, u - t)
-        parts.append(Component(index=0, kind="text", box=box, label=title, confidence=1.0))
+        named = title.strip() or None
+        parts.append(Component(index=0, kind="text", box=box, label=named, confidence=1.0))
     return parts
 
 

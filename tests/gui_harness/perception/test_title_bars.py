@@ -28,7 +28,7 @@ tk.Label(root, text="Display name").pack(padx=10, pady=10, anchor="w")
 tk.Entry(root, width=30).pack(padx=10, anchor="w")
 tk.Button(root, text="Save").pack(pady=20)
 dialog = tk.Toplevel(root)
-dialog.title("New tag")
+dialog.title("New tag…")
 dialog.transient(root)
 dialog.geometry("260x120+200+220")
 tk.Label(dialog, text="Tag name:").pack(pady=10)
@@ -54,7 +54,7 @@ def _look(desktop: VirtualDesktop, perception: Perception) -> tuple[Observation,
         desktop.wait_settled(timeout=3)
         windows = desktop.desktop.visible_windows()
         titles = {w.title for w in windows}
-        if {"Preferences", "New tag"} <= titles or time.monotonic() > deadline:
+        if {"Preferences", "New tag…"} <= titles or time.monotonic() > deadline:
             return perception.perceive(desktop.screenshot()), windows
         time.sleep(0.2)
 
@@ -78,8 +78,8 @@ def test_a_title_bar_gives_its_title_and_close_button_and_no_junk(tmp_path: Path
         finally:
             source.close()
     titled = {w.title: w for w in windows}
-    assert {"Preferences", "New tag"} <= set(titled), titled
-    for title in ("Preferences", "New tag"):  # the inactive one behind, the dialog on top
+    assert {"Preferences", "New tag…"} <= set(titled), titled
+    for title in ("Preferences", "New tag…"):  # the inactive one behind, the dialog on top
         window = titled[title]
         bar = _bar(window)
         there = [c for c in seen.components if _inside(c, bar)]
