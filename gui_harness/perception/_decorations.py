@@ -17,6 +17,7 @@ from gui_harness.perception.component import Component
 __all__ = ["decorate"]
 
 Box = tuple[int, int, int, int]
+Run = tuple[int, int, int, int]  # a run of inked columns: first, past the last, its rows
 
 _INK = 24  # grey levels a title bar pixel differs from its row's background to be drawn
 _IN_BAND = 0.25  # share of a pixel component inside a band that makes it the band's
@@ -116,6 +117,7 @@ def _title_bar(grey: np.ndarray, client: Box, frame: Box, title: str) -> list[Co
     right_buttons = _buttons(list(reversed(runs)), ink.shape[1], height, mirrored=True)
     left_buttons = [] if right_buttons else _buttons(runs, ink.shape[1], height, mirrored=False)
     names = _RIGHT if right_buttons else _LEFT
+    buttons = right_buttons or left_buttons
     parts = [
         Component(
             index=0,
@@ -124,13 +126,13 @@ def _title_bar(grey: np.ndarray, client: Box, frame: Box, title: str) -> list[Co
             label=name,
             confidence=1.0,
         )
-        for (a, b, t, u), name in zip(right_buttons or left_buttons, names, strict=False)
+        for (_, (a, b, t, u)), name in zip(buttons, names, strict=False)
     ]
     # the title: the ink between the buttons (a window icon at the far end left out)
-    used = {run for run in right_buttons + left_buttons}
+    used = {run for run, _ in buttons}
     middle = [r for r in runs if r not in used]
     if right_buttons:
-        icons = _buttons(middle, ink.shape[1], height, mirrored=False)
+        icons = {run for run, _ in _buttons(middle, ink.shape[1], height, mirrored=False)}
         middle = [r for r in middle if r not in icons]
     if middle:  # (a title the window system does not tell is left for OCR to read)
         a, b = min(r[0] for r in middle), max(r[1] for r in middle)
@@ -141,7 +143,7 @@ def _title_bar(grey: np.ndarray, client: Box, frame: Box, title: str) -> list[Co
     return parts
 
 
-def _runs(ink: np.ndarray) -> list[tuple[int, int, int, int]]:
+def _runs(ink: np.ndarray) -> list[Run]:
     """(first column, past the last, first row, past the last) of each run of columns
     with ink, left to right; a column inked nearly top to bottom (a border) is none, nor
     a sliver at either end."""
@@ -165,23 +167,33 @@ def _runs(ink: np.ndarray) -> list[tuple[int, int, int, int]]:
 
 
 def _buttons(
-    runs: Sequence[tuple[int, int, int, int]], width: int, height: int, *, mirrored: bool
-) -> list[tuple[int, int, int, int]]:
-    """The runs that are buttons, from the end of `runs` (the bar's right end when
-    `mirrored`, else its left): square marks of a button's size, the first near the
-    end, each near the last."""
-    found: list[tuple[int, int, int, int]] = []
+    runs: Sequence[Run], width: int, height: int, *, mirrored: bool
+) -> list[tuple[Run, Run]]:
+    """(run, the button's box as a run) for the runs that are buttons, from the end of
+    `runs` (the bar's right end when `mirrored`, else its left): a square mark of a
+    button's size near the end, then each mark near the last that fits in a button of
+    its size beside it (a bare glyph: a minimize button's bar)."""
+    found: list[tuple[Run, Run]] = []
     edge = width if mirrored else 0
     low, high = _SQUARE[0] * height, _SQUARE[1] * height
     for run in runs:
         a, b, t, u = run
         w, h = b - a, u - t
-        square = abs(w - h) <= max(3, 0.25 * max(w, h))
-        if not (low <= min(w, h) and max(w, h) <= high and square):
-            break
         gap = (edge - b) if mirrored else (a - edge)
         if gap > (height if not found else height // 2):
             break
-        found.append(run)
+        if found:  # beside a button: a mark within one of its size is one too
+            _, (pa, pb, pt, pu) = found[-1]
+            side = pb - pa
+            if w > side + 2 or t < pt - 2 or u > pu + 2 or gap + w > side + height // 2:
+                break
+            middle = (a + b) // 2
+            box = (middle - side // 2, middle - side // 2 + side, pt, pu)
+        else:
+            square = abs(w - h) <= max(3, 0.25 * max(w, h))
+            if not (low <= min(w, h) and max(w, h) <= high and square):
+                break
+            box = run
+        found.append((run, box))
         edge = a if mirrored else b
     return found

@@ -103,12 +103,13 @@ def test_without_windows_or_frames_pixel_components_stay_as_they_are() -> None:
     assert decorate(grey, pixels, [Bare()]) == pixels
 
 
-def test_a_drawn_title_bar_gives_its_title_and_buttons_outermost_first() -> None:
+def test_a_drawn_title_bar_gives_its_title_and_buttons_outermost_first_bare_or_not() -> None:
     grey = np.full((140, 300), 220, np.uint8)
     grey[0, :] = grey[20, :] = 90  # the frame's top edge and the bar's lower edge
     grey[6:13, 100:140] = 40  # the title's ink
-    for left in (240, 258, 276):  # three square buttons at the right end
+    for left in (258, 276):  # two square buttons at the right end
         grey[5:16, left : left + 11] = 60
+    grey[13:15, 242:249] = 60  # and a bare glyph beside them: a minimize bar
     junk = [
         Component(index=0, kind="field", box=(90, 3, 160, 14)),
         Component(index=0, kind="checkbox", box=(276, 5, 11, 11)),
@@ -125,4 +126,22 @@ def test_a_drawn_title_bar_gives_its_title_and_buttons_outermost_first() -> None
     named = {c.label: c for c in parts if c is not inside}
     assert set(named) == {"Editor", "Close", "Maximize", "Minimize"}
     assert named["Editor"].kind == "text" and named["Editor"].box == (100, 6, 40, 7)
-    assert named["Close"].box[0] == 276 and named["Minimize"].box[0] == 240
+    assert named["Close"].box == (276, 5, 11, 11) and named["Maximize"].box[0] == 258
+    assert named["Minimize"].box == (240, 5, 11, 11)  # the button its bar is drawn in
+
+
+def test_a_title_bar_under_another_window_gives_nothing_and_keeps_what_is_on_top() -> None:
+    grey = np.full((140, 300), 220, np.uint8)
+    grey[6:13, 100:140] = 40  # the title's ink
+    grey[5:16, 276:287] = 60  # a button
+    on_top = Component(index=0, kind="button", box=(100, 4, 60, 12))
+
+    class Framed:
+        x, y, width, height, title, pid = 0, 21, 300, 119, "Editor", None
+        frame = (0, 0, 300, 140)
+
+    class Popup:  # an unframed window over the whole bar (a menu)
+        x, y, width, height, title, pid = 0, 0, 300, 30, "", None
+        frame = (0, 0, 300, 30)
+
+    assert decorate(grey, [on_top], [Framed(), Popup()]) == [on_top]
