@@ -325,7 +325,8 @@ class SQLiteStore(SQLStore):
         self._writes += rows
         if self._writes // _CHECKPOINT_EVERY != before // _CHECKPOINT_EVERY:
             if self._checkpointer is None:
-                self._checkpointer = _Checkpointer(self.path, self.timeout_s)
+                turn = turns(self.path, self.synchronous).turn()
+                self._checkpointer = _Checkpointer(self.path, self.timeout_s, turn)
                 self._checkpointer.start()
             self._checkpointer.wake()
 
@@ -427,25 +428,29 @@ def _corrupt(exc: sqlite3.Error) -> bool:
 
 _CHECKPOINT_EVERY = 500
 """Writes between WAL checkpoints (each write adds a page or two to the WAL)."""
+_RESTART_FRAMES = 1024
+"""A WAL of more pages than this (4 MB of 4 kB pages) is caught up with this process's
+writers paused, so that the next commit starts it over from its beginning."""
 _WAL_LIMIT_FRAMES = 8192
 """A WAL of more pages than this (32 MB of 4 kB pages) is truncated: a PASSIVE checkpoint
-cannot restart the WAL while writes keep arriving, so it would grow without bound."""
+cannot restart the WAL while writes keep arriving (another process's too), so it would
+grow without bound."""
 
 
 class _Checkpointer(threading.Thread):
     """Folds the WAL back into the database file when woken, on a connection of its own.
 
     SQLite's automatic checkpoint runs inside the commit that crosses its threshold, and
-    its fsync costs that one record milliseconds; here it runs beside the writers (a
-    PASSIVE checkpoint never blocks them; a TRUNCATE one, when the WAL grew past
-    _WAL_LIMIT_FRAMES, does for as long as it takes). If the process dies
-    mid-checkpoint, the next open finishes the job: checkpoints are crash-safe.
+    its fsync costs that one record milliseconds; here it runs beside the writers
+    (_checkpoint). If the process dies mid-checkpoint, the next open finishes the job:
+    checkpoints are crash-safe.
     """
 
-    def __init__(self, path: Path, timeout_s: float) -> None:
+    def __init__(self, path: Path, timeout_s: float, turn: threading.Lock) -> None:
         super().__init__(name=f"openprogram-checkpoint-{path.name}", daemon=True)
         self._path = path
         self._timeout_s = timeout_s
+        self._turn = turn
         self._event = threading.Event()
         self._stopping = False
 
@@ -468,10 +473,29 @@ class _Checkpointer(threading.Thread):
                 if self._stopping:
                     return
                 try:
-                    _, frames, _ = connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-                    if frames > _WAL_LIMIT_FRAMES:  # writers never paused: make them, briefly
-                        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+                    _checkpoint(connection, self._turn)
                 except sqlite3.Error as exc:  # busy or locked: the next wake tries again
                     log.debug("openprogram: WAL checkpoint of %s skipped: %s", self._path, exc)
         finally:
             connection.close()
+
+
+def _checkpoint(connection: sqlite3.Connection, turn: threading.Lock) -> None:
+    """Fold the WAL into the file on `connection` (the _Checkpointer's): a PASSIVE
+    checkpoint, which never blocks the writers; a TRUNCATE one, which does for as long
+    as it takes, when the WAL grew past _WAL_LIMIT_FRAMES.
+
+    Writers that never pause leave a PASSIVE checkpoint behind by the frames they
+    committed meanwhile, and SQLite starts the WAL over only when a commit finds every
+    frame checkpointed: the log would only grow, each commit writing into pages the
+    kernel must first allocate and zero (on the benchmark's machine a quarter of a
+    one-row commit's CPU). So once it holds more than _RESTART_FRAMES, the frames
+    committed meanwhile are checkpointed too with this process's writers of the file
+    paused (`turn`, the file's Turns lock): the next commit then writes from the log's
+    start, into pages the file has already (the file keeps its size)."""
+    busy, frames, _ = connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    if frames > _WAL_LIMIT_FRAMES:  # writers never paused: make them, briefly
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    elif frames > _RESTART_FRAMES and not busy:
+        with turn:  # the frames committed meanwhile: a copy of them and the syncs
+            connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
