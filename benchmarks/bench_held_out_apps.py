@@ -7,7 +7,8 @@ Each app runs on a 1280×800 VirtualDesktop with its window manager; each screen
 app's first, a menu or popover opened, a dialog on top) is perceived as gui_agent does:
 the accessibility source with the desktop's windows, pixels, OCR when --ocr. A control
 is found when a component holds its point, and labelled right when the smallest one
-there carries its label (either containing the other, case aside; '' takes any).
+there carries its label or caption (either containing the other, case aside; '' takes
+any).
 
 Targets (issue 35): found >= 97% and labelled right >= 95% on every app.
 A plain script, not a test: `python benchmarks/bench_held_out_apps.py [APP ...] [--ocr]
@@ -50,8 +51,9 @@ def score(components: list[Component], controls: list[list[Any]]) -> tuple[int, 
             continue
         found += 1
         best = min(hits, key=lambda c: c.box[2] * c.box[3])
-        want, have = _norm(label), _norm(best.label)
-        if not want or (have and (want in have or have in want)):
+        want = _norm(label)
+        names = [n for n in (_norm(best.label), _norm(best.caption)) if n]
+        if not want or any(want in have or have in want for have in names):
             right += 1
         else:
             misses.append(f"{label!r} labelled {best.label!r} ({best.kind}, {best.source})")

@@ -26,7 +26,7 @@ from gui_harness.bench.desktop_spec import (
 )
 from openprogram.echo import echo
 
-__all__ = ["Verdict", "evaluate"]
+__all__ = ["Verdict", "evaluate", "names"]
 
 Verdict = tuple[bool, str]
 """(passed, why): why the output is right or what is wrong with it."""
@@ -126,6 +126,17 @@ def _clipboard(display: str | None, env: Mapping[str, str] | None) -> str:
     return done.stdout[:100_000].decode("utf-8", errors="replace")
 
 
+def names(component: Any) -> tuple[str, ...]:
+    """What names `component` for a task's exact or partial match, case folded: its
+    label, and the caption beside it with and without its trailing colon (a drop-down Qt
+    names by its current option, "/root", captioned "Look in:")."""
+    label = (component.label or "").strip().casefold()
+    caption = (getattr(component, "caption", None) or "").strip().casefold()
+    if not caption:
+        return (label,)
+    return (label, caption, caption.rstrip(":").rstrip())
+
+
 def _accessible(check: AccessibilityValue, components: Callable[[], Any] | None) -> Verdict:
     if components is None:
         return False, "the desktop has no accessibility bus to read"
@@ -133,10 +144,10 @@ def _accessible(check: AccessibilityValue, components: Callable[[], Any] | None)
     part = check.label_contains.casefold() if check.label_contains is not None else None
     seen = []
     for component in components():
-        label = (component.label or "").casefold()
-        if want is not None and label != want:
+        named = names(component)
+        if want is not None and want not in named:
             continue
-        if part is not None and part not in label:
+        if part is not None and not any(part in name for name in named):
             continue
         if check.kind is not None and component.kind != check.kind:
             continue

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gui_harness._aim import shows_change
+from gui_harness.bench._desktop_eval import names
 from gui_harness.bench.desktop_spec import (
     ClickStep,
     DesktopTask,
@@ -49,15 +50,17 @@ MAX_STILL = 10
 
 
 def find_target(target: Target, components: Any) -> Any:
-    """The component `target` names among `components` (in reading order), or None."""
+    """The component `target` names among `components` (in reading order), or None: by
+    its label, or by the caption beside it (a drop-down Qt names by its current option,
+    captioned "Look in:", matches "Look in:" and "Look in")."""
     label = target.label.casefold() if target.label is not None else None
     part = target.label_contains.casefold() if target.label_contains is not None else None
     matches = [
         c
         for c in components
         if (target.kind is None or c.kind == target.kind)
-        and (label is None or (c.label or "").strip().casefold() == label)
-        and (part is None or part in (c.label or "").casefold())
+        and (label is None or label in names(c))
+        and (part is None or any(part in name for name in names(c)))
     ]
     return matches[target.nth] if len(matches) > target.nth else None
 

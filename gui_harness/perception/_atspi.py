@@ -69,6 +69,12 @@ SCROLL_PANE = 49
 TABLE_ROLES = frozenset({55, 66})  # table, tree table: a grid when they manage descendants
 ITEM_ROLES = frozenset({32, 91, 56})
 TEXT_ROLE = 61
+CAPTIONED_ROLES = frozenset({11, 79, 40, 52, 61, 76, 51})
+"""Roles whose name may be their value, or nothing (a combo box, an entry, a spin
+button, a slider): what names them on the screen is a caption beside them, which the
+tree links by a labelled-by relation (Qt and GTK 3 name a combo box by its current
+option; GTK 3 leaves an entry unnamed)."""
+LABELLED_BY = 2  # AtspiRelationType: a relation set's "labelled by" targets
 # AT-SPI state bits (AtspiStateType)
 ACTIVE, CHECKED, EDITABLE, ENABLED, EXPANDED = 1, 4, 7, 8, 10
 FOCUSABLE, FOCUSED, PRESSED, SELECTABLE, SELECTED, SENSITIVE = 11, 12, 20, 22, 23, 24

@@ -28,6 +28,7 @@ _INPUT_LINE = "Input line"
 _CLASS_NAME = re.compile(r"^Gtk[A-Z][A-Za-z]+$")
 _ENTRIES = frozenset({79, 61, 76})  # entry, text, autocomplete: an editable chooser's own
 _BUTTONS = frozenset({43, 62})  # push button, toggle button
+_CAPTION_GAP = 48  # pixels a caption may stand left of its control (more when it is tall)
 
 
 def components(
@@ -58,6 +59,7 @@ def components(
         if e.role == atspi.COMBO_BOX and e.order and not e.states & (1 << atspi.EXPANDED)
     ]
     windows = _tree_windows.surfaces(elements)
+    beside = _sibling_labels(elements)
     for element in elements:
         if {"role", "states", "name", "box"} - element.answered or element.box is None:
             continue
@@ -123,6 +125,7 @@ def components(
             1.0,
             _states(bits, element.role),
             "accessibility",
+            caption=_caption(element.caption or _caption_beside(element, beside), label),
         )
         same = next(
             (
@@ -139,6 +142,8 @@ def components(
             # holds an icon and the name)
             if found[same].label is None and component.label is not None:
                 found[same] = found[same].with_label(component.label)
+            if found[same].caption is None and component.caption is not None:
+                found[same] = replace(found[same], caption=component.caption)
             continue
         chooser = _closed_chooser(component, found)
         if chooser is not None:
@@ -235,6 +240,54 @@ def _label(name: str) -> str | None:
     if len(words) % 2 == 0 and words[:half] == words[half:]:
         words = words[:half]
     return " ".join(words)[:_MAX_LABEL]
+
+
+def _caption(name: str, label: str | None) -> str | None:
+    """A labelled-by caption's text, as _label() makes it; None when there is none or
+    it says what `label` says, a trailing colon and case aside (GTK 4 and Qt's entries
+    take their caption for their name)."""
+    caption = _label(name)
+    if caption is None:
+        return None
+    if label is not None and _bare(caption) == _bare(label):
+        return None
+    return caption
+
+
+def _sibling_labels(elements: Sequence[Element]) -> dict[tuple[int, ...], list[Element]]:
+    """The labels read with a name and a box, by the path of their parent."""
+    labels: dict[tuple[int, ...], list[Element]] = {}
+    for element in elements:
+        if (
+            element.role == atspi.LABEL
+            and element.order
+            and "name" in element.answered
+            and element.box is not None
+            and element.box[2] > 0
+            and element.box[3] > 0
+        ):
+            labels.setdefault(element.order[:-1], []).append(element)
+    return labels
+
+
+def _caption_beside(element: Element, labels: dict[tuple[int, ...], list[Element]]) -> str:
+    """The caption of a control the tree links none to: a sibling label ending in a
+    colon, just left of it on its row (the nearest), as a form lays one out; else ""."""
+    if element.role not in atspi.CAPTIONED_ROLES or not element.order or element.box is None:
+        return ""
+    x, y, _, h = element.box
+    best, nearest = "", max(2 * h, _CAPTION_GAP)
+    for label in labels.get(element.order[:-1], ()):
+        assert label.box is not None  # (_sibling_labels keeps only those with one)
+        lx, ly, lw, lh = label.box
+        gap = x - (lx + lw)
+        if label.name.strip().endswith(":") and y <= ly + lh / 2 <= y + h and -2 <= gap <= nearest:
+            best, nearest = label.name, gap
+    return best
+
+
+def _bare(text: str) -> str:
+    return text.rstrip(": ").casefold()
 
 
 def _states(bits: int, role: int) -> tuple[State, ...]:

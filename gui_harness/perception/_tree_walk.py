@@ -3,7 +3,8 @@ read (GTK 4 and Qt have no Collection interface; LibreOffice's never answers: it
 spreadsheet has millions of cells).
 
 Owns `AppWalk` and `Element`. The walk descends only into showing objects, reads each
-one's role and states, then the name and box of those perception reports;
+one's role and states, then the name and box of those perception reports (and the
+caption an entry or a drop-down is labelled by, from its relation set);
 a container that manages its descendants (a spreadsheet, a long list) is not
 enumerated: a table becomes one grid read from its visible corner cells (_tree_grid.py),
 another gives all its children when there are few, else the run of them that shows
@@ -68,6 +69,7 @@ class Element:
     item: bool = False  # a long list's item (handed by its ListRead with its box) or in one
     inside: bool = False  # below an element perception reports (a label there is read)
     reported: bool = False  # perception reports it (its role is a control's)
+    caption: str = ""  # the name of what labels it (a labelled-by relation), when read
 
 
 class AppWalk:
@@ -441,6 +443,11 @@ class AppWalk:
                 atspi.get_property(element.app, element.path, atspi.ACCESSIBLE, "Name"),
                 lambda body: self._got_name(element, body),
             )
+            if reported and element.role in atspi.CAPTIONED_ROLES:
+                self._send(
+                    atspi.call(element.app, element.path, atspi.ACCESSIBLE, "GetRelationSet"),
+                    lambda body: self._relations(element, body),
+                )
             if "box" not in element.answered:
                 self._send(_extents(element), lambda body: self._got_box(element, body, grid=grid))
         if grid:
@@ -479,6 +486,40 @@ class AppWalk:
             atspi.get_property(element.app, element.path, atspi.ACCESSIBLE, "Description"),
             lambda described: self._named(element, described or body),
         )
+
+    def _relations(self, element: Element, body: tuple[Any, ...] | None) -> None:
+        """A relation set: the name of the first object labelling `element` (a caption
+        beside it, linked by a labelled-by relation only) is read as its caption. With
+        none, the names and boxes of the labels beside it (its siblings) are read: the
+        one just left of it may be its caption, unlinked (Qt 5's file dialog's "Look
+        in:"; see _tree_elements)."""
+        if body is None:
+            return
+        for kind, targets in body[0]:
+            if int(kind) == atspi.LABELLED_BY and targets:
+                app, path = (str(v) for v in targets[0])
+
+                def captioned(named: tuple[Any, ...] | None) -> None:
+                    if named is not None:
+                        element.caption = str(named[0][1])
+
+                self._send(atspi.get_property(app, path, atspi.ACCESSIBLE, "Name"), captioned)
+                return
+        parent = element.order[:-1]
+        for sibling in self.elements:
+            if (
+                sibling.role == atspi.LABEL
+                and sibling.order[:-1] == parent
+                and len(sibling.order) == len(element.order)
+                and _shows(sibling)
+                and not {"name", "asked"} & sibling.answered
+            ):
+                sibling.answered.add("asked")
+                self._send(
+                    atspi.get_property(sibling.app, sibling.path, atspi.ACCESSIBLE, "Name"),
+                    functools.partial(self._got, sibling, "name"),
+                )
+                self._send(_extents(sibling), functools.partial(self._got, sibling, "box"))
 
     def _named(self, element: Element, body: tuple[Any, ...] | None) -> None:
         first = "name" not in element.answered

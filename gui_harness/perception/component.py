@@ -55,7 +55,9 @@ class Component:
     OCR supplied one; `confidence` (0–1) is how sure detection is about `kind`.
     `states` are the states the accessibility tree reported (pixels report none) and
     `source` is where the component came from. A "grid" component carries its cells'
-    geometry in `grid` (see cell_point()).
+    geometry in `grid` (see cell_point()). `caption` is the text the app shows beside
+    the component to name it, when the tree links one that its label does not already
+    say (a drop-down labelled by its current option, "/root", captioned "Look in:").
     """
 
     index: int
@@ -66,6 +68,7 @@ class Component:
     states: tuple[State, ...] = ()
     source: Source = "pixels"
     grid: Grid | None = None
+    caption: str | None = None
 
     @property
     def center(self) -> tuple[int, int]:
@@ -84,7 +87,8 @@ class Component:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able dict: index, kind, box as [x, y, w, h], label, confidence, states
-        and source; and grid, for a component that has cells."""
+        and source; and grid, for a component that has cells, and caption, for one
+        that has a caption (absent otherwise: a record without one reads the same)."""
         data: dict[str, Any] = {
             "index": self.index,
             "kind": self.kind,
@@ -96,6 +100,8 @@ class Component:
         }
         if self.grid is not None:
             data["grid"] = self.grid.to_dict()
+        if self.caption is not None:
+            data["caption"] = self.caption
         return data
 
     @classmethod
@@ -111,6 +117,7 @@ class Component:
             states=tuple(data.get("states", ())),
             source=data.get("source", "pixels"),
             grid=Grid.from_dict(data["grid"]) if data.get("grid") else None,
+            caption=data.get("caption"),
         )
 
 

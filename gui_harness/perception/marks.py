@@ -85,7 +85,9 @@ def describe(components: Sequence[Component]) -> str:
     ``#3 checkbox at (120, 84, 13x13) "Subscribe" [checked, focused]``.
 
     The numbers are x, y, width x height in image pixels; the label, when known, is quoted
-    as a JSON string; the states, when there are any, follow in brackets. A grid names
+    as a JSON string, and so is the caption beside it that names it, when the tree links
+    one (``#5 dropdown at (260, 48, 180x24) "/root" captioned "Look in:"``); the states,
+    when there are any, follow in brackets. A grid names
     the cells it shows, e.g. ``cells A1:F20 (6 columns, 20 rows)``. No components give an
     empty string.
     """
@@ -95,6 +97,8 @@ def describe(components: Sequence[Component]) -> str:
         line = f"#{component.index} {component.kind} at ({x}, {y}, {w}x{h})"
         if component.label:
             line += " " + json.dumps(component.label, ensure_ascii=False)
+        if component.caption:
+            line += " captioned " + json.dumps(component.caption, ensure_ascii=False)
         if component.states:
             line += " [" + ", ".join(component.states) + "]"
         if component.grid is not None and component.grid.span():
