@@ -105,14 +105,18 @@ class DamageWatch:
                         continue
                     until = min(until, last + min(_EARLY_AFTER_S, quiet))  # wake for it
                 if until <= min(now, deadline):
-                    return True
-                if now >= deadline:
+                    # a change already sent (while early() ran longer than the spell, on a
+                    # loaded machine) means the screen was not still after all
+                    if not self._drain():
+                        return True
+                elif now >= deadline:
                     return False
-                if self._drain() or self._wait(min(until, deadline) - now):
-                    changed = time.monotonic()
-                    if last is None:
-                        self._latencies.append(changed - start)
-                    last = changed
+                elif not (self._drain() or self._wait(min(until, deadline) - now)):
+                    continue
+                changed = time.monotonic()
+                if last is None:
+                    self._latencies.append(changed - start)
+                last = changed
 
     @property
     def changes(self) -> int:

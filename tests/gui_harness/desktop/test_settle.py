@@ -254,3 +254,36 @@ def test_settle_calls_early_again_after_a_change_at_most_twice_and_counts_change
         finally:
             painter.close()
             watch.close()
+
+
+@needs_xvfb
+def test_a_change_made_while_a_slow_early_frame_was_taken_is_seen() -> None:
+    # a loaded machine: the early frame's work outlasts the quiet spell; the drawing made
+    # meanwhile must still count (the screen was not still), not be left unread
+    with VirtualDesktop((320, 240), accessibility=False) as desktop:
+        assert desktop.display is not None
+        watch = DamageWatch(desktop.display)
+        painter = Xlib.display.Display(desktop.display)
+        root = painter.screen().root
+        colours = iter(range(0x10, 0xFF))
+        calls: list[int] = []
+
+        def paint() -> None:
+            root.fill_rectangle(root.create_gc(foreground=next(colours)), 0, 0, 50, 50)
+            painter.sync()
+
+        def slow_early() -> None:
+            calls.append(watch.changes)
+            if len(calls) == 1:
+                paint()
+                time.sleep(0.2)  # the frame's work, slower than the quiet spell
+
+        try:
+            watch.mark()
+            paint()
+            assert watch.settle(timeout=5.0, early=slow_early)
+            assert len(calls) == 2  # the change it made was read: an early frame again
+            assert watch.changed_since(calls[0]) and not watch.changed_since(calls[1])
+        finally:
+            painter.close()
+            watch.close()
