@@ -24,8 +24,8 @@ _IN_BAND = 0.25  # share of a pixel component inside a band that makes it the ba
 _SLIVER = 2  # px: a run of ink no wider at the bar's very ends is its bevel
 _MIN_BAR = 8  # px: a band at least this high above the window is a title bar
 _SQUARE = (0.35, 1.3)  # a button's sides, relative to the title bar's height
-_RIGHT = ("Close", "Maximize", "Minimize")  # buttons on the right, outermost first
-_LEFT = ("Close", "Minimize", "Maximize")  # on the left (where no button is on the right)
+_RIGHT = ("Close window", "Maximize window", "Minimize window")  # right, outermost first
+_LEFT = ("Close window", "Minimize window", "Maximize window")  # left, where none is right
 
 
 def decorate(
@@ -36,10 +36,10 @@ def decorate(
 ) -> list[Component]:
     """`pixels` without the components drawn in a window's decorations, and with the
     title bars' parts that show: the title (a text line named by the window's title) and
-    each button ("Close", "Maximize", "Minimize", outermost first). `windows` are the
-    desktop's, bottom to top, in screen pixels (`scale` maps them onto `grey`); one
-    without a `frame` larger than its own box has no decorations. No windows: `pixels`
-    as they are."""
+    each button ("Close window", "Maximize window", "Minimize window", outermost first:
+    told apart from an app's own "Close"). `windows` are the desktop's, bottom to top,
+    in screen pixels (`scale` maps them onto `grey`); one without a `frame` larger than
+    its own box has no decorations. No windows: `pixels` as they are."""
     framed = [(_client(w, scale), _frame(w, scale)) for w in windows]
     if all(frame is None or frame == client for client, frame in framed):
         return list(pixels)

@@ -87,7 +87,7 @@ def test_a_title_bar_gives_its_title_and_close_button_and_no_junk(tmp_path: Path
         labels = [c.label for c in there]
         assert len(labels) == len(set(labels)), (title, there)  # each part once
         assert [c.kind for c in there if c.label == title] == ["text"], (title, there)
-        (close,) = [c for c in there if c.kind == "button" and c.label == "Close"]
+        (close,) = [c for c in there if c.kind == "button" and c.label == "Close window"]
         assert close.center[0] > window.x + window.width * 2 // 3, (title, close)
 
 
@@ -124,10 +124,10 @@ def test_a_drawn_title_bar_gives_its_title_and_buttons_outermost_first_bare_or_n
     assert inside in parts
     assert not any(c in parts for c in junk)
     named = {c.label: c for c in parts if c is not inside}
-    assert set(named) == {"Editor", "Close", "Maximize", "Minimize"}
+    assert set(named) == {"Editor", "Close window", "Maximize window", "Minimize window"}
     assert named["Editor"].kind == "text" and named["Editor"].box == (100, 6, 40, 7)
-    assert named["Close"].box == (276, 5, 11, 11) and named["Maximize"].box[0] == 258
-    assert named["Minimize"].box == (240, 5, 11, 11)  # the button its bar is drawn in
+    assert named["Close window"].box == (276, 5, 11, 11) and named["Maximize window"].box[0] == 258
+    assert named["Minimize window"].box == (240, 5, 11, 11)  # the button its bar is drawn in
 
 
 def test_a_title_bar_under_another_window_gives_nothing_and_keeps_what_is_on_top() -> None:
