@@ -1,19 +1,92 @@
 """Top-level windows as a user sees them, with or without a window manager.
 
-Owns `client_windows` (the viewable application windows of a screen, bottom to top, in
-root coordinates: under a reparenting window manager each sits inside a frame, found by
-its WM_STATE) and `window_request` / `ewmh_request` (ask the window manager to raise or
-maximise one, as a pager does). X11Desktop serialises calls on its connection; Window is x11.py's.
+Owns `Window` and `list_windows` (the viewable application windows of a screen, bottom
+to top, with their titles, owners' pids, boxes and frames; under a reparenting window
+manager each sits inside a frame, found by its WM_STATE: `client_windows`) and
+`window_request` / `ewmh_request` (ask the window manager to raise or maximise one, as a
+pager does). X11Desktop serialises calls on its connection.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["client_windows", "ewmh_request", "window_request"]
+__all__ = ["Window", "client_windows", "ewmh_request", "list_windows", "window_request"]
 
 _MAX_DEPTH = 3  # root → frame → (a decoration layer) → client
+
+
+@dataclass(frozen=True)
+class Window:
+    """A viewable top-level window: its X id, owning process (None if unknown) and geometry.
+
+    `frame` is (x, y, width, height) of what the window manager draws around it (title
+    bar and borders included; the window's own box without one)."""
+
+    id: int
+    pid: int | None
+    title: str
+    x: int
+    y: int
+    width: int
+    height: int
+    frame: tuple[int, int, int, int] | None = None
+
+
+def list_windows(connection: Any, root: Any) -> list[Window]:
+    """The viewable top-level windows of `root`'s screen, bottom to top, with their
+    owners' pids.
+
+    Under a window manager each is the application's window inside its frame, with the
+    position of its content on the screen (below the title bar), and the title the
+    manager shows (_NET_WM_NAME in UTF-8, else WM_NAME). The pid comes from the
+    X-Resource extension, so it works for clients (Tk among them) that do not set
+    _NET_WM_PID."""
+    import Xlib.error
+
+    utf8_name, utf8 = connection.intern_atom("_NET_WM_NAME"), connection.intern_atom("UTF8_STRING")
+    windows = []
+    for client, frame in client_windows(connection, root):
+        try:
+            geometry = client.get_geometry()
+            origin = client.translate_coords(root, 0, 0)
+            named = client.get_full_property(utf8_name, utf8)
+            title = named.value if named is not None else client.get_wm_name() or ""
+            outer = frame.get_geometry()
+        except Xlib.error.XError:  # destroyed while we looked: not a window any more
+            continue
+        border = 2 * outer.border_width
+        windows.append(
+            Window(
+                id=client.id,
+                pid=_window_pid(connection, client.id),
+                title=title if isinstance(title, str) else title.decode(errors="replace"),
+                x=-origin.x,
+                y=-origin.y,
+                width=geometry.width,
+                height=geometry.height,
+                frame=(outer.x, outer.y, outer.width + border, outer.height + border),
+            )
+        )
+    return windows
+
+
+def _window_pid(connection: Any, window_id: int) -> int | None:
+    import Xlib.error
+    from Xlib.ext import res
+
+    try:
+        reply = connection.res_query_client_ids(
+            [{"client": window_id, "mask": res.LocalClientPIDMask}]
+        )
+    except (Xlib.error.XError, AttributeError):
+        return None
+    for client in reply.ids:
+        if client.value:
+            return int(client.value[0])
+    return None
 
 
 def client_windows(connection: Any, root: Any) -> Iterator[tuple[Any, Any]]:

@@ -16,7 +16,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gui_harness.errors import DesktopError, InvalidAction
@@ -30,9 +29,9 @@ try:
     import Xlib.error
     from PIL import Image
     from Xlib import XK, X
-    from Xlib.ext import res
 
     from gui_harness.desktop._damage import DamageWatch
+    from gui_harness.desktop._windows import Window
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError(
         f'X11Desktop needs the gui extra ({exc.name} is missing): pip install "openprogram[gui]"'
@@ -75,23 +74,6 @@ _THAW_POLL_S = 0.002
 _REMAP_PAUSE_S = 0.05
 _EVICT_PAUSE_S = 0.25
 _UNKNOWN = object()
-
-
-@dataclass(frozen=True)
-class Window:
-    """A viewable top-level window: its X id, owning process (None if unknown) and geometry.
-
-    `frame` is (x, y, width, height) of what the window manager draws around it (title
-    bar and borders included; the window's own box without one)."""
-
-    id: int
-    pid: int | None
-    title: str
-    x: int
-    y: int
-    width: int
-    height: int
-    frame: tuple[int, int, int, int] | None = None
 
 
 class X11Desktop:
@@ -241,50 +223,13 @@ class X11Desktop:
         return watch.settle(timeout=timeout, early=lambda: self._take_early(watch))
 
     def visible_windows(self) -> list[Window]:
-        """The viewable top-level windows, bottom to top, with their owners' pids.
-
-        Under a window manager each is the application's window inside its frame, with
-        the position of its content on the screen (below the title bar). The pid comes
-        from the X-Resource extension, so it works for clients (Tk among them) that do
-        not set _NET_WM_PID.
-        """
-        from gui_harness.desktop._windows import client_windows
+        """The viewable top-level windows, bottom to top, with their owners' pids, titles,
+        boxes and frames (_windows.list_windows)."""
+        from gui_harness.desktop._windows import list_windows
 
         self._check_open()
-        windows = []
         with self._input_lock, _translate_errors(self.display):
-            utf8_name, utf8 = (
-                self._x.intern_atom("_NET_WM_NAME"),
-                self._x.intern_atom("UTF8_STRING"),
-            )
-            for client, frame in client_windows(self._x, self._root):
-                try:
-                    geometry = client.get_geometry()
-                    origin = client.translate_coords(self._root, 0, 0)
-                    # the title the window manager shows: _NET_WM_NAME (UTF-8), else WM_NAME
-                    named = client.get_full_property(utf8_name, utf8)
-                    title = named.value if named is not None else client.get_wm_name() or ""
-                    outer = frame.get_geometry()
-                except Xlib.error.XError:  # destroyed while we looked: not a window any more
-                    continue
-                windows.append(
-                    Window(
-                        id=client.id,
-                        pid=self._window_pid(client.id),
-                        title=title if isinstance(title, str) else title.decode(errors="replace"),
-                        x=-origin.x,
-                        y=-origin.y,
-                        width=geometry.width,
-                        height=geometry.height,
-                        frame=(
-                            outer.x,
-                            outer.y,
-                            outer.width + 2 * outer.border_width,
-                            outer.height + 2 * outer.border_width,
-                        ),
-                    )
-                )
-        return windows
+            return list_windows(self._x, self._root)
 
     def raise_window(self, window: int) -> None:
         """Ask the window manager to raise and focus top-level `window` (an X id from
@@ -356,18 +301,6 @@ class X11Desktop:
                 self._grabbers.append(grabber)
             self._local.grabber = grabber
         return grabber
-
-    def _window_pid(self, window_id: int) -> int | None:
-        try:
-            reply = self._x.res_query_client_ids(
-                [{"client": window_id, "mask": res.LocalClientPIDMask}]
-            )
-        except (Xlib.error.XError, AttributeError):
-            return None
-        for client in reply.ids:
-            if client.value:
-                return int(client.value[0])
-        return None
 
     def _motion(self, x: int, y: int) -> None:
         self._x.xtest_fake_input(X.MotionNotify, x=int(x), y=int(y))
