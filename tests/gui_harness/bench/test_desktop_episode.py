@@ -4,30 +4,14 @@ window, whose content starts inside its frame's shadow), on the suite's GTK 4 pa
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import time
-
-import pytest
 
 from gui_harness.bench.desktop import DesktopEpisode
 from gui_harness.bench.desktop_spec import load_desktop_task, suite_dir
 from gui_harness.perception import AccessibilitySource
+from tests.support.toolkits import GTK4
 
-
-def _gtk4() -> bool:
-    if not shutil.which("/usr/bin/python3"):
-        return False
-    code = "import gi; gi.require_version('Gtk', '4.0'); from gi.repository import Gtk"
-    return subprocess.run(["/usr/bin/python3", "-c", code], capture_output=True).returncode == 0
-
-
-pytestmark = [
-    pytest.mark.x11,
-    pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed"),
-    pytest.mark.skipif(shutil.which("dbus-daemon") is None, reason="no dbus-daemon"),
-    pytest.mark.skipif(not _gtk4(), reason="no GTK 4 for /usr/bin/python3"),
-]
+pytestmark = GTK4
 
 
 def _shown(components) -> dict[str | None, tuple[int, int, int, int]]:

@@ -5,31 +5,15 @@ stays unchecked."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
-
-import pytest
 
 from gui_harness.actions import Click
 from gui_harness.desktop.virtual import App, VirtualDesktop
 from gui_harness.perception import AccessibilitySnapshot, AccessibilitySource
 from tests.gui_harness.perception.test_desktop_accessibility import labelled, wait_for
+from tests.support.toolkits import GTK4
 
-
-def _gtk4() -> bool:
-    if not shutil.which("/usr/bin/python3"):
-        return False
-    code = "import gi; gi.require_version('Gtk', '4.0'); from gi.repository import Gtk"
-    return subprocess.run(["/usr/bin/python3", "-c", code], capture_output=True).returncode == 0
-
-
-pytestmark = [
-    pytest.mark.x11,
-    pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed"),
-    pytest.mark.skipif(shutil.which("dbus-daemon") is None, reason="no dbus-daemon"),
-    pytest.mark.skipif(not _gtk4(), reason="no GTK 4 for /usr/bin/python3"),
-]
+pytestmark = GTK4
 
 _APP = """
 import gi

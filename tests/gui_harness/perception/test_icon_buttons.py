@@ -4,8 +4,6 @@ a real GTK 4 window on Xvfb."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import time
 from pathlib import Path
 
@@ -13,6 +11,7 @@ import pytest
 
 from gui_harness.desktop.virtual import App, VirtualDesktop
 from gui_harness.perception import AccessibilitySource, Perception
+from tests.support.toolkits import GTK4
 
 HEADER_BAR = """
 import gi
@@ -37,18 +36,8 @@ app.run(None)
 """
 
 
-def _gtk4() -> bool:
-    code = "import gi; gi.require_version('Gtk', '4.0'); from gi.repository import Gtk"
-    if not Path("/usr/bin/python3").exists():
-        return False
-    return subprocess.run(["/usr/bin/python3", "-c", code], capture_output=True).returncode == 0
-
-
 pytestmark = [
-    pytest.mark.x11,
-    pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed"),
-    pytest.mark.skipif(shutil.which("dbus-daemon") is None, reason="no dbus-daemon"),
-    pytest.mark.skipif(not _gtk4(), reason="no GTK 4 for /usr/bin/python3"),
+    *GTK4,
     pytest.mark.skipif(
         not Path("/usr/share/icons/Adwaita/16x16").is_dir(), reason="no Adwaita icons"
     ),
