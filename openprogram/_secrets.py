@@ -36,8 +36,9 @@ MASK = "***"
 MIN_LENGTH = 8
 """Shorter values are never scrubbed: a 4-character password would wipe common words."""
 
-KEYLIKE = re.compile(r"(sk-|key-|AIza)[A-Za-z0-9_\-*]{6,}")
-"""Strings that look like provider keys whatever variable they came from."""
+KEYLIKE = re.compile(r"(?<![A-Za-z0-9])(sk-|key-|AIza)[A-Za-z0-9_\-*]{6,}")
+"""Strings that look like provider keys whatever variable they came from: the prefix
+starts a word ("task-…", "disk-…" and "monkey-…" are not keys)."""
 
 _SECRET_NAME = re.compile(
     r"(?:^|_)(?:API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|ACCESS_KEY|SECRET_KEY|PRIVATE_KEY)(?:_|$)",

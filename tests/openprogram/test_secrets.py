@@ -53,6 +53,12 @@ def test_values_given_in_code_are_scrubbed(monkeypatch):
 
 def test_prefix_patterns_apply_to_text_but_not_to_stored_json(monkeypatch):
     assert _secrets.scrub("sk-abcdefghijkl") == "***"
+    assert _secrets.scrub("Bearer sk-abcdefghijkl, key=key-0123456789") == "Bearer ***, key=***"
+    # a prefix inside a word is no key: an MCP task's id, a disk's name
+    task = "task-7258a0f52ae6137579319735c11a2536"
+    assert (
+        _secrets.scrub(f"{task} failed; disk-usage-report") == f"{task} failed; disk-usage-report"
+    )
     stored = json.dumps({"code": "key-value-pairs"})
     assert _secrets.scrub_json(stored) == stored  # user data is not mangled by look-alikes
 
