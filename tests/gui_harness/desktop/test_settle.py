@@ -47,6 +47,8 @@ def _click_subscribe(
     state = read_state(state_path)
     assert state is not None
     box: dict[str, int] = state["widgets"]["subscribe"]
+    # the form as drawn and taking input (its state file comes first on a loaded machine)
+    assert wait_until_stable(desktop, timeout=5.0, frames=3)
     before = desktop.screenshot()
     desktop.execute(Click(x=box["x"] + 10, y=box["y"] + box["h"] // 2))
     return box, before
