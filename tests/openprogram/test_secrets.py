@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 import traceback
 
 import pytest
@@ -52,10 +53,11 @@ def test_values_given_in_code_are_scrubbed(monkeypatch):
 
 
 def test_prefix_patterns_apply_to_text_but_not_to_stored_json(monkeypatch):
-    assert _secrets.scrub("sk-abcdefghijkl") == "***"
-    assert _secrets.scrub("Bearer sk-abcdefghijkl, key=key-0123456789") == "Bearer ***, key=***"
+    keys = ("sk-" + "x" * 12, "key-" + "y" * 10)  # made here: no key-like text in the repo
+    assert _secrets.scrub(keys[0]) == "***"
+    assert _secrets.scrub(f"Bearer {keys[0]}, key={keys[1]}") == "Bearer ***, key=***"
     # a prefix inside a word is no key: an MCP task's id, a disk's name
-    task = "task-7258a0f52ae6137579319735c11a2536"
+    task = "task-" + secrets.token_hex(16)
     assert (
         _secrets.scrub(f"{task} failed; disk-usage-report") == f"{task} failed; disk-usage-report"
     )
