@@ -8,21 +8,15 @@ from __future__ import annotations
 
 import shutil
 import time
-from pathlib import Path
 
 import pytest
 
 from gui_harness.desktop.virtual import App, VirtualDesktop
 from gui_harness.perception import AccessibilitySnapshot, AccessibilitySource
+from tests.support.toolkits import ACCESSIBLE
 
 pytestmark = [
-    pytest.mark.x11,
-    pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed"),
-    pytest.mark.skipif(
-        shutil.which("dbus-daemon") is None
-        or not Path("/usr/libexec/at-spi-bus-launcher").exists(),
-        reason="needs dbus-daemon and at-spi2-core (scripts/setup.sh)",
-    ),
+    *ACCESSIBLE,
     pytest.mark.skipif(
         shutil.which("gtk4-widget-factory") is None,
         reason="gtk4-widget-factory is not installed (Debian's gtk-4-examples)",

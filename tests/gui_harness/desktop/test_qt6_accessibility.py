@@ -5,7 +5,6 @@ with their names, roles and boxes (the boxes checked against where Qt placed the
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -16,6 +15,7 @@ from jeepney.io.blocking import open_dbus_connection
 
 from gui_harness.desktop.virtual import App, VirtualDesktop
 from gui_harness.perception import AccessibilitySnapshot, AccessibilitySource, Component
+from tests.support.toolkits import ACCESSIBLE
 
 _PYTHON = "/usr/bin/python3"  # Debian's PyQt6 lives in the system Python
 
@@ -28,13 +28,7 @@ def _has_pyqt6() -> bool:
 
 
 pytestmark = [
-    pytest.mark.x11,
-    pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed"),
-    pytest.mark.skipif(
-        shutil.which("dbus-daemon") is None
-        or not Path("/usr/libexec/at-spi-bus-launcher").exists(),
-        reason="needs dbus-daemon and at-spi2-core (scripts/setup.sh)",
-    ),
+    *ACCESSIBLE,
     pytest.mark.skipif(not _has_pyqt6(), reason="python3-pyqt6 is not installed"),
 ]
 
