@@ -36,7 +36,7 @@ from _common import machine  # benchmarks/ is on sys.path when a script runs
 
 from gui_harness.desktop.virtual import App, VirtualDesktop
 from gui_harness.perception import AccessibilitySource, Perception, detect_components
-from gui_harness.perception.ocr_worker import OcrWorker, _load_rapidocr
+from gui_harness.perception.ocr.ocr_worker import OcrWorker, _load_rapidocr
 from tests.gui_harness.perception.canvas_text import (
     HELD_OUT,
     SIZES,

@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import machine
 
 import gui_harness.agent as agent_module
-import gui_harness.perception._changes as _changes
 import gui_harness.perception.perceive as perceive_module
+import gui_harness.perception.pixels._changes as _changes
 from gui_harness.agent import gui_agent
 from gui_harness.demo.app import demo_app
 from gui_harness.demo.policy import TASK, demo_policy
@@ -39,7 +39,7 @@ from gui_harness.desktop.fake import FakeDesktop
 from gui_harness.desktop.virtual import VirtualDesktop
 from gui_harness.desktop.x11 import X11Desktop
 from gui_harness.perception import ComponentMemory, OcrWorker, Perception
-from gui_harness.perception._changes import Redetector
+from gui_harness.perception.pixels._changes import Redetector
 from openprogram import Runtime, ScriptedModel, Session
 from openprogram.image import Image
 

@@ -1,6 +1,6 @@
 """Recall of visible controls and labels right on apps the desktop suite did not use when
 their lists were made (issue 35), against the hand-made lists in
-tests/gui_harness/perception/data/held_out_controls.json (which say which apps were
+tests/gui_harness/perception/tree/data/held_out_controls.json (which say which apps were
 tuned on and which were held out).
 
 Each app runs on a 1280×800 VirtualDesktop with its window manager; each screen (the
@@ -28,7 +28,9 @@ from gui_harness.actions import Click, Keypress
 from gui_harness.desktop.virtual import App, VirtualDesktop
 from gui_harness.perception import AccessibilitySource, Component, Perception
 
-LISTS = Path(__file__).parent.parent / "tests/gui_harness/perception/data/held_out_controls.json"
+LISTS = (
+    Path(__file__).parent.parent / "tests/gui_harness/perception/tree/data/held_out_controls.json"
+)
 SCREEN = (1280, 800)
 
 

@@ -26,7 +26,7 @@ packages=(xvfb xdotool x11-utils python3-tk fonts-dejavu-core tesseract-ocr libg
 # libreoffice-calc: the spreadsheet whose sheet the pixel path reads as one grid;
 # libreoffice-writer: the desktop tasks' word processor;
 # libreoffice-gtk3: LibreOffice's GTK 3 plugin, the one that publishes an accessibility tree
-# (SAL_USE_VCLPLUGIN=gtk3), read by tests/gui_harness/perception/test_desktop_accessibility.py;
+# (SAL_USE_VCLPLUGIN=gtk3), read by tests/gui_harness/perception/tree/test_desktop_accessibility.py;
 # gnome-calculator: a GTK 4 app (no AT-SPI Collection: read by the tree walk);
 # featherpad: a small Qt 5 app (Qt's AT-SPI bridge, QT_LINUX_ACCESSIBILITY_ALWAYS_ON);
 # mousepad: a GTK 3 text editor whose Save As is GTK's file chooser (the desktop tasks'

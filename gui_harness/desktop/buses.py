@@ -3,7 +3,7 @@
 Owns `SessionBus` (a dbus-daemon a VirtualDesktop starts, with accessibility switched on),
 `find_accessibility_bus()` (where an existing display's AT-SPI bus is) and
 `ACCESSIBILITY_ENV`, the environment that makes toolkits expose their trees. Reading the
-trees is gui_harness.perception.accessibility's job.
+trees is gui_harness.perception.tree.accessibility's job.
 """
 
 from __future__ import annotations

@@ -1,12 +1,19 @@
 """Perception: what is on the screen, as numbered components (DESIGN.md §8)."""
 
-from gui_harness.perception.accessibility import (
-    ROLE_KINDS,
-    AccessibilitySnapshot,
-    AccessibilitySource,
-)
 from gui_harness.perception.cells import Grid, cell_point
-from gui_harness.perception.detect import (
+from gui_harness.perception.fusion import fuse, to_image
+from gui_harness.perception.marks import KIND_COLOURS, describe, draw_marks
+from gui_harness.perception.memory.memory import (
+    FORMAT_VERSION,
+    SCALES,
+    ComponentMemory,
+    MemoryEntry,
+    default_data_dir,
+)
+from gui_harness.perception.ocr.ocr import label_with_ocr, ocr_available, read_text
+from gui_harness.perception.ocr.ocr_worker import OcrWorker
+from gui_harness.perception.perceive import Observation, Perception
+from gui_harness.perception.pixels.detect import (
     KINDS,
     SOURCES,
     STATES,
@@ -17,18 +24,11 @@ from gui_harness.perception.detect import (
     detect_components,
     reading_order,
 )
-from gui_harness.perception.fusion import fuse, to_image
-from gui_harness.perception.marks import KIND_COLOURS, describe, draw_marks
-from gui_harness.perception.memory import (
-    FORMAT_VERSION,
-    SCALES,
-    ComponentMemory,
-    MemoryEntry,
-    default_data_dir,
+from gui_harness.perception.tree.accessibility import (
+    ROLE_KINDS,
+    AccessibilitySnapshot,
+    AccessibilitySource,
 )
-from gui_harness.perception.ocr import label_with_ocr, ocr_available, read_text
-from gui_harness.perception.ocr_worker import OcrWorker
-from gui_harness.perception.perceive import Observation, Perception
 
 __all__ = [  # noqa: RUF022 - grouped by topic, as STYLE.md asks of package roots
     # detection

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from gui_harness.perception.detect import Component, reading_order
+from gui_harness.perception.component import Component, reading_order
 
 __all__ = ["fuse", "to_image"]
 

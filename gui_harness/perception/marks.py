@@ -15,7 +15,7 @@ from pathlib import Path
 from PIL import Image, ImageDraw, ImageFont
 
 from gui_harness.perception._pixels import ImageLike, pil_image
-from gui_harness.perception.detect import Component, Kind
+from gui_harness.perception.component import Component, Kind
 
 __all__ = ["KIND_COLOURS", "describe", "draw_marks"]
 

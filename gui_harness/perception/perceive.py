@@ -22,17 +22,17 @@ import cv2
 import numpy as np
 from PIL import Image
 
-from gui_harness.perception._changes import Redetector
-from gui_harness.perception._decorations import decorate
-from gui_harness.perception._icons import icon_label
 from gui_harness.perception._pixels import ImageLike, grey_array, pil_image
-from gui_harness.perception.accessibility import AccessibilitySnapshot, AccessibilitySource
-from gui_harness.perception.detect import Component
+from gui_harness.perception.component import Component
 from gui_harness.perception.fusion import fuse, to_image
 from gui_harness.perception.marks import describe, draw_marks
-from gui_harness.perception.memory import ComponentMemory, MemoryEntry
-from gui_harness.perception.ocr import _name_toggles, ocr_available
-from gui_harness.perception.ocr_worker import OcrWorker
+from gui_harness.perception.memory.memory import ComponentMemory, MemoryEntry
+from gui_harness.perception.ocr.ocr import _name_toggles, ocr_available
+from gui_harness.perception.ocr.ocr_worker import OcrWorker
+from gui_harness.perception.pixels._changes import Redetector
+from gui_harness.perception.pixels._decorations import decorate
+from gui_harness.perception.pixels._icons import icon_label
+from gui_harness.perception.tree.accessibility import AccessibilitySnapshot, AccessibilitySource
 from openprogram.errors import UsageError
 from openprogram.image import Image as OpenprogramImage
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from gui_harness.perception import AccessibilitySnapshot, Component, Perception
-from gui_harness.perception.ocr_worker import OcrWorker
+from gui_harness.perception.ocr.ocr_worker import OcrWorker
 
 
 def test_an_unnamed_icon_button_of_the_tree_is_not_labelled_by_ocr():

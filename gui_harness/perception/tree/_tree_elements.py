@@ -1,0 +1,434 @@
+"""From accessibility elements to components: `components()` keeps what shows on the
+screen and can be acted on (clipped to it), maps roles to kinds and AT-SPI states to
+ours (and says which tab is current where the tree does not), turns a table that manages
+its descendants into one `grid`, and drops duplicates (a link inside a tab) and a closed
+chooser's current option. Reading the elements is
+accessibility.py's and _tree_walk.py's job.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+
+from gui_harness.perception.component import STATES, Component, State
+from gui_harness.perception.tree import _atspi as atspi
+from gui_harness.perception.tree import _tree_windows
+from gui_harness.perception.tree._tree_walk import Element
+from gui_harness.perception.tree._tree_windows import Surface
+
+__all__ = ["components"]
+
+_MIN_SIDE = 4  # pixels left on screen after clipping for an element to count
+_MAX_LABEL = 120
+# LibreOffice Calc's own accessible name for its formula bar's input line (its
+# STR_ACC_EDITLINE_NAME), which its GTK 3 plugin (7.4) leaves off the object
+_INPUT_LINE = "Input line"
+_CLASS_NAME = re.compile(r"^Gtk[A-Z][A-Za-z]+$")
+_ENTRIES = frozenset({79, 61, 76})  # entry, text, autocomplete: an editable chooser's own
+_BUTTONS = frozenset({43, 62})  # push button, toggle button
+_CAPTION_GAP = 48  # pixels a caption may stand left of its control (more when it is tall)
+
+
+def components(
+    elements: Sequence[Element],
+    screen: tuple[int, int],
+    *,
+    offset: int = 0,
+    on: list[Surface | None] | None = None,
+) -> list[Component]:
+    """The components of `elements` (in tree order), in screen pixels as the app
+    reports them; `offset` moves what the app draws itself down (AppWalk.offset). `on`,
+    when given, is filled with each component's window or popover (_tree_windows), in
+    step with the result, for place() to put it where the screen shows it.
+
+    What a closed drop-down holds (its list's options, placed where its list would
+    open) is left out but for its text entry (with `on`, place() does that, keeping
+    those on a popup window of their own: Qt never says its drop-down is open); an
+    item that cannot be selected itself (Qt's tree row heads) names the unnamed
+    selectable cell in its place."""
+    found: list[Component] = []
+    held: list[Surface | None] = []
+    sources: list[Element] = []  # the element of each component found
+    items: list[tuple[int, int, int, int]] = []  # unnamed cells of long lists, so far
+    names: list[tuple[tuple[int, int, int, int], str]] = []  # unselectable named items
+    closed = [
+        e.order
+        for e in elements
+        if e.role == atspi.COMBO_BOX and e.order and not e.states & (1 << atspi.EXPANDED)
+    ]
+    windows = _tree_windows.surfaces(elements)
+    beside = _sibling_labels(elements)
+    for element in elements:
+        if {"role", "states", "name", "box"} - element.answered or element.box is None:
+            continue
+        bits = element.states
+        if not (bits & (1 << atspi.SHOWING) and bits & (1 << atspi.VISIBLE)):
+            continue
+        if (
+            on is None  # (with `on`, _tree_windows.place() keeps those on a popup of theirs)
+            and element.role not in _ENTRIES
+            and any(element.order[: len(o)] == o and len(element.order) > len(o) for o in closed)
+        ):
+            continue  # an option of a closed drop-down: not on the screen
+        dy = 0 if element.native else offset
+        x, y, w, h = element.box
+        box = _clip((x, y + dy, w, h), screen)
+        if box is None:
+            continue
+        label = _label(element.name)
+        if element.grid is not None:
+            found.append(
+                Component(
+                    0,
+                    "grid",
+                    box,
+                    label,
+                    1.0,
+                    _states(bits, element.role),
+                    "accessibility",
+                    element.grid.shifted(dy),
+                )
+            )
+            held.append(_tree_windows.surface_of(element, windows))
+            sources.append(element)
+            continue
+        if element.input_line:
+            found.append(
+                Component(
+                    0, "field", box, label or _INPUT_LINE, 1.0, _states(bits, 0), "accessibility"
+                )
+            )
+            held.append(_tree_windows.surface_of(element, windows))
+            sources.append(element)
+            continue
+        if element.role not in atspi.ROLE_KINDS:
+            continue
+        if element.role == atspi.TEXT_ROLE and not bits & (1 << atspi.EDITABLE):
+            continue
+        if element.role in atspi.ITEM_ROLES and not bits & (
+            (1 << atspi.SELECTABLE) | (1 << atspi.FOCUSABLE)
+        ):
+            if label is not None:
+                names.append((box, label))
+            continue
+        if element.item and label is None:
+            if any(_holds(outer, box) for outer in items):
+                continue  # the icon in a list's cell: the cell is the target
+            items.append(box)  # an unnamed cell: named by what it holds (see below)
+        component = Component(
+            0,
+            atspi.ROLE_KINDS[element.role],
+            box,
+            label,
+            1.0,
+            _states(bits, element.role),
+            "accessibility",
+            caption=_caption(element.caption or _caption_beside(element, beside), label),
+        )
+        same = next(
+            (
+                number
+                for number, other in enumerate(found)
+                if (_same_place(component.box, other.box) or _twin(component, other))
+                and not _open_option(element, sources[number], other)
+            ),
+            None,
+        )
+        if same is not None:
+            # a link inside a tab, a button inside a list item: keep the outer one, named
+            # by the inner one when it has no name (GTK 3's file view: a row's name cell
+            # holds an icon and the name)
+            if found[same].label is None and component.label is not None:
+                found[same] = found[same].with_label(component.label)
+            if found[same].caption is None and component.caption is not None:
+                found[same] = replace(found[same], caption=component.caption)
+            continue
+        chooser = _closed_chooser(component, found)
+        if chooser is not None:
+            # a closed drop-down's current option (Chromium reports it as showing): it
+            # names the chooser when the chooser has no name, and is no target itself
+            if found[chooser].label is None:
+                found[chooser] = found[chooser].with_label(component.label)
+            continue
+        found.append(component)
+        held.append(_tree_windows.surface_of(element, windows))
+        sources.append(element)
+    for number, component in enumerate(found):
+        if component.label is None:
+            name = next((n for b, n in names if _same_place(b, component.box)), None)
+            if name is not None:
+                found[number] = component.with_label(name)
+    _name_by_labels(elements, found, sources, windows)
+    _current_tabs(elements, found, sources)
+    if on is not None:
+        on.extend(held)
+    return found
+
+
+def _name_by_labels(
+    elements: Sequence[Element],
+    found: list[Component],
+    sources: list[Element],
+    windows: dict[tuple[int, ...], Surface],
+) -> None:
+    """Name each unnamed component of `found` (made from `sources`) by the text of the
+    labels below it, in tree order (GTK 4 leaves a path bar's or a sidebar row's button
+    unnamed: its label child holds the text), its own rather than those of a control it
+    holds (an expander's button) when it has both, but for those on a surface of their
+    own (a menu button's popover menu: its items are no name of the button). Components
+    of one kind sharing one name that their labels tell apart are named by their labels:
+    the name is a stand-in (GTK 4 names every notebook tab "Tab")."""
+    labels = [
+        e
+        for e in elements
+        if e.role == atspi.LABEL
+        and "name" in e.answered
+        and _label(e.name) is not None
+        and e.states & (1 << atspi.VISIBLE)
+        and e.box is not None
+        and e.box[2] > 0
+        and e.box[3] > 0
+    ]
+    if not labels:
+        return
+
+    def text(number: int) -> str | None:
+        order = sources[number].order
+        own = _tree_windows.surface_of(sources[number], windows)
+        inner = [
+            s.order for s in sources if s.order[: len(order)] == order and len(s.order) > len(order)
+        ]
+        below = [
+            e
+            for e in labels
+            if e.order[: len(order)] == order
+            and len(e.order) > len(order)
+            and _tree_windows.surface_of(e, windows) == own
+        ]
+        mine = [e for e in below if not any(e.order[: len(o)] == o for o in inner)]
+        return _label(" ".join(e.name for e in mine or below))
+
+    shared: dict[tuple[str, str], list[int]] = {}
+    for number, component in enumerate(found):
+        if component.label is None:
+            name = text(number)
+            if name is not None:
+                found[number] = component.with_label(name)
+        else:
+            shared.setdefault((component.kind, component.label), []).append(number)
+    for (_, name), numbers in shared.items():
+        if len(numbers) < 2:
+            continue
+        texts = [text(number) for number in numbers]
+        if None in texts or name in texts or len(set(texts)) < len(texts):
+            continue  # the name is theirs (or the labels do not tell them apart)
+        for number, own in zip(numbers, texts, strict=True):
+            assert own is not None  # checked above
+            found[number] = found[number].with_label(own)
+
+
+def _label(name: str) -> str | None:
+    """The name as a label: whitespace collapsed, bounded; None for no name or GTK 4's
+    stand-in (the widget's class, "GtkButton"); a name GTK 4 doubled from a button's
+    label ("= =") once."""
+    words = name.split()
+    if not words or (len(words) == 1 and _CLASS_NAME.match(words[0])):
+        return None
+    half = len(words) // 2
+    if len(words) % 2 == 0 and words[:half] == words[half:]:
+        words = words[:half]
+    return " ".join(words)[:_MAX_LABEL]
+
+
+def _caption(name: str, label: str | None) -> str | None:
+    """A labelled-by caption's text, as _label() makes it; None when there is none or
+    it says what `label` says, a trailing colon and case aside (GTK 4 and Qt's entries
+    take their caption for their name)."""
+    caption = _label(name)
+    if caption is None:
+        return None
+    if label is not None and _bare(caption) == _bare(label):
+        return None
+    return caption
+
+
+def _sibling_labels(elements: Sequence[Element]) -> dict[tuple[int, ...], list[Element]]:
+    """The labels read with a name and a box, by the path of their parent."""
+    labels: dict[tuple[int, ...], list[Element]] = {}
+    for element in elements:
+        if (
+            element.role == atspi.LABEL
+            and element.order
+            and "name" in element.answered
+            and element.box is not None
+            and element.box[2] > 0
+            and element.box[3] > 0
+        ):
+            labels.setdefault(element.order[:-1], []).append(element)
+    return labels
+
+
+def _caption_beside(element: Element, labels: dict[tuple[int, ...], list[Element]]) -> str:
+    """The caption of a control the tree links none to: a sibling label ending in a
+    colon, just left of it on its row (the nearest), as a form lays one out; else ""."""
+    if element.role not in atspi.CAPTIONED_ROLES or not element.order or element.box is None:
+        return ""
+    x, y, _, h = element.box
+    best, nearest = "", max(2 * h, _CAPTION_GAP)
+    for label in labels.get(element.order[:-1], ()):
+        assert label.box is not None  # (_sibling_labels keeps only those with one)
+        lx, ly, lw, lh = label.box
+        gap = x - (lx + lw)
+        if label.name.strip().endswith(":") and y <= ly + lh / 2 <= y + h and -2 <= gap <= nearest:
+            best, nearest = label.name, gap
+    return best
+
+
+def _bare(text: str) -> str:
+    return text.rstrip(": ").casefold()
+
+
+def _states(bits: int, role: int) -> tuple[State, ...]:
+    states: list[State] = []
+    # a toggle button pressed in: GTK 4.8 gives it the push button's role
+    if bits & (1 << atspi.CHECKED) or (role in _BUTTONS and bits & (1 << atspi.PRESSED)):
+        states.append("checked")
+    if bits & (1 << atspi.SELECTED):
+        states.append("selected")
+    if bits & (1 << atspi.FOCUSED):
+        states.append("focused")
+    if not bits & ((1 << atspi.ENABLED) | (1 << atspi.SENSITIVE)):  # GTK 4 sets SENSITIVE
+        states.append("disabled")
+    if bits & (1 << atspi.EXPANDED):
+        states.append("expanded")
+    return tuple(states)
+
+
+def _open_option(element: Element, holder: Element, other: Component) -> bool:
+    """Whether `element` is an option of `other`, an open drop-down (made from `holder`):
+    Qt and GTK 3 open a drop-down's list with its current option over the drop-down
+    itself, where it is no duplicate of it but the option to pick."""
+    return (
+        other.kind == "dropdown"
+        and "expanded" in other.states
+        and element.order[: len(holder.order)] == holder.order
+        and len(element.order) > len(holder.order)
+    )
+
+
+def _current_tabs(
+    elements: Sequence[Element], found: list[Component], sources: Sequence[Element]
+) -> None:
+    """Mark "selected" the current tab of each tab list none of whose tabs says so (Qt
+    6.4's never do: it marks its current tab "focused" instead, whether or not the tab
+    bar has the focus): the tab whose page shows, the page being the same child of a
+    sibling of the tab list, that holds as many pages as there are tabs, one showing (a
+    tab widget's stack of pages); else the one tab that says it is focused. A tab of such
+    a list keeps "focused" only while its tab list has it (a Qt tab bar that takes no
+    focus, FeatherPad's, still marks its current tab "focused")."""
+    if not any(e.role == atspi.PAGE_TAB_LIST for e in elements):
+        return
+    children: dict[tuple[int, ...], list[Element]] = {}
+    for element in sorted(elements, key=lambda e: e.order):
+        if element.order:
+            children.setdefault(element.order[:-1], []).append(element)
+    numbers = {source.order: number for number, source in enumerate(sources)}
+    for tab_list in elements:
+        if tab_list.role != atspi.PAGE_TAB_LIST or not _shown(tab_list) or not tab_list.order:
+            continue
+        tabs = [e for e in children.get(tab_list.order, []) if e.role == atspi.PAGE_TAB]
+        if not tabs or any(t.states & (1 << atspi.SELECTED) for t in tabs):
+            continue
+        current = _page_shown(tab_list, tabs, children)
+        if current is None:
+            focused = [t for t in tabs if t.states & (1 << atspi.FOCUSED)]
+            current = focused[0] if len(focused) == 1 else None
+        unfocused = not tab_list.states & (1 << atspi.FOCUSED)
+        for tab in tabs:
+            number = numbers.get(tab.order)
+            if number is None:
+                continue
+            states = set(found[number].states)
+            if tab is current:
+                states.add("selected")
+            if unfocused:
+                states.discard("focused")
+            found[number] = replace(found[number], states=tuple(s for s in STATES if s in states))
+
+
+def _page_shown(
+    tab_list: Element, tabs: Sequence[Element], children: dict[tuple[int, ...], list[Element]]
+) -> Element | None:
+    """The tab of `tabs` whose page shows, by the stack of pages beside `tab_list`."""
+    for sibling in children.get(tab_list.order[:-1], []):
+        pages = children.get(sibling.order, [])
+        if sibling is tab_list or len(pages) != len(tabs):
+            continue
+        shown = [number for number, page in enumerate(pages) if _shown(page)]
+        if len(shown) == 1:
+            return tabs[shown[0]]
+    return None
+
+
+def _shown(element: Element) -> bool:
+    bits = element.states
+    return bool(bits & (1 << atspi.SHOWING) and bits & (1 << atspi.VISIBLE))
+
+
+def _closed_chooser(component: Component, found: Sequence[Component]) -> int | None:
+    x, y, w, h = component.box
+    for position, other in enumerate(found):
+        if other.kind != "dropdown" or "expanded" in other.states:
+            continue
+        ox, oy, ow, oh = other.box
+        if ox - 2 <= x and oy - 2 <= y and x + w <= ox + ow + 2 and y + h <= oy + oh + 2:
+            return position
+    return None
+
+
+def _clip(
+    box: tuple[int, int, int, int], screen: tuple[int, int]
+) -> tuple[int, int, int, int] | None:
+    x, y, w, h = box
+    x0, y0 = max(x, 0), max(y, 0)
+    x1, y1 = min(x + w, screen[0]), min(y + h, screen[1])
+    if x1 - x0 < _MIN_SIDE or y1 - y0 < _MIN_SIDE:
+        return None
+    return (x0, y0, x1 - x0, y1 - y0)
+
+
+def _holds(outer: tuple[int, int, int, int], inner: tuple[int, int, int, int]) -> bool:
+    return (
+        outer[0] <= inner[0]
+        and outer[1] <= inner[1]
+        and inner[0] + inner[2] <= outer[0] + outer[2]
+        and inner[1] + inner[3] <= outer[1] + outer[3]
+    )
+
+
+def _twin(a: Component, b: Component) -> bool:
+    """Whether `a` is `b` published twice: the same kind and label, overlapping by most
+    of the smaller (LibreOffice's menu bar shows through its GTK one); unnamed, one
+    holding the other, which is over a third of it (GTK 4's menu button and the toggle
+    button inside it)."""
+    if a.kind != b.kind or a.label != b.label:
+        return False
+    ix = min(a.box[0] + a.box[2], b.box[0] + b.box[2]) - max(a.box[0], b.box[0])
+    iy = min(a.box[1] + a.box[3], b.box[1] + b.box[3]) - max(a.box[1], b.box[1])
+    smaller = min(a.box[2] * a.box[3], b.box[2] * b.box[3])
+    if a.label is None:
+        larger = max(a.box[2] * a.box[3], b.box[2] * b.box[3])
+        held = _holds(a.box, b.box) or _holds(b.box, a.box)
+        return held and smaller * 3 > larger
+    return ix > 0 and iy > 0 and ix * iy >= 0.5 * smaller
+
+
+def _same_place(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
+    ix = min(a[0] + a[2], b[0] + b[2]) - max(a[0], b[0])
+    iy = min(a[1] + a[3], b[1] + b[3]) - max(a[1], b[1])
+    if ix <= 0 or iy <= 0:
+        return False
+    inter = ix * iy
+    return inter >= 0.8 * (a[2] * a[3] + b[2] * b[3] - inter)

@@ -1,0 +1,528 @@
+"""The accessibility source: the interactive elements apps publish on the AT-SPI bus.
+
+Owns `AccessibilitySource` and `AccessibilitySnapshot`, what one read saw. Each app is
+read its own way, all pipelined on one D-Bus connection against one deadline: a browser
+(Chromium, Gecko) by one Collection.GetMatches query, every other app by a bounded walk
+of its tree (_tree_walk.py: GTK 4 and Qt have no Collection, and LibreOffice's would
+enumerate millions of cells). An app's components are kept between snapshots and read
+again only after it sent tree events (TreeWatch) or when its read was cut short; its
+lists that manage their items are asked each time whether they changed (Qt says
+nothing when it fills or scrolls one). The
+D-Bus client is jeepney (docs/gui.md says why). Waiting for a tree to catch up after an
+action is _tree_settle.py's; fusing with pixels is fusion.py's job; starting the buses
+is gui_harness.desktop.buses'. Start at AccessibilitySource.snapshot().
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gui_harness.perception.component import Component
+from gui_harness.perception.tree import _atspi as atspi
+from gui_harness.perception.tree._atspi import ROLE_KINDS
+from gui_harness.perception.tree._tree_elements import components as _components
+from gui_harness.perception.tree._tree_settle import TreeWatch, patience
+from gui_harness.perception.tree._tree_walk import AppWalk, Element
+from gui_harness.perception.tree._tree_windows import Surface, WindowLike, place
+
+__all__ = ["ROLE_KINDS", "AccessibilitySnapshot", "AccessibilitySource"]
+
+_MATCH_ALL, _MATCH_ANY = 1, 2
+_SORT_CANONICAL = 1
+_ROLE_CACHE = 20_000  # (app, object path) → role entries kept between snapshots
+_QUERIED_TOOLKITS = frozenset({"chromium", "gecko"})  # browsers: one Collection query each
+# LibreOffice on its GTK 3 plugin places what it draws itself (toolbars, the sheet) as if
+# its GTK menu bar were not there: _tree_walk moves those boxes down by the bar's height
+_MENU_BAR_OFFSET_APPS = frozenset({"soffice"})
+
+
+def _role_bits(roles: Iterable[int]) -> list[int]:
+    words = [0] * 5
+    for role in roles:
+        words[role // 32] |= 1 << (role % 32)
+    return [w - (1 << 32) if w >= 1 << 31 else w for w in words]  # D-Bus "ai" is signed
+
+
+# Showing and visible (ALL of both), any attributes and interfaces (ALL of none), and ANY
+# of our roles: the app filters, so only what can be on screen crosses the bus.
+_RULE: tuple[Any, ...] = (
+    [(1 << atspi.SHOWING) | (1 << atspi.VISIBLE), 0],
+    _MATCH_ALL,
+    {},
+    _MATCH_ALL,
+    _role_bits(set(ROLE_KINDS) - atspi.COLUMN_HEADERS),  # a page's table heads are no controls
+    _MATCH_ANY,
+    [],
+    _MATCH_ALL,
+    False,
+)
+
+
+@dataclass(frozen=True)
+class AccessibilitySnapshot:
+    """What one accessibility query saw.
+
+    `components` are in screen pixels, clipped to `screen`, in tree order, with
+    index 0 (fusion numbers them); with the desktop's windows known, placed where their
+    window shows them and cut to what the windows stacked above leave showing. `note`
+    says what was missing (no bus, an app that did not answer in time) or is None.
+    `apps` counts the apps that answered; `elapsed_ms` is the query's wall time; `calls`
+    counts the D-Bus calls it made (an app whose tree sent no events since it was read
+    costs none). `windows` are the desktop's windows as the query listed them, bottom to
+    top (perception tells their decorations by them; not recorded).
+    """
+
+    components: tuple[Component, ...] = ()
+    screen: tuple[int, int] = (0, 0)
+    note: str | None = None
+    apps: int = 0
+    elapsed_ms: float = 0.0
+    calls: int = 0
+    windows: tuple[WindowLike, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict of the snapshot (recorded with each observation)."""
+        return {
+            "components": [c.to_dict() for c in self.components],
+            "screen": list(self.screen),
+            "note": self.note,
+            "apps": self.apps,
+            "elapsed_ms": round(self.elapsed_ms, 2),
+            "calls": self.calls,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AccessibilitySnapshot:
+        """The snapshot `to_dict()` described."""
+        width, height = (int(v) for v in data.get("screen", (0, 0)))
+        return cls(
+            components=tuple(Component.from_dict(c) for c in data.get("components", ())),
+            screen=(width, height),
+            note=data.get("note"),
+            apps=int(data.get("apps", 0)),
+            elapsed_ms=float(data.get("elapsed_ms", 0.0)),
+            calls=int(data.get("calls", 0)),
+        )
+
+
+@dataclass
+class _AppTree:
+    """One app's components as last read, and the count of its tree events then."""
+
+    components: list[Component]
+    events: int
+    read_at: float
+    walk: AppWalk | None = None  # the walk that read it, which refresh() brings up to date
+    on: list[Surface | None] | None = None  # each component's window (_tree_windows)
+
+
+class AccessibilitySource:
+    """Reads the interactive elements of every app on the AT-SPI bus at `address`.
+
+    `screen` is (width, height) in pixels: boxes are clipped to it, and elements left
+    with less than 4 px either way are dropped (a window larger than the screen reports
+    its off-screen widgets as showing). `timeout` (seconds) bounds one snapshot, whatever
+    the bus or an app does, stretched by the machine's load (an app answering a few
+    hundred calls waits its turn for a CPU; see _tree_settle.patience, at most 8×). Apps
+    are read side by side, so a slow one costs its own tree only: what it had not told by
+    then is left out, or its tree from an earlier snapshot is kept, and the snapshot's
+    note names it. `address=None` gives empty snapshots noting `note` (why there is no
+    bus). Thread-safe; the connection is opened on first use and reopened after a
+    failure.
+
+    `windows`, when given, lists the desktop's viewable windows bottom to top
+    (Desktop.visible_windows()): each snapshot then puts every component where its
+    window shows it (GTK 4 reports boxes relative to its window, a popover's to its own
+    surface) and cuts it to what the windows stacked above leave showing, dropping what
+    is hidden (an editor under its dialog, a field under a popover menu) or outside its
+    own window; and a window that came or went has every app read afresh (GTK 4 tells
+    nothing when a popover opens). See _tree_windows.
+
+    mark() before an action and wait_caught_up() after it wait until the apps' tree
+    events stop, so the next snapshot sees what the action changed (see _tree_settle).
+    The same events tell which apps changed: an app that sent none since its last
+    complete read is not read again.
+    """
+
+    def __init__(
+        self,
+        address: str | None,
+        *,
+        screen: tuple[int, int],
+        timeout: float = 0.5,
+        note: str | None = None,
+        windows: Callable[[], Sequence[WindowLike]] | None = None,
+    ) -> None:
+        self.address = address
+        self.windows = windows
+        self._window_set: tuple[tuple[int, ...], ...] | None = None
+        self.screen = (int(screen[0]), int(screen[1]))
+        self.base_timeout = timeout
+        """The `timeout` given, before the load stretches it."""
+        self._missing = note or "no accessibility bus is known for this desktop"
+        self._connection: Any = None
+        self._roles: dict[tuple[str, str], int] = {}
+        self._toolkits: dict[str, dict[str, str]] = {}
+        self._trees: dict[str, _AppTree] = {}
+        self._offsets: dict[str, int] = {}  # app → AppWalk.offset as last measured
+        self._lock = threading.Lock()
+        self._pipeline: atspi.Pipeline | None = None  # the latest snapshot's
+        self._watch = TreeWatch(address, timeout=timeout) if address is not None else None
+
+    def __repr__(self) -> str:
+        return f"AccessibilitySource(address={self.address!r}, screen={self.screen!r})"
+
+    @property
+    def timeout(self) -> float:
+        """Seconds a snapshot taken now may take: `base_timeout` stretched by the load."""
+        return self.base_timeout * patience()
+
+    def close(self) -> None:
+        """Close the D-Bus connections (the next snapshot or mark opens new ones)."""
+        with self._lock:
+            self._drop_connection()
+            self._trees.clear()
+        if self._watch is not None:
+            self._watch.close()
+
+    def mark(self) -> None:
+        """Call before an action: the tree events that follow are its doing."""
+        if self._watch is not None:
+            self._watch.mark()
+
+    def wait_caught_up(self, *, timeout: float) -> bool:
+        """Wait until the apps' tree events since mark() stopped for a short quiet spell
+        (none within an adaptive first wait: the action changed no tree); True then, and
+        at once without a bus; False when `timeout` seconds pass with events still coming.
+        Never raises for bus failures."""
+        if self._watch is None:
+            return True
+        return self._watch.settle(timeout=timeout)
+
+    def snapshot(self) -> AccessibilitySnapshot:
+        """Read every app: the showing, on-screen interactive elements, in tree order.
+        Never raises for bus or app failures; returns within about `timeout` stretched by
+        the load (twice that the first time, when it also starts listening for tree
+        events)."""
+        if self._watch is not None and not self._watch.watching:
+            # before the query: then every app has heard of the listener before it answers
+            self._watch.start()
+        started = time.monotonic()
+        with self._lock:
+            self._pipeline = None
+            shown = self._visible_windows()
+            components, apps, note = self._read(started + self.timeout, shown)
+            calls = self._pipeline.sent if self._pipeline is not None else 0
+        return AccessibilitySnapshot(
+            components=tuple(components),
+            screen=self.screen,
+            note=note,
+            apps=apps,
+            elapsed_ms=(time.monotonic() - started) * 1000,
+            calls=calls,
+            windows=tuple(shown),
+        )
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _visible_windows(self) -> list[WindowLike]:
+        """The desktop's windows now (none without `windows`, or when listing them
+        failed); a change of the set since the last snapshot forgets the trees kept."""
+        if self.windows is None:
+            return []
+        try:
+            shown = list(self.windows())
+        except Exception:  # a window system gone: the boxes are left as the apps say
+            return []
+        now = tuple((w.x, w.y, w.width, w.height) for w in shown)
+        if now != self._window_set:
+            self._window_set = now
+            self._trees.clear()
+        return shown
+
+    def _read(
+        self, deadline: float, shown: Sequence[WindowLike] = ()
+    ) -> tuple[list[Component], int, str | None]:
+        limit = round(deadline - time.monotonic(), 2)  # the timeout, stretched by the load
+        if self.address is None:
+            return [], 0, self._missing
+        try:
+            pipeline = self._pipeline = atspi.Pipeline(self._connect(deadline))
+            registry: list[tuple[str, str]] = []
+            pipeline.send(
+                atspi.call(atspi.REGISTRY, atspi.ROOT, atspi.ACCESSIBLE, "GetChildren"),
+                lambda body: registry.extend(
+                    (str(n), str(p)) for n, p in (body[0] if body else ())
+                ),
+            )
+            answered = pipeline.run(deadline)
+            if not answered:
+                silent = f"the accessibility registry did not answer within {limit}s"
+                return [], 0, f"{silent}; pixels only"
+            apps = [name for name, _ in registry]
+            self._learn_toolkits(pipeline, apps, deadline)
+            found, on, notes = self._read_apps(pipeline, apps, deadline, limit)
+            pids = {a: int(f["pid"]) for a, f in self._toolkits.items() if f.get("pid")}
+            found = place(found, on, shown, pids)
+        except (OSError, ValueError, RuntimeError) as exc:  # bus gone, refused, bad address
+            self._drop_connection()
+            return [], 0, f"accessibility bus {self.address!r} failed: {exc}; pixels only"
+        if pipeline.errors:
+            notes.append(f"{pipeline.errors} accessibility call(s) failed")
+        read = sum(1 for app in apps if app in self._trees)
+        return found, read, "; ".join(notes) or None
+
+    def _learn_toolkits(self, pipeline: atspi.Pipeline, apps: list[str], deadline: float) -> None:
+        """What each new app is: its toolkit's name and version, its own name and its
+        process (whose windows are its own: _tree_windows.place)."""
+        for gone in set(self._trees) - set(apps):
+            del self._trees[gone]
+        for gone in set(self._toolkits) - set(apps):  # a bus name is never reused
+            del self._toolkits[gone]
+        for gone in set(self._offsets) - set(apps):
+            del self._offsets[gone]
+        for app in apps:
+            if len(self._toolkits.get(app, ())) == 4:
+                continue  # known (an app that did not answer in time is asked again)
+            self._toolkits[app] = {}
+            for what, interface, name in (
+                ("toolkit", "org.a11y.atspi.Application", "ToolkitName"),
+                ("version", "org.a11y.atspi.Application", "Version"),
+                ("name", atspi.ACCESSIBLE, "Name"),
+            ):
+                pipeline.send(
+                    atspi.get_property(app, atspi.ROOT, interface, name),
+                    functools.partial(self._got_toolkit, app, what),
+                )
+            pipeline.send(atspi.process_of(app), functools.partial(self._got_pid, app))
+        # a third of what is left: a hung new app must leave the others time to be read
+        pipeline.run(min(deadline, time.monotonic() + (deadline - time.monotonic()) / 3))
+
+    def _got_toolkit(self, app: str, what: str, body: tuple[Any, ...] | None) -> None:
+        self._toolkits[app][what] = str(body[0][1]).lower() if body else ""  # "": none
+
+    def _got_pid(self, app: str, body: tuple[Any, ...] | None) -> None:
+        self._toolkits[app]["pid"] = str(int(body[0])) if body else ""
+
+    def _read_apps(
+        self, pipeline: atspi.Pipeline, apps: list[str], deadline: float, limit: float
+    ) -> tuple[list[Component], list[Surface | None], list[str]]:
+        watching = self._watch is not None and self._watch.watching
+        reads: dict[str, tuple[AppWalk | _Query, int]] = {}
+        for app in apps:
+            events = self._watch.events_from(app) if self._watch is not None else 0
+            kept = self._trees.get(app)
+            if watching and kept is not None and kept.events == events:
+                if kept.walk is not None and kept.walk.lists:  # they may change unsaid
+                    kept.walk.check(pipeline)
+                    reads[app] = (kept.walk, events)
+                continue  # nothing changed in its tree since it was read
+            reader: AppWalk | _Query
+            if watching and kept is not None and kept.walk is not None:
+                assert self._watch is not None
+                paths = self._watch.paths_since(app, kept.events)
+                if paths is not None and not _new_window(paths, kept.walk):
+                    kept.walk.refresh(pipeline, paths)
+                    reads[app] = (kept.walk, events)
+                    continue
+            facts = self._toolkits.get(app, {})
+            toolkit = facts.get("toolkit", "")
+            if toolkit in _QUERIED_TOOLKITS:
+                reader = _Query(pipeline, app, self._roles)
+            else:
+                # GTK 4.8 sets SHOWING on its windows only
+                major = facts.get("version", "").split(".")[0]
+                gtk4 = toolkit == "gtk" and major.isdigit() and int(major) >= 4
+                reader = AppWalk(
+                    pipeline,
+                    app,
+                    self._roles,
+                    self.screen,
+                    showing_reported=not gtk4,
+                    own_drawing_offset=facts.get("name") in _MENU_BAR_OFFSET_APPS,
+                    quiet_tabs=toolkit == "qt",
+                    quiet_moves=gtk4,
+                )
+            reader.start()
+            reads[app] = (reader, events)
+        pipeline.run(deadline)
+        if len(self._roles) > _ROLE_CACHE:
+            self._roles.clear()
+        notes: list[str] = []
+        slow: list[str] = []
+        found: list[Component] = []
+        on: list[Surface | None] = []
+        now = time.monotonic()
+        for app in apps:
+            if app not in reads:
+                found.extend(self._trees[app].components)
+                on.extend(_surfaces(self._trees[app]))
+                continue
+            reader, events = reads[app]
+            offset = 0
+            if isinstance(reader, AppWalk):
+                reader.finish(deadline)
+                offset, note = self._offset(app, reader)
+                if note:
+                    notes.append(note)
+            elements = sorted(reader.elements, key=lambda e: e.order)
+            placed: list[Surface | None] = []
+            components = _components(elements, self.screen, offset=offset, on=placed)
+            if not isinstance(reader, AppWalk):  # a browser's matches: no windows among them
+                placed = [None] * len(components)
+            if isinstance(reader, AppWalk) and reader.skipped:
+                notes.append(
+                    f"{app}: {reader.skipped} long list(s) that manage their items were not "
+                    "read item by item; their items come from pixels"
+                )
+            if reader.complete:
+                walk = reader if isinstance(reader, AppWalk) else None
+                self._trees[app] = _AppTree(components, events, now, walk, placed)
+                found.extend(components)
+                on.extend(placed)
+                continue
+            kept = self._trees.get(app)
+            if kept is not None and not components:
+                found.extend(kept.components)
+                on.extend(_surfaces(kept))
+                slow.append(f"{app} (its tree from {now - kept.read_at:.1f}s ago is kept)")
+            else:
+                found.extend(components)
+                on.extend(placed)
+                slow.append(f"{app} (read in part)" if components else app)
+        if slow:
+            notes.insert(
+                0,
+                f"{len(slow)} app(s) did not answer the accessibility query within "
+                f"{limit}s ({', '.join(slow)}); what is missing comes from pixels",
+            )
+        return found, on, notes
+
+    def _offset(self, app: str, walk: AppWalk) -> tuple[int, str | None]:
+        """How far down to move what `app` draws itself (AppWalk.offset), remembered
+        for when a walk cut short cannot tell; never measured, those parts are left out
+        of this read (misplaced boxes would send clicks to a neighbour) and a note says so."""
+        if walk.offset is not None:
+            self._offsets[app] = walk.offset
+            return walk.offset, None
+        known = self._offsets.get(app)
+        if known is not None:
+            return known, None
+        walk.elements = [e for e in walk.elements if e.native]
+        return 0, (
+            f"{app}: where it draws its own parts (sheet, toolbars) was not measured in "
+            "time; they come from pixels"
+        )
+
+    def _connect(self, deadline: float) -> Any:
+        if self._connection is None:
+            from jeepney.io.blocking import open_dbus_connection
+
+            assert self.address is not None
+            remaining = max(deadline - time.monotonic(), 0.01)
+            try:
+                self._connection = open_dbus_connection(self.address, auth_timeout=remaining)
+            except TimeoutError as exc:
+                raise OSError(f"no answer within {remaining:.2f}s") from exc
+        return self._connection
+
+    def _drop_connection(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            with contextlib.suppress(OSError):  # already broken: nothing left to close
+                connection.close()
+
+
+def _surfaces(tree: _AppTree) -> list[Surface | None]:
+    return tree.on if tree.on is not None else [None] * len(tree.components)
+
+
+def _new_window(paths: dict[str, set[str]], walk: AppWalk) -> bool:
+    """Whether the events at `paths` say a window came or went: a change of the app's
+    root's children (GTK), or a window not read before that was created or activated
+    (Qt's only word of a new dialog)."""
+    if atspi.ROOT in paths:
+        return True
+    windows = [p for p, events in paths.items() if any(e.startswith("Window:") for e in events)]
+    if not windows:
+        return False
+    known = {e.path for e in walk.elements}
+    return any(p not in known for p in windows)
+
+
+class _Query:
+    """One app read by one Collection.GetMatches query, then each match's role, states,
+    name and box: what a browser answers fastest (its page can be large)."""
+
+    def __init__(
+        self, pipeline: atspi.Pipeline, app: str, roles: dict[tuple[str, str], int]
+    ) -> None:
+        self.pipeline = pipeline
+        self.app = app
+        self.roles = roles
+        self.elements: list[Element] = []
+        self._calls = atspi.Calls(pipeline)
+
+    @property
+    def complete(self) -> bool:
+        return self._calls.pending == 0
+
+    def start(self) -> None:
+        self._send(
+            atspi.call(
+                self.app,
+                atspi.ROOT,
+                "org.a11y.atspi.Collection",
+                "GetMatches",
+                "(aiia{ss}iaiiasib)uib",
+                (_RULE, _SORT_CANONICAL, 0, True),
+            ),
+            self._got_matches,
+        )
+
+    def _send(self, message: Any, callback: Any) -> None:
+        self._calls.send(message, callback)
+
+    def _got_matches(self, body: tuple[Any, ...] | None) -> None:
+        if body is None:
+            return
+        for number, (name, path) in enumerate(body[0]):
+            element = Element(str(name), str(path), (number,))
+            self.elements.append(element)
+            role = self.roles.get((element.app, element.path))
+            if role is not None:
+                element.role = role
+                element.answered.add("role")
+            else:
+                self._detail(element, "role", atspi.call(name, path, atspi.ACCESSIBLE, "GetRole"))
+            self._detail(element, "states", atspi.call(name, path, atspi.ACCESSIBLE, "GetState"))
+            self._detail(element, "name", atspi.get_property(name, path, atspi.ACCESSIBLE, "Name"))
+            self._detail(
+                element,
+                "box",
+                atspi.call(name, path, atspi.COMPONENT, "GetExtents", "u", (atspi.COORDS_SCREEN,)),
+            )
+
+    def _detail(self, element: Element, what: str, message: Any) -> None:
+        def got(body: tuple[Any, ...] | None) -> None:
+            if body is None:
+                return
+            element.answered.add(what)
+            if what == "role":
+                element.role = int(body[0])
+                self.roles[(element.app, element.path)] = element.role
+            elif what == "states":
+                element.states = atspi.state_bits(body)
+            elif what == "name":
+                element.name = str(body[0][1])
+            else:
+                x, y, w, h = (int(v) for v in body[0])
+                element.box = (x, y, w, h)
+
+        self._send(message, got)
