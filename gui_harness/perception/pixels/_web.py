@@ -1,21 +1,27 @@
 """What web pages draw that reads as one control but is several: a table's or a list's
 row ruled above and below, a tinted alert holding its close button, a run of icon links
 (a table's view/edit/delete), a check box padded into a bar's cell. `web_parts()` takes
-detect_crop()'s found components and gives them back with such boxes cut into theirs.
+detect_crop()'s found components and gives them back with such boxes cut into theirs;
+it detects inside a box with the `Detect` it is given (detect.py's, so no import back).
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import cv2
 import numpy as np
 
-from gui_harness.perception.component import Kind
+from gui_harness.perception.component import Component, Kind
 
 if TYPE_CHECKING:
     _Found = tuple[Kind, tuple[int, int, int, int], float]
+
+Detect = Callable[[np.ndarray, np.ndarray, int], list[Component]]
+"""Detection on a crop that touches no screen edge: (colour, grey, max_components) ->
+the crop's components, in the crop's pixels (detect.py's detect_crop, grids left out)."""
 
 _ROW_ASPECT = 8  # a row is at least this many times as wide as it is high
 _ROW_H = (14, 64)
@@ -25,17 +31,20 @@ _CAPTION_H = (14, 60)
 _CONTROLS = ("button", "link", "field", "dropdown", "checkbox", "radio", "tab")
 
 
-def web_parts(image: np.ndarray | None, grey: np.ndarray, found: list[_Found]) -> list[_Found]:
+def web_parts(
+    image: np.ndarray | None, grey: np.ndarray, found: list[_Found], detect: Detect
+) -> list[_Found]:
     """`found` with rows and alerts cut into what they hold, icon runs into icons and
     padded check boxes shrunk to their square. `image`: the screen's RGB (None: grey
-    only, so no alert is told by its tint)."""
+    only, so no alert is told by its tint); `detect`: what finds the controls inside a
+    row or a padded square."""
     rows: list[_Found] = []
     added: list[_Found] = []
     captions: list[_Found] = []  # a bar's label at its left: a click on the bar misses it
     for item in found:
         kind, (x, y, w, h), _ = item
         if kind in ("field", "button", "dropdown") and _is_wide_row(w, h):
-            inner = _inside(image, grey, (x, y, w, h))
+            inner = _inside(image, grey, (x, y, w, h), detect)
             if inner is not None and (
                 _holds_controls(inner)
                 or (_tinted(image, (x, y, w, h)) and _holds_more_than_text(inner))
@@ -65,7 +74,7 @@ def web_parts(image: np.ndarray | None, grey: np.ndarray, found: list[_Found]) -
                 continue
         small = min(w, h) >= 14 and max(w, h) <= 36 and abs(w - h) <= 3
         if kind == "button" and small and not _in_control(item, rows):
-            square = _padded_square(image, grey, (x, y, w, h))
+            square = _padded_square(image, grey, (x, y, w, h), detect)
             if square is not None:
                 out.append(square)
                 continue
@@ -135,11 +144,9 @@ def _is_wide_row(w: int, h: int) -> bool:
 
 
 def _inside(
-    image: np.ndarray | None, grey: np.ndarray, box: tuple[int, int, int, int]
+    image: np.ndarray | None, grey: np.ndarray, box: tuple[int, int, int, int], detect: Detect
 ) -> list[_Found] | None:
     """What detection finds inside `box`'s outline (2 px in), in the screen's pixels."""
-    from gui_harness.perception.pixels.detect import detect_crop
-
     x, y, w, h = box
     x0, y0, x1, y1 = x + 2, y + 2, x + w - 2, y + h - 2
     if x1 - x0 < 10 or y1 - y0 < 8:
@@ -148,13 +155,7 @@ def _inside(
     if _groups(crop, gap=max(h, 12)) < 2:
         return None  # one run of ink: an entry's text, a button's label
     colour = image[y0:y1, x0:x1] if image is not None else crop
-    inner = detect_crop(
-        np.ascontiguousarray(colour),
-        np.ascontiguousarray(crop),
-        max_components=50,
-        closed=(False,) * 4,
-        grids=[],
-    )
+    inner = detect(np.ascontiguousarray(colour), np.ascontiguousarray(crop), 50)
     return [
         (c.kind, (c.box[0] + x0, c.box[1] + y0, c.box[2], c.box[3]), c.confidence) for c in inner
     ]
@@ -299,12 +300,10 @@ def _icon_run(
 
 
 def _padded_square(
-    image: np.ndarray | None, grey: np.ndarray, box: tuple[int, int, int, int]
+    image: np.ndarray | None, grey: np.ndarray, box: tuple[int, int, int, int], detect: Detect
 ) -> _Found | None:
     """A check box or radio detected alone inside a small square `box` a few pixels
     larger (a bar's cell padded around it, a table's header cell), else None."""
-    from gui_harness.perception.pixels.detect import detect_crop
-
     x, y, w, h = box
     height, width = grey.shape
     if x < 0 or y < 0 or x + w > width or y + h > height:
@@ -319,7 +318,7 @@ def _padded_square(
     if abs(high - wide) > 2 or not 9 <= high <= 0.8 * min(w, h) - 2:
         return None  # no square well inside it: a label, an icon filling it
     colour = np.ascontiguousarray(image[y : y + h, x : x + w]) if image is not None else crop
-    inner = detect_crop(colour, crop, max_components=4, closed=(False,) * 4, grids=[])
+    inner = detect(colour, crop, 4)
     if len(inner) != 1 or inner[0].kind not in ("checkbox", "radio"):
         return None
     c = inner[0]

@@ -118,7 +118,7 @@ def detect_crop(
     colour = colour_of(image)
     if colour is not None:
         texts = links(colour, texts)
-    found = web_parts(colour, grey, spin_buttons(grey, controls + texts))
+    found = web_parts(colour, grey, spin_buttons(grey, controls + texts), _detect_inside)
     shown = find_grids(grey) if grids is None else []
     found = outside_grids(found, shown if grids is None else grids)
     room = max(max_components - len(shown if grids is None else grids), 0)
@@ -128,6 +128,12 @@ def detect_crop(
         [Component(0, kind, box, None, confidence) for kind, box, confidence in found]
         + [Component(0, "grid", box, None, 0.7, grid=grid) for box, grid in shown][:max_components]
     )
+
+
+def _detect_inside(image: np.ndarray, grey: np.ndarray, max_components: int) -> list[Component]:
+    """detect_crop() on a crop inside the screen (no side closed, no grids): _web.py's
+    look inside a row or a padded square."""
+    return detect_crop(image, grey, max_components=max_components, closed=(False,) * 4, grids=[])
 
 
 def edge_background(grey: np.ndarray) -> int:
