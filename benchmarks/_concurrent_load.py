@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from openprogram import Runtime, ScriptedModel, Session, agentic_function, allm, llm
-from openprogram.threads import start_thread
+from openprogram.agentic.threads import start_thread
 
 __all__ = ["many_sessions", "one_session"]
 

@@ -31,7 +31,7 @@ from openprogram import (
     count_tokens,
     llm,
 )
-from openprogram.render import seen_by
+from openprogram.render.render import seen_by
 
 BUDGET = 4000
 RATIO_TARGET = 1.5

@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import machine  # benchmarks/ is on sys.path when a script runs
 
 from openprogram import ContextDAG, Runtime, ScriptedModel, Session, agentic_function, llm
-from openprogram.render import render_context
+from openprogram.render.render import render_context
 
 OVERHEAD_TARGET_US = 15.0
 RATIO_TARGET = 1.3

@@ -133,7 +133,7 @@ def main() -> None:
         results: dict[str, Any] = {"machine": machine()}
         results["ledger"] = bench_ledger(Path(tmp), calls, runs)
         if args.kills:
-            from tests.openprogram import kill_effects
+            from tests.openprogram.session import kill_effects
 
             started = time.perf_counter()
             results["kills"] = kill_effects.run(Path(tmp) / "kills", kills=args.kills)

@@ -41,7 +41,7 @@ from gui_harness.desktop.x11 import X11Desktop
 from gui_harness.perception import ComponentMemory, OcrWorker, Perception
 from gui_harness.perception.pixels._changes import Redetector
 from openprogram import Runtime, ScriptedModel, Session
-from openprogram.image import Image
+from openprogram.core.image import Image
 
 # (owner, attribute, phase): what each phase of a step is, in the order printed
 _PHASES: list[tuple[Any, str, str]] = [

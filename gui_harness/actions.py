@@ -25,7 +25,7 @@ from pydantic import (
 
 from gui_harness._aim import click_point
 from gui_harness.errors import ActionRejected, InvalidAction
-from openprogram.ask import ask_user
+from openprogram.agentic.ask import ask_user
 from openprogram.echo import echo
 from openprogram.errors import UsageError
 

@@ -38,10 +38,10 @@ from gui_harness.prompts import DEFAULT_PROMPTS, Prompts
 from gui_harness.result import GuiResult
 from openprogram import agentic_function, current_frame, current_session
 from openprogram.callbacks.base import current_run, gate, notify
+from openprogram.core.image import Image
 from openprogram.echo import cut
 from openprogram.errors import ModelAuthError, ModelError, RunStopped, RunWaiting, UsageError
-from openprogram.image import Image
-from openprogram.runtime import Runtime, current_runtime
+from openprogram.runtime.runtime import Runtime, current_runtime
 
 __all__ = [
     "conclusion",
@@ -556,7 +556,7 @@ def _conclude(run: _Run, task: str, stop: str, detail: str | None) -> str:
 
 
 def _usage_since(runtime: Runtime, before: Any) -> Any:
-    from openprogram.usage import Usage
+    from openprogram.core.usage import Usage
 
     now = runtime.usage
     fields = {

@@ -24,9 +24,9 @@ from gui_harness.perception._pixels import pil_image
 from gui_harness.prompts import Plan, Prompts
 from openprogram import count_tokens, llm
 from openprogram.callbacks.base import current_run, notify
+from openprogram.core.image import Image
 from openprogram.errors import ModelOutputError, UsageError
-from openprogram.image import Image
-from openprogram.runtime import Runtime
+from openprogram.runtime.runtime import Runtime
 
 _log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
 
-from openprogram.image import ImageRef
-from openprogram.usage import Usage
+from openprogram.core.image import ImageRef
+from openprogram.core.usage import Usage
 
 __all__ = ["GuiResult", "StopReason"]
 

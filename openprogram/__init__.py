@@ -2,7 +2,10 @@
 what every model call saw. Start with `agentic_function`, `llm` and `Session`."""
 
 from openprogram import display as _views  # noqa: F401 - registers the notebook views
-from openprogram.ask import ConsoleAsk, ask_user, needs_approval
+from openprogram.agentic.ask import ConsoleAsk, ask_user, needs_approval
+from openprogram.agentic.function import agentic_function
+from openprogram.agentic.questions import Question
+from openprogram.agentic.threads import start_thread
 from openprogram.callbacks import (
     BudgetManager,
     Callback,
@@ -12,9 +15,9 @@ from openprogram.callbacks import (
     SharedBudget,
     TrajectorySaver,
 )
-from openprogram.compaction import count_tokens, summarize_history
-from openprogram.dag import ContextDAG, Effect, Expose, Node, RenderRange
-from openprogram.effects import idempotency_key
+from openprogram.core.dag import ContextDAG, Effect, Expose, Node, RenderRange
+from openprogram.core.image import Image, ImageRef
+from openprogram.core.usage import Usage
 from openprogram.errors import (
     BudgetExceeded,
     ConfigError,
@@ -39,9 +42,7 @@ from openprogram.errors import (
     UnsupportedOperation,
     UsageError,
 )
-from openprogram.function import agentic_function
-from openprogram.image import Image, ImageRef
-from openprogram.models import Model, ModelReply, ModelRequest, ScriptedModel, ToolCall
+from openprogram.models.model import Model, ModelReply, ModelRequest, ScriptedModel, ToolCall
 from openprogram.operations import (
     LocalOperations,
     Operation,
@@ -56,15 +57,14 @@ from openprogram.operations import (
     skills_tool,
     view_image_tool,
 )
-from openprogram.questions import Question
-from openprogram.render import RenderedContext, render_context
-from openprogram.replay import ReplayModel
-from openprogram.runtime import Runtime, allm, current_runtime, llm
-from openprogram.session import Session, current_frame, current_session
+from openprogram.render.render import RenderedContext, render_context
+from openprogram.runtime.compaction import count_tokens, summarize_history
+from openprogram.runtime.runtime import Runtime, allm, current_runtime, llm
+from openprogram.runtime.streaming import AsyncTextStream, TextStream
+from openprogram.session.effects import idempotency_key
+from openprogram.session.replay import ReplayModel
+from openprogram.session.session import Session, current_frame, current_session
 from openprogram.store import Store
-from openprogram.streaming import AsyncTextStream, TextStream
-from openprogram.threads import start_thread
-from openprogram.usage import Usage
 
 __all__ = [
     # recording

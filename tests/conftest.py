@@ -43,7 +43,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(autouse=True)
 def _fresh_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory):
-    from openprogram import _context
+    from openprogram.core import _context
 
     monkeypatch.delenv("OPENPROGRAM_MODEL", raising=False)
     # component memory and other user data go to a scratch folder, never the real home

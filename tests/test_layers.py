@@ -50,26 +50,26 @@ def _probe(path: Path, statement: str) -> None:
 def test_the_packages_keep_their_layer_contracts(tree: Path) -> None:
     result = _lint(tree)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Contracts: 3 kept, 0 broken." in result.stdout
+    assert ", 0 broken." in result.stdout and " BROKEN" not in result.stdout
 
 
 @pytest.mark.parametrize(
     ("module", "statement", "broken"),
     [
         (
-            "openprogram/_context.py",
-            "from openprogram.session import Session",
-            "openprogram._context is not allowed to import openprogram.session",
+            "openprogram/core/_context.py",
+            "from openprogram.session.session import Session",
+            "openprogram.core._context -> openprogram.session.session",
         ),
         (
-            "openprogram/function.py",
-            "from openprogram.runtime import Runtime",
-            "openprogram.function is not allowed to import openprogram.runtime",
+            "openprogram/agentic/function.py",
+            "from openprogram.runtime.runtime import Runtime",
+            "openprogram.agentic.function -> openprogram.runtime.runtime",
         ),
         (
-            "openprogram/streaming.py",
-            "from openprogram.tools import ToolLoop",
-            "openprogram.streaming is not allowed to import openprogram.tools",
+            "openprogram/runtime/streaming.py",
+            "from openprogram.runtime.tools import ToolLoop",
+            "openprogram.runtime.streaming -> openprogram.runtime.tools",
         ),
         (
             "openprogram/cli/__init__.py",

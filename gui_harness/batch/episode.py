@@ -21,7 +21,7 @@ from gui_harness.batch.tasks import BatchTask
 from gui_harness.result import GuiResult
 from openprogram import Runtime, ScriptedModel, Session, agentic_function
 from openprogram.errors import UsageError
-from openprogram.session import current_session
+from openprogram.session.session import current_session
 
 __all__ = ["ORACLE", "Attempt", "attempts", "batch_episode", "run_episode", "session_id"]
 

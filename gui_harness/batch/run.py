@@ -23,10 +23,10 @@ from gui_harness.batch.tasks import BatchTask, load_tasks, parse_task
 from gui_harness.errors import InvalidTask
 from gui_harness.result import GuiResult
 from openprogram import Session
+from openprogram.core.values import NotRebuildable, rebuilt
 from openprogram.echo import cut, echo, mask_url
 from openprogram.errors import ConfigError, StoreError, UsageError
 from openprogram.store.open import open_store
-from openprogram.values import NotRebuildable, rebuilt
 
 __all__ = ["run_batch"]
 

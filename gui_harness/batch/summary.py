@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from openprogram import _secrets
+from openprogram.core import _secrets
 from openprogram.echo import mask_url
 from openprogram.evals import Case, Dataset, EvalReport, RunResult, ScoreResult
 

@@ -33,8 +33,8 @@ from gui_harness.perception.pixels._changes import Redetector
 from gui_harness.perception.pixels._decorations import decorate
 from gui_harness.perception.pixels._icons import icon_label
 from gui_harness.perception.tree.accessibility import AccessibilitySnapshot, AccessibilitySource
+from openprogram.core.image import Image as OpenprogramImage
 from openprogram.errors import UsageError
-from openprogram.image import Image as OpenprogramImage
 
 __all__ = ["Observation", "Perception"]
 

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from openprogram.usage import Usage
+from openprogram.core.usage import Usage
 
 __all__ = ["render_report"]
 

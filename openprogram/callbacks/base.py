@@ -11,8 +11,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from openprogram import _context
-from openprogram.dag import Node
+from openprogram.core import _context
+from openprogram.core.dag import Node
 
 __all__ = ["Callback", "current_run", "gate", "notify", "transform"]
 

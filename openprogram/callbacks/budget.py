@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from openprogram import _context
 from openprogram.callbacks.base import Callback, current_run
 from openprogram.callbacks.budget_shared import SharedBudget, check_limits
-from openprogram.dag import Node
+from openprogram.core import _context
+from openprogram.core.dag import Node
+from openprogram.core.usage import Usage
 from openprogram.errors import BudgetExceeded, UsageError
-from openprogram.usage import Usage
 
 __all__ = ["BudgetManager"]
 

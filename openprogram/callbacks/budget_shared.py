@@ -15,7 +15,7 @@ import time
 import unicodedata
 from typing import Any, Literal
 
-from openprogram import _context
+from openprogram.core import _context
 from openprogram.echo import echo
 from openprogram.errors import UsageError
 from openprogram.store._budgets import BudgetLimits, BudgetTally, LocalBudgets

@@ -9,13 +9,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from openprogram import _context
-from openprogram._secrets import scrub
 from openprogram.callbacks.base import Callback
-from openprogram.dag import Node
+from openprogram.core import _context
+from openprogram.core._secrets import scrub
+from openprogram.core.dag import Node
+from openprogram.core.usage import Usage, frame_usage
+from openprogram.core.values import replace_surrogates
 from openprogram.echo import cut, echo
-from openprogram.usage import Usage, frame_usage
-from openprogram.values import replace_surrogates
 
 __all__ = ["LoggingCallback"]
 

@@ -16,10 +16,10 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised by hiding the package
     raise ImportError('OtelCallback needs OpenTelemetry: pip install "openprogram[otel]"') from exc
 
-from openprogram import _context
 from openprogram.callbacks.base import Callback
-from openprogram.dag import Node
-from openprogram.usage import Usage
+from openprogram.core import _context
+from openprogram.core.dag import Node
+from openprogram.core.usage import Usage
 
 __all__ = ["OtelCallback"]
 
@@ -34,7 +34,7 @@ class OtelCallback(Callback):
     span becomes a child of whatever span is current when the run starts.
     Call spans carry `openprogram.node_id`, `.seq`, `.status` (and `.stop_reason`); llm
     spans carry `gen_ai.request.model`, `gen_ai.usage.input_tokens`/`output_tokens` and
-    `openprogram.usage.cached_tokens`, `.reasoning_tokens`, `.cost_usd`, `.cost_known`,
+    `openprogram.core.usage.cached_tokens`, `.reasoning_tokens`, `.cost_usd`, `.cost_known`,
     `.latency_s`. A failed exchange gets an llm span with error status when its frame
     ends. Inputs and outputs are never attached (they may hold personal data).
     """
@@ -108,11 +108,11 @@ class OtelCallback(Callback):
                 {
                     "gen_ai.usage.input_tokens": usage.input_tokens,
                     "gen_ai.usage.output_tokens": usage.output_tokens,
-                    "openprogram.usage.cached_tokens": usage.cached_tokens,
-                    "openprogram.usage.reasoning_tokens": usage.reasoning_tokens,
-                    "openprogram.usage.cost_usd": usage.cost_usd,
-                    "openprogram.usage.cost_known": usage.cost_known,
-                    "openprogram.usage.latency_s": usage.latency_s,
+                    "openprogram.core.usage.cached_tokens": usage.cached_tokens,
+                    "openprogram.core.usage.reasoning_tokens": usage.reasoning_tokens,
+                    "openprogram.core.usage.cost_usd": usage.cost_usd,
+                    "openprogram.core.usage.cost_known": usage.cost_known,
+                    "openprogram.core.usage.latency_s": usage.latency_s,
                 }
             )
         span = self.tracer.start_span(

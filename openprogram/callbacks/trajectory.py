@@ -29,21 +29,21 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from openprogram import _context
-from openprogram._secrets import scrub, scrub_json
 from openprogram.callbacks._trajectory_report import render_report
 from openprogram.callbacks.base import Callback, current_run
-from openprogram.dag import Node
-from openprogram.errors import UsageError
-from openprogram.image import Image, is_image
-from openprogram.render import recorded_report
-from openprogram.usage import Usage, frame_usage
-from openprogram.values import (
+from openprogram.core import _context
+from openprogram.core._secrets import scrub, scrub_json
+from openprogram.core.dag import Node
+from openprogram.core.image import Image, is_image
+from openprogram.core.usage import Usage, frame_usage
+from openprogram.core.values import (
     escape_surrogates,
     replace_surrogates,
     to_jsonable,
     with_image_dicts,
 )
+from openprogram.errors import UsageError
+from openprogram.render.render import recorded_report
 
 __all__ = ["TrajectorySaver"]
 

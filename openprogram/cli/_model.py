@@ -105,8 +105,8 @@ def chat(
     """
     from openprogram import BudgetManager, Callback, Runtime, SharedBudget
     from openprogram.callbacks.budget_shared import check_limits
-    from openprogram.chat import chat_turn
     from openprogram.errors import OpenProgramError
+    from openprogram.session.chat import chat_turn
 
     class _Printer(Callback):
         def on_llm_chunk(self, node: Any, chunk: str) -> None:

@@ -97,10 +97,10 @@ def _cancel(store: Any, sid: str, id: str) -> None:
     cancel a pending operation at once when no program holds the session; a program
     that does, stops it itself (a pending one before it starts, a running one at its
     next heartbeat)."""
+    from openprogram.agentic.questions import answerer
     from openprogram.errors import SessionLocked
     from openprogram.operations.tracker import tracker
-    from openprogram.questions import answerer
-    from openprogram.session import Session
+    from openprogram.session.session import Session
 
     ask = getattr(store, "request_cancel", None)
     if ask is None:

@@ -36,7 +36,7 @@ def question_commands(
     def pending_command(session_id: str | None, store_spec: str, as_json: bool) -> None:
         """List the questions runs wait on (ask_user with no answer yet): of one session,
         or of every session in the store. Answer one with `sessions answer ID QID VALUE`."""
-        from openprogram.session import Session
+        from openprogram.session.session import Session
 
         found: list[tuple[str, Any]] = []
         with opened_store(store_spec) as store:
@@ -72,7 +72,7 @@ def question_commands(
         choice, or JSON for a question with a schema. An answer is final: a question
         answered already (here or elsewhere) keeps its answer. Re-run the program with
         Session.open(store, ID, resume=True) to go on from there."""
-        from openprogram import questions
+        from openprogram.agentic import questions
         from openprogram.errors import UsageError
 
         with opened_session(store_spec, session_id) as session:

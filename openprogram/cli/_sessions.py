@@ -17,7 +17,7 @@ from openprogram.cli._options import store_option
 from openprogram.cli._print import Styled, data_text, json_text, say, styled
 from openprogram.cli._root import cli
 from openprogram.cli._stores import find_node, opened_session, opened_store
-from openprogram.dag import ContextDAG, Node
+from openprogram.core.dag import ContextDAG, Node
 from openprogram.echo import echo, mask_url, printable
 from openprogram.errors import OpenProgramError
 
@@ -89,9 +89,9 @@ def show_command(
     session_id: str, store_spec: str, depth: int | None, show_all: bool, values: bool
 ) -> None:
     """Print a session's call tree: status, duration, tokens and cost per node."""
-    from openprogram._tree import walk
+    from openprogram.agentic.questions import is_ask, question
+    from openprogram.core._tree import walk
     from openprogram.display._payload import summary, value_text
-    from openprogram.questions import is_ask, question
 
     with opened_session(store_spec, session_id) as session:
         dag = session.dag
@@ -131,7 +131,7 @@ def _duration(seconds: float) -> str:
 
 
 def _tree_line(dag: ContextDAG, node: Node, level: int) -> Styled:
-    from openprogram._tree import node_line
+    from openprogram.core._tree import node_line
 
     mark, name, facts = node_line(dag, node)
     shown = [styled(fact, newlines=False) for fact in facts]
@@ -161,7 +161,7 @@ def render_command(
     """
     from openprogram.display.calls import CallView, label
     from openprogram.display.html import _counted, _names
-    from openprogram.render import render_context
+    from openprogram.render.render import render_context
 
     with opened_session(store_spec, session_id) as session:
         dag = session.dag

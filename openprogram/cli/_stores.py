@@ -15,7 +15,7 @@ import click
 
 from openprogram.cli._options import text_argument
 from openprogram.cli._print import say
-from openprogram.dag import ContextDAG, Node
+from openprogram.core.dag import ContextDAG, Node
 from openprogram.echo import echo, mask_url
 from openprogram.errors import OpenProgramError
 
@@ -74,7 +74,7 @@ def resolve_id(store: Any, session_id: str) -> str:
 
 @contextmanager
 def opened_session(spec: str, session_id: str) -> Iterator[Any]:
-    from openprogram.session import Session
+    from openprogram.session.session import Session
 
     with opened_store(spec) as store:
         full_id = resolve_id(store, session_id)

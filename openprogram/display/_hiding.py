@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from openprogram.dag import ContextDAG, Node, RenderRange
+from openprogram.core.dag import ContextDAG, Node, RenderRange
 
 __all__ = [
     "Call",

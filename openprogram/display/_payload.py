@@ -14,14 +14,14 @@ from collections.abc import Iterable, Mapping
 from itertools import accumulate
 from typing import Any
 
-from openprogram.dag import ContextDAG, Node
+from openprogram.agentic.questions import is_ask, pending, question
+from openprogram.core.dag import ContextDAG, Node
+from openprogram.core.image import ImageRef
+from openprogram.core.values import shown_json
 from openprogram.display._hiding import CallHiding
 from openprogram.display._images import thumbnail_url
 from openprogram.echo import elide
-from openprogram.image import ImageRef
-from openprogram.questions import is_ask, pending, question
-from openprogram.render import recorded_report
-from openprogram.values import shown_json
+from openprogram.render.render import recorded_report
 
 __all__ = [
     "DEFAULT_FULL_IMAGE_BUDGET",

@@ -11,7 +11,7 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Literal
 
-from openprogram.dag import ContextDAG, Node, _view
+from openprogram.core.dag import ContextDAG, Node, _view
 from openprogram.display._hiding import (
     HiddenCode,
     call_of,
@@ -22,7 +22,7 @@ from openprogram.display._hiding import (
 )
 from openprogram.echo import echo
 from openprogram.errors import UsageError
-from openprogram.render import RenderedContext, seen_by
+from openprogram.render.render import RenderedContext, seen_by
 
 __all__ = [
     "CallView",
@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 rebuild_context = seen_by
-"""What llm node `node` saw, exactly (hash-checked): openprogram.render.seen_by."""
+"""What llm node `node` saw, exactly (hash-checked): openprogram.render.render.seen_by."""
 
 
 def _llm_node(dag: ContextDAG, node: Node | str) -> Node:

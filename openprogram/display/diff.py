@@ -11,10 +11,10 @@ import difflib
 import json
 from typing import Any
 
-from openprogram._tree import walk
-from openprogram.dag import ContextDAG, Node
+from openprogram.core._tree import walk
+from openprogram.core.dag import ContextDAG, Node
 from openprogram.echo import cut
-from openprogram.render import seen_by
+from openprogram.render.render import seen_by
 
 __all__ = ["node_diff", "session_diff"]
 

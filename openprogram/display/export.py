@@ -16,11 +16,11 @@ from typing import Any, Literal
 
 import networkx as nx
 
-from openprogram import _secrets
-from openprogram.dag import ContextDAG, Node
+from openprogram.core import _secrets
+from openprogram.core.dag import ContextDAG, Node
+from openprogram.core.values import escape_surrogates, replace_surrogates
 from openprogram.display._payload import value_text
 from openprogram.errors import UsageError
-from openprogram.values import escape_surrogates, replace_surrogates
 
 __all__ = [
     "ExportFormat",

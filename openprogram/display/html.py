@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from openprogram.dag import _dag_of, register_view
+from openprogram.core.dag import _dag_of, register_view
 from openprogram.display._images import thumbnail_url
 from openprogram.display._payload import (
     DEFAULT_FULL_IMAGE_BUDGET,
@@ -27,9 +27,9 @@ from openprogram.display._style import STYLE
 from openprogram.errors import UsageError
 
 if TYPE_CHECKING:
-    from openprogram.dag import ContextDAG, Node
+    from openprogram.core.dag import ContextDAG, Node
     from openprogram.display.calls import CallView, HiddenGroup
-    from openprogram.render import RenderedContext
+    from openprogram.render.render import RenderedContext
 
 __all__ = ["call_html", "context_html", "dag_html", "node_html"]
 

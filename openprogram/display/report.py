@@ -13,12 +13,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from openprogram import _secrets
-from openprogram.dag import ContextDAG
+from openprogram.core import _secrets
+from openprogram.core.dag import ContextDAG
+from openprogram.core.values import replace_surrogates
 from openprogram.display._payload import DEFAULT_FULL_IMAGE_BUDGET
 from openprogram.display.html import dag_html
 from openprogram.errors import UsageError
-from openprogram.values import replace_surrogates
 
 __all__ = ["report_html", "write_report"]
 

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from openprogram import _secrets
+from openprogram.core import _secrets
+from openprogram.core.values import replace_surrogates
 from openprogram.echo import elide
-from openprogram.values import replace_surrogates
 
 if TYPE_CHECKING:
     from openprogram.evals.report import EvalReport

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from openprogram import _secrets
+from openprogram.core import _secrets
 from openprogram.echo import cut, echo, mask_url
 from openprogram.errors import ConfigError, StoreError, UsageError
 from openprogram.evals.dataset import Case

@@ -20,15 +20,15 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from typing import Any, Literal
 
-from openprogram import _context, _secrets
-from openprogram.dag import ContextDAG, Node
+from openprogram.core import _context, _secrets
+from openprogram.core.dag import ContextDAG, Node
+from openprogram.core.values import to_jsonable
 from openprogram.echo import echo, elide, mask_url
 from openprogram.errors import UsageError
 from openprogram.evals.dataset import Case, Dataset
 from openprogram.evals.report import EvalReport, RunResult
 from openprogram.evals.run import Run
 from openprogram.evals.scorers import Scorer, ScoreResult, apply, scorer_name
-from openprogram.values import to_jsonable
 
 __all__ = ["Plan", "evaluate", "resolve_function", "run_in", "score_run"]
 
@@ -242,7 +242,7 @@ def _run_case(
     model: Any,
 ) -> tuple[RunResult, ContextDAG]:
     """One run of one case, in this (copied) context: its session, the call, the scores."""
-    from openprogram.session import Session
+    from openprogram.session.session import Session
 
     _context.frame_var.set(None)  # a copy made inside a call must not nest under it
     try:
@@ -271,7 +271,7 @@ def run_in(
     """Call `fn` on `case` inside `session` (as a call of `frame`, None: at top level;
     the scored call is the first such call after seq `after`), then score it; the
     run's failure, or its model's, is the result's error."""
-    from openprogram.runtime import Runtime
+    from openprogram.runtime.runtime import Runtime
 
     output: Any = None
     error: str | None = None
@@ -416,7 +416,7 @@ def _revived(
     copies it) is validated into the parameter's annotated type. Others pass as given."""
     from pydantic import TypeAdapter
 
-    from openprogram.values import rebuilt
+    from openprogram.core.values import rebuilt
 
     bound = signature.bind(*args, **kwargs)
     for name, value in list(bound.arguments.items()):

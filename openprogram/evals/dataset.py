@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from openprogram.dag import Node
+from openprogram.core.dag import Node
 from openprogram.echo import echo
 from openprogram.errors import UsageError
 
@@ -180,7 +180,7 @@ class Dataset(BaseModel):
             has. limit: at most this many cases. Each case's metadata names the
             `session` and `node` it came from. Raises UsageError when no call matched.
         """
-        from openprogram._loading import load_dag
+        from openprogram.session._loading import load_dag
         from openprogram.store.open import open_store
 
         resolved, owns = open_store(store)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from openprogram.agentic.function import agentic_function
 from openprogram.evals.scorers import Verdict
-from openprogram.function import agentic_function
-from openprogram.runtime import llm
+from openprogram.runtime.runtime import llm
 
 __all__ = ["JUDGE_SYSTEM", "judge"]
 

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError
 
-from openprogram import _secrets
-from openprogram.dag import ContextDAG
+from openprogram.core import _secrets
+from openprogram.core.dag import ContextDAG
 from openprogram.echo import elide, printable
 from openprogram.errors import UsageError
 from openprogram.evals.dataset import Case, Dataset
@@ -239,7 +239,7 @@ class EvalReport(BaseModel):
                 f"run {run.case!r} #{run.repeat} has no recorded DAG: the report was saved "
                 "without one and names no store; evaluate with store=... to keep runs"
             )
-        from openprogram.session import Session
+        from openprogram.session.session import Session
 
         session = Session.open(spec, run.session)
         try:
@@ -331,7 +331,7 @@ class EvalReport(BaseModel):
         An llm_judge among them does call its model."""
         from openprogram.evals._running import Plan, score_run
         from openprogram.evals.run import Run
-        from openprogram.session import Session
+        from openprogram.session.session import Session
 
         function = self.function.rpartition(":")[2].rpartition(".")[2]
         plan = Plan(scorers, function)
@@ -370,7 +370,7 @@ class EvalReport(BaseModel):
         recording fails its run with ReplayMismatch naming the call (recorded in the
         report, never raised). Runs the first repeat of each case once."""
         from openprogram.evals._running import evaluate
-        from openprogram.replay import ReplayModel
+        from openprogram.session.replay import ReplayModel
 
         firsts = {run.case: run for run in self.runs if run.repeat == 0}
 
@@ -462,7 +462,7 @@ class EvalReport(BaseModel):
 
 
 def _revived(value: Any) -> Any:
-    from openprogram.values import rebuilt
+    from openprogram.core.values import rebuilt
 
     try:
         return rebuilt(value)

@@ -17,7 +17,7 @@ from openprogram.evals._running import Plan, _error_text, _model_label, _qualifi
 from openprogram.evals.report import EvalReport, RunResult
 
 if TYPE_CHECKING:
-    from openprogram.dag import ContextDAG, Node
+    from openprogram.core.dag import ContextDAG, Node
     from openprogram.evals.dataset import Case
 
 __all__ = ["fork", "rerun"]
@@ -40,8 +40,8 @@ def rerun(
     import time
     import uuid
 
-    from openprogram._loading import shared_history
-    from openprogram.session import Session
+    from openprogram.session._loading import shared_history
+    from openprogram.session.session import Session
 
     dataset = report.calls(function, store=store)
     plan = Plan(scorers, getattr(fn, "__name__", None))
@@ -92,7 +92,7 @@ def fork(
     import time
     import uuid
 
-    from openprogram.session import Session
+    from openprogram.session.session import Session
 
     spec = store or report.store
     if spec is None:
@@ -132,7 +132,7 @@ def _fork_of(spec: Any, run: RunResult, at: str | Callable[[ContextDAG], Node]) 
     import uuid
 
     from openprogram.display.calls import resolve_node
-    from openprogram.session import Session
+    from openprogram.session.session import Session
 
     if run.session is None:
         raise UsageError(f"run {run.case!r} #{run.repeat} has no recorded session to fork")

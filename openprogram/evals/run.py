@@ -12,10 +12,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from openprogram.dag import ContextDAG, Node
+from openprogram.core.dag import ContextDAG, Node
+from openprogram.core.usage import Usage, frame_usage
 from openprogram.errors import UsageError
-from openprogram.render import RenderedContext, seen_by
-from openprogram.usage import Usage, frame_usage
+from openprogram.render.render import RenderedContext, seen_by
 
 __all__ = ["Run", "ToolUse"]
 

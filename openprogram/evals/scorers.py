@@ -16,11 +16,11 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from openprogram import _secrets
+from openprogram.core import _secrets
+from openprogram.core.values import to_jsonable
 from openprogram.echo import echo, elide
 from openprogram.evals.dataset import Case
 from openprogram.evals.run import Run
-from openprogram.values import to_jsonable
 
 __all__ = [
     "Score",
@@ -227,7 +227,7 @@ def llm_judge(rubric: str, *, model: Any = None, name: str = "llm_judge") -> Sco
     from openprogram.evals.judge import judge
 
     def check(case: Case, output: Any, run: Run) -> Score:
-        from openprogram.runtime import Runtime
+        from openprogram.runtime.runtime import Runtime
 
         arguments = dict(rubric=rubric, inputs=case.inputs, expected=case.expected, output=output)
         if model is None:

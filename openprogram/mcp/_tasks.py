@@ -27,13 +27,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from openprogram import _secrets
+from openprogram.core import _secrets
 from openprogram.echo import elide, printable
 from openprogram.errors import SessionLocked
 from openprogram.mcp._sdk import MCPError, mcp_types
 from openprogram.operations.tracker import tracker
-from openprogram.runtime import Runtime
-from openprogram.session import Session
+from openprogram.runtime.runtime import Runtime
+from openprogram.session.session import Session
 from openprogram.store import MemoryStore, open_store
 from openprogram.store.format import SessionInfo
 

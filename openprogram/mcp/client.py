@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from openprogram import _secrets
+from openprogram.core import _secrets
 from openprogram.echo import cut, echo, mask_url
 from openprogram.errors import ConfigError, MCPServerError, UsageError
 from openprogram.mcp import _loop

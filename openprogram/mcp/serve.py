@@ -28,11 +28,11 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from openprogram import _secrets
 from openprogram.callbacks.base import Callback
+from openprogram.core import _secrets
+from openprogram.core.image import Image, is_image
 from openprogram.echo import cut, echo, printable
 from openprogram.errors import ConfigError, RunStopped, UsageError
-from openprogram.image import Image, is_image
 from openprogram.mcp._gate import (
     CLIENT_GONE,
     Gate,
@@ -43,9 +43,9 @@ from openprogram.mcp._gate import (
 )
 from openprogram.mcp._sdk import mcp_types
 from openprogram.mcp._tasks import Tasks, client
-from openprogram.runtime import Runtime
+from openprogram.runtime.runtime import Runtime
 from openprogram.serving import is_loopback
-from openprogram.session import Session
+from openprogram.session.session import Session
 
 __all__ = ["DEFAULT_MAX_CALLS", "TOOLS_GROUP", "build_server", "find_function", "serve"]
 

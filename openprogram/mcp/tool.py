@@ -20,17 +20,17 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from openprogram import _context
-from openprogram.ask import ask_user
-from openprogram.dag import _dag_of
+from openprogram.agentic.ask import ask_user
+from openprogram.agentic.function import agentic_function
+from openprogram.agentic.questions import approval
+from openprogram.core import _context
+from openprogram.core.dag import _dag_of
+from openprogram.core.image import Image, ImageRef
 from openprogram.echo import cut, echo
 from openprogram.errors import ConfigError, MCPServerError
-from openprogram.function import agentic_function
-from openprogram.image import Image, ImageRef
 from openprogram.mcp import _loop
 from openprogram.mcp._schema import SchemaTooSlow, bounded_validator, problems
-from openprogram.questions import approval
-from openprogram.replay import ReplayModel
+from openprogram.session.replay import ReplayModel
 
 __all__ = ["MCPTool", "check_namespace", "public_names", "tool_name", "tool_prefix"]
 

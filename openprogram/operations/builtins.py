@@ -20,10 +20,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from openprogram.agentic.function import agentic_function
+from openprogram.core.image import Image
 from openprogram.echo import elide
 from openprogram.errors import UsageError
-from openprogram.function import agentic_function
-from openprogram.image import Image
 from openprogram.operations.operation import Operation, OperationContext, operation_kind
 from openprogram.operations.tool import operation_tool
 

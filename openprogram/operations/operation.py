@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from openprogram.dag import Effect
+from openprogram.core.dag import Effect
 from openprogram.errors import UnsupportedOperation, UsageError
 
 __all__ = [

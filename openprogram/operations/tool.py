@@ -18,11 +18,11 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
 
-from openprogram import _context
-from openprogram.ask import ask_to_settle
+from openprogram.agentic.ask import ask_to_settle
+from openprogram.agentic.function import agentic_function
+from openprogram.core import _context
 from openprogram.echo import elide
 from openprogram.errors import UsageError
-from openprogram.function import agentic_function
 from openprogram.operations.manager import OperationManager
 from openprogram.operations.operation import Operation, OperationRecord
 from openprogram.operations.tracker import tracker

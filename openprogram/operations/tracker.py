@@ -19,7 +19,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from openprogram.dag import Node
+from openprogram.core.dag import Node
 from openprogram.errors import EffectUnknown, OperationFailed, UsageError
 from openprogram.operations.manager import LocalOperations, OperationManager, Reported
 from openprogram.operations.operation import (

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from openprogram.image import Image
+from openprogram.core.image import Image
 
 __all__ = ["StoredBlobs"]
 

@@ -19,10 +19,10 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
-from openprogram.dag import Node
+from openprogram.core.dag import Node
+from openprogram.core.image import ImageRef
+from openprogram.core.values import escape_surrogates, from_jsonable, to_jsonable
 from openprogram.errors import StoreDamaged, StoreError, UnsupportedFormatVersion
-from openprogram.image import ImageRef
-from openprogram.values import escape_surrogates, from_jsonable, to_jsonable
 
 __all__ = [
     "FORMAT_VERSION",

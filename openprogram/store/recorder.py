@@ -26,8 +26,8 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from openprogram._secrets import scrub_exception, scrub_jsons
-from openprogram.dag import ContextDAG, Node
+from openprogram.core._secrets import scrub_exception, scrub_jsons
+from openprogram.core.dag import ContextDAG, Node
 from openprogram.store.base import Store
 from openprogram.store.format import NodeRow, ReadsBase, encode_node, reads_overlap
 

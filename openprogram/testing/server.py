@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from openprogram.errors import UsageError
-from openprogram.models import reply_text
+from openprogram.models.model import reply_text
 from openprogram.testing._serving import BoundedServer, LimitedHandler, Refusal, ServedOnThread
 
 __all__ = ["OpenAIServer", "RecordedRequest", "Responder"]

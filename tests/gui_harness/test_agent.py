@@ -12,7 +12,7 @@ from gui_harness.desktop.fake import FakeDesktop
 from gui_harness.perception import ComponentMemory, OcrWorker, Perception
 from openprogram import ModelAuthError, Runtime, ScriptedModel, Session
 from openprogram.callbacks.base import Callback
-from openprogram.render import seen_by
+from openprogram.render.render import seen_by
 
 OK = {"success": True, "observation": "fine", "task_complete": False}
 COMPLETE = {"success": True, "observation": "saved", "task_complete": True}

@@ -9,7 +9,7 @@ from gui_harness.demo.policy import BASIC_TASK as TASK
 from gui_harness.desktop.fake import FakeDesktop
 from openprogram import Runtime, ScriptedModel, Session, count_tokens
 from openprogram.errors import UsageError
-from openprogram.render import seen_by
+from openprogram.render.render import seen_by
 
 OK = {"success": True, "observation": "fine", "task_complete": False}
 END = {"summary": "the form", "task_appears_complete": False}

@@ -16,7 +16,7 @@ from gui_harness.demo.run import check_saved_state
 from gui_harness.desktop.virtual import VirtualDesktop
 from gui_harness.perception import Observation, Perception
 from openprogram import Runtime, ScriptedModel, Session
-from openprogram.image import ImageRef
+from openprogram.core.image import ImageRef
 
 pytestmark = [
     pytest.mark.x11,

@@ -33,7 +33,7 @@ from openprogram import (
     agentic_function,
     llm,
 )
-from openprogram.render import seen_by
+from openprogram.render.render import seen_by
 
 
 def run(model: Any, **options: Any):

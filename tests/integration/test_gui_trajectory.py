@@ -9,7 +9,7 @@ from gui_harness.demo.policy import BASIC_TASK as TASK
 from gui_harness.demo.policy import demo_policy
 from gui_harness.desktop.fake import FakeDesktop
 from openprogram import BudgetManager, Runtime, ScriptedModel, Session, TrajectorySaver, Usage
-from openprogram.models import ModelReply
+from openprogram.models.model import ModelReply
 
 
 def test_trajectory_of_a_gui_run_has_steps_marked_actions_and_a_report(tmp_path):

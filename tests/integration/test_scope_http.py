@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import logging
 
-from openprogram import Runtime, Session, _context, agentic_function, current_session, llm
-from openprogram._resume import forget_notes
+from openprogram import Runtime, Session, agentic_function, current_session, llm
+from openprogram.agentic._resume import forget_notes
+from openprogram.core import _context
 from openprogram.testing import OpenAIServer
 
 

@@ -17,7 +17,7 @@ from openprogram import (
     allm,
     llm,
 )
-from openprogram.render import seen_by
+from openprogram.render.render import seen_by
 from openprogram.testing import OpenAIServer
 
 KEY = "sk-test-0123456789abcdefghij"

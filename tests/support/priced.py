@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from openprogram import agentic_function, llm
-from openprogram.models import ModelReply, ModelRequest
-from openprogram.usage import Usage
+from openprogram.core.usage import Usage
+from openprogram.models.model import ModelReply, ModelRequest
 
 __all__ = ["PricedModel", "spend"]
 

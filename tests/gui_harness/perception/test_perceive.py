@@ -18,8 +18,8 @@ from gui_harness.perception import (
     describe,
     detect_components,
 )
+from openprogram.core.image import Image as OpenprogramImage
 from openprogram.errors import UsageError
-from openprogram.image import Image as OpenprogramImage
 from tests.gui_harness.perception.screens import iou
 
 SAVE = (140, 270, 100, 34)

@@ -14,7 +14,7 @@ from openprogram import (
     agentic_function,
     llm,
 )
-from openprogram.render import recorded_report, seen_by
+from openprogram.render.render import recorded_report, seen_by
 from openprogram.store import FORMAT_VERSION
 
 

@@ -72,10 +72,10 @@ def test_spans_nest_like_the_dag_and_llm_spans_carry_tokens_and_cost(exporter):
     assert llm_span.parent.span_id in inner_ids
     assert llm_span.attributes["gen_ai.usage.input_tokens"] == 100
     assert llm_span.attributes["gen_ai.usage.output_tokens"] == 10
-    assert llm_span.attributes["openprogram.usage.cached_tokens"] == 40
-    assert llm_span.attributes["openprogram.usage.reasoning_tokens"] == 3
-    assert llm_span.attributes["openprogram.usage.cost_usd"] == pytest.approx(0.003)
-    assert llm_span.attributes["openprogram.usage.cost_known"] is True
+    assert llm_span.attributes["openprogram.core.usage.cached_tokens"] == 40
+    assert llm_span.attributes["openprogram.core.usage.reasoning_tokens"] == 3
+    assert llm_span.attributes["openprogram.core.usage.cost_usd"] == pytest.approx(0.003)
+    assert llm_span.attributes["openprogram.core.usage.cost_known"] is True
     assert llm_span.attributes["gen_ai.request.model"] == "priced/test"
     assert root.attributes["openprogram.node_id"] == session.dag.find(name="outer")[0].id
     assert root.attributes["openprogram.status"] == "completed"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from openprogram import Runtime, ScriptedModel, Session, agentic_function, llm
-from openprogram.dag import ContextDAG
+from openprogram.core.dag import ContextDAG
 from openprogram.display import HiddenNode, dag_html, hidden_nodes
 from openprogram.display.calls import label
 

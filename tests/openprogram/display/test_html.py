@@ -17,9 +17,9 @@ from openprogram import (
     llm,
     render_context,
 )
+from openprogram.core.usage import Usage
 from openprogram.display import dag_html, node_html
 from openprogram.errors import UsageError
-from openprogram.usage import Usage
 from tests.openprogram.display.conftest import screen
 from tests.openprogram.display.views import decoded_reads, payload
 

@@ -23,11 +23,11 @@ from openprogram import (
     llm,
     needs_approval,
 )
+from openprogram.core.image import Image
 from openprogram.errors import MCPServerError, UsageError
-from openprogram.image import Image
 from openprogram.mcp import MCPServer, MCPTool
 from openprogram.mcp.client import _closed
-from openprogram.render import seen_by
+from openprogram.render.render import seen_by
 from tests.support.mcp_servers import fault_server, npm_server
 
 SECRET = "sekrit-value-0123456789"

@@ -11,9 +11,9 @@ from PIL import Image as PILImage
 
 from openprogram import Runtime, ScriptedModel, Session, llm
 from openprogram.operations import view_image_tool
-from openprogram.render import recorded_report
+from openprogram.render.render import recorded_report
 from openprogram.testing import OpenAIServer
-from tests.openprogram.test_render_incremental import assert_same_as_from_scratch
+from tests.openprogram.render.test_render_incremental import assert_same_as_from_scratch
 
 
 @pytest.fixture

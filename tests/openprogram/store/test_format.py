@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from openprogram import RunStopped, Session, StoreError, UnsupportedFormatVersion, agentic_function
-from openprogram.dag import ContextDAG
-from openprogram.image import Image
+from openprogram.core.dag import ContextDAG
+from openprogram.core.image import Image
 from openprogram.store import FORMAT_VERSION, SQLiteStore
 from openprogram.store.format import (
     NodeRow,

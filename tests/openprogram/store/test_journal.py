@@ -365,7 +365,7 @@ def test_a_writer_dying_during_a_commit_leaves_two_journals_folded_in_as_one(tmp
         from openprogram import Session, agentic_function
         from openprogram.store import recorder
         from openprogram.store.sqlite import SQLiteStore
-        from openprogram.threads import start_thread
+        from openprogram.agentic.threads import start_thread
         recorder.BATCH_AGE_S = recorder.SLOW_CALL_S = 3600.0
         started, going = threading.Event(), threading.Event()
 

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from openprogram import Runtime, ScriptedModel, Session, agentic_function, llm
-from openprogram.render import render_context
-from openprogram.values import MAX_DEPTH
+from openprogram.core.values import MAX_DEPTH
+from openprogram.render.render import render_context
 
 FILENAME = b"caf\xe9-\xff.txt".decode("utf-8", "surrogateescape")
 

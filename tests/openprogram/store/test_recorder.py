@@ -16,9 +16,9 @@ import pytest
 from PIL import Image
 
 from openprogram import Runtime, ScriptedModel, Session, StoreError, agentic_function, llm
+from openprogram.agentic.threads import start_thread
 from openprogram.store import NodeRow, open_store
 from openprogram.store import recorder as recorder_module
-from openprogram.threads import start_thread
 from tests.openprogram.store import programs
 
 

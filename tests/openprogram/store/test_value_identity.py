@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 
 from openprogram import ResumeDivergence, Runtime, ScriptedModel, Session, agentic_function, llm
-from openprogram._history import _uncached
-from openprogram._resume import forget_notes
-from openprogram.render import render_context
+from openprogram.agentic._resume import forget_notes
+from openprogram.render._history import _uncached
+from openprogram.render.render import render_context
 from openprogram.store import FORMAT_VERSION
 
 runs: list[str] = []

@@ -193,7 +193,7 @@ def test_forget_and_another_max_components_make_the_next_detection_whole(form):
 @pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed")
 def test_the_demo_form_through_its_steps_gives_what_whole_detections_give():
     from gui_harness.demo.run import check_saved_state, demo_run
-    from openprogram.image import ImageRef
+    from openprogram.core.image import ImageRef
 
     run = demo_run()
     assert check_saved_state(run.state) is None

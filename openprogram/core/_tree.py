@@ -1,0 +1,129 @@
+"""The plain-text call tree of a DAG: what `print(dag)`, `dag.tree()` and the CLI show.
+
+Owns the line format (status mark, `name #k`, duration, tokens, cost, badges) and the
+depth-first walk. No colours and no I/O: the CLI styles these lines. Start at tree_lines().
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol, TypeVar
+
+from openprogram.core.usage import Usage
+
+__all__ = ["MARKS", "node_line", "tree_lines", "walk"]
+
+MARKS = {
+    "completed": "✓",
+    "error": "✗",
+    "running": "…",
+    "cancelled": "⊘",
+    "stopped": "■",
+    "waiting": "⏸",
+    "unknown": "?",
+}
+"""One character per node status, as the tree shows it."""
+
+
+class Node(Protocol):
+    """What a tree line shows of a node (dag.py's Node, a layer above)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def expose(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def usage(self) -> Usage | None: ...
+    @property
+    def duration_s(self) -> float | None: ...
+    @property
+    def input(self) -> Any: ...
+    @property
+    def meta(self) -> dict[str, Any]: ...
+
+
+N = TypeVar("N", bound=Node)
+
+
+class ContextDAG(Protocol[N]):
+    """What the tree walks of a ContextDAG (whose nodes are N)."""
+
+    def __len__(self) -> int: ...
+    def children(self, node_id: str | None) -> Sequence[N]: ...
+    def ordinal(self, node: N | str) -> int: ...
+
+
+def walk(dag: ContextDAG[N], depth: int | None = None) -> Iterator[tuple[N, int]]:
+    """(node, level) depth first in seq order; level 0 is top level."""
+    stack = [(node, 0) for node in reversed(dag.children(None))]
+    while stack:
+        node, level = stack.pop()
+        yield node, level
+        if depth is None or level + 1 < depth:
+            stack.extend((child, level + 1) for child in reversed(dag.children(node.id)))
+
+
+def node_line(dag: ContextDAG[N], node: N) -> tuple[str, str, list[str]]:
+    """(status mark, `name #k`, the facts after it) for one node."""
+    name = f"{node.name} #{dag.ordinal(node)}" + (" (llm)" if node.kind == "llm" else "")
+    facts = []
+    if node.kind == "code" and node.expose != "io":
+        facts.append(f"[{node.expose}]")
+    if node.duration_s is not None and node.kind != "user":
+        facts.append(_duration(node.duration_s))
+    if node.usage is not None:
+        usage = node.usage
+        facts.append(f"{usage.input_tokens}→{usage.output_tokens} tok ${usage.cost_usd:.4f}")
+    facts += _badges(node)
+    asked = node.input.get("question") if isinstance(node.input, dict) else None
+    if node.status == "waiting" and node.meta.get("ask") and isinstance(asked, str):
+        text = " ".join(asked.split())
+        facts.append(f"waiting for an answer ({node.id}): {text[:100]}")
+    elif node.status in ("error", "cancelled", "stopped") and node.error:
+        error = " ".join(node.error.split())
+        facts.append(error[:100] + ("…" if len(error) > 100 else ""))
+    return MARKS.get(node.status, "?"), name, facts
+
+
+def _badges(node: Node) -> list[str]:
+    """What the tree marks besides status: tool calls asked and run, resumed calls."""
+    badges = []
+    asked = node.meta.get("tool_calls")
+    if node.kind == "llm" and isinstance(asked, list) and asked:
+        names = ", ".join(str(c.get("name")) for c in asked[:5] if isinstance(c, dict))
+        badges.append(f"→ tools: {names}" + (f" (+{len(asked) - 5})" if len(asked) > 5 else ""))
+    if node.meta.get("tool_call_id"):
+        badges.append("[tool call]")
+    resumed = node.meta.get("resumed")
+    if resumed:
+        again = f"; ran again: {node.meta['rerun']}" if node.meta.get("rerun") else ""
+        times = f" ×{resumed}" if isinstance(resumed, int) and resumed > 1 else ""
+        badges.append(f"[resumed{times}{again[:80]}]")
+    return badges
+
+
+def tree_lines(
+    dag: ContextDAG[N], *, depth: int | None = None, limit: int | None = None
+) -> list[str]:
+    """The tree as lines, two spaces of indent per level; `limit` caps the node count
+    (a last line says how many were left out)."""
+    lines = []
+    for shown, (node, level) in enumerate(walk(dag, depth)):
+        if limit is not None and shown >= limit:
+            lines.append(f"… {len(dag) - shown:,} more nodes")
+            break
+        mark, name, facts = node_line(dag, node)
+        lines.append("  ".join(["  " * level + mark, name, *facts]))
+    return lines
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"

@@ -1,0 +1,605 @@
+"""The context DAG: `Node` records and the `ContextDAG` that orders them by `seq`.
+
+Owns node creation and completion, the indexes render_context needs (children by seq,
+ordinals, branch heads, subtree extents) and the networkx view. Knows nothing of models
+or stores: a session listens through `ContextDAG.listeners`. Start at ContextDAG.add().
+"""
+
+from __future__ import annotations
+
+import bisect
+import html
+import itertools
+import os
+import random
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Callable, Iterator, Mapping
+from operator import attrgetter
+from typing import Any, Literal
+
+import networkx as nx
+from pydantic import BaseModel, Field, model_serializer
+
+from openprogram.core._tree import tree_lines
+from openprogram.core.image import Image, ImageRef
+from openprogram.core.usage import Usage
+from openprogram.core.values import from_jsonable, to_jsonable, with_image_dicts
+from openprogram.errors import UsageError
+
+__all__ = [
+    "ContextDAG",
+    "Effect",
+    "Expose",
+    "Kind",
+    "Node",
+    "RenderRange",
+    "Status",
+    "check_render_range",
+    "register_view",
+]
+
+Kind = Literal["user", "code", "llm"]
+"""user: input from outside; code: one call of a decorated function; llm: one model exchange."""
+Status = Literal["running", "completed", "error", "cancelled", "stopped", "waiting", "unknown"]
+"""running (not finished yet), completed, error (it raised; `error` says what), cancelled
+(interrupted: KeyboardInterrupt, a cancelled task, a run that never came back), stopped
+(a gate or budget ended it: RunStopped; `meta["stop_reason"]` says why), waiting (an
+ask_user on its stack awaits an answer: RunWaiting; a resumed run goes on from there),
+unknown (an `effect="once"` call started and never finished: whether its side effect
+happened is unknown until a person settles it: `Session.settle`)."""
+Effect = Literal["idempotent", "once"]
+"""A call's declared side effect (`agentic_function(effect=...)`): idempotent (safe to run
+again: on resume it runs again with the same `idempotency_key()`), once (at most once: a
+body that started and did not finish is never run again; it is recorded `unknown`)."""
+Expose = Literal["io", "llm", "full", "hidden"]
+"""What callers see of a function: io (its call and result), llm (only its llm exchanges),
+full (everything inside it), hidden (nothing)."""
+
+
+class RenderRange(BaseModel):
+    """How much history a function's own llm() calls read (DESIGN.md §4 rule 5 and
+    "Compaction": `tokens` caps the rendered history's size, `keep` newest nodes stay)."""
+
+    callers: int | None = None
+    subcalls: int = -1
+    tokens: int | None = None
+    keep: int = 4
+
+    def as_dict(self) -> dict[str, int | None]:
+        """The setting as the decorator's dict: `tokens` and `keep` only when a budget is set."""
+        value: dict[str, int | None] = {"callers": self.callers, "subcalls": self.subcalls}
+        if self.tokens is not None:
+            value.update(tokens=self.tokens, keep=self.keep)
+        return value
+
+    @model_serializer
+    def _dump(self) -> dict[str, int | None]:
+        return self.as_dict()  # dumps and stored records stay as they were without a budget
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to another RenderRange, or to the dict the decorator was given (a code
+        node's `render_range` is the decorator's setting)."""
+        if isinstance(other, Mapping):
+            given = {"subcalls": -1, "callers": None, **other}
+            if given.get("tokens") is not None:
+                given.setdefault("keep", 4)
+            return self.as_dict() == given
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like any BaseModel
+
+    def __getitem__(self, key: str) -> int | None:
+        """`range["callers"]`, as on the decorator's dict."""
+        if key not in _RANGE_KEYS:
+            raise KeyError(key)
+        return getattr(self, key)  # type: ignore[no-any-return]
+
+
+_RANGE_KEYS = ("callers", "subcalls", "tokens", "keep")
+
+
+_VIEWS: dict[str, Callable[[Any], str]] = {}
+
+
+def register_view(
+    kind: Literal["dag", "node", "context", "call"], renderer: Callable[[Any], str]
+) -> None:
+    """Make `renderer(value)` the notebook HTML of a ContextDAG, a Node, a RenderedContext
+    or a CallView (display/calls.py).
+
+    The data layer never imports the views: openprogram.display registers them when it is
+    imported (openprogram's package root does), so the data knows only this hook (and
+    display/calls.py, which display/html.py draws, need not import it back).
+    """
+    _VIEWS[kind] = renderer
+
+
+def _view(kind: str) -> Callable[[Any], str]:
+    view = _VIEWS.get(kind)
+    if (
+        view is None
+    ):  # openprogram/__init__ imports the views; only a stripped-down build lacks them
+        return lambda value: f"<pre>{html.escape(repr(value))}</pre>"
+    return view
+
+
+def check_render_range(value: Mapping[str, Any] | RenderRange | None) -> RenderRange | None:
+    """A `render_range` dict as a RenderRange (None stays None); UsageError naming the bad
+    key or value otherwise."""
+    if value is None:
+        return None
+    if isinstance(value, RenderRange):
+        return value
+    if not isinstance(value, Mapping):
+        raise UsageError(
+            f"render_range={value!r} must be a dict with 'callers', 'subcalls' and/or 'tokens'"
+        )
+    unknown = set(value) - set(_RANGE_KEYS)
+    if unknown:
+        raise UsageError(
+            f"render_range key {sorted(unknown)[0]!r} is unknown; use 'callers', 'subcalls', "
+            "'tokens' and 'keep'"
+        )
+    callers = value.get("callers")
+    subcalls = value.get("subcalls", -1)
+    tokens = value.get("tokens")
+    keep = value.get("keep", 4)
+    if callers is not None and not _count(callers, 0):
+        raise UsageError(f"render_range callers={callers!r} must be None or an int >= 0")
+    if not _count(subcalls, -1):
+        raise UsageError(f"render_range subcalls={subcalls!r} must be an int >= -1")
+    if tokens is not None and not _count(tokens, 1):
+        raise UsageError(f"render_range tokens={tokens!r} must be None or an int >= 1")
+    if not _count(keep, 0):
+        raise UsageError(f"render_range keep={keep!r} must be an int >= 0")
+    return RenderRange(callers=callers, subcalls=subcalls, tokens=tokens, keep=keep)
+
+
+def _count(value: Any, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+class Node(BaseModel):
+    """One recorded event: a call (code), a model exchange (llm) or an outside input (user)."""
+
+    # A weak reference to the ContextDAG that holds the node, set when the DAG inserts it
+    # (_dag_of reads it). A slot, not a field or private attribute: pydantic leaves it out
+    # of equality, dumps, copies and pickles, so a copy or an unpickled node holds none.
+    __slots__ = ("_dag",)
+
+    id: str
+    seq: int
+    kind: Kind
+    name: str
+    parent: str | None = None
+    predecessor: str | None = None
+    branch: str = "main"
+    input: Any = None
+    output: Any = None
+    status: Status = "running"
+    error: str | None = None
+    expose: Expose = "io"
+    render_range: RenderRange | None = None
+    hidden_inputs: list[str] = Field(default_factory=list)
+    system: str | None = None
+    reads: list[str] = Field(default_factory=list)
+    messages_hash: str | None = None
+    usage: Usage | None = None
+    started_at: float = 0.0
+    ended_at: float | None = None
+    end_seq: int | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def duration_s(self) -> float | None:
+        return None if self.ended_at is None else self.ended_at - self.started_at
+
+    def __repr__(self) -> str:
+        # the whole record (inputs, outputs, screenshots' references) runs to kilobytes
+        return (
+            f"Node(id={self.id!r}, seq={self.seq}, kind={self.kind!r}, name={self.name!r}, "
+            f"status={self.status!r})"
+        )
+
+    def _repr_html_(self) -> str:
+        return _view("node")(self)
+
+
+_DAG_SLOT = Node._dag  # type: ignore[attr-defined]  # the slot's descriptor: a fast setter
+
+
+def _dag_of(node: Node) -> ContextDAG | None:
+    """The live ContextDAG holding this very node (not a copy of it), or None."""
+    ref = getattr(node, "_dag", None)
+    dag = ref() if ref is not None else None
+    return dag if dag is not None and dag.get(node.id) is node else None
+
+
+_ids = random.Random()  # seeded from os.urandom; seeded again in a fork child (below)
+
+
+def _new_id() -> str:
+    """A new node's id: 64 random bits as 16 hex digits, drawn from a generator seeded
+    by os.urandom rather than from os.urandom itself, a system call: it lets go of the
+    interpreter, and with threads recording that is a hand-off to another thread (and
+    back) for every node."""
+    return f"{_ids.getrandbits(64):016x}"
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_ids.seed)
+
+
+# Every node has every field set; one shared set serves them all (pydantic only ever
+# adds names to it, which are all in it already), saving a set per recorded node.
+_ALL_FIELDS_SET = set(Node.model_fields)
+
+
+def _new_node(values: dict[str, Any]) -> Node:
+    """A Node from trusted values without validation (what model_construct does, minus
+    its per-field bookkeeping): recording a call must stay within microseconds."""
+    node = Node.__new__(Node)
+    object.__setattr__(node, "__dict__", values)
+    object.__setattr__(node, "__pydantic_fields_set__", _ALL_FIELDS_SET)
+    object.__setattr__(node, "__pydantic_extra__", None)
+    object.__setattr__(node, "__pydantic_private__", None)
+    return node
+
+
+by_seq = attrgetter("seq")
+"""A node's seq: the key nodes are sorted and searched by."""
+
+Listener = Callable[[str, Node], None]
+"""Called with ("created" | "completed", node) after every change; a session persists here."""
+
+
+class ContextDAG:
+    """All nodes of a session, in seq order, with the indexes rendering needs.
+
+    Thread-safe for recording: seq assignment and index updates happen under one lock.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counter = itertools.count(1)
+        self._nodes: dict[str, Node] = {}
+        self._order: list[Node] = []
+        self._children: dict[str | None, list[Node]] = {}
+        self._ordinal: dict[str, int] = {}
+        self._name_counts: dict[tuple[str, str], int] = {}
+        self._last_seq: dict[str, int] = {}
+        self._overlapped: dict[str | None, dict[str, Node]] = {}
+        self._heads: dict[str, list[Node]] = {}
+        self._branch_origin: dict[str, tuple[str, int, str] | None] = {"main": None}
+        self._graph: nx.DiGraph | None = None
+        self._graph_size = 0
+        self.blobs: dict[str, Image] = {}
+        self._text_cache: dict[str, str] = {}  # render's formatted io, by node id
+        self.legacy_values: set[str] = set()
+        """Ids of nodes loaded from format_version 5 or older, whose non-JSON values were
+        stored as reprs (resuming compares them as that version did)."""
+        self._summaries: list[Node] = []  # compaction summaries (meta "covers"), seq order
+        self._ended = -1  # the largest end_seq a node got: below it, every ended node is done
+        self._tool_results = 0  # nodes answering a tool call (meta "tool_call_id")
+        self.branch = "main"
+        self.listeners: list[Listener] = []
+        self._ref = weakref.ref(self)  # one reference object shared by all its nodes
+
+    # -- reading -------------------------------------------------------------------------
+    @property
+    def nodes(self) -> list[Node]:
+        """Every node in seq order."""
+        return list(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(list(self._order))
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self._nodes
+
+    def node(self, node_id: str) -> Node:
+        try:
+            return self._nodes[node_id]
+        except KeyError:
+            raise UsageError(f"no node {node_id!r} in this DAG") from None
+
+    def get(self, node_id: str | None) -> Node | None:
+        return None if node_id is None else self._nodes.get(node_id)
+
+    def children(self, node_id: str | None) -> list[Node]:
+        """Direct children of `node_id` in seq order (`None`: the top-level nodes)."""
+        return list(self._children.get(node_id, ()))
+
+    def _children_view(self, node_id: str | None) -> list[Node]:
+        return self._children.get(node_id, [])
+
+    def find(self, name: str | None = None, kind: Kind | None = None) -> list[Node]:
+        return [
+            n
+            for n in self._order
+            if (name is None or n.name == name) and (kind is None or n.kind == kind)
+        ]
+
+    def ordinal(self, node: Node | str) -> int:
+        """1-based index of the node among nodes of the same name and kind (the `#k`)."""
+        node_id = node if isinstance(node, str) else node.id
+        return self._ordinal[node_id]
+
+    def ancestors(self, node: Node) -> list[Node]:
+        """The node's enclosing frames, innermost first."""
+        chain = []
+        parent = self._nodes.get(node.parent) if node.parent else None
+        while parent is not None:
+            chain.append(parent)
+            parent = self._nodes.get(parent.parent) if parent.parent else None
+        return chain
+
+    def top_level_ancestor(self, node: Node) -> Node:
+        while node.parent is not None:
+            node = self._nodes[node.parent]
+        return node
+
+    def last_seq(self, node: Node) -> int:
+        """The largest seq in the node's subtree (itself included)."""
+        return self._last_seq.get(node.id, node.seq)
+
+    def fork_point(self, branch: str) -> Node | None:
+        """The top-level node `branch` was forked after (None for a root branch)."""
+        origin = self._branch_origin.get(branch)
+        return None if origin is None else self._nodes.get(origin[2])
+
+    def overlapped(self, parent: str | None) -> list[Node]:
+        """Children of `parent` whose subtree grew after a newer sibling had started
+        (concurrent work): the only ones whose descendants can outrun newer siblings."""
+        return list(self._overlapped.get(parent, {}).values())
+
+    def head(self, branch: str | None = None, *, before: int | None = None) -> Node | None:
+        """The newest top-level node of `branch` (with seq < before, when given)."""
+        heads = self._heads.get(branch or self.branch, [])
+        if before is None:
+            return heads[-1] if heads else None
+        index = bisect.bisect_left(heads, before, key=by_seq)
+        return heads[index - 1] if index else None
+
+    def on_branch(self, top: Node, branch: str, head_seq: int) -> bool:
+        """Whether top-level node `top` lies on the predecessor chain of `branch` up to seq."""
+        limit = head_seq
+        current: str | None = branch
+        while current is not None:
+            if top.branch == current:
+                return top.seq <= limit
+            origin = self._branch_origin.get(current)
+            if origin is None:
+                return False
+            current, limit = origin[0], min(limit, origin[1])
+        return False
+
+    # -- writing -------------------------------------------------------------------------
+    def add(
+        self,
+        kind: Kind,
+        name: str,
+        *,
+        parent: str | None = None,
+        input: Any = None,
+        status: Status = "running",
+        branch: str | None = None,
+        **fields: Any,
+    ) -> Node:
+        """Create a node with the next seq; top-level nodes are chained by predecessor."""
+        now = time.time()
+        with self._lock:
+            seq = next(self._counter)
+            node_branch = branch or self.branch
+            predecessor = None
+            if parent is None:
+                heads = self._heads.setdefault(node_branch, [])
+                if heads:
+                    predecessor = heads[-1].id
+                elif (origin := self._branch_origin.get(node_branch)) is not None:
+                    predecessor = origin[2]
+            node = _new_node(
+                {
+                    "id": fields.pop("id", None) or _new_id(),
+                    "seq": seq,
+                    "kind": kind,
+                    "name": name,
+                    "parent": parent,
+                    "predecessor": predecessor,
+                    "branch": node_branch,
+                    "input": input,
+                    "output": None,
+                    "status": status,
+                    "error": None,
+                    "expose": fields.pop("expose", "io"),
+                    "render_range": fields.pop("render_range", None),
+                    "hidden_inputs": fields.pop("hidden_inputs", []),
+                    "system": fields.pop("system", None),
+                    "reads": fields.pop("reads", []),
+                    "messages_hash": None,
+                    "usage": None,
+                    "started_at": now,
+                    "ended_at": now if status != "running" else None,
+                    "end_seq": seq if status != "running" else None,
+                    "meta": fields.pop("meta", {}),
+                }
+            )
+            if fields:
+                raise UsageError(f"unknown node fields {sorted(fields)!r}")
+            self._insert(node)
+        self._notify("created", node)
+        return node
+
+    def _insert(self, node: Node) -> None:
+        _DAG_SLOT.__set__(node, self._ref)
+        self._nodes[node.id] = node
+        self._order.append(node)
+        self._children.setdefault(node.parent, []).append(node)
+        key = (node.name, node.kind)
+        count = self._name_counts.get(key, 0) + 1
+        self._name_counts[key] = count
+        self._ordinal[node.id] = count
+        if node.parent is None:
+            self._heads.setdefault(node.branch, []).append(node)
+        if "covers" in node.meta:
+            self._summaries.append(node)
+        if "tool_call_id" in node.meta:
+            self._tool_results += 1
+        if node.end_seq is not None and node.end_seq > self._ended:
+            self._ended = node.end_seq
+        ancestor = self._nodes.get(node.parent) if node.parent is not None else None
+        while ancestor is not None:
+            self._last_seq[ancestor.id] = node.seq
+            if ancestor.parent is None:
+                newest = self._heads[ancestor.branch][-1]
+            else:
+                newest = self._children[ancestor.parent][-1]
+            if newest is not ancestor:  # its subtree grows after a newer sibling started
+                self._overlapped.setdefault(ancestor.parent, {})[ancestor.id] = ancestor
+            ancestor = self._nodes.get(ancestor.parent) if ancestor.parent is not None else None
+
+    def complete(
+        self,
+        node: Node,
+        output: Any = None,
+        *,
+        status: Status = "completed",
+        error: str | None = None,
+    ) -> Node:
+        """Finish a node in place: output or error, status, end time."""
+        # one dict update instead of five validated assignments: this is the hot path
+        end = self._peek_seq()
+        node.__dict__.update(
+            output=output, status=status, error=error, ended_at=time.time(), end_seq=end
+        )
+        if end > self._ended:
+            self._ended = end
+        self._notify("completed", node)
+        return node
+
+    def _peek_seq(self) -> int:
+        return len(self._order) and self._order[-1].seq
+
+    def _notify(self, event: str, node: Node) -> None:
+        for listener in self.listeners:
+            listener(event, node)
+
+    def add_image(self, image: Any) -> ImageRef:
+        """Store an image once by content hash and return its reference."""
+        value = image if isinstance(image, Image) else Image(image)
+        ref = value.ref()
+        self.blobs.setdefault(ref.sha256, value)
+        return ref
+
+    def image(self, ref: ImageRef | str) -> Image:
+        sha = ref if isinstance(ref, str) else ref.sha256
+        try:
+            return self.blobs[sha]
+        except KeyError:
+            raise UsageError(f"image sha256:{sha[:12]} is not in this DAG's blob table") from None
+
+    def jsonable(self, value: Any) -> Any:
+        """`value` in JSON-able form, with images moved to the blob table as references."""
+        return to_jsonable(value, self.add_image)
+
+    def new_branch(self, at: Node, name: str | None = None) -> str:
+        """Start a branch whose history is the current chain up to top-level node `at`."""
+        top = self.top_level_ancestor(at)
+        branch = name or f"fork-{uuid.uuid4().hex[:8]}"
+        with self._lock:
+            if branch in self._branch_origin:
+                raise UsageError(f"branch {branch!r} exists already")
+            self._branch_origin[branch] = (top.branch, top.seq, top.id)
+        return branch
+
+    # -- views ---------------------------------------------------------------------------
+    @property
+    def graph(self) -> nx.DiGraph:
+        """A networkx view: parent→child edges kind="calls", predecessor→node kind="follows"."""
+        with self._lock:
+            if self._graph is None:
+                self._graph = nx.DiGraph()
+                self._graph_size = 0
+            graph = self._graph
+            for node in self._order[self._graph_size :]:
+                graph.add_node(node.id, kind=node.kind, name=node.name, seq=node.seq, node=node)
+                if node.parent is not None:
+                    graph.add_edge(node.parent, node.id, kind="calls")
+                if node.predecessor is not None:
+                    graph.add_edge(node.predecessor, node.id, kind="follows")
+            self._graph_size = len(self._order)
+            return graph
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form: nodes, branch origins and the images as base64 PNG."""
+        import base64
+
+        return {
+            "format": "openprogram.dag/1",
+            "branch": self.branch,
+            "branches": {k: list(v) if v else None for k, v in self._branch_origin.items()},
+            "nodes": [_node_json(node) for node in self._order],
+            "images": {
+                sha: base64.b64encode(image.png()).decode("ascii")
+                for sha, image in self.blobs.items()
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ContextDAG:
+        import base64
+
+        dag = cls()
+        for sha, encoded in data.get("images", {}).items():
+            image = Image(base64.b64decode(encoded))
+            image._sha256 = sha
+            dag.blobs[sha] = image
+        for name, origin in data.get("branches", {}).items():
+            dag._branch_origin[name] = (origin[0], origin[1], origin[2]) if origin else None
+        dag.branch = data.get("branch", "main")
+        for raw in data["nodes"]:
+            dag.restore(Node.model_validate({**raw, "input": None, "output": None}), raw)
+        return dag
+
+    def restore(self, node: Node, raw: dict[str, Any] | None = None) -> None:
+        """Insert an already-recorded node (from a store or a dict) keeping its seq."""
+        if raw is not None:
+            node.input = from_jsonable(raw.get("input"))
+            node.output = from_jsonable(raw.get("output"))
+        with self._lock:
+            if node.id in self._nodes:
+                raise UsageError(f"node {node.id!r} is in this DAG already")
+            if self._order and node.seq <= self._order[-1].seq:
+                raise UsageError(f"node {node.id!r} has seq {node.seq}, not after the last one")
+            self._insert(node)
+            self._counter = itertools.count(node.seq + 1)
+
+    def tree(self, *, depth: int | None = None, limit: int | None = None) -> str:
+        """The call tree as text: one line per node (status, `name #k`, duration, tokens,
+        cost, error), indented by nesting. `depth` stops at that many levels; `limit`
+        caps the number of nodes shown."""
+        return "\n".join(tree_lines(self, depth=depth, limit=limit))
+
+    def __str__(self) -> str:
+        if not self._order:
+            return "ContextDAG (empty)"
+        return f"ContextDAG ({len(self._order):,} nodes)\n" + self.tree(limit=1000)
+
+    def __repr__(self) -> str:
+        return f"<ContextDAG: {len(self._order):,} nodes>"
+
+    def _repr_html_(self) -> str:
+        return _view("dag")(self)
+
+
+def _node_json(node: Node) -> dict[str, Any]:
+    data = node.model_dump(mode="json", exclude={"input", "output"})
+    data["input"] = with_image_dicts(node.input)
+    data["output"] = with_image_dicts(node.output)
+    return data

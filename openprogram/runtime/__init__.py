@@ -1,0 +1,21 @@
+"""One llm() exchange: the Runtime, llm()/allm(), and what a step does around the model.
+
+Start at runtime.py; _step.py writes a step once for the sync and async drivers,
+_ledger.py counts what requests cost, tools.py runs tool turns, streaming.py streamed
+replies, compaction.py the summaries a long history needs.
+"""
+
+from .compaction import count_tokens, summarize_history
+from .runtime import Runtime, allm, current_runtime, llm
+from .streaming import AsyncTextStream, TextStream
+
+__all__ = [
+    "AsyncTextStream",
+    "Runtime",
+    "TextStream",
+    "allm",
+    "count_tokens",
+    "current_runtime",
+    "llm",
+    "summarize_history",
+]

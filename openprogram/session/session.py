@@ -1,0 +1,499 @@
+"""Session: the DAG of one run, where it is recorded, and how it is reopened.
+
+Owns entering a session (making it the recorder for this context), recording calls and
+inputs into its ContextDAG, the store it writes through (store/), reopening, resuming a
+re-run (matching in _resume.py), forking (a stored DAG is rebuilt in _loading.py) and
+idempotent inputs. Start at Session.__init__, Session.open and Session._enter_call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+import time
+import uuid
+import weakref
+from asyncio import CancelledError
+from collections.abc import Callable, Iterable
+from contextlib import suppress
+from contextvars import Token
+from typing import Any, cast
+
+from openprogram.agentic import _drain, questions
+from openprogram.agentic._resume import Resumer, stored_value
+from openprogram.core import _context, _secrets
+from openprogram.core.dag import ContextDAG, Node
+from openprogram.errors import (
+    EffectUnknown,
+    RunStopped,
+    RunWaiting,
+    SessionLocked,
+    StoreError,
+    UsageError,
+)
+from openprogram.session import effects
+from openprogram.session._loading import load_dag, restore_branches, shared_history
+from openprogram.session._resuming import Resuming
+from openprogram.store.base import Store
+from openprogram.store.blobs import StoredBlobs
+from openprogram.store.format import SessionInfo, decode_node, image_refs
+from openprogram.store.lease import heartbeat, new_owner
+from openprogram.store.open import open_store
+from openprogram.store.recorder import Recorder
+
+__all__ = ["Session", "current_frame", "current_session"]
+
+log = logging.getLogger("openprogram")
+
+
+def current_session() -> Session:
+    """The session that records here: this context's (`with Session()`); else, in a plain
+    thread, the one session live in the process; else a process-wide default in-memory
+    session. Raises UsageError when this context has none and several are live."""
+    return cast(Session, _context.current_session())  # only a Session enters itself
+
+
+def current_frame() -> Node | None:
+    """The code node of the agentic function running here, or None at top level."""
+    frame = _context.frame_var.get()
+    return None if frame is None else current_session().dag.get(frame)
+
+
+# what ends a once body unfinished, so that whether its effect happened is unknown
+_INTERRUPTIONS = (CancelledError, KeyboardInterrupt, GeneratorExit, RunStopped, EffectUnknown)
+
+
+class Session(Resuming):
+    """A recorded run: `with Session(): ...` makes every decorated call record here.
+
+    store: None or "memory" keeps the DAG in memory only; a file path or
+        "sqlite:///file.db" records into SQLite; "postgresql://..." into PostgreSQL; a
+        Store object (e.g. MemoryStore()) into that store.
+    id: the session's id in the store (default: a new random id); raises UsageError
+        when the store has it already (reopen it with Session.open).
+
+    A session takes its store's writer lease when it is entered or records an input,
+    and gives it up when closed: a second writer of the same session gets SessionLocked.
+    """
+
+    def __init__(self, store: Any = None, id: str | None = None) -> None:
+        _check_id(id)
+        resolved, owns = open_store(store)
+        self._setup(resolved, owns, id or uuid.uuid4().hex[:12])
+        if self.store is not None:
+            try:
+                self.store.create_session(self.info)
+            except BaseException:
+                self.close()
+                raise
+            self._record_into_store(())
+
+    def _setup(self, store: Store | None, owns: bool, id: str) -> None:
+        self.id = id
+        self.dag = ContextDAG()
+        self.store = store
+        self.info = SessionInfo(id=id, created_at=time.time())
+        self._owns_store = owns
+        self._tokens: list[Token[_context.AmbientSession | None]] = []
+        self._inputs: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._recorder: Recorder | None = None
+        self._resumer: Resumer | None = None
+        self._adapters: dict[Callable[..., Any], Any] = {}
+        self._owner = new_owner()
+        self._holding = False
+        self._unrecorded = 0
+        self._drains = False  # this session installed the SIGTERM handler (_drain.py)
+        self._effect_counts: dict[tuple[str | None, str], int] = {}  # effects.new_key's
+        self._effect_paths: dict[str | None, str] = {}  # ordinals and frames' call paths
+        _secrets.refresh()  # what is written from now on is scrubbed of today's keys
+
+    def _record_into_store(self, stored_blobs: Any, rows: Iterable[int] = ()) -> None:
+        assert self.store is not None
+        self._recorder = Recorder(self.store, self.id, self.dag, stored_blobs, rows)
+        self.dag.listeners.append(self._recorder)
+        _recording.add(self)
+
+    def _detach(self) -> None:
+        """In a fork child: from now on this session records into the child's memory
+        only, like Session(None): no store writes, no lease, no journal (the parent
+        still writes it). Its DAG is the child's copy; failed_writes keeps its count."""
+        self._lock = threading.Lock()  # another thread may have held it at the fork
+        if self._recorder is not None:
+            with suppress(ValueError):
+                self.dag.listeners.remove(self._recorder)
+            self._recorder.detach()
+        self.store, self._owns_store, self._holding = None, False, False
+        self._owner = new_owner()
+
+    # -- reopening -----------------------------------------------------------------------
+    @classmethod
+    def open(cls, store: Any, id: str, *, resume: bool = False, create: bool = False) -> Session:
+        """Reopen recorded session `id` of `store`, with its DAG loaded.
+
+        resume=True: a program re-run inside `with session:` gets the recorded outputs
+        of completed calls without running them, replays recorded llm exchanges and
+        continues live after the recorded prefix (docs/sessions.md). create=True: when
+        the store has no session `id`, start it (as `Session(store, id=id)`), so one call
+        serves the first run and every resumed one. Raises UsageError when the store has
+        no such session (and create is False), ResumeDivergence (during the re-run) when
+        a call's input differs from the recording at the same place.
+        """
+        _check_id(id)
+        resolved, owns = open_store(store)
+        if resolved is None:
+            raise UsageError(
+                f"Session.open({store!r}, ...) needs a store: a session without one keeps "
+                "nothing to reopen. Record with Session('run.db') or Session(MemoryStore())"
+            )
+        session = cls.__new__(cls)
+        session._setup(resolved, owns, id)
+        try:
+            info = resolved.session(id)
+            if info is None and create:
+                session.close()
+                return cls(resolved if not owns else store, id=id)
+            if info is None:
+                known = [s.id for s in resolved.list_sessions()][-10:]
+                raise UsageError(f"no session {id!r} in {resolved.url}; recent ones: {known!r}")
+            session.info = info
+            session._load(info)
+        except BaseException:
+            session.close()
+            raise
+        if resume:
+            session._resumer = Resumer(session.dag)
+        return session
+
+    def _load(self, info: SessionInfo) -> None:
+        assert self.store is not None
+        rows: set[int] = set()
+        dag = load_dag(self.store, info, rows=rows)
+        stored: set[str] = set()
+        for node in dag.nodes:
+            image_refs(node.input, stored)
+            image_refs(node.output, stored)
+            if node.kind == "user" and node.meta.get("input_id") is not None:
+                self._inputs.setdefault(node.meta["input_id"], node.id)
+        dag.blobs = StoredBlobs(self.store.blob, stored)
+        self.dag = dag
+        self._record_into_store(stored, rows)
+
+    @property
+    def failed_writes(self) -> int:
+        """Records that failed so far: writes the store refused, and calls that could not
+        be recorded at all (each is logged; the program ran on)."""
+        refused = 0 if self._recorder is None else self._recorder.failures
+        return refused + self._unrecorded
+
+    def _not_recorded(self, name: str, parent: str | None, exc: BaseException) -> None:
+        """Count and note a call whose node could not be made or completed: on its
+        enclosing frame's `meta["unrecorded"]` (the session's log otherwise)."""
+        self._unrecorded += 1
+        frame = self.dag.get(parent)
+        if frame is not None:
+            entries = frame.meta.setdefault("unrecorded", [])
+            if len(entries) < 20:
+                entries.append(f"{name}: {type(exc).__name__}: {_secrets.scrub(str(exc))}"[:500])
+
+    @property
+    def resuming(self) -> bool:
+        """Whether calls are matched against the recording (Session.open(resume=True))."""
+        return self._resumer is not None
+
+    # -- entering ------------------------------------------------------------------------
+    def __enter__(self) -> Session:
+        if not self._tokens:
+            self._claim()
+            self._drains = _drain.install()
+        self._tokens.append(_context.session_var.set(self))
+        _context.push_session(self)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        _context.pop_session(self)
+        if self._tokens:
+            _context.session_var.reset(self._tokens.pop())
+        if not self._tokens:
+            try:
+                if self._resumer is not None:
+                    self._cancel_leftovers(None)
+                self.close()
+            finally:
+                if self._drains:
+                    self._drains = False
+                    _drain.uninstall()
+
+    def close(self) -> None:
+        """Commit what waits to be recorded, give up the writer lease, and release the
+        store's connection if this session opened it (a later record reconnects).
+        Called when the outermost `with` ends."""
+        if self._recorder is not None:
+            self._recorder.close()  # commits, and removes its journal
+        self._release()
+        if self.store is not None and self._owns_store:
+            self.store.close()
+
+    def flush(self) -> bool:
+        """Make every call recorded so far durable now (docs/sessions.md#durability says
+        when that happens by itself); False when a record failed (see failed_writes)."""
+        return True if self._recorder is None else self._recorder.flush()
+
+    # -- the writer lease ----------------------------------------------------------------
+    def _claim(self) -> None:
+        """Take the session's writer lease (once); SessionLocked when another writer has it."""
+        with self._lock:
+            if self.store is None or self._holding:
+                return
+            self.store.acquire(self.id, self._owner)
+            stored = self.store.session(self.id)
+            known = self._recorder.rows if self._recorder is not None else set()
+            if stored is not None and stored.nodes != len(known):
+                self.store.release(self.id, self._owner)
+                raise SessionLocked(
+                    f"session {self.id!r} in {self.store.url} was recorded into by another "
+                    f"writer after this Session loaded it (the store holds {stored.nodes} of "
+                    f"its nodes, this Session knows {len(known)}): recording on would mix the "
+                    f"two. Reopen it with Session.open(store, {self.id!r}) to go on from what "
+                    "is stored, or fork it."
+                )
+            self._holding = True
+            heartbeat().keep(self.store, self.id, self._owner)
+
+    def _release(self) -> None:
+        with self._lock:
+            if self.store is None or not self._holding:
+                return
+            self._holding = False
+            heartbeat().drop(self.store, self.id)
+            try:
+                self.store.release(self.id, self._owner)
+            except StoreError as exc:  # it expires on its own once this process ends
+                log.warning(
+                    "openprogram: could not release the writer lease of %s: %s", self.id, exc
+                )
+
+    # -- recording -----------------------------------------------------------------------
+    def _enter_call(
+        self, name: str, arguments: dict[str, Any], parent: str | None, settings: dict[str, Any]
+    ) -> Node:
+        """The code node of a call about to run (a completed one: do not run it, it was
+        resumed). Raises ResumeDivergence when a resumed run calls with another input
+        at a recorded place; function.py lets only that error through to the caller."""
+        if _drain.requested[0]:  # a SIGTERM: stop at this node boundary
+            _drain.check(self.dag, parent)
+        if parent is not None and parent not in self.dag:
+            parent = None
+        hidden = settings.get("hidden_inputs", ())
+        value = stored_value(name, arguments, self.dag.add_image, hidden=hidden)
+        if self._resumer is not None:
+            resumed = self._resume("code", name, parent, value, settings, arguments)
+            if resumed is not None:
+                return resumed
+        if settings.get("effect") is not None:  # committed, with its key, before it runs
+            return effects.started(self, name, parent, value, settings)
+        return self.dag.add("code", name, parent=parent, input=value, **settings)
+
+    def _enter_llm(
+        self, name: str, parent: str | None, content: str | list[Any], meta: dict[str, Any]
+    ) -> Node:
+        """The llm node for an exchange about to be sent (a completed one when replayed);
+        `content` is its input: llm()'s string as given, or the parts."""
+        if _drain.requested[0]:  # a SIGTERM: stop at this node boundary
+            _drain.check(self.dag, parent)
+        if self._resumer is not None:
+            resumed = self._resume("llm", name, parent, content, meta, content)
+            if resumed is not None:
+                return resumed
+        return self.dag.add("llm", name, parent=parent, input=content, meta=meta)
+
+    def _exit_call(self, node: Node, result: Any, exc: BaseException | None) -> None:
+        if self._resumer is not None and node.id in self._resumer.reused:
+            self._cancel_leftovers(node.id)
+        if exc is None:
+            value = stored_value(node.name, result, self.dag.add_image, returned=True)
+            if node.meta.get("waiting_on"):  # it returned, suspended (gui_agent)
+                self.dag.complete(node, value, status="waiting")
+            else:
+                self.dag.complete(node, value)
+        elif isinstance(exc, RunWaiting):  # an ask_user below has no answer yet
+            node.meta["waiting_on"] = getattr(exc.question, "id", None)
+            self.dag.complete(node, None, status="waiting", error=f"RunWaiting: {exc}")
+        elif node.meta.get("effect") == "once" and isinstance(exc, _INTERRUPTIONS):
+            effects.unknown(self, node, by=type(exc).__name__)  # it began: did it pay?
+        elif isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit)):
+            self.dag.complete(node, None, status="cancelled", error=type(exc).__name__)
+        elif isinstance(exc, RunStopped):  # a gate or budget ended it: not a failure
+            node.meta["stop_reason"] = exc.reason
+            self.dag.complete(node, None, status="stopped", error=f"{type(exc).__name__}: {exc}")
+        else:
+            self.dag.complete(node, None, status="error", error=f"{type(exc).__name__}: {exc}")
+
+    def _write(self, node: Node) -> None:
+        if self._recorder is not None:
+            self._recorder("created", node)
+
+    # -- effects -------------------------------------------------------------------------
+    def settle(self, node_id: str, result: Any = None, *, rerun: bool = False) -> Node:
+        """Settle an `effect="once"` call that was interrupted (status `unknown`): its
+        effect happened and the call returned `result` (a resumed run gets it without
+        running the call), or, with `rerun=True`, it did not (a resumed run runs it again,
+        with the same idempotency key). `node_id` may also name an `unknown` operation
+        (session.operations()): it is done with `result`, or pending again, to run when
+        its tool call is resumed. Durable at once; returns the node (an operation's: its
+        tool call). UsageError for a node that is no such call, or one that finished
+        already (the same result again is a no-op)."""
+        return effects.settle(self, node_id, result, rerun=rerun)
+
+    # -- questions -----------------------------------------------------------------------
+    def operations(self) -> list[Any]:
+        """Every operation this session's tools returned (OperationRecord: kind, args,
+        state, result), oldest first; docs/operations.md."""
+        from openprogram.operations.tool import session_operations
+
+        return session_operations(self)
+
+    def pending(self) -> list[questions.Question]:
+        """The questions this session's run waits on (ask_user with no answer yet), oldest
+        first; answer them with answer()."""
+        return questions.pending(self.dag)
+
+    def answer(self, question_id: str, value: Any, *, by: str | None = None) -> questions.Question:
+        """Record `value` as the answer to question `question_id`; returns the Question.
+
+        The answer completes the waiting `ask_user` node (durable at once), with who gave
+        it (`by`, default "user@host pid N") and when; the program re-run under
+        Session.open(store, id, resume=True) gets it from that call. An answer is final:
+        it is a compare-and-set on the stored question, so of two answers given through
+        two Sessions or processes only the first lands; the same answer again is a no-op.
+        UsageError for an unknown question, an answer that does not fit its choices or
+        schema, or a question answered otherwise already (naming who answered, and when).
+        """
+        node = questions.find(self.dag, question_id)
+        asked = questions.question(node)
+        value = questions.check(asked, value)
+        if by is not None and (not isinstance(by, str) or not by.strip()):
+            raise UsageError(f"by={by!r} must name who answers, as text")
+        if node.status != "waiting":
+            questions.settled(asked, node, value)
+            return asked
+        held = self._holding
+        self._claim()
+        try:
+            at, who = time.time(), (by or questions.answerer())[:200]
+            if self._recorder is not None:
+                done = questions.answered(node, value, self.dag, at=at, by=who)
+                stored = self._recorder.answer(done)
+                if stored is not None:  # another Session or process answered first
+                    questions.settled(asked, decode_node(stored, self.id), value)
+                    return asked
+            with self._lock:  # and in this process, another thread
+                if node.status != "waiting":
+                    questions.settled(asked, node, value)
+                    return asked
+                node.meta.update(answered_at=at, answered_by=who)
+                self.dag.complete(node, value)
+            self.flush()
+        finally:
+            if not held:  # the run that resumes takes the lease next
+                self._release()
+        return asked
+
+    # -- inputs and forks ----------------------------------------------------------------
+    def submit(self, text: str, *, input_id: str | None = None) -> Node:
+        """Record input from outside as a top-level `user` node.
+
+        Submitting an `input_id` seen before (also in an earlier process, once reopened)
+        records nothing and returns the first node.
+        """
+        self._claim()
+        with self._lock:
+            if input_id is not None and input_id in self._inputs:
+                return self.dag.node(self._inputs[input_id])
+            meta = {"input_id": input_id} if input_id is not None else {}
+            node = self.dag.add("user", "user", input=text, status="completed", meta=meta)
+            if input_id is not None:
+                self._inputs[input_id] = node.id
+            return node
+
+    def fork(self, at: str, *, id: str | None = None) -> Session:
+        """A new session on a branch that shares this one's history up to node `at`.
+
+        The fork holds the DAG as it was when `at` finished: the top-level calls up to
+        the one containing `at`, with calls still open then (at's callers) shown as
+        running. New top-level nodes of the fork follow that call on branch
+        "fork-<id>". Neither session ever sees the other's later nodes. In a store, the
+        fork is recorded as a session of its own that refers to this one.
+        Raises UsageError for an unknown node or one still running.
+        """
+        node = self.dag.node(at)
+        if node.status == "running":
+            raise UsageError(
+                f"cannot fork at node {at!r} ({node.name}): it is still running; "
+                "fork at a finished node"
+            )
+        self.flush()  # the fork's history is read from this session's stored rows
+        _check_id(id)
+        fork_id = id or uuid.uuid4().hex[:12]
+        cut = node.end_seq if node.end_seq is not None else node.seq
+        info = SessionInfo(
+            id=fork_id, created_at=time.time(), parent=self.id, at=at, cut=cut,
+            branch=f"fork-{fork_id}",
+        )  # fmt: skip
+        child = Session.__new__(Session)
+        child._setup(self.store, self._owns_store, fork_id)
+        child.info = info
+        refs: set[str] = set()
+        for copy in shared_history(self.dag, node, cut):
+            child.dag.restore(copy)
+            image_refs(copy.input, refs)
+            image_refs(copy.output, refs)
+            if copy.kind == "user" and copy.meta.get("input_id") is not None:
+                child._inputs.setdefault(copy.meta["input_id"], copy.id)
+        restore_branches(child.dag, info)
+        parent_blobs = self.dag.blobs
+        child.dag.blobs = StoredBlobs(parent_blobs.get, refs)
+        if self.store is not None:
+            self.store.create_session(info)
+            sent = set(self._recorder.sent) if self._recorder is not None else set()
+            if isinstance(parent_blobs, StoredBlobs):
+                sent |= parent_blobs.stored
+            child._record_into_store(refs & sent)
+        return child
+
+    def __repr__(self) -> str:
+        where = "" if self.store is None else f", store={self.store.url!r}"
+        return f"Session(id={self.id!r}, nodes={len(self.dag)}{where})"
+
+
+_context.set_session_factory(Session)
+_recording: weakref.WeakSet[Session] = weakref.WeakSet()
+"""The sessions that record into a store (detached in a fork child)."""
+
+
+def _detach_in_child() -> None:
+    for session in list(_recording):
+        session._detach()
+    _recording.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_detach_in_child)
+
+
+def _check_id(id: object) -> None:
+    """UsageError for a session id no store can hold: not text, or not UTF-8 (a lone
+    surrogate, as a command line's undecodable bytes become)."""
+    if id is None:
+        return
+    if not isinstance(id, str):
+        raise UsageError(f"id={id!r} must be a string (the session's id in its store)")
+    try:
+        id.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(
+            f"id={id!r} is not valid text (it holds a lone surrogate, such as undecodable "
+            "bytes on a command line become); give the session id as UTF-8 text"
+        ) from None
