@@ -1,70 +1,80 @@
 """openprogram: agents as ordinary decorated functions, with a context DAG that shows
-what every model call saw. Start with `agentic_function`, `llm` and `Session`."""
+what every model call saw. Start with `agentic_function`, `llm` and `Session`.
 
-from openprogram import display as _views  # noqa: F401 - registers the notebook views
-from openprogram.agentic.ask import ConsoleAsk, ask_user, needs_approval
-from openprogram.agentic.function import agentic_function
-from openprogram.agentic.questions import Question
-from openprogram.agentic.threads import start_thread
-from openprogram.callbacks import (
-    BudgetManager,
-    Callback,
-    ImageRetention,
-    LoggingCallback,
-    PIIRedactor,
-    SharedBudget,
-    TrajectorySaver,
-)
-from openprogram.core.dag import ContextDAG, Effect, Expose, Node, RenderRange
-from openprogram.core.image import Image, ImageRef
-from openprogram.core.usage import Usage
-from openprogram.errors import (
-    BudgetExceeded,
-    ConfigError,
-    EffectUnknown,
-    ModelAuthError,
-    ModelBadRequest,
-    ModelError,
-    ModelOutputError,
-    ModelUnavailable,
-    OpenProgramError,
-    OperationFailed,
-    ReplayMismatch,
-    ResumeDivergence,
-    RunError,
-    RunStopped,
-    RunWaiting,
-    ScriptExhausted,
-    SessionLocked,
-    StoreDamaged,
-    StoreError,
-    UnsupportedFormatVersion,
-    UnsupportedOperation,
-    UsageError,
-)
-from openprogram.models.model import Model, ModelReply, ModelRequest, ScriptedModel, ToolCall
-from openprogram.operations import (
-    LocalOperations,
-    Operation,
-    OperationRecord,
-    ProcessOperations,
-    RayOperations,
-    bash,
-    operation_kind,
-    operation_tool,
-    operation_tools,
-    settle_operation,
-    skills_tool,
-    view_image_tool,
-)
-from openprogram.render.render import RenderedContext, render_context
-from openprogram.runtime.compaction import count_tokens, summarize_history
-from openprogram.runtime.runtime import Runtime, allm, current_runtime, llm
-from openprogram.runtime.streaming import AsyncTextStream, TextStream
-from openprogram.session.effects import idempotency_key
-from openprogram.session.replay import ReplayModel
-from openprogram.session.session import Session, current_frame, current_session
-from openprogram.store import Store
+The names below are imported on first use (PEP 562), so `import openprogram` costs a few
+milliseconds and a script pays only for what it touches; the notebook views register
+themselves the first time any name is looked up.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from openprogram.agentic.ask import ConsoleAsk, ask_user, needs_approval
+    from openprogram.agentic.function import agentic_function
+    from openprogram.agentic.questions import Question
+    from openprogram.agentic.threads import start_thread
+    from openprogram.callbacks import (
+        BudgetManager,
+        Callback,
+        ImageRetention,
+        LoggingCallback,
+        PIIRedactor,
+        SharedBudget,
+        TrajectorySaver,
+    )
+    from openprogram.core.dag import ContextDAG, Effect, Expose, Node, RenderRange
+    from openprogram.core.image import Image, ImageRef
+    from openprogram.core.usage import Usage
+    from openprogram.errors import (
+        BudgetExceeded,
+        ConfigError,
+        EffectUnknown,
+        ModelAuthError,
+        ModelBadRequest,
+        ModelError,
+        ModelOutputError,
+        ModelUnavailable,
+        OpenProgramError,
+        OperationFailed,
+        ReplayMismatch,
+        ResumeDivergence,
+        RunError,
+        RunStopped,
+        RunWaiting,
+        ScriptExhausted,
+        SessionLocked,
+        StoreDamaged,
+        StoreError,
+        UnsupportedFormatVersion,
+        UnsupportedOperation,
+        UsageError,
+    )
+    from openprogram.models.model import Model, ModelReply, ModelRequest, ScriptedModel, ToolCall
+    from openprogram.operations import (
+        LocalOperations,
+        Operation,
+        OperationRecord,
+        ProcessOperations,
+        RayOperations,
+        bash,
+        operation_kind,
+        operation_tool,
+        operation_tools,
+        settle_operation,
+        skills_tool,
+        view_image_tool,
+    )
+    from openprogram.render.render import RenderedContext, render_context
+    from openprogram.runtime.compaction import count_tokens, summarize_history
+    from openprogram.runtime.runtime import Runtime, allm, current_runtime, llm
+    from openprogram.runtime.streaming import AsyncTextStream, TextStream
+    from openprogram.session.effects import idempotency_key
+    from openprogram.session.replay import ReplayModel
+    from openprogram.session.session import Session, current_frame, current_session
+    from openprogram.store import Store
 
 __all__ = [
     # recording
@@ -152,3 +162,97 @@ __all__ = [
     "BudgetExceeded",
     "RunWaiting",
 ]
+
+# where each public name lives (a test checks this table against __all__)
+_HOMES: dict[str, str] = {
+    "ConsoleAsk": "openprogram.agentic.ask",
+    "ask_user": "openprogram.agentic.ask",
+    "needs_approval": "openprogram.agentic.ask",
+    "agentic_function": "openprogram.agentic.function",
+    "Question": "openprogram.agentic.questions",
+    "start_thread": "openprogram.agentic.threads",
+    "BudgetManager": "openprogram.callbacks",
+    "Callback": "openprogram.callbacks",
+    "ImageRetention": "openprogram.callbacks",
+    "LoggingCallback": "openprogram.callbacks",
+    "PIIRedactor": "openprogram.callbacks",
+    "SharedBudget": "openprogram.callbacks",
+    "TrajectorySaver": "openprogram.callbacks",
+    "ContextDAG": "openprogram.core.dag",
+    "Effect": "openprogram.core.dag",
+    "Expose": "openprogram.core.dag",
+    "Node": "openprogram.core.dag",
+    "RenderRange": "openprogram.core.dag",
+    "Image": "openprogram.core.image",
+    "ImageRef": "openprogram.core.image",
+    "Usage": "openprogram.core.usage",
+    "BudgetExceeded": "openprogram.errors",
+    "ConfigError": "openprogram.errors",
+    "EffectUnknown": "openprogram.errors",
+    "ModelAuthError": "openprogram.errors",
+    "ModelBadRequest": "openprogram.errors",
+    "ModelError": "openprogram.errors",
+    "ModelOutputError": "openprogram.errors",
+    "ModelUnavailable": "openprogram.errors",
+    "OpenProgramError": "openprogram.errors",
+    "OperationFailed": "openprogram.errors",
+    "ReplayMismatch": "openprogram.errors",
+    "ResumeDivergence": "openprogram.errors",
+    "RunError": "openprogram.errors",
+    "RunStopped": "openprogram.errors",
+    "RunWaiting": "openprogram.errors",
+    "ScriptExhausted": "openprogram.errors",
+    "SessionLocked": "openprogram.errors",
+    "StoreDamaged": "openprogram.errors",
+    "StoreError": "openprogram.errors",
+    "UnsupportedFormatVersion": "openprogram.errors",
+    "UnsupportedOperation": "openprogram.errors",
+    "UsageError": "openprogram.errors",
+    "Model": "openprogram.models.model",
+    "ModelReply": "openprogram.models.model",
+    "ModelRequest": "openprogram.models.model",
+    "ScriptedModel": "openprogram.models.model",
+    "ToolCall": "openprogram.models.model",
+    "LocalOperations": "openprogram.operations",
+    "Operation": "openprogram.operations",
+    "OperationRecord": "openprogram.operations",
+    "ProcessOperations": "openprogram.operations",
+    "RayOperations": "openprogram.operations",
+    "bash": "openprogram.operations",
+    "operation_kind": "openprogram.operations",
+    "operation_tool": "openprogram.operations",
+    "operation_tools": "openprogram.operations",
+    "settle_operation": "openprogram.operations",
+    "skills_tool": "openprogram.operations",
+    "view_image_tool": "openprogram.operations",
+    "RenderedContext": "openprogram.render.render",
+    "render_context": "openprogram.render.render",
+    "count_tokens": "openprogram.runtime.compaction",
+    "summarize_history": "openprogram.runtime.compaction",
+    "Runtime": "openprogram.runtime.runtime",
+    "allm": "openprogram.runtime.runtime",
+    "current_runtime": "openprogram.runtime.runtime",
+    "llm": "openprogram.runtime.runtime",
+    "AsyncTextStream": "openprogram.runtime.streaming",
+    "TextStream": "openprogram.runtime.streaming",
+    "idempotency_key": "openprogram.session.effects",
+    "ReplayModel": "openprogram.session.replay",
+    "Session": "openprogram.session.session",
+    "current_frame": "openprogram.session.session",
+    "current_session": "openprogram.session.session",
+    "Store": "openprogram.store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'openprogram' has no attribute {name!r}")
+    importlib.import_module("openprogram.display")  # registers the notebook views
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -18,9 +18,8 @@ import uuid
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from operator import attrgetter
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import networkx as nx
 from pydantic import BaseModel, Field, model_serializer
 
 from openprogram.core._tree import tree_lines
@@ -28,6 +27,9 @@ from openprogram.core.image import Image, ImageRef
 from openprogram.core.usage import Usage
 from openprogram.core.values import from_jsonable, to_jsonable, with_image_dicts
 from openprogram.errors import UsageError
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = [
     "ContextDAG",
@@ -522,6 +524,8 @@ class ContextDAG:
     @property
     def graph(self) -> nx.DiGraph:
         """A networkx view: parent→child edges kind="calls", predecessor→node kind="follows"."""
+        import networkx as nx  # imported where a graph is asked for: it is most of an import
+
         with self._lock:
             if self._graph is None:
                 self._graph = nx.DiGraph()

@@ -12,15 +12,16 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any, Literal
 
 from openprogram.core import _secrets
 from openprogram.core.dag import ContextDAG, Node
 from openprogram.core.values import escape_surrogates, replace_surrogates
 from openprogram.display._payload import value_text
 from openprogram.errors import UsageError
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = [
     "ExportFormat",
@@ -95,6 +96,8 @@ def to_networkx(dag: ContextDAG, *, reads: bool = False) -> nx.DiGraph:
     Edges: parent→child kind="calls", predecessor→node kind="follows"; with `reads`,
     also read→llm node kind="reads" (what each llm call saw).
     """
+    import networkx as nx
+
     graph = nx.DiGraph()
     for node in dag.nodes:
         graph.add_node(node.id, **_attributes(dag, node))
@@ -113,6 +116,8 @@ def to_networkx(dag: ContextDAG, *, reads: bool = False) -> nx.DiGraph:
 def to_graphml(dag: ContextDAG, *, reads: bool = False) -> str:
     """GraphML text of to_networkx(dag)."""
     buffer = io.BytesIO()
+    import networkx as nx
+
     nx.write_graphml(to_networkx(dag, reads=reads), buffer, encoding="utf-8")
     return buffer.getvalue().decode("utf-8")
 
