@@ -146,6 +146,7 @@ def agentic_function(
         )
 
     def decorate(func: Callable[..., Any]) -> Any:
+        _refuse_generators(func)
         wrapped = _wrap(
             func, expose, checked_range, input or {}, system, render_output, compactor, effect
         )
@@ -158,6 +159,30 @@ def _usage(message: str) -> Exception:
     from openprogram.errors import UsageError
 
     return UsageError(message)
+
+
+def _refuse_generators(fn: Callable[..., Any]) -> None:
+    """A generator's body runs when it is iterated, after the call returned: recorded as
+    a call it would complete at once with a generator object as output, and its llm()
+    calls would land outside it. Refused at decoration with the two ways that work."""
+    target = inspect.unwrap(fn)
+    kind = (
+        "an async generator"
+        if inspect.isasyncgenfunction(target)
+        else "a generator"
+        if inspect.isgeneratorfunction(target)
+        else None
+    )
+    if kind is None:
+        return
+    name = getattr(fn, "__qualname__", repr(fn))
+    collect = "[x async for x in ...]" if kind.startswith("an async") else "list(...)"
+    raise _usage(
+        f"@agentic_function cannot record {name}: it is {kind} function, whose body runs "
+        "only when it is iterated, after the call has returned. Decorate a function that "
+        f"collects what it yields (`return {collect}`), "
+        "or stream text from inside a decorated function with llm(..., stream=True)"
+    )
 
 
 def _check_input(fn: Callable[..., Any], meta: Mapping[str, Mapping[str, Any]]) -> None:

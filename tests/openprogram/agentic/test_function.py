@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import threading
 from typing import Literal
 
@@ -12,6 +13,7 @@ from pydantic import BaseModel
 
 import openprogram
 from openprogram import Runtime, ScriptedModel, Session, agentic_function, current_session
+from openprogram.errors import UsageError
 
 
 @pytest.mark.parametrize(
@@ -437,3 +439,21 @@ def test_arguments_are_bound_like_python_binds_them():
         {"a": 1, "b": 5, "c": 3, "d": 4},
         {"a": 1, "rest": [2, 3], "extra": {"x": 4}},
     ]
+
+
+def test_a_generator_function_is_refused_at_decoration_with_what_to_do_instead():
+    """A decorated generator used to be recorded "completed" at once (its output a
+    generator object) and its llm() calls landed at the top level as `main`."""
+
+    def numbers():
+        yield 1
+
+    async def stream():
+        yield "a"
+
+    with pytest.raises(UsageError, match=r"numbers: it is a generator function.*list\(\.\.\.\)"):
+        agentic_function(numbers)
+    with pytest.raises(UsageError, match=r"stream: it is an async generator function"):
+        agentic_function(expose="full")(stream)
+    with pytest.raises(ValueError):  # UsageError is a ValueError, as every decoration error
+        agentic_function(functools.wraps(numbers)(lambda: numbers()))
