@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, Literal
@@ -25,6 +24,7 @@ from pydantic import (
 
 from gui_harness._aim import click_point
 from gui_harness.errors import ActionRejected, InvalidAction
+from gui_harness.keys import KEY_NAMES, canonical_key, key_family
 from openprogram.agentic.ask import ask_user
 from openprogram.echo import echo
 from openprogram.errors import UsageError
@@ -40,67 +40,37 @@ __all__ = [
     "DoubleClick",
     "Drag",
     "Fail",
+    "KeyDown",
+    "KeyUp",
     "Keypress",
     "MouseButton",
+    "MouseDown",
+    "MouseUp",
     "Move",
     "Policy",
     "Scroll",
     "Transform",
+    "TripleClick",
     "Type",
     "Wait",
     "action_adapter",
     "canonical_key",
+    "held_after",
     "resolve",
 ]
 
-MouseButton = Literal["left", "right", "middle"]
-"""Which mouse button a click uses."""
+MouseButton = Literal["left", "right", "middle", "back", "forward"]
+"""Which mouse button an action uses; back and forward are X's buttons 8 and 9."""
 
-_MODIFIERS = ("ctrl", "alt", "shift", "super")
-_NAMED_KEYS = (
-    *("enter", "tab", "escape", "backspace", "delete", "up", "down", "left", "right"),
-    *("home", "end", "pageup", "pagedown", "space", "insert"),
-    *(f"f{n}" for n in range(1, 13)),
-)
-KEY_NAMES: frozenset[str] = frozenset((*_MODIFIERS, *_NAMED_KEYS))
-"""Canonical multi-character key names; any single character is a key too."""
 MAX_KEYS = 8
 """Keys in one keypress chord: the four modifiers and a key, with room for aliases."""
 
-_KEY_ALIASES = {
-    "return": "enter", "ret": "enter", "kpenter": "enter", "newline": "enter",
-    "esc": "escape", "control": "ctrl", "ctl": "ctrl", "option": "alt", "opt": "alt",
-    "cmd": "super", "command": "super", "meta": "super", "win": "super",
-    "windows": "super", "os": "super", "del": "delete", "bksp": "backspace",
-    "bs": "backspace", "pgup": "pageup", "prior": "pageup", "pgdn": "pagedown",
-    "pgdown": "pagedown", "next": "pagedown", "spacebar": "space",
-    "arrowup": "up", "arrowdown": "down", "arrowleft": "left", "arrowright": "right",
-}  # fmt: skip
-_CHARACTER_KEYS = {" ": "space", "\n": "enter", "\t": "tab"}
-_SIDED_MODIFIER = re.compile(r"(\w+?)_?(l|r|left|right)")
 
-
-def canonical_key(name: str) -> str:
-    """The canonical lowercase name of one key ("Return" → "enter", "Control_L" → "ctrl").
-
-    Raises InvalidAction for a name that is neither a known key nor a single character.
-    """
-    if len(name) == 1:
-        return _CHARACTER_KEYS.get(name, name.lower())
-    key = name.strip().lower().replace("-", "_").replace(" ", "_")
-    if len(key) == 1:
-        return key
-    sided = _SIDED_MODIFIER.fullmatch(key)
-    if sided and _KEY_ALIASES.get(sided[1], sided[1]) in _MODIFIERS:
-        key = sided[1]
-    key = key.replace("_", "")
-    key = _KEY_ALIASES.get(key, key)
-    if key in KEY_NAMES:
-        return key
-    raise InvalidAction(
-        f"key {echo(name, 40)} is not a known key; use one of {', '.join(_MODIFIERS + _NAMED_KEYS)}"
-        " or a single character"
-    )
+def _canonical_keys(keys: list[str] | None) -> list[str] | None:
+    try:
+        return [canonical_key(key) for key in keys] if keys is not None else None
+    except InvalidAction as exc:
+        raise ValueError(str(exc)) from None
 
 
 class _Base(BaseModel):
@@ -134,17 +104,55 @@ class _Pointer(_Base):
         return self
 
 
-class Click(_Pointer):
-    """Press and release a mouse button once."""
+class _Held(_Base):
+    """An action that may hold keys down while it runs (`modifiers`, e.g. ["ctrl"])."""
+
+    modifiers: list[str] | None = Field(default=None, max_length=MAX_KEYS - 1)
+
+    @field_validator("modifiers")
+    @classmethod
+    def _canonical_modifiers(cls, keys: list[str] | None) -> list[str] | None:
+        return _canonical_keys(keys) or None  # no keys held is None, as when left out
+
+
+class Click(_Held, _Pointer):
+    """Press and release a mouse button once, holding `modifiers` (e.g. ["ctrl"])."""
 
     type: Literal["click"] = "click"
     button: MouseButton = "left"
 
 
-class DoubleClick(_Pointer):
-    """Click the left button twice in quick succession."""
+class DoubleClick(_Held, _Pointer):
+    """Click a button twice in quick succession (the left one by default)."""
 
     type: Literal["double_click"] = "double_click"
+    button: MouseButton = "left"
+
+
+class TripleClick(_Held, _Pointer):
+    """Click a button three times in quick succession: selects a line or paragraph."""
+
+    type: Literal["triple_click"] = "triple_click"
+    button: MouseButton = "left"
+
+
+class MouseDown(_Pointer):
+    """Press a mouse button and keep it held (at a point, or where the pointer is); a
+    later mouse_up releases it."""
+
+    type: Literal["mouse_down"] = "mouse_down"
+    button: MouseButton = "left"
+
+    _target_optional: ClassVar[bool] = True
+
+
+class MouseUp(_Pointer):
+    """Release a held mouse button (after moving to a point, or where the pointer is)."""
+
+    type: Literal["mouse_up"] = "mouse_up"
+    button: MouseButton = "left"
+
+    _target_optional: ClassVar[bool] = True
 
 
 class Move(_Pointer):
@@ -153,8 +161,9 @@ class Move(_Pointer):
     type: Literal["move"] = "move"
 
 
-class Scroll(_Pointer):
-    """Turn the wheel by (scroll_x, scroll_y) clicks at a point, or where the pointer is.
+class Scroll(_Held, _Pointer):
+    """Turn the wheel by (scroll_x, scroll_y) clicks at a point, or where the pointer is,
+    holding `modifiers` (ctrl+wheel zooms in many apps).
 
     Positive scroll_y scrolls down, positive scroll_x scrolls right.
     """
@@ -172,11 +181,14 @@ class Scroll(_Pointer):
         return self
 
 
-class Drag(_Base):
-    """Press the left button at path[0], move through the points, release at path[-1]."""
+class Drag(_Held):
+    """Press `button` at path[0], move through the points, release at path[-1], holding
+    `modifiers`; `duration_ms` paces it (press to release), else it moves at its own pace."""
 
     type: Literal["drag"] = "drag"
     path: list[tuple[int, int]] = Field(min_length=2)
+    button: MouseButton = "left"
+    duration_ms: int | None = Field(default=None, ge=0, le=60_000)
 
 
 class Type(_Base):
@@ -188,18 +200,41 @@ class Type(_Base):
 
 class Keypress(_Base):
     """Press keys together as one chord (["ctrl", "s"]) and release them (at most
-    MAX_KEYS keys)."""
+    MAX_KEYS keys); `hold_ms` holds the chord down that long before releasing it."""
 
     type: Literal["keypress"] = "keypress"
+    keys: list[str] = Field(min_length=1, max_length=MAX_KEYS)
+    hold_ms: int | None = Field(default=None, ge=0, le=10_000)
+
+    @field_validator("keys")
+    @classmethod
+    def _canonical(cls, keys: list[str]) -> list[str]:
+        return _canonical_keys(keys) or []
+
+
+class KeyDown(_Base):
+    """Press keys in order and keep them held (actions in between run with them held);
+    a later key_up releases them."""
+
+    type: Literal["key_down"] = "key_down"
     keys: list[str] = Field(min_length=1, max_length=MAX_KEYS)
 
     @field_validator("keys")
     @classmethod
     def _canonical(cls, keys: list[str]) -> list[str]:
-        try:
-            return [canonical_key(key) for key in keys]
-        except InvalidAction as exc:
-            raise ValueError(str(exc)) from None
+        return _canonical_keys(keys) or []
+
+
+class KeyUp(_Base):
+    """Release held keys (pressed by key_down), in reverse order."""
+
+    type: Literal["key_up"] = "key_up"
+    keys: list[str] = Field(min_length=1, max_length=MAX_KEYS)
+
+    @field_validator("keys")
+    @classmethod
+    def _canonical(cls, keys: list[str]) -> list[str]:
+        return _canonical_keys(keys) or []
 
 
 class Wait(_Base):
@@ -223,9 +258,26 @@ class Fail(_Base):
     reason: str = ""
 
 
-_MODELS = (Click, DoubleClick, Move, Drag, Scroll, Type, Keypress, Wait, Done, Fail)
+_MODELS = (
+    *(Click, DoubleClick, TripleClick, MouseDown, MouseUp, Move, Drag, Scroll, Type),
+    *(Keypress, KeyDown, KeyUp, Wait, Done, Fail),
+)
 Action = Annotated[
-    Click | DoubleClick | Move | Drag | Scroll | Type | Keypress | Wait | Done | Fail,
+    Click
+    | DoubleClick
+    | TripleClick
+    | MouseDown
+    | MouseUp
+    | Move
+    | Drag
+    | Scroll
+    | Type
+    | Keypress
+    | KeyDown
+    | KeyUp
+    | Wait
+    | Done
+    | Fail,
     Field(discriminator="type"),
 ]
 """Any action, discriminated on its `type`."""
@@ -234,6 +286,23 @@ action_adapter: TypeAdapter[Action] = TypeAdapter(Action)
 _BY_TYPE: dict[str, type[_Base]] = {model.model_fields["type"].default: model for model in _MODELS}
 ACTION_TYPES: tuple[str, ...] = tuple(_BY_TYPE)
 """The canonical action kinds, the values of `type`."""
+
+
+def held_after(held: tuple[list[str], list[str]], action: Action) -> tuple[list[str], list[str]]:
+    """The (keys, buttons) held down after `action` ran, from those held before it: what
+    key_down/key_up and mouse_down/mouse_up change. Desktops that cannot ask the screen
+    keep their account with this."""
+    keys, buttons = list(held[0]), list(held[1])
+    if isinstance(action, KeyDown):
+        keys += [key for key in action.keys if key not in keys]
+    elif isinstance(action, KeyUp):
+        keys = [key for key in keys if key not in action.keys]
+    elif isinstance(action, MouseDown) and action.button not in buttons:
+        buttons.append(action.button)
+    elif isinstance(action, MouseUp):
+        buttons = [button for button in buttons if button != action.button]
+    return keys, buttons
+
 
 # --- coordinates -----------------------------------------------------------------------
 
@@ -362,11 +431,38 @@ DEFAULT_DENY_KEYS: frozenset[frozenset[str]] = frozenset(
         ("alt", "f4"),
         # switch to a text console
         *(("ctrl", "alt", f"f{n}") for n in range(1, 13)),
+        # keys X names whose press alone does the same: power, sleep, log out, lock,
+        # a terminal or a configured launcher, kill the X server, switch the console or
+        # the video mode, break grabs; and SysRq
+        *(
+            (f"xf86{name}",)
+            for name in (
+                "poweroff",
+                "powerdown",
+                "sleep",
+                "suspend",
+                "standby",
+                "hibernate",
+                "logoff",
+                "screensaver",
+                "terminal",
+                "cleargrab",
+                "ungrab",
+                "nextvmode",
+                "prevvmode",
+                "loggrabinfo",
+                "logwindowtree",
+                *(f"switchvt{n}" for n in range(1, 13)),
+                *(f"launch{c}" for c in "0123456789abcdef"),
+            )
+        ),
+        ("terminate_server",),
+        ("sys_req",),
     ]
 )
 """Chords refused by default: those that open a terminal (drop-down ones included), a
-run dialog, a launcher or a context menu, any chord with super or f12, and those that
-lock, end or leave the session or close windows."""
+run dialog, a launcher or a context menu, any chord with super or f12, those that lock,
+end or leave the session or close windows, and the keys that do so alone."""
 
 
 @dataclass
@@ -386,15 +482,19 @@ class Policy:
     _denied: frozenset[frozenset[str]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._denied = frozenset(frozenset(map(canonical_key, c)) for c in self.deny_keys)
+        self._denied = frozenset(frozenset(map(_deny_key, c)) for c in self.deny_keys)
 
-    def check(self, action: Action, screen_size: tuple[int, int]) -> None:
-        """Raise ActionRejected unless `action` (screen pixels) may run on a screen this size."""
-        reason = self._refusal(action, screen_size)
+    def check(
+        self, action: Action, screen_size: tuple[int, int], *, held: Iterable[str] = ()
+    ) -> None:
+        """Raise ActionRejected unless `action` (screen pixels) may run on a screen this size
+        with the keys `held` down (the desktop's `held_keys`, from earlier key_downs): keys
+        pressed while others are held make one chord with them."""
+        reason = self._refusal(action, screen_size, list(held))
         if reason is not None:
             raise ActionRejected(reason, action=action)
 
-    def _refusal(self, action: Action, screen_size: tuple[int, int]) -> str | None:
+    def _refusal(self, action: Action, screen_size: tuple[int, int], held: list[str]) -> str | None:
         width, height = screen_size
         if isinstance(action, _Pointer) and (action.element is not None or action.cell):
             return (
@@ -410,13 +510,13 @@ class Policy:
                     f"{action.type} at ({x}, {y}) is outside the {width}x{height} screen;"
                     f" pick a point with 0 <= x < {width} and 0 <= y < {height}"
                 )
-        if isinstance(action, Keypress):
-            denied = next((c for c in self._denied if c <= set(action.keys)), None)
+        for chord in _chords(action, held):
+            denied = next((c for c in self._denied if c <= {key_family(k) for k in chord}), None)
             if denied is not None:
-                pressed, listed = "+".join(action.keys), "+".join(sorted(denied))
+                pressed, listed = "+".join(chord), "+".join(sorted(denied))
                 return (
-                    f"keypress {echo(pressed)} is not allowed ({listed!r} is on the deny list);"
-                    " reach the goal another way"
+                    f"{action.type} {echo(pressed)} is not allowed ({listed!r} is on the deny"
+                    " list); reach the goal another way"
                 )
         if isinstance(action, Type) and not action.text:
             return "type with empty text does nothing; give the text to type"
@@ -437,3 +537,26 @@ class Policy:
             return bool(answer == "yes")
         assert self.confirm is not None
         return bool(self.confirm(action))
+
+
+def _deny_key(name: str) -> str:
+    """A deny list's key, canonical; a key X names that this install cannot look up (no
+    python-xlib) is kept as X's name spelled compact, as canonical_key would give it."""
+    try:
+        return canonical_key(name)
+    except InvalidAction:
+        return name.strip().lower().replace("_", "").replace("-", "")
+
+
+def _chords(action: Action, held: list[str]) -> list[list[str]]:
+    """The key chords `action` makes with the keys `held` down: a keypress's or key_down's
+    keys, a pointer action's modifiers, each typed character's key (only while keys are
+    held, for ctrl+alt held and then "t" typed is ctrl+alt+t)."""
+    if isinstance(action, (Keypress, KeyDown)):
+        return [[*held, *(k for k in action.keys if k not in held)]]
+    modifiers = getattr(action, "modifiers", None)
+    if modifiers:
+        return [[*held, *(k for k in modifiers if k not in held)]]
+    if isinstance(action, Type) and held:
+        return [[*held, key] for key in dict.fromkeys(map(canonical_key, action.text))]
+    return []

@@ -20,7 +20,7 @@ from gui_harness.actions import Policy, resolve
 from gui_harness.current import _current, _early_frames, _grab, _publish, _Run, _run
 from gui_harness.desktop.base import Desktop
 from gui_harness.desktop.settle import wait_until_stable
-from gui_harness.errors import ActionRejected, DesktopAuthError, DesktopError
+from gui_harness.errors import ActionRejected, DesktopAuthError, DesktopError, InvalidAction
 from gui_harness.leaves import conclusion, observe, plan_next_action, verify_step
 from gui_harness.normalize import normalize_action
 from gui_harness.perception import (
@@ -171,6 +171,24 @@ def _observed(run: _Run, fn: Any, seen: Any, published: int) -> None:
     _publish(run, observation, float(seen.get("scale", 1.0)))
 
 
+def _held_keys(desktop: Desktop) -> list[str]:
+    """The keys the desktop holds down from earlier key_downs (none if it does not say)."""
+    return list(getattr(desktop, "held_keys", None) or ())
+
+
+def _release_held(desktop: Desktop) -> str | None:
+    """Release what the run's key_downs and mouse_downs left held (a Ctrl held past the
+    run would change the user's next keys); says what went wrong, or None."""
+    release = getattr(desktop, "release_held", None)
+    if release is None or not (_held_keys(desktop) or getattr(desktop, "held_buttons", None)):
+        return None
+    try:
+        release()
+    except DesktopError as exc:
+        return f"releasing the held keys and buttons failed: {cut(str(exc))}"
+    return None
+
+
 @agentic_function
 def dispatch_action(action: dict[str, Any], step: int) -> dict[str, Any]:
     """Check the action against the policy and perform it on the desktop."""
@@ -188,7 +206,7 @@ def dispatch_action(action: dict[str, Any], step: int) -> dict[str, Any]:
         dx, dy = (round(d * run.transform.scale) for d in moved)
         screen_action = screen_action.model_copy(update={"x": x + dx, "y": y + dy})
     try:
-        run.policy.check(screen_action, run.desktop.size)
+        run.policy.check(screen_action, run.desktop.size, held=_held_keys(run.desktop))
     except ActionRejected as exc:
         return {"executed": False, "error": f"rejected by policy: {exc.reason}"}
     callbacks = run.runtime.callbacks
@@ -204,6 +222,9 @@ def dispatch_action(action: dict[str, Any], step: int) -> dict[str, Any]:
     except ActionRejected as exc:  # a remote desktop's own policy refused it
         notify(callbacks, "on_action_end", screen_action, str(exc), record_on=current_run())
         return {"executed": False, "error": f"rejected by the desktop: {exc.reason}"}
+    except InvalidAction as exc:  # a key or button this desktop cannot send as asked
+        notify(callbacks, "on_action_end", screen_action, str(exc), record_on=current_run())
+        return {"executed": False, "error": f"the desktop cannot do it: {exc}"}
     except DesktopError as exc:
         notify(callbacks, "on_action_end", screen_action, str(exc), record_on=current_run())
         raise
@@ -525,6 +546,9 @@ def _loop(run: _Run, task: str, max_steps: int, timeout_s: float | None) -> GuiR
         if outcome["status"] == "fail":
             stop, detail = "fail", outcome.get("error")
             break
+    unreleased = _release_held(run.desktop)
+    if unreleased is not None:
+        detail = f"{detail}; {unreleased}" if detail else unreleased
     if frame is not None and stop in ("stopped", "error", "waiting"):
         frame.meta["stop_reason"] = detail
     summary = _conclude(run, task, stop, detail)

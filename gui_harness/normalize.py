@@ -37,11 +37,23 @@ for _kind, _aliases, _preset in [
     ("click", "right_click rightclick", {"button": "right"}),
     ("click", "middle_click middleclick", {"button": "middle"}),
     ("double_click", "double_click doubleclick dblclick double left_double_click", {}),
+    ("triple_click", "triple_click tripleclick triple left_triple_click", {}),
+    ("mouse_down", "mouse_down mousedown left_mouse_down button_down press_mouse", {}),
+    ("mouse_down", "right_mouse_down", {"button": "right"}),
+    ("mouse_down", "middle_mouse_down", {"button": "middle"}),
+    ("mouse_up", "mouse_up mouseup left_mouse_up button_up release_mouse", {}),
+    ("mouse_up", "right_mouse_up", {"button": "right"}),
+    ("mouse_up", "middle_mouse_up", {"button": "middle"}),
     ("move", "move mouse_move mousemove move_mouse move_to hover", {}),
     ("drag", "drag left_click_drag drag_and_drop drag_to", {}),
+    ("drag", "right_drag right_click_drag", {"button": "right"}),
+    ("drag", "middle_drag middle_click_drag", {"button": "middle"}),
     ("scroll", "scroll mouse_scroll wheel", {}),
     ("type", "type type_text typetext input_text write typewrite", {}),
     ("keypress", "keypress key key_press hotkey press keys key_combination shortcut", {}),
+    ("keypress", "hold_key hold_keys", {}),
+    ("key_down", "key_down keydown press_key_down hold_down", {}),
+    ("key_up", "key_up keyup release_key release_keys", {}),
     ("wait", "wait sleep pause", {}),
     ("done", "done finish finished terminate stop complete", {}),
     ("fail", "fail failed failure give_up giveup abort", {}),
@@ -59,6 +71,15 @@ _REASON_KEYS = ("reason", "message", "text", "summary", "result", "answer", "exp
 _BUTTONS = {"left": "left", "l": "left", "primary": "left", "1": "left", "right": "right"}
 _BUTTONS |= {"r": "right", "secondary": "right", "3": "right", "middle": "middle"}
 _BUTTONS |= {"m": "middle", "wheel": "middle", "center": "middle", "2": "middle"}
+# the side buttons: X's 8 and 9, a browser's and Windows' X1 and X2
+_BUTTONS |= {"back": "back", "browser_back": "back", "x1": "back", "xbutton1": "back"}
+_BUTTONS |= {"8": "back", "button8": "back", "forward": "forward", "x2": "forward"}
+_BUTTONS |= {"browser_forward": "forward", "xbutton2": "forward", "9": "forward"}
+_BUTTONS |= {"button9": "forward", "fwd": "forward"}
+_CLICKS = {1: "click", 2: "double_click", 3: "triple_click"}
+_MODIFIER_KEYS = ("modifiers", "modifier", "hold_keys", "held_keys", "with_keys", "keys")
+_TARGETED = ("click", "double_click", "triple_click", "mouse_down", "mouse_up", "move", "scroll")
+_BUTTONED = ("click", "double_click", "triple_click", "mouse_down", "mouse_up", "drag")
 _DIRECTIONS = {"up": (0, -1), "down": (0, 1), "left": (-1, 0), "right": (1, 0)}
 _DEFAULT_SCROLL_CLICKS = 3
 _HINT = f"valid kinds: {', '.join(ACTION_TYPES)} (aliases like left_click, hotkey work too)"
@@ -88,20 +109,30 @@ def normalize_action(raw: Mapping[str, Any] | str | BaseModel) -> Action:
         raise InvalidAction(f"unknown action kind {echo(spelled)}; {_HINT}")
     kind, preset = _KINDS[alias]
     fields = {k: v for k, v in fields.items() if v is not None}
+    if kind == "click":
+        kind = _click_kind(fields)
     data: dict[str, Any] = {"type": kind, **preset}
-    if kind in ("click", "double_click", "move", "scroll"):
+    if kind in _TARGETED:
         data.update(_target(fields))
-    if kind == "click" and "button" in fields:
+    if kind in _BUTTONED and "button" in fields:
         data["button"] = _button(fields.pop("button"))
-    elif kind == "drag":
+    if kind in ("click", "double_click", "triple_click", "drag", "scroll"):
+        # a click's keys to hold: `modifiers`, or `text` as one common schema spells them
+        held = _pop_first(fields, (*_MODIFIER_KEYS, "text"))
+        if held is not None:
+            data["modifiers"] = _keys(held) if held != [] else None
+    if kind == "drag":
         data["path"] = _drag_path(fields)
+        data.update(_duration(fields, "duration_ms"))
     elif kind == "scroll":
         data.update(_scroll_amount(fields))
     elif kind == "type":
         text = _pop_first(fields, _TEXT_KEYS)
         data["text"] = str(text) if isinstance(text, (int, float)) else text
-    elif kind == "keypress":
+    elif kind in ("keypress", "key_down", "key_up"):
         data["keys"] = _keys(_pop_first(fields, _KEYS_KEYS))
+    if kind == "keypress":
+        data.update(_duration(fields, "hold_ms"))
     elif kind == "wait":
         data.update(_wait_ms(fields))
     elif kind in ("done", "fail"):
@@ -222,10 +253,34 @@ def _target(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 def _button(value: Any) -> str:
-    button = _BUTTONS.get(str(value).strip().lower())
+    button = _BUTTONS.get(str(value).strip().lower().replace("-", "_").replace(" ", "_"))
     if button is None:
-        raise InvalidAction(f"button={echo(value)} is not one of 'left', 'right', 'middle'")
+        raise InvalidAction(
+            f"button={echo(value)} is not one of 'left', 'right', 'middle', 'back', 'forward'"
+        )
     return button
+
+
+def _click_kind(fields: dict[str, Any]) -> str:
+    """click, double_click or triple_click, from a click's count of clicks."""
+    count = _pop_first(fields, ("count", "clicks", "num_clicks", "click_count", "times"))
+    if count is None:
+        return "click"
+    kind = _CLICKS.get(_int(count, "count"))
+    if kind is None:
+        raise InvalidAction(f"count={echo(count)} is not 1, 2 or 3 clicks; send clicks apart")
+    return kind
+
+
+def _duration(fields: dict[str, Any], name: str) -> dict[str, int]:
+    """`name` in milliseconds, from itself, `ms`-suffixed spellings or `duration` in seconds."""
+    ms = _pop_first(fields, (name, "duration_ms", "hold_ms", "ms", "milliseconds"))
+    if ms is not None:
+        return {name: _int(ms, name)}
+    seconds = _pop_first(fields, ("duration", "seconds", "secs", "hold"))
+    if seconds is not None:
+        return {name: math.floor(_number(seconds, "duration") * 1000 + 0.5)}
+    return {}
 
 
 def _drag_path(fields: dict[str, Any]) -> list[tuple[int, int]]:

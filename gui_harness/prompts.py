@@ -36,11 +36,17 @@ __all__ = [
 ACTIONS_HELP = """Actions (JSON objects with a "type"):
   {"type": "click", "element": 3}  or  {"type": "click", "x": 120, "y": 40, "button": "left"}
   {"type": "click", "element": 7, "cell": "B3"}  a cell of grid #7 (then type into it)
-  {"type": "double_click", "element": 3}      {"type": "move", "element": 3}
-  {"type": "drag", "path": [[x1, y1], [x2, y2]]}
+  {"type": "double_click", "element": 3}      {"type": "triple_click", "element": 3}
+  "button": left, right, middle, back or forward; "modifiers": ["ctrl"] holds keys
+  during a click, drag or scroll        {"type": "move", "element": 3}
+  {"type": "drag", "path": [[x1, y1], [x2, y2]], "button": "left", "duration_ms": 800}
+  {"type": "mouse_down", "element": 3}  then  {"type": "mouse_up", "x": 9, "y": 9}
   {"type": "scroll", "element": 3, "scroll_y": 3}   (positive scrolls down)
   {"type": "type", "text": "hello"}           types into the focused field
-  {"type": "keypress", "keys": ["ctrl", "a"]} one chord
+  {"type": "keypress", "keys": ["ctrl", "a"]} one chord ("hold_ms": 1000 holds it)
+  {"type": "key_down", "keys": ["shift"]}  then  {"type": "key_up", "keys": ["shift"]}
+  keys: a character or enter, tab, escape, backspace, delete, up, pageup, home, f1-f35,
+  kp_0-kp_9, kp_enter, kp_add, caps_lock, num_lock, menu, print, or any X key name
   {"type": "wait", "ms": 500}
   {"type": "done", "reason": "..."}           only when the screen shows the task is complete
   {"type": "fail", "reason": "..."}           when the task cannot be done

@@ -20,11 +20,18 @@ from gui_harness.actions import (
     Click,
     DoubleClick,
     Drag,
+    KeyDown,
     Keypress,
+    KeyUp,
+    MouseDown,
+    MouseUp,
     Move,
     Scroll,
+    TripleClick,
     Type,
+    held_after,
 )
+from gui_harness.errors import InvalidAction
 from openprogram.errors import UsageError
 
 __all__ = ["Button", "Checkbox", "FakeDesktop", "TextField", "Widget"]
@@ -83,7 +90,9 @@ class FakeDesktop:
     `actions` lists every executed action, `events` what they did to widgets, as
     (what, widget name) pairs: ("focus", "name"), ("toggle", "subscribe"),
     ("press", "save"), ("select", "red"), ("type", "name"). `on_action(desktop, action)`
-    runs after each action, e.g. to change the screen the way an app would.
+    runs after each action, e.g. to change the screen the way an app would. A left
+    button's mouse_down and mouse_up at one widget click it; `held_keys` and
+    `held_buttons` are what key_down and mouse_down left held, as on X11Desktop.
     """
 
     size: tuple[int, int] = (800, 600)
@@ -94,6 +103,9 @@ class FakeDesktop:
     actions: list[Action] = field(default_factory=list)
     events: list[tuple[str, str]] = field(default_factory=list)
     saved_state: dict[str, Any] | None = None
+    held_keys: list[str] = field(default_factory=list)
+    held_buttons: list[str] = field(default_factory=list)
+    _pressed_at: tuple[int, int] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         names = [w.name for w in self.widgets]
@@ -197,15 +209,22 @@ class FakeDesktop:
                 f"FakeDesktop got {action!r} with an unresolved element; pass actions through"
                 " gui_harness.actions.resolve() before execute()"
             )
+        self._check_held(action)
         self.actions.append(action)
         point = _point(action)
         if point is not None:
             self.pointer = point
-        if isinstance(action, Click) and action.button == "left":
-            self._click()
-        elif isinstance(action, DoubleClick):
-            self._click()
-            self._click()
+        pressed_at = self.pointer if isinstance(action, MouseDown) else None
+        self.held_keys, self.held_buttons = held_after((self.held_keys, self.held_buttons), action)
+        if isinstance(action, (Click, DoubleClick, TripleClick)) and action.button == "left":
+            for _ in range({"click": 1, "double_click": 2, "triple_click": 3}[action.type]):
+                self._click()
+        elif isinstance(action, MouseDown) and action.button == "left":
+            self._pressed_at = pressed_at
+        elif isinstance(action, MouseUp) and action.button == "left":
+            pressed, self._pressed_at = self._pressed_at, None
+            if pressed is not None and self.widget_at(*pressed) is self.widget_at(*self.pointer):
+                self._click()
         elif isinstance(action, Drag):
             self.pointer = action.path[-1]
         elif isinstance(action, Type) and self.focus is not None:
@@ -216,6 +235,24 @@ class FakeDesktop:
             self.events.append(("backspace", self.focus.name))
         if self.on_action is not None:
             self.on_action(self, action)
+
+    def release_held(self) -> None:
+        """Release what key_down and mouse_down left held."""
+        self.held_keys, self.held_buttons = [], []
+
+    def _check_held(self, action: Action) -> None:
+        """Refuse, as X11Desktop does, what would press a held key or button again or
+        release one that is not held."""
+        keys, buttons = self.held_keys, self.held_buttons
+        if isinstance(action, KeyDown) and set(action.keys) & set(keys):
+            raise InvalidAction(f"key_down of {action.keys!r}: held already ({keys!r})")
+        if isinstance(action, KeyUp) and not set(action.keys) <= set(keys):
+            raise InvalidAction(f"key_up of {action.keys!r}: not all held (held: {keys!r})")
+        if isinstance(action, MouseUp) and action.button not in buttons:
+            raise InvalidAction(f"mouse_up of {action.button}: not held (held: {buttons!r})")
+        pressing = (MouseDown, Click, DoubleClick, TripleClick, Drag)
+        if isinstance(action, pressing) and action.button in buttons:
+            raise InvalidAction(f"the {action.button} button is held by mouse_down")
 
     def _click(self) -> None:
         widget = self.widget_at(*self.pointer)
@@ -240,7 +277,8 @@ class FakeDesktop:
 
 
 def _point(action: Action) -> tuple[int, int] | None:
-    if isinstance(action, (Click, DoubleClick, Move, Scroll)) and action.x is not None:
+    pointing = (Click, DoubleClick, TripleClick, MouseDown, MouseUp, Move, Scroll)
+    if isinstance(action, pointing) and action.x is not None:
         assert action.y is not None  # the Action models require x and y together
         return (action.x, action.y)
     return None

@@ -18,7 +18,7 @@ from typing import Any
 
 from PIL import Image
 
-from gui_harness.actions import Action, Wait
+from gui_harness.actions import Action, KeyUp, MouseUp, Wait, held_after
 from gui_harness.desktop.server import PROTOCOL_VERSION
 from gui_harness.desktop.settle import compare_frames
 from gui_harness.errors import (
@@ -58,6 +58,10 @@ class RemoteDesktop:
         self._size: tuple[int, int] | None = None
         self._server_settles = True  # until a server answers that it has no /v1/settle
         self._server_grabs = True  # likewise /v1/grab
+        self.held_keys: list[str] = []
+        """The keys this client's key_downs left held on the server (its account of them)."""
+        self.held_buttons: list[str] = []
+        """The mouse buttons this client's mouse_downs left held on the server."""
         # Loopback servers (the sandbox case) must not be routed through an HTTP proxy.
         local = parsed.hostname in ("localhost", "127.0.0.1", "::1")
         handlers = [urllib.request.ProxyHandler({})] if local else []
@@ -115,6 +119,15 @@ class RemoteDesktop:
             return
         body = {"version": PROTOCOL_VERSION, "action": action.model_dump(mode="json")}
         self._request("POST", "/v1/execute", body, action=action)
+        self.held_keys, self.held_buttons = held_after((self.held_keys, self.held_buttons), action)
+
+    def release_held(self) -> None:
+        """Release, on the server, the keys and buttons this client's key_downs and
+        mouse_downs left held."""
+        for button in reversed(self.held_buttons):
+            self.execute(MouseUp(button=button))  # type: ignore[arg-type]  # a MouseButton
+        if self.held_keys:
+            self.execute(KeyUp(keys=self.held_keys))
 
     def wait_settled(self, *, timeout: float) -> bool:
         """Wait until the remote screen holds still after the latest action; True then,

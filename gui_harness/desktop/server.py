@@ -168,7 +168,7 @@ class DesktopServer:
                 " wait in shorter steps (RemoteDesktop waits on the client side)",
                 action=action,
             )
-        self.policy.check(action, self.desktop.size)
+        self.policy.check(action, self.desktop.size, held=getattr(self.desktop, "held_keys", ()))
         if isinstance(action, (Wait, Done, Fail)):  # nothing on the screen changes
             self.desktop.execute(action)
         else:

@@ -18,15 +18,21 @@ from gui_harness.actions import (
     DoubleClick,
     Drag,
     Fail,
+    KeyDown,
     Keypress,
+    KeyUp,
+    MouseDown,
+    MouseUp,
     Move,
     Policy,
     Scroll,
     Transform,
+    TripleClick,
     Type,
     Wait,
     action_adapter,
     canonical_key,
+    held_after,
     resolve,
 )
 from gui_harness.errors import ActionRejected, InvalidAction
@@ -66,8 +72,8 @@ def test_schema_bounds_drag_path_wait_and_scroll():
 
 def test_keypress_model_canonicalises_key_names():
     assert Keypress(keys=["Control_L", "Return"]).keys == ["ctrl", "enter"]
-    with pytest.raises(ValidationError, match="not a known key"):
-        Keypress(keys=["hyper"])
+    with pytest.raises(ValidationError, match="not a key name"):
+        Keypress(keys=["sparkle"])
 
 
 def test_adapter_dispatches_on_type_and_dumps_type_first():
@@ -167,7 +173,7 @@ def test_normalize_passes_an_action_through():
         ({"type": "click", "x": "left", "y": 2}, "x='left' is not a number"),
         ({"type": "click", "x": 1, "y": 2, "button": "side"}, "button='side' is not one of"),
         ({"type": "keypress", "keys": "ctrl s"}, "one chord per keypress"),
-        ({"type": "keypress", "keys": ["hyper"]}, "key 'hyper' is not a known key"),
+        ({"type": "keypress", "keys": ["sparkle"]}, "key 'sparkle' is not a key name"),
         ({"type": "keypress"}, "keypress needs keys"),
         ({"type": "drag", "start": [1, 2]}, "drag needs a path"),
         ({"type": "scroll", "direction": "sideways"}, "direction='sideways'"),
@@ -189,7 +195,7 @@ def test_every_kind_is_listed_in_the_unknown_kind_message():
 @pytest.mark.parametrize(
     ("name", "key"),
     [
-        *[("Return", "enter"), ("ESC", "escape"), ("Control_R", "ctrl"), ("super_l", "super")],
+        *[("Return", "enter"), ("ESC", "escape"), ("Control_R", "ctrl_r"), ("super_l", "super")],
         *[("win", "super"), ("Page_Down", "pagedown"), ("F12", "f12"), ("A", "a"), (" ", "space")],
     ],
 )
@@ -199,7 +205,9 @@ def test_canonical_key_maps_aliases(name, key):
 
 coordinate = st.integers(min_value=-5000, max_value=5000)
 element = st.integers(min_value=0, max_value=500)
-key = st.sampled_from(["ctrl", "alt", "shift", "super", "enter", "f5", "a", "7", "+", "/"])
+key = st.sampled_from(
+    ["ctrl", "alt", "shift", "super", "enter", "f5", "a", "7", "+", "/", "kp_enter", "ctrl_r"]
+)
 
 
 @st.composite
@@ -221,16 +229,28 @@ def scroll(draw):
     return Scroll(scroll_x=scroll_x, scroll_y=scroll_y)
 
 
+buttons = st.sampled_from(["left", "right", "middle", "back", "forward"])
+held = st.one_of(st.none(), st.lists(key, min_size=1, max_size=3))
 actions = st.one_of(
-    st.sampled_from(["left", "right", "middle"]).flatmap(lambda b: pointer(Click, button=b)),
-    pointer(DoubleClick),
+    st.tuples(buttons, held).flatmap(lambda b: pointer(Click, button=b[0], modifiers=b[1])),
+    buttons.flatmap(lambda b: pointer(DoubleClick, button=b)),
+    st.tuples(buttons, held).flatmap(lambda b: pointer(TripleClick, button=b[0], modifiers=b[1])),
+    buttons.flatmap(lambda b: pointer(MouseDown, button=b)),
+    buttons.flatmap(lambda b: pointer(MouseUp, button=b)),
     pointer(Move),
     scroll(),
-    st.lists(st.tuples(coordinate, coordinate), min_size=2, max_size=6).map(
-        lambda path: Drag(path=path)
+    st.builds(
+        Drag,
+        path=st.lists(st.tuples(coordinate, coordinate), min_size=2, max_size=6),
+        button=buttons,
+        modifiers=held,
+        duration_ms=st.one_of(st.none(), st.integers(min_value=0, max_value=60_000)),
     ),
     st.text().map(lambda text: Type(text=text)),
     st.lists(key, min_size=1, max_size=4).map(lambda keys: Keypress(keys=keys)),
+    st.lists(key, min_size=1, max_size=4).map(lambda keys: Keypress(keys=keys, hold_ms=300)),
+    st.lists(key, min_size=1, max_size=4).map(lambda keys: KeyDown(keys=keys)),
+    st.lists(key, min_size=1, max_size=4).map(lambda keys: KeyUp(keys=keys)),
     st.integers(min_value=0, max_value=60_000).map(lambda ms: Wait(ms=ms)),
     st.text().map(lambda reason: Done(reason=reason)),
     st.text().map(lambda reason: Fail(reason=reason)),
@@ -440,3 +460,84 @@ def test_policy_confirm_hook_can_refuse_screen_actions_only():
         policy.check(Type(text="rm -rf"), SCREEN)
     policy.check(Done(), SCREEN)
     assert asked == [Click(x=1, y=1), Type(text="rm -rf")]
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ({"action": "triple_click", "coordinate": [5, 6]}, TripleClick(x=5, y=6)),
+        ({"type": "click", "x": 5, "y": 6, "count": 3}, TripleClick(x=5, y=6)),
+        ({"type": "click", "x": 5, "y": 6, "clicks": 2, "button": "right"},
+         DoubleClick(x=5, y=6, button="right")),
+        ({"action": "left_click", "coordinate": [5, 6], "text": "ctrl+shift"},
+         Click(x=5, y=6, modifiers=["ctrl", "shift"])),
+        ({"type": "click", "x": 5, "y": 6, "button": "x1"}, Click(x=5, y=6, button="back")),
+        ({"type": "click", "x": 5, "y": 6, "button": 9}, Click(x=5, y=6, button="forward")),
+        ({"action": "left_mouse_down", "coordinate": [5, 6]}, MouseDown(x=5, y=6)),
+        ({"action": "right_mouse_down"}, MouseDown(button="right")),
+        ({"action": "left_mouse_up"}, MouseUp()),
+        ({"action": "hold_key", "text": "shift", "duration": 1.5},
+         Keypress(keys=["shift"], hold_ms=1500)),
+        ({"type": "key_down", "keys": "ctrl+Control_R"}, KeyDown(keys=["ctrl", "ctrl_r"])),
+        ({"type": "keyup", "key": "KP_Enter"}, KeyUp(keys=["kp_enter"])),
+        ({"type": "keypress", "keys": ["kp_enter"]}, Keypress(keys=["kp_enter"])),
+        ({"type": "right_drag", "path": [[1, 2], [3, 4]], "modifiers": ["alt"], "duration": 2},
+         Drag(path=[(1, 2), (3, 4)], button="right", modifiers=["alt"], duration_ms=2000)),
+        ({"action": "scroll", "coordinate": [5, 6], "scroll_direction": "down",
+          "scroll_amount": 2, "text": "ctrl"},
+         Scroll(x=5, y=6, scroll_y=2, modifiers=["ctrl"])),
+    ],
+)  # fmt: skip
+def test_normalize_reads_the_whole_vocabulary(raw, expected):
+    assert normalize_action(raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"type": "click", "x": 1, "y": 1, "count": 4}, "count=4 is not 1, 2 or 3"),
+        ({"type": "click", "x": 1, "y": 1, "button": "4"}, "'back', 'forward'"),
+        ({"type": "click", "x": 1, "y": 1, "modifiers": ["sparkle"]}, "not a key name"),
+        ({"type": "keypress", "keys": ["kp_enter"], "hold_ms": 20_000}, "less than or equal"),
+    ],
+)
+def test_normalize_refuses_what_the_vocabulary_cannot_say(raw, message):
+    with pytest.raises(InvalidAction, match=message):
+        normalize_action(raw)
+
+
+@pytest.mark.parametrize(
+    ("action", "held", "reason"),
+    [
+        (Keypress(keys=["t"]), ["ctrl", "alt"], "keypress 'ctrl\\+alt\\+t' is not allowed"),
+        (KeyDown(keys=["delete"]), ["ctrl_r", "alt"], "'ctrl_r\\+alt\\+delete'"),
+        (KeyDown(keys=["super_r"]), [], "'super' is on the deny list"),
+        (Type(text="at"), ["ctrl", "alt"], "type 'ctrl\\+alt\\+t'"),
+        (Click(x=1, y=1, modifiers=["super"]), [], "click 'super'"),
+        (Drag(path=[(1, 1), (2, 2)], modifiers=["Super_R"]), [], "drag 'super_r'"),
+        (Keypress(keys=["XF86PowerOff"]), [], "'xf86poweroff' is on the deny list"),
+        (Keypress(keys=["XF86_Switch_VT_2"]), [], "on the deny list"),
+        (MouseDown(x=900, y=1), [], "outside the 800x600 screen"),
+    ],
+)
+def test_policy_counts_held_keys_and_modifiers_into_the_chord(action, held, reason):
+    with pytest.raises(ActionRejected, match=reason):
+        Policy().check(action, SCREEN, held=held)
+
+
+def test_policy_lets_held_keys_be_released_and_ordinary_holds_run():
+    policy = Policy()
+    policy.check(KeyUp(keys=["ctrl", "alt"]), SCREEN, held=["ctrl", "alt"])
+    policy.check(KeyDown(keys=["shift"]), SCREEN, held=["ctrl"])
+    policy.check(Type(text="abc"), SCREEN, held=["shift"])
+    policy.check(Click(x=1, y=1, button="back", modifiers=["ctrl", "shift"]), SCREEN)
+    Policy(deny_keys=()).check(Keypress(keys=["XF86PowerOff"]), SCREEN)
+
+
+def test_held_after_keeps_the_account_of_keys_and_buttons():
+    steps = [KeyDown(keys=["ctrl", "shift"]), MouseDown(button="right"), KeyUp(keys=["ctrl"])]
+    state: tuple[list[str], list[str]] = ([], [])
+    for step in steps:
+        state = held_after(state, step)
+    assert state == (["shift"], ["right"])
+    assert held_after(state, MouseUp(button="right")) == (["shift"], [])

@@ -361,3 +361,23 @@ def test_memory_learns_a_clicked_button_but_not_a_checkbox_named_by_its_caption(
         gui_agent(TASK, desktop=desktop, settle_timeout=0.2, perception=perception)
     # every unticked box looks alike: remembering one would name them all after it
     assert [entry.kind for entry in memory.entries] == ["button"]
+
+
+def test_keys_held_by_the_plan_make_chords_with_later_keys_and_are_released_at_the_end():
+    script = {
+        "plan_next_action": [
+            plan({"type": "key_down", "keys": ["ctrl", "alt"]}),
+            plan({"type": "keypress", "keys": ["t"]}),  # ctrl+alt+t: a terminal
+            plan({"type": "key_up", "keys": ["f5"]}),  # not held: the desktop cannot
+            plan({"type": "key_down", "keys": ["shift"]}),
+            plan({"type": "fail", "reason": "stop"}),
+        ],
+        "verify_step": [OK] * 4,
+        "conclusion": [END],
+    }
+    result, desktop, _, _ = run(script)
+    statuses = [step["status"] for step in result.steps]
+    assert statuses == ["acted", "rejected", "rejected", "acted", "fail"]
+    assert "'ctrl+alt+t' is not allowed" in result.steps[1]["error"]
+    assert "the desktop cannot do it" in result.steps[2]["error"]
+    assert desktop.held_keys == [] and desktop.held_buttons == []  # released when it ended

@@ -155,3 +155,22 @@ def test_every_widget_is_found_by_a_contour_detector():
             abs(fx - x) <= 2 and abs(fy - y) <= 2 and abs(fw - w) <= 3 and abs(fh - h) <= 3
             for fx, fy, fw, fh in found
         ), widget.name
+
+
+def test_press_hold_and_release_and_triple_clicks_reach_the_widgets():
+    from gui_harness.actions import KeyDown, KeyUp, MouseDown, MouseUp, TripleClick
+    from gui_harness.errors import InvalidAction
+
+    desktop = FakeDesktop.demo_form()
+    box = centre(desktop, "subscribe")
+    desktop.execute(MouseDown(x=box.x, y=box.y))
+    assert desktop.held_buttons == ["left"] and desktop.widget("subscribe").checked is False
+    desktop.execute(MouseUp(x=box.x, y=box.y))
+    assert desktop.widget("subscribe").checked is True and desktop.held_buttons == []
+    desktop.execute(TripleClick(x=box.x, y=box.y))
+    assert desktop.widget("subscribe").checked is False
+    desktop.execute(KeyDown(keys=["shift"]))
+    with pytest.raises(InvalidAction, match="not all held"):
+        desktop.execute(KeyUp(keys=["ctrl"]))
+    desktop.execute(KeyUp(keys=["shift"]))
+    assert desktop.held_keys == []
