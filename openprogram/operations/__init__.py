@@ -2,11 +2,11 @@
 
 operation.py (Operation, kinds), manager.py (the protocol, LocalOperations), process.py
 (ProcessOperations, the sandbox), ray.py (RayOperations), tracker.py (states, recorded),
-tool.py (operation_tool and the background tools), builtins.py (bash, view_image,
-use_skill). docs/operations.md explains them.
+tool.py (operation_tool and the background tools), builtins.py (bash, view_image),
+skills.py (use_skill). docs/operations.md explains them.
 """
 
-from openprogram.operations.builtins import bash, read_skills, skills_tool, view_image_tool
+from openprogram.operations.builtins import bash, view_image_tool
 from openprogram.operations.manager import LocalOperations, OperationManager
 from openprogram.operations.operation import (
     Operation,
@@ -19,6 +19,7 @@ from openprogram.operations.operation import (
 )
 from openprogram.operations.process import ProcessOperations
 from openprogram.operations.ray import RayOperations
+from openprogram.operations.skills import read_skills, skills_tool
 from openprogram.operations.tool import (
     operation_tool,
     operation_tools,

@@ -1,17 +1,15 @@
-"""The built-in tools: bash (an operation run in the sandbox), view_image and use_skill.
+"""The built-in tools: bash (an operation run in the sandbox) and view_image.
 
 `bash` describes a command as a "bash" operation (effect once, sandbox: ProcessOperations
 unless the Runtime names another manager) whose output is bounded and whose time is
 limited. `view_image_tool(allowed)` lets a model look at image files inside folders a
-person allowed; `skills_tool(folder)` offers a folder of SKILL.md files by name and
-description and loads one on demand. Start at bash().
+person allowed (use_skill is skills.py's). Start at bash().
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 import subprocess
 import threading
@@ -27,7 +25,7 @@ from openprogram.errors import UsageError
 from openprogram.operations.operation import Operation, OperationContext, operation_kind
 from openprogram.operations.tool import operation_tool
 
-__all__ = ["BASH_OUTPUT_LIMIT", "Skill", "bash", "read_skills", "skills_tool", "view_image_tool"]
+__all__ = ["BASH_OUTPUT_LIMIT", "bash", "view_image_tool"]
 
 BASH_OUTPUT_LIMIT = 30_000
 """Characters of a command's output (stdout and stderr together) the model gets; a
@@ -143,73 +141,3 @@ def view_image_tool(allowed: Sequence[str | os.PathLike[str]]) -> Callable[..., 
             raise ValueError(str(exc)) from None
 
     return view_image  # type: ignore[no-any-return]
-
-
-# -- skills ----------------------------------------------------------------------------
-class Skill:
-    """One SKILL.md: its name and description (from the front matter) and its path."""
-
-    def __init__(self, name: str, description: str, path: Path) -> None:
-        self.name = name
-        self.description = description
-        self.path = path
-
-    def text(self) -> str:
-        """The instructions: the file after its front matter."""
-        return _FRONT.sub("", self.path.read_text(encoding="utf-8"), count=1).strip()
-
-    def __repr__(self) -> str:
-        return f"Skill({self.name!r}, {self.description!r})"
-
-
-_FRONT = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*(?:\n|\Z)", re.DOTALL)
-
-
-def read_skills(folder: str | os.PathLike[str]) -> list[Skill]:
-    """The skills of `folder`: every SKILL.md in it or in its subfolders, by name. Raises
-    UsageError for a file without front matter naming `name` and `description`, or two
-    skills of one name."""
-    root = Path(folder)
-    if not root.is_dir():
-        raise UsageError(f"skills folder {str(root)!r} does not exist")
-    skills: dict[str, Skill] = {}
-    for path in sorted(root.rglob("SKILL.md")):
-        match = _FRONT.match(path.read_text(encoding="utf-8"))
-        fields: dict[str, str] = {}
-        for line in (match.group(1) if match else "").splitlines():
-            key, colon, value = line.partition(":")
-            if colon and not line.startswith((" ", "\t")):
-                fields[key.strip()] = value.strip().strip("'\"")
-        if not fields.get("name") or not fields.get("description"):
-            raise UsageError(
-                f"{str(path)!r} needs front matter with a name and a description:\n"
-                "---\nname: pdf-forms\ndescription: Fill in PDF forms\n---"
-            )
-        if fields["name"] in skills:
-            raise UsageError(
-                f"two skills are named {fields['name']!r}: {str(skills[fields['name']].path)!r} "
-                f"and {str(path)!r}"
-            )
-        skills[fields["name"]] = Skill(fields["name"], fields["description"], path)
-    return list(skills.values())
-
-
-def skills_tool(folder: str | os.PathLike[str]) -> Callable[..., Any]:
-    """A `use_skill(name)` tool over the skills of `folder` (read_skills): its spec lists
-    each skill's name and description; a call returns the skill's instructions."""
-    skills = {skill.name: skill for skill in read_skills(folder)}
-    if not skills:
-        raise UsageError(f"skills folder {str(folder)!r} holds no SKILL.md")
-    listing = " ".join(f"{name}: {skill.description}." for name, skill in skills.items())
-
-    def use_skill(name: str) -> str:
-        skill = skills[name]
-        return f"# skill {skill.name} (from {skill.path.parent})\n\n{skill.text()}"
-
-    use_skill.__doc__ = (
-        "Load the instructions of a skill before doing a task it covers. Skills: " + listing
-    )
-    tool = agentic_function(
-        use_skill, input={"name": {"options": list(skills), "description": "the skill's name"}}
-    )
-    return tool  # type: ignore[no-any-return]
