@@ -15,7 +15,7 @@ import time
 import unicodedata
 from typing import Any, Literal
 
-from openprogram.core import _context
+from openprogram.core import _context, _secrets
 from openprogram.echo import echo
 from openprogram.errors import UsageError
 from openprogram.store._budgets import BudgetLimits, BudgetTally, LocalBudgets
@@ -252,6 +252,11 @@ def _check_name(name: Any) -> None:
                 f"SharedBudget name={echo(name)} holds {character!a}: a name may not "
                 "hold control characters (NUL, newline, escape) or lone surrogates"
             )
+    if _secrets.scrub(name, patterns=False) != name:  # a key: the store would keep it
+        raise UsageError(
+            f"SharedBudget name={_secrets.scrub(echo(name), patterns=False)} holds a secret "
+            "value (an API key, token or password): name a budget by what it is for"
+        )
 
 
 def check_limits(max_cost: Any, max_tokens: Any, max_requests: Any, max_tool_calls: Any) -> None:

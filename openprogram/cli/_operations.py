@@ -49,6 +49,7 @@ def operations_command(
         done, failed, cancelled or unknown; --cancel OP asks OP to stop: a pending one is
         cancelled at once, a running one by the program running it, at the operation's
         next heartbeat (add --wait OP to see it end)."""
+        from openprogram.core import _secrets
         from openprogram.operations.tracker import _record
 
         with opened_store(store_spec) as store:
@@ -74,13 +75,16 @@ def operations_command(
                     time.sleep(0.2)  # another process records it: the store is polled
                     records = [_record(row) for row in rows(sid)]
                 records = [record]
+        # masked as stored; a row written raw before masking covered operations is masked here
+        dumped = _secrets.scrub_value([r.model_dump(mode="json") for r in records])
         if as_json:
-            say(json_text([r.model_dump(mode="json") for r in records], indent=2))
+            say(json_text(dumped, indent=2))
             return
         if not records:
             say(styled(f"session {sid} has no operations", newlines=False))
-        for r in records:
-            outcome = r.error if r.error else json_text(r.result) if r.state == "done" else ""
+        for r, shown in zip(records, dumped, strict=True):
+            done = json_text(shown["result"]) if r.state == "done" else ""
+            outcome = shown["error"] if r.error else done
             say(
                 styled(r.id, newlines=False, bold=True),
                 f"  {r.kind} v{r.version}  ",

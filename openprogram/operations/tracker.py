@@ -19,6 +19,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
+from openprogram.core import _secrets
 from openprogram.core.dag import Node
 from openprogram.errors import EffectUnknown, OperationFailed, UsageError
 from openprogram.operations.manager import LocalOperations, OperationManager, Reported
@@ -77,17 +78,33 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
+def _masked(text: str | None) -> str | None:
+    """`text` as it is stored: every known secret value masked (docs/reliability.md#secrets)."""
+    return None if text is None else _secrets.scrub(text, patterns=False, refresh=False)
+
+
+def _masked_json(text: str) -> str:
+    return _secrets.scrub_json(text, refresh=False) or text
+
+
 class _Live:
     """An operation known to this process: its record and who waits for it."""
 
     __slots__ = (
-        "asked_at", "done", "manager", "operation", "owner", "record", "started", "stopping"
+        "asked_at", "done", "manager", "masked", "operation", "owner", "record", "started",
+        "stopping",
     )  # fmt: skip
 
-    def __init__(self, record: OperationRecord, owner: str | None = None) -> None:
+    def __init__(
+        self, record: OperationRecord, owner: str | None = None, operation: Operation | None = None
+    ) -> None:
         self.record = record
         self.owner = owner  # in a fork: the session whose operation it is (else None)
-        self.operation = Operation(record.kind, record.args, record.version, id=record.id)
+        # the operation as its tool made it (its args unmasked) when committed here
+        self.operation = operation or Operation(
+            record.kind, record.args, record.version, id=record.id
+        )
+        self.masked = operation is None and _secrets.MASK in json.dumps(record.args)
         self.done = threading.Event()
         self.manager: OperationManager | None = None
         self.started = False
@@ -227,8 +244,8 @@ class Tracker:
                 if recorder is not None:
                     recorder.rows.add(node.seq)
                     recorder.sent.update(blobs)
-            for row_ in rows:
-                self._ops[row_.id] = _Live(_record(row_))
+            for row_, op in zip(rows, operations, strict=True):
+                self._ops[row_.id] = _Live(_record(row_), operation=op)
 
     # -- running -------------------------------------------------------------------------
     def start(self, ids: Sequence[str], manager: OperationManager | None) -> None:
@@ -251,6 +268,9 @@ class Tracker:
                 if live.record.state == "running" and self._requested(id):  # asked to stop
                     # while no process ran it (a pending one is looked at as it starts)
                     self._move(live, ("pending", "running"), "cancelled", error=_REQUESTED)
+                    continue
+                if live.masked:  # its stored args lost a secret: never run with "***"
+                    self._move(live, ("pending", "running"), "failed", error=_MASKED)
                     continue
                 live.manager = manager or default_manager(kind)
             try:
@@ -325,7 +345,8 @@ class Tracker:
         if live.record.state not in expect:
             return False
         now = time.time()
-        stored_result = None if result is None else _json(result)
+        stored_result = None if result is None else _masked_json(_json(result))
+        error, detail = _masked(error), _masked(detail)
         store = self._store
         if store is not None and not store.update_operation(
             self.session.id,
@@ -501,6 +522,10 @@ def _parents(id: str, owner: str, then: str) -> str:
     )
 
 
+_MASKED = (
+    "not run again: its arguments held a secret value, which is stored masked ('***'), "
+    "so the operation as stored is not the one its tool made; run the tool again"
+)
 _REQUESTED = "cancelled: asked to stop (openprogram sessions ops --cancel)"
 _ASK_EVERY_S = 0.25
 """At most this often a heartbeat asks the store whether its operation was asked to stop."""
@@ -516,7 +541,7 @@ def _new_row(
         kind=op.kind,
         version=op.version,
         effect=kind.effect,
-        args=_json(op.args),
+        args=_masked_json(_json(op.args)),
         background=int(background),
         state="pending",
         result=None,

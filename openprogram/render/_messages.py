@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from json.encoder import encode_basestring
 from typing import Any, Protocol
 
+from openprogram.core import _secrets
 from openprogram.core.dag import ContextDAG, Node
 from openprogram.core.image import ImageRef
 from openprogram.core.values import as_shown, replace_surrogates, shown_json
@@ -456,7 +457,11 @@ class Writer:
         return answers
 
     def tool_text(self, node: Node) -> str:
-        """What a tool message tells the model: the result, or the error."""
+        """What a tool message tells the model: the result, or the error, with every
+        known secret value masked as the store holds it (a command that printed the
+        environment gives the model no key; a resumed run sees what the first one saw)."""
         if node.status == "completed":
-            return self.output(node, 0, as_json=False)
-        return f"error: {node.error or node.status}"
+            text = self.output(node, 0, as_json=False)
+        else:
+            text = f"error: {node.error or node.status}"
+        return _secrets.scrub(text, patterns=False, refresh=False)

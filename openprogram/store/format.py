@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
+from openprogram.core._secrets import scrub_json
 from openprogram.core.dag import Node
 from openprogram.core.image import ImageRef
 from openprogram.core.values import escape_surrogates, from_jsonable, to_jsonable
@@ -137,7 +138,7 @@ class SessionInfo:
             data["extra"] = self.extra
         if self.old_values_until is not None:
             data["old_values_until"] = self.old_values_until
-        return json.dumps(data, separators=(",", ":"))
+        return scrub_json(json.dumps(data, separators=(",", ":"))) or "{}"
 
     @classmethod
     def from_json(cls, id: str, created_at: float, text: str, nodes: int = 0) -> SessionInfo:

@@ -18,12 +18,14 @@ at once. A failing store is logged, never raised.
 from __future__ import annotations
 
 import atexit
+import json
 import logging
 import math
 import os
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from json.encoder import encode_basestring
 from typing import Any
 
 from openprogram.core._secrets import scrub_exception, scrub_jsons
@@ -462,12 +464,15 @@ def _logged(count: int) -> bool:
 
 
 def _scrubbed(row: NodeRow) -> NodeRow:
-    """The row with secret values (keys, tokens) masked in its JSON columns."""
-    columns = (row.input, row.output, row.data)
+    """The row with secret values (keys, tokens) masked in its JSON columns and its name
+    (an MCP server names its own tools)."""
+    columns = (row.input, row.output, row.data, encode_basestring(row.name))
     values = scrub_jsons(columns, refresh=False)
     if values is columns:
         return row
-    return row._replace(input=values[0], output=values[1], data=values[2])
+    return row._replace(
+        input=values[0], output=values[1], data=values[2], name=json.loads(values[3] or '""')
+    )
 
 
 class _Flusher(threading.Thread):
