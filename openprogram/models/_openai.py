@@ -21,7 +21,7 @@ from typing import Any
 from openprogram.errors import ModelAuthError
 from openprogram.models._litellm import LiteLLMModel
 
-__all__ = ["OpenAICompatibleModel", "direct_model"]
+__all__ = ["OpenAICompatibleModel", "direct_model", "needs_litellm"]
 
 log = logging.getLogger("openprogram")
 
@@ -40,15 +40,21 @@ _CLIENT = frozenset({"api_base", "base_url", "api_key", "organization"})
 _IGNORED = frozenset({"num_retries", "max_retries"})  # the runtime retries, never the SDK
 
 
+def needs_litellm(name: str, **kwargs: Any) -> bool:
+    """Whether model `name` with these options is served through litellm (every provider
+    but an `openai/` name at an `api_base`, which the openai SDK reaches directly)."""
+    if not name.startswith(_PREFIX) or not (kwargs.get("api_base") or kwargs.get("base_url")):
+        return True
+    return os.environ.get("OPENPROGRAM_LITELLM", "").strip().lower() == "always" or bool(
+        set(kwargs) - _REQUEST - _CLIENT - _IGNORED
+    )
+
+
 def direct_model(name: str, *, timeout: float | None, **kwargs: Any) -> LiteLLMModel | None:
     """An OpenAICompatibleModel for `name` when the openai SDK can serve it exactly as
     litellm would (an `openai/` name with an `api_base`, and only options the SDK takes);
     None otherwise (the caller uses litellm), and always with OPENPROGRAM_LITELLM=always."""
-    if not name.startswith(_PREFIX) or not (kwargs.get("api_base") or kwargs.get("base_url")):
-        return None
-    if os.environ.get("OPENPROGRAM_LITELLM", "").strip().lower() == "always":
-        return None  # the user wants litellm's own callbacks and logging on every call
-    if set(kwargs) - _REQUEST - _CLIENT - _IGNORED:
+    if needs_litellm(name, **kwargs):  # OPENPROGRAM_LITELLM=always: litellm's own callbacks
         return None
     if importlib.util.find_spec("openai") is None:  # pragma: no cover - litellm requires it
         return None

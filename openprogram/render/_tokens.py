@@ -10,10 +10,14 @@ models. Start at counter().
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import os
+import threading
 from dataclasses import dataclass
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 _CHARS_PER_TOKEN = 4
 _MESSAGE_TOKENS = 4  # a chat message's own framing, as OpenAI counts it
@@ -65,6 +69,30 @@ def _litellm_count(model: str, text: str) -> Any:
 
 
 _litellm: Any = None
+_preload: threading.Thread | None = None
+_preload_lock = threading.Lock()
+
+
+def preload_litellm() -> None:
+    """Start importing litellm on a daemon thread, once: a Runtime that names a model only
+    litellm serves calls this, so the import (seconds) overlaps the program's own set-up
+    instead of delaying its first reply. import_litellm() then finds it done, or waits
+    for the same import (Python's import lock) rather than starting another."""
+    global _preload
+    with _preload_lock:
+        if _litellm is not None or _preload is not None:
+            return
+        _preload = threading.Thread(
+            target=_quiet_import, name="openprogram-litellm-import", daemon=True
+        )
+        _preload.start()
+
+
+def _quiet_import() -> None:
+    try:
+        import_litellm()
+    except Exception:  # the caller's own import_litellm() raises it where it is needed
+        log.debug("importing litellm in the background failed", exc_info=True)
 
 
 def import_litellm() -> Any:

@@ -34,7 +34,9 @@ from openprogram.errors import (
     RunStopped,
     UsageError,
 )
+from openprogram.models._openai import needs_litellm
 from openprogram.models.model import Model, ModelReply, ModelRequest, ToolCall
+from openprogram.render._tokens import preload_litellm
 from openprogram.render.render import render_context
 from openprogram.runtime._content import content_parts, parse, repair_prompt, schema_instruction
 from openprogram.runtime._guards import (
@@ -130,6 +132,9 @@ class Runtime:
         self._asleep: Callable[[float], Any] = asyncio.sleep
         self._warned_blocking = False
         self._warned_over: set[str] = set()  # functions warned about a budget not held
+        named = model if model is not None else os.environ.get("OPENPROGRAM_MODEL")
+        if isinstance(named, str) and needs_litellm(named, **litellm_kwargs):
+            preload_litellm()  # its import (seconds) overlaps the program's set-up
 
     @property
     def usage(self) -> Usage:

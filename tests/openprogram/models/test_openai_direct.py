@@ -105,3 +105,24 @@ def test_no_key_is_an_auth_error_before_anything_is_sent(monkeypatch):
         ):
             greet("Ada")
         assert server.requests == []
+
+
+@pytest.mark.slow
+def test_a_runtime_that_names_a_litellm_only_model_starts_its_import_in_the_background():
+    """The first reply through litellm paid its import (6-8 s under load) after llm() was
+    called; now it starts when the Runtime is made, and only where litellm serves."""
+    child = (
+        "import sys\n"
+        "from openprogram import Runtime\n"
+        "from openprogram.render import _tokens\n"
+        "Runtime('openai/local', api_base='http://127.0.0.1:9', api_key='k')\n"
+        "print(_tokens._preload is None, 'litellm' in sys.modules)\n"
+        "Runtime('anthropic/claude-sonnet-4-5')\n"
+        "_tokens._preload.join(120)\n"
+        "print(_tokens._preload.name, 'litellm' in sys.modules, _tokens._litellm is not None)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", child], capture_output=True, text=True, cwd=ROOT, timeout=180
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[:2] == ["True False", "openprogram-litellm-import True True"]
