@@ -117,6 +117,25 @@ class ModelReply:
     raw: dict[str, Any] | None = None
     tool_calls: list[ToolCall] | None = None
 
+    def provider_meta(self) -> dict[str, Any]:
+        """What the provider said of its reply besides the text, from `raw`: the model
+        that answered, the response id and each choice's finish reason ({} offline)."""
+        raw = self.raw
+        if not isinstance(raw, dict):
+            return {}
+        meta: dict[str, Any] = {}
+        for key in ("model", "id"):
+            if isinstance(raw.get(key), str):
+                meta[key] = raw[key]
+        reasons = [
+            choice["finish_reason"]
+            for choice in raw.get("choices") or ()
+            if isinstance(choice, dict) and isinstance(choice.get("finish_reason"), str)
+        ]
+        if reasons:
+            meta["finish_reasons"] = reasons
+        return meta
+
 
 @runtime_checkable
 class Model(Protocol):

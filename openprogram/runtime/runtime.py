@@ -479,6 +479,9 @@ class Runtime:
         text = reply.text
         if reply.tool_calls:
             node.meta["tool_calls"] = [call.to_json() for call in reply.tool_calls]
+        response = reply.provider_meta()
+        if response:
+            node.meta["response"] = response
         if self.callbacks:  # before completing, so what observers note is stored with it
             node.output = text
         self._ledger.count(node, reply.usage)
@@ -589,3 +592,4 @@ def allm(
         stream=stream,
         **kwargs,
     )
+
