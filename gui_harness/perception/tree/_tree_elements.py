@@ -26,6 +26,9 @@ _MAX_LABEL = 120
 # STR_ACC_EDITLINE_NAME), which its GTK 3 plugin (7.4) leaves off the object
 _INPUT_LINE = "Input line"
 _CLASS_NAME = re.compile(r"^Gtk[A-Z][A-Za-z]+$")
+_MARKER = re.compile(r"_(.)")  # a mnemonic marker ("_Save": S underlined; "__" a "_")
+# an internal name: one identifier-like word ("save_btn", "open-button", "btnSave")
+_INTERNAL = re.compile(r"^(?=.*(?:[a-z][A-Z]|[_-]))[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)*$")
 _ENTRIES = frozenset({79, 61, 76})  # entry, text, autocomplete: an editable chooser's own
 _BUTTONS = frozenset({43, 62})  # push button, toggle button
 _CAPTION_GAP = 48  # pixels a caption may stand left of its control (more when it is tall)
@@ -177,7 +180,9 @@ def _name_by_labels(
     labels below it, in tree order (GTK 4 leaves a path bar's or a sidebar row's button
     unnamed: its label child holds the text), its own rather than those of a control it
     holds (an expander's button) when it has both, but for those on a surface of their
-    own (a menu button's popover menu: its items are no name of the button). Components
+    own (a menu button's popover menu: its items are no name of the button); a named one
+    whose name is not the text they draw but its mnemonic string or an internal name is
+    named by that text (_drawn: GTK 4.8 names a check button "_Remember me"). Components
     of one kind sharing one name that their labels tell apart are named by their labels:
     the name is a stand-in (GTK 4 names every notebook tab "Tab")."""
     labels = [
@@ -217,7 +222,10 @@ def _name_by_labels(
             if name is not None:
                 found[number] = component.with_label(name)
         else:
-            shared.setdefault((component.kind, component.label), []).append(number)
+            drawn = _drawn(component.label, text(number))
+            if drawn != component.label:
+                found[number] = component.with_label(drawn)
+            shared.setdefault((component.kind, drawn), []).append(number)
     for (_, name), numbers in shared.items():
         if len(numbers) < 2:
             continue
@@ -237,9 +245,27 @@ def _label(name: str) -> str | None:
     if not words or (len(words) == 1 and _CLASS_NAME.match(words[0])):
         return None
     half = len(words) // 2
-    if len(words) % 2 == 0 and words[:half] == words[half:]:
-        words = words[:half]
+    if len(words) % 2 == 0 and _unmarked(" ".join(words[:half])) == " ".join(words[half:]):
+        words = words[half:]  # "= =", or the raw mnemonic string and the caption ("_Save Save")
     return " ".join(words)[:_MAX_LABEL]
+
+
+def _unmarked(text: str) -> str:
+    """`text` without mnemonic markers: "Add I_tem" -> "Add Item", "a__b" -> "a_b"."""
+    return _MARKER.sub(r"\1", text)
+
+
+def _drawn(name: str, text: str | None) -> str:
+    """A control's name reconciled with `text`, what the labels inside it draw: the drawn
+    text where the name is not it but its mnemonic string ("Page _1", "_Remember me") or
+    an internal name ("save_btn"); else the name (an icon's name, a name the app gave)."""
+    if text is None or name == text:
+        return name
+    if _unmarked(name) == text:
+        return text
+    if _INTERNAL.match(name) and _bare(name) not in _bare(text):
+        return text
+    return name
 
 
 def _caption(name: str, label: str | None) -> str | None:

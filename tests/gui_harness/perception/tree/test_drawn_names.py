@@ -1,0 +1,109 @@
+"""A control's label is the text drawn in it, whatever name the tree gives it: GTK 4.8
+and libadwaita name a button from the raw mnemonic string plus the caption ("_Save
+Save", "Add I_tem Add Item"), a check button or a stack switcher's tab from the raw
+string alone ("_Remember me", "Page _1"); an app may name a button internally
+("save_btn") while it draws "Save". A name that is its own drawn text ("file_name.txt")
+or that the app gave on purpose to a glyph ("Close dialog" on "×") is kept. A real
+libadwaita window and dialog on Xvfb."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gui_harness.desktop.virtual import App, VirtualDesktop
+from gui_harness.perception import AccessibilitySource
+from tests.gui_harness.perception.tree.test_desktop_accessibility import labelled, wait_for
+from tests.support.toolkits import GTK4
+
+pytestmark = GTK4
+
+_APP = """
+import gi
+gi.require_version('Gtk', '4.0')
+gi.require_version('Adw', '1')
+from gi.repository import Adw, Gio, Gtk
+
+def activate(app):
+    window = Adw.ApplicationWindow(application=app, title='Names')
+    window.set_default_size(800, 560)
+    outer = Gtk.Box(orientation=Gtk.Orientation.VERTICAL, spacing=6)
+    bar = Adw.HeaderBar()
+    save = Gtk.Button.new_with_mnemonic('_Save')
+    save.add_css_class('suggested-action')
+    bar.pack_start(save)
+    outer.append(bar)
+    stack = Gtk.Stack()
+    for i in (1, 2):
+        page = Gtk.Box()
+        page.append(Gtk.Button(label=f'Body {i}'))
+        stack.add_titled(page, f'p{i}', f'Page _{i}').set_use_underline(True)
+    outer.append(Gtk.StackSwitcher(stack=stack))
+    outer.append(stack)
+    row = Gtk.Box(spacing=8)
+    row.append(Gtk.Button.new_with_mnemonic('Add I_tem'))
+    internal = Gtk.Button(label='Apply')
+    internal.update_property([Gtk.AccessibleProperty.LABEL], ['apply_btn'])
+    row.append(internal)
+    glyph = Gtk.Button(label='×')
+    glyph.update_property([Gtk.AccessibleProperty.LABEL], ['Close dialog'])
+    row.append(glyph)
+    row.append(Gtk.Button(label='file_name.txt'))
+    outer.append(row)
+    outer.append(Gtk.CheckButton.new_with_mnemonic('_Remember me'))
+    status = Adw.StatusPage(title='No files')
+    create = Gtk.Button.new_with_mnemonic('_Create File')
+    create.add_css_class('suggested-action')
+    status.set_child(create)
+    outer.append(status)
+    window.set_content(outer)
+    window.present()
+    dialog = Gtk.Dialog(title='Pick', transient_for=window, use_header_bar=1)
+    dialog.add_button('_Cancel', 1)
+    dialog.add_button('_Open', 2)
+    dialog.set_default_size(320, 160)
+    dialog.present()
+
+app = Adw.Application(application_id='org.example.Names', flags=Gio.ApplicationFlags.NON_UNIQUE)
+app.connect('activate', activate)
+app.run([])
+"""
+
+
+def test_controls_are_labelled_by_the_text_they_draw_not_their_mnemonic_or_internal_name(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "names.py"
+    script.write_text(_APP)
+    with VirtualDesktop((1024, 768), [App(["/usr/bin/python3", str(script)], timeout=60.0)]) as d:
+        source = AccessibilitySource(
+            d.accessibility_bus, screen=d.size, timeout=5.0, windows=d.desktop.visible_windows
+        )
+        try:
+            seen = wait_for(source, lambda s: bool(labelled(s, "button", "file_name.txt")))
+            seen = wait_for(
+                source,
+                lambda s: len(s.windows) == 2 and bool(labelled(s, "checkbox", "Remember me")),
+                limit=20,
+            )
+            labels = [(c.kind, c.label) for c in seen.components]
+            expected = [
+                ("button", "Save"),
+                ("button", "Add Item"),
+                ("button", "Apply"),
+                ("button", "Close dialog"),
+                ("button", "file_name.txt"),
+                ("button", "Create File"),
+                ("button", "Open"),
+                ("button", "Cancel"),
+                ("checkbox", "Remember me"),
+                ("tab", "Page 1"),
+                ("tab", "Page 2"),
+            ]
+            for kind, label in expected:
+                assert (kind, label) in labels, (kind, label, labels)
+            marked = [
+                label for _, label in labels if label and "_" in label.replace("file_name", "")
+            ]
+            assert not marked, labels
+        finally:
+            source.close()
