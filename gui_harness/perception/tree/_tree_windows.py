@@ -22,7 +22,7 @@ from gui_harness.perception.component import Component
 from gui_harness.perception.tree import _atspi as atspi
 from gui_harness.perception.tree._tree_walk import Element
 
-__all__ = ["Surface", "WindowLike", "place", "surface_of", "surfaces"]
+__all__ = ["Surface", "WindowLike", "place", "surface_of", "surfaces", "unlisted"]
 
 _MARGIN = 64  # px a window may be larger than its tree's box (GTK 4's shadow margins)
 _MIN_SIDE = 4  # px a component keeps either way, or it is gone
@@ -150,6 +150,16 @@ def place(
             grid = replace(grid, columns=columns, rows=tuple(r + dy for r in grid.rows))
         placed.append(replace(component, box=box, grid=grid))
     return placed
+
+
+def unlisted(on: Sequence[Surface | None], windows: Sequence[WindowLike]) -> bool:
+    """Whether a top-level window of the trees (among `on`'s surfaces) is one that no
+    window of `windows` matches, while one of that app's does: a window the app showed
+    after `windows` were listed (a dialog opening), or one whose window is not viewable."""
+    chains = {s for start in on for s in _chain(start)}
+    matched = _match(sorted(chains, key=lambda s: (s.app, s.order)), windows)
+    placed = {s.app for s in matched}
+    return any(not s.popup and s not in matched and s.app in placed for s in chains)
 
 
 def _by_focus(components: Sequence[Component], on: Sequence[Surface | None]) -> list[Component]:

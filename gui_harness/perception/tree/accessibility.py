@@ -29,7 +29,7 @@ from gui_harness.perception.tree._atspi import ROLE_KINDS
 from gui_harness.perception.tree._tree_elements import components as _components
 from gui_harness.perception.tree._tree_settle import TreeWatch, patience
 from gui_harness.perception.tree._tree_walk import AppWalk, Element
-from gui_harness.perception.tree._tree_windows import Surface, WindowLike, place
+from gui_harness.perception.tree._tree_windows import Surface, WindowLike, place, unlisted
 
 __all__ = ["ROLE_KINDS", "AccessibilitySnapshot", "AccessibilitySource"]
 
@@ -216,8 +216,8 @@ class AccessibilitySource:
         started = time.monotonic()
         with self._lock:
             self._pipeline = None
-            shown = self._visible_windows()
-            components, apps, note = self._read(started + self.timeout, shown)
+            listed = self._visible_windows()
+            components, apps, note, shown = self._read(started + self.timeout, listed)
             calls = self._pipeline.sent if self._pipeline is not None else 0
         return AccessibilitySnapshot(
             components=tuple(components),
@@ -248,10 +248,14 @@ class AccessibilitySource:
 
     def _read(
         self, deadline: float, shown: Sequence[WindowLike] = ()
-    ) -> tuple[list[Component], int, str | None]:
+    ) -> tuple[list[Component], int, str | None, Sequence[WindowLike]]:
+        """The components of every app, placed in `shown` (the windows listed before the
+        read), or in the windows listed again after it when an app showed a window that
+        was not listed yet (mapped while the trees were read: placed in the old list, the
+        windows it covers would keep their controls); the notes; the windows used."""
         limit = round(deadline - time.monotonic(), 2)  # the timeout, stretched by the load
         if self.address is None:
-            return [], 0, self._missing
+            return [], 0, self._missing, shown
         try:
             pipeline = self._pipeline = atspi.Pipeline(self._connect(deadline))
             registry: list[tuple[str, str]] = []
@@ -264,19 +268,32 @@ class AccessibilitySource:
             answered = pipeline.run(deadline)
             if not answered:
                 silent = f"the accessibility registry did not answer within {limit}s"
-                return [], 0, f"{silent}; pixels only"
+                return [], 0, f"{silent}; pixels only", shown
             apps = [name for name, _ in registry]
             self._learn_toolkits(pipeline, apps, deadline)
             found, on, notes = self._read_apps(pipeline, apps, deadline, limit)
             pids = {a: int(f["pid"]) for a, f in self._toolkits.items() if f.get("pid")}
+            if shown and unlisted(on, shown):
+                shown = self._listed_again(shown)
             found = place(found, on, shown, pids)
         except (OSError, ValueError, RuntimeError) as exc:  # bus gone, refused, bad address
             self._drop_connection()
-            return [], 0, f"accessibility bus {self.address!r} failed: {exc}; pixels only"
+            return [], 0, f"accessibility bus {self.address!r} failed: {exc}; pixels only", shown
         if pipeline.errors:
             notes.append(f"{pipeline.errors} accessibility call(s) failed")
         read = sum(1 for app in apps if app in self._trees)
-        return found, read, "; ".join(notes) or None
+        return found, read, "; ".join(notes) or None, shown
+
+    def _listed_again(self, shown: Sequence[WindowLike]) -> Sequence[WindowLike]:
+        """The desktop's windows listed now; `shown` when listing fails. The trees just
+        read are kept: they were read with the windows as they are now."""
+        assert self.windows is not None  # (there were windows listed before)
+        try:
+            again = list(self.windows())
+        except Exception:  # a window system gone: the list from before the read
+            return shown
+        self._window_set = tuple((w.x, w.y, w.width, w.height) for w in again)
+        return again
 
     def _learn_toolkits(self, pipeline: atspi.Pipeline, apps: list[str], deadline: float) -> None:
         """What each new app is: its toolkit's name and version, its own name and its
