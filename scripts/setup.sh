@@ -40,10 +40,14 @@ packages=(xvfb xdotool x11-utils python3-tk fonts-dejavu-core tesseract-ocr libg
 # python3-gi, gir1.2-gtk-4.0: GTK 4 from Python (panel_app.py: expander, tabs, popover)
 # galculator: a GTK 3 calculator, held out of perception's tuning (held_out_controls.json)
 # gtk-4-examples: gtk4-widget-factory, the animated GTK 4 app the registration test reads
+# openjdk-17-demo, libatk-wrapper-java(-jni): Swing apps (Notepad) read through Debian's ATK
+# wrapper, which VirtualDesktop switches on; python3-wxgtk4.0: a wx form; firefox-esr: a
+# page in Firefox (tests/gui_harness/desktop/test_toolkit_accessibility.py)
 [ "$dev" = 1 ] && packages+=(postgresql chromium chromium-driver gtk-3-examples eslint nodejs
   libreoffice-calc libreoffice-writer libreoffice-gtk3 gnome-calculator featherpad mousepad
   xclip bubblewrap gnome-text-editor libreoffice-impress pcmanfm-qt python3-pyqt6 python3-gi
-  gir1.2-gtk-4.0 galculator gtk-4-examples)
+  gir1.2-gtk-4.0 galculator gtk-4-examples openjdk-17-demo libatk-wrapper-java
+  libatk-wrapper-java-jni python3-wxgtk4.0 firefox-esr)
 
 sudo=""
 [ "$(id -u)" != 0 ] && sudo="sudo"

@@ -26,8 +26,10 @@ from openprogram.echo import echo
 __all__ = [
     "ACCESSIBILITY_ENV",
     "CHROMIUM_ACCESSIBILITY_FLAG",
+    "JAVA_ATK_WRAPPER",
     "SessionBus",
     "find_accessibility_bus",
+    "java_accessibility_options",
     "with_accessibility_flag",
 ]
 
@@ -38,11 +40,47 @@ ACCESSIBILITY_ENV: Mapping[str, str] = {
     # Chromium and Electron read this to load their AT-SPI bridge; the renderer's tree
     # needs CHROMIUM_ACCESSIBILITY_FLAG as well.
     "ACCESSIBILITY_ENABLED": "1",
-    # GTK 4 picks its accessibility backend from this; GTK 3 always loads its bridge.
+    # GTK 4 picks its accessibility backend from this; GTK 3 (and so wxGTK) always loads
+    # its bridge.
     "GTK_A11Y": "atspi",
+    # Firefox (Gecko) starts its accessibility service when this says so, whatever
+    # GSettings says; GTK 2 apps load their bridge on it; Java's ATK wrapper reads it.
+    "GNOME_ACCESSIBILITY": "1",
 }
-"""Environment a VirtualDesktop gives its apps so that GTK, Qt and Chromium/Electron
-publish their accessibility trees."""
+"""Environment a VirtualDesktop gives its apps so that GTK, Qt, wx, Firefox and
+Chromium/Electron publish their accessibility trees (Java: java_accessibility_options();
+Tk 8.6 has no accessibility support to switch on)."""
+
+JAVA_ATK_WRAPPER = "/usr/share/java/java-atk-wrapper.jar"
+"""Debian's ATK wrapper for Java (libatk-wrapper-java): Swing's bridge to AT-SPI."""
+
+
+def java_accessibility_options(
+    jar: str = JAVA_ATK_WRAPPER, *, java: str | None = None
+) -> str | None:
+    """The JAVA_TOOL_OPTIONS that make a Java (Swing, AWT) app load the ATK wrapper, or
+    None when it is not installed for the `java` on PATH.
+
+    Debian ships the wrapper switched off (accessibility.properties has its
+    assistive_technologies line commented out), and an app started with `-jar` ignores
+    CLASSPATH: the options name the wrapper as the assistive technology and append its
+    jar to the boot class path, where the JDK's own library folder (which Debian's
+    libatk-wrapper-java-jni links libatk-wrapper.so into) is where it finds its native
+    half. A JDK without that library gets no options: naming a wrapper it cannot load
+    would stop every AWT app at start."""
+    if not Path(jar).is_file():
+        return None
+    program = java or shutil.which("java")
+    if program is None:
+        return None
+    home = Path(program).resolve().parent.parent
+    if not (home / "lib" / "libatk-wrapper.so").exists():
+        return None
+    return (
+        "-Djavax.accessibility.assistive_technologies=org.GNOME.Accessibility.AtkWrapper "
+        f"-Xbootclasspath/a:{jar}"
+    )
+
 
 CHROMIUM_ACCESSIBILITY_FLAG = "--force-renderer-accessibility"
 """The command-line switch without which Chromium and Electron publish no page elements."""
@@ -109,7 +147,8 @@ class SessionBus:
 
     @property
     def env(self) -> dict[str, str]:
-        """What an app needs to find these buses, plus ACCESSIBILITY_ENV.
+        """What an app needs to find these buses, plus ACCESSIBILITY_ENV and, where
+        Debian's ATK wrapper is installed, the JAVA_TOOL_OPTIONS that load it.
 
         No AT_SPI_BUS_ADDRESS: apps find the AT-SPI bus as in a desktop session, by the
         AT_SPI_BUS property the launcher puts on the root window or by asking the session
@@ -119,6 +158,9 @@ class SessionBus:
         finds no bus at all. An inherited value must be removed (VirtualDesktop does).
         """
         env = dict(ACCESSIBILITY_ENV)
+        java = java_accessibility_options()
+        if java is not None:
+            env["JAVA_TOOL_OPTIONS"] = java
         if self.address is not None:
             env["DBUS_SESSION_BUS_ADDRESS"] = self.address
         return env

@@ -78,8 +78,9 @@ class VirtualDesktop:
     missing or an app exits early, DesktopTimeout when something is not ready in time.
 
     With `accessibility` (the default) it also starts a private D-Bus session bus with
-    the AT-SPI bus switched on, gives its apps the environment that makes GTK, Qt and
-    Chromium/Electron publish their accessibility trees, and adds
+    the AT-SPI bus switched on, gives its apps the environment that makes GTK, Qt, wx,
+    Java (Debian's ATK wrapper), Firefox and Chromium/Electron publish their
+    accessibility trees (buses.SessionBus.env), and adds
     `--force-renderer-accessibility` to Chromium and Electron command lines. When that
     cannot start (no dbus-daemon, no at-spi2-core) the desktop still runs, without it,
     and `accessibility_note` says why.
@@ -169,12 +170,17 @@ class VirtualDesktop:
         then `env`. With this desktop's buses, a caller's session and AT-SPI bus
         addresses are dropped (an inherited AT_SPI_BUS_ADDRESS sends a Qt 6 app's tree
         to the caller's bus, or to none: see SessionBus.env); always, opencv-python's Qt
-        plugin paths (no Qt app starts with them)."""
+        plugin paths (no Qt app starts with them). JAVA_TOOL_OPTIONS the caller set
+        are kept, before the ATK wrapper's."""
         environment = _inherited_environment()
         if self._bus is not None:
             for name in _BUS_VARIABLES:
                 environment.pop(name, None)
-        return {**environment, **self.env}
+        env = self.env
+        inherited_java = environment.get("JAVA_TOOL_OPTIONS")
+        if inherited_java and "JAVA_TOOL_OPTIONS" in env:  # the caller's options stay too
+            env["JAVA_TOOL_OPTIONS"] = f"{inherited_java} {env['JAVA_TOOL_OPTIONS']}"
+        return {**environment, **env}
 
     def screenshot(self) -> Image.Image:
         """Capture the whole virtual screen as an RGB image."""
