@@ -1,0 +1,329 @@
+"""The audit's own reading of the AT-SPI trees: every object's role, name, states, box,
+window and labelled-by names, read afresh on each screen, independently of perception's
+reader (whose results the audit checks). Bounded in objects and time per app.
+
+Start at read_tree(); `RawNode` is one object; place() puts GTK 4's window-relative boxes
+on the screen by the desktop's windows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["CONTROL_ROLES", "RawNode", "RawTree", "place", "read_tree"]
+
+ACCESSIBLE = "org.a11y.atspi.Accessible"
+COMPONENT = "org.a11y.atspi.Component"
+APPLICATION = "org.a11y.atspi.Application"
+ROOT = "/org/a11y/atspi/accessible/root"
+REGISTRY = "org.a11y.atspi.Registry"
+
+# AT-SPI roles (AtspiRole) the audit treats as controls a user acts on.
+CONTROL_ROLES: dict[int, str] = {
+    7: "check box",
+    8: "check menu item",
+    130: "switch",
+    44: "radio button",
+    45: "radio menu item",
+    11: "combo box",
+    79: "entry",
+    40: "password text",
+    52: "spin button",
+    76: "autocomplete",
+    88: "link",
+    37: "page tab",
+    43: "push button",
+    62: "toggle button",
+    129: "push button menu",
+    35: "menu item",
+    33: "menu",
+    51: "slider",
+}
+LABEL_ROLES = frozenset({29, 116})  # label, static (Chromium's plain text)
+CAPTIONED_ROLES = frozenset({11, 79, 40, 52, 76, 61})  # named by a caption beside them
+TEXT = 61
+MENU_BAR = 34
+FRAME_ROLES = frozenset({23, 16, 2, 21, 95})  # frame, dialog, alert, file chooser, window
+LABELLED_BY = 2
+SHOWING, VISIBLE, EDITABLE, MODAL, ACTIVE = 25, 30, 7, 16, 1
+MANAGES_DESCENDANTS = 31
+_MAX_CHILDREN = 150  # of one object: a long list's items past these are not read
+_CALL_TIMEOUT = 2.0
+
+
+@dataclass
+class RawNode:
+    """One accessible object as the app reports it (box in screen pixels once placed)."""
+
+    app: str
+    path: str
+    role: int = 0
+    name: str = ""
+    states: int = 0
+    box: tuple[int, int, int, int] | None = None
+    parent: RawNode | None = None
+    children: list[RawNode] = field(default_factory=list)
+    labelled_by: list[str] = field(default_factory=list)
+    toolkit: str = ""
+    depth: int = 0
+
+    def has(self, bit: int) -> bool:
+        return bool(self.states >> bit & 1)
+
+    @property
+    def showing(self) -> bool:
+        # GTK 4.8 sets SHOWING on windows only: VISIBLE is what its widgets say
+        return self.has(SHOWING) or (self.toolkit == "GTK4" and self.has(VISIBLE))
+
+    @property
+    def control(self) -> bool:
+        return self.role in CONTROL_ROLES or (self.role == TEXT and self.has(EDITABLE))
+
+    @property
+    def top(self) -> RawNode:
+        """The top-level window (a child of the app's root) this object is in."""
+        node = self
+        while node.parent is not None and node.parent.parent is not None:
+            node = node.parent
+        return node
+
+    def ancestors(self) -> list[RawNode]:
+        out, node = [], self.parent
+        while node is not None:
+            out.append(node)
+            node = node.parent
+        return out
+
+    def describe(self) -> str:
+        role = CONTROL_ROLES.get(self.role, f"role {self.role}")
+        return f"{role} {self.name!r} at {self.box}"
+
+
+@dataclass
+class RawTree:
+    """Every app's objects read for one screen, and what the reading could not finish."""
+
+    nodes: list[RawNode]
+    notes: list[str]
+    calls: int = 0
+
+
+class _Pipe:
+    """Method calls sent without waiting on one connection; replies to callbacks."""
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+        self.waiting: dict[int, Any] = {}
+        self.sent = 0
+
+    def send(self, message: Any, callback: Any) -> None:
+        serial = next(self.connection.outgoing_serial)
+        self.connection.send(message, serial=serial)
+        self.waiting[serial] = callback
+        self.sent += 1
+
+    def run(self, deadline: float) -> bool:
+        from jeepney import HeaderFields, MessageType
+
+        while self.waiting:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            try:
+                message = self.connection.receive(timeout=remaining)
+            except TimeoutError:
+                break
+            callback = self.waiting.pop(message.header.fields.get(HeaderFields.reply_serial), None)
+            if callback is None:
+                continue
+            ok = message.header.message_type == MessageType.method_return
+            callback(message.body if ok else None)
+        done = not self.waiting
+        self.waiting.clear()
+        return done
+
+
+def _call(app: str, path: str, interface: str, method: str, sig: str | None = None, body=()):  # type: ignore[no-untyped-def]
+    from jeepney import DBusAddress, new_method_call
+
+    return new_method_call(DBusAddress(path, app, interface), method, sig, body)
+
+
+def _prop(app: str, path: str, interface: str, name: str) -> Any:
+    from jeepney import DBusAddress, Properties
+
+    return Properties(DBusAddress(path, app, interface)).get(name)
+
+
+def read_tree(address: str, *, deadline_s: float = 10.0, max_nodes: int = 6000) -> RawTree:
+    """Every app's tree on the AT-SPI bus at `address`: objects that show (and their
+    windows) with role, name, states, box (as reported), labelled-by names. Stops at
+    `max_nodes` objects or `deadline_s` seconds; notes say what was cut."""
+    from jeepney.io.blocking import open_dbus_connection
+
+    notes: list[str] = []
+    nodes: list[RawNode] = []
+    deadline = time.monotonic() + deadline_s
+    with open_dbus_connection(address, auth_timeout=_CALL_TIMEOUT) as connection:
+        pipe = _Pipe(connection)
+        apps: list[tuple[str, str]] = []
+
+        def got_apps(body: Any) -> None:
+            if body:
+                apps.extend((str(a), str(p)) for a, p in body[0])
+
+        pipe.send(_call(REGISTRY, ROOT, ACCESSIBLE, "GetChildren"), got_apps)
+        pipe.run(time.monotonic() + _CALL_TIMEOUT)
+        roots: list[RawNode] = []
+        for app, path in apps:
+            root = RawNode(app, path)
+            roots.append(root)
+
+            def got_toolkit(body: Any, root: RawNode = root) -> None:
+                root.toolkit = str(body[0][1]) if body else ""
+
+            def got_version(body: Any, root: RawNode = root) -> None:
+                version = str(body[0][1]) if body else ""
+                if root.toolkit.upper().startswith("GTK") and version.startswith("4"):
+                    root.toolkit = "GTK4"
+
+            pipe.send(_prop(app, path, APPLICATION, "ToolkitName"), got_toolkit)
+            pipe.send(_prop(app, path, APPLICATION, "Version"), got_version)
+        pipe.run(time.monotonic() + _CALL_TIMEOUT)
+        level = roots
+        for node in roots:
+            _ask(pipe, node, root=True)
+        complete = pipe.run(deadline)
+        while level:
+            next_level: list[RawNode] = []
+            for node in level:
+                if node.parent is not None and not (node.showing or node.role in FRAME_ROLES):
+                    continue
+                for child in node.children:
+                    child.toolkit = node.toolkit
+                    next_level.append(child)
+            if len(nodes) + len(next_level) > max_nodes:
+                notes.append(f"stopped at {max_nodes} objects")
+                next_level = next_level[: max(0, max_nodes - len(nodes))]
+            for child in next_level:
+                _ask(pipe, child)
+            complete = pipe.run(deadline) and complete
+            nodes.extend(next_level)
+            level = next_level
+            if time.monotonic() > deadline:
+                notes.append(f"the trees were not read whole within {deadline_s}s")
+                break
+        if not complete and not notes:
+            notes.append("some calls were not answered in time")
+        return RawTree(nodes, notes, pipe.sent)
+
+
+def _ask(pipe: _Pipe, node: RawNode, *, root: bool = False) -> None:
+    app, path = node.app, node.path
+
+    def got_children(body: Any) -> None:
+        if body is None:  # no GetChildren (older bridges): by index
+            pipe.send(_prop(app, path, ACCESSIBLE, "ChildCount"), got_count)
+            return
+        for child_app, child_path in list(body[0])[:_MAX_CHILDREN]:
+            _adopt(node, str(child_app), str(child_path))
+
+    def got_count(body: Any) -> None:
+        if not body:
+            return
+        for index in range(min(int(body[0][1]), _MAX_CHILDREN)):
+            pipe.send(_call(app, path, ACCESSIBLE, "GetChildAtIndex", "i", (index,)), got_child)
+
+    def got_child(body: Any) -> None:
+        if body:
+            child_app, child_path = body[0]
+            _adopt(node, str(child_app), str(child_path))
+
+    pipe.send(_call(app, path, ACCESSIBLE, "GetChildren"), got_children)
+    if root:
+        return
+
+    def got_role(body: Any) -> None:
+        if body:
+            node.role = int(body[0])
+            if node.role in CAPTIONED_ROLES:
+                pipe.send(_call(app, path, ACCESSIBLE, "GetRelationSet"), got_relations)
+
+    def got_name(body: Any) -> None:
+        if body:
+            node.name = " ".join(str(body[0][1]).split())
+
+    def got_state(body: Any) -> None:
+        if body:
+            low, high = (int(v) for v in body[0][:2])
+            node.states = low | (high << 32)
+
+    def got_box(body: Any) -> None:
+        if body:
+            x, y, w, h = (int(v) for v in body[0])
+            if w > 0 and h > 0:
+                node.box = (x, y, w, h)
+
+    def got_relations(body: Any) -> None:
+        if not body:
+            return
+        for kind, targets in body[0]:
+            if int(kind) != LABELLED_BY:
+                continue
+            for target_app, target_path in targets:
+                pipe.send(_prop(str(target_app), str(target_path), ACCESSIBLE, "Name"), got_label)
+
+    def got_label(body: Any) -> None:
+        if body:
+            text = " ".join(str(body[0][1]).split())
+            if text:
+                node.labelled_by.append(text)
+
+    pipe.send(_call(app, path, ACCESSIBLE, "GetRole"), got_role)
+    pipe.send(_prop(app, path, ACCESSIBLE, "Name"), got_name)
+    pipe.send(_call(app, path, ACCESSIBLE, "GetState"), got_state)
+    pipe.send(_call(app, path, COMPONENT, "GetExtents", "u", (0,)), got_box)
+
+
+def _adopt(parent: RawNode, app: str, path: str) -> None:
+    if path == "/org/a11y/atspi/null" or any(c.path == path for c in parent.children[-1:]):
+        return
+    parent.children.append(RawNode(app, path, parent=parent, depth=parent.depth + 1))
+
+
+def place(nodes: Sequence[RawNode], windows: Sequence[Any]) -> list[RawNode]:
+    """`nodes` with boxes on the screen: a top-level window whose reported box is not
+    where the desktop shows a window of its size and title (GTK 4 reports boxes
+    relative to the window) moves it and everything in it to that window."""
+    shifts: dict[int, tuple[int, int]] = {}
+    for node in nodes:
+        if node.parent is None or node.parent.parent is not None or node.box is None:
+            continue
+        x, y, w, h = node.box
+        if any(
+            (abs(win.x - x) <= 4 and abs(win.y - y) <= 4)
+            or (win.frame and abs(win.frame[0] - x) <= 4 and abs(win.frame[1] - y) <= 4)
+            for win in windows
+        ):
+            continue  # placed already (its box, or its frame's: GTK 3 reports that)
+        same = [win for win in windows if abs(win.width - w) <= 4 and abs(win.height - h) <= 4]
+        titled = [win for win in same if (win.title or "") == node.name] or same
+        if not titled:
+            continue
+        if len(titled) == 1:
+            shifts[id(node)] = (titled[0].x - x, titled[0].y - y)
+    for node in nodes:
+        shift = shifts.get(id(node.top))
+        if shift and node.box is not None:
+            x, y, w, h = node.box
+            node.box = (x + shift[0], y + shift[1], w, h)
+    return list(nodes)
+
+
+def close_quietly(thing: Any) -> None:
+    with contextlib.suppress(Exception):
+        thing.close()
