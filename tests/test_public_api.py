@@ -66,6 +66,7 @@ OPENPROGRAM = [
     "SharedBudget",
     "ImageRetention",
     "PIIRedactor",
+    "RateLimit",
     "TrajectorySaver",
     "LoggingCallback",
     "OpenProgramError",
@@ -120,11 +121,16 @@ GUI_HARNESS = [
     "Action",
     "Click",
     "DoubleClick",
+    "TripleClick",
+    "MouseDown",
+    "MouseUp",
     "Move",
     "Drag",
     "Scroll",
     "Type",
     "Keypress",
+    "KeyDown",
+    "KeyUp",
     "Wait",
     "Done",
     "Fail",
@@ -186,3 +192,21 @@ def test_importing_openprogram_loads_no_heavy_dependency() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
     assert result.stdout.split("\n")[:3] == ["[]", "False", "True"]
+
+
+def test_a_function_recorded_with_no_session_lands_in_the_process_default():
+    """A notebook's first cell imports only the decorator: the default session is made
+    by the session layer on first need, though a bare import loaded none of it."""
+    code = (
+        "from openprogram import agentic_function\n"
+        "@agentic_function\n"
+        "def double(x: int) -> int:\n"
+        "    return 2 * x\n"
+        "print(double(21))\n"
+        "from openprogram import current_session\n"
+        "print([n.name for n in current_session().dag.nodes])\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert result.stdout.split("\n")[:2] == ["42", "['double']"]

@@ -10,6 +10,7 @@ they register the factories of the process defaults. Start at current_session().
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -133,10 +134,16 @@ def _the_one_live(live: list[T], what: str) -> T | None:
     return distinct[0] if distinct else None
 
 
+# the modules that register each default's factory when imported (this layer makes no
+# Session or Runtime itself): imported on first need, since `import openprogram` is lazy
+_REGISTRARS = {"session": "openprogram.session.session", "runtime": "openprogram.runtime.runtime"}
+
+
 def _process_default(defaults: list[T], what: str) -> T:
+    if what not in _factories:
+        importlib.import_module(_REGISTRARS[what])
     with _lock:
         if not defaults:
-            # openprogram/__init__ imports session.py and runtime.py, which register these
             defaults.append(_factories[what]())
         return defaults[0]
 
