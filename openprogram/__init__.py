@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         ImageRetention,
         LoggingCallback,
         PIIRedactor,
+        RateLimit,
         SharedBudget,
         TrajectorySaver,
     )
@@ -136,6 +137,7 @@ __all__ = [
     "SharedBudget",
     "ImageRetention",
     "PIIRedactor",
+    "RateLimit",
     "TrajectorySaver",
     "LoggingCallback",
     # errors
@@ -176,6 +178,7 @@ _HOMES: dict[str, str] = {
     "ImageRetention": "openprogram.callbacks",
     "LoggingCallback": "openprogram.callbacks",
     "PIIRedactor": "openprogram.callbacks",
+    "RateLimit": "openprogram.callbacks",
     "SharedBudget": "openprogram.callbacks",
     "TrajectorySaver": "openprogram.callbacks",
     "ContextDAG": "openprogram.core.dag",

@@ -12,6 +12,7 @@ from openprogram.callbacks.budget_shared import BudgetTally, SharedBudget
 from openprogram.callbacks.images import ImageRetention
 from openprogram.callbacks.logging import LoggingCallback
 from openprogram.callbacks.pii import PIIRedactor
+from openprogram.callbacks.rate import RateLimit
 from openprogram.callbacks.trajectory import TrajectorySaver
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "ImageRetention",
     "LoggingCallback",
     "PIIRedactor",
+    "RateLimit",
     "SharedBudget",
     "TrajectorySaver",
     "current_run",

@@ -9,9 +9,10 @@ provider's usage is counted as. runtime.py and streaming.py use it. Start at Led
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 from openprogram.callbacks.base import gate, notify
@@ -39,6 +40,7 @@ class Ledger:
         self.usage = Usage()
         self._lock = threading.Lock()
         self._held: dict[str, object] = {}
+        self._prompts: dict[str, Callable[[], int]] = {}
 
     def reserve(self, frame: Node | None, node: Node, tokens: Callable[[], int]) -> None:
         """Once llm node `node`'s request is built, before it is sent: a reservation
@@ -46,6 +48,8 @@ class Ledger:
         (`on_reserve`, told the prompt's estimated `tokens()`) until it is settled.
         When one refuses (RunStopped, or its BudgetExceeded) the node is marked stopped
         and what the others hold goes back."""
+        if any(hasattr(c, "delay") for c in self._owner.callbacks):
+            self._prompts[node.id] = functools.cache(tokens)  # rate_waits() counts them too
         holders = [_Holder(c) for c in self._owner.callbacks if hasattr(c, "on_reserve")]
         if not holders:
             return
@@ -63,6 +67,15 @@ class Ledger:
             raise
         self._held[node.id] = hold
 
+    def rate_waits(self, node: Node) -> Iterator[float]:
+        """The waits llm node `node`'s request owes its rate limits before it goes (each
+        limit in turn; a limit counts the request when it says no more wait)."""
+        limits = [c for c in self._owner.callbacks if hasattr(c, "delay")]
+        tokens = self._prompts.get(node.id, lambda: 0)
+        for limit in limits:
+            while (wait := limit.delay(node, tokens())) > 0:
+                yield wait
+
     def holds(self, node: Node) -> bool:
         return node.id in self._held
 
@@ -74,6 +87,7 @@ class Ledger:
 
     def settle(self, node: Node) -> None:
         """Give back the reservation of `node`'s request (once)."""
+        self._prompts.pop(node.id, None)
         hold = self._held.pop(node.id, None)
         if hold is not None:
             self.release(hold, node)

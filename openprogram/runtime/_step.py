@@ -197,6 +197,8 @@ def retrying(runtime: Any, node: Node, effect: Request) -> Step[Any]:
     """Do `effect` (a model request), retrying transient ModelErrors with backoff until
     `runtime.max_retries` runs out; any failure is recorded on `node` and raised."""
     for attempt in range(runtime.max_retries + 1):
+        for wait in runtime._rate_waits(node):  # RateLimit callbacks: queue, never fail
+            yield Sleep(wait)
         try:
             return (yield effect)
         except ModelError as exc:

@@ -15,7 +15,7 @@ import os
 import random
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
@@ -448,6 +448,10 @@ class Runtime:
                 frame.meta["stop_reason"] = reason
             raise RunStopped(reason)
 
+    def _rate_waits(self, node: Node) -> Iterator[float]:
+        """The waits node's request owes the runtime's RateLimits before each attempt."""
+        return self._ledger.rate_waits(node)
+
     def _retry_delay(self, exc: ModelError, attempt: int, node: Node) -> float | None:
         """Seconds to wait before the next attempt, or None to give up."""
         node.meta.setdefault("attempts", []).append(f"{type(exc).__name__}: {exc}")
@@ -592,4 +596,3 @@ def allm(
         stream=stream,
         **kwargs,
     )
-
