@@ -76,6 +76,8 @@ reservation, not a record); elsewhere the file is only extended."""
 _generations = itertools.count(1)
 """Every journal's generation, at its start and at each clear(): a later batch's file
 has a higher one than an earlier batch's, whichever of a writer's two files it is."""
+_OPEN_ATTEMPTS = 20
+"""New files a writer makes before it gives up, when openers keep taking them."""
 _HEADER_LIMIT = 64 << 10
 _READ = 1 << 16  # a reader's buffer (bytes)
 _FOLDER_FLAGS = os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_DIRECTORY", 0)
@@ -163,7 +165,27 @@ class Journal:
     def open(cls, directory: Path, session: str, owner: str) -> Journal:
         """A new journal for `owner`'s records of `session` in `directory` (created 0700
         when missing), locked until close() or the process's end. Raises JournalRefused
-        when the folder is not ours (see _checked_folder), OSError when it cannot be."""
+        when the folder is not ours (see _checked_folder), OSError when it cannot be.
+
+        Between creating the file and locking it, an opener folding dead writers'
+        journals in may take the file (unlocked, headerless: a writer that died
+        creating it) and remove it. So the lock is taken only on a file still linked
+        in the folder, else a new file is made: records are never written into a file
+        no opener can find."""
+        for _ in range(_OPEN_ATTEMPTS):
+            journal = cls._create(directory, session, owner)
+            if journal is not None:
+                _open.add(journal)
+                return journal
+        raise OSError(
+            errno.EAGAIN,
+            f"could not start a journal in {str(directory)!r}: each new file was taken by "
+            f"another process folding journals in ({_OPEN_ATTEMPTS} tries)",
+        )
+
+    @classmethod
+    def _create(cls, directory: Path, session: str, owner: str) -> Journal | None:
+        """One try of open(): None when another process took the new file first."""
         name = f"{os.getpid()}-{secrets.token_hex(6)}.log"
         flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | _NOFOLLOW
         for attempt in range(3):
@@ -179,7 +201,18 @@ class Journal:
                 os.close(folder)
                 raise
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:  # an opener holds it, to remove it: leave it that
+                taken = True
+            else:  # the file we locked may be one an opener removed meanwhile
+                taken = os.fstat(fd).st_nlink == 0
+            if taken:
+                os.close(fd)
+                with suppress(OSError):  # its name is ours alone (O_EXCL, random)
+                    os.unlink(name, dir_fd=folder)
+                os.close(folder)
+                return None
             generation = next(_generations)
             start = header(session, owner, generation)
             _write_all(fd, start, 0)
@@ -191,7 +224,6 @@ class Journal:
                 os.unlink(name, dir_fd=folder)
             os.close(folder)
             raise
-        _open.add(journal)
         return journal
 
     def append(self, row: NodeRow, *, with_input: bool = True) -> bool:

@@ -498,3 +498,58 @@ def test_the_newer_batchs_journal_wins_whichever_is_read_first(tmp_path: Path):
         assert journal_module._merged_files(found) == [reopened._replace(input=row(1).input)]
         for each in found:
             each.skip()
+
+
+@pytest.mark.slow
+def test_a_journal_an_opener_removed_before_its_writer_locked_it_is_not_written(tmp_path: Path):
+    """The open/fold race (issue 40, item 9), made to happen every time: a writer
+    process has created its journal file and not yet locked it when another process
+    opens the store and folds the unlocked, headerless file in (removing it). The
+    writer then records 5 calls and dies. Before, it locked and wrote the removed file:
+    nothing folded them in, the 5 calls were lost. Now it sees the file gone after its
+    flock and starts a new one, which the next opener folds in."""
+    store = tmp_path / "runs.db"
+    opener = (
+        f"from openprogram.store import open_store; open_store({str(store)!r})[0].list_sessions()"
+    )
+    program = f"""
+        import fcntl, os, subprocess, sys
+        from openprogram import Session, agentic_function
+        from openprogram.store import journal, recorder
+        recorder.BATCH_AGE_S = recorder.SLOW_CALL_S = 3600.0
+
+        class Interleaved:  # the first flock of a journal waits for another opener
+            LOCK_EX, LOCK_NB, LOCK_SH, LOCK_UN = (
+                fcntl.LOCK_EX, fcntl.LOCK_NB, fcntl.LOCK_SH, fcntl.LOCK_UN
+            )
+            folded = False
+
+            @staticmethod
+            def flock(fd, operation):
+                if not Interleaved.folded:
+                    Interleaved.folded = True
+                    subprocess.run([sys.executable, "-c", {opener!r}], check=True)
+                return fcntl.flock(fd, operation)
+
+        journal.fcntl = Interleaved
+
+        @agentic_function
+        def count(i: int) -> int:
+            return i
+
+        with Session({str(store)!r}, id="raced"):
+            for i in range(5):
+                count(i)
+            assert Interleaved.folded
+            os._exit(0)
+    """
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(program)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).parents[3],
+    )
+    assert done.returncode == 0, done.stderr
+    with Session.open(store, "raced") as session:
+        assert [n.output for n in session.dag.nodes if n.name == "count"] == [0, 1, 2, 3, 4]
