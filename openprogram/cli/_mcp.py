@@ -38,6 +38,12 @@ def mcp_group() -> None:
               "~/.local/share/openprogram/runtime/mcp-PORT.token).")  # fmt: skip
 @click.option("--max-calls", type=click.IntRange(1, 1024), default=16, show_default=True,
               help="Calls of one tool that run at once; more wait their turn.")  # fmt: skip
+@click.option("--max-tasks", type=click.IntRange(1, 4096), default=64, show_default=True,
+              help="Background tasks working at once in this server; a call past it is "
+              "refused.")  # fmt: skip
+@click.option("--max-client-tasks", type=click.IntRange(1, 4096), default=16,
+              show_default=True, help="Background tasks working at once of one connection; "
+              "a call past it is refused.")  # fmt: skip
 @store_option
 @click.option("--model", default=None, help="Model of the functions' llm() calls (default: "
               "OPENPROGRAM_MODEL).")  # fmt: skip
@@ -53,6 +59,8 @@ def serve_command(
     allow_remote: bool,
     token_file: str | None,
     max_calls: int,
+    max_tasks: int,
+    max_client_tasks: int,
     store_spec: str,
     model: str | None,
     api_base: str | None,
@@ -79,6 +87,7 @@ def serve_command(
         functions = [find_function(target) for target in targets]
         serve(functions, transport=transport, host=host, port=port, store=store_spec,  # type: ignore[arg-type]
               model=model, api_base=api_base, name=name, max_calls=max_calls,
+              max_tasks=max_tasks, max_client_tasks=max_client_tasks,
               allow_remote=allow_remote, token_file=token_file)  # fmt: skip
     except OpenProgramError as exc:
         raise click.ClickException(str(exc)) from exc

@@ -30,6 +30,7 @@ from pydantic import ValidationError
 from openprogram.core import _secrets
 from openprogram.echo import elide, printable
 from openprogram.errors import SessionLocked
+from openprogram.mcp._fair import FairOperations
 from openprogram.mcp._sdk import MCPError, mcp_types
 from openprogram.operations.tracker import tracker
 from openprogram.runtime.runtime import Runtime
@@ -37,7 +38,10 @@ from openprogram.session.session import Session
 from openprogram.store import MemoryStore, open_store
 from openprogram.store.format import SessionInfo
 
-__all__ = ["MARK", "RELATED_TASK", "Tasks", "client"]
+__all__ = [
+    "DEFAULT_MAX_CLIENT_TASKS", "DEFAULT_MAX_TASKS", "DEFAULT_RUNNING", "MARK", "RELATED_TASK",
+    "Tasks", "client",
+]  # fmt: skip
 
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 """The `_meta` key naming the task a result belongs to (MCP 2025-11-25)."""
@@ -50,6 +54,29 @@ _PAGE = 100  # tasks per tasks/list page
 _INVALID_PARAMS = -32602
 _TAKEN_UP = "the server that started it stopped; this server took it up"
 _RETRY_S = 2.0  # how often taking up a task a live process holds is tried again
+
+
+DEFAULT_MAX_TASKS = 64
+"""Tasks working at once in one server (`mcp serve --max-tasks`): a thread each."""
+DEFAULT_MAX_CLIENT_TASKS = 16
+"""Tasks working at once of one connection (`mcp serve --max-client-tasks`)."""
+DEFAULT_RUNNING = 8
+"""Task operations running at once, at most half of them one connection's (_fair.py)."""
+
+
+class _Key:
+    """A connection as a key: by identity (None: the server's own, for tasks it took up)."""
+
+    __slots__ = ("_of",)
+
+    def __init__(self, of: Any) -> None:
+        self._of = of
+
+    def __hash__(self) -> int:
+        return id(self._of)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Key) and other._of is self._of
 
 
 def _iso(at: float) -> str:
@@ -79,9 +106,18 @@ class Tasks:
         options: dict[str, Any],
         result: Callable[[Any], Any],
         error: Callable[[str], Any],
+        *,
+        max_tasks: int = DEFAULT_MAX_TASKS,
+        max_client_tasks: int = DEFAULT_MAX_CLIENT_TASKS,
+        running: int = DEFAULT_RUNNING,
     ) -> None:
         """`result` and `error` make what is sent back (MCP content, scrubbed of secrets)
-        of a value and of an error message."""
+        of a value and of an error message. At most `max_tasks` tasks work at once, at
+        most `max_client_tasks` of one connection; their operations run `running` at a
+        time, in turn across connections (_fair.py)."""
+        self.max_tasks, self.max_client_tasks = max_tasks, max_client_tasks
+        self._fair = FairOperations(running)
+        self._working: dict[Any, int] = {}  # connection -> its tasks working now
         self._store = MemoryStore() if store is None else store  # a task is found again
         self._reader: Any = None
         self._model, self._options = model, options
@@ -150,21 +186,26 @@ class Tasks:
         except ValidationError as exc:
             return self._error(f"invalid arguments for {fn.spec['name']}: {exc.errors()[0]['msg']}")
         kwargs = {name: getattr(parsed, name) for name in parsed.model_fields_set}
+        refused = self._admit(client)
+        if refused is not None:
+            return self._error(refused)
         task_id = f"task-{secrets.token_hex(16)}"
         try:
             self._stored().create_session(
                 SessionInfo(id=task_id, created_at=time.time(), extra={MARK: fn.spec["name"]})
             )
         except Exception as exc:
+            self._leave(client)
             return self._error(f"the task could not be recorded: {type(exc).__name__}: {exc}")
         ready = threading.Event()
         box: dict[str, Any] = {}
+        operations = self._fair.for_client(_Key(client))
 
         def hold() -> None:
             try:
                 with (
                     Session.open(self._store, task_id) as session,
-                    Runtime(self._model, **self._options),
+                    Runtime(self._model, operations=operations, **self._options),
                 ):
                     try:
                         box["value"] = value = fn(**kwargs)
@@ -182,6 +223,7 @@ class Tasks:
             finally:
                 with self._lock:
                     self._live.pop(task_id, None)
+                self._leave(client)
                 ready.set()
 
         threading.Thread(target=hold, daemon=True, name="openprogram-mcp-task").start()
@@ -193,6 +235,35 @@ class Tasks:
         result = self._error(failed) if failed else self._result(box["value"])
         result.meta = {"openprogram/session": task_id, RELATED_TASK: {"taskId": task_id}}
         return result
+
+    def _admit(self, client: Any) -> str | None:
+        """Count a new task of `client` as working; why not, when a limit is reached."""
+        with self._lock:
+            total = sum(self._working.values())
+            mine = self._working.get(_Key(client), 0)
+            if total >= self.max_tasks:
+                return (
+                    f"too many tasks: this server has {total} tasks working, the most it "
+                    f"takes (max_tasks={self.max_tasks}, `mcp serve --max-tasks`); start "
+                    "this one when one has ended (tasks/get tells)"
+                )
+            if mine >= self.max_client_tasks:
+                return (
+                    f"too many tasks: this connection has {mine} tasks working, the most one "
+                    f"connection may have (max_client_tasks={self.max_client_tasks}, `mcp "
+                    "serve --max-client-tasks`); wait for one to end (tasks/get) or cancel "
+                    "one (tasks/cancel)"
+                )
+            self._working[_Key(client)] = mine + 1
+        return None
+
+    def _leave(self, client: Any) -> None:
+        """A task of `client` stopped working."""
+        with self._lock:
+            key = _Key(client)
+            self._working[key] -= 1
+            if not self._working[key]:
+                del self._working[key]
 
     # -- taking up a task whose server died ----------------------------------------------
     def _take_up(self, task_id: str) -> None:
@@ -208,12 +279,13 @@ class Tasks:
             self._tried[task_id] = now
             self._taking.add(task_id)
         started = threading.Event()
+        taken_up = self._fair.for_client(_Key(None))  # its own client's: none is here
 
         def hold() -> None:
             try:
                 with (
                     Session.open(self._store, task_id) as session,
-                    Runtime(self._model, **self._options),
+                    Runtime(self._model, operations=taken_up, **self._options),
                 ):
                     with self._lock:
                         self._live[task_id] = session

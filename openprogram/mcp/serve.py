@@ -42,7 +42,7 @@ from openprogram.mcp._gate import (
     write_token,
 )
 from openprogram.mcp._sdk import mcp_types
-from openprogram.mcp._tasks import Tasks, client
+from openprogram.mcp._tasks import DEFAULT_MAX_CLIENT_TASKS, DEFAULT_MAX_TASKS, Tasks, client
 from openprogram.runtime.runtime import Runtime
 from openprogram.serving import is_loopback
 from openprogram.session.session import Session
@@ -102,6 +102,8 @@ def build_server(
     api_base: str | None = None,
     name: str = "openprogram",
     max_calls: int = DEFAULT_MAX_CALLS,
+    max_tasks: int = DEFAULT_MAX_TASKS,
+    max_client_tasks: int = DEFAULT_MAX_CLIENT_TASKS,
 ) -> Any:
     """The SDK's low-level MCP Server offering `functions` (their `.spec`) as tools, each
     call run in its own Session on `store` (None: kept in memory only), with a Runtime
@@ -111,9 +113,16 @@ def build_server(
     calls of one tool never hold up another's. A call whose client cancels it or goes
     away is stopped: an async function at once, a sync one before its next model
     request (its node ends `stopped`). Everything sent back is scrubbed of secrets.
+
+    A background tool's call is a task (_tasks.py): at most `max_tasks` work at once,
+    `max_client_tasks` of one connection (a call past either is refused, saying which),
+    and their operations run in turn across connections.
     """
-    if type(max_calls) is not int or max_calls < 1:
-        raise UsageError(f"max_calls={max_calls!r} must be a whole number >= 1")
+    for option, value in (
+        ("max_calls", max_calls), ("max_tasks", max_tasks), ("max_client_tasks", max_client_tasks)
+    ):  # fmt: skip
+        if type(value) is not int or value < 1:
+            raise UsageError(f"{option}={value!r} must be a whole number >= 1")
     tools: dict[str, Callable[..., Any]] = {}
     for fn in functions:
         spec_name = fn.spec["name"]  # type: ignore[attr-defined]
@@ -135,7 +144,15 @@ def build_server(
     )
     options = {"api_base": api_base} if api_base else {}
     calls = _Calls(len(tools) * max_calls, max_calls)
-    tasks = Tasks(store, model, options, lambda v: _scrubbed(_result(v)), _scrubbed_error)
+    tasks = Tasks(
+        store,
+        model,
+        options,
+        lambda v: _scrubbed(_result(v)),
+        _scrubbed_error,
+        max_tasks=max_tasks,
+        max_client_tasks=max_client_tasks,
+    )
 
     async def on_list_tools(context: Any, params: Any) -> Any:
         return listing
@@ -388,12 +405,14 @@ def serve(
     api_base: str | None = None,
     name: str = "openprogram",
     max_calls: int = DEFAULT_MAX_CALLS,
+    max_tasks: int = DEFAULT_MAX_TASKS,
+    max_client_tasks: int = DEFAULT_MAX_CLIENT_TASKS,
     allow_remote: bool = False,
     token_file: str | Path | None = None,
 ) -> None:
     """Serve `functions` as MCP tools until the client leaves (stdio) or the process is
     stopped (http: `http://HOST:PORT/mcp`, port 0 picks a free one). Each call is a
-    session in `store`; see build_server() for `model`, `api_base` and `max_calls`.
+    session in `store`; see build_server() for `model`, `api_base` and the limits.
 
     Over http every request needs this start's random token as `Authorization: Bearer
     <token>`: it is written to `token_file` (default: token_path(port)), readable by
@@ -403,7 +422,14 @@ def serve(
     import anyio
 
     server = build_server(
-        functions, store=store, model=model, api_base=api_base, name=name, max_calls=max_calls
+        functions,
+        store=store,
+        model=model,
+        api_base=api_base,
+        name=name,
+        max_calls=max_calls,
+        max_tasks=max_tasks,
+        max_client_tasks=max_client_tasks,
     )
     if transport == "stdio":
         from mcp.server.stdio import stdio_server

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from openprogram.operations import Operation, operation_tool
+from pathlib import Path
+from typing import Any
+
+from openprogram.operations import Operation, OperationContext, operation_kind, operation_tool
 from tests.openprogram.operations import kinds  # noqa: F401 - registers the kinds
 
 
@@ -16,3 +19,25 @@ def build(file: str) -> Operation:
 def rebuild(file: str) -> Operation:
     """Build something safe to build again: works until the file exists."""
     return Operation("test.block_again", {"file": file})
+
+
+@operation_kind("test.wait_file", effect="idempotent")
+def wait_file(args: dict[str, Any], context: OperationContext) -> str:
+    """Wait until args["file"] exists (or the operation is cancelled), quietly."""
+    while not Path(args["file"]).exists():
+        context.heartbeat()
+        if context.cancelled.wait(0.05):
+            context.check()
+    return "released"
+
+
+@operation_tool(background=True)
+def hold(file: str) -> Operation:
+    """Work until the file exists."""
+    return Operation("test.wait_file", {"file": file})
+
+
+@operation_tool(background=True)
+def quick(value: str) -> Operation:
+    """Answer at once."""
+    return Operation("test.noop", {"value": value})

@@ -14,7 +14,7 @@ from openprogram.mcp._sdk import MCPError
 from openprogram.mcp._sdk import mcp_types as types
 from openprogram.mcp._tasks import RELATED_TASK
 from openprogram.mcp.serve import build_server
-from tests.openprogram.mcp.task_tools import build
+from tests.openprogram.mcp.task_tools import build, hold, quick
 
 
 async def connected(server, work):
@@ -278,3 +278,96 @@ def test_a_task_whose_server_was_killed_is_taken_up_by_the_next_server(tmp_path)
     assert again_row.state == "done" and again_row.attempts == 2  # ran again, once more
     (once_row,) = reader.operations(once_id)
     assert once_row.state == "unknown" and once_row.attempts == 1
+
+
+async def status_of(session, ids):
+    return [(await get(session, i)).status for i in ids]
+
+
+def test_tasks_are_capped_per_connection_and_in_total_with_a_clear_error(tmp_path):
+    """Issue 40, item 6: one connection's 20 task calls, then another's. Before, every
+    one was taken (a thread each, no bound). Now the 17th of one connection is refused
+    (16 of one connection at most by default), and a server's total too."""
+    release = tmp_path / "release"
+    server = build_server([hold], store=str(tmp_path / "tasks.db"))
+
+    async def many(session):
+        return [await session.call_tool("hold", {"file": str(release)}) for _ in range(20)]
+
+    async def main():
+        with anyio.fail_after(120):
+            try:
+                return await connected(server, many)
+            finally:
+                release.touch()
+
+    results = anyio.run(main)
+    taken = [r for r in results if not r.is_error]
+    refused = [r.content[0].text for r in results if r.is_error]
+    assert len(taken) == 16 and len(refused) == 4
+    assert "this connection has 16 tasks working" in refused[0]
+    assert "cancel one (tasks/cancel)" in refused[0]
+
+    small = build_server([hold], store=str(tmp_path / "small.db"), max_tasks=3,
+                         max_client_tasks=2)  # fmt: skip
+    later = tmp_path / "later"
+
+    async def two(session):
+        return [await session.call_tool("hold", {"file": str(later)}) for _ in range(3)]
+
+    async def both():
+        with anyio.fail_after(120):
+            try:
+                first = await connected(small, two)  # its tasks keep working after it left
+                second = await connected(small, two)
+            finally:
+                later.touch()
+            return first, second
+
+    first, second = anyio.run(both)
+    assert [r.is_error for r in first] == [False, False, True]
+    assert "this connection has 2 tasks working" in first[2].content[0].text
+    assert [r.is_error for r in second] == [False, True, True]
+    assert "this server has 3 tasks working" in second[1].content[0].text
+
+
+def test_one_connections_many_tasks_do_not_hold_up_anothers_quick_task(tmp_path):
+    """Issue 40, item 6: connection A fills its 16 tasks with work that waits for a file;
+    connection B then starts a task that answers at once. Before, B's operation queued
+    behind A's on the 8 shared workers and never ran while A's waited (here: not within
+    60 s). Now the operations run in turn across connections, at most half the slots one
+    connection's: B's task completes while every one of A's is still working."""
+    release = tmp_path / "release"
+    server = build_server([hold, quick], store=str(tmp_path / "tasks.db"))
+    started, seen = anyio.Event(), {}
+
+    async def a(session):
+        for _ in range(16):
+            called = await session.call_tool("hold", {"file": str(release)})
+            seen.setdefault("a", []).append(called.meta[RELATED_TASK]["taskId"])
+        started.set()
+        while "b" not in seen:
+            await anyio.sleep(0.05)
+        seen["a_then"] = await status_of(session, seen["a"])
+
+    async def b(session):
+        await started.wait()
+        called = await session.call_tool("quick", {"value": "hello"})
+        task_id = called.meta[RELATED_TASK]["taskId"]
+        with anyio.move_on_after(60):
+            while (await get(session, task_id)).status == "working":
+                await anyio.sleep(0.05)
+        seen["b"] = (await get(session, task_id)).status
+
+    async def main():
+        with anyio.fail_after(180):
+            try:
+                async with anyio.create_task_group() as group:
+                    group.start_soon(connected, server, a)
+                    group.start_soon(connected, server, b)
+            finally:
+                release.touch()
+
+    anyio.run(main)
+    assert seen["b"] == "completed"
+    assert seen["a_then"] == ["working"] * 16
