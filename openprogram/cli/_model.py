@@ -10,6 +10,7 @@ import json
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -44,13 +45,32 @@ def serve_model(port: int, script: Path | None) -> None:
         server = OpenAIServer(responder, port=port)
     except OSError as exc:
         raise click.ClickException(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}") from exc
-    with server:
+    try:
         say(server.url)
         say("serving an OpenAI-compatible model; Ctrl-C stops", err=True)
-        try:
-            threading.Event().wait()
-        except KeyboardInterrupt:
-            say(f"stopped after {len(server.requests)} request(s)", err=True)
+        while True:  # Python runs a signal's handler in the main thread only, and a
+            time.sleep(_WAKE_S)  # SIGINT the kernel gave a server thread wakes no wait
+    except KeyboardInterrupt:
+        pass
+    finally:
+        _stop(server)
+    say(f"stopped after {len(server.requests)} request(s)", err=True)
+
+
+_WAKE_S = 0.2
+"""How often serve-model's main thread wakes to run a signal's handler."""
+_STOP_S = 10.0
+"""How long serve-model waits for its server to stop before it leaves anyway."""
+
+
+def _stop(server: Any) -> None:
+    """Stop `server` within _STOP_S seconds: its threads are daemons, so a stop that
+    hangs (a stuck client, a loaded machine) is left behind when the process exits."""
+    stopping = threading.Thread(target=server.stop, name="openprogram-serve-stop", daemon=True)
+    stopping.start()
+    stopping.join(_STOP_S)
+    if stopping.is_alive():
+        say(f"the server did not stop within {_STOP_S:g} s; leaving it", err=True)
 
 
 def _read_script(path: Path) -> Any:

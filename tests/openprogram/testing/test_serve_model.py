@@ -3,6 +3,7 @@ litellm over HTTP by a Runtime with a tool."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -35,6 +36,47 @@ def serve(*arguments: str) -> subprocess.Popen[str]:
     )  # fmt: skip
 
 
+def interrupted(process: subprocess.Popen[str], *, thread: bool = False) -> str:
+    """SIGINT `process` (delivered to one of its server threads when `thread`, as the
+    kernel may deliver it) and its stderr once it has exited; a process still running
+    after 60 s is killed (never left behind) and the test fails."""
+    if thread:  # tgkill: signal one thread, not the process
+        tids = [int(t) for t in os.listdir(f"/proc/{process.pid}/task") if int(t) != process.pid]
+        libc = ctypes.CDLL(None, use_errno=True)
+        assert libc.syscall(_TGKILL, process.pid, tids[0], signal.SIGINT) == 0
+    else:
+        process.send_signal(signal.SIGINT)
+    try:
+        return process.communicate(timeout=60)[1]
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        pytest.fail("serve-model was still running 60 s after SIGINT (killed)")
+
+
+_TGKILL = 234  # x86_64's syscall number
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux") or os.uname().machine != "x86_64",
+                    reason="tgkill through its x86_64 syscall number")  # fmt: skip
+def test_serve_model_stops_when_sigint_reaches_a_server_thread() -> None:
+    """Issue 40, item 11: the kernel gives a process's SIGINT to any thread; Python runs
+    the handler in the main thread, which waited on an Event no signal wakes. Under load
+    (server threads busy) serve-model then ignored Ctrl-C for good, and the test suite
+    left it running. Now its main thread wakes to run the handler."""
+    process = serve()
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline().startswith("http://127.0.0.1:")
+        errors = interrupted(process, thread=True)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0 and "stopped after 0 request(s)" in errors
+
+
 @pytest.mark.slow
 def test_serve_model_answers_a_scripted_tool_loop_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     script = tmp_path / "script.json"
@@ -49,8 +91,7 @@ def test_serve_model_answers_a_scripted_tool_loop_and_stops_on_ctrl_c(tmp_path: 
         with Session() as session, runtime:
             answer = llm("What is 2 + 3?", tools=[add])
     finally:
-        process.send_signal(signal.SIGINT)
-        _, errors = process.communicate(timeout=20)
+        errors = interrupted(process)
 
     assert answer == "2 + 3 = 5"
     [tool] = session.dag.find(name="add", kind="code")
@@ -67,7 +108,12 @@ def test_serve_model_refuses_a_script_that_is_not_a_list_in_one_line(tmp_path: P
     script = tmp_path / "script.json"
     script.write_text('"just text"')
     process = serve("--script", str(script))
-    _, errors = process.communicate(timeout=20)
+    try:
+        _, errors = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
 
     assert process.returncode == 1
     assert "must hold a JSON list of replies" in errors
@@ -92,8 +138,7 @@ def test_serve_model_refuses_a_300_mb_body_unread_and_stops_with_clients_hanging
             while chunk := sock.recv(65536):
                 reply += chunk
     finally:
-        process.send_signal(signal.SIGINT)
-        _, errors = process.communicate(timeout=60)
+        errors = interrupted(process)
         for client in clients:
             client.close()
 
