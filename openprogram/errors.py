@@ -19,6 +19,7 @@
     │   ├── EffectUnknown                  an effect="once" call was interrupted: settle it
     │   ├── UnsupportedOperation           a stored operation's kind or version is not registered
     │   ├── OperationFailed                an operation failed, was cancelled, or is unknown
+    │   ├── RunFailed                      a queued run failed, stopped, was cancelled or waits
     │   └── MCPServerError                 an MCP server failed a call, timed out or died
     └── RunStopped                         control signal: a gate or limit ended the run
         ├── BudgetExceeded                 the BudgetManager's cap was reached
@@ -46,6 +47,7 @@ __all__ = [
     "ReplayMismatch",
     "ResumeDivergence",
     "RunError",
+    "RunFailed",
     "RunStopped",
     "RunWaiting",
     "ScriptExhausted",
@@ -183,6 +185,15 @@ class MCPServerError(RunError):
     """An MCP server failed a tool call: an error result, a refusal, a timeout, or a
     connection that broke (the server is restarted on next use). Inside the tool loop
     it goes back to the model as the call's error."""
+
+
+class RunFailed(RunError):
+    """A queued run (openprogram.runs) did not complete: `state` says how it ended
+    (failed, stopped, cancelled) or that it waits for a person (waiting)."""
+
+    def __init__(self, message: str, *, state: str = "failed") -> None:
+        super().__init__(message)
+        self.state = state
 
 
 class RunStopped(OpenProgramError):

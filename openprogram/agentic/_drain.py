@@ -94,15 +94,16 @@ def uninstall(*, force: bool = False) -> None:
                 signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
-def check(dag: ContextDAG, frame: str | None) -> None:
-    """At a node boundary after a SIGTERM: raise RunStopped, unless the boundary lies
-    inside an `effect="once"` call (its body is let finish; it stops at the next one)."""
+def check(dag: ContextDAG, frame: str | None, reason: str = REASON) -> None:
+    """At a node boundary after a SIGTERM (or Session.stop: `reason`): raise RunStopped,
+    unless the boundary lies inside an `effect="once"` call (its body is let finish; it
+    stops at the next one)."""
     node = dag.get(frame)
     while node is not None:
         if node.meta.get("effect") == "once":
             return
         node = dag.get(node.parent)
-    raise RunStopped(REASON)
+    raise RunStopped(reason)
 
 
 def _reset_in_child() -> None:

@@ -23,12 +23,15 @@ from openprogram.cli._options import DEFAULT_STORE, store_option
 from openprogram.cli._print import say
 from openprogram.cli._questions import question_commands
 from openprogram.cli._root import PLUGINS, cli, run_command
+from openprogram.cli._runs import runs_group, worker_command
 from openprogram.cli._sessions import sessions
 from openprogram.cli._stores import find_node, opened_session, opened_store, resolve_id
 
 __all__ = ["DEFAULT_STORE", "PLUGINS", "cli", "main", "run_command", "store_option"]
 
 cli.add_command(serve_model)
+cli.add_command(worker_command)
+cli.add_command(runs_group)
 cli.add_command(chat)
 cli.add_command(mcp_group)
 cli.add_command(eval_command)

@@ -106,6 +106,7 @@ class Session(Resuming):
         self._holding = False
         self._unrecorded = 0
         self._drains = False  # this session installed the SIGTERM handler (_drain.py)
+        self._stop_reason: str | None = None  # stop(): end the run at its next boundary
         self._effect_counts: dict[tuple[str | None, str], int] = {}  # effects.new_key's
         self._effect_paths: dict[str | None, str] = {}  # ordinals and frames' call paths
         _secrets.refresh()  # what is written from now on is scrubbed of today's keys
@@ -241,6 +242,18 @@ class Session(Resuming):
         when that happens by itself); False when a record failed (see failed_writes)."""
         return True if self._recorder is None else self._recorder.flush()
 
+    def stop(self, reason: str) -> None:
+        """Stop this session's run at its next node boundary, from any thread: the call or
+        llm exchange about to begin raises RunStopped(reason) instead (an `effect="once"`
+        body is let finish first), as a SIGTERM drains a process. openprogram.runs uses
+        it to cancel a run, or end one whose writer lease was taken over."""
+        self._stop_reason = reason
+
+    @property
+    def writer(self) -> str:
+        """This Session's writer id ("host:pid:random"), the owner its lease is held as."""
+        return self._owner
+
     # -- the writer lease ----------------------------------------------------------------
     def _claim(self) -> None:
         """Take the session's writer lease (once); SessionLocked when another writer has it."""
@@ -282,8 +295,8 @@ class Session(Resuming):
         """The code node of a call about to run (a completed one: do not run it, it was
         resumed). Raises ResumeDivergence when a resumed run calls with another input
         at a recorded place; function.py lets only that error through to the caller."""
-        if _drain.requested[0]:  # a SIGTERM: stop at this node boundary
-            _drain.check(self.dag, parent)
+        if _drain.requested[0] or self._stop_reason is not None:  # stop at this boundary
+            _drain.check(self.dag, parent, self._stop_reason or _drain.REASON)
         if parent is not None and parent not in self.dag:
             parent = None
         hidden = settings.get("hidden_inputs", ())
@@ -301,8 +314,8 @@ class Session(Resuming):
     ) -> Node:
         """The llm node for an exchange about to be sent (a completed one when replayed);
         `content` is its input: llm()'s string as given, or the parts."""
-        if _drain.requested[0]:  # a SIGTERM: stop at this node boundary
-            _drain.check(self.dag, parent)
+        if _drain.requested[0] or self._stop_reason is not None:  # stop at this boundary
+            _drain.check(self.dag, parent, self._stop_reason or _drain.REASON)
         if self._resumer is not None:
             resumed = self._resume("llm", name, parent, content, meta, content)
             if resumed is not None:

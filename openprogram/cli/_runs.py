@@ -1,0 +1,119 @@
+"""`openprogram worker STORE` and `openprogram runs list | cancel | requeue`: running
+queued runs (openprogram.runs) and looking after them. Start at worker_command.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+import time
+
+import click
+
+from openprogram.cli._options import store_option
+from openprogram.cli._print import json_text, say
+from openprogram.cli._root import cli
+from openprogram.errors import OpenProgramError
+
+__all__ = ["runs_group", "worker_command"]
+
+
+@cli.command("worker")
+@click.argument("store")
+@click.option("--queue", "queues", multiple=True, default=("default",), show_default=True,
+              help="A queue to take runs from (repeat for several).")  # fmt: skip
+@click.option("--concurrency", default=1, show_default=True, type=click.IntRange(1),
+              help="Runs at once in this process (threads).")  # fmt: skip
+@click.option("--import", "imports", multiple=True, metavar="MODULE",
+              help="Import MODULE first (repeat for several).")  # fmt: skip
+@click.option("--until-idle", is_flag=True,
+              help="Exit once no run is queued or running on the queues.")  # fmt: skip
+def worker_command(
+    store: str, queues: tuple[str, ...], concurrency: int, imports: tuple[str, ...],
+    until_idle: bool,
+) -> None:  # fmt: skip
+    """Run the queued runs of STORE (a SQLite file or postgresql:// URL), each inside its
+    session, and take over the runs of workers that died.
+
+    SIGTERM (or Ctrl-C) drains: each run stops at its next call boundary and goes back
+    to its queue at once; a second one stops the worker now.
+    """
+    from openprogram.runs import Worker
+
+    sys.path.insert(0, os.getcwd())  # run functions are named as from here
+    for module in imports:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise click.ClickException(f"--import {module}: {exc}") from exc
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    try:
+        worker = Worker(store, queues=queues, concurrency=concurrency)
+    except OpenProgramError as exc:
+        raise click.ClickException(str(exc)) from exc
+    say(f"worker {os.getpid()} ready: {worker.queue.url}, queues {', '.join(queues)}, "
+        f"{concurrency} at once", err=True)  # fmt: skip
+    start = time.monotonic()
+    worker.run(until_idle=until_idle)
+    say(f"worker {os.getpid()} stopped: {worker.finished} runs in "
+        f"{time.monotonic() - start:.1f} s", err=True)  # fmt: skip
+
+
+@cli.group("runs")
+def runs_group() -> None:
+    """List the runs of a store, cancel or requeue one (openprogram.runs)."""
+
+
+@runs_group.command("list")
+@store_option
+@click.option("--state", default=None, help="Only runs in this state (queued, running, …).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def list_runs(store_spec: str, state: str | None, as_json: bool) -> None:
+    """The runs of the store, oldest first."""
+    from openprogram.runs import RunQueue
+
+    try:
+        with RunQueue(store_spec) as queue:
+            found = queue.list_runs(state)
+    except OpenProgramError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if as_json:
+        say(json_text([r.__dict__ for r in found]))
+        return
+    for r in found:
+        ended = "" if r.ended_at is None else time.strftime(" ended %X", time.localtime(r.ended_at))
+        say(f"{r.id}  {r.state:<9} {r.queue:<10} {r.function}  attempts {r.attempts}, "
+            f"takeovers {r.takeovers}{ended}")  # fmt: skip
+
+
+@runs_group.command("cancel")
+@store_option
+@click.argument("run_id")
+def cancel_run(store_spec: str, run_id: str) -> None:
+    """Cancel RUN_ID: a queued or waiting run at once, a running one at its next call."""
+    from openprogram.runs import Run
+
+    try:
+        with Run(store_spec, run_id) as run:
+            say(f"run {run_id}: {run.cancel()}")
+    except OpenProgramError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+@runs_group.command("requeue")
+@store_option
+@click.argument("run_id")
+def requeue_run(store_spec: str, run_id: str) -> None:
+    """Queue waiting run RUN_ID again (its question answered, its call settled)."""
+    from openprogram.runs import Run
+
+    try:
+        with Run(store_spec, run_id) as run:
+            if not run.requeue():
+                raise click.ClickException(f"run {run_id} is {run.status()}, not waiting")
+            say(f"run {run_id}: queued")
+    except OpenProgramError as exc:
+        raise click.ClickException(str(exc)) from exc

@@ -1,0 +1,206 @@
+"""The run queue's tables and statements, written once for SQLite and PostgreSQL.
+
+A run is a session (its id is the session's id) plus a row in `openprogram_runs` saying
+what to call, on which queue, when, and how it ended; `openprogram_run_queues` holds
+queue limits. The tables live beside the store's own (created when first used, outside
+the store's format_version: an older openprogram ignores them). Start at Dialect.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["FINISHED", "POSTGRES", "SQLITE", "STATES", "Dialect"]
+
+STATES = ("queued", "running", "waiting", "completed", "failed", "stopped", "cancelled")
+"""queued: waits for a worker (maybe until `run_at`); running: a worker holds its
+session's writer lease; waiting: it suspended for a person (an unanswered question, an
+effect to settle) and goes on when requeued; the rest are final."""
+FINISHED = ("completed", "failed", "stopped", "cancelled")
+
+_COLUMNS = (
+    "id, queue, function, args, priority, state, run_at, submitted_at, started_at, "
+    "ended_at, worker, worker_process, claimed_at, attempts, takeovers, cancel, result, error"
+)
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """The statements of one backend: `p` its placeholder, `now` its clock (seconds since
+    the epoch: every worker compares times by the database's clock)."""
+
+    p: str
+    now: str
+    real: str
+    postgres: bool
+    cast: str = ""
+
+    @property
+    def tables(self) -> tuple[str, ...]:
+        return (
+            "CREATE TABLE IF NOT EXISTS openprogram_runs (id TEXT PRIMARY KEY, "
+            "queue TEXT NOT NULL, function TEXT NOT NULL, args TEXT NOT NULL, "
+            f"priority INTEGER NOT NULL, state TEXT NOT NULL, run_at {self.real} NOT NULL, "
+            f"submitted_at {self.real} NOT NULL, started_at {self.real}, ended_at {self.real}, "
+            f"worker TEXT, worker_process TEXT, claimed_at {self.real}, "
+            "attempts INTEGER NOT NULL DEFAULT 0, takeovers INTEGER NOT NULL DEFAULT 0, "
+            "cancel INTEGER NOT NULL DEFAULT 0, result TEXT, error TEXT)",
+            "CREATE INDEX IF NOT EXISTS openprogram_runs_ready "
+            "ON openprogram_runs (state, queue, priority, run_at)",
+            "CREATE TABLE IF NOT EXISTS openprogram_run_queues (name TEXT PRIMARY KEY, "
+            "concurrency INTEGER)",
+        )
+
+    @property
+    def insert(self) -> str:
+        p = self.p
+        return (
+            "INSERT INTO openprogram_runs (id, queue, function, args, priority, state, run_at, "
+            f"submitted_at) VALUES ({p}, {p}, {p}, {p}, {p}, 'queued', "
+            f"coalesce({p}{self.cast}, {self.now}) + {p}{self.cast}, {self.now}) "
+            "ON CONFLICT (id) DO NOTHING"
+        )
+
+    @property
+    def select(self) -> str:
+        return f"SELECT {_COLUMNS} FROM openprogram_runs WHERE id = {self.p}"
+
+    def candidates(self, queues: int) -> str:
+        """Queued runs due now on `queues` (that many placeholders), best first, on queues
+        below their concurrency limit: the first is claimed. PostgreSQL locks the row it
+        returns and skips rows other workers have locked (SKIP LOCKED)."""
+        p = self.p
+        names = ", ".join([p] * queues)
+        skip = " FOR UPDATE OF r SKIP LOCKED" if self.postgres else ""
+        return (
+            "SELECT r.id FROM openprogram_runs r WHERE r.state = 'queued' "
+            f"AND r.queue IN ({names}) AND r.run_at <= {self.now} "
+            "AND NOT EXISTS (SELECT 1 FROM openprogram_run_queues q WHERE q.name = r.queue "
+            "AND q.concurrency IS NOT NULL AND q.concurrency <= (SELECT count(*) FROM "
+            "openprogram_runs x WHERE x.queue = r.queue AND x.state = 'running')) "
+            f"ORDER BY r.priority DESC, r.run_at, r.submitted_at LIMIT 1{skip}"
+        )
+
+    def lock_limited(self, queues: int) -> str:
+        """PostgreSQL: lock the limited queues' rows, so that two workers counting a
+        queue's running runs take turns (SQLite's BEGIN IMMEDIATE does that already)."""
+        names = ", ".join([self.p] * queues)
+        return (
+            "SELECT name FROM openprogram_run_queues WHERE concurrency IS NOT NULL "
+            f"AND name IN ({names}) ORDER BY name FOR UPDATE"
+        )
+
+    @property
+    def claim(self) -> str:
+        p = self.p
+        return (
+            f"UPDATE openprogram_runs SET state = 'running', worker = {p}, "
+            f"worker_process = {p}, claimed_at = {self.now}, "
+            f"started_at = coalesce(started_at, {self.now}), attempts = attempts + 1 "
+            f"WHERE id = {p} AND state = 'queued'"
+        )
+
+    @property
+    def running(self) -> str:
+        """The running runs with their sessions' writer leases (None when none is held)."""
+        return (
+            "SELECT r.id, r.worker, r.worker_process, r.claimed_at, l.owner, l.host, l.pid, "
+            "l.process, l.acquired_at, l.heartbeat_at FROM openprogram_runs r "
+            "LEFT JOIN openprogram_sessions s ON s.id = r.id "
+            "LEFT JOIN openprogram_leases l ON l.session = s.key WHERE r.state = 'running'"
+        )
+
+    @property
+    def clock(self) -> str:
+        return f"SELECT {self.now}"
+
+    @property
+    def orphaned(self) -> str:
+        """Put a running run back in its queue, when its worker is the one seen (a
+        compare-and-set: of two workers finding it orphaned, one requeues it)."""
+        p = self.p
+        return (
+            f"UPDATE openprogram_runs SET state = 'queued', worker = NULL, "
+            f"worker_process = NULL, run_at = {self.now}, takeovers = takeovers + 1 "
+            f"WHERE id = {p} AND state = 'running' AND worker = {p}"
+        )
+
+    def fenced(self, assignments: str) -> str:
+        """UPDATE the run `id` only while writer `owner` holds its session's lease: a
+        worker that lost the lease (taken over while it was stopped) changes nothing.
+        Parameters: the assignments', then id, id, owner."""
+        p = self.p
+        return (
+            f"UPDATE openprogram_runs SET {assignments} WHERE id = {p} AND EXISTS (SELECT 1 "
+            "FROM openprogram_leases l JOIN openprogram_sessions s ON s.key = l.session "
+            f"WHERE s.id = {p} AND l.owner = {p})"
+        )
+
+    def finish(self) -> str:
+        p = self.p
+        return self.fenced(
+            f"state = {p}, result = {p}, error = {p}, ended_at = {self.now}, worker = NULL, "
+            "worker_process = NULL"
+        )
+
+    def hand_back(self) -> str:
+        return self.fenced(
+            f"state = 'queued', worker = NULL, worker_process = NULL, run_at = {self.now}"
+        )
+
+    @property
+    def release(self) -> str:
+        """A claimed run whose session this worker could not open goes back, unfenced
+        (no lease was taken) but only while it still names this worker."""
+        p = self.p
+        return (
+            "UPDATE openprogram_runs SET state = 'queued', worker = NULL, "
+            f"worker_process = NULL, run_at = {self.now} + {p}{self.cast} "
+            f"WHERE id = {p} AND state = 'running' AND worker = {p}"
+        )
+
+    @property
+    def cancel_queued(self) -> str:
+        p = self.p
+        return (
+            "UPDATE openprogram_runs SET state = 'cancelled', cancel = 1, "
+            f"ended_at = {self.now}, error = {p} "
+            f"WHERE id = {p} AND state IN ('queued', 'waiting')"
+        )
+
+    @property
+    def cancel_running(self) -> str:
+        return f"UPDATE openprogram_runs SET cancel = 1 WHERE id = {self.p} AND state = 'running'"
+
+    @property
+    def cancelled(self) -> str:
+        """Which of a worker's running runs were asked to stop."""
+        return (
+            "SELECT id FROM openprogram_runs WHERE state = 'running' AND cancel = 1 "
+            f"AND worker = {self.p}"
+        )
+
+    @property
+    def requeue(self) -> str:
+        p = self.p
+        return (
+            f"UPDATE openprogram_runs SET state = 'queued', run_at = {self.now}, "
+            f"ended_at = NULL, error = NULL WHERE id = {p} AND state = 'waiting'"
+        )
+
+    @property
+    def set_limit(self) -> str:
+        p = self.p
+        return (
+            f"INSERT INTO openprogram_run_queues (name, concurrency) VALUES ({p}, {p}) "
+            "ON CONFLICT (name) DO UPDATE SET concurrency = excluded.concurrency"
+        )
+
+    def listing(self, where: str) -> str:
+        return f"SELECT {_COLUMNS} FROM openprogram_runs {where} ORDER BY submitted_at"
+
+
+SQLITE = Dialect(p="?", now="((julianday('now') - 2440587.5) * 86400.0)", real="REAL",
+                 postgres=False)  # fmt: skip
+POSTGRES = Dialect(p="%s", now="extract(epoch from clock_timestamp())::float8",
+                   real="DOUBLE PRECISION", postgres=True, cast="::float8")  # fmt: skip

@@ -1,0 +1,315 @@
+"""Worker: takes queued runs and runs each inside its session, under the session's lease.
+
+A worker has `concurrency` slots (threads), each claiming the best run due on its queues
+and calling it inside `Session.open(store, id, resume=True)`: what a run recorded before
+(another worker's, that died) is answered from the record. A watch thread requeues
+running runs whose worker is gone (a dead process on this machine at once, elsewhere
+once its lease's heartbeat expired) and stops runs asked to cancel or whose lease was
+taken over. SIGTERM drains: each run stops at its next call boundary and is handed back
+at once. Start at Worker.run().
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import json
+import logging
+import signal
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from openprogram import Session
+from openprogram.agentic import _drain
+from openprogram.core._secrets import scrub
+from openprogram.core.values import to_jsonable
+from openprogram.errors import (
+    EffectUnknown,
+    RunStopped,
+    RunWaiting,
+    SessionLocked,
+    StoreError,
+    UsageError,
+)
+from openprogram.runs.queue import RunInfo, RunQueue
+from openprogram.store.lease import new_owner, this_process
+
+__all__ = ["Worker", "resolve"]
+
+log = logging.getLogger("openprogram.runs")
+
+CANCELLED = "cancelled by request"
+LOST = "the session's writer lease was taken over by another worker"
+
+
+def resolve(name: str) -> Callable[..., Any]:
+    """The function "package.module:function" names (attributes may be dotted).
+    UsageError when it cannot be imported or is not callable."""
+    module_name, _, attribute = name.partition(":")
+    if not module_name or not attribute:
+        raise UsageError(f"{name!r} names no function: write 'package.module:function'")
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError) as exc:
+        raise UsageError(
+            f"cannot load {name!r}: {type(exc).__name__}: {exc}. The worker imports it by "
+            "that name: run the worker where the module is importable (its folder on "
+            "PYTHONPATH, or --import it)"
+        ) from None
+    if not callable(target):
+        raise UsageError(f"{name!r} is a {type(target).__name__}, not a function")
+    return target  # type: ignore[no-any-return]
+
+
+class Worker:
+    """Runs the queued runs of `store` (a URL or path) on `queues`, `concurrency` at once.
+
+    poll_s: how long an idle slot waits before looking for a due run again. watch_s:
+    how often running runs are checked for a dead worker, a cancel or a lost lease.
+    """
+
+    def __init__(
+        self,
+        store: Any,
+        *,
+        queues: Sequence[str] = ("default",),
+        concurrency: int = 1,
+        poll_s: float = 0.2,
+        watch_s: float = 0.5,
+    ) -> None:
+        if not isinstance(concurrency, int) or concurrency < 1:
+            raise UsageError(f"concurrency={concurrency!r} must be a whole number >= 1")
+        if not queues or not all(isinstance(q, str) and q for q in queues):
+            raise UsageError(f"queues={queues!r} must name at least one queue")
+        self.queue = RunQueue(store)
+        self.spec = self.queue.spec
+        self.queues = tuple(queues)
+        self.concurrency = concurrency
+        self.poll_s = poll_s
+        self.watch_s = watch_s
+        self.process = this_process()
+        self.started = 0
+        self.finished = 0
+        self._stopping = threading.Event()
+        self._wake = threading.Event()
+        self._lock = threading.Lock()
+        self._active: dict[str, tuple[str, Session]] = {}  # run id -> (slot, its session)
+
+    # -- lifetime ------------------------------------------------------------------------
+    def run(self, *, until_idle: bool = False) -> None:
+        """Work until stop() (or SIGTERM / SIGINT in the main thread: drain), or, with
+        `until_idle`, until no run is queued, running or due on its queues."""
+        handlers = self._install() if threading.current_thread() is threading.main_thread() else {}
+        slots = [
+            threading.Thread(target=self._slot, args=(until_idle,), name=f"openprogram-run-{i}")
+            for i in range(self.concurrency)
+        ]
+        watch = threading.Thread(target=self._watch, name="openprogram-run-watch", daemon=True)
+        try:
+            watch.start()
+            for slot in slots:
+                slot.start()
+            for slot in slots:
+                while slot.is_alive():  # a join with a timeout lets signals in
+                    slot.join(0.5)
+        finally:
+            self._stopping.set()
+            self._wake.set()
+            for signum, previous in handlers.items():
+                signal.signal(signum, previous)
+            self.queue.close()
+
+    def stop(self) -> None:
+        """Drain: take no new run; each running one stops at its next call boundary (an
+        `effect="once"` body is let finish) and goes back to its queue at once."""
+        if self._stopping.is_set():
+            return
+        log.info("openprogram: worker draining (%d runs running)", len(self._active))
+        self._stopping.set()
+        self._wake.set()
+        _drain.requested[0] = True  # every session of this process stops at a boundary
+
+    def _install(self) -> dict[int, Any]:
+        previous: dict[int, Any] = {}
+
+        def drain(signum: int, frame: Any) -> None:
+            if self._stopping.is_set():  # the second: stop now
+                signal.signal(signum, previous.get(signum, signal.SIG_DFL))
+                signal.raise_signal(signum)
+                return
+            self.stop()
+
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            previous[signum] = signal.signal(signum, drain)
+        return previous
+
+    # -- slots ---------------------------------------------------------------------------
+    def _slot(self, until_idle: bool) -> None:
+        slot = new_owner()
+        while not self._stopping.is_set():
+            try:
+                run = self.queue.claim(self.queues, slot, self.process)
+            except StoreError as exc:
+                log.warning("openprogram: worker could not claim a run: %s", exc)
+                run = None
+            if run is None:
+                if until_idle and self._idle():
+                    return
+                self._wake.wait(self.poll_s)
+                self._wake.clear()
+                continue
+            self._execute(run, slot)
+
+    def _idle(self) -> bool:
+        """Whether no run of this worker's queues is running or due."""
+        now = self.queue.now()
+        return not any(
+            r.state == "running" or (r.state == "queued" and r.run_at <= now)
+            for r in self.queue.list_runs()
+            if r.queue in self.queues
+        )
+
+    def _execute(self, run: RunInfo, slot: str) -> None:
+        """Run `run` in its session; its row ends as the call did (fenced by the lease)."""
+        with self._lock:
+            self.started += 1
+        try:
+            function = resolve(run.function)
+            args, kwargs = run.call()
+            session = Session.open(self.spec, run.id, resume=True, create=True)
+        except Exception as exc:
+            if isinstance(exc, UsageError):  # it can never run here: say why on the run
+                self._end_unleased(run, slot, exc)
+            else:
+                log.warning("openprogram: could not open run %s: %s", run.id, exc)
+                self.queue.release(run.id, slot, delay=self.watch_s)
+            return
+        try:
+            with session:
+                latest = self.queue.get(run.id)
+                if latest is None or latest.state != "running" or latest.worker != slot:
+                    return  # ended, or taken over, between the claim and the lease
+                with self._lock:
+                    self._active[run.id] = (slot, session)
+                try:
+                    ended = self._call(run, session, function, args, kwargs)
+                finally:
+                    with self._lock:
+                        self._active.pop(run.id, None)
+            if ended is not None:  # said once the lease is given up
+                log.info("openprogram: run %s %s", run.id, ended)
+        except SessionLocked as exc:  # a live writer has it: it ends the run (fenced)
+            log.info("openprogram: run %s is another writer's: %s", run.id, exc)
+            self.queue.release(run.id, slot, delay=self.watch_s)
+        except StoreError as exc:
+            log.warning("openprogram: run %s: the store failed: %s", run.id, exc)
+        with self._lock:
+            self.finished += 1
+
+    def _call(
+        self,
+        run: RunInfo,
+        session: Session,
+        function: Callable[..., Any],
+        args: list[Any],
+        kwargs: dict[str, Any],
+    ) -> str | None:
+        """Call the run's function; the state its row ended in (None: not ended here)."""
+        owner = session.writer
+        state, result, error = "completed", None, None
+        try:
+            value = function(*args, **kwargs)
+            if inspect.isawaitable(value):
+                value = asyncio.run(_awaited(value))
+            result = scrub(json.dumps(to_jsonable(value, None), allow_nan=False, default=str))
+        except RunWaiting as exc:  # a person must answer: requeue it after
+            state, error = "waiting", f"RunWaiting: {exc}"
+        except EffectUnknown as exc:  # a person must settle a `once` call
+            state, error = "waiting", f"EffectUnknown: {exc}"
+        except RunStopped as exc:
+            if exc.reason == LOST:
+                log.error("openprogram: run %s stopped: %s", run.id, LOST)
+                return None
+            if exc.reason == _drain.REASON or self._stopping.is_set():
+                session.flush()
+                if self.queue.hand_back(run.id, owner):
+                    log.info("openprogram: run %s handed back (drained)", run.id)
+                return None
+            state = "cancelled" if exc.reason == CANCELLED else "stopped"
+            error = f"{type(exc).__name__}: {exc}"
+        except SessionLocked:
+            log.error("openprogram: run %s stopped: %s", run.id, LOST)
+            return None
+        except Exception as exc:
+            state, error = "failed", f"{type(exc).__name__}: {exc}"[:4000]
+        error = None if error is None else scrub(error)
+        if not session.flush():
+            log.warning("openprogram: run %s: some records failed (see the log)", run.id)
+        if self.queue.finish(run.id, owner, state, result, error):
+            return state
+        log.error("openprogram: run %s ended, but %s: its end is not recorded", run.id, LOST)
+        return None
+
+    def _end_unleased(self, run: RunInfo, slot: str, exc: Exception) -> None:
+        """A run that cannot start here at all (its function cannot be loaded): failed."""
+        try:
+            with Session.open(self.spec, run.id, create=True) as session:
+                self.queue.finish(run.id, session.writer, "failed", None, f"UsageError: {exc}")
+        except Exception as again:
+            log.warning("openprogram: run %s cannot run (%s), nor be ended: %s", run.id, exc, again)
+            self.queue.release(run.id, slot)
+
+    # -- watching ------------------------------------------------------------------------
+    def _watch(self) -> None:
+        while not self._stopping.wait(self.watch_s):
+            try:
+                self.watch_once()
+            except StoreError as exc:
+                log.warning("openprogram: worker could not check running runs: %s", exc)
+
+    def watch_once(self) -> int:
+        """Requeue running runs whose worker is gone; stop own runs asked to cancel or
+        whose lease was lost. Returns how many runs were requeued."""
+        now, running = self.queue.running()
+        requeued = 0
+        mine = {slot for slot, _ in self._active.values()}
+        for found in running:
+            if found.worker in mine:
+                continue
+            # the lease taken since the claim is the claimer's: it tells; an older one is
+            # a dead writer's, which the live claimer takes over next
+            lease = found.lease
+            if lease is not None and lease.acquired_at < found.claimer.acquired_at:
+                lease = None
+            holder = found.claimer if lease is None else lease
+            why = holder.expired(now, _ttl(self.queue))
+            if why is None:
+                continue  # a live worker runs it, or is about to
+            if self.queue.requeue_orphan(found.id, found.worker):
+                requeued += 1
+                log.warning("openprogram: run %s requeued: %s", found.id, why)
+        if requeued:
+            self._wake.set()
+        with self._lock:
+            active = dict(self._active)
+        cancelled: set[str] = set()
+        for slot in {slot for slot, _ in active.values()}:
+            cancelled.update(self.queue.cancelled(slot))
+        for id, (_, session) in active.items():
+            if id in cancelled:
+                session.stop(CANCELLED)
+            elif session.store is not None and id in getattr(session.store, "_lost", {}):
+                session.stop(LOST)
+        return requeued
+
+
+def _ttl(queue: RunQueue) -> float:
+    return float(getattr(queue.store, "lease_ttl_s", 30.0))
+
+
+async def _awaited(value: Any) -> Any:
+    return await value
