@@ -1,6 +1,7 @@
 """MiniWoB++ tests need the bench extra, Xvfb, Chromium and chromedriver; they skip,
 saying which is missing, without them (scripts/setup.sh --dev installs all of them).
-The desktop suite's tests (test_desktop*.py) need no bench extra."""
+The desktop suite's tests (test_desktop*.py) and the conformance suite's
+(test_conformance.py) need no bench extra."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ def needs_miniwob() -> list[pytest.MarkDecorator]:
 
 @pytest.fixture(autouse=True)
 def _miniwob_installed(request: pytest.FixtureRequest) -> None:
-    if request.module.__name__.rsplit(".", 1)[-1].startswith("test_desktop"):
+    name = request.module.__name__.rsplit(".", 1)[-1]
+    if name.startswith("test_desktop") or name == "test_conformance":
         return
     pytest.importorskip("miniwob", reason='needs pip install "openprogram[bench]"')
