@@ -239,7 +239,8 @@ def dispatch_action(action: dict[str, Any], step: int) -> dict[str, Any]:
     result: dict[str, Any] = {"executed": True, "settled": settled}
     if moved != (0, 0):
         result["moved"] = list(moved)
-    if planned.type in ("click", "double_click") and getattr(planned, "element", None) is not None:
+    clicked = planned.type in ("click", "double_click", "triple_click")
+    if clicked and getattr(planned, "element", None) is not None:
         # a click that changed nothing may have missed what it aimed at: say so to verify
         whole = (0, 0, *observation.size)
         result["screen_changed"] = shows_change(observation.image, _grab(run, whole))

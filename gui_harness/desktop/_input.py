@@ -270,15 +270,16 @@ class XInput:
 
     def _type(self, action: Any) -> None:
         shift = self._keycode("shift")[0]
+        held = "shift" in self._held_keys  # held by key_down: never released here
         text, start = action.text, 0
         while start < len(text):
             keys = self._prepare(text, start)
             for code, needs_shift in keys:
-                if needs_shift:
+                if needs_shift and not held:
                     self._key(shift, press=True)
                 self._key(code, press=True)
                 self._key(code, press=False)
-                if needs_shift:
+                if needs_shift and not held:
                     self._key(shift, press=False)
             start += len(keys)
 

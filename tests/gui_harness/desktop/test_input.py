@@ -190,3 +190,19 @@ def test_closing_the_desktop_releases_what_is_held(
     probe.settled(("key_up",), 3)
     assert keys_of(probe, "key_up") == ["KP_5", "Shift_L", "Control_L"]
     assert [e.button for e in probe.of("button_up")] == [1]
+
+
+def test_typing_with_shift_held_by_key_down_never_releases_it(
+    screen: VirtualDesktop, probe: EventProbe
+) -> None:
+    desktop = screen.desktop
+    desktop.execute(KeyDown(keys=["shift"]))
+    desktop.execute(Type(text="A!"))  # both on the shift level: Shift is down already
+    desktop.execute(Click(x=20, y=20))
+    desktop.execute(KeyUp(keys=["shift"]))
+    probe.settled(("button_up",), 1)
+    probe.until(lambda events: any(e.key == "Shift_L" for e in probe.of("key_up")))
+    assert (
+        keys_of(probe, "key_up")[-1] == "Shift_L" and keys_of(probe, "key_up").count("Shift_L") == 1
+    )
+    assert "shift" in probe.of("button_down")[0].held
