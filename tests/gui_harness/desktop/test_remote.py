@@ -162,3 +162,21 @@ def test_concurrent_clients_are_served_one_action_at_a_time(server, fake):
     for thread in threads:
         thread.join()
     assert fake.state()["name"] == "ab" * 8
+
+
+def test_keys_held_over_the_wire_make_chords_the_servers_policy_checks(server, fake):
+    from gui_harness.actions import KeyDown, KeyUp, MouseDown
+
+    remote = RemoteDesktop(server.url, token=server.token)
+    remote.execute(KeyDown(keys=["ctrl", "alt"]))
+    remote.execute(MouseDown(x=10, y=10, button="right"))
+    assert (remote.held_keys, remote.held_buttons) == (["ctrl", "alt"], ["right"])
+    assert fake.held_keys == ["ctrl", "alt"]
+    with pytest.raises(ActionRejected, match="'ctrl\\+alt\\+t' is not allowed"):
+        remote.execute(Keypress(keys=["t"]))  # with the held keys: a terminal's chord
+    with pytest.raises(InvalidAction, match="not all held"):
+        remote.execute(KeyUp(keys=["shift"]))
+    remote.release_held()
+    assert (remote.held_keys, remote.held_buttons, fake.held_keys, fake.held_buttons) == (
+        [], [], [], [],
+    )  # fmt: skip
