@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from openprogram.core.image import Image, ImageRef
     from openprogram.core.usage import Usage
     from openprogram.errors import (
+        AlreadySettled,
         BudgetExceeded,
         ConfigError,
         EffectUnknown,
@@ -158,6 +159,7 @@ __all__ = [
     "StoreDamaged",
     "ResumeDivergence",
     "EffectUnknown",
+    "AlreadySettled",
     "UnsupportedOperation",
     "OperationFailed",
     "RunStopped",
@@ -189,6 +191,7 @@ _HOMES: dict[str, str] = {
     "Image": "openprogram.core.image",
     "ImageRef": "openprogram.core.image",
     "Usage": "openprogram.core.usage",
+    "AlreadySettled": "openprogram.errors",
     "BudgetExceeded": "openprogram.errors",
     "ConfigError": "openprogram.errors",
     "EffectUnknown": "openprogram.errors",

@@ -2,7 +2,8 @@
 
     OpenProgramError
     ├── UsageError (ValueError)            the developer called something wrongly
-    │   └── ConfigError                    a setting is missing or invalid
+    │   ├── ConfigError                    a setting is missing or invalid
+    │   └── AlreadySettled                 a call or operation was settled already (by whom, when)
     ├── RunError (RuntimeError)            something failed while running; carries .node_id
     │   ├── ModelError                     the provider failed (after retries where they apply)
     │   │   ├── ModelAuthError             bad or missing API key: never retried
@@ -33,6 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "AlreadySettled",
     "BudgetExceeded",
     "ConfigError",
     "EffectUnknown",
@@ -70,6 +72,29 @@ class UsageError(OpenProgramError, ValueError):
 
 class ConfigError(UsageError):
     """A setting is missing or invalid (model name, store URL, environment)."""
+
+
+class AlreadySettled(UsageError):
+    """Settling was refused: the store holds the call (or operation) settled already, or
+    finished, by another Session or process: settling is a compare-and-set on the stored
+    node, so of two settles only the first lands (the same settle again is a no-op).
+    `node_id` names the call, `by` who settled it, `at` when (epoch seconds), `how`
+    ("result", "rerun", or what else the store holds); nothing changed."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        node_id: str | None = None,
+        by: str | None = None,
+        at: float | None = None,
+        how: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.node_id = node_id
+        self.by = by
+        self.at = at
+        self.how = how
 
 
 class RunError(OpenProgramError, RuntimeError):

@@ -86,6 +86,7 @@ OPENPROGRAM = [
     "StoreDamaged",
     "ResumeDivergence",
     "EffectUnknown",
+    "AlreadySettled",
     "UnsupportedOperation",
     "OperationFailed",
     "RunStopped",

@@ -76,6 +76,7 @@ def question_commands(
         from openprogram.errors import UsageError
 
         with opened_session(store_spec, session_id) as session:
+            question_id = _node_id(session, question_id)
             asked = questions.question(questions.find(session.dag, question_id))
             try:
                 questions.check(asked, value)  # a VALUE that cannot answer it: exit 2
@@ -91,15 +92,23 @@ def question_commands(
     @store_option
     @click.option("--result", "result", metavar="JSON", help="What the call returned.")
     @click.option("--rerun", is_flag=True, help="Its effect did not happen: run it again.")
+    @click.option("--by", help="Who settles, as recorded (default: user@host pid N).")
     def settle_command(
-        session_id: str, node_id: str, store_spec: str, result: str | None, rerun: bool
+        session_id: str,
+        node_id: str,
+        store_spec: str,
+        result: str | None,
+        rerun: bool,
+        by: str | None,
     ) -> None:
         """Settle call NODE of session ID: an effect="once" call that was interrupted, so
         whether its effect happened is unknown (`sessions show` marks it ?), or operation
         OP, unknown the same way (`sessions ops` lists it). Look the effect up by the
         call's idempotency key (an operation's: its id), then give what it returned
-        (--result, JSON; text that is not JSON is taken as text) or --rerun. Re-run the
-        program with Session.open(store, ID, resume=True) to go on from there."""
+        (--result, JSON; text that is not JSON is taken as text) or --rerun. A call is
+        settled once: one settled already (here or by another process) is refused,
+        naming who settled it and when. Re-run the program with Session.open(store, ID,
+        resume=True) to go on from there."""
         if (result is None) == (not rerun):
             raise click.UsageError("give one of --result JSON or --rerun")
         value: Any = None
@@ -109,11 +118,30 @@ def question_commands(
             except ValueError:
                 value = result
         with opened_session(store_spec, session_id) as session:
-            node = session.settle(node_id, value, rerun=rerun)
+            operation = any(r.id == node_id for r in session.operations())
+            if not operation:
+                node_id = _node_id(session, node_id)
+            node = session.settle(node_id, value, rerun=rerun, by=by)
         how = "to run again" if rerun else "with " + elide(json_text(value), 200)
         what = [styled(node.name, newlines=False), f" ({node.id}) "]
-        if node.id != node_id:  # an operation: the node is the tool call that made it
+        if operation:  # the node is the tool call that made it
             what.insert(0, f"operation {node_id} of ")
         say("settled ", *what, how, " in session ", styled(session.id, newlines=False))
 
     return [pending_command, answer_command, settle_command]
+
+
+def _node_id(session: Any, reference: str) -> str:
+    """The id of the node `reference` names, in every form a NODE argument takes (a node
+    id, a unique id prefix, NAME#K, llm:NAME#K, user#K: display.calls.resolve_node); the
+    reference itself when it names none, for the command's own error to list what it
+    could name."""
+    from openprogram.display.calls import resolve_node
+    from openprogram.errors import UsageError
+
+    try:
+        return str(resolve_node(session.dag, reference).id)
+    except UsageError as exc:
+        if any(n.id.startswith(reference) for n in session.dag.nodes):  # an ambiguous
+            raise click.ClickException(str(exc)) from exc  # prefix: say so
+        return reference

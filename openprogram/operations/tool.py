@@ -231,8 +231,9 @@ def session_operations(session: Any) -> list[OperationRecord]:
 
 
 def settle_operation(
-    session: Any, operation: str, *, result: Any = None, rerun: bool = False
+    session: Any, operation: str, *, result: Any = None, rerun: bool = False, by: str = ""
 ) -> OperationRecord:
     """Settle an `unknown` operation of `session`: done with `result`, or (rerun=True)
-    pending again, to run when its tool call is resumed."""
-    return tracker(session).settle(operation, result=result, rerun=rerun)
+    pending again, to run when its tool call is resumed; `by` (who settles) goes into
+    its event. AlreadySettled, naming who settled it, when it was settled already."""
+    return tracker(session).settle(operation, result=result, rerun=rerun, by=by)

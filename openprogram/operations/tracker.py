@@ -21,7 +21,7 @@ from typing import Any
 
 from openprogram.core import _secrets
 from openprogram.core.dag import Node
-from openprogram.errors import EffectUnknown, OperationFailed, UsageError
+from openprogram.errors import AlreadySettled, EffectUnknown, OperationFailed, UsageError
 from openprogram.operations.manager import LocalOperations, OperationManager, Reported
 from openprogram.operations.operation import (
     FINISHED,
@@ -423,9 +423,12 @@ class Tracker:
             manager.cancel(id)
         return live.record
 
-    def settle(self, id: str, *, result: Any = None, rerun: bool = False) -> OperationRecord:
+    def settle(
+        self, id: str, *, result: Any = None, rerun: bool = False, by: str = ""
+    ) -> OperationRecord:
         """Settle an `unknown` operation by hand: it is done with `result`, or (rerun=True)
-        pending again, to run when its tool call is resumed."""
+        pending again, to run when its tool call is resumed. Its event says who settled it
+        (`by`) and how; AlreadySettled, naming them, when it was settled already."""
         with self._lock:
             self._load()
             live = self._ops.get(id)
@@ -437,25 +440,45 @@ class Tracker:
                 same = _json(result) == _json(live.record.result)
                 if live.record.state == "done" and not rerun and same:
                     return live.record  # settled so already
-                raise UsageError(
-                    f"operation {id!r} is {live.record.state}, not unknown: only an unknown "
-                    "operation is settled"
-                )
+                raise self._already(id, live.record.state)
+            who = f" by {by}" if by else ""
             if rerun:
-                moved = self._move(live, ("unknown",), "pending", detail="settled: run again")
+                detail = f"{SETTLED}{who}: run again"
+                moved = self._move(live, ("unknown",), "pending", detail=detail)
                 if moved:
                     live.done.clear()
                     live.started = False
             else:
-                moved = self._move(
-                    live, ("unknown",), "done", result=result, detail="settled by hand"
-                )
+                detail = f"{SETTLED}{who}: done with the result given"
+                moved = self._move(live, ("unknown",), "done", result=result, detail=detail)
             if not moved:  # the store's row moved on meanwhile (another process settled it)
-                raise UsageError(
-                    f"operation {id!r} was settled or changed meanwhile by another process; "
-                    "look at it again (openprogram sessions ops)"
-                )
+                row = next((r for r in self._store.operations(self.session.id) if r.id == id),
+                           None) if self._store is not None else None  # fmt: skip
+                raise self._already(id, live.record.state if row is None else row.state)
         return live.record
+
+    def _already(self, id: str, state: str) -> AlreadySettled:
+        """The refusal to settle operation `id`, in `state`: who settled it, when, how
+        (its newest settle event), as the store records it."""
+        events = getattr(self._store, "operation_events", None)
+        found = [e for e in (events(self.session.id, id) if events else [])
+                 if (e.detail or "").startswith(SETTLED)]  # fmt: skip
+        said, by, at = "", None, None
+        if found:
+            last = found[-1]
+            at = last.at
+            said = f": {last.detail} at " + time.strftime("%Y-%m-%d %H:%M:%S UTC",
+                                                          time.gmtime(last.at))  # fmt: skip
+            head = (last.detail or "")[len(SETTLED) :]
+            by = head[4:].split(": ", 1)[0] if head.startswith(" by ") else None
+        return AlreadySettled(
+            f"operation {id!r} is {state}, not unknown: only an unknown operation is settled"
+            f"{said}; nothing changed (`openprogram sessions ops {self.session.id} "
+            "--events` shows its history)",
+            by=by,
+            at=at,
+            how=state,
+        )
 
     def results(self, node: Node, ids: Sequence[str]) -> Any:
         """The results of a foreground tool call's operations (one value for one
@@ -510,6 +533,8 @@ class Tracker:
             self.start(ids, manager)
 
 
+SETTLED = "settled"
+"""The start of an event's detail that records a settle: "settled by WHO: how"."""
 _UNKNOWN = "its process died while it ran; its kind is effect='once', so it is not run again"
 _FOLLOW_S = 0.05
 """How often a fork waiting for its parent's operation reads the parent's store rows."""

@@ -43,11 +43,16 @@ def shared_history(source: ContextDAG, at: Node, cut: int) -> list[Node]:
 
 
 def load_dag(
-    store: Store, info: SessionInfo, depth: int = 0, rows: set[int] | None = None
+    store: Store,
+    info: SessionInfo,
+    depth: int = 0,
+    rows: set[int] | None = None,
+    owners: dict[str, str] | None = None,
 ) -> ContextDAG:
     """The DAG of `info`: for a fork, its parent's shared history (recursively), then
     the session's own rows, which override inherited nodes of the same id (their seqs
-    are added to `rows`)."""
+    are added to `rows`). `owners` gets each inherited node's id -> the session whose
+    own node it is (its parent's, or further up the chain of forks)."""
     nodes: dict[str, Node] = {}
     old_values: set[str] = set()  # nodes whose values format_version 5 or older stored
     if info.parent is not None:
@@ -57,9 +62,12 @@ def load_dag(
                 f"session {info.id!r} is a fork of {info.parent!r}, which {store.url} "
                 "does not hold (or not as recorded); it cannot be loaded"
             )
-        source = load_dag(store, parent, depth + 1)
+        theirs: dict[str, str] = {}
+        source = load_dag(store, parent, depth + 1, owners=theirs)
         for copy in shared_history(source, source.node(info.at), info.cut):
             nodes[copy.id] = copy
+            if owners is not None:
+                owners[copy.id] = theirs.get(copy.id, parent.id)
         old_values |= source.legacy_values
     version = getattr(store, "format_version", FORMAT_VERSION)
     for node in decode_rows(store.rows(info.id), info.id):

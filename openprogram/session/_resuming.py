@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -28,11 +29,13 @@ from openprogram.agentic.function import _annotations
 from openprogram.core import _secrets
 from openprogram.core.dag import Kind, Node
 from openprogram.core.image import ImageRef
-from openprogram.errors import ResumeDivergence
+from openprogram.errors import ResumeDivergence, SessionLocked
 from openprogram.render._history import forget
 from openprogram.session import effects
 
 __all__ = ["Resuming"]
+
+log = logging.getLogger("openprogram")
 
 _INTERRUPTED = (
     "interrupted: the process ended during this call, and the resumed run did not call it again"
@@ -47,6 +50,7 @@ class Resuming:
     dag: Any
     _resumer: Any
     _adapters: dict[Any, Any]
+    _shared: dict[str, str]
     _write: Callable[[Node], None]
 
     def _resumed_output(self, node: Node, fn: Any) -> Any:
@@ -105,10 +109,16 @@ class Resuming:
             if why is not None and node.meta.get("effect") != "once":  # its input has no
                 self._reopen(node, kind, extra, why)  # stored form (a once call never reruns)
             return node
+        once = kind == "code" and node.meta.get("effect") == "once"
+        theirs = effects.shared(self, node) if once else None
+        if theirs is not None:  # a fork's parent's once call: never settled or run here
+            raise theirs
         if kind == "code" and effects.interrupted(node):  # never run again unless settled:
             effects.settle_or_raise(self, node)  # EffectUnknown (function.py lets it through)
             if node.status == "completed":
                 return node
+        if once:  # it runs again: only while the store holds it as this run loaded it
+            effects.claim_rerun(self, node)
         if kind == "llm" and node.output is not None and node.status == "error":
             node.status, node.error = "completed", None  # a reply that failed validation:
             self._write(node)  # replay it; llm() marks it invalid again and re-asks
@@ -155,7 +165,12 @@ class Resuming:
         assert self._resumer is not None
         for node in self._resumer.unclaimed_running(parent):
             if node.meta.get("effect") == "once":  # it began: its effect is unknown
-                effects.unknown(self, node)
+                if node.id in self._shared:  # a fork's parent's: only the parent records it
+                    continue
+                try:
+                    effects.unknown(self, node, stored=True)
+                except SessionLocked as exc:  # settled meanwhile elsewhere: left as stored
+                    log.warning("openprogram: %s", exc)
             else:
                 self.dag.complete(node, None, status="cancelled", error=_INTERRUPTED)
 

@@ -4,29 +4,39 @@ effect is unknown.
 A call of `@agentic_function(effect=...)` carries `meta["effect"]` and `meta["key"]` on
 its node, committed to the store before its body runs (store/recorder.py). session.py
 asks this module when a resumed run meets such a call that never finished; a person
-answers with settle(). Start at idempotency_key() and settle().
+answers with settle(), a compare-and-set on the stored node (a call is settled once,
+whoever settles it). A fork never settles, re-runs or cancels a `once` call it shares
+with its parent. Start at idempotency_key() and settle().
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import math
 import threading
 import time
 from typing import Any
 
 from openprogram.agentic._resume import call_path, path_text, stored_value, top_level_chain
 from openprogram.agentic.ask import RERUN, ask_to_settle
+from openprogram.agentic.questions import answerer
 from openprogram.core import _context
 from openprogram.core.dag import Node
-from openprogram.errors import EffectUnknown, StoreError, UsageError
+from openprogram.echo import printable
+from openprogram.errors import AlreadySettled, EffectUnknown, SessionLocked, StoreError, UsageError
 from openprogram.operations.tracker import Tracker, tracker
+from openprogram.store.format import NodeRow, decode_node
 
 __all__ = [
+    "claim_rerun",
     "idempotency_key",
     "interrupted",
     "new_key",
     "settle",
     "settle_or_raise",
+    "settlement",
+    "shared",
     "started",
     "unknown",
 ]
@@ -115,11 +125,38 @@ def interrupted(node: Node) -> bool:
     )
 
 
-def unknown(session: Any, node: Node, by: str = "") -> EffectUnknown:
+def settlement(node: Node) -> dict[str, Any] | None:
+    """How `node` was last settled, `{"how": "result" | "rerun", "by": ..., "at": ...}`,
+    or None when it never was (an older record: what its meta says)."""
+    entries = node.meta.get("settlements")
+    if isinstance(entries, list) and entries and isinstance(entries[-1], dict):
+        return dict(entries[-1])
+    how = node.meta.get("settled")
+    if how is None:
+        return None
+    return {"how": how, "by": node.meta.get("settled_by"), "at": node.meta.get("settled_at")}
+
+
+def _settleable(row: NodeRow) -> bool:
+    """The compare of settling (and of recording a call `unknown`): the stored node is
+    still an interrupted `once` call that nobody settled."""
+    node = decode_node(row)
+    return (
+        node.meta.get("effect") == "once"
+        and node.status in INTERRUPTED
+        and node.meta.get("settled") is None
+    )
+
+
+def unknown(session: Any, node: Node, by: str = "", *, stored: bool = False) -> EffectUnknown:
     """Record interrupted `node` as `unknown` (once; `by`: what interrupted it, else its
-    status says) and the EffectUnknown to raise."""
+    status says) and the EffectUnknown to raise. `stored`: a resumed run found it so;
+    it is recorded only while the store still holds it unsettled (SessionLocked when
+    another Session or process settled it since this one loaded it)."""
     if node.status != "unknown":
         error = _UNKNOWN.format(was=by or node.status)
+        if stored:
+            _swap(session, node, _settleable, status="unknown", output=None, error=error)
         session.dag.complete(node, None, status="unknown", error=error)
     where = path_text(call_path(session.dag, node))
     key = str(node.meta.get("key", ""))
@@ -138,21 +175,49 @@ def unknown(session: Any, node: Node, by: str = "") -> EffectUnknown:
 _UNKNOWN = "unknown: the call began and did not finish ({was}); settle it"
 
 
-def settle(session: Any, node_id: str, result: Any, *, rerun: bool) -> Node:
+def shared(session: Any, node: Node) -> EffectUnknown | None:
+    """The error for `once` call `node` when fork `session` shares it with a parent (and
+    it did not finish as shared): only the session whose call it is settles, re-runs or
+    cancels it. None when it is the session's own."""
+    owner = session._shared.get(node.id)
+    if owner is None or node.meta.get("effect") != "once":
+        return None
+    where = path_text(call_path(session.dag, node))
+    key = str(node.meta.get("key", ""))
+    return EffectUnknown(
+        f"{where} (node {node.id}, idempotency key {key}) is an effect='once' call this "
+        f"fork shares with session {owner}, where it is its call ({node.status} as this "
+        "fork shares it): a fork never settles, re-runs or cancels its parent's once "
+        f"call. Settle it in {owner} (`openprogram sessions settle {owner} {node.id} "
+        f"--result JSON | --rerun`) or resume {owner}, then fork {owner} again from a "
+        "node after it finished",
+        node_id=node.id,
+        call=node.name,
+        key=key,
+    )
+
+
+def settle(session: Any, node_id: str, result: Any, *, rerun: bool, by: str | None = None) -> Node:
     """Session.settle: the body of an interrupted `once` call is known to have done its
     effect (the call returns `result` from now on) or not (`rerun`: it runs again, with
-    the same key). Durable at once; takes the session's writer lease for the moment
-    unless this session holds it."""
+    the same key). A compare-and-set on the stored node: AlreadySettled, naming who
+    settled it and when, when it is settled (or finished) already, also by another
+    Session or process. Durable at once; takes the session's writer lease for the
+    moment unless this session holds it."""
+    if by is not None and (not isinstance(by, str) or not by.strip()):
+        raise UsageError(f"by={by!r} must name who settles, as text")
     node = session.dag.get(node_id)
     operations = tracker(session)
     if node is None and operations.find(node_id) is not None:
-        return _settle_operation(session, operations, node_id, result, rerun=rerun)
+        return _settle_operation(session, operations, node_id, result, rerun=rerun, by=by)
     if node is None or node.kind != "code":
         waiting = [n.id for n in session.dag.nodes if n.meta.get("effect") == "once"
                    and n.status in INTERRUPTED]  # fmt: skip
         unknown_ops = [r.id for r in operations.records() if r.state == "unknown"]
+        shown = printable(str(node_id), newlines=False)
+        shown = shown if len(shown) <= 80 else shown[:80] + "…"
         raise UsageError(
-            f"no call {node_id!r} in session {session.id}; the calls to settle: {waiting!r}"
+            f"no call {shown!r} in session {session.id}; the calls to settle: {waiting!r}"
             + (f", the operations: {unknown_ops!r}" if unknown_ops else "")
         )
     if node.meta.get("effect") != "once":
@@ -160,18 +225,18 @@ def settle(session: Any, node_id: str, result: Any, *, rerun: bool) -> Node:
             f"{node.name} (node {node_id}) was not declared effect='once': only such a call "
             "waits to be settled (any other interrupted call runs again on resume)"
         )
+    theirs = shared(session, node)
+    if theirs is not None:
+        raise UsageError(str(theirs))
     value = None if rerun else stored_value(node.name, result, session.dag.add_image, returned=True)
-    if node.status not in INTERRUPTED:
-        if node.status == "completed" and not rerun and node.output == value:
+    if node.status not in INTERRUPTED or node.meta.get("settled") is not None:
+        if _same(node, value, rerun=rerun):
             return node  # settled so already
-        raise UsageError(
-            f"{node.name} (node {node_id}) is {node.status}, not waiting to be settled: "
-            + ("it finished" if node.status == "completed" else "a resumed run runs it again")
-        )
+        raise _already(session, node)
     held = session._holding
     session._claim()
     try:
-        settled(session, node, value, rerun=rerun)
+        _record(session, node, value, rerun=rerun, by=(by or answerer())[:200])
         session.flush()
     finally:
         if not held:  # the run that resumes takes the lease next
@@ -180,33 +245,170 @@ def settle(session: Any, node_id: str, result: Any, *, rerun: bool) -> Node:
 
 
 def _settle_operation(
-    session: Any, operations: Tracker, id: str, result: Any, *, rerun: bool
+    session: Any, operations: Tracker, id: str, result: Any, *, rerun: bool, by: str | None
 ) -> Node:
     """settle() of an `unknown` operation: done with `result`, or pending again (`rerun`),
     to run when its tool call is resumed; returns that tool call's node."""
     held = session._holding
     session._claim()
     try:
-        record = operations.settle(id, result=result, rerun=rerun)
+        record = operations.settle(id, result=result, rerun=rerun, by=(by or answerer())[:200])
     finally:
         if not held:  # the run that resumes takes the lease next
             session._release()
     return session.dag.node(record.node)  # type: ignore[no-any-return]
 
 
-def settled(session: Any, node: Node, value: Any, *, rerun: bool) -> None:
-    """Record the settlement on `node` (the caller holds the writer lease)."""
-    node.meta["settled_at"] = time.time()
+def _same(node: Node, value: Any, *, rerun: bool) -> bool:
+    """Whether `node` is settled as this settle would settle it (settling again: a no-op)."""
     if rerun:
-        if node.status != "unknown":
-            session.dag.complete(
-                node, None, status="unknown", error=_UNKNOWN.format(was=node.status)
-            )
-        node.meta["settled"] = RERUN
-        session._write(node)
+        return node.status == "unknown" and node.meta.get("settled") == RERUN
+    return (
+        node.status == "completed"
+        and node.meta.get("settled") == "result"
+        and (node.output == value)
+    )
+
+
+def _record(
+    session: Any, node: Node, value: Any, *, rerun: bool, by: str, run: bool = False
+) -> None:
+    """Settle `node` (the caller holds the writer lease): in the store first, by a
+    compare-and-set, then here. AlreadySettled when the store holds it settled already
+    (differently; the same settlement is a no-op); SessionLocked instead for a `run`
+    (a resumed run's asker settled it) that loaded it before."""
+    at = time.time()
+    entry = {"how": RERUN if rerun else "result", "by": by, "at": at}
+    meta = {
+        "settled": RERUN if rerun else "result",
+        "settled_at": at,
+        "settled_by": by,
+        "settlements": [*node.meta.get("settlements", []), entry][-20:],
+    }
+    if rerun:
+        error = node.error if node.status == "unknown" else _UNKNOWN.format(was=node.status)
+        change: dict[str, Any] = {"status": "unknown", "output": None, "error": error}
     else:
-        node.meta["settled"] = "result"
-        session.dag.complete(node, value)
+        change = {"status": "completed", "output": value, "error": None}
+    found = _swap(session, node, _settleable, meta=meta, refuse=False, **change)
+    if found is not None:
+        if _same(found, value, rerun=rerun):
+            return
+        raise _moved_on(session, node, found) if run else _already(session, found)
+    with session._lock:  # and in this process, another thread
+        if node.meta.get("settled") is not None or node.status not in INTERRUPTED:
+            if _same(node, value, rerun=rerun):
+                return
+            raise _already(session, node)
+        node.meta.update(meta)
+        if change["status"] != node.status or not rerun:
+            session.dag.complete(node, change["output"], status=change["status"],
+                                 error=change["error"])  # fmt: skip
+        else:
+            session._write(node)
+
+
+def _swap(
+    session: Any,
+    node: Node,
+    expect: Any,
+    *,
+    meta: dict[str, Any] | None = None,
+    refuse: bool = True,
+    **change: Any,
+) -> Node | None:
+    """Record `node` with `change` (and `meta` added) only while the store holds it as
+    `expect` accepts: None when recorded (or the session has no store), else the node
+    as stored; with `refuse`, SessionLocked saying it changed since it was loaded."""
+    recorder = session._recorder if session.store is not None else None
+    if recorder is None:
+        return None
+    if "status" in change and change["status"] != "running":
+        change.setdefault("ended_at", time.time())
+        change.setdefault("end_seq", session.dag.nodes[-1].seq if len(session.dag) else 0)
+    copy = node.model_copy(update={**change, "meta": {**node.meta, **(meta or {})}})
+    stored = recorder.compare_and_set(copy, expect)
+    if stored is None:
+        return None
+    found = decode_node(stored, session.id)
+    if refuse:
+        raise _moved_on(session, node, found)
+    return found
+
+
+def claim_rerun(session: Any, node: Node) -> None:
+    """A resumed run is about to run `once` call `node` again (settled so, or failed):
+    recorded only while the store holds it as this session loaded it, so two Sessions
+    opened on one store never both run it (SessionLocked for the later one)."""
+    status, how = node.status, node.meta.get("settled")
+
+    def unchanged(row: NodeRow) -> bool:
+        found = decode_node(row)
+        return found.status == status and found.meta.get("settled") == how
+
+    meta = {k: v for k, v in node.meta.items() if k != "settled"}
+    recorder = session._recorder if session.store is not None else None
+    if recorder is None:
+        return
+    copy = node.model_copy(update={"status": "running", "output": None, "error": None,
+                                   "ended_at": None, "end_seq": None, "meta": meta})  # fmt: skip
+    stored = recorder.compare_and_set(copy, unchanged)
+    if stored is not None:
+        raise _moved_on(session, node, decode_node(stored, session.id))
+
+
+def _when(at: Any) -> str:
+    if isinstance(at, (int, float)) and math.isfinite(at):
+        return time.strftime(" at %Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
+    return ""
+
+
+def _how(node: Node) -> tuple[str, dict[str, Any] | None]:
+    """What the record of a settled (or finished) call says: "settled ... by ... at ..."."""
+    last = settlement(node)
+    if last is None:
+        return "", None
+    by = last.get("by")
+    who = f" by {printable(str(by), newlines=False)[:200]}" if by else ""
+    if last.get("how") == RERUN:
+        how = "to run again"
+    else:
+        text = printable(json.dumps(node.output, default=str, ensure_ascii=False))
+        how = "with " + (text if len(text) <= 200 else text[:200] + "…")
+    return f"it was settled {how}{who}{_when(last.get('at'))}", last
+
+
+def _already(session: Any, node: Node) -> AlreadySettled:
+    """The refusal of settling `node`, as stored: who settled it, when, how, and where it
+    stands now."""
+    said, last = _how(node)
+    now = {"completed": "it finished", "running": "it is running again"}.get(node.status, "")
+    if last is not None and last.get("how") == RERUN and node.status == "completed":
+        now = "it ran again and finished"
+    elif last is not None and node.status != "running":
+        now = ""
+    reasons = "; ".join(r for r in (said, now) if r) or "a resumed run runs it again"
+    return AlreadySettled(
+        f"{node.name} (node {node.id}) is {node.status}, not waiting to be settled: "
+        f"{reasons}. A call is settled once; nothing changed (reopen the session to see "
+        "it as stored)",
+        node_id=node.id,
+        by=None if last is None else last.get("by"),
+        at=None if last is None else last.get("at"),
+        how=node.status if last is None else last.get("how"),
+    )
+
+
+def _moved_on(session: Any, node: Node, found: Node) -> SessionLocked:
+    said, _ = _how(found)
+    state = f"the store holds it {found.status}" + (f": {said}" if said else "")
+    where = getattr(session.store, "url", "the store")
+    return SessionLocked(
+        f"{node.name} (node {node.id}) of session {session.id} changed in {where} after this "
+        f"Session loaded it ({state}; by another Session or process), so it is neither run "
+        f"nor recorded here. Reopen the session (Session.open(store, {session.id!r}, "
+        "resume=True)) to go on from what is stored"
+    )
 
 
 _QUESTION = (
@@ -220,11 +422,12 @@ def settle_or_raise(session: Any, node: Node) -> None:
     """A resumed run met interrupted `node`: record it `unknown`, then have a person
     settle it when the runtime has an asker (`Runtime(ask=...)`): afterwards it is
     completed, or settled to run again. Raises EffectUnknown when there is nobody to
-    ask, RunWaiting when the asker says "not now" (answer with session.answer)."""
-    exc = unknown(session, node)
+    ask, RunWaiting when the asker says "not now", SessionLocked when another Session or
+    process settled it since this one loaded it."""
+    exc = unknown(session, node, stored=True)
     answer = ask_to_settle(_QUESTION.format(call=exc.call, key=exc.key))
     if answer is None:
         raise exc
     rerun, result = answer
     value = None if rerun else stored_value(node.name, result, session.dag.add_image, returned=True)
-    settled(session, node, value, rerun=rerun)
+    _record(session, node, value, rerun=rerun, by=f"{answerer()} (asked by the run)", run=True)

@@ -109,6 +109,7 @@ class Session(Resuming):
         self._stop_reason: str | None = None  # stop(): end the run at its next boundary
         self._effect_counts: dict[tuple[str | None, str], int] = {}  # effects.new_key's
         self._effect_paths: dict[str | None, str] = {}  # ordinals and frames' call paths
+        self._shared: dict[str, str] = {}  # a fork's inherited node -> whose call it is
         _secrets.refresh()  # what is written from now on is scrubbed of today's keys
 
     def _record_into_store(self, stored_blobs: Any, rows: Iterable[int] = ()) -> None:
@@ -171,7 +172,7 @@ class Session(Resuming):
     def _load(self, info: SessionInfo) -> None:
         assert self.store is not None
         rows: set[int] = set()
-        dag = load_dag(self.store, info, rows=rows)
+        dag = load_dag(self.store, info, rows=rows, owners=self._shared)
         stored: set[str] = set()
         for node in dag.nodes:
             image_refs(node.input, stored)
@@ -349,16 +350,24 @@ class Session(Resuming):
             self._recorder("created", node)
 
     # -- effects -------------------------------------------------------------------------
-    def settle(self, node_id: str, result: Any = None, *, rerun: bool = False) -> Node:
+    def settle(
+        self, node_id: str, result: Any = None, *, rerun: bool = False, by: str | None = None
+    ) -> Node:
         """Settle an `effect="once"` call that was interrupted (status `unknown`): its
         effect happened and the call returned `result` (a resumed run gets it without
         running the call), or, with `rerun=True`, it did not (a resumed run runs it again,
         with the same idempotency key). `node_id` may also name an `unknown` operation
         (session.operations()): it is done with `result`, or pending again, to run when
-        its tool call is resumed. Durable at once; returns the node (an operation's: its
-        tool call). UsageError for a node that is no such call, or one that finished
-        already (the same result again is a no-op)."""
-        return effects.settle(self, node_id, result, rerun=rerun)
+        its tool call is resumed. Durable at once, with who settled it (`by`, default
+        "user@host pid N") and when; returns the node (an operation's: its tool call).
+
+        A call is settled once: settling is a compare-and-set on the stored node, so of
+        two settles through two Sessions or processes only the first lands; the same
+        settle again is a no-op. AlreadySettled (a UsageError) for one settled or
+        finished already, naming who settled it, when and how; UsageError for a node
+        that is no such call, or a fork's call it shares with its parent (settle it in
+        the parent)."""
+        return effects.settle(self, node_id, result, rerun=rerun, by=by)
 
     # -- questions -----------------------------------------------------------------------
     def operations(self) -> list[Any]:
@@ -460,6 +469,7 @@ class Session(Resuming):
         child.info = info
         refs: set[str] = set()
         for copy in shared_history(self.dag, node, cut):
+            child._shared[copy.id] = self._shared.get(copy.id, self.id)
             child.dag.restore(copy)
             image_refs(copy.input, refs)
             image_refs(copy.output, refs)

@@ -13,7 +13,7 @@ import os
 import threading
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, closing, suppress
 from typing import Any, ClassVar, NamedTuple
 
@@ -433,6 +433,37 @@ class SQLStore(SQLOperations, SQLBudgets, ABC):
                 f"{self._where}: the store holds no question of that id at seq {row.seq}"
             )
         return NodeRow(*found)
+
+    def compare_and_set(
+        self,
+        session: str,
+        row: NodeRow,
+        expect: Callable[[NodeRow], bool],
+        blobs: Mapping[str, bytes] | None = None,
+    ) -> NodeRow | None:
+        """Record `row` (and the images it references, `blobs`) only while the stored row
+        of its seq (the same node) is one `expect` accepts: read and written in one
+        transaction with the session's writers held off, fenced by the writer lease like
+        every write (how a call is settled, effects.py). None when recorded; else the row
+        as stored. Raises StoreError when the store holds no such node, SessionLocked
+        when this store lost the lease."""
+        with self._lock, self._translate(f"record node {row.id!r}"):
+            connection = self._connect()
+            with self._transaction(connection), closing(connection.cursor()) as cursor:
+                key = self._fenced(connection, session, f"node {row.id!r}")
+                found = connection.execute(self._statements.row, (key, row.seq)).fetchone()
+                if found is None or found[1] != row.id:
+                    raise StoreError(
+                        f"node {row.id!r} was not recorded into session {session!r} of "
+                        f"{self._where}: the store holds no such node at seq {row.seq}"
+                    )
+                stored = NodeRow(*found)
+                if not expect(stored):
+                    return stored
+                if blobs:
+                    cursor.executemany(self._statements.insert_blob, list(blobs.items()))
+                self._upsert_rows(cursor, key, [row], self._held[session])
+        return None
 
     def rows(self, session: str) -> list[NodeRow]:
         with self._lock, self._translate(f"read session {session!r}"):

@@ -2,8 +2,10 @@
 
 A store keeps sessions (SessionInfo), their node rows (upserts, each `write` its own
 transaction; a store may add `write_batch` to take several in one, which the Recorder
-then uses for group commit, and `answer(session, row)`, a compare-and-set that records a
-question's answer only while it still waits: every backend here has it), a blob table
+then uses for group commit; `answer(session, row)`, a compare-and-set that records a
+question's answer only while it still waits, and `compare_and_set(session, row, expect)`,
+which records a row only while the stored one is as `expect` accepts (how a call is
+settled): every backend here has both), a blob table
 of images keyed by sha256 and each session's writer lease (one writer per session,
 lease.py). It knows nothing of Nodes or resuming: the Recorder encodes rows with
 store/format.py. Backends: memory.py, sqlite.py, postgres.py.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from openprogram.errors import StoreError, UsageError
@@ -103,6 +103,35 @@ class MemoryStore:
                 )
             if old.status != "waiting":
                 return old
+            rows[row.seq] = row if old.input is None else row._replace(input=old.input)
+            return None
+
+    def compare_and_set(
+        self,
+        session: str,
+        row: NodeRow,
+        expect: Callable[[NodeRow], bool],
+        blobs: Mapping[str, bytes] | None = None,
+    ) -> NodeRow | None:
+        """Record `row` only while the stored row of its seq is one `expect` accepts
+        (under the lock): None when recorded, else the row as stored."""
+        with self._lock:
+            rows = self._rows.get(session)
+            if rows is None or session not in self._leases:
+                raise StoreError(
+                    f"cannot record node {row.id!r} into session {session!r} of {self.url}: "
+                    "nobody holds the session's writer lease"
+                )
+            old = rows.get(row.seq)
+            if old is None or old.id != row.id:
+                raise StoreError(
+                    f"node {row.id!r} was not recorded into session {session!r} of "
+                    f"{self.url}: the store holds no such node at seq {row.seq}"
+                )
+            if not expect(old):
+                return old
+            for sha, data in (blobs or {}).items():
+                self._blobs.setdefault(sha, data)
             rows[row.seq] = row if old.input is None else row._replace(input=old.input)
             return None
 

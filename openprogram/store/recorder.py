@@ -24,7 +24,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from json.encoder import encode_basestring
 from typing import Any
 
@@ -271,6 +271,28 @@ class Recorder:
             return stored
         self.store.write(self.session, row, {})
         return None
+
+    def compare_and_set(self, node: Node, expect: Callable[[NodeRow], bool]) -> NodeRow | None:
+        """Record `node` as it is now only while the store holds its row as `expect`
+        accepts (effects.py settles calls so): None when recorded, else the row the
+        store holds. Commits what waits first; raises the store's errors (the caller
+        holds the writer lease). A store without `compare_and_set` is read, then written,
+        under the lease."""
+        self.flush()
+        row, refs = self._encode(node, created=False)
+        blobs = self._new_blobs(refs, {})
+        swap = getattr(self.store, "compare_and_set", None)
+        if callable(swap):
+            stored: NodeRow | None = swap(self.session, row, expect, blobs)
+        else:
+            stored = next((r for r in self.store.rows(self.session) if r.seq == row.seq), None)
+            if stored is None or expect(stored):
+                self.store.write(self.session, row, blobs)
+                stored = None
+        if stored is None:
+            self.rows.add(row.seq)
+            self._sent.update(blobs)
+        return stored
 
     def detach(self) -> None:
         """In a fork child: forget the parent's waiting rows and journal, so flush() and
