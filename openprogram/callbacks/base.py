@@ -7,8 +7,10 @@ fatal only for strict callbacks), transformers (chained, errors propagate) and g
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from openprogram.core import _context
@@ -131,3 +133,25 @@ def current_run() -> Node | None:
     dag = _context.current_session().dag
     frame = dag.get(frame_id)
     return None if frame is None else dag.top_level_ancestor(frame)
+
+
+_scoped: contextvars.ContextVar[tuple[Any, ...]] = contextvars.ContextVar(
+    "openprogram_scoped_callbacks", default=()
+)
+
+
+def scoped() -> tuple[Any, ...]:
+    """The callbacks added for the calls of this context (`scope()`), outermost first."""
+    return _scoped.get()
+
+
+@contextlib.contextmanager
+def scope(*callbacks: Any) -> Iterator[None]:
+    """Add `callbacks` to every runtime's own for the calls made inside the block: in
+    this context and the tasks it starts (asyncio.gather), not in other threads' or
+    tasks'. BudgetManager.scope() is the usual way in."""
+    token = _scoped.set(_scoped.get() + callbacks)
+    try:
+        yield
+    finally:
+        _scoped.reset(token)

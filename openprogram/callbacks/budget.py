@@ -15,10 +15,11 @@ import logging
 import threading
 import warnings
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from openprogram.callbacks.base import Callback, current_run
+from openprogram.callbacks.base import Callback, current_run, scope
 from openprogram.callbacks.budget_shared import SharedBudget, check_limits
 from openprogram.core import _context
 from openprogram.core.dag import Node
@@ -140,6 +141,18 @@ class BudgetManager(Callback):
         if self.shared:
             limits += (", " if limits else "") + f"shared={list(self.shared)!r}"
         return f"BudgetManager({limits or 'no limits'}, spent={self.spent!r})"
+
+    def scope(self) -> AbstractContextManager[None]:
+        """Hold this budget's limits over the calls made inside the block, besides the
+        runtime's own callbacks (whose budgets count the same calls): a sub-agent's
+        budget. Each `asyncio.gather`ed task entered in its own scope gets its own;
+        requests on their way are held, so concurrent calls never pass a limit together.
+
+            async def one(i):
+                with BudgetManager(max_requests=3).scope():
+                    return await research(i)
+        """
+        return scope(self)
 
     # -- what has been spent -------------------------------------------------------------
     @property

@@ -20,7 +20,7 @@ from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
 
-from openprogram.callbacks.base import gate, transform
+from openprogram.callbacks.base import gate, scoped, transform
 from openprogram.core import _context, _secrets
 from openprogram.core.dag import Node
 from openprogram.core.usage import Usage
@@ -104,7 +104,7 @@ class Runtime:
             raise UsageError(f"ask={ask!r} must be a function question -> answer (or None)")
         self.model = model
         self.ask = ask
-        self.callbacks = list(callbacks)
+        self._callbacks = list(callbacks)
         self.max_retries = max_retries
         self.timeout = timeout
         self.max_images = max_images
@@ -135,6 +135,17 @@ class Runtime:
         named = model if model is not None else os.environ.get("OPENPROGRAM_MODEL")
         if isinstance(named, str) and needs_litellm(named, **litellm_kwargs):
             preload_litellm()  # its import (seconds) overlaps the program's set-up
+
+    @property
+    def callbacks(self) -> list[Any]:
+        """This runtime's callbacks, then those a scope adds for the calls of this context
+        (a sub-agent's BudgetManager.scope(): its limits and the runtime's both hold)."""
+        added = scoped()
+        return [*self._callbacks, *added] if added else self._callbacks
+
+    @callbacks.setter
+    def callbacks(self, callbacks: Sequence[Any]) -> None:
+        self._callbacks = list(callbacks)
 
     @property
     def usage(self) -> Usage:
