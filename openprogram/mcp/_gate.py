@@ -4,7 +4,8 @@ browser page, and the bearer token of this start of the server.
 Owns the ASGI gate in front of the SDK's streamable-HTTP app (421 for a Host that is not
 this server's, 403 for a browser's Origin, 401 without the token, compared in constant
 time; the checks are openprogram.serving's Access) and the token file clients read
-(0600, in a 0700 folder). serve.py wires them.
+(0600, in a 0700 folder, flock-held by its server while it lives, so that the next start
+removes a killed server's). serve.py wires them.
 """
 
 from __future__ import annotations
@@ -13,18 +14,25 @@ import contextlib
 import json
 import os
 import secrets
+import stat
 import tempfile
 from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
 from openprogram.errors import ConfigError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: token files of killed servers stay
+    fcntl = None  # type: ignore[assignment]
 from openprogram.serving import Access, browser_header
 
 __all__ = [
     "CLIENT_GONE",
     "Gate",
     "new_token",
+    "remove_dead_tokens",
     "remove_token_file",
     "token_path",
     "write_token",
@@ -57,17 +65,23 @@ def token_path(port: int) -> Path:
     return folder / f"mcp-{port}.token"
 
 
-def write_token(path: Path, token: str) -> None:
+def write_token(path: Path, token: str) -> int:
     """Write `token` to `path`, readable by this user only (0600; a folder it creates is
-    0700). The file is replaced whole, never written through a link."""
+    0700), and hold it: the returned descriptor keeps an flock on the file for as long
+    as it is open (remove_token_file closes it). The file is replaced whole, never
+    written through a link. Token files of servers that died (killed: nothing removed
+    theirs) are removed from the folder first (remove_dead_tokens)."""
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        remove_dead_tokens(path.parent)
         descriptor, temporary = tempfile.mkstemp(prefix=".mcp-", dir=path.parent)  # 0600
         try:
-            with os.fdopen(descriptor, "w", encoding="ascii") as file:
-                file.write(token + "\n")
+            if fcntl is not None:  # locked before it is in place: never seen unheld
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.write(descriptor, (token + "\n").encode("ascii"))
             os.replace(temporary, path)
         except BaseException:
+            os.close(descriptor)
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
             raise
@@ -76,13 +90,48 @@ def write_token(path: Path, token: str) -> None:
             f"cannot write the server's token to {str(path)!r}: {exc}; give another file "
             "with --token-file"
         ) from exc
+    return descriptor
 
 
-def remove_token_file(path: Path, token: str) -> None:
-    """Remove the token file when it still holds `token` (a later server's is kept)."""
+def remove_dead_tokens(folder: Path) -> list[Path]:
+    """Remove the `mcp-*.token` files of `folder` that no live server holds (their
+    server was killed before it could remove its own): this user's regular files that
+    nobody has locked. The removed paths."""
+    removed: list[Path] = []
+    if fcntl is None:
+        return removed
+    with contextlib.suppress(OSError):
+        names = [n for n in os.listdir(folder) if n.startswith("mcp-") and n.endswith(".token")]
+        for name in names:
+            with contextlib.suppress(OSError):
+                fd = os.open(folder / name, _TOKEN_FLAGS)
+                try:
+                    found = os.fstat(fd)
+                    if not stat.S_ISREG(found.st_mode) or found.st_uid != os.geteuid():
+                        continue
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError: held
+                    if os.fstat(fd).st_nlink and os.path.samestat(found, os.stat(folder / name)):
+                        os.unlink(folder / name)
+                        removed.append(folder / name)
+                finally:
+                    os.close(fd)
+    return removed
+
+
+def remove_token_file(path: Path, token: str, held: int | None = None) -> None:
+    """Remove the token file when it still holds `token` (a later server's is kept),
+    and let go of it (`held`: write_token's descriptor)."""
     with contextlib.suppress(OSError, UnicodeDecodeError):
         if path.read_text(encoding="ascii").strip() == token:
             path.unlink()
+    if held is not None:
+        with contextlib.suppress(OSError):
+            os.close(held)
+
+
+_TOKEN_FLAGS = (
+    os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+)
 
 
 class Gate:

@@ -466,8 +466,9 @@ def _serve_http(
     port = listener.getsockname()[1]
     token = new_token()
     path = Path(os.path.abspath(token_file)) if token_file is not None else token_path(port)
+    held = None
     try:
-        write_token(path, token)
+        held = write_token(path, token)
         # the Host and Origin checks are the gate's (stricter than the SDK's, and right
         # for a wildcard bind too)
         app = server.streamable_http_app(
@@ -498,7 +499,7 @@ def _serve_http(
             _uvicorn_server(config, ready).run(sockets=[listener])
     finally:
         listener.close()
-        remove_token_file(path, token)
+        remove_token_file(path, token, held)
 
 
 @contextlib.contextmanager

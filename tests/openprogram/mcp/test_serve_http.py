@@ -256,3 +256,26 @@ def wait_for_end(store: str, name: str, timeout: float = 30.0):
     finally:
         opened.close()
     pytest.fail(f"{name} was still running after {timeout} s")
+
+
+@pytest.mark.slow
+def test_a_killed_servers_token_file_is_removed_by_the_next_start(tmp_path):
+    """Issue 40, item 11: a server SIGKILLed cannot remove its token file; before, it
+    stayed in the runtime folder for good (a secret of a dead server, one per port).
+    Each server holds its file (flock) while it lives; the next start removes the token
+    files nobody holds, and leaves a live server's."""
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    env = {"XDG_RUNTIME_DIR": str(runtime)}
+    with served(f"{FUNCTIONS}:add", "--store", "memory", env=env) as killed:
+        killed.process.kill()
+        killed.process.wait()
+        stale = killed.token_file
+    assert stale.exists()  # nothing could remove it
+    with (
+        served(f"{FUNCTIONS}:add", "--store", "memory", env=env) as live,
+        served(f"{FUNCTIONS}:add", "--store", "memory", env=env) as next_one,
+    ):
+        assert not stale.exists()
+        assert live.token_file.exists() and next_one.token_file.exists()
+        assert post_initialize(live.url, **live.auth).status_code == 200
