@@ -15,6 +15,7 @@ import logging
 import os
 import shutil
 import weakref
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -268,6 +269,7 @@ class MCPServer:
         that cannot be offered are left out with a warning, or, for `only`, raise."""
         names = public_names(self.name, [described.name for described in listing])
         others = [other.name for other in list(_servers) if other is not self]
+        listed = Counter(described.name for described in listing)
         tools = []
         for described in listing:
             if only is not None and described.name != only:
@@ -275,6 +277,15 @@ class MCPServer:
             key, name = (described.name, render_output), names[described.name]
             made = self._tools.get(key)
             try:  # checked each time: a server opened since may own the name
+                if listed[described.name] > 1:  # which one the server runs is its guess
+                    if described is not next(d for d in listing if d.name == described.name):
+                        continue  # said once, for the first
+                    raise ConfigError(
+                        f"MCP server {self.name!r} lists the tool {echo(described.name, 80)} "
+                        f"{listed[described.name]} times; a call names a tool only by its "
+                        "name, so none of them is offered (the server must name each tool "
+                        "once)"
+                    )
                 check_namespace(self.name, described.name, name, others)
                 if made is None or made.described != described or made.name != name:
                     made = MCPTool(self, described, render_output=render_output, name=name)

@@ -3,7 +3,8 @@
 Speaks JSON-RPC by hand, as mcp_fault_server.py does. Run as `python mcp_hostile_server.py
 MODE [N]`: `schemas` lists tools with costly schemas (a 40-level anyOf/$ref chain with
 `^(a+)+$`, a backtracking pattern, a doubling chain of references, a hostile output
-schema); `names` lists tools whose names collide once sanitised; `many N` lists N tools.
+schema); `names` lists tools whose names collide once sanitised; `twice` lists one tool
+name twice; `many N` lists N tools.
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ def tools(mode: str, count: int) -> list[dict]:
         ]
     if mode == "names":
         return [plain(name) for name in ("a.b", "a_b", "a b", "hub_create", "create")]
+    if mode == "twice":  # one name listed twice, with two descriptions
+        return [plain("read"), plain("write"), {**plain("read"), "description": "Other."}]
     return [plain(f"tool_{i}") for i in range(count)]
 
 

@@ -100,6 +100,25 @@ def test_tool_names_that_collide_once_sanitised_are_made_distinct_the_same_way_e
     assert [node.output for node in session.dag.find(kind="code")[1:]] == ["a.b ran", "a b ran"]
 
 
+def test_a_tool_name_listed_twice_is_left_out_and_the_servers_other_tools_stay(caplog):
+    """Issue 40, item 11 (round 4's leftover): a server listing `read` twice. Before,
+    both became `t_read` and llm() refused the whole call (UsageError "two tools are
+    named"), so one bad listing disabled every tool. Now `read` is left out, named in
+    a warning, and `write` works."""
+    with (
+        caplog.at_level(logging.WARNING, logger="openprogram"),
+        MCPServer.stdio(hostile("twice"), name="t") as server,
+    ):
+        offered = server.tools()
+        assert [tool.tool for tool in offered] == ["write"]
+        with pytest.raises(ConfigError, match="lists the tool 'read' 2 times"):
+            server.tool("read")
+        answer, session = run_agent(offered, [calls(("t_write", {})), "written"])
+    assert "MCP server 't' lists the tool 'read' 2 times" in caplog.text
+    assert answer == "written"
+    assert session.dag.find(name="t_write")[0].output == "write ran"
+
+
 def test_a_server_cannot_take_the_tool_names_of_another(caplog):
     with (
         caplog.at_level(logging.WARNING, logger="openprogram"),
