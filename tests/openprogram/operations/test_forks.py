@@ -106,7 +106,10 @@ def test_across_killed_processes_a_forks_inherited_operation_runs_at_most_once(t
         handle = json.loads(child.stdout.readline())
         reader, _ = open_store(store)
         deadline = time.monotonic() + 60
-        while not (log.exists() and reader.operations("p")[0].state == "running"):
+        # the line, not the file: the kind opens the log (making it) before it writes
+        while not (
+            log.exists() and log.read_text() and reader.operations("p")[0].state == "running"
+        ):
             assert time.monotonic() < deadline and child.poll() is None, child.stderr.read()
             time.sleep(0.02)
         opened = Session.open(store, "p")
