@@ -56,8 +56,9 @@ class Component:
     `states` are the states the accessibility tree reported (pixels report none) and
     `source` is where the component came from. A "grid" component carries its cells'
     geometry in `grid` (see cell_point()). `caption` is the text the app shows beside
-    the component to name it, when the tree links one that its label does not already
-    say (a drop-down labelled by its current option, "/root", captioned "Look in:").
+    the component to name it (the tree's labelled-by relation, else captions.py's layout
+    rule), when its label does not already say it (a drop-down labelled by its current
+    option, "/root", captioned "Look in:").
     """
 
     index: int

@@ -85,8 +85,8 @@ def describe(components: Sequence[Component]) -> str:
     ``#3 checkbox at (120, 84, 13x13) "Subscribe" [checked, focused]``.
 
     The numbers are x, y, width x height in image pixels; the label, when known, is quoted
-    as a JSON string, and so is the caption beside it that names it, when the tree links
-    one (``#5 dropdown at (260, 48, 180x24) "/root" captioned "Look in:"``); the states,
+    as a JSON string, and so is the caption beside it that names it, when it has one
+    (``#5 dropdown at (260, 48, 180x24) "/root" captioned "Look in:"``); the states,
     when there are any, follow in brackets. A grid names
     the cells it shows, e.g. ``cells A1:F20 (6 columns, 20 rows)``. No components give an
     empty string.

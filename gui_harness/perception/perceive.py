@@ -23,6 +23,7 @@ import numpy as np
 from PIL import Image
 
 from gui_harness.perception._pixels import ImageLike, grey_array, pil_image
+from gui_harness.perception.captions import captioned
 from gui_harness.perception.component import Component
 from gui_harness.perception.fusion import fuse, to_image
 from gui_harness.perception.marks import describe, draw_marks
@@ -181,6 +182,7 @@ class Perception:
             for n in icons:  # back in their places, unread
                 read.insert(n, components[n])
             components = _name_toggles(read)
+        components = captioned(components)  # by the text read so far, tree or OCR
         notes = (accessibility.note,) if accessibility is not None and accessibility.note else ()
         return Observation(picture, tuple(components), describe(components), notes, accessibility)
 

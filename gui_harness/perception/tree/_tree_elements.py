@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
+from gui_harness.perception.captions import caption_of
 from gui_harness.perception.component import STATES, Component, State
 from gui_harness.perception.tree import _atspi as atspi
 from gui_harness.perception.tree import _tree_windows
@@ -31,7 +32,6 @@ _MARKER = re.compile(r"_(.)")  # a mnemonic marker ("_Save": S underlined; "__" 
 _INTERNAL = re.compile(r"^(?=.*(?:[a-z][A-Z]|[_-]))[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)*$")
 _ENTRIES = frozenset({79, 61, 76})  # entry, text, autocomplete: an editable chooser's own
 _BUTTONS = frozenset({43, 62})  # push button, toggle button
-_CAPTION_GAP = 48  # pixels a caption may stand left of its control (more when it is tall)
 
 
 def components(
@@ -62,7 +62,7 @@ def components(
         if e.role == atspi.COMBO_BOX and e.order and not e.states & (1 << atspi.EXPANDED)
     ]
     windows = _tree_windows.surfaces(elements)
-    beside = _sibling_labels(elements)
+    layout = _Layout(elements, windows)
     for element in elements:
         if {"role", "states", "name", "box"} - element.answered or element.box is None:
             continue
@@ -128,7 +128,7 @@ def components(
             1.0,
             _states(bits, element.role),
             "accessibility",
-            caption=_caption(element.caption or _caption_beside(element, beside), label),
+            caption=_caption(element.caption or layout.caption(element), label),
         )
         same = next(
             (
@@ -280,36 +280,49 @@ def _caption(name: str, label: str | None) -> str | None:
     return caption
 
 
-def _sibling_labels(elements: Sequence[Element]) -> dict[tuple[int, ...], list[Element]]:
-    """The labels read with a name and a box, by the path of their parent."""
-    labels: dict[tuple[int, ...], list[Element]] = {}
-    for element in elements:
-        if (
-            element.role == atspi.LABEL
-            and element.order
-            and "name" in element.answered
-            and element.box is not None
-            and element.box[2] > 0
-            and element.box[3] > 0
-        ):
-            labels.setdefault(element.order[:-1], []).append(element)
-    return labels
+class _Layout:
+    """Captions by layout (captions.caption_of) for the controls the tree links none to:
+    the labels of the control's window that are no part of a control (the tree's text
+    drawn beside controls), and the controls between them, in the app's pixels."""
 
+    def __init__(self, elements: Sequence[Element], windows: dict[tuple[int, ...], Surface]):
+        self._elements = elements
+        self._windows = windows
+        self._texts: dict[Surface | None, list[tuple[tuple[int, int, int, int], str]]] | None = None
+        self._controls: dict[Surface | None, list[tuple[int, int, int, int]]] = {}
 
-def _caption_beside(element: Element, labels: dict[tuple[int, ...], list[Element]]) -> str:
-    """The caption of a control the tree links none to: a sibling label ending in a
-    colon, just left of it on its row (the nearest), as a form lays one out; else ""."""
-    if element.role not in atspi.CAPTIONED_ROLES or not element.order or element.box is None:
-        return ""
-    x, y, _, h = element.box
-    best, nearest = "", max(2 * h, _CAPTION_GAP)
-    for label in labels.get(element.order[:-1], ()):
-        assert label.box is not None  # (_sibling_labels keeps only those with one)
-        lx, ly, lw, lh = label.box
-        gap = x - (lx + lw)
-        if label.name.strip().endswith(":") and y <= ly + lh / 2 <= y + h and -2 <= gap <= nearest:
-            best, nearest = label.name, gap
-    return best
+    def caption(self, element: Element) -> str:
+        if element.role not in atspi.CAPTIONED_ROLES or element.box is None:
+            return ""
+        if self._texts is None:
+            self._read()
+        assert self._texts is not None
+        surface = self._where(element)
+        texts = self._texts.get(surface, [])
+        if not texts:
+            return ""
+        controls = self._controls.get(surface, [])
+        return caption_of(element.box, texts, controls) or ""
+
+    def _read(self) -> None:
+        self._texts = {}
+        for e in self._elements:
+            if e.box is None or e.box[2] <= 0 or e.box[3] <= 0 or not _shown(e):
+                continue
+            if e.role == atspi.LABEL and not e.inside and "name" in e.answered:
+                text = _label(e.name)
+                if text is not None:
+                    self._texts.setdefault(self._where(e), []).append((e.box, text))
+            elif e.reported:
+                self._controls.setdefault(self._where(e), []).append(e.box)
+
+    def _where(self, element: Element) -> Surface | None:
+        """The window or popover `element` is drawn on (a drop-down's own popup holds
+        its list, not the drop-down)."""
+        surface = _tree_windows.surface_of(element, self._windows)
+        if surface is not None and surface.order == element.order:
+            return surface.outer
+        return surface
 
 
 def _bare(text: str) -> str:

@@ -1,7 +1,7 @@
 """A control named by its value is shown with the caption that labels it: a Qt drop-down
 names itself by its current option and links its caption ("Look in:") by a labelled-by
 relation only (Qt 5's file dialog not even that: its caption is the label just left of
-it); the component keeps its label (what an exact match of "/root" needs) and
+it, with or without a colon); the component keeps its label (what an exact match of "/root" needs) and
 carries the caption, which describe() shows and a task's target may name."""
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ name = QLabel('File &name:'); entry = QLineEdit(); name.setBuddy(entry)
 grid.addWidget(name, 1, 0); grid.addWidget(entry, 1, 1)
 types = QComboBox(); types.addItems(['All files (*)'])  # captioned, but not linked
 grid.addWidget(QLabel('Files of type:'), 2, 0); grid.addWidget(types, 2, 1)
-mode = QComboBox(); mode.addItems(['Fast'])  # beside a label that is no caption
-grid.addWidget(QLabel('Tip'), 3, 0); grid.addWidget(mode, 3, 1)
+mode = QComboBox(); mode.addItems(['Fast'])  # captioned without a colon (GNOME's forms)
+grid.addWidget(QLabel('Speed'), 3, 0); grid.addWidget(mode, 3, 1)
 win.show()
 app.exec()
 """
@@ -85,7 +85,8 @@ def test_a_qt_drop_down_named_by_its_value_carries_the_caption_labelling_it(tmp_
             # just left of it on its row
             (types,) = labelled(seen, "dropdown", "All files (*)")
             assert types.caption == "Files of type:"
+            # nor a colon: the text left of it on its row, by captions.py's layout rule
             (mode,) = labelled(seen, "dropdown", "Fast")
-            assert mode.caption is None
+            assert mode.caption == "Speed"
         finally:
             source.close()
