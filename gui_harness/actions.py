@@ -67,8 +67,9 @@ MAX_KEYS = 8
 
 
 def _canonical_keys(keys: list[str] | None) -> list[str] | None:
+    """Each key's canonical name, once (a key named twice is pressed once)."""
     try:
-        return [canonical_key(key) for key in keys] if keys is not None else None
+        return list(dict.fromkeys(map(canonical_key, keys))) if keys is not None else None
     except InvalidAction as exc:
         raise ValueError(str(exc)) from None
 

@@ -541,3 +541,9 @@ def test_held_after_keeps_the_account_of_keys_and_buttons():
         state = held_after(state, step)
     assert state == (["shift"], ["right"])
     assert held_after(state, MouseUp(button="right")) == (["shift"], [])
+
+
+def test_a_key_named_twice_is_pressed_once():
+    assert Keypress(keys=["ctrl", "Control_L", "s"]).keys == ["ctrl", "s"]
+    assert Click(x=1, y=1, modifiers=["shift", "Shift_L"]).modifiers == ["shift"]
+    assert KeyDown(keys=["a", "A"]).keys == ["a"]
