@@ -92,10 +92,13 @@ class GuestShell:
         self._process = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
         )
-        rc, out = self.run("echo ready", timeout=30)
-        if (rc, out.strip()) != (0, "ready"):
+        try:
+            rc, out = self.run("echo ready", timeout=30)
+            if (rc, out.strip()) != (0, "ready"):
+                raise DesktopError(f"the bubblewrap guest did not start (rc={rc}, {out!r})")
+        except BaseException:
             self.close()
-            raise DesktopError(f"the bubblewrap guest did not start (rc={rc}, {out!r})")
+            raise
 
     def run(self, command: str, timeout: float = 120) -> tuple[int, str]:
         """Run `command` with /bin/sh in the guest; (exit status, stdout). 124 on timeout."""
@@ -175,10 +178,14 @@ class GuiHarnessBackend(Backend):  # type: ignore[misc]  # autoharness has no ty
 
     def boot(self) -> None:
         self._screen = VirtualDesktop(SCREEN, accessibility=False)
-        self._screen.start()
-        assert self._screen.display is not None
-        self.guest_display = self._screen.display
-        self._guest = GuestShell(self._screen.display)
+        try:  # the suite tears down only after a setup that succeeded
+            self._screen.start()
+            assert self._screen.display is not None
+            self.guest_display = self._screen.display
+            self._guest = GuestShell(self._screen.display)
+        except BaseException:
+            self.teardown()
+            raise
 
     def exec(self, cmd: str, timeout: int = 120) -> tuple[int, str]:
         if self._guest is None:
@@ -243,7 +250,10 @@ def run_conformance(
     if entries:
         loaded = [entry for entry in loaded if entry.id in entries]
     adapter = GenericProbeAdapter(GuiHarnessBackend(policy=policy), name="gui_harness")
-    report: dict[str, Any] = run_catalog(adapter, loaded, Path(out_dir), reps_override=reps)
+    try:
+        report: dict[str, Any] = run_catalog(adapter, loaded, Path(out_dir), reps_override=reps)
+    finally:  # the suite tears down itself only once its probes are up
+        adapter.teardown()
     report["policy_refused"] = [
         item for item in report["not_measurable"] if item["reason"].startswith(POLICY_REFUSED)
     ]

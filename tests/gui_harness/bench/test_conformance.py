@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 
 from gui_harness.actions import Policy
-from gui_harness.bench.conformance import run_conformance
+from gui_harness.bench.conformance import GuestShell, run_conformance
 
 
 def _sandbox_problem() -> str | None:
@@ -73,3 +74,23 @@ def test_the_entries_the_default_policy_refuses_pass_when_it_allows_them(tmp_pat
     assert report["not_measurable"] == []
     assert failures(report, tmp_path) == {}
     assert sorted(entry["entry_id"] for entry in report["entries"]) == refused
+
+
+def test_the_guest_has_its_own_tmp_processes_and_network(tmp_path: Path) -> None:
+    guest = GuestShell(":0")
+    listening = socket.create_server(("127.0.0.1", 0))
+    try:
+        assert guest.run(f"echo mine > /tmp/guest-file; test -e {tmp_path}")[0] == 1
+        assert not Path("/tmp/guest-file").exists()  # its /tmp is its own
+        reach = (
+            f"import socket; socket.create_connection(('127.0.0.1', {listening.getsockname()[1]}))"
+        )
+        assert guest.run(f'python3 -c "{reach}" 2>/dev/null')[0] == 1  # so is its loopback
+        rc, seen = guest.run("ps -e -o comm=")
+        assert rc == 0 and len(seen.split()) < 8, seen  # its pkill -f finds only its own
+        assert guest.run("python3 -c 'import tkinter, Xlib'")[0] == 0  # what the probes need
+        assert guest.run("sleep 30", timeout=0.5)[0] == 124
+        assert guest.run("echo $DISPLAY; exit 3") == (3, ":0\n")
+    finally:
+        listening.close()
+        guest.close()
