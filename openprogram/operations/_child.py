@@ -1,9 +1,11 @@
 """The sandbox process of ProcessOperations: runs the operations the parent sends.
 
-`python -m openprogram.operations._child SOCKET` connects to the parent's unix socket,
-runs each "run" frame's operation on a thread of its own (importing the module that
-registers its kind), and answers with heartbeat / done / failed / cancelled frames. It
-exits when the parent goes away. Started by process.py only.
+`python -m openprogram.operations._child FD ALIVE_S` talks over the unix socket it
+inherited as FD (one end of the parent's socketpair: no path another process could
+reach), says "hello", then runs each "run" frame's operation on a thread of its own
+(importing the module that registers its kind) and answers with heartbeat / done /
+failed / cancelled frames, and an "alive" frame every ALIVE_S seconds. When the parent
+goes away it kills every process it started, and exits. Started by process.py only.
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ import runpy
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
-from openprogram.operations._wire import read_frame, write_frame
+from openprogram.operations._reaper import kill_tree
+from openprogram.operations._wire import FrameError, read_frame, write_frame
 from openprogram.operations.manager import run_executor
 from openprogram.operations.operation import OperationContext, kind_of
 
@@ -47,9 +51,8 @@ def _heartbeat(send: Callable[[dict[str, Any]], None], id: str) -> Callable[[str
     return heartbeat
 
 
-def main(path: str) -> None:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.connect(path)
+def main(fd: int, alive_s: float) -> None:
+    sock = socket.socket(fileno=fd)
     send_lock = threading.Lock()
     live: dict[str, OperationContext] = {}
 
@@ -70,11 +73,22 @@ def main(path: str) -> None:
             live.pop(id, None)
         send({"id": id, "report": what, "value": value})
 
+    def alive() -> None:  # a stopped or stuck process stops saying so: the parent sees it
+        while True:
+            send({"report": "alive"})
+            time.sleep(alive_s)
+
+    send({"report": "hello", "value": os.getpid()})
+    threading.Thread(target=alive, daemon=True).start()
     while True:
-        message = read_frame(sock)
-        if message is None:  # the parent is gone: stop what runs, and go
+        try:
+            message = read_frame(sock)
+        except FrameError:
+            message = None
+        if message is None:  # the parent is gone (or broke the stream): stop all, and go
             for context in list(live.values()):
                 context.cancelled.set()
+            kill_tree(os.getpid(), include_root=False)
             os._exit(0)
         if message.get("do") == "run":
             id = message["id"]
@@ -89,4 +103,4 @@ def main(path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(int(sys.argv[1]), float(sys.argv[2]))

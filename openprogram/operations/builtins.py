@@ -8,10 +8,7 @@ person allowed (use_skill is skills.py's). Start at bash().
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -22,6 +19,7 @@ from openprogram.agentic.function import agentic_function
 from openprogram.core.image import Image
 from openprogram.echo import elide
 from openprogram.errors import UsageError
+from openprogram.operations._command import Command
 from openprogram.operations.operation import Operation, OperationContext, operation_kind
 from openprogram.operations.tool import operation_tool
 
@@ -33,68 +31,58 @@ longer output keeps its start and its end."""
 _KEEP = BASH_OUTPUT_LIMIT * 2  # bytes held of each end while a command runs
 
 
-@operation_kind("bash", version=1, effect="once", sandbox=True)
+def _bash_time_limit(args: dict[str, Any]) -> float:
+    return float(args.get("timeout_s", 120))
+
+
+@operation_kind("bash", version=1, effect="once", sandbox=True, time_limit=_bash_time_limit)
 def run_bash(args: dict[str, Any], context: OperationContext) -> dict[str, Any]:
     """Run `args["command"]` with bash in `args["cwd"]` (default: the current folder) for
-    at most `args["timeout_s"]` seconds: {"exit_code", "output", "timed_out"}."""
+    at most `args["timeout_s"]` seconds: {"exit_code", "output", "timed_out"}. What the
+    command starts (in the background, under `setsid`) runs at most as long: it is held
+    in one process tree (_reaper.py) and killed with it."""
     timeout_s = float(args.get("timeout_s", 120))
-    process = subprocess.Popen(
-        ["bash", "-c", str(args["command"])],
-        cwd=args.get("cwd") or None,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its whole process group is stopped on timeout or cancel
+    command = Command(
+        ["bash", "-c", str(args["command"])], cwd=args.get("cwd") or None, limit_s=timeout_s
     )
     head = bytearray()
     tail = bytearray()
     total = [0]
 
-    def read() -> None:
-        assert process.stdout is not None
-        while chunk := process.stdout.read1(65536):  # type: ignore[attr-defined]
-            total[0] += len(chunk)
-            if len(head) < _KEEP:
-                take = _KEEP - len(head)
-                head.extend(chunk[:take])
-                chunk = chunk[take:]
-            tail.extend(chunk)
-            del tail[:-_KEEP]
+    def read() -> None:  # until every process holding the output has closed it
+        assert command.stdout is not None
+        with command.stdout:
+            while chunk := command.stdout.read1(65536):  # type: ignore[attr-defined]
+                total[0] += len(chunk)
+                if len(head) < _KEEP:
+                    take = _KEEP - len(head)
+                    head.extend(chunk[:take])
+                    chunk = chunk[take:]
+                tail.extend(chunk)
+                del tail[:-_KEEP]
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    deadline = time.monotonic() + timeout_s
     timed_out = cancelled = False
-    while process.poll() is None:
+    while not command.wait(0.05):
         if context.cancelled.is_set():
             cancelled = True
-        elif time.monotonic() >= deadline:
+        elif time.monotonic() >= command.deadline:
             timed_out = True
         if cancelled or timed_out:
-            _stop(process)
+            command.kill()
             break
         context.heartbeat(every_s=2.0)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=0.05)
-    process.wait()
-    reader.join(timeout=5)
-    if process.stdout is not None:
-        process.stdout.close()
+    command.release()  # what it left in the background runs on until the time limit
+    reader.join(timeout=5)  # a background process may hold the output open
     context.check()
     raw = bytes(head) + (b"" if total[0] <= len(head) + len(tail) else b"\n...\n") + bytes(tail)
     output = elide(raw.decode("utf-8", "replace"), BASH_OUTPUT_LIMIT)
     return {
-        "exit_code": None if timed_out else process.returncode,
+        "exit_code": None if timed_out else command.exit_code,
         "output": output,
         "timed_out": timed_out,
     }
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        process.kill()
 
 
 @operation_tool

@@ -120,14 +120,17 @@ Executor = Callable[[dict[str, Any], OperationContext], Any]
 
 @dataclass(frozen=True)
 class OperationKind:
-    """A registered kind at one version: its effect, its executor and where it runs
-    (sandbox=True: in ProcessOperations unless the Runtime names another manager)."""
+    """A registered kind at one version: its effect, its executor, where it runs
+    (sandbox=True: in ProcessOperations unless the Runtime names another manager) and
+    the most seconds an operation of it runs, given its args (`time_limit`; None: no
+    limit), which a sandbox enforces from outside."""
 
     kind: str
     version: int
     effect: Effect
     executor: Executor
     sandbox: bool = False
+    time_limit: Callable[[dict[str, Any]], float | None] | None = None
 
     @property
     def module(self) -> str:
@@ -140,14 +143,22 @@ _lock = threading.Lock()
 
 
 def operation_kind(
-    kind: str, *, version: int = 1, effect: Effect = "once", sandbox: bool = False
+    kind: str,
+    *,
+    version: int = 1,
+    effect: Effect = "once",
+    sandbox: bool = False,
+    time_limit: Callable[[dict[str, Any]], float | None] | None = None,
 ) -> Callable[[Executor], Executor]:
     """Register the decorated function `(args, context) -> result` as the executor of
     operations of `kind` at `version`.
 
     effect: "once" (the default: an operation that was running when its process died is
     recorded `unknown`, never run again until settled) or "idempotent" (run again).
-    sandbox: run it in a ProcessOperations sandbox by default (bash does). The executor
+    sandbox: run it in a ProcessOperations sandbox by default (bash does). time_limit:
+    `args -> seconds` the executor keeps to (bash: its timeout_s); a ProcessOperations
+    sandbox whose operation runs past it by more than its `stall_s` is taken for hung
+    and killed (the operation is lost: its effect rule applies). The executor
     must be a module-level function (a sandbox process imports its module). Registering
     the same kind and version again replaces it.
     """
@@ -164,7 +175,9 @@ def operation_kind(
         if not callable(executor):
             raise UsageError(f"operation_kind({kind!r}) decorates a function, not {executor!r}")
         with _lock:
-            _kinds[(kind, version)] = OperationKind(kind, version, effect, executor, sandbox)
+            _kinds[(kind, version)] = OperationKind(
+                kind, version, effect, executor, sandbox, time_limit
+            )
         return executor
 
     return register

@@ -67,3 +67,12 @@ def block(args: dict[str, Any], context: OperationContext) -> str:
 def block_again(args: dict[str, Any], context: OperationContext) -> str:
     """test.block, safe to run again: a process that dies while it runs has it rerun."""
     return block(args, context)
+
+
+@operation_kind("test.overrun", effect="once", time_limit=lambda args: float(args["limit_s"]))
+def overrun(args: dict[str, Any], context: OperationContext) -> str:
+    """Promise args["limit_s"] seconds, then heartbeat on for ever (a hung executor that
+    looks alive)."""
+    while True:
+        context.heartbeat("still here", every_s=0.0)
+        time.sleep(0.05)

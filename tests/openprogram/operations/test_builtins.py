@@ -33,12 +33,14 @@ def sandbox():
 
 @pytest.mark.slow
 def test_bash_runs_in_the_sandbox_and_its_result_reaches_the_model(sandbox, tmp_path):
-    model = ScriptedModel([call("bash", command="echo $PPID; echo oops >&2; exit 3"), "ok"])
+    # bash's parent is its reaper (_reaper.py), whose parent is the sandbox
+    command = "cut -d' ' -f4 /proc/$PPID/stat; echo oops >&2; exit 3"
+    model = ScriptedModel([call("bash", command=command), "ok"])
     with Session(str(tmp_path / "s.db")) as session, Runtime(model, operations=sandbox):
         llm("run it", tools=[bash])
     (node,) = [n for n in session.dag.nodes if n.name == "bash"]
     parent, oops = node.output["output"].splitlines()
-    assert int(parent) == sandbox.pid and oops == "oops"  # bash's parent: the sandbox
+    assert int(parent) == sandbox.pid and oops == "oops"
     assert node.output["exit_code"] == 3 and node.output["timed_out"] is False
     (record,) = session.operations()
     assert (record.kind, record.effect, record.state) == ("bash", "once", "done")
