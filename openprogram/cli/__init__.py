@@ -23,7 +23,7 @@ from openprogram.cli._options import DEFAULT_STORE, store_option
 from openprogram.cli._print import say
 from openprogram.cli._questions import question_commands
 from openprogram.cli._root import PLUGINS, cli, run_command
-from openprogram.cli._runs import runs_group, worker_command
+from openprogram.cli._runs import runs_group, watch_command, worker_command
 from openprogram.cli._sessions import sessions
 from openprogram.cli._stores import find_node, opened_session, opened_store, resolve_id
 
@@ -38,6 +38,7 @@ cli.add_command(eval_command)
 for _command in question_commands(opened_store, resolve_id, opened_session, store_option):
     sessions.add_command(_command)
 sessions.add_command(diff_command(opened_session, find_node, store_option))
+sessions.add_command(watch_command)
 sessions.add_command(operations_command(opened_store, resolve_id, store_option))
 
 

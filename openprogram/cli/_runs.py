@@ -13,11 +13,17 @@ import time
 import click
 
 from openprogram.cli._options import store_option
-from openprogram.cli._print import json_text, say
+from openprogram.cli._print import json_text, say, styled
 from openprogram.cli._root import cli
+from openprogram.cli._stores import opened_store, resolve_id
+from openprogram.core.dag import Node
 from openprogram.errors import OpenProgramError
 
-__all__ = ["runs_group", "worker_command"]
+__all__ = ["runs_group", "watch_command", "worker_command"]
+
+_COLOUR = {"completed": "green", "error": "red", "running": "yellow", "waiting": "cyan",
+           "stopped": "magenta", "unknown": "bright_magenta",
+           "cancelled": "bright_black"}  # fmt: skip
 
 
 @cli.command("worker")
@@ -117,3 +123,62 @@ def requeue_run(store_spec: str, run_id: str) -> None:
             say(f"run {run_id}: queued")
     except OpenProgramError as exc:
         raise click.ClickException(str(exc)) from exc
+
+
+@click.command("watch")
+@click.argument("session_id", metavar="ID")
+@store_option
+@click.option("--since", default=0, type=click.IntRange(0), help="Start after this seq.")
+@click.option("--forever", is_flag=True, help="Keep following after the run ends.")
+def watch_command(session_id: str, store_spec: str, since: int, forever: bool) -> None:
+    """Follow session ID as it is recorded, by any process: a line per node recorded or
+    changed. Ends when its run ends (a queued run: when it completes, fails, is stopped
+    or waits for a person; another session: when no call is running), or on Ctrl-C."""
+    from openprogram.runs import RunQueue
+    from openprogram.store.events import Follow, NodeEvents
+
+    with opened_store(store_spec) as store:
+        session_id = resolve_id(store, session_id)
+        try:
+            runs: RunQueue | None = RunQueue(store_spec)
+        except OpenProgramError:
+            runs = None
+        try:
+            with NodeEvents(Follow(store, session_id, since)) as events:
+                open_nodes: set[str] = set()
+                seen = False
+                while True:
+                    for node in events.poll(1.0):
+                        seen = True
+                        _watched(node)
+                        if node.status in ("running", "waiting"):
+                            open_nodes.add(node.id)
+                        else:
+                            open_nodes.discard(node.id)
+                    if not forever and _ended(runs, session_id, seen, open_nodes):
+                        return
+        except KeyboardInterrupt:
+            return
+        finally:
+            if runs is not None:
+                runs.close()
+
+
+def _watched(node: Node) -> None:
+    from openprogram.display._payload import value_text
+
+    at = time.strftime("%H:%M:%S", time.localtime(node.ended_at or node.started_at))
+    given, returned = value_text(node)
+    shown = node.error or (given if node.status == "running" else returned)
+    status = styled(f"{node.status:<9}", fg=_COLOUR.get(node.status))
+    value = f"  {shown[:100]}" if shown else ""
+    say(f"{at} ", status, f" {node.kind} ", styled(node.name, bold=True), f" #{node.seq}", value)
+
+
+def _ended(runs: object, session_id: str, seen: bool, open_nodes: set[str]) -> bool:
+    """Whether the followed run is over: its run row ended (or waits), or, for a session
+    that is no queued run, something was seen and nothing is running."""
+    info = None if runs is None else runs.get(session_id)  # type: ignore[attr-defined]
+    if info is not None:
+        return bool(info.finished or info.state == "waiting")
+    return seen and not open_nodes

@@ -35,6 +35,7 @@ from openprogram.errors import (
 )
 from openprogram.runs.queue import RunInfo, RunQueue
 from openprogram.store.lease import new_owner, this_process
+from openprogram.store.open import open_store
 
 __all__ = ["Worker", "resolve"]
 
@@ -150,6 +151,14 @@ class Worker:
     # -- slots ---------------------------------------------------------------------------
     def _slot(self, until_idle: bool) -> None:
         slot = new_owner()
+        store, _ = open_store(self.spec)  # the slot's sessions share its connection
+        try:
+            self._claiming(slot, store, until_idle)
+        finally:
+            if store is not None:
+                store.close()
+
+    def _claiming(self, slot: str, store: Any, until_idle: bool) -> None:
         while not self._stopping.is_set():
             try:
                 run = self.queue.claim(self.queues, slot, self.process)
@@ -162,7 +171,7 @@ class Worker:
                 self._wake.wait(self.poll_s)
                 self._wake.clear()
                 continue
-            self._execute(run, slot)
+            self._execute(run, slot, store)
 
     def _idle(self) -> bool:
         """Whether no run of this worker's queues is running or due."""
@@ -173,17 +182,17 @@ class Worker:
             if r.queue in self.queues
         )
 
-    def _execute(self, run: RunInfo, slot: str) -> None:
+    def _execute(self, run: RunInfo, slot: str, store: Any) -> None:
         """Run `run` in its session; its row ends as the call did (fenced by the lease)."""
         with self._lock:
             self.started += 1
         try:
             function = resolve(run.function)
             args, kwargs = run.call()
-            session = Session.open(self.spec, run.id, resume=True, create=True)
+            session = Session.open(store, run.id, resume=True, create=True)
         except Exception as exc:
             if isinstance(exc, UsageError):  # it can never run here: say why on the run
-                self._end_unleased(run, slot, exc)
+                self._end_unleased(run, slot, store, exc)
             else:
                 log.warning("openprogram: could not open run %s: %s", run.id, exc)
                 self.queue.release(run.id, slot, delay=self.watch_s)
@@ -254,10 +263,10 @@ class Worker:
         log.error("openprogram: run %s ended, but %s: its end is not recorded", run.id, LOST)
         return None
 
-    def _end_unleased(self, run: RunInfo, slot: str, exc: Exception) -> None:
+    def _end_unleased(self, run: RunInfo, slot: str, store: Any, exc: Exception) -> None:
         """A run that cannot start here at all (its function cannot be loaded): failed."""
         try:
-            with Session.open(self.spec, run.id, create=True) as session:
+            with Session.open(store, run.id, create=True) as session:
                 self.queue.finish(run.id, session.writer, "failed", None, f"UsageError: {exc}")
         except Exception as again:
             log.warning("openprogram: run %s cannot run (%s), nor be ended: %s", run.id, exc, again)

@@ -38,6 +38,7 @@ from openprogram.session._loading import load_dag, restore_branches, shared_hist
 from openprogram.session._resuming import Resuming
 from openprogram.store.base import Store
 from openprogram.store.blobs import StoredBlobs
+from openprogram.store.events import Follow, NodeEvents
 from openprogram.store.format import SessionInfo, decode_node, image_refs
 from openprogram.store.lease import heartbeat, new_owner
 from openprogram.store.open import open_store
@@ -249,6 +250,19 @@ class Session(Resuming):
         body is let finish first), as a SIGTERM drains a process. openprogram.runs uses
         it to cancel a run, or end one whose writer lease was taken over."""
         self._stop_reason = reason
+
+    def events(self, since: int = 0, *, wait: bool = True) -> NodeEvents:
+        """Each node of this session as it is committed to the store — by any process —
+        and again whenever its stored status changes, in the order seen: iterate with
+        `for` or `async for`. `since`: a seq; earlier nodes count as seen (their later
+        changes still come). wait=False: stop once what is stored now was yielded.
+        PostgreSQL pushes (LISTEN/NOTIFY); SQLite is looked at every 50 ms (no query
+        unless the file changed). UsageError without a store."""
+        if self.store is None:
+            raise UsageError(
+                "session.events() follows what is recorded in a store; this session has none"
+            )
+        return NodeEvents(Follow(self.store, self.id, since, wait=wait))
 
     @property
     def writer(self) -> str:

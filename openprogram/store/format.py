@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from json.encoder import (  # type: ignore[attr-defined]  # private C helpers, no stubs
     c_make_encoder,
@@ -35,6 +35,7 @@ __all__ = [
     "NodeRow",
     "SessionInfo",
     "check_format_version",
+    "decode_after",
     "decode_node",
     "decode_rows",
     "encode_json",
@@ -288,6 +289,21 @@ def decode_node(row: NodeRow, session: str | None = None) -> Node:
     node, base = _decode(row, session)
     if base is not None:
         raise StoreError(f"node {row.id!r} stores its reads relative to {base[0]!r}")
+    return node
+
+
+def decode_after(row: NodeRow, earlier: Mapping[str, Node], session: str | None = None) -> Node:
+    """The Node a row holds, its reads stored relative to another row rebuilt from
+    `earlier` (the nodes decoded before it, by id): a node followed as it is recorded
+    (store/events.py). A base not in `earlier` leaves `meta["reads_incomplete"] = True`."""
+    node, base = _decode(row, session)
+    if base is not None:
+        base_id, start, count = base
+        base_node = earlier.get(base_id)
+        if base_node is None or base_node.meta.get("reads_incomplete"):
+            node.meta["reads_incomplete"] = True
+        else:
+            node.reads = [*base_node.reads[start : start + count], *node.reads]
     return node
 
 

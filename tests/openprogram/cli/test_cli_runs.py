@@ -1,0 +1,40 @@
+"""`openprogram worker`, `runs list | cancel | requeue` and `sessions watch`, through
+click's runner (the worker in this process, until its queues are idle)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from openprogram.cli import cli
+from openprogram.runs import Run, submit
+
+JOB = "tests.openprogram.runs.jobs:job"
+
+
+def run(*arguments: str, code: int = 0) -> str:
+    result = CliRunner().invoke(cli, list(arguments), prog_name="openprogram")
+    assert result.exit_code == code, result.output
+    return result.output
+
+
+def test_a_worker_runs_the_queue_and_watch_shows_the_run(tmp_path: Path) -> None:
+    store = str(tmp_path / "runs.db")
+    submit(JOB, "w", 2, id="w", store=store).close()
+    submit(JOB, "later", 1, id="later", store=store, queue="other").close()
+    run("worker", store, "--until-idle", "--import", "tests.openprogram.runs.jobs")
+    listed = run("runs", "list", "--store", store)
+    assert "w  completed default" in listed and "later  queued" in listed
+    watched = run("sessions", "watch", "w", "--store", store)
+    lines = watched.splitlines()
+    assert len(lines) == 3 and "completed code job #1  1" in lines[0]
+    assert "step #2  0" in lines[1] and "step #3  1" in lines[2]
+    assert "cancelled" in run("runs", "cancel", "later", "--store", store)
+    assert "not waiting" in run("runs", "requeue", "w", "--store", store, code=1)
+    with Run(store, "later") as later:
+        assert later.status() == "cancelled"
+
+
+def test_a_worker_of_a_store_that_cannot_hold_runs_says_why() -> None:
+    assert "durable store" in run("worker", "memory", code=1)
