@@ -89,7 +89,7 @@ def test_an_operation_past_its_time_limit_gets_its_sandbox_killed(tmp_path):
     (the executor ignores it): the parent kills it."""
     from tests.openprogram.operations import kinds  # noqa: F401 - registers test.overrun
 
-    manager = ProcessOperations(sandbox="rlimits", workdir=tmp_path, stall_s=1)
+    manager = ProcessOperations(sandbox="rlimits", workdir=tmp_path, stall_s=2)
     reports = Reports()
     try:
         operation = Operation("test.overrun", {"limit_s": 0.5})
@@ -98,7 +98,7 @@ def test_an_operation_past_its_time_limit_gets_its_sandbox_killed(tmp_path):
     finally:
         manager.close()
     assert "heartbeat" in [w for _, w, _ in reports.seen]
-    assert what == "lost" and "ran past its time limit by more than 1 s" in why
+    assert what == "lost" and "ran past its time limit by more than 2 s" in why
 
 
 ATTACK = """
