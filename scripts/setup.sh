@@ -5,7 +5,8 @@
 #                           gui extra)
 #   scripts/setup.sh --dev  also what the tests need (PostgreSQL, tesseract, Chromium and
 #                           chromedriver, gtk3-widget-factory, dev tools; the postgres, otel,
-#                           bench, ray and mcp extras; node and the MCP reference servers)
+#                           bench, ray and mcp extras and the dev and bench-apps dependency
+#                           groups; node and the MCP reference servers)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -71,12 +72,22 @@ python=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
+# The dependencies come from the lock file, with hashes (scripts/lock.sh writes it: the
+# versions the tests passed with); then the package itself in editable mode, which finds
+# them all installed. pip >= 25.1 reads pyproject.toml's dependency groups (--group).
 extras="gui"
-[ "$dev" = 1 ] && extras="dev,postgres,otel,bench,ray,mcp"
-stamp=".venv/.installed-$extras-$(sha256sum pyproject.toml | cut -c1-16)"
+lock=requirements/demo.lock
+groups=()
+if [ "$dev" = 1 ]; then
+  extras="gui,postgres,otel,bench,ray,mcp"
+  lock=requirements/dev.lock
+  groups=(--group dev --group bench-apps)
+fi
+stamp=".venv/.installed-$extras-$(cat pyproject.toml "$lock" | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
-  .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e ".[$extras]"
+  .venv/bin/python -m pip install -q --upgrade "pip>=25.1"
+  .venv/bin/python -m pip install -q --require-hashes -r "$lock"
+  .venv/bin/python -m pip install -q -e ".[$extras]" "${groups[@]}"
   touch "$stamp"
 fi
 

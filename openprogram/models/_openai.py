@@ -82,10 +82,7 @@ class OpenAICompatibleModel(LiteLLMModel):
             for m in options.get("messages") or ()
         ]
         if isinstance(options.get("response_format"), type):
-            from openai.lib._parsing._completions import type_to_response_format_param
-
-            # the strict json_schema litellm sends for a pydantic class (same function)
-            options["response_format"] = type_to_response_format_param(options["response_format"])
+            options["response_format"] = _strict_schema(options["response_format"])
         return self._sdk().chat.completions.create(model=self.name[len(_PREFIX) :], **options)
 
     def _sdk(self) -> Any:
@@ -133,6 +130,19 @@ class OpenAICompatibleModel(LiteLLMModel):
         return _price(self.name, usage)
 
 
+def _strict_schema(model: type) -> dict[str, Any]:
+    """The strict json_schema response format litellm sends for a pydantic class, made
+    with the openai SDK's public `pydantic_function_tool` (the same strict schema as its
+    private `type_to_response_format_param`, which litellm calls)."""
+    import openai
+
+    schema = openai.pydantic_function_tool(model)["function"]["parameters"]
+    return {
+        "type": "json_schema",
+        "json_schema": {"schema": schema, "name": model.__name__, "strict": True},
+    }
+
+
 def _check_usage(usage: Any) -> None:
     for field in ("prompt_tokens", "completion_tokens", "total_tokens"):
         value = getattr(usage, field, None)
@@ -142,7 +152,11 @@ def _check_usage(usage: Any) -> None:
 
 @functools.lru_cache(maxsize=1)
 def _prices() -> dict[str, Any]:
-    """litellm's cost map, read from the file it ships (litellm itself not imported)."""
+    """litellm's cost map, read from the file it ships without importing litellm (found by
+    its spec: importlib.resources would import the package, seconds): the prices the
+    litellm path charges, so both paths price a reply alike. genai-prices would be the
+    independent source, but its import and first lookup add about 0.5 s to the first
+    reply this path exists to make fast."""
     spec = importlib.util.find_spec("litellm")
     folders = list(spec.submodule_search_locations or []) if spec else []
     for folder in folders:
