@@ -21,6 +21,7 @@ from openprogram.cli._model import chat, serve_model
 from openprogram.cli._operations import operations_command
 from openprogram.cli._options import DEFAULT_STORE, store_option
 from openprogram.cli._print import say
+from openprogram.cli._prune import prune_command
 from openprogram.cli._questions import question_commands
 from openprogram.cli._root import PLUGINS, cli, run_command
 from openprogram.cli._runs import runs_group, watch_command, worker_command
@@ -39,6 +40,7 @@ for _command in question_commands(opened_store, resolve_id, opened_session, stor
     sessions.add_command(_command)
 sessions.add_command(diff_command(opened_session, find_node, store_option))
 sessions.add_command(watch_command)
+sessions.add_command(prune_command)
 sessions.add_command(operations_command(opened_store, resolve_id, store_option))
 
 

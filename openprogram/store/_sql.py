@@ -20,6 +20,7 @@ from typing import Any, ClassVar, NamedTuple
 from openprogram.errors import SessionLocked, StoreError, UsageError
 from openprogram.store._budgets import SQLBudgets
 from openprogram.store._operations import SQLOperations
+from openprogram.store._prune import PruneReport, prune
 from openprogram.store.format import (
     FORMAT_VERSION,
     LEASES_VERSION,
@@ -478,6 +479,27 @@ class SQLStore(SQLOperations, SQLBudgets, ABC):
         with self._lock, self._translate(f"read image {sha256[:12]}"):
             found = self._connect().execute(self._statements.blob, (sha256,)).fetchone()
         return None if found is None else bytes(found[0])
+
+    # -- retention -----------------------------------------------------------------------
+    def prune(
+        self,
+        *,
+        older_than: float,
+        keep_failed: bool = False,
+        dry_run: bool = False,
+        compact: bool = True,
+    ) -> PruneReport:
+        """Remove finished sessions whose last record is older than `older_than` seconds,
+        and the images only they used; never a session with a call running, waiting for
+        a person or unknown, one a writer holds, one a fork reads, or a queued, running
+        or waiting run (keep_failed: nor a failed one). dry_run: only say what would go.
+        compact: shrink the file (SQLite VACUUM) or the tables (PostgreSQL VACUUM FULL,
+        which locks each table while it runs). Returns a PruneReport (store/_prune.py)."""
+        self._check_writable("prune sessions")
+        return prune(
+            self, older_than=older_than, keep_failed=keep_failed, dry_run=dry_run,
+            compact=compact,
+        )  # fmt: skip
 
     # -- writer leases -------------------------------------------------------------------
     def acquire(self, session: str, owner: str) -> None:

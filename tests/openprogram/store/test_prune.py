@@ -1,0 +1,143 @@
+"""Store.prune and `openprogram sessions prune` on SQLite and PostgreSQL: finished
+sessions and the images only they used go, and the store shrinks; a session with a call
+waiting for a person or unknown, one a writer holds, one a fork reads and a queued run
+stay (a failed one too, with keep_failed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from PIL import Image as PILImage
+
+from openprogram import Image, Session, agentic_function, ask_user
+from openprogram.cli import cli
+from openprogram.errors import UsageError
+from openprogram.runs import RunQueue, submit
+from openprogram.store import open_store
+
+
+@agentic_function
+def note(i: int, text: str) -> str:
+    return text
+
+
+@agentic_function
+def picture(colour: str) -> Image:
+    return Image(PILImage.new("RGB", (64, 48), colour))
+
+
+@agentic_function
+def broken() -> None:
+    raise ValueError("broken")
+
+
+@agentic_function
+def asking() -> str:
+    return str(ask_user("go on?", choices=["yes", "no"]))
+
+
+@agentic_function(effect="once")
+def paying() -> None:
+    raise KeyboardInterrupt  # cut mid-body: its effect is unknown
+
+
+def build(store: str) -> None:
+    with Session(store, id="done") as session:
+        for i in range(300):
+            note(i, "x" * 2000)
+        picture("red")
+    with Session(store, id="shared-image") as session:
+        picture("blue")
+    with Session(store, id="also-blue") as session:
+        picture("blue")
+    with Session(store, id="failed"), pytest.raises(ValueError):
+        broken()
+    with Session(store, id="waiting") as session, pytest.raises(Exception, match="answer"):
+        asking()
+    with Session(store, id="unknown"), pytest.raises(KeyboardInterrupt):
+        paying()
+    with Session(store, id="parent") as session:
+        note(0, "parent")
+        forked_at = session.dag.nodes[0].id
+    with Session.open(store, "parent").fork(at=forked_at, id="child"):
+        note(1, "child")
+    submit("tests.openprogram.runs.jobs:job", "q", 1, id="queued", store=store).close()
+
+
+def opened(store: str) -> Any:
+    resolved, _ = open_store(store)
+    return resolved
+
+
+def ids(store: str) -> set[str]:
+    found = opened(store)
+    try:
+        return {info.id for info in found.list_sessions()}
+    finally:
+        found.close()
+
+
+def test_prune_removes_finished_sessions_and_their_images_and_shrinks(durable_store: str) -> None:
+    build(durable_store)
+    held = Session(durable_store, id="held")
+    held.__enter__()  # a live writer holds it
+    store = opened(durable_store)
+    try:
+        blobs_before = _count(store, "openprogram_blobs")
+        dry = store.prune(older_than=0, dry_run=True)
+        assert set(dry.removed) == {"done", "shared-image", "also-blue", "failed", "child"}
+        assert ids(durable_store) >= set(dry.removed)  # nothing went
+        assert store.prune(older_than=3600, dry_run=True).removed == []  # all newer than that
+        report = store.prune(older_than=0, keep_failed=True)
+        assert set(report.removed) == {"done", "shared-image", "also-blue", "child"}
+        assert report.kept == {
+            "failed": "it failed (--keep-failed)",
+            "waiting": "it has calls running, waiting for a person or unknown",
+            "unknown": "it has calls running, waiting for a person or unknown",
+            "parent": "a fork reads its history",
+            "queued": "its run is queued",
+            "held": "a writer holds its lease",
+        }
+        assert report.nodes >= 300 and report.blobs == 2  # the red and the blue image
+        assert _count(store, "openprogram_blobs") == blobs_before - 2
+        assert report.bytes_after < 0.7 * report.bytes_before, report  # 600 kB of notes
+        assert ids(durable_store) == {"failed", "waiting", "unknown", "parent", "queued", "held"}
+        assert len(Session.open(durable_store, "parent").dag) == 1  # untouched
+        with RunQueue(durable_store) as runs:
+            assert [r.id for r in runs.list_runs()] == ["queued"]
+        assert store.prune(older_than=0).removed == ["failed", "parent"]  # its fork went
+    finally:
+        store.close()
+        held.__exit__(None, None, None)
+
+
+def test_the_command_prunes_and_says_what_it_kept(durable_store: str) -> None:
+    build(durable_store)
+    runner = CliRunner()
+    dry = runner.invoke(cli, ["sessions", "prune", "--older-than", "0s", "--dry-run",
+                              "--store", durable_store])  # fmt: skip
+    assert dry.exit_code == 0, dry.output
+    assert "would remove 5 sessions" in dry.output and "kept 1: its run is queued" in dry.output
+    done = runner.invoke(
+        cli, ["sessions", "prune", "--older-than", "30d", "--store", durable_store]
+    )
+    assert done.exit_code == 0 and "removed 0 sessions" in done.output
+    bad = runner.invoke(
+        cli, ["sessions", "prune", "--older-than", "soon", "--store", durable_store]
+    )
+    assert bad.exit_code == 2 and "30d" in bad.output
+
+
+def test_a_negative_age_is_refused(durable_store: str) -> None:
+    Session(durable_store, id="x").close()
+    store = opened(durable_store)
+    with pytest.raises(UsageError, match="older_than"):
+        store.prune(older_than=-1)
+    store.close()
+
+
+def _count(store: Any, table: str) -> int:
+    with store._lock:
+        return int(store._connect().execute(f"SELECT count(*) FROM {table}").fetchone()[0])
