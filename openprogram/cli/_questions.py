@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from openprogram.cli._print import json_text, say, styled
-from openprogram.echo import elide
+from openprogram.echo import echo, elide
 
 __all__ = ["question_commands"]
 
@@ -111,12 +111,8 @@ def question_commands(
         resume=True) to go on from there."""
         if (result is None) == (not rerun):
             raise click.UsageError("give one of --result JSON or --rerun")
-        value: Any = None
-        if result is not None:
-            try:
-                value = json.loads(result)
-            except ValueError:
-                value = result
+        _short(node_id, "NODE")
+        value = None if result is None else _result(result)
         with opened_session(store_spec, session_id) as session:
             operation = any(r.id == node_id for r in session.operations())
             if not operation:
@@ -129,6 +125,61 @@ def question_commands(
         say("settled ", *what, how, " in session ", styled(session.id, newlines=False))
 
     return [pending_command, answer_command, settle_command]
+
+
+_ID_CHARS = 1000
+"""The longest NODE `sessions settle` takes: node ids, NAME#K and operation ids are short."""
+_RESULT_CHARS = 1 << 20
+"""The longest --result `sessions settle` takes (characters)."""
+
+
+def _short(text: str, name: str) -> None:
+    """BadParameter (exit 2) for a NODE too long to be one, quoted cut."""
+    if len(text) > _ID_CHARS:
+        raise click.BadParameter(
+            f"{echo(text, 60)} is {len(text):,} characters; a node or operation is named "
+            f"in at most {_ID_CHARS:,}",
+            param_hint=name,
+        )
+
+
+def _result(text: str) -> Any:
+    """--result as a value: JSON, else the text itself. BadParameter (exit 2) when it is
+    over _RESULT_CHARS, or JSON nested deeper than a stored value may be."""
+    from openprogram.core.values import MAX_DEPTH
+
+    if len(text) > _RESULT_CHARS:
+        raise click.BadParameter(
+            f"is {len(text):,} characters; a result is at most {_RESULT_CHARS:,} (store a "
+            "large result elsewhere and settle with where it is)",
+            param_hint="--result",
+        )
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        value = _DEEP
+    except ValueError:
+        return text
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack and value is not _DEEP:  # walked without recursion
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth >= MAX_DEPTH:
+                value = _DEEP
+                break
+            stack.extend(
+                (child, depth + 1) for child in (item.values() if isinstance(item, dict) else item)
+            )
+    if value is _DEEP:
+        raise click.BadParameter(
+            f"nests lists and objects deeper than {MAX_DEPTH} levels, more than a stored "
+            "value holds; give the result flatter",
+            param_hint="--result",
+        )
+    return value
+
+
+_DEEP = object()
 
 
 def _node_id(session: Any, reference: str) -> str:
