@@ -32,7 +32,7 @@ from openprogram.mcp._sdk import (
     mcp_types,
 )
 from openprogram.mcp._stdio import RESULT_TOO_LARGE, stdio_client
-from openprogram.mcp.tool import MCPTool, check_namespace, public_names
+from openprogram.mcp.tool import MCPTool, check_listed_once, check_namespace, public_names
 
 __all__ = ["MCPServer"]
 
@@ -270,6 +270,7 @@ class MCPServer:
         names = public_names(self.name, [described.name for described in listing])
         others = [other.name for other in list(_servers) if other is not self]
         listed = Counter(described.name for described in listing)
+        first = {d.name: d for d in reversed(listing)}
         tools = []
         for described in listing:
             if only is not None and described.name != only:
@@ -277,15 +278,9 @@ class MCPServer:
             key, name = (described.name, render_output), names[described.name]
             made = self._tools.get(key)
             try:  # checked each time: a server opened since may own the name
-                if listed[described.name] > 1:  # which one the server runs is its guess
-                    if described is not next(d for d in listing if d.name == described.name):
-                        continue  # said once, for the first
-                    raise ConfigError(
-                        f"MCP server {self.name!r} lists the tool {echo(described.name, 80)} "
-                        f"{listed[described.name]} times; a call names a tool only by its "
-                        "name, so none of them is offered (the server must name each tool "
-                        "once)"
-                    )
+                if listed[described.name] > 1 and described is not first[described.name]:
+                    continue  # said once, for the first
+                check_listed_once(self.name, described.name, listed[described.name])
                 check_namespace(self.name, described.name, name, others)
                 if made is None or made.described != described or made.name != name:
                     made = MCPTool(self, described, render_output=render_output, name=name)

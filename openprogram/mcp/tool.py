@@ -61,6 +61,17 @@ def check_namespace(server: str, tool: str, name: str, others: list[str]) -> Non
             )
 
 
+def check_listed_once(server: str, tool: str, times: int) -> None:
+    """ConfigError when a server lists `tool` more than once: a call names a tool only
+    by its name, so which of them would run is the server's guess."""
+    if times > 1:
+        raise ConfigError(
+            f"MCP server {server!r} lists the tool {echo(tool, 80)} {times} times; a call "
+            "names a tool only by its name, so none of them is offered (the server must "
+            "name each tool once)"
+        )
+
+
 def public_names(server: str, tools: list[str]) -> dict[str, str]:
     """The name the model sees for each of a server's tools: tool_name(), except where
     several tools would share one (`a.b`, `a_b`, `a b`). Then the tool whose name needed
