@@ -69,9 +69,10 @@ def idempotency_key() -> str:
 
 
 def new_key(session: Any, name: str, parent: str | None) -> str:
-    """The key of a new call of `name` in frame `parent`: derived from the session's id
-    and the call's path (_resume.path_text: each frame's name and ordinal). Kept on the
-    node, so a resumed or forked run reads it back rather than deriving it again."""
+    """The key of a new call of `name` in frame `parent`: derived from the store's
+    identity (a store without one: none), the session's id and the call's path
+    (_resume.path_text: each frame's name and ordinal). Kept on the node, so a resumed
+    or forked run reads it back rather than deriving it again."""
     dag = session.dag
     counts: dict[tuple[str | None, str], int] = session._effect_counts
     paths: dict[str | None, str] = session._effect_paths
@@ -87,7 +88,13 @@ def new_key(session: Any, name: str, parent: str | None) -> str:
             where = paths[parent] = (
                 "" if frame is None else f"{path_text(call_path(dag, frame))} / "
             )
+    # the store's identity too: one session id in two stores (two deployments, two
+    # tenants' files) never derives one key, which a provider would take as one charge
+    store = getattr(session, "store", None)
+    identity = getattr(store, "identity", "") if store is not None else ""
     text = f"{session.id}\n{where}{name} #{count}"
+    if identity:
+        text = f"{identity}\n{text}"
     return f"op-{session.id}-{hashlib.sha256(text.encode()).hexdigest()[:24]}"
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import secrets
 import threading
 import weakref
 from abc import ABC, abstractmethod
@@ -166,6 +167,7 @@ class SQLStore(SQLOperations, SQLBudgets, ABC):
         self._keys: dict[str, int] = {}
         self._held: dict[str, str] = {}  # session -> owner of the lease this store holds
         self._lost: dict[str, str] = {}  # session -> owner whose lease was taken over
+        self._identity: str | None = None
         _stores.add(self)
 
     # -- hooks ---------------------------------------------------------------------------
@@ -223,6 +225,33 @@ class SQLStore(SQLOperations, SQLBudgets, ABC):
         if connection is not None:
             with suppress(Exception):
                 self._abandon(connection)
+
+    @property
+    def identity(self) -> str:
+        """This store's own random id, made once and kept in its meta table: the same
+        whatever path or URL reaches it (and in a copy of it), another for another store.
+        Effect keys include it, so one session id in two stores never shares a key.
+        Empty when none can be made (a read-only store that has none)."""
+        found = self._identity
+        if found is None:
+            p = self._placeholder
+            read = "SELECT value FROM openprogram_meta WHERE key = 'store'"
+            try:
+                with self._lock, self._translate("read the store's identity"):
+                    connection = self._connect()
+                    row = connection.execute(read).fetchone()
+                    if row is None and not getattr(self, "read_only", False):
+                        with self._transaction(connection):
+                            connection.execute(
+                                "INSERT INTO openprogram_meta (key, value) VALUES ('store', "
+                                f"{p}) ON CONFLICT (key) DO NOTHING",
+                                (secrets.token_hex(16),),
+                            )
+                        row = connection.execute(read).fetchone()
+            except StoreError:
+                row = None
+            found = self._identity = "" if row is None else str(row[0])
+        return found
 
     # -- connection ----------------------------------------------------------------------
     def _version(self, connection: Any) -> int | None:

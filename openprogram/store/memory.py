@@ -8,6 +8,7 @@ resumed and forked within the process) and loses them when the process ends.
 from __future__ import annotations
 
 import os
+import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -29,6 +30,7 @@ class MemoryStore:
 
     def __init__(self) -> None:
         self.url = f"memory://{id(self):x}"
+        self.identity = secrets.token_hex(16)  # effect keys include it (see SQLStore's)
         self._lock = threading.Lock()
         self._sessions: dict[str, SessionInfo] = {}
         self._rows: dict[str, dict[int, NodeRow]] = {}

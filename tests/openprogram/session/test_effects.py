@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -233,6 +234,56 @@ def test_a_once_call_interrupted_in_the_process_is_unknown_at_once(tmp_path: Pat
     interrupted(path, "pay")
     (node,) = Session.open(path, "s").dag.find("pay")
     assert node.status == "unknown" and "KeyboardInterrupt" in str(node.error)
+
+
+@pytest.fixture
+def another_store(durable_store: str, tmp_path: Path) -> Any:
+    """A second store of durable_store's kind: another SQLite file, another schema."""
+    if not durable_store.startswith("postgresql"):
+        yield str(tmp_path / "other.db")
+        return
+    import psycopg
+
+    from tests.support.postgres import postgres_server
+
+    server, schema = postgres_server(), "test_other_" + os.urandom(6).hex()
+    with psycopg.connect(server, autocommit=True) as connection:
+        connection.execute(f"CREATE SCHEMA {schema}")
+    yield f"{server}{'&' if '?' in server else '?'}options=-csearch_path%3D{schema}"
+    with psycopg.connect(server, autocommit=True) as connection:
+        connection.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def test_one_session_id_in_two_stores_derives_two_keys(durable_store: str, another_store: str):
+    """Issue 40, item 11: the key was derived from the session id and the call's path
+    only, so `order-42` in two stores (two deployments, two tenants' files) gave one key,
+    and a provider deduplicating by it would take the second charge for the first. The
+    key now includes the store's identity, kept in the store (the same by any path to
+    it, or in a copy of it, and on every resume)."""
+    keys = []
+    for store in (durable_store, another_store):
+        with Session(store, id="order-42"):
+            pay(5)
+        keys.append(ran.pop()[1])
+    assert keys[0] != keys[1] and all(key.startswith("op-order-42-") for key in keys)
+    with Session.open(durable_store, "order-42") as again:
+        pay(5)  # a new call in the first store: another key, from the same identity
+    assert again.dag.find("pay")[0].meta["key"] == keys[0]
+    assert ran.pop()[1] not in keys
+
+
+def test_a_stores_identity_is_the_same_by_any_path_and_in_a_copy(tmp_path: Path):
+    from openprogram.store import open_store
+
+    (tmp_path / "dir").mkdir()
+    first, _ = open_store(str(tmp_path / "runs.db"))
+    identity = first.identity
+    assert len(identity) == 32
+    assert open_store(str(tmp_path / "dir" / ".." / "runs.db"))[0].identity == identity
+    first.close()
+    shutil.copy(tmp_path / "runs.db", tmp_path / "copy.db")
+    assert open_store(str(tmp_path / "copy.db"))[0].identity == identity
+    assert open_store(str(tmp_path / "new.db"))[0].identity != identity
 
 
 def test_a_fork_keeps_the_keys_of_the_calls_it_shares(tmp_path: Path):
