@@ -11,7 +11,6 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel
 
-import openprogram
 from openprogram import Runtime, ScriptedModel, Session, agentic_function, current_session
 from openprogram.errors import UsageError
 
@@ -305,89 +304,6 @@ def test_a_failing_recorder_never_breaks_the_call(caplog):
         session.dag.listeners.append(broken)
         assert fine() == 42
     assert "could not record" in caplog.text
-
-
-def test_package_root_exports_are_pinned():
-    assert set(openprogram.__all__) == {
-        "agentic_function",
-        "Session",
-        "current_session",
-        "current_frame",
-        "start_thread",
-        "idempotency_key",
-        "ContextDAG",
-        "Node",
-        "Expose",
-        "Effect",
-        "EffectUnknown",
-        "RenderRange",
-        "Image",
-        "ImageRef",
-        "render_context",
-        "RenderedContext",
-        "summarize_history",
-        "count_tokens",
-        "Runtime",
-        "llm",
-        "allm",
-        "current_runtime",
-        "Model",
-        "ModelRequest",
-        "ModelReply",
-        "ScriptedModel",
-        "ReplayModel",
-        "ToolCall",
-        "TextStream",
-        "AsyncTextStream",
-        "Store",
-        "Usage",
-        "Callback",
-        "BudgetManager",
-        "SharedBudget",
-        "ImageRetention",
-        "PIIRedactor",
-        "TrajectorySaver",
-        "LoggingCallback",
-        "OpenProgramError",
-        "UsageError",
-        "ConfigError",
-        "RunError",
-        "ModelError",
-        "ModelAuthError",
-        "ModelBadRequest",
-        "ModelUnavailable",
-        "ModelOutputError",
-        "ScriptExhausted",
-        "ReplayMismatch",
-        "SessionLocked",
-        "StoreDamaged",
-        "StoreError",
-        "UnsupportedFormatVersion",
-        "ResumeDivergence",
-        "RunStopped",
-        "BudgetExceeded",
-        "RunWaiting",
-        "ask_user",
-        "ConsoleAsk",
-        "Question",
-        "needs_approval",
-        "Operation",
-        "OperationRecord",
-        "operation_kind",
-        "operation_tool",
-        "operation_tools",
-        "settle_operation",
-        "LocalOperations",
-        "ProcessOperations",
-        "RayOperations",
-        "bash",
-        "view_image_tool",
-        "skills_tool",
-        "UnsupportedOperation",
-        "OperationFailed",
-    }
-    for name in openprogram.__all__:
-        assert hasattr(openprogram, name)
 
 
 def test_a_strict_observer_failing_at_call_start_ends_the_call_cleanly():
