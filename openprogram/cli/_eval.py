@@ -1,8 +1,8 @@
 """The `openprogram eval` command: run a dataset through a function and show the scores.
 
-Owns its command-line handling (the function by MODULE:FUNCTION, scorers by name, a
-progress line, the table, --compare with a saved report); the eval itself is
-openprogram.evals'. cli.py adds it; this module never imports cli.py.
+Owns its command-line handling (the function by MODULE:FUNCTION, scorers by name, the
+provider, a progress line, the table, --compare with a saved report, also on the HTML
+page); the eval itself is openprogram.evals'. cli.py adds it; never imports cli.py.
 """
 
 from __future__ import annotations
@@ -15,11 +15,13 @@ from typing import Any
 
 import click
 
+from openprogram.cli._options import provider_kwargs, provider_options
 from openprogram.cli._print import say
 
 __all__ = ["eval_command"]
 
-_SCORERS = ("equals", "contains", "matches_schema", "max_cost", "max_latency")
+_SCORERS = ("equals", "contains", "matches_schema", "max_cost", "max_latency", "llm_judge",
+            "no_loop")  # fmt: skip
 
 
 def _runtime_env(text: str | None) -> dict[str, Any] | None:
@@ -41,8 +43,9 @@ def _runtime_env(text: str | None) -> dict[str, Any] | None:
 
 def _scorer(spec: str) -> Any:
     """A scorer named on the command line: a built-in (`equals`, `contains:TEXT`,
-    `max_cost:0.01`, `max_latency:5`) or MODULE:FUNCTION."""
-    from openprogram.evals import contains, equals, max_cost, max_latency
+    `max_cost:0.01`, `max_latency:5`, `llm_judge:RUBRIC`, `no_loop` or `no_loop:N`) or
+    MODULE:FUNCTION."""
+    from openprogram.evals import contains, equals, llm_judge, max_cost, max_latency, no_loop
     from openprogram.evals._running import resolve_function
 
     name, _, argument = spec.partition(":")
@@ -51,6 +54,10 @@ def _scorer(spec: str) -> Any:
             return equals
         if name == "contains" and argument:
             return contains(argument)
+        if name == "llm_judge" and argument.strip():
+            return llm_judge(argument)  # asks the runs' model: --model, --api-base
+        if name == "no_loop":
+            return no_loop(int(argument)) if argument else no_loop()
         if name == "max_cost" and argument:
             return max_cost(float(argument))
         if name == "max_latency" and argument:
@@ -59,7 +66,8 @@ def _scorer(spec: str) -> Any:
         raise click.BadParameter(f"{spec!r}: {name} takes a number, e.g. {name}:0.5") from None
     if name in _SCORERS:
         raise click.BadParameter(
-            f"{spec!r}: write equals, contains:TEXT, max_cost:USD or max_latency:SECONDS"
+            f"{spec!r}: write equals, contains:TEXT, max_cost:USD, max_latency:SECONDS, "
+            "llm_judge:RUBRIC or no_loop[:TIMES]"
         )
     return resolve_function(spec)
 
@@ -92,12 +100,18 @@ class _Progress:
     "scorer_specs",
     multiple=True,
     metavar="SCORER",
-    help="equals (default), contains:TEXT, max_cost:USD, max_latency:SECONDS or "
-    "MODULE:FUNCTION; repeat for several.",
+    help="equals (default), contains:TEXT, max_cost:USD, max_latency:SECONDS, "
+    "llm_judge:RUBRIC (asks the runs' model), no_loop[:TIMES] or MODULE:FUNCTION; repeat "
+    "for several.",
 )
 @click.option(
     "--model", "-m", default=None, help="Model for every run (default: OPENPROGRAM_MODEL)."
 )
+@provider_options
+@click.option("--scorer-timeout", "scorer_timeout", type=click.FloatRange(min=0, min_open=True),
+              default=120.0, show_default=True, metavar="SECONDS",
+              help="Seconds a scorer (a judge too) may take on one run; then its error is "
+              "recorded.")  # fmt: skip
 @click.option("--repeat", "-n", type=click.IntRange(min=1), default=1, help="Runs of each case.")
 @click.option("--concurrency", "-j", type=click.IntRange(min=1), default=1, help="Runs at a time.")
 @click.option("--store", "store_spec", default=None, metavar="PATH|URL",
@@ -106,7 +120,8 @@ class _Progress:
 @click.option("--html", "html_path", default=None, metavar="FILE.html",
               help="Write the HTML report, each run's session report linked.")  # fmt: skip
 @click.option("--compare", "previous", default=None, metavar="FILE.json",
-              help="A saved report to compare with, case by case.")  # fmt: skip
+              help="A saved report to compare with, case by case (also on the --html "
+              "page).")  # fmt: skip
 @click.option("--cases", "show_cases", is_flag=True, help="Show one line per case.")
 @click.option("--id", "eval_id", default=None, metavar="ID",
               help="Name this eval; the same ID and --store again resume it.")  # fmt: skip
@@ -123,6 +138,9 @@ def eval_command(
     function: str,
     scorer_specs: tuple[str, ...],
     model: str | None,
+    api_base: str | None,
+    api_key_env: str | None,
+    scorer_timeout: float,
     repeat: int,
     concurrency: int,
     store_spec: str | None,
@@ -140,11 +158,17 @@ def eval_command(
 
     \b
     MODULE is imported as `python -m` would (the current folder first). Exits with
-    status 1 when --compare finds a significant regression.
+    status 1 when --compare finds a significant regression, or a score of the saved
+    report that cannot be compared.
     Example: openprogram eval cases.jsonl agents:book_hotel -s equals --repeat 3
+    Offline: openprogram eval cases.jsonl agents:book_hotel --model openai/local
+    --api-base http://127.0.0.1:8000/v1 --api-key-env LOCAL_KEY -s "llm_judge:Polite?"
     On Ray: openprogram eval cases.jsonl agents:book_hotel --engine ray -j 8 --store runs.db
     """
-    from openprogram.errors import OpenProgramError
+    from contextlib import nullcontext
+
+    from openprogram import Runtime
+    from openprogram.errors import OpenProgramError, UsageError
     from openprogram.evals import Dataset, EvalReport, equals
 
     if "" not in sys.path and os.getcwd() not in sys.path:
@@ -154,29 +178,41 @@ def eval_command(
         baseline = EvalReport.load(previous) if previous else None
         scorers = [_scorer(spec) for spec in scorer_specs] or [equals]
         environment = _runtime_env(runtime_env)
-        report = dataset.evaluate(
-            function,
-            scorers,
-            repeat=repeat,
-            concurrency=concurrency,
-            model=model,
-            store=store_spec,
-            progress=_Progress(),
-            id=eval_id,
-            engine="ray" if engine == "ray" else "local",
-            address=address,
-            runtime_env=environment,
-        )
+        provider = provider_kwargs(api_base, api_key_env)
+        if provider and engine == "ray":
+            raise UsageError(
+                "--api-base and --api-key-env are for --engine local; Ray workers read their "
+                "provider from their environment (--runtime-env '{\"env_vars\": {...}}')"
+            )
+        # the provider's settings ride on an ambient Runtime every run (and judge) uses
+        runtime = Runtime(model, **provider) if provider else None
+        with runtime if runtime is not None else nullcontext():
+            report = dataset.evaluate(
+                function,
+                scorers,
+                repeat=repeat,
+                concurrency=concurrency,
+                model=None if runtime is not None else model,
+                store=store_spec,
+                progress=_Progress(),
+                id=eval_id,
+                engine="ray" if engine == "ray" else "local",
+                address=address,
+                runtime_env=environment,
+                scorer_timeout=scorer_timeout,
+            )
+        if runtime is not None:
+            report.model = model or os.environ.get("OPENPROGRAM_MODEL")
         say(report.table(cases=show_cases))
         if save_path:
             say(f"saved {report.save(save_path)}", err=True)
         if html_path:
-            say(f"wrote {report.write_html(html_path)}", err=True)
+            say(f"wrote {report.write_html(html_path, baseline=baseline)}", err=True)
         if baseline is not None:
             comparison = baseline.compare(report)
             click.echo("")
             say(comparison.table())
-            if comparison.regressions:
+            if comparison.regressions or comparison.uncompared:
                 raise SystemExit(1)
     except OpenProgramError as exc:
         raise click.ClickException(str(exc)) from exc

@@ -1,8 +1,10 @@
-"""Options the `openprogram` commands share: the session store (--store).
+"""Options the `openprogram` commands share: the session store (--store), the provider
+(--api-base, --api-key-env).
 
 Owns `store_option` and DEFAULT_STORE, below every module that defines commands, so
-cli/ (its commands, and plugins through it) take --store alike, and
-`text_argument`, which refuses an argument that is not UTF-8 text (a session id, say).
+cli/ (its commands, and plugins through it) take --store alike; `provider_options` and
+`provider_kwargs` for the commands that talk to a model; and `text_argument`, which
+refuses an argument that is not UTF-8 text (a session id, say).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import click
 
 from openprogram.echo import printable
 
-__all__ = ["DEFAULT_STORE", "store_option", "text_argument"]
+__all__ = ["DEFAULT_STORE", "provider_kwargs", "provider_options", "store_option", "text_argument"]
 
 DEFAULT_STORE = "openprogram.db"
 """The store the session commands read when neither --store nor OPENPROGRAM_STORE is set."""
@@ -40,6 +42,47 @@ def store_option(command: F) -> F:
         help="Session store: a SQLite file, sqlite:///file.db or postgresql://… "
         "(env OPENPROGRAM_STORE).",
     )(command)
+
+
+def provider_options(command: F) -> F:
+    """--api-base URL and --api-key-env NAME, passed to the command as api_base and
+    api_key_env (turn them into Runtime keywords with provider_kwargs)."""
+    command = click.option(
+        "--api-key-env",
+        "api_key_env",
+        default=None,
+        metavar="NAME",
+        help="The environment variable holding the provider's API key (the key itself "
+        "never goes on the command line), e.g. MY_GATEWAY_KEY.",
+    )(command)
+    return click.option(
+        "--api-base",
+        "api_base",
+        default=None,
+        metavar="URL",
+        help="Provider URL, e.g. a local OpenAI-compatible server (openprogram serve-model's).",
+    )(command)
+
+
+def provider_kwargs(api_base: str | None, api_key_env: str | None) -> dict[str, Any]:
+    """The Runtime keywords --api-base and --api-key-env give: api_base, and api_key read
+    from the environment variable named. UsageError when that variable is not set."""
+    import os
+
+    from openprogram.errors import UsageError
+
+    options: dict[str, Any] = {}
+    if api_base:
+        options["api_base"] = api_base
+    if api_key_env:
+        key = os.environ.get(api_key_env)
+        if not key:
+            raise UsageError(
+                f"--api-key-env {printable(api_key_env, newlines=False)}: that environment "
+                "variable is not set (or is empty); export it with the provider's key"
+            )
+        options["api_key"] = key
+    return options
 
 
 def text_argument(value: str, name: str) -> str:

@@ -1,7 +1,7 @@
 """Evals: datasets made from recorded runs, scorers that see what every call saw, and
 reports compared with statistics. Start at Dataset.evaluate (docs/evals.md)."""
 
-from openprogram.evals.compare import Comparison, ScoreChange
+from openprogram.evals.compare import CaseChange, Comparison, ScoreChange
 from openprogram.evals.dataset import Case, Dataset
 from openprogram.evals.report import EvalReport, RunResult
 from openprogram.evals.run import Run, ToolUse
@@ -14,6 +14,7 @@ from openprogram.evals.scorers import (
     matches_schema,
     max_cost,
     max_latency,
+    no_loop,
 )
 from openprogram.evals.statistics import Summary
 
@@ -32,10 +33,12 @@ __all__ = [  # noqa: RUF022 - grouped by topic, as STYLE.md asks
     "max_cost",
     "max_latency",
     "llm_judge",
+    "no_loop",
     # reports
     "EvalReport",
     "RunResult",
     "Summary",
     "Comparison",
     "ScoreChange",
+    "CaseChange",
 ]

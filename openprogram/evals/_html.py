@@ -1,13 +1,17 @@
-"""An EvalReport as HTML: the summary, one row per case run, each run's session report
-one click away (display/report.py writes those). Static and self-contained."""
+"""An EvalReport as HTML: the summary, every case with its inputs, expected output, each
+run's output and each scorer's verdict and reason, the comparison with a baseline case
+by case with its statistics in words, each run's session report one click away
+(display/report.py writes those). Jinja2 templates with autoescape; static, self-contained.
+"""
 
 from __future__ import annotations
 
-import html
+import json
 import os
 import re
 import tempfile
 from collections.abc import Mapping
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,68 +20,208 @@ from openprogram.core.values import replace_surrogates
 from openprogram.echo import elide
 
 if TYPE_CHECKING:
-    from openprogram.evals.report import EvalReport
+    import jinja2
+
+    from openprogram.evals.compare import Comparison
+    from openprogram.evals.report import EvalReport, RunResult
 
 __all__ = ["report_fragment", "write_html"]
 
-_STYLE = """<style>.ope{font:13px/1.4 system-ui,sans-serif;color:#1f2328}
-.ope table{border-collapse:collapse;margin:6px 0 12px}
-.ope td,.ope th{border:1px solid #d0d7de;padding:3px 7px;text-align:left;vertical-align:top}
-.ope th{background:#f6f8fa}.ope .pass{background:#dafbe1}.ope .fail{background:#ffebe9}
-.ope .err{background:#fff8c5}.ope .num{text-align:right;font-variant-numeric:tabular-nums}
-</style>"""
+MAX_CASES = 2000
+"""Cases a page shows (changed cases of a comparison first); the rest are counted."""
+
+VALUE_LIMIT = 1500
+"""Characters of an input, expected value or output a page shows."""
 
 
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+@lru_cache(maxsize=1)
+def _templates() -> jinja2.Environment:
+    import jinja2
 
-
-def report_fragment(report: EvalReport, links: Mapping[tuple[str, int], str] | None) -> str:
-    """The report's summary and runs as one HTML fragment; `links` maps (case, repeat)
-    to the href of that run's session report."""
-    parts = [f'<div class="ope">{_STYLE}<h3>{_e(report.name)}</h3>']
-    parts.append(
-        f"<p>{len(report.dataset)} cases × {report.repeat}, function <code>"
-        f"{_e(report.function)}</code>, model {_e(report.model or 'ambient')}, "
-        f"{len(report.errors)} failed runs</p>"
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).with_name("templates")),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
     )
-    parts.append(
-        "<table><tr><th>score</th><th>mean</th><th>95% interval</th>"
-        "<th>cases</th><th>errors</th></tr>"
-    )
-    for key, s in report.summary().items():
-        mean = "–" if s.mean is None else f"{s.mean:.3f}"
-        interval = "" if s.low is None or s.high is None else f"[{s.low:.3f}, {s.high:.3f}]"
-        parts.append(
-            f"<tr><td>{_e(key)}</td><td class=num>{mean}</td><td>{interval}</td>"
-            f"<td class=num>{s.n}</td><td class=num>{s.errors}</td></tr>"
-        )
-    parts.append("</table>")
+
+
+def shown(value: Any, limit: int = VALUE_LIMIT) -> str:
+    """A value as a page shows it: text as itself, anything else as indented JSON; cut."""
+    if value is None:
+        return "—"
+    if isinstance(value, str):
+        return elide(value, limit)
+    try:
+        if isinstance(value, dict) and all(
+            isinstance(v, (str, int, float, bool, type(None))) for v in value.values()
+        ):  # keyword arguments: one `name: value` line each
+            return elide(
+                "\n".join(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in value.items()),
+                limit,
+            )
+        text = json.dumps(value, ensure_ascii=False, indent=1, default=str)
+    except (ValueError, RecursionError):
+        text = repr(value)
+    return elide(text, limit)
+
+
+def _score_cell(score: Any) -> dict[str, str]:
+    if score is None:
+        return {"css": "", "mark": "·", "why": "not scored"}
+    if score.error is not None:
+        return {"css": "err", "mark": "! error", "why": score.error}
+    value = score.value
+    if value is None:
+        return {"css": "", "mark": "·", "why": score.reason or ""}
+    if score.binary or value in (0.0, 1.0):
+        mark = "✔ pass" if value >= 1 else "✗ fail"
+    else:
+        mark = f"{value:g}"
+    return {"css": "pass" if value >= 1 else "fail", "mark": mark, "why": score.reason or ""}
+
+
+def _report_view(
+    report: EvalReport, links: Mapping[tuple[str, int], str] | None, order: list[str] | None
+) -> dict[str, Any]:
     keys = report.keys
-    head = "".join(f"<th>{_e(k)}</th>" for k in keys)
-    parts.append(f"<table><tr><th>case</th><th>run</th><th>output</th>{head}</tr>")
-    for run in report.runs:
-        href = None if links is None else links.get((run.case, run.repeat))
-        label = _e(run.session or f"#{run.repeat}")
-        link = f'<a href="{_e(href)}">{label}</a>' if href else label
-        shown = f"error: {run.error}" if run.error else repr(run.output)
-        cells = []
-        for key in keys:
-            score = run.score(key)
-            if score is None:
-                cells.append("<td></td>")
-                continue
-            css = "err" if score.error else ("pass" if (score.value or 0) >= 1 else "fail")
-            text = "error" if score.error else ("–" if score.value is None else f"{score.value:g}")
-            why = score.error or score.reason or ""
-            cells.append(f'<td class={css} title="{_e(elide(why, 400))}">{text}</td>')
-        row_class = ' class="err"' if run.error else ""
-        parts.append(
-            f"<tr{row_class}><td>{_e(run.case)}</td><td>{link}</td>"
-            f"<td>{_e(elide(shown, 160))}</td>{''.join(cells)}</tr>"
+    runs: dict[str, list[RunResult]] = {}
+    for run in sorted(report.runs, key=lambda r: r.repeat):
+        runs.setdefault(run.case, []).append(run)
+    cases = {case.name: case for case in report.dataset.cases}
+    names = list(dict.fromkeys([*(order or []), *cases, *runs]))
+    rows = []
+    for name in names[:MAX_CASES]:
+        case = cases.get(name)
+        inputs: Any = None if case is None else (case.turns if case.turns else case.inputs)
+        metadata = {} if case is None else case.metadata
+        source = metadata.get("call") or metadata.get("session")
+        run_rows = []
+        for run in runs.get(name or "", []):
+            href = None if links is None else links.get((run.case, run.repeat))
+            label = f"#{run.repeat + 1}" + (f" {run.session}" if run.session else "")
+            run_rows.append(
+                {
+                    "href": href,
+                    "label": label,
+                    "error": run.error is not None,
+                    "output": shown(run.error) if run.error else shown(run.output),
+                    "scores": [_score_cell(run.score(key)) for key in keys],
+                }
+            )
+        if not run_rows:
+            continue
+        rows.append(
+            {
+                "name": name,
+                "source": None if source in (None, name) else f"from {source}",
+                "inputs": ("turns: " if case is not None and case.turns else "") + shown(inputs),
+                "expected": shown(None if case is None else case.expected),
+                "runs": run_rows,
+            }
         )
-    parts.append("</table></div>")
-    return replace_surrogates(_secrets.scrub("".join(parts), patterns=False))
+    summary = []
+    for key, s in report.summary().items():
+        summary.append(
+            {
+                "key": key,
+                "mean": "–" if s.mean is None else f"{s.mean:.3f}",
+                "interval": ""
+                if s.low is None or s.high is None
+                else f"[{s.low:.3f}, {s.high:.3f}]",
+                "n": s.n,
+                "errors": s.errors,
+            }
+        )
+    return {
+        "name": report.name,
+        "cases": len(report.dataset),
+        "repeat": report.repeat,
+        "function": report.function,
+        "model": report.model or "ambient",
+        "failed": len(report.errors),
+        "summary": summary,
+        "score_keys": keys,
+        "case_rows": rows,
+        "more": max(0, len(names) - MAX_CASES),
+    }
+
+
+def _comparison_view(comparison: Comparison, report: EvalReport) -> dict[str, Any]:
+    keys = [k for k in report.keys if k in comparison.changes]
+    cases = {case.name: case for case in report.dataset.cases}
+    scores = []
+    for key in keys:
+        c = comparison.changes[key]
+        verdict = "no change"
+        if c.significant:
+            verdict = "significantly better" if c.difference > 0 else "significantly worse"
+        elif c.flipped:
+            verdict = "not significant"
+        scores.append(
+            {
+                "key": key,
+                "before": f"{c.baseline:.3f}",
+                "after": f"{c.candidate:.3f}",
+                "change": f"{c.difference:+.3f}",
+                "interval": f"[{c.low:+.3f}, {c.high:+.3f}]",
+                "p": f"{c.p_value:.3g}",
+                "verdict": verdict,
+                "css": ("better" if c.difference > 0 else "worse") if c.significant else "",
+                "words": c.explain(comparison.alpha),
+            }
+        )
+    rows = []
+    for change in comparison.cases[:MAX_CASES]:
+        case = cases.get(change.case)
+        inputs = None if case is None else (case.turns if case.turns else case.inputs)
+        rows.append(
+            {
+                "name": change.case,
+                "inputs": shown(inputs, 300),
+                "cells": [
+                    {
+                        "before": change.before.get(key) or "·",
+                        "after": change.after.get(key) or "·",
+                        "moved": change.moved.get(key, ""),
+                    }
+                    for key in keys
+                ],
+            }
+        )
+    return {
+        "baseline": comparison.baseline,
+        "score_keys": keys,
+        "scores": scores,
+        "uncompared": comparison.uncompared,
+        "cases": rows,
+        "more": max(0, len(comparison.cases) - MAX_CASES),
+    }
+
+
+def report_fragment(
+    report: EvalReport,
+    links: Mapping[tuple[str, int], str] | None,
+    *,
+    comparison: Comparison | None = None,
+    extra_html: str | None = None,
+) -> str:
+    """The report as one HTML fragment: summary, the comparison with a baseline (when
+    given), every case. `links` maps (case, repeat) to the href of that run's session
+    report; `extra_html` (trusted) closes the fragment."""
+    import markupsafe
+
+    order = None if comparison is None else [c.case for c in comparison.cases]
+    text = (
+        _templates()
+        .get_template("report.html.j2")
+        .render(
+            r=_report_view(report, links, order),
+            c=None if comparison is None else _comparison_view(comparison, report),
+            extra=markupsafe.Markup(extra_html or ""),
+        )
+    )
+    return replace_surrogates(_secrets.scrub(text, patterns=False))
 
 
 def write_html(
@@ -87,22 +231,29 @@ def write_html(
     store: Any = None,
     links: Mapping[tuple[str, int], str] | None = None,
     extra_html: str | None = None,
+    baseline: EvalReport | None = None,
 ) -> Path:
     """Write the report page to `target` and each run's session report into
     `<target stem>.runs/`, linked from the page; returns `target`. `links`: hrefs of
     session reports written already (then none are written); `extra_html` follows the
-    report on the page (trusted HTML)."""
+    report on the page (trusted HTML); `baseline`: a report to compare with, shown case
+    by case with the statistics in words."""
+    import markupsafe
+
     from openprogram.errors import UsageError
 
     if not target.parent.is_dir():
         raise UsageError(f"folder {str(target.parent)!r} does not exist; create it first")
+    comparison = None if baseline is None else baseline.compare(report)
     if links is None:
         links = _write_runs(report, target.with_name(f"{target.stem}.runs"), store)
+    body = report_fragment(report, links, comparison=comparison, extra_html=extra_html)
     page = (
-        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>{_e(report.name)}</title></head><body>"
-        f"{report_fragment(report, links)}{extra_html or ''}</body></html>"
+        _templates()
+        .get_template("page.html.j2")
+        .render(title=report.name, body=markupsafe.Markup(body))
     )
+    page = replace_surrogates(_secrets.scrub(page, patterns=False))
     handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
@@ -114,19 +265,37 @@ def write_html(
     return target
 
 
+def run_file_names(report: EvalReport) -> dict[tuple[str, int], str]:
+    """A file name for each run's session report: the case name and repeat made safe,
+    distinct for distinct runs however alike their case names read once made safe
+    (`a/b` and `a_b`), also on a file system that ignores case."""
+    names: dict[tuple[str, int], str] = {}
+    taken: set[str] = set()
+    for run in report.runs:
+        base = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{run.case}-{run.repeat}").lstrip(".")[:80]
+        name, count = base or "run", 1
+        while name.casefold() in taken:
+            count += 1
+            name = f"{base}~{count}"
+        taken.add(name.casefold())
+        names[(run.case, run.repeat)] = f"{name}.html"
+    return names
+
+
 def _write_runs(report: EvalReport, folder: Path, store: Any) -> dict[tuple[str, int], str]:
     """Each run's session report in `folder`; their hrefs, relative to its parent."""
     from openprogram.display.report import write_report
 
     folder.mkdir(exist_ok=True)
     links: dict[tuple[str, int], str] = {}
+    names = run_file_names(report)
     for run in report.runs:
         try:
             dag = report.dag(run, store=store)
         except Exception:  # a run whose session could not be made or read: no link
             continue
-        name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{run.case}-{run.repeat}").lstrip(".")
+        name = names[(run.case, run.repeat)]
         facts = {"case": run.case, "repeat": run.repeat, "error": run.error or "none"}
-        write_report(dag, folder / f"{name}.html", title=f"{report.name}: {run.case}", facts=facts)
-        links[(run.case, run.repeat)] = f"{folder.name}/{name}.html"
+        write_report(dag, folder / name, title=f"{report.name}: {run.case}", facts=facts)
+        links[(run.case, run.repeat)] = f"{folder.name}/{name}"
     return links

@@ -28,7 +28,7 @@ from openprogram.errors import UsageError
 from openprogram.evals.dataset import Case, Dataset
 from openprogram.evals.report import EvalReport, RunResult
 from openprogram.evals.run import Run
-from openprogram.evals.scorers import Scorer, ScoreResult, apply, scorer_name
+from openprogram.evals.scorers import TIMEOUT_S, Scorer, ScoreResult, apply, scorer_name
 
 __all__ = ["Plan", "evaluate", "resolve_function", "run_in", "score_run"]
 
@@ -40,9 +40,15 @@ each recording into a store every worker opens)."""
 
 class Plan:
     """Which scorers score what: `main` the case's own call, `nested[name]` each call of
-    the nested function `name`. Scorer names are made unique (`equals`, `equals#2`)."""
+    the nested function `name`. Scorer names are made unique (`equals`, `equals#2`).
+    `timeout`: seconds each scorer may take on one run (None: no limit)."""
 
-    def __init__(self, scorers: Scorers | None, function: str | None) -> None:
+    def __init__(
+        self, scorers: Scorers | None, function: str | None, timeout: float | None = TIMEOUT_S
+    ) -> None:
+        if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
+            raise UsageError(f"scorer_timeout={timeout!r} must be a number of seconds > 0")
+        self.timeout = timeout
         self.main: list[tuple[str, Scorer]] = []
         self.nested: dict[str, list[tuple[str, Scorer]]] = {}
         if scorers is None:
@@ -109,6 +115,7 @@ def evaluate(
     engine: Engine = "local",
     address: str | None = None,
     runtime_env: dict[str, Any] | None = None,
+    scorer_timeout: float | None = TIMEOUT_S,
 ) -> EvalReport:
     """Run `fn` on every case of `dataset`, `repeat` times, and score each run.
 
@@ -135,6 +142,9 @@ def evaluate(
         runtime_env: Ray's runtime environment for the workers (e.g.
         `{"working_dir": ".", "pip": [...]}`: ship the code of `fn` to a cluster); it
         applies when this call starts or joins Ray, not to a Ray already initialized.
+    scorer_timeout: seconds each scorer (a judge included) may take on one run; one that
+        takes longer is given up and recorded as that score's error (None: no limit;
+        Ray workers use the default).
     A run that raises, a case whose inputs do not fit `fn`, and a scorer that raises are
     recorded in the report, never raised. Raises UsageError for bad arguments.
     """
@@ -162,7 +172,7 @@ def evaluate(
 
         store = worker_store(store, address)
     function = getattr(fn, "__name__", type(fn).__name__)
-    plan = Plan(scorers, function)
+    plan = Plan(scorers, function, scorer_timeout)
     resolved, owns = open_store(store)
     report = EvalReport(
         id=id or uuid.uuid4().hex[:8],
@@ -284,7 +294,9 @@ def run_in(
         with runtime if runtime is not None else nullcontext():
             token = _context.frame_var.set(frame)
             try:
-                if error is None:
+                if error is None and case.turns is not None:
+                    output, error = _converse(fn, case)
+                elif error is None:
                     try:
                         output = _call(fn, case)
                     except Exception as exc:
@@ -295,7 +307,9 @@ def run_in(
             agentic = getattr(fn, "__agentic__", False)
             run = Run(
                 dag=session.dag,
-                node=_case_node(session.dag, frame, after) if agentic else None,
+                node=_case_node(session.dag, frame, after)
+                if agentic and case.turns is None  # a conversation is scored whole
+                else None,
                 since=after,
                 until=session.dag.nodes[-1].seq if len(session.dag) else None,
                 output=output,
@@ -328,7 +342,7 @@ def score_run(plan: Plan, case: Case, run: Run) -> list[ScoreResult]:
                 ScoreResult(scorer=name, value=0.0, reason=f"the run failed: {run.error}")
             )
         else:
-            scores.append(apply(scorer, case, run.output, run, name=name))
+            scores.append(apply(scorer, case, run.output, run, name=name, timeout=plan.timeout))
     for function, group in plan.nested.items():
         calls = run.calls(function)
         for name, scorer in group:
@@ -345,6 +359,7 @@ def score_run(plan: Plan, case: Case, run: Run) -> list[ScoreResult]:
                     Run(run.dag, node, node.output, _node_error(node), repeat=run.repeat),
                     name=name,
                     function=function,
+                    timeout=plan.timeout,
                 )
                 for node in calls
             ]
@@ -371,6 +386,19 @@ def _combined(each: list[ScoreResult], name: str, function: str) -> ScoreResult:
         reason=reason,
         error=errors[0] if errors else None,
     )
+
+
+def _converse(fn: Callable[..., Any], case: Case) -> tuple[list[Any], str | None]:
+    """Each turn of a conversation case, one call of `fn` each in the one session: the
+    replies so far, and the error that ended it early (naming the turn)."""
+    replies: list[Any] = []
+    turns = case.turns or []
+    for number, turn in enumerate(turns, 1):
+        try:
+            replies.append(_call(fn, Case(inputs=turn, name=f"{case.name} turn {number}")))
+        except Exception as exc:
+            return replies, f"turn {number} of {len(turns)}: {_error_text(exc)}"
+    return replies, None
 
 
 def _call(fn: Callable[..., Any], case: Case) -> Any:

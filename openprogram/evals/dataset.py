@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from openprogram.core.dag import Node
 from openprogram.echo import echo
@@ -23,7 +23,40 @@ from openprogram.errors import UsageError
 if TYPE_CHECKING:
     from openprogram.evals.report import EvalReport
 
-__all__ = ["Case", "Dataset"]
+__all__ = ["Case", "Dataset", "case_label", "read_text"]
+
+LABEL_LIMIT = 60
+"""Characters of a case's inputs its label (and a name made from it) keeps."""
+
+
+def case_label(inputs: Any, limit: int = LABEL_LIMIT) -> str:
+    """A short line saying what a case asks: a text input itself (the user's text); of
+    a dict, its longest text of several words (a message, a ticket), else its one text,
+    else `key=value` pairs; anything else as compact JSON. Whitespace is folded, the
+    line cut to `limit` characters."""
+    if isinstance(inputs, Mapping):
+        texts = [v for v in inputs.values() if isinstance(v, str) and v.strip()]
+        worded = [t for t in texts if len(t.split()) > 1]
+        if worded or len(texts) == 1:
+            text = max(worded or texts, key=len)
+        else:
+            text = ", ".join(
+                f"{k}={v if isinstance(v, str) else _compact(v)}" for k, v in inputs.items()
+            )
+    elif isinstance(inputs, str):
+        text = inputs
+    else:
+        text = _compact(inputs)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _compact(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))[:1000]
+    except (ValueError, RecursionError):
+        return type(value).__name__
+
 
 _SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
 
@@ -37,6 +70,10 @@ class Case(BaseModel):
     metadata: anything to keep with the case (tags, where it came from).
     name: the case's name, unique in its dataset; pairs cases when two reports are
         compared (default: "case-{n}", its 1-based place in the dataset).
+    turns: a conversation instead of one call: each turn (a user message; a dict is
+        passed as keyword arguments) is one call of the function, all in the run's one
+        session, so each sees the turns before it. The run's output is the list of the
+        replies, scored on the whole conversation. Give `turns` or `inputs`, not both.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -45,6 +82,20 @@ class Case(BaseModel):
     expected: Any = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     name: str | None = None
+    turns: list[Any] | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Case:
+        if self.turns is not None and self.inputs is not None:
+            raise ValueError("a case has inputs (one call) or turns (a conversation), not both")
+        if self.turns is not None and not self.turns:
+            raise ValueError("turns is an empty conversation; give at least one turn")
+        return self
+
+    @property
+    def label(self) -> str:
+        """The case's inputs as a short line (its first turn's, for a conversation)."""
+        return case_label(self.turns[0] if self.turns else self.inputs)
 
     def arguments(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """The positional and keyword arguments the function is called with."""
@@ -102,7 +153,7 @@ class Dataset(BaseModel):
         """
         target = Path(path).expanduser()
         suffix = _suffix(target)
-        text = _read(target)
+        text = read_text(target)
         data: Any
         if suffix == ".jsonl":
             cases = []
@@ -172,7 +223,8 @@ class Dataset(BaseModel):
     ) -> Dataset:
         """Cases from recorded calls: every completed call of `function` in `store`'s
         sessions (at any depth), its recorded input as the case's inputs and its
-        recorded output as `expected`.
+        recorded output as `expected`. Each case is named from its inputs (case_label:
+        the user's text, shortened; " (2)" and on when two read alike).
 
         where: keep only calls for which `where(node)` is true (node: the call's code
             node). sessions: only these session ids (default: all but eval runs, whose
@@ -191,6 +243,7 @@ class Dataset(BaseModel):
             )
         cases: list[Case] = []
         seen: set[str] = set()
+        labels: set[str] = set()
         try:
             infos = resolved.list_sessions()
             wanted = None if sessions is None else set(sessions)
@@ -208,12 +261,19 @@ class Dataset(BaseModel):
                     if unique and key in seen:
                         continue
                     seen.add(key)
+                    where_from = f"{info.id}#{dag.ordinal(node)}" if len(calls) > 1 else info.id
+                    label = name_made = case_label(node.input) or where_from
+                    count = 1
+                    while name_made in labels:
+                        count += 1
+                        name_made = f"{label} ({count})"
+                    labels.add(name_made)
                     cases.append(
                         Case(
                             inputs=node.input,
                             expected=node.output,
-                            metadata={"session": info.id, "node": node.id},
-                            name=f"{info.id}#{dag.ordinal(node)}" if len(calls) > 1 else info.id,
+                            metadata={"session": info.id, "node": node.id, "call": where_from},
+                            name=name_made,
                         )
                     )
                     if limit is not None and len(cases) >= limit:
@@ -247,11 +307,13 @@ class Dataset(BaseModel):
         engine: Literal["local", "ray"] = "local",
         address: str | None = None,
         runtime_env: dict[str, Any] | None = None,
+        scorer_timeout: float | None = 120.0,
     ) -> EvalReport:
         """Run `fn` on every case (`repeat` times each), each run its own recorded session,
         and score it; returns an EvalReport. `id` names the eval (again: resume it);
         engine="ray" runs each run as a Ray task (on the cluster at `address`, the
-        workers set up by Ray's `runtime_env`).
+        workers set up by Ray's `runtime_env`). `scorer_timeout`: seconds a scorer may
+        take on one run (then its error is recorded).
         See openprogram.evals._running.evaluate for every option."""
         from openprogram.evals._running import evaluate
 
@@ -269,6 +331,7 @@ class Dataset(BaseModel):
             engine=engine,
             address=address,
             runtime_env=runtime_env,
+            scorer_timeout=scorer_timeout,
         )
 
 
@@ -286,40 +349,91 @@ MAX_FILE_BYTES = 512 * 1024 * 1024
 """The largest dataset file read (a bigger one is refused before it is read)."""
 
 
-def _read(target: Path) -> str:
+def read_text(target: Path, what: str = "dataset") -> str:
     """The file's text: a regular file (never a FIFO or a device, which would block or
-    never end) of at most MAX_FILE_BYTES, in UTF-8; UsageError naming it otherwise."""
+    never end) of at most MAX_FILE_BYTES, in UTF-8; UsageError naming it (as `what`:
+    a dataset, a report) otherwise."""
     try:
         descriptor = os.open(target, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
-        raise UsageError(f"no dataset file {str(target)!r}") from None
+        raise UsageError(f"no {what} file {str(target)!r}") from None
     except OSError as exc:
-        raise UsageError(f"cannot read dataset {str(target)!r}: {exc.strerror}") from exc
+        raise UsageError(f"cannot read {what} {str(target)!r}: {exc.strerror}") from exc
     with os.fdopen(descriptor, "rb") as file:
         facts = os.fstat(file.fileno())
         if not stat.S_ISREG(facts.st_mode):
-            raise UsageError(f"dataset {str(target)!r} is not a regular file")
+            raise UsageError(f"{what} {str(target)!r} is not a regular file")
         if facts.st_size > MAX_FILE_BYTES:
             raise UsageError(
-                f"dataset {str(target)!r} holds {facts.st_size:,} bytes, over the "
-                f"{MAX_FILE_BYTES:,} a dataset file may have; split it"
+                f"{what} {str(target)!r} holds {facts.st_size:,} bytes, over the "
+                f"{MAX_FILE_BYTES:,} a {what} file may have; split it"
             )
         raw = file.read(MAX_FILE_BYTES + 1)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise UsageError(f"cannot read dataset {str(target)!r}: not UTF-8 ({exc.reason})") from exc
+        raise UsageError(f"cannot read {what} {str(target)!r}: not UTF-8 ({exc.reason})") from exc
+
+
+MAX_ALIAS_NODES = 1_000_000
+"""How many values YAML aliases (`*name`) may add to a dataset once expanded: a 500-byte
+file of nested aliases ("billion laughs") would otherwise stand for 10^9 values."""
 
 
 def _yaml_load(path: Path, text: str) -> Any:
+    """The YAML document's value, its aliases' expanded size checked before any value is
+    built (UsageError for more than MAX_ALIAS_NODES added, or an alias inside itself)."""
     import yaml
 
+    loader = yaml.SafeLoader(text)
     try:
-        return yaml.safe_load(text)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_aliases(path, node)
+        return loader.construct_document(node)
     except yaml.YAMLError as exc:
         raise UsageError(f"{path}: not YAML: {exc}") from exc
     except RecursionError:
         raise UsageError(f"{path}: nests too deeply") from None
+    finally:
+        loader.dispose()
+
+
+def _check_aliases(path: Path, root: Any) -> None:
+    """UsageError when the node graph, its aliases expanded, is over MAX_ALIAS_NODES
+    nodes larger than it is, or holds a cycle. Each node is visited once."""
+    import yaml
+
+    def children(node: Any) -> list[Any]:
+        if isinstance(node, yaml.MappingNode):
+            return [part for pair in node.value for part in pair]
+        if isinstance(node, yaml.SequenceNode):
+            return list(node.value)
+        return []
+
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, finished = stack.pop()
+        key = id(node)
+        if finished:
+            active.discard(key)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in children(node))
+            if sizes[key] - len(sizes) > MAX_ALIAS_NODES:
+                raise UsageError(
+                    f"{path}: its aliases (*name) expand it by over {MAX_ALIAS_NODES:,} "
+                    "values; write the values out, or use fewer nested aliases"
+                )
+            continue
+        if key in sizes:
+            continue
+        if key in active:
+            raise UsageError(f"{path}: an alias (*name) refers to the value it is inside")
+        active.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in children(node) if id(child) not in sizes)
 
 
 def _first_problem(exc: ValidationError) -> str:

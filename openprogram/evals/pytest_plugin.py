@@ -40,12 +40,13 @@ def check_eval(request: pytest.FixtureRequest) -> Callable[..., Any]:
     ) -> Any:
         chosen = threshold if threshold is not None else options.get("threshold", 1.0)
         count = worst if worst is not None else int(options.get("worst", 5))
-        problems = report.failures(chosen)
-        if problems:
-            try:
-                report.check(chosen, worst=count)
-            except AssertionError as exc:
-                pytest.fail(str(exc), pytrace=False)
+        message = None
+        try:
+            report.check(chosen, worst=count)
+        except AssertionError as exc:
+            message = str(exc)
+        if message is not None:  # outside the except: the failure is printed once
+            pytest.fail(message, pytrace=False)
         return report
 
     return check

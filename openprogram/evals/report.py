@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field, PrivateAttr, ValidationError
 
 from openprogram.core import _secrets
 from openprogram.core.dag import ContextDAG
-from openprogram.echo import elide, printable
+from openprogram.echo import echo, elide, printable
 from openprogram.errors import UsageError
 from openprogram.evals.dataset import Case, Dataset
 from openprogram.evals.scorers import ScoreResult
@@ -203,21 +203,53 @@ class EvalReport(BaseModel):
             shown = printable(elide(run.error or "", 2 * width), newlines=False)
             lines.append(f"  {printable(where, newlines=False)}: {shown}")
         if cases:
-            keys = list(summary)
-            columns = {k: self.case_values(k) for k in keys}
-            names = [printable(case.name or "", newlines=False) for case in self.dataset.cases]
-            case_width = min(40, max([4, *(len(n) for n in names)]))
-            widths = [max(5, len(k)) for k in keys]
-            header = "  ".join(f"{k:>{w}}" for k, w in zip(keys, widths, strict=True))
-            lines.append(f"{'case':<{case_width}}  {header}")
-            for name, case in zip(names, self.dataset.cases, strict=True):
-                values = [columns[k].get(case.name or "") for k in keys]
-                shown = "  ".join(
-                    f"{'-' if v is None else f'{v:.2f}':>{w}}"
-                    for v, w in zip(values, widths, strict=True)
-                )
-                lines.append(f"{elide(name, case_width):<{case_width}}  {shown}")
+            lines.extend(self._case_lines(width))
         return "\n".join(lines)
+
+    def _case_lines(self, width: int) -> list[str]:
+        """Each case: its inputs, expected output, and per run the output and each
+        scorer's verdict (✔ ✗ ! or the value) with its reason."""
+        from openprogram.evals._html import MAX_CASES
+
+        def line(text: str, room: int) -> str:
+            return printable(elide(" ".join(text.split()), max(20, room)), newlines=False)
+
+        def value(data: Any) -> str:
+            if isinstance(data, str):
+                return repr(data)
+            try:
+                return json.dumps(data, ensure_ascii=False, default=str)
+            except (ValueError, RecursionError):
+                return repr(data)
+
+        runs: dict[str, list[RunResult]] = {}
+        for run in sorted(self.runs, key=lambda r: r.repeat):
+            runs.setdefault(run.case, []).append(run)
+        lines = ["", "cases:"]
+        for case in self.dataset.cases[:MAX_CASES]:
+            source = case.metadata.get("call") or case.metadata.get("session")
+            lines.append(line(case.name or "", width) + (f"  (from {source})" if source else ""))
+            given = ("turns", case.turns) if case.turns else ("inputs", case.inputs)
+            lines.append(f"  {given[0]:<9} " + line(value(given[1]), width - 12))
+            if case.expected is not None:
+                lines.append("  expected  " + line(value(case.expected), width - 12))
+            for run in runs.get(case.name or "", []):
+                what = f"error: {run.error}" if run.error else value(run.output)
+                lines.append(f"  #{run.repeat + 1} output " + line(what, width - 12))
+                for score in run.scores:
+                    if score.error is not None:
+                        mark, why = "!", score.error
+                    elif score.value is None:
+                        mark, why = "·", score.reason or ""
+                    elif score.binary or score.value in (0.0, 1.0):
+                        mark, why = ("✔" if score.value >= 1 else "✗"), score.reason or ""
+                    else:
+                        mark, why = f"{score.value:g}", score.reason or ""
+                    text = f"{mark} {score.key}" + (f": {why}" if why else "")
+                    lines.append("     " + line(text, width - 5))
+        if len(self.dataset.cases) > MAX_CASES:
+            lines.append(f"... and {len(self.dataset.cases) - MAX_CASES} more cases")
+        return lines
 
     def __str__(self) -> str:
         return self.table()
@@ -268,27 +300,51 @@ class EvalReport(BaseModel):
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> EvalReport:
         """Read a report `save` wrote. Raises UsageError when it is missing or not one."""
+        from openprogram.evals.dataset import _first_problem, read_text
+
         target = Path(path).expanduser()
+        text = read_text(target, "report")  # a regular file, bounded, UTF-8
         try:
-            data = json.loads(target.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise UsageError(f"no report file {str(target)!r}") from None
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"{str(target)!r} is not a saved EvalReport: {exc}") from exc
-        if not isinstance(data, dict) or data.get("format", 0) > REPORT_FORMAT:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise UsageError(f"{str(target)!r} is not a saved EvalReport: {exc}") from None
+        except RecursionError:
+            raise UsageError(
+                f"{str(target)!r} is not a saved EvalReport: it nests too deeply"
+            ) from None
+        if (
+            not isinstance(data, dict)
+            or not isinstance(data.get("format", 0), int)
+            or (data.get("format", 0) > REPORT_FORMAT)
+        ):
             raise UsageError(
                 f"{str(target)!r} is not an EvalReport this version reads "
-                f"(format {data.get('format') if isinstance(data, dict) else '?'!r})"
+                f"(format {echo(data.get('format') if isinstance(data, dict) else '?', 40)})"
             )
         dags = data.pop("dags", None) or {}
+        if not isinstance(dags, dict):
+            raise UsageError(f"{str(target)!r} is not a saved EvalReport: 'dags' is not a mapping")
         try:
             report = cls.model_validate(data)
         except ValidationError as exc:
-            raise UsageError(f"{str(target)!r} is not a saved EvalReport: {exc}") from None
+            raise UsageError(
+                f"{str(target)!r} is not a saved EvalReport: {_first_problem(exc)}"
+            ) from None
+        except RecursionError:
+            raise UsageError(
+                f"{str(target)!r} is not a saved EvalReport: it nests too deeply"
+            ) from None
         for run in report.runs:
             stored = dags.get(f"{run.case}#{run.repeat}")
             if stored is not None:
-                report._dags[(run.case, run.repeat)] = ContextDAG.from_dict(stored)
+                try:
+                    report._dags[(run.case, run.repeat)] = ContextDAG.from_dict(stored)
+                except (RecursionError, Exception) as exc:
+                    raise UsageError(
+                        f"{str(target)!r}: the recorded DAG of run {echo(run.case, 60)} "
+                        f"#{run.repeat} cannot be read ({type(exc).__name__}: "
+                        f"{elide(str(exc), 200)})"
+                    ) from None
         return report
 
     # -- replay tiers --------------------------------------------------------------------
@@ -344,7 +400,7 @@ class EvalReport(BaseModel):
             node = next((n for n in dag.nodes if n.parent is None and n.kind == "code"), None)
             run = Run(
                 dag,
-                node if self.agentic else None,
+                node if self.agentic and case.turns is None else None,
                 _revived(old.output),
                 old.error,
                 old.duration_s,
@@ -448,16 +504,25 @@ class EvalReport(BaseModel):
         store: Any = None,
         links: Mapping[tuple[str, int], str] | None = None,
         extra_html: str | None = None,
+        baseline: EvalReport | None = None,
     ) -> Path:
-        """Write the report page to `path`, and beside it (folder `<name>.runs/`) each
-        run's session report, linked from its case's row. `store` overrides where the
-        sessions are read (e.g. a URL whose password the report does not keep);
-        `links` maps (case, repeat) to the href of a session report written already
-        (then none is written); `extra_html` is added after the report (trusted)."""
+        """Write the report page to `path`: every case with its inputs, expected output,
+        each run's output and each scorer's verdict and reason; beside it (folder
+        `<name>.runs/`) each run's session report, linked from its row. `baseline`: an
+        earlier report to compare with, shown case by case (✗✗✗ → ✔✔✔) with the
+        statistics in words. `store` overrides where the sessions are read (e.g. a URL
+        whose password the report does not keep); `links` maps (case, repeat) to the
+        href of a session report written already (then none is written); `extra_html`
+        is added after the report (trusted)."""
         from openprogram.evals._html import write_html
 
         return write_html(
-            self, Path(path).expanduser(), store=store, links=links, extra_html=extra_html
+            self,
+            Path(path).expanduser(),
+            store=store,
+            links=links,
+            extra_html=extra_html,
+            baseline=baseline,
         )
 
 

@@ -2,8 +2,8 @@
 
 A scorer is a plain function `(case, output, run) -> bool | float | Score` (it may take
 just `(case, output)`). Owns the built-ins (equals, contains, matches_schema, max_cost,
-max_latency, llm_judge) and `apply`, which turns whatever a scorer returns or raises
-into a recorded ScoreResult. Start at apply().
+max_latency, llm_judge, no_loop) and `apply`, which turns whatever a scorer returns or
+raises, or a call that outlasts its deadline, into a recorded ScoreResult. Start at apply().
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, field_validator
 
 from openprogram.core import _secrets
 from openprogram.core.values import to_jsonable
 from openprogram.echo import echo, elide
+from openprogram.evals._deadline import call_within
 from openprogram.evals.dataset import Case
 from openprogram.evals.run import Run
 
@@ -32,8 +33,19 @@ __all__ = [
     "matches_schema",
     "max_cost",
     "max_latency",
+    "no_loop",
     "scorer_name",
 ]
+
+SCORE_LIMIT = 1e12
+"""The largest score magnitude a report keeps: larger values (and NaN, infinity) are the
+scorer's error, so sums and variances over any number of runs stay finite."""
+
+REASON_LIMIT = 2000
+"""Characters of a score's reason or error kept (the rest is cut, saying how much)."""
+
+TIMEOUT_S = 120.0
+"""Seconds a scorer (a judge's model call included) may take on one run by default."""
 
 Scorer = Callable[..., Any]
 """`(case, output, run) -> bool | float | Score`, or `(case, output) -> ...`."""
@@ -60,6 +72,18 @@ class ScoreResult(BaseModel):
     reason: str | None = None
     error: str | None = None
 
+    @field_validator("value")
+    @classmethod
+    def _bounded(cls, value: float | None) -> float | None:
+        if value is not None and not (math.isfinite(value) and abs(value) <= SCORE_LIMIT):
+            raise ValueError(f"a score is a finite number within ±{SCORE_LIMIT:g}, not {value!r}")
+        return value
+
+    @field_validator("reason", "error")
+    @classmethod
+    def _cut(cls, text: str | None) -> str | None:
+        return None if text is None else elide(str(text), REASON_LIMIT)
+
     @property
     def key(self) -> str:
         """How the report names this score: `scorer`, or `function/scorer`."""
@@ -73,20 +97,29 @@ def scorer_name(scorer: Scorer) -> str:
 
 
 def apply(
-    scorer: Scorer, case: Case, output: Any, run: Run, *, name: str, function: str | None = None
+    scorer: Scorer,
+    case: Case,
+    output: Any,
+    run: Run,
+    *,
+    name: str,
+    function: str | None = None,
+    timeout: float | None = TIMEOUT_S,
 ) -> ScoreResult:
-    """Call `scorer` on one run and record what came of it; an exception or a result
-    that is not a bool, a number or a Score is recorded as the result's `error`."""
+    """Call `scorer` on one run and record what came of it; an exception, a result that
+    is not a bool or a number within ±SCORE_LIMIT or a Score, and a call that takes over
+    `timeout` seconds (the scorer's own `timeout_s` attribute first, as llm_judge's;
+    None: no limit) are recorded as the result's `error`."""
     try:
         arity = _arity(scorer)
         arguments = (case, output, run)[:arity]
-        verdict = scorer(*arguments)
+        verdict = call_within(getattr(scorer, "timeout_s", timeout), scorer, *arguments)
         if inspect.isawaitable(verdict):
             raise TypeError("it is async; write scorers as plain functions")
         return _result(verdict, name, function)
     except Exception as exc:
         message = _secrets.scrub(f"{type(exc).__name__}: {exc}")
-        return ScoreResult(scorer=name, function=function, error=elide(message, 500))
+        return ScoreResult(scorer=name, function=function, error=elide(message, REASON_LIMIT))
 
 
 def _arity(scorer: Scorer) -> int:
@@ -104,12 +137,23 @@ def _result(verdict: Any, name: str, function: str | None) -> ScoreResult:
     reason = None
     if isinstance(verdict, Score):
         verdict, reason = verdict.value, verdict.reason
+        if reason is not None:  # cut before it is kept: a 50 MB reason is 2 000 characters
+            reason = elide(str(reason), REASON_LIMIT)
     if isinstance(verdict, bool):
         return ScoreResult(
             scorer=name, function=function, value=float(verdict), binary=True, reason=reason
         )
-    if isinstance(verdict, (int, float)) and math.isfinite(verdict):
-        return ScoreResult(scorer=name, function=function, value=float(verdict), reason=reason)
+    if isinstance(verdict, (int, float)):
+        try:
+            number = float(verdict)
+        except OverflowError:  # an int past float's range
+            number = math.inf
+        if math.isfinite(number) and abs(number) <= SCORE_LIMIT:
+            return ScoreResult(scorer=name, function=function, value=number, reason=reason)
+        raise ValueError(
+            f"returned {echo(verdict, 40)}; a score is a finite number within "
+            f"±{SCORE_LIMIT:g} (or a bool)"
+        )
     raise TypeError(
         f"returned {echo(verdict, 80)}; a scorer returns a bool, a finite number or "
         "Score(value, reason)"
@@ -211,25 +255,31 @@ def max_latency(seconds: float) -> Scorer:
 class Verdict(BaseModel):
     """What a judge model answers: pass or fail, and why."""
 
+    model_config = ConfigDict(strict=True)  # "passed": "yes" (or 1, "true") is no verdict
+
     passed: bool
     reason: str
 
 
-def llm_judge(rubric: str, *, model: Any = None, name: str = "llm_judge") -> Scorer:
+def llm_judge(
+    rubric: str, *, model: Any = None, name: str = "llm_judge", timeout: float | None = TIMEOUT_S
+) -> Scorer:
     """A scorer that asks a model whether the output meets `rubric`.
 
     The question is the recorded agentic function `judge` (openprogram.evals.judge): its
     call and exchange land in the case's session after the case's own call, so a
     verdict can be inspected like any call. model: a litellm model string or a Model
-    object (default: the case run's model). A missing key, an unknown model or an
-    unparseable verdict is that score's recorded error, never the eval's crash.
+    object (default: the case run's model). timeout: seconds the verdict may take (None:
+    no limit). A missing key, an unknown model, an unparseable verdict or one past the
+    timeout is that score's recorded error, never the eval's crash.
     """
     from openprogram.evals.judge import judge
 
     def check(case: Case, output: Any, run: Run) -> Score:
         from openprogram.runtime.runtime import Runtime
 
-        arguments = dict(rubric=rubric, inputs=case.inputs, expected=case.expected, output=output)
+        inputs = case.inputs if case.turns is None else case.turns  # a conversation's turns
+        arguments = dict(rubric=rubric, inputs=inputs, expected=case.expected, output=output)
         if model is None:
             verdict = judge(**arguments)
         else:
@@ -237,4 +287,38 @@ def llm_judge(rubric: str, *, model: Any = None, name: str = "llm_judge") -> Sco
                 verdict = judge(**arguments)
         return Score(verdict.passed, verdict.reason)
 
+    check.timeout_s = timeout  # type: ignore[attr-defined]  # apply() reads it
     return _named(name)(check)
+
+
+def no_loop(times: int = 3) -> Scorer:
+    """A scorer: whether the run never got stuck in a loop, i.e. no function or tool was
+    called `times` or more times with the same input inside the case's call (its DAG).
+    The reason names the call and its input."""
+    if not isinstance(times, int) or isinstance(times, bool) or times < 2:
+        from openprogram.errors import UsageError
+
+        raise UsageError(f"no_loop(times={times!r}): times is an integer >= 2")
+
+    def check(case: Case, output: Any, run: Run) -> Score:
+        counts: dict[tuple[str, str], int] = {}
+        for node in run.calls():
+            key = (node.name, _secrets.scrub(_canonical(node.input)))
+            counts[key] = counts.get(key, 0) + 1
+        (call, given), count = max(counts.items(), key=lambda item: item[1], default=(("", ""), 0))
+        if count < times:
+            return Score(True)
+        return Score(
+            False, f"{call} was called {count} times with the same input {elide(given, 200)}"
+        )
+
+    return _named(f"no_loop({times})")(check)
+
+
+def _canonical(value: Any) -> str:
+    import json
+
+    try:
+        return json.dumps(to_jsonable(value, None), sort_keys=True, ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError):
+        return repr(value)

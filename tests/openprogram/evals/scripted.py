@@ -35,3 +35,8 @@ def write_where(product: str) -> dict[str, object]:
 def tagline(case: object, output: dict[str, object]) -> bool:
     """Whether write_where's tagline is the case's expected one."""
     return output["tagline"] == getattr(case, "expected", None)
+
+
+# products `write` approves (its review passes drafts about coffee) and ones it rejects
+COFFEES = ("coffee", "iced coffee", "coffee beans", "coffee cake", "coffee mug")
+OTHERS = ("tea", "cocoa", "juice", "water", "cola")

@@ -81,7 +81,9 @@ def test_from_sessions_makes_cases_of_recorded_calls_with_their_outputs(tmp_path
         {"product": "tea", "card": ""},
     ]  # the second coffee call is the same input
     assert [c.expected for c in dataset.cases] == ["Smart coffee.", "rejected"]
-    assert set(dataset.cases[0].metadata) == {"session", "node"}
+    assert set(dataset.cases[0].metadata) == {"session", "node", "call"}
+    assert [c.name for c in dataset.cases] == ["coffee", "tea"]  # named by input, not session
+    assert dataset.cases[0].metadata["call"] == dataset.cases[0].metadata["session"]
     nested = Dataset.from_sessions(store, "review", where=lambda n: "tea" in n.input["draft"])
     assert [c.inputs for c in nested.cases] == [{"draft": "Smart tea."}]
     with pytest.raises(UsageError, match="no completed call of 'wrtie'"):

@@ -56,3 +56,17 @@ def test_the_entry_point_names_the_plugin_module() -> None:
     assert project["entry-points"]["pytest11"] == {
         "openprogram-evals": "openprogram.evals.pytest_plugin"
     }
+
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.mark.slow
+def test_a_failing_eval_test_prints_its_failure_once(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_once=TESTS)  # the plugin loads by its entry point
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-k", "all_must_pass")
+    result.assert_outcomes(failed=1, deselected=1)
+    output = result.stdout.str()
+    assert output.count("equals: mean 0.500 < 1") == 1, output
+    assert output.count("worst cases on equals:") == 1
+    assert "During handling of the above exception" not in output
