@@ -88,6 +88,9 @@ class _store:
                 connection.execute(f"DROP SCHEMA {self.schema} CASCADE")
 
 
+WORKER = (sys.executable, "-m", "openprogram", "worker", "--queue", "bench")
+
+
 class Workers:
     """The worker processes, started and killed; who was killed when."""
 
@@ -104,10 +107,12 @@ class Workers:
         errors = open(self.folder / f"worker-{self._count}.log", "wb")  # noqa: SIM115
         self.live.append(
             subprocess.Popen(
-                [sys.executable, "-m", "openprogram", "worker", self.store, "--queue", "bench",
-                 "--concurrency", str(self.options.concurrency)],  # fmt: skip
-                cwd=HERE, env=self.env, stdout=subprocess.DEVNULL, stderr=errors,
-            )  # fmt: skip
+                [*WORKER, self.store, "--concurrency", str(self.options.concurrency)],
+                cwd=HERE,
+                env=self.env,
+                stdout=subprocess.DEVNULL,
+                stderr=errors,
+            )
         )
         errors.close()
 
@@ -130,8 +135,9 @@ class Workers:
 def bench(store: str, folder: Path, options: argparse.Namespace) -> None:
     kind = "PostgreSQL" if options.postgres else "SQLite"
     print(f"bench_runs on {machine()}, {kind}")
+    every = options.kill_every or "never"
     print(f"{options.workers} workers x {options.concurrency} slots, {options.runs} runs of "
-          f"{options.calls} recorded calls, SIGKILL every {options.kill_every or 'never'} s")  # fmt: skip
+          f"{options.calls} recorded calls, SIGKILL every {every} s")  # fmt: skip
     log = folder / "ran.log"
     log.touch()
     queue = RunQueue(store)
@@ -162,11 +168,50 @@ def bench(store: str, folder: Path, options: argparse.Namespace) -> None:
         time.sleep(0.05)
     wall = time.time() - start
     watcher.stop()
+    latencies = _event_latencies(store, queue, options)
     workers.stop()
-    runs = queue.list_runs()
+    runs = [r for r in queue.list_runs() if r.id.startswith("run-")]
     nodes = sum(info.nodes for r in runs if (info := queue.store.session(r.id)) is not None)
     _report(log, runs, workers, resumed, wall, settled, nodes, options)
+    if latencies:
+        latencies.sort()
+        median = statistics.median(latencies)
+        verdict = "met" if median <= 0.1 else "MISSED"
+        print(f"events, a call's end -> a follower in this process ({len(latencies)} calls of "
+              f"10 runs): median {median * 1000:.0f} ms, p90 "
+              f"{latencies[int(len(latencies) * 0.9)] * 1000:.0f} ms "
+              f"[target median <= 100 ms: {verdict}]")  # fmt: skip
     queue.close()
+
+
+def _event_latencies(store: str, queue: RunQueue, options: argparse.Namespace) -> list[float]:
+    """Seconds from a step's end in a worker to its event here (session.events()), over
+    10 more runs the workers take while this process follows each."""
+    ids = [f"events-{i}" for i in range(10)]
+    for id in ids:
+        queue.submit(id, "_runs_jobs:bench_job", [id, options.calls], {}, queue="bench",
+                     priority=9, delay=2.0, at=None)  # fmt: skip
+    found: list[float] = []
+    lock = threading.Lock()
+
+    def follow(id: str) -> None:
+        session = Session.open(store, id)
+        with session.events() as events:
+            while True:
+                for node in events.poll(30.0):
+                    if node.name == "step" and node.status == "completed" and node.ended_at:
+                        with lock:
+                            found.append(time.time() - node.ended_at)
+                    if node.name == "bench_job" and node.status == "completed":
+                        session.close()
+                        return
+
+    threads = [threading.Thread(target=follow, args=(id,)) for id in ids]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    return found
 
 
 def _settle(store: str, run: str) -> int:
@@ -230,19 +275,25 @@ def _report(
         executions[(kind, run, i)].append(int(pid))
     killed = {pid for pid, _ in workers.killed}
     twice = {k: pids for k, pids in executions.items() if len(pids) > 1}
-    by_live = {k: p for k, p in twice.items() if k[0] == "step" and any(x not in killed for x in p[:-1])}
+    by_live = {
+        k: p for k, p in twice.items() if k[0] == "step" and any(x not in killed for x in p[:-1])
+    }
     once_twice = {k: p for k, p in twice.items() if k[0] == "charge"}
     states = collections.Counter(r.state for r in runs)
     takeovers = sum(r.takeovers for r in runs)
     print(f"runs: {dict(states)}; takeovers {takeovers}; once calls settled by hand {settled}")
-    print(f"kills: {len(workers.killed)}; steps run twice {sum(1 for k in twice if k[0] == 'step')} "
-          f"(all first in a killed worker: {not by_live}); once bodies twice: {len(once_twice)}")  # fmt: skip
+    steps_twice = sum(1 for k in twice if k[0] == "step")
+    print(f"kills: {len(workers.killed)}; steps run twice {steps_twice} (each first in a killed "
+          f"worker: {not by_live}); once bodies twice: {len(once_twice)}")  # fmt: skip
     if resumed:
         times = sorted(resumed.values())
-        print(f"death -> resumption over {len(times)} runs: median {statistics.median(times):.2f} s, "
-              f"max {times[-1]:.2f} s [target <= 10 s: {'met' if times[-1] <= 10 else 'MISSED'}]")  # fmt: skip
-    print(f"wall {wall:.1f} s: {len(runs) / wall:.1f} started runs/s, {nodes / wall:.0f} recorded "
-          f"nodes/s ({nodes} nodes); load {os.getloadavg()[0]:.1f}")  # fmt: skip
+        verdict = "met" if times[-1] <= 10 else "MISSED"
+        print(f"death -> resumption over {len(times)} runs: median "
+              f"{statistics.median(times):.2f} s, max {times[-1]:.2f} s "
+              f"[target <= 10 s: {verdict}]")  # fmt: skip
+    print(f"wall {wall:.1f} s: {options.runs / wall:.1f} runs/s started and completed, "
+          f"{nodes / wall:.0f} recorded nodes/s ({nodes} nodes); "
+          f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -117,11 +117,12 @@ class Dialect:
     @property
     def orphaned(self) -> str:
         """Put a running run back in its queue, when its worker is the one seen (a
-        compare-and-set: of two workers finding it orphaned, one requeues it)."""
+        compare-and-set: of two workers finding it orphaned, one requeues it). It keeps
+        its due time, so it goes before the runs queued after it first started."""
         p = self.p
         return (
             f"UPDATE openprogram_runs SET state = 'queued', worker = NULL, "
-            f"worker_process = NULL, run_at = {self.now}, takeovers = takeovers + 1 "
+            f"worker_process = NULL, takeovers = takeovers + 1 "
             f"WHERE id = {p} AND state = 'running' AND worker = {p}"
         )
 
@@ -144,9 +145,8 @@ class Dialect:
         )
 
     def hand_back(self) -> str:
-        return self.fenced(
-            f"state = 'queued', worker = NULL, worker_process = NULL, run_at = {self.now}"
-        )
+        """A drained run goes back keeping its due time (ahead of later runs)."""
+        return self.fenced("state = 'queued', worker = NULL, worker_process = NULL")
 
     @property
     def release(self) -> str:
