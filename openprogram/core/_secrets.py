@@ -28,6 +28,7 @@ __all__ = [
     "scrub_exception",
     "scrub_json",
     "scrub_jsons",
+    "scrub_name",
     "scrub_value",
     "secrets",
 ]
@@ -130,6 +131,27 @@ def scrub(text: str, *, patterns: bool = True, refresh: bool = True) -> str:
     if pattern is not None:
         text = pattern.sub(MASK, text)
     return KEYLIKE.sub(MASK, text) if patterns else text
+
+
+def scrub_name(name: str) -> str:
+    """`name` (a node's: a function's or a server's tool's) with known secret values
+    masked, as of the last reading of the environment. Names repeat, one per function,
+    so each is looked at once per set of secrets."""
+    global _names, _names_for
+    pattern = _pattern(refresh=False)
+    if pattern is not _names_for:
+        _names, _names_for = {}, pattern
+    found = _names.get(name)
+    if found is None:
+        found = name if pattern is None else pattern.sub(MASK, name)
+        if len(_names) < _NAMES_KEPT:
+            _names[name] = found
+    return found
+
+
+_NAMES_KEPT = 4096
+_names: dict[str, str] = {}
+_names_for: re.Pattern[str] | None = None
 
 
 def scrub_value(value: Any) -> Any:

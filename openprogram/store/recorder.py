@@ -18,17 +18,15 @@ at once. A failing store is logged, never raised.
 from __future__ import annotations
 
 import atexit
-import json
 import logging
 import math
 import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from json.encoder import encode_basestring
 from typing import Any
 
-from openprogram.core._secrets import scrub_exception, scrub_jsons
+from openprogram.core._secrets import scrub_exception, scrub_jsons, scrub_name
 from openprogram.core.dag import ContextDAG, Node
 from openprogram.store.base import Store
 from openprogram.store.format import NodeRow, ReadsBase, encode_node, reads_overlap
@@ -488,13 +486,12 @@ def _logged(count: int) -> bool:
 def _scrubbed(row: NodeRow) -> NodeRow:
     """The row with secret values (keys, tokens) masked in its JSON columns and its name
     (an MCP server names its own tools)."""
-    columns = (row.input, row.output, row.data, encode_basestring(row.name))
+    columns = (row.input, row.output, row.data)
     values = scrub_jsons(columns, refresh=False)
-    if values is columns:
+    name = scrub_name(row.name)
+    if values is columns and name is row.name:
         return row
-    return row._replace(
-        input=values[0], output=values[1], data=values[2], name=json.loads(values[3] or '""')
-    )
+    return row._replace(input=values[0], output=values[1], data=values[2], name=name)
 
 
 class _Flusher(threading.Thread):

@@ -195,3 +195,14 @@ def test_a_sessions_info_is_masked_in_the_sessions_table(durable_store, keys):
     store.create_session(SessionInfo(id="noted", created_at=1.0, extra={"note": f"k={key}"}))
     assert store.session("noted").extra == {"note": "k=***"}
     assert key not in everything(durable_store)
+
+
+def test_a_nodes_name_is_masked_in_the_nodes_table(durable_store, keys):
+    """A node's name is a column too (an MCP server names its own tools)."""
+    key, _ = keys
+    with Session(durable_store, id="named") as session:
+        node = session.dag.add("code", f"tool_{key}", input={})
+        session.dag.complete(node, "ok")
+    assert key not in everything(durable_store)
+    with Session.open(durable_store, "named") as reopened:
+        assert reopened.dag.nodes[0].name == "tool_***"
