@@ -4,8 +4,10 @@ A desktop has a `size` in screen pixels, takes a `screenshot()` (a PIL image of 
 screen, RGB) and runs one already-resolved action in screen coordinates with
 `execute(action)`. Element references and the image↔screen transform are resolved by
 gui_harness.actions before an action reaches a desktop. Optional, used when present:
-`grab(box)` (a part of the screen: dispatch's check before a click) and
-`wait_settled(timeout=...)` (settling from the desktop's own events).
+`grab(box)` (a part of the screen: dispatch's check before a click),
+`wait_settled(timeout=...)` (settling from the desktop's own events), and `held_keys`,
+`held_buttons` and `release_held()` (what key_down and mouse_down left held: the policy
+counts held keys into a chord, the agent releases them when its run ends).
 """
 
 from __future__ import annotations
