@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from openprogram.operations.manager import Report, Reported
@@ -29,8 +29,12 @@ class FairOperations:
     least one) of any one client, the free slots handed out in turn. for_client(key)
     is the manager a client's task runs its operations with (a Runtime's operations=)."""
 
-    def __init__(self, running: int = 8) -> None:
+    def __init__(
+        self, running: int = 8, managers: Callable[[OperationKind], Any] = default_manager
+    ) -> None:
+        """`managers(kind)`: the manager that runs an operation of `kind`."""
         self.running = running
+        self._managers = managers
         self.per_client = max(1, running // 2)
         self._lock = threading.Lock()
         self._waiting: dict[Hashable, deque[tuple[Operation, OperationKind, Report]]] = {}
@@ -62,7 +66,7 @@ class FairOperations:
                 if picked is None:
                     return
                 client, (operation, kind, report) = picked
-                manager = default_manager(kind)
+                manager = self._managers(kind)
                 self._busy[client] = self._busy.get(client, 0) + 1
                 self._live[operation.id] = (client, manager)
             try:
@@ -95,14 +99,20 @@ class FairOperations:
         started: "running" answered False)."""
 
         def reported(id: str, what: Reported, value: Any) -> bool:
+            if what in _ENDS:  # the slot first: a lost one may be submitted again in it
+                self._end(id)
+                try:
+                    return report(id, what, value)
+                finally:
+                    self._start_next()
             try:
                 answer = report(id, what, value)
-            except BaseException:
-                if what in _ENDS or what == "running":
+            except BaseException:  # its record failed: the manager reports nothing more
+                if what == "running":
                     self._end(id)
                     self._start_next()
                 raise
-            if what in _ENDS or (what == "running" and not answer):
+            if what == "running" and not answer:
                 self._end(id)
                 self._start_next()
             return answer
