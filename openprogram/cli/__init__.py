@@ -2,8 +2,8 @@
 the GUI agent.
 
 Owns the command line (click): `sessions list | show | render | report | export | fork |
-check | pending | answer | settle | diff | ops` over a session store, `chat`,
-`serve-model`, `mcp`, `eval`, and the commands plugins register under the
+check | pending | answer | settle | diff | ops | watch | prune | serve` over a session
+store, `chat`, `serve-model`, `mcp`, `eval`, and the commands plugins register under the
 `openprogram.commands` entry-point group (gui_harness: demo, gui, serve, batch, bench).
 Every failure ends as a ClickException saying what to do. The root group and plugins are
 in _root.py, the sessions commands in _sessions.py, each further command in a module of
@@ -16,6 +16,7 @@ import sys
 
 from openprogram.cli._diff import diff_command
 from openprogram.cli._eval import eval_command
+from openprogram.cli._live import serve_command
 from openprogram.cli._mcp import mcp_group
 from openprogram.cli._model import chat, serve_model
 from openprogram.cli._operations import operations_command
@@ -41,6 +42,7 @@ for _command in question_commands(opened_store, resolve_id, opened_session, stor
 sessions.add_command(diff_command(opened_session, find_node, store_option))
 sessions.add_command(watch_command)
 sessions.add_command(prune_command)
+sessions.add_command(serve_command)
 sessions.add_command(operations_command(opened_store, resolve_id, store_option))
 
 

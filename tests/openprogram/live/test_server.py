@@ -1,0 +1,105 @@
+"""Who may use `openprogram sessions serve` and what one client may hold, against the
+real server process: the token on every request, a browser's Origin only its own, its
+own Host, GET only, a bounded number of live streams, and a stream idle too long ends
+(the browser reconnects with Last-Event-ID and misses nothing).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+
+import pytest
+
+from openprogram import Session
+
+
+@pytest.fixture
+def store(tmp_path) -> str:  # type: ignore[no-untyped-def]
+    path = str(tmp_path / "sessions.db")
+    with Session(path, id="one") as session:
+        session.submit("hello")
+    return path
+
+
+def ask(port: int, path: str, headers: dict[str, str] | None = None, method: str = "GET"):  # type: ignore[no-untyped-def]
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    connection.request(method, path, headers=headers or {})
+    reply = connection.getresponse()
+    return reply.status, reply.read().decode(), dict(reply.getheaders())
+
+
+def test_the_printed_url_opens_the_list_and_each_page_needs_the_token(store, serve) -> None:
+    server = serve(store)
+    status, body, headers = ask(server.port, f"/?token={server.token}")
+    assert status == 200 and 'data-session="one"' in body
+    assert headers["Referrer-Policy"] == "no-referrer"
+    assert "connect-src 'self'" in headers["Content-Security-Policy"]
+    status, body, _ = ask(server.port, "/session/one", {"Authorization": f"Bearer {server.token}"})
+    assert status == 200 and "session one" in body
+
+    for path, headers in [
+        ("/", {}),
+        ("/session/one", {}),
+        ("/session/one/events", {}),
+        ("/session/one/view", {}),
+        (f"/?token={server.token[:-1]}x", {}),
+        ("/?token=", {}),
+        ("/", {"Authorization": f"Bearer {server.token}x"}),
+        ("/", {"Authorization": f"Basic {server.token}"}),
+    ]:
+        status, body, reply_headers = ask(server.port, path, headers)
+        assert status == 401, (path, headers)
+        assert "needs its token" in body and reply_headers["WWW-Authenticate"].startswith("Bearer")
+        assert server.token not in body
+
+
+def test_pages_of_other_sites_and_other_hosts_are_refused(store, serve) -> None:
+    server = serve(store)
+    with_token = f"/session/one/events?token={server.token}"
+    for headers in [
+        {"Origin": "http://evil.example"},
+        {"Origin": f"http://127.0.0.1:{server.port + 1}"},
+        {"Origin": "null"},
+        {"Sec-Fetch-Site": "cross-site"},
+        {"Sec-Fetch-Site": "same-site"},
+    ]:
+        status, body, _ = ask(server.port, with_token, headers)
+        assert status == 403 and "other sites are refused" in body, headers
+    status, _, _ = ask(server.port, with_token, {"Host": f"attacker.example:{server.port}"})
+    assert status == 421  # DNS rebinding: a name the attacker controls
+    status, _, _ = ask(server.port, f"/?token={server.token}", method="POST")
+    assert status == 405
+    # its own page's requests pass (what the browser test's EventSource and fetch send)
+    own = {"Origin": server.origin, "Sec-Fetch-Site": "same-origin"}
+    status, body, _ = ask(server.port, f"/session/one/view?token={server.token}", own)
+    assert status == 200 and "session one" in body
+
+
+def test_streams_are_bounded_and_an_idle_one_ends(store, serve) -> None:
+    server = serve(store, "--max-streams", "1", "--idle", "1")
+    first = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+    first.request("GET", f"/session/one/events?token={server.token}")
+    stream = first.getresponse()
+    assert stream.status == 200 and (stream.getheader("Content-Type") or "").startswith(
+        "text/event-stream"
+    )
+    assert stream.readline() == b"retry: 1000\n"
+    while stream.readline() != b"event: node\n":
+        pass
+    node = json.loads(stream.readline().decode().removeprefix("data: "))
+    assert (node["seq"], node["kind"], node["status"]) == (1, "user", "completed")
+
+    status, body, _ = ask(server.port, f"/session/one/events?token={server.token}")
+    assert status == 503 and "1 live streams are open" in body
+    status, _, _ = ask(server.port, f"/?token={server.token}")
+    assert status == 200  # pages still load
+
+    assert stream.read() in (b"", b"\n")  # no event for --idle 1 s: the server ends it
+    first.close()
+    status, body, _ = ask(
+        server.port, f"/session/one/events?token={server.token}", {"Last-Event-ID": "999"}
+    )  # the slot is free again; this one would wait (its Last-Event-ID is past the end)
+    assert status == 200
+    missing, _, _ = ask(server.port, f"/session/nope/view?token={server.token}")
+    assert missing == 404
