@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import click
 
 from openprogram.cli._print import json_text, say, styled
+from openprogram.display.operations import collapsed
 from openprogram.echo import elide
 
 __all__ = ["operations_command"]
@@ -35,6 +36,9 @@ def operations_command(
     @click.option("--timeout", type=float, default=60.0, show_default=True,
                   help="Seconds --wait waits at most.")  # fmt: skip
     @click.option("--cancel", metavar="OP", help="Cancel operation OP (pending or running).")
+    @click.option("--events", is_flag=True,
+                  help="Show each operation's history: every state it was in, when, and "
+                  "who asked it to stop or settled it.")  # fmt: skip
     @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
     def ops_command(
         session_id: str,
@@ -42,13 +46,15 @@ def operations_command(
         wait_for: str | None,
         timeout: float,
         cancel: str | None,
+        events: bool,
         as_json: bool,
     ) -> None:
         """List the operations a session's tools returned (background work among them):
-        kind, state, attempts, result or error. --wait OP polls the store until OP is
-        done, failed, cancelled or unknown; --cancel OP asks OP to stop: a pending one is
-        cancelled at once, a running one by the program running it, at the operation's
-        next heartbeat (add --wait OP to see it end)."""
+        kind, state, attempts, result or error; --events adds each one's history (every
+        state change with its time, who asked it to stop, who settled it). --wait OP
+        polls the store until OP is done, failed, cancelled or unknown; --cancel OP asks
+        OP to stop: a pending one is cancelled at once, a running one by the program
+        running it, at the operation's next heartbeat (add --wait OP to see it end)."""
         from openprogram.core import _secrets
         from openprogram.operations.tracker import _record
 
@@ -75,9 +81,18 @@ def operations_command(
                     time.sleep(0.2)  # another process records it: the store is polled
                     records = [_record(row) for row in rows(sid)]
                 records = [record]
+            history: dict[str, list[dict[str, Any]]] = {}
+            read = getattr(store, "operation_events", None)
+            if events and callable(read):
+                for event in read(sid):
+                    history.setdefault(event.operation, []).append(event._asdict())
         # masked as stored; a row written raw before masking covered operations is masked here
         dumped = _secrets.scrub_value([r.model_dump(mode="json") for r in records])
+        history = _secrets.scrub_value(history)
         if as_json:
+            if events:
+                for row in dumped:
+                    row["events"] = history.get(row["id"], [])
             say(json_text(dumped, indent=2))
             return
         if not records:
@@ -92,8 +107,27 @@ def operations_command(
                 f"  attempts={r.attempts}{'  background' if r.background else ''}  ",
                 styled(elide(outcome or "", 200), newlines=False, dim=True),
             )
+            for event, count, last in collapsed(_Event(**e) for e in history.get(r.id, [])):
+                again = f" (×{count}, the last at {_when(last)})" if count > 1 else ""
+                say(
+                    f"    {_when(event.at)}  ",
+                    styled(f"{event.state:<9}", newlines=False, fg=_COLOUR.get(event.state)),
+                    "  ",
+                    styled(elide(event.detail or "", 300) + again, newlines=False),
+                )
 
     return ops_command
+
+
+class _Event(NamedTuple):
+    operation: str
+    at: float
+    state: str
+    detail: str | None
+
+
+def _when(at: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(at)) + f".{int(at % 1 * 1000):03d} UTC"
 
 
 def _cancel(store: Any, sid: str, id: str) -> None:

@@ -97,6 +97,8 @@ def show_command(
         dag = session.dag
         total = summary(dag)
         statuses = total["statuses"]
+        idle = _idle(session)
+        cut = sum(1 for n in dag.nodes if idle and n.status == "running" and _once(n))
         say(
             styled(f"session {session.id}", newlines=False, bold=True),
             f"  {total['nodes']:,} nodes · {total['kinds']['llm']:,} llm calls · "
@@ -108,12 +110,13 @@ def show_command(
                 for status in ("stopped", "waiting", "unknown")
                 if statuses[status]
             ),
+            styled(f" · {cut} interrupted", fg=_COLOUR["unknown"]) if cut else "",
         )
         for shown, (node, level) in enumerate(walk(dag, depth)):
             if not show_all and shown >= _SHOW_LIMIT:
                 say(f"… {len(dag) - shown:,} more nodes (use --all or --depth)")
                 break
-            line = _tree_line(dag, node, level)
+            line = _tree_line(dag, node, level, idle=idle, session_id=session.id)
             if values:
                 out = node.error or value_text(node)[1] or value_text(node)[0]
                 out = " ".join(out.split())
@@ -130,15 +133,40 @@ def _duration(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
-def _tree_line(dag: ContextDAG, node: Node, level: int) -> Styled:
+def _idle(session: Any) -> bool:
+    """Whether no live process holds the session's writer lease: nothing it shows as
+    running is running."""
+    holder = getattr(session.store, "holder", None)
+    found = holder(session.id) if callable(holder) else None
+    return found is None or found.expired(time.time()) is not None
+
+
+def _once(node: Node) -> bool:
+    return node.kind == "code" and node.meta.get("effect") == "once"
+
+
+def _tree_line(
+    dag: ContextDAG, node: Node, level: int, *, idle: bool = False, session_id: str = ""
+) -> Styled:
     from openprogram.core._tree import node_line
 
     mark, name, facts = node_line(dag, node)
+    colour = _COLOUR.get(node.status)
+    if idle and node.status == "running" and node.kind != "user":  # its process ended
+        if _once(node):
+            mark, colour = "?", _COLOUR["unknown"]
+            facts.append(
+                "interrupted: its process ended during the call, so whether its effect "
+                f"happened is unknown (key {node.meta.get('key')}); settle it: openprogram "
+                f"sessions settle {session_id} {node.id} --result JSON | --rerun"
+            )
+        else:
+            facts.append("interrupted: no process runs it (a resumed run runs it again)")
     shown = [styled(fact, newlines=False) for fact in facts]
     if node.status in ("error", "cancelled", "stopped") and node.error and facts:
         shown[-1] = styled(facts[-1], newlines=False, fg="red")
     line = [
-        "  " * level + styled(mark, fg=_COLOUR.get(node.status)),
+        "  " * level + styled(mark, fg=colour),
         styled(name, newlines=False, bold=node.kind == "code"),
         *shown,
     ]

@@ -6,12 +6,15 @@ depth-first walk. No colours and no I/O: the CLI styles these lines. Start at tr
 
 from __future__ import annotations
 
+import json
+import math
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
 from openprogram.core.usage import Usage
 
-__all__ = ["MARKS", "node_line", "tree_lines", "walk"]
+__all__ = ["MARKS", "node_line", "settled_text", "tree_lines", "walk"]
 
 MARKS = {
     "completed": "✓",
@@ -48,6 +51,8 @@ class Node(Protocol):
     def input(self) -> Any: ...
     @property
     def meta(self) -> dict[str, Any]: ...
+    @property
+    def output(self) -> Any: ...
 
 
 N = TypeVar("N", bound=Node)
@@ -87,7 +92,7 @@ def node_line(dag: ContextDAG[N], node: N) -> tuple[str, str, list[str]]:
     if node.status == "waiting" and node.meta.get("ask") and isinstance(asked, str):
         text = " ".join(asked.split())
         facts.append(f"waiting for an answer ({node.id}): {text[:100]}")
-    elif node.status in ("error", "cancelled", "stopped") and node.error:
+    elif node.status in ("error", "cancelled", "stopped", "unknown") and node.error:
         error = " ".join(node.error.split())
         facts.append(error[:100] + ("…" if len(error) > 100 else ""))
     return MARKS.get(node.status, "?"), name, facts
@@ -102,12 +107,40 @@ def _badges(node: Node) -> list[str]:
         badges.append(f"→ tools: {names}" + (f" (+{len(asked) - 5})" if len(asked) > 5 else ""))
     if node.meta.get("tool_call_id"):
         badges.append("[tool call]")
+    settled = settled_text(node.meta, node.output if node.status == "completed" else None)
+    if settled:
+        badges.append(f"[{settled}]")
     resumed = node.meta.get("resumed")
     if resumed:
         again = f"; ran again: {node.meta['rerun']}" if node.meta.get("rerun") else ""
         times = f" ×{resumed}" if isinstance(resumed, int) and resumed > 1 else ""
         badges.append(f"[resumed{times}{again[:80]}]")
     return badges
+
+
+def settled_text(meta: dict[str, Any], output: Any = None) -> str:
+    """How a settled `once` call was settled, by whom and when ("settled to run again by
+    alice at 2026-12-07 02:30:31 UTC", "settled with "ch-0" by …": `output`, what it
+    returns), from its meta; "" when it never was."""
+    entries = meta.get("settlements")
+    last = entries[-1] if isinstance(entries, list) and entries else None
+    if not isinstance(last, dict):
+        if meta.get("settled") is None:
+            return ""
+        last = {"how": meta.get("settled"), "by": meta.get("settled_by"),
+                "at": meta.get("settled_at")}  # fmt: skip
+    if last.get("how") == "rerun":
+        how = "to run again"
+    else:
+        text = json.dumps(output, ensure_ascii=False, default=str)
+        how = "with " + (text if len(text) <= 60 else text[:60] + "…")
+    by = last.get("by")
+    who = f" by {str(by)[:80]}" if by else ""
+    at = last.get("at")
+    when = ""
+    if isinstance(at, (int, float)) and math.isfinite(at):
+        when = time.strftime(" at %Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
+    return f"settled {how}{who}{when}"
 
 
 def tree_lines(

@@ -18,6 +18,7 @@ from openprogram.core.dag import ContextDAG
 from openprogram.core.values import replace_surrogates
 from openprogram.display._payload import DEFAULT_FULL_IMAGE_BUDGET
 from openprogram.display.html import dag_html
+from openprogram.display.operations import operations_html, session_operations
 from openprogram.errors import UsageError
 
 __all__ = ["report_html", "write_report"]
@@ -29,6 +30,7 @@ _PAGE = """<!doctype html>
 <title>{title}</title>
 <style>body{{margin:0;padding:16px 20px;background:#f6f8fa}}
 body>.opv,.op-extra{{max-width:1400px;margin:0 auto 12px}}
+body>.opo{{margin-top:12px}}
 .op-extra{{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:10px 12px}}</style>
 </head><body>
 {view}
@@ -47,6 +49,16 @@ def _dag_of(source: Any) -> tuple[ContextDAG, str | None]:
     raise UsageError(
         f"cannot make a report of {type(source).__name__}; pass a Session or a ContextDAG"
     )
+
+
+def _operations_panel(source: Any, dag: ContextDAG) -> str:
+    """The operations panel of a Session with operations (display/operations.py)."""
+    if isinstance(source, ContextDAG):
+        return ""
+    records, events = session_operations(source)
+    names = {r.node: f"{dag.node(r.node).name} #{dag.ordinal(r.node)}" for r in records
+             if r.node in dag}  # fmt: skip
+    return operations_html(records, events, names)
 
 
 def report_html(
@@ -72,6 +84,7 @@ def report_html(
     )
     if extra_html:
         view = f'<div class="op-extra">{extra_html}</div>{view}'
+    view += _operations_panel(source, dag)
     page = _PAGE.format(title=html.escape(heading), view=view)
     return replace_surrogates(_secrets.scrub(page, patterns=False))  # keys never shown
 

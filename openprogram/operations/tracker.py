@@ -17,6 +17,7 @@ import threading
 import time
 import weakref
 from collections.abc import Sequence
+from contextlib import suppress
 from typing import Any
 
 from openprogram.core import _secrets
@@ -33,7 +34,7 @@ from openprogram.operations.operation import (
 )
 from openprogram.store._operations import OperationRow
 
-__all__ = ["Tracker", "default_manager", "tracker"]
+__all__ = ["Tracker", "default_manager", "hand_back", "tracker"]
 
 _trackers: weakref.WeakKeyDictionary[Any, Tracker] = weakref.WeakKeyDictionary()
 _trackers_lock = threading.Lock()
@@ -91,8 +92,8 @@ class _Live:
     """An operation known to this process: its record and who waits for it."""
 
     __slots__ = (
-        "asked_at", "done", "manager", "masked", "operation", "owner", "record", "started",
-        "stopping",
+        "asked_at", "done", "handed", "manager", "masked", "operation", "owner", "record",
+        "started", "stopping",
     )  # fmt: skip
 
     def __init__(
@@ -110,6 +111,7 @@ class _Live:
         self.started = False
         self.stopping = False  # another process asked it to stop; its manager was told
         self.asked_at = 0.0  # when the store was last asked whether it should stop
+        self.handed = False  # handed back as its process stopped: its reports are ignored
         if record.state in FINISHED or record.state == "unknown":
             self.done.set()
 
@@ -280,6 +282,9 @@ class Tracker:
                 raise
 
     def _report(self, id: str, what: Reported, value: Any) -> bool:
+        live = self._ops.get(id)
+        if live is not None and live.handed:  # its process handed it back: stop there
+            return False
         if what == "heartbeat":
             return self._heartbeat(id, value)
         with self._lock:
@@ -480,6 +485,37 @@ class Tracker:
             how=state,
         )
 
+    def hand_back(self, reason: str) -> None:
+        """This process stops running the session (`reason`: a SIGTERM drain): every
+        operation it runs that is still pending or running is asked to stop, and recorded
+        as no process runs it, by its kind's effect rule: a running `once` one `unknown`
+        (it began: it may have happened), any other `pending` again (the next resumed
+        run runs it). Each gets an event "handed back: ...". Reports its executor makes
+        afterwards are not recorded."""
+        with self._lock:
+            lives = [
+                live
+                for live in self._ops.values()
+                if live.owner is None
+                and live.manager is not None
+                and not live.handed
+                and live.record.state in ("pending", "running")
+            ]
+            for live in lives:
+                live.handed = True
+        for live in lives:
+            with suppress(Exception):  # it is recorded below either way
+                live.manager.cancel(live.record.id)  # type: ignore[union-attr]
+            kind = kind_of(live.record.kind, live.record.version, operation=live.record.id)
+            with self._lock:
+                if live.record.state == "running" and kind.effect == "once":
+                    text = f"handed back: {reason} while it ran; {_UNKNOWN_BACK}"
+                    self._move(live, ("running",), "unknown", error=text, detail=text)
+                else:
+                    text = f"handed back: {reason}; the next resumed run runs it"
+                    self._move(live, ("pending", "running"), "pending", detail=text)
+                live.started = False
+
     def results(self, node: Node, ids: Sequence[str]) -> Any:
         """The results of a foreground tool call's operations (one value for one
         operation, else a list); raises EffectUnknown or OperationFailed."""
@@ -533,11 +569,20 @@ class Tracker:
             self.start(ids, manager)
 
 
+_UNKNOWN_BACK = "its kind is effect='once', so whether it happened is unknown: settle it"
 SETTLED = "settled"
 """The start of an event's detail that records a settle: "settled by WHO: how"."""
 _UNKNOWN = "its process died while it ran; its kind is effect='once', so it is not run again"
 _FOLLOW_S = 0.05
 """How often a fork waiting for its parent's operation reads the parent's store rows."""
+
+
+def hand_back(session: Any, reason: str) -> None:
+    """Tracker.hand_back() of `session`'s tracker, if it has one (Session.close)."""
+    with _trackers_lock:
+        found = _trackers.get(session)
+    if found is not None:
+        found.hand_back(reason)
 
 
 def _parents(id: str, owner: str, then: str) -> str:

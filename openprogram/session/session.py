@@ -33,6 +33,7 @@ from openprogram.errors import (
     StoreError,
     UsageError,
 )
+from openprogram.operations.tracker import hand_back
 from openprogram.session import effects
 from openprogram.session._loading import load_dag, restore_branches, shared_history
 from openprogram.session._resuming import Resuming
@@ -232,7 +233,15 @@ class Session(Resuming):
     def close(self) -> None:
         """Commit what waits to be recorded, give up the writer lease, and release the
         store's connection if this session opened it (a later record reconnects).
-        Called when the outermost `with` ends."""
+        Called when the outermost `with` ends. After a SIGTERM drain, the operations
+        this process runs for the session are handed back first (recorded as no process
+        runs them: operations/tracker.py's hand_back)."""
+        if _drain.requested[0] and self._holding:
+            try:
+                hand_back(self, f"the process stopped ({_drain.REASON})")
+            except Exception as exc:  # the store failed: they read as they were
+                log.warning("openprogram: could not hand back the operations of %s: %s",
+                            self.id, exc)  # fmt: skip
         if self._recorder is not None:
             self._recorder.close()  # commits, and removes its journal
         self._release()

@@ -250,3 +250,35 @@ def test_the_cli_refuses_to_settle_a_forks_shared_call(durable_store: str, log: 
     resumed = finish(start(["-m", MODULE, durable_store, "r-fork", str(log), "resume"]))
     assert resumed.startswith("unknown: ") and "fork shares with session r" in resumed
     assert charges(log) == 1
+
+
+# -- what `sessions show` says (issue 44, item 3) -------------------------------------------
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform == "win32", reason="uses SIGKILL")
+def test_sessions_show_marks_an_interrupted_call_and_who_settled_it(tmp_path: Path, log: Path):
+    from click.testing import CliRunner
+
+    from openprogram.cli import cli
+
+    path = str(tmp_path / "runs.db")
+    child = start(["-m", MODULE, path, "s8", str(log), "kill"])
+    wait_ready(child)  # inside pay's body
+    child.kill()
+    child.communicate(timeout=60)
+
+    def show() -> str:
+        shown = CliRunner().invoke(cli, ["sessions", "show", "s8", "--store", path])
+        assert shown.exit_code == 0, shown.output
+        return shown.output
+
+    before = show()  # no resume yet: pay is stored running, and no process runs it
+    (node,) = Session.open(path, "s8").dag.find("pay")
+    assert " · 1 interrupted" in before.splitlines()[0]
+    line = next(line for line in before.splitlines() if "pay #1" in line)
+    assert line.lstrip().startswith("?  pay #1") and "interrupted: its process ended" in line
+    assert f"sessions settle s8 {node.id} --result JSON | --rerun" in line
+    assert "interrupted: no process runs it" in before  # checkout, its caller
+    Session.open(path, "s8").settle(node.id, "ch-0", by="alice")
+    line = next(line for line in show().splitlines() if "pay #1" in line)
+    assert line.lstrip().startswith("✓  pay #1")
+    assert '[settled with "ch-0" by alice at ' in line and " UTC]" in line

@@ -131,3 +131,23 @@ def test_a_fork_at_a_waiting_question_answers_it_for_itself(store: Any):
     assert _resumed(store, "pay4-fork") == "paid" and paid == [100]
     Session.open(store, "pay4").answer(question, "no")  # the original keeps its own
     assert _resumed(store, "pay4") == "not paid" and paid == [100]
+
+
+def test_the_cli_answers_a_question_named_as_any_node_is(tmp_path: Path):
+    from click.testing import CliRunner
+
+    from openprogram.cli import cli
+
+    paid.clear()
+    path = str(tmp_path / "runs.db")
+    question = _suspended(path, "pay5")
+    said = CliRunner().invoke(
+        cli, ["sessions", "answer", "pay5", "ask_user#1", "no", "--store", path]
+    )  # NAME#K, as every NODE argument takes it
+    assert said.exit_code == 0, said.output
+    assert said.output.startswith(f"answered {question} (")
+    again = CliRunner().invoke(
+        cli, ["sessions", "answer", "pay5", question[:6], "no", "--store", path]
+    )  # a unique id prefix: the same answer again is a no-op
+    assert again.exit_code == 0, again.output
+    assert _resumed(path, "pay5") == "not paid" and paid == []
