@@ -34,6 +34,7 @@ import logging
 import os
 import secrets
 import stat
+import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import suppress
@@ -288,14 +289,18 @@ class Journal:
         self._capacity = size
 
     def close(self) -> None:
-        """Remove the file (its records are committed) and let its lock go."""
-        if self._fd < 0:
+        """Remove the file (its records are committed) and let its lock go. Once, when
+        called from two threads at once (a session's closing and the exit handler):
+        a descriptor closed twice could be another file's by then."""
+        with _closing:
+            fd, folder = self._fd, self._folder
+            self._fd = self._folder = -1
+        if fd < 0:
             return
         with suppress(OSError):
-            os.unlink(self.path.name, dir_fd=self._folder)
-        os.close(self._fd)
-        os.close(self._folder)
-        self._fd = self._folder = -1
+            os.unlink(self.path.name, dir_fd=folder)
+        os.close(fd)
+        os.close(folder)
         _remove_if_empty(self.path.parent)
 
 
@@ -307,11 +312,14 @@ def _write_all(fd: int, data: bytes, at: int) -> None:
 
 
 _open: weakref.WeakSet[Journal] = weakref.WeakSet()
+_closing = threading.Lock()
 
 
 def _forget_in_child() -> None:
     """In a fork child: close its copies of the parent's journals (the flock stays the
     parent's, the files are never written, emptied or removed from here)."""
+    global _closing
+    _closing = threading.Lock()  # a parent's thread may have held it at the fork
     for journal in list(_open):
         if journal._fd >= 0:
             with suppress(OSError):

@@ -553,3 +553,38 @@ def test_a_journal_an_opener_removed_before_its_writer_locked_it_is_not_written(
     assert done.returncode == 0, done.stderr
     with Session.open(store, "raced") as session:
         assert [n.output for n in session.dag.nodes if n.name == "count"] == [0, 1, 2, 3, 4]
+
+
+def test_a_journal_closed_by_two_threads_at_once_is_closed_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A task's session closing its journal while the exit handler closes it too (seen
+    as "OSError: [Errno 9] Bad file descriptor" at the end of a test run): the second
+    close ran while the first was between its check and its os.close, and closed the
+    descriptors again (by then, maybe another file's). The interleaving is forced: the
+    first close waits inside its unlink until the second has returned."""
+    import threading
+
+    journal = Journal.open(tmp_path / "runs.db-pending", "s", "owner")
+    second_done, errors = threading.Event(), []
+    unlink = os.unlink
+
+    def slow_unlink(*args: Any, **kwargs: Any) -> None:
+        if threading.current_thread().name == "first":
+            second = threading.Thread(target=lambda: second_done.set() or journal.close())
+            second.start()
+            second.join(10)
+        unlink(*args, **kwargs)
+
+    def first() -> None:
+        try:
+            journal.close()
+        except OSError as exc:
+            errors.append(exc)
+
+    monkeypatch.setattr(os, "unlink", slow_unlink)
+    thread = threading.Thread(target=first, name="first")
+    thread.start()
+    thread.join(30)
+    assert second_done.is_set() and errors == []
+    assert not journal.path.exists()
