@@ -282,3 +282,21 @@ def test_sessions_show_marks_an_interrupted_call_and_who_settled_it(tmp_path: Pa
     line = next(line for line in show().splitlines() if "pay #1" in line)
     assert line.lstrip().startswith("✓  pay #1")
     assert '[settled with "ch-0" by alice at ' in line and " UTC]" in line
+
+
+def test_in_a_memory_store_too_only_the_first_settle_lands(log: Path):
+    from openprogram.store import MemoryStore
+
+    store = MemoryStore()
+    programs.CRASH[0] = True
+    with pytest.raises(KeyboardInterrupt), Session(store, id="m") as session:
+        checkout()
+    programs.CRASH[0] = False
+    (node,) = session.dag.find("pay")
+    first, stale = Session.open(store, "m"), Session.open(store, "m")
+    stale.settle(node.id, rerun=True, by="bob")
+    with pytest.raises(AlreadySettled, match="settled to run again by bob"):
+        first.settle(node.id, "ch-0")
+    with Session.open(store, "m", resume=True):
+        assert checkout() == "ch-5"
+    assert charges(log) == 2
