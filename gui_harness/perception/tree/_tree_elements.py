@@ -28,6 +28,10 @@ _MAX_LABEL = 120
 _INPUT_LINE = "Input line"
 _CLASS_NAME = re.compile(r"^Gtk[A-Z][A-Za-z]+$")
 _MARKER = re.compile(r"_(.)")  # a mnemonic marker ("_Save": S underlined; "__" a "_")
+# an icon theme's name (the freedesktop naming spec: "view-refresh-symbolic"), which GTK 3
+# gives an entry's icon or a drop-down showing icons
+# (only a symbolic one: "document-save" may be a file's name in a file chooser)
+_ICON_NAME = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*-symbolic(?:-rtl|-ltr)?$")
 # an internal name: one identifier-like word ("save_btn", "open-button", "btnSave")
 _INTERNAL = re.compile(r"^(?=.*(?:[a-z][A-Z]|[_-]))[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)*$")
 _ENTRIES = frozenset({79, 61, 76})  # entry, text, autocomplete: an editable chooser's own
@@ -239,15 +243,25 @@ def _name_by_labels(
 
 def _label(name: str) -> str | None:
     """The name as a label: whitespace collapsed, bounded; None for no name or GTK 4's
-    stand-in (the widget's class, "GtkButton"); a name GTK 4 doubled from a button's
+    stand-in (the widget's class, "GtkButton"); an icon theme's name as its words
+    ("view-refresh-symbolic": "View Refresh"); a name GTK 4 doubled from a button's
     label ("= =") once."""
     words = name.split()
     if not words or (len(words) == 1 and _CLASS_NAME.match(words[0])):
         return None
+    if len(words) == 1 and _ICON_NAME.match(words[0]):
+        words = _icon_words(words[0])
     half = len(words) // 2
     if len(words) % 2 == 0 and _unmarked(" ".join(words[:half])) == " ".join(words[half:]):
         words = words[half:]  # "= =", or the raw mnemonic string and the caption ("_Save Save")
     return " ".join(words)[:_MAX_LABEL]
+
+
+def _icon_words(name: str) -> list[str]:
+    """A symbolic icon's name as the words it says ("view-refresh-symbolic" -> "View
+    Refresh")."""
+    bare = name.removesuffix("-rtl").removesuffix("-ltr").removesuffix("-symbolic")
+    return [part.capitalize() for part in bare.split("-")]
 
 
 def _unmarked(text: str) -> str:

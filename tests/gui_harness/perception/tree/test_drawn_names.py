@@ -8,7 +8,10 @@ libadwaita window and dialog on Xvfb."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from gui_harness.desktop.virtual import App, VirtualDesktop
 from gui_harness.perception import AccessibilitySource
@@ -107,3 +110,55 @@ def test_controls_are_labelled_by_the_text_they_draw_not_their_mnemonic_or_inter
             assert not marked, labels
         finally:
             source.close()
+
+
+_GTK3_ICONS = """
+import gi
+gi.require_version('Gtk', '3.0')
+from gi.repository import Gtk
+window = Gtk.Window(title='Icons')
+window.set_default_size(500, 240)
+box = Gtk.Box(orientation=Gtk.Orientation.VERTICAL, spacing=8)
+entry = Gtk.Entry()
+entry.set_icon_from_icon_name(Gtk.EntryIconPosition.SECONDARY, 'view-refresh-symbolic')
+box.pack_start(entry, False, False, 0)
+store = Gtk.ListStore(str)
+store.append(['emblem-default-symbolic'])
+combo = Gtk.ComboBox(model=store)
+icon = Gtk.CellRendererPixbuf()
+combo.pack_start(icon, True)
+combo.add_attribute(icon, 'icon-name', 0)
+combo.set_active(0)
+box.pack_start(combo, False, False, 0)
+box.pack_start(Gtk.Button(label='document-save'), False, False, 0)
+window.add(box)
+window.connect('destroy', Gtk.main_quit)
+window.show_all()
+Gtk.main()
+"""
+
+
+def _has_gtk3() -> bool:
+    code = "import gi; gi.require_version('Gtk', '3.0'); from gi.repository import Gtk"
+    return subprocess.run(["/usr/bin/python3", "-c", code], capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(not _has_gtk3(), reason="no GTK 3 for /usr/bin/python3")
+def test_a_symbolic_icons_theme_name_is_read_as_its_words(tmp_path: Path) -> None:
+    """GTK 3 names an entry's icon, and a drop-down that shows icons, by the theme's
+    icon name ("view-refresh-symbolic"): the label is what it says ("View Refresh"); a
+    button whose drawn text is hyphenated keeps it."""
+    script = tmp_path / "icons.py"
+    script.write_text(_GTK3_ICONS)
+    with VirtualDesktop((1024, 768), [App(["/usr/bin/python3", str(script)], timeout=60.0)]) as d:
+        source = AccessibilitySource(
+            d.accessibility_bus, screen=d.size, timeout=5.0, windows=d.desktop.visible_windows
+        )
+        try:
+            seen = wait_for(source, lambda s: bool(labelled(s, "button", "document-save")))
+        finally:
+            source.close()
+    labels = [(c.kind, c.label) for c in seen.components]
+    assert ("icon", "View Refresh") in labels, labels
+    assert ("dropdown", "Emblem Default") in labels, labels
+    assert not [label for _, label in labels if label and label.endswith("-symbolic")], labels
