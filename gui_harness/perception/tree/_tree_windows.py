@@ -126,8 +126,15 @@ def place(
             continue
         level, (dx, dy) = where
         popped = False
-        if start is not None and start.popup and start is not surface:
+        if (
+            start is not None
+            and start.popup
+            and start is not surface
+            and not (start.combo and component.kind in ("dropdown", "field"))
+        ):
             # a menu's item with no window of its own found: on a popup of the app's?
+            # (not a drop-down itself nor its entry: they are on its holder's window,
+            # under whatever popup opened over them)
             pid = (pids or {}).get(start.app)
             popped = level != (
                 level := _popup(component.box, (dx, dy), level, windows, claimed, pid)
