@@ -18,6 +18,9 @@ __all__ = ["fuse", "to_image"]
 
 _COVERED = 0.8  # share of a box under the other's that makes the pixel one a duplicate
 _SAME = 0.5  # IoU at which a pixel box and a tree box are one element
+_PART_H = 0.7  # share of a field's height that a spin button's - or + spans
+_PART_W = (0.6, 1.4)  # a - or + part's width, in the field's heights
+_PART_GAP = 5  # px between the - and the + parts, and between the + and the field's end
 
 
 def to_image(
@@ -55,9 +58,13 @@ def fuse(
     box (a blob spanning a field and its label); a paragraph around a link stays, and so
     does a control that a stale or misaligned tree box only partly overlaps (a field
     the page moved after the tree was read). Both lists are in image pixels.
-    Past `max_components`, pixel components go first, smallest first.
+    A tree field whose pixels end in two square parts side by side (a spin button's -
+    and +, which the tree does not list: GTK 3 and 4) gives them as buttons "-" and "+",
+    captioned as the field is. Past `max_components`, pixel components go first,
+    smallest first.
     """
     kept = [c for c in pixels if not _covered(c.box, tree, holds=c.kind != "text")]
+    kept += [part for c in tree if c.kind == "field" for part in _spin_parts(c, pixels)]
     if len(tree) + len(kept) > max_components:
         room = max(max_components - len(tree), 0)
         kept = sorted(kept, key=lambda c: -c.box[2] * c.box[3])[:room]
@@ -88,3 +95,38 @@ def _covered(box: tuple[int, int, int, int], tree: Sequence[Component], *, holds
     for x0, y0, x1, y1 in parts:
         under[y0:y1, x0:x1] = True
     return int(np.count_nonzero(under)) >= _COVERED * area
+
+
+def _spin_parts(field: Component, pixels: Sequence[Component]) -> list[Component]:
+    """The - and + buttons at the end of `field` (a tree field) that pixel detection
+    parted off it (as tabs or buttons: full height, about square, side by side, the
+    last at the field's end, after a text part at least a height wide); else none."""
+    x, y, w, h = field.box
+    parts = sorted(
+        (
+            p
+            for p in pixels
+            if p.kind in ("tab", "button")
+            and x - 2 <= p.box[0]
+            and y - 3 <= p.box[1]
+            and p.box[0] + p.box[2] <= x + w + 2
+            and p.box[1] + p.box[3] <= y + h + 3
+            and p.box[3] >= _PART_H * h
+            and _PART_W[0] * h <= p.box[2] <= _PART_W[1] * h
+        ),
+        key=lambda p: p.box[0],
+    )
+    if len(parts) < 2:
+        return []
+    minus, plus = parts[-2], parts[-1]
+    if (
+        abs(plus.box[0] + plus.box[2] - (x + w)) > _PART_GAP
+        or plus.box[0] - (minus.box[0] + minus.box[2]) > _PART_GAP
+        or minus.box[0] - x < h
+    ):
+        return []
+    caption = field.caption or field.label
+    return [
+        Component(0, "button", minus.box, "-", 0.6, (), "pixels", caption=caption),
+        Component(0, "button", plus.box, "+", 0.6, (), "pixels", caption=caption),
+    ]
