@@ -258,7 +258,9 @@ def _match(
     """Each surface's window (its index in `windows`) and how far to move its boxes:
     a window as large as the surface or a margin larger all round, named as it is
     when it is a top-level one, each window matched once; the window's middle is the
-    surface's middle."""
+    surface's middle. A top-level surface as large as a window's frame (GTK 3 reports
+    the box the window manager draws, title bar and all) is that window, its frame where
+    the surface is."""
     taken: set[int] = set()
     matched: dict[Surface, tuple[int, tuple[int, int]]] = {}
     # titled windows first, then popovers (exact sizes), then the rest by size alone
@@ -266,6 +268,12 @@ def _match(
     for surface in ranked:
         _, _, sw, sh = surface.box
         fits = [i for i, window in enumerate(windows) if i not in taken and _fits(surface, window)]
+        framed = [
+            i
+            for i, window in enumerate(windows)
+            if i not in taken and not surface.popup and _framed(surface, window)
+        ]
+        fits = sorted(set(fits) | set(framed))
         if not fits:
             continue
         titled = [i for i in fits if windows[i].title == surface.name]
@@ -276,10 +284,23 @@ def _match(
         taken.add(choice)
         window = windows[choice]
         sx, sy = surface.box[0], surface.box[1]
+        frame = getattr(window, "frame", None)
+        if choice in framed and frame is not None and not _fits(surface, window):
+            matched[surface] = (choice, (frame[0] - sx, frame[1] - sy))
+            continue
         dx = window.x + (window.width - sw) // 2 - sx
         dy = window.y + (window.height - sh) // 2 - sy
         matched[surface] = (choice, (dx, dy))
     return matched
+
+
+def _framed(surface: Surface, window: WindowLike) -> bool:
+    """Whether `surface` is as large as the frame the window manager draws around
+    `window` (a window it frames: the frame is larger than the window)."""
+    frame = getattr(window, "frame", None)
+    if frame is None or (frame[2], frame[3]) == (window.width, window.height):
+        return False
+    return abs(frame[2] - surface.box[2]) <= 1 and abs(frame[3] - surface.box[3]) <= 1
 
 
 def _fits(surface: Surface, window: WindowLike) -> bool:
