@@ -16,7 +16,7 @@ from gui_harness.perception.captions import caption_of
 from gui_harness.perception.component import STATES, Component, State
 from gui_harness.perception.tree import _atspi as atspi
 from gui_harness.perception.tree import _tree_windows
-from gui_harness.perception.tree._tree_walk import Element
+from gui_harness.perception.tree._tree_walk import CLASS_NAME, Element
 from gui_harness.perception.tree._tree_windows import Surface
 
 __all__ = ["components"]
@@ -26,7 +26,10 @@ _MAX_LABEL = 120
 # LibreOffice Calc's own accessible name for its formula bar's input line (its
 # STR_ACC_EDITLINE_NAME), which its GTK 3 plugin (7.4) leaves off the object
 _INPUT_LINE = "Input line"
-_CLASS_NAME = re.compile(r"^Gtk[A-Z][A-Za-z]+$")
+_ARROWS = " ▼▾⏷▲▴⏶"  # a drop-down's arrow, which a name may end in ("otto▼")
+# the stand-in name a toolkit gives every control of a kind (GTK 4.8's notebook tabs "Tab")
+_STAND_INS = frozenset({"tab", "button", "page", "item", "label"})
+_TOOLTIP_WORDS = 4  # a name this long that does not say the drawn text is a tooltip
 _MARKER = re.compile(r"_(.)")  # a mnemonic marker ("_Save": S underlined; "__" a "_")
 # an icon theme's name (the freedesktop naming spec: "view-refresh-symbolic"), which GTK 3
 # gives an entry's icon or a drop-down showing icons
@@ -242,12 +245,13 @@ def _name_by_labels(
 
 
 def _label(name: str) -> str | None:
-    """The name as a label: whitespace collapsed, bounded; None for no name or GTK 4's
-    stand-in (the widget's class, "GtkButton"); an icon theme's name as its words
+    """The name as a label: whitespace collapsed, bounded, a drop-down's arrow glyph cut
+    off; None for no name or GTK 4's stand-in (the widget's class, "GtkButton",
+    "EditorSourceView"); an icon theme's name as its words
     ("view-refresh-symbolic": "View Refresh"); a name GTK 4 doubled from a button's
     label ("= =") once."""
-    words = name.split()
-    if not words or (len(words) == 1 and _CLASS_NAME.match(words[0])):
+    words = name.strip(_ARROWS).split()
+    if not words or (len(words) == 1 and CLASS_NAME.match(words[0])):
         return None
     if len(words) == 1 and _ICON_NAME.match(words[0]):
         words = _icon_words(words[0])
@@ -271,14 +275,17 @@ def _unmarked(text: str) -> str:
 
 def _drawn(name: str, text: str | None) -> str:
     """A control's name reconciled with `text`, what the labels inside it draw: the drawn
-    text where the name is not it but its mnemonic string ("Page _1", "_Remember me") or
-    an internal name ("save_btn"); else the name (an icon's name, a name the app gave)."""
+    text where the name is not it but its mnemonic string ("Page _1", "_Remember me"), a
+    stand-in ("Tab"), an internal name ("save_btn") or a tooltip (a sentence that does
+    not say the text); else the name (an icon's name, a name the app gave)."""
     if text is None or name == text:
         return name
-    if _unmarked(name) == text:
+    if _unmarked(name) == text or name.casefold() in _STAND_INS:
         return text
     if _INTERNAL.match(name) and _bare(name) not in _bare(text):
         return text
+    if len(name.split()) >= _TOOLTIP_WORDS and _bare(text) not in _bare(name):
+        return text  # a tooltip ("Select which types of files are shown" over "(None)")
     return name
 
 

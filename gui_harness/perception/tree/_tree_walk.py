@@ -26,9 +26,14 @@ from gui_harness.perception.tree import _atspi as atspi
 from gui_harness.perception.tree._tree_grid import GridRead
 from gui_harness.perception.tree._tree_list import ListRead, child_box
 
-__all__ = ["AppWalk", "Element"]
+__all__ = ["CLASS_NAME", "AppWalk", "Element"]
 
-_CLASS_NAME = re.compile(r"^Gtk[A-Z][A-Za-z]+$")  # GTK 4 names an unnamed widget by its class
+# GTK 4 names an unnamed widget by its class: GTK's and libadwaita's ("GtkButton"), or an
+# app's own widget class ("EditorSourceView": a class name ending in a widget's kind)
+CLASS_NAME = re.compile(
+    r"^(?:Gtk|Adw)[A-Z][A-Za-z]+$|^[A-Z][a-z]+(?:[A-Z][a-z0-9]+)+"
+    r"(?:View|Row|Box|Button|Entry|Label|Bin|Widget|Window|Bar|Page|Grid|Stack|Area|List)$"
+)
 MAX_NODES = 4000
 """Objects one walk of one app reads at most."""
 _MEASURE_S = 0.2  # the least time finish() gets to measure the drawing offset
@@ -477,7 +482,7 @@ class AppWalk:
         name = "" if body is None else str(body[0][1]).strip()
         if (
             body is None
-            or (name and not _CLASS_NAME.match(name))
+            or (name and not CLASS_NAME.match(name))
             or element.role in atspi.ITEM_ROLES
         ):
             self._named(element, body)

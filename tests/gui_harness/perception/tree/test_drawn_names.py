@@ -162,3 +162,56 @@ def test_a_symbolic_icons_theme_name_is_read_as_its_words(tmp_path: Path) -> Non
     assert ("icon", "View Refresh") in labels, labels
     assert ("dropdown", "Emblem Default") in labels, labels
     assert not [label for _, label in labels if label and label.endswith("-symbolic")], labels
+
+
+_STAND_INS = """
+import gi
+gi.require_version('Gtk', '4.0')
+from gi.repository import Gio, Gtk
+
+class EditorSourceView(Gtk.TextView):
+    __gtype_name__ = 'EditorSourceView'
+
+def activate(app):
+    window = Gtk.ApplicationWindow(application=app, title='Stand-ins')
+    window.set_default_size(600, 400)
+    box = Gtk.Box(orientation=Gtk.Orientation.VERTICAL, spacing=8)
+    nb = Gtk.Notebook()
+    page = Gtk.Box(); page.append(Gtk.Button(label='Inside'))
+    nb.append_page(page, Gtk.Label(label='Sunset'))
+    box.append(nb)
+    dd = Gtk.DropDown.new_from_strings(['(None)', 'Text files'])
+    dd.set_tooltip_text('Select which types of files are shown')
+    box.append(dd)
+    view = EditorSourceView(); view.set_size_request(400, 120)
+    box.append(view)
+    window.set_child(box)
+    window.present()
+
+app = Gtk.Application(application_id='org.example.Standins', flags=Gio.ApplicationFlags.NON_UNIQUE)
+app.connect('activate', activate)
+app.run([])
+"""
+
+
+def test_stand_in_names_tooltips_and_class_names_give_way_to_what_is_drawn(
+    tmp_path: Path,
+) -> None:
+    """GTK 4.8 names a notebook's tab "Tab" (one tab: no sibling tells it apart), a
+    drop-down by its tooltip, and a widget of the app's own class by that class
+    ("EditorSourceView"): the tab and the drop-down are labelled by the text they draw
+    (its current option), the text view has no label."""
+    script = tmp_path / "standins.py"
+    script.write_text(_STAND_INS)
+    with VirtualDesktop((1024, 768), [App(["/usr/bin/python3", str(script)], timeout=60.0)]) as d:
+        source = AccessibilitySource(
+            d.accessibility_bus, screen=d.size, timeout=5.0, windows=d.desktop.visible_windows
+        )
+        try:
+            seen = wait_for(source, lambda s: any(c.kind == "field" for c in s.components))
+        finally:
+            source.close()
+    labels = [(c.kind, c.label) for c in seen.components]
+    assert ("tab", "Sunset") in labels, labels
+    assert ("dropdown", "(None)") in labels, labels
+    assert ("field", None) in labels, labels
