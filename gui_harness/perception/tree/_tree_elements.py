@@ -88,6 +88,8 @@ def components(
         if box is None:
             continue
         label = _label(element.name)
+        if label is not None and element.group and _label(element.group) == label:
+            label = None  # its group box's name (Qt's), not the field's
         if element.grid is not None:
             found.append(
                 Component(

@@ -75,6 +75,7 @@ class Element:
     inside: bool = False  # below an element perception reports (a label there is read)
     reported: bool = False  # perception reports it (its role is a control's)
     caption: str = ""  # the name of what labels it (a labelled-by relation), when read
+    group: str = ""  # the name of the group box its labelled-by relation points at (Qt)
 
 
 class AppWalk:
@@ -497,19 +498,43 @@ class AppWalk:
         beside it, linked by a labelled-by relation only) is read as its caption. With
         none, the names and boxes of the labels beside it (its siblings) are read: the
         one just left of it may be its caption, unlinked (Qt 5's file dialog's "Look
-        in:"; see _tree_elements)."""
+        in:"; see _tree_elements). A relation to what is no label (Qt links a spin box
+        with no caption to its group box, and names it so) gives its `group`, and the
+        labels beside it are read as well."""
         if body is None:
             return
         for kind, targets in body[0]:
             if int(kind) == atspi.LABELLED_BY and targets:
                 app, path = (str(v) for v in targets[0])
-
-                def captioned(named: tuple[Any, ...] | None) -> None:
-                    if named is not None:
-                        element.caption = str(named[0][1])
-
-                self._send(atspi.get_property(app, path, atspi.ACCESSIBLE, "Name"), captioned)
+                name = atspi.get_property(app, path, atspi.ACCESSIBLE, "Name")
+                self._send(
+                    atspi.call(app, path, atspi.ACCESSIBLE, "GetRole"),
+                    functools.partial(self._labelled_by, element, name),
+                )
                 return
+        self._read_siblings(element)
+
+    def _labelled_by(self, element: Element, name: Any, role: tuple[Any, ...] | None) -> None:
+        """What labels `element` has role `role`: a label's `name` (a message asking for
+        it) is its caption; a group box's is its `group`, and the labels beside it are
+        read as well."""
+
+        def captioned(named: tuple[Any, ...] | None) -> None:
+            if named is not None:
+                element.caption = str(named[0][1])
+
+        def grouped(named: tuple[Any, ...] | None) -> None:
+            if named is not None:
+                element.group = str(named[0][1])
+
+        if role is None or int(role[0]) == atspi.LABEL:
+            self._send(name, captioned)
+            return
+        self._send(name, grouped)
+        self._read_siblings(element)
+
+    def _read_siblings(self, element: Element) -> None:
+        """Read the names and boxes of the labels beside `element` (its siblings)."""
         parent = element.order[:-1]
         for sibling in self.elements:
             if (

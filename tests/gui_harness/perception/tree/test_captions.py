@@ -1,8 +1,9 @@
 """A control named by its value is shown with the caption that labels it: a Qt drop-down
 names itself by its current option and links its caption ("Look in:") by a labelled-by
 relation only (Qt 5's file dialog not even that: its caption is the label just left of
-it, with or without a colon); the component keeps its label (what an exact match of "/root" needs) and
-carries the caption, which describe() shows and a task's target may name."""
+it, with or without a colon); the component keeps its label (what an exact match of
+"/root" needs) and carries the caption, which describe() shows and a task's target may
+name."""
 
 from __future__ import annotations
 
@@ -90,3 +91,50 @@ def test_a_qt_drop_down_named_by_its_value_carries_the_caption_labelling_it(tmp_
             assert mode.caption == "Speed"
         finally:
             source.close()
+
+
+_GROUPED = """
+import sys
+from PyQt6.QtWidgets import (QApplication, QFormLayout, QGroupBox, QHBoxLayout, QLabel,
+                             QSpinBox, QVBoxLayout, QWidget)
+app = QApplication(sys.argv)
+win = QWidget(); win.setWindowTitle('Prefs'); win.resize(500, 300)
+group = QGroupBox('Window Settings')
+form = QFormLayout(group)
+size = QSpinBox(); size.setValue(5); form.addRow('Start with this size:', size)
+row = QHBoxLayout(); delay = QSpinBox(); delay.setValue(7)
+row.addWidget(QLabel('Delay of auto-selection:')); row.addWidget(delay); form.addRow(row)
+QVBoxLayout(win).addWidget(group)
+win.show()
+app.exec()
+"""
+
+
+@pytest.mark.x11
+@pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed")
+@pytest.mark.skipif(shutil.which("dbus-daemon") is None, reason="no dbus-daemon")
+@pytest.mark.skipif(not _has_pyqt6(), reason="python3-pyqt6 is not installed")
+def test_a_qt_spin_box_named_by_its_group_box_is_captioned_by_its_row(tmp_path: Path):
+    """Qt links a spin box no caption is linked to to its group box and names it so
+    ("Window Settings", featherpad's and pcmanfm-qt's preferences): that is no name of
+    the field, and its caption is the label left of it on its row."""
+    script = tmp_path / "prefs.py"
+    script.write_text(_GROUPED)
+    with VirtualDesktop((800, 600), [App([_PYTHON, str(script)], timeout=60.0)]) as desktop:
+        source = AccessibilitySource(
+            desktop.accessibility_bus,
+            screen=desktop.size,
+            timeout=5.0,
+            windows=desktop.desktop.visible_windows,
+        )
+        try:
+            seen = wait_for(source, lambda s: sum(c.kind == "field" for c in s.components) == 2)
+        finally:
+            source.close()
+    first, second = sorted(
+        (c for c in seen.components if c.kind == "field"), key=lambda c: c.box[1]
+    )
+    assert first.label == "Start with this size:" and first.caption is None
+    assert second.label is None, seen.components
+    assert second.caption == "Delay of auto-selection:"
+    assert not [c for c in seen.components if c.label == "Window Settings"]
