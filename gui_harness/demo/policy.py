@@ -29,7 +29,12 @@ TASK = (
 BASIC_TASK = f"Type {NAME} in the Name field, tick Subscribe and press Save"
 """The task without the colour and the country: all that FakeDesktop's form offers."""
 
-_COMPONENT = re.compile(r'^#(\d+) (\w+) at \((\d+), (\d+), (\d+)x(\d+)\)(?: (".*"))?$', re.M)
+_QUOTED = r'"(?:[^"\\]|\\.)*"'  # a JSON string, as describe() writes labels and captions
+_COMPONENT = re.compile(
+    rf"^#(\d+) (\w+) at \((\d+), (\d+), (\d+)x(\d+)\)(?: ({_QUOTED}))?"
+    rf"(?: captioned ({_QUOTED}))?(?: \[[^\]]*\])?(?: cells .*)?$",
+    re.M,
+)
 _GOAL = re.compile(r'"goal": "([^"]*)"[^\n]*"status": "acted"')
 _PREVIOUS = re.compile(r"^Previous step: (.*)$", re.M)
 _TASK = re.compile(r"(?:^Task: |do this task: )(.*)$", re.M)
@@ -58,12 +63,22 @@ class _Seen:
     w: int
     h: int
     label: str
+    caption: str = ""
 
 
 def _components(text: str) -> list[_Seen]:
     return [
-        _Seen(int(i), kind, int(x), int(y), int(w), int(h), json.loads(label) if label else "")
-        for i, kind, x, y, w, h, label in _COMPONENT.findall(text)
+        _Seen(
+            int(i),
+            kind,
+            int(x),
+            int(y),
+            int(w),
+            int(h),
+            json.loads(label) if label else "",
+            json.loads(caption) if caption else "",
+        )
+        for i, kind, x, y, w, h, label, caption in _COMPONENT.findall(text)
     ]
 
 
@@ -74,10 +89,20 @@ def _labelled(components: list[_Seen], word: str) -> _Seen | None:
     return None
 
 
+def _captioned(components: list[_Seen], word: str) -> _Seen | None:
+    for component in components:
+        if word.lower() in component.caption.lower():
+            return component
+    return None
+
+
 def _target(goal: str, components: list[_Seen]) -> _Seen | None:
     """The component a goal is about: by its label when OCR or memory named it, else by
     the form's shape (the widest field; the first checkbox; the lowest button)."""
     if goal == "click the Name field":
+        captioned = _captioned([c for c in components if c.kind == "field"], "name")
+        if captioned is not None:
+            return captioned
         label = _labelled([c for c in components if c.kind == "text"], "name")
         if label is not None:  # the box on the label's row, right of it
             row = [
@@ -106,6 +131,9 @@ def _target(goal: str, components: list[_Seen]) -> _Seen | None:
         return sorted(row, key=lambda c: c.x)[COLOURS.index(COLOUR)]
     if goal == "open the Country list":
         choosers = [c for c in components if c.kind == "dropdown"]
+        captioned = _captioned(choosers, "country")
+        if captioned is not None:
+            return captioned
         label = _labelled([c for c in components if c.kind == "text"], "country")
         if label is not None:  # the chooser on the label's row, right of it
             row = [
