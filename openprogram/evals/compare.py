@@ -114,6 +114,11 @@ class ScoreChange:
             return " ".join(parts)
         parts.append(f"That is not below {alpha:g}, so the change is not significant: "
                      "chance alone gives such a split too often.")  # fmt: skip
+        if self.low > 0 or self.high < 0:
+            parts.append(
+                f"(The interval above leaves 0 out, but resampling only {self.n} cases "
+                "understates chance; the verdict is the sign test's exact one.)"
+            )
         needed = _needed(up, down, alpha)
         if needed is None:
             parts.append(
