@@ -28,7 +28,14 @@ from openprogram.errors import UsageError
 from openprogram.evals.dataset import Case, Dataset
 from openprogram.evals.report import EvalReport, RunResult
 from openprogram.evals.run import Run
-from openprogram.evals.scorers import TIMEOUT_S, Scorer, ScoreResult, apply, scorer_name
+from openprogram.evals.scorers import (
+    TIMEOUT_S,
+    Scorer,
+    ScoreResult,
+    Scoring,
+    apply_all,
+    scorer_name,
+)
 
 __all__ = ["Plan", "evaluate", "resolve_function", "run_in", "score_run"]
 
@@ -334,36 +341,33 @@ def run_in(
 
 def score_run(plan: Plan, case: Case, run: Run) -> list[ScoreResult]:
     """Every scorer of `plan` on one run: the case's call (a failed run scores 0 on each,
-    with the failure as the reason), then each nested function's calls."""
-    scores: list[ScoreResult] = []
-    for name, scorer in plan.main:
-        if run.error is not None:
-            scores.append(
-                ScoreResult(scorer=name, value=0.0, reason=f"the run failed: {run.error}")
-            )
-        else:
-            scores.append(apply(scorer, case, run.output, run, name=name, timeout=plan.timeout))
+    with the failure as the reason), then each nested function's calls. The scorer
+    calls are handed to one worker together, each with the plan's deadline."""
+    todo: list[Scoring] = []
+    if run.error is None:
+        todo += [Scoring(scorer, case, run.output, run, name) for name, scorer in plan.main]
+    nested = {function: run.calls(function) for function in plan.nested}
     for function, group in plan.nested.items():
-        calls = run.calls(function)
         for name, scorer in group:
+            for node in nested[function]:
+                each = Run(run.dag, node, node.output, _node_error(node), repeat=run.repeat)
+                todo.append(Scoring(scorer, case, node.output, each, name, function))
+    done = iter(apply_all(todo, plan.timeout))
+    scores: list[ScoreResult] = []
+    for name, _ in plan.main:
+        if run.error is not None:
+            reason = f"the run failed: {run.error}"
+            scores.append(ScoreResult(scorer=name, value=0.0, reason=reason))
+        else:
+            scores.append(next(done))
+    for function, group in plan.nested.items():
+        calls = nested[function]
+        for name, _ in group:
             if not calls:
-                scores.append(
-                    ScoreResult(scorer=name, function=function, reason=f"{function} was not called")
-                )
-                continue
-            each = [
-                apply(
-                    scorer,
-                    case,
-                    node.output,
-                    Run(run.dag, node, node.output, _node_error(node), repeat=run.repeat),
-                    name=name,
-                    function=function,
-                    timeout=plan.timeout,
-                )
-                for node in calls
-            ]
-            scores.append(_combined(each, name, function))
+                reason = f"{function} was not called"
+                scores.append(ScoreResult(scorer=name, function=function, reason=reason))
+            else:
+                scores.append(_combined([next(done) for _ in calls], name, function))
     return scores
 
 

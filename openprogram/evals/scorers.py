@@ -8,6 +8,7 @@ raises, or a call that outlasts its deadline, into a recorded ScoreResult. Start
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 from collections.abc import Callable
@@ -19,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, field_
 from openprogram.core import _secrets
 from openprogram.core.values import to_jsonable
 from openprogram.echo import echo, elide
-from openprogram.evals._deadline import call_within
+from openprogram.evals._deadline import call_each_within
 from openprogram.evals.dataset import Case
 from openprogram.evals.run import Run
 
@@ -27,6 +28,9 @@ __all__ = [
     "Score",
     "ScoreResult",
     "Scorer",
+    "Scoring",
+    "apply",
+    "apply_all",
     "contains",
     "equals",
     "llm_judge",
@@ -110,16 +114,45 @@ def apply(
     is not a bool or a number within ±SCORE_LIMIT or a Score, and a call that takes over
     `timeout` seconds (the scorer's own `timeout_s` attribute first, as llm_judge's;
     None: no limit) are recorded as the result's `error`."""
-    try:
-        arity = _arity(scorer)
-        arguments = (case, output, run)[:arity]
-        verdict = call_within(getattr(scorer, "timeout_s", timeout), scorer, *arguments)
-        if inspect.isawaitable(verdict):
-            raise TypeError("it is async; write scorers as plain functions")
-        return _result(verdict, name, function)
-    except Exception as exc:
-        message = _secrets.scrub(f"{type(exc).__name__}: {exc}")
-        return ScoreResult(scorer=name, function=function, error=elide(message, REASON_LIMIT))
+    return apply_all([Scoring(scorer, case, output, run, name, function)], timeout)[0]
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """One scorer call to make: the scorer, what it is given, and the name it reports."""
+
+    scorer: Scorer
+    case: Case
+    output: Any
+    run: Run
+    name: str
+    function: str | None = None
+
+
+def apply_all(scorings: list[Scoring], timeout: float | None = TIMEOUT_S) -> list[ScoreResult]:
+    """apply() for each scoring, in order, handed to one worker thread together (each
+    still with its own deadline)."""
+    calls = []
+    for item in scorings:
+        arguments = (item.case, item.output, item.run)[: _arity(item.scorer)]
+        seconds = getattr(item.scorer, "timeout_s", timeout)
+        calls.append((seconds, functools.partial(item.scorer, *arguments)))
+    results = []
+    for item, (returned, value) in zip(scorings, call_each_within(calls), strict=True):
+        try:
+            if not returned:  # a KeyboardInterrupt goes on up: not the scorer's result
+                raise value
+            if inspect.isawaitable(value):
+                raise TypeError("it is async; write scorers as plain functions")
+            results.append(_result(value, item.name, item.function))
+        except Exception as exc:
+            message = _secrets.scrub(f"{type(exc).__name__}: {exc}")
+            results.append(
+                ScoreResult(
+                    scorer=item.name, function=item.function, error=elide(message, REASON_LIMIT)
+                )
+            )
+    return results
 
 
 def _arity(scorer: Scorer) -> int:
