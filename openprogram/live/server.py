@@ -15,6 +15,7 @@ import io
 import json
 import logging
 import secrets
+import socket
 import threading
 import time
 from http import HTTPStatus
@@ -291,6 +292,9 @@ class _Handler(BaseHTTPRequestHandler):
             f"{_HEADERS}\r\n"
         )
         self.connection.settimeout(_SEND_TIMEOUT_S)
+        # each event goes out at once, never held back by Nagle's algorithm until the
+        # client acknowledges the one before (which it may delay)
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._started = True
         self.connection.sendall(head.encode() + b"retry: 1000\n\n")
         last_event = last_write = time.monotonic()

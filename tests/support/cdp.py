@@ -107,7 +107,8 @@ class Browser:
 
     def wait_for(self, condition: str, timeout: float = 60.0) -> Any:
         """Wait until the JavaScript `condition` is truthy, checked on each DOM change
-        (a MutationObserver, not a timer); its value. AssertionError after `timeout`."""
+        (a MutationObserver and readystatechange, not a timer); its value. AssertionError
+        after `timeout`."""
         script = f"""new Promise((resolve, reject) => {{
           const check = () => {{ try {{ return ({condition}); }} catch (e) {{ return false; }} }};
           const now = check();
@@ -118,6 +119,10 @@ class Browser:
           }});
           watcher.observe(document, {{subtree: true, childList: true, characterData: true,
                                       attributes: true}});
+          document.addEventListener("readystatechange", () => {{
+            const value = check();
+            if (value) {{ watcher.disconnect(); clearTimeout(timer); resolve(value); }}
+          }});
           const timer = setTimeout(() => {{ watcher.disconnect();
             reject(new Error("not seen within {timeout} s: " + {json.dumps(condition)})); }},
             {int(timeout * 1000)});
