@@ -99,7 +99,7 @@ def _report_view(
         run_rows = []
         for run in runs.get(name or "", []):
             href = None if links is None else links.get((run.case, run.repeat))
-            label = f"#{run.repeat + 1}" + (f" {run.session}" if run.session else "")
+            label = run.session or f"#{run.repeat + 1}"  # the session it is recorded as
             run_rows.append(
                 {
                     "href": href,
