@@ -44,7 +44,7 @@ def step(i: int) -> int:
     time.sleep(0.002)  # a call of 1 ms or more is committed when it ends (no group wait)
     return i
 
-with Session.open(sys.argv[1], "live", resume=True) as session:
+with Session.open(sys.argv[1], sys.argv[2], resume=True) as session:
     print("ready", flush=True)
     for line in sys.stdin:
         step(int(line))
@@ -53,13 +53,13 @@ with Session.open(sys.argv[1], "live", resume=True) as session:
 
 
 def bench(store: str, calls: int) -> list[tuple[float, float]]:
-    Session(store, id="live").close()
+    Session(store, id="stream").close()
     server = subprocess.Popen(
         [sys.executable, "-m", "openprogram", "sessions", "serve", store],
         cwd=ROOT, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     recorder = subprocess.Popen(
-        [sys.executable, "-c", RECORDER, store], cwd=ROOT, stdin=subprocess.PIPE,
+        [sys.executable, "-c", RECORDER, store, "stream"], cwd=ROOT, stdin=subprocess.PIPE,
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert server.stdout is not None and recorder.stdin is not None and recorder.stdout
@@ -67,7 +67,7 @@ def bench(store: str, calls: int) -> list[tuple[float, float]]:
         url = urlsplit(server.stdout.readline().rsplit("open ", 1)[1].strip())
         assert recorder.stdout.readline().strip() == "ready"
         connection = http.client.HTTPConnection(url.hostname or "", url.port, timeout=60)
-        connection.request("GET", f"/session/live/events?{url.query}")
+        connection.request("GET", f"/session/stream/events?{url.query}")
         stream = connection.getresponse()
         assert stream.status == 200, stream.status
         found: list[tuple[float, float]] = []
@@ -87,6 +87,46 @@ def bench(store: str, calls: int) -> list[tuple[float, float]]:
                     found.append((arrived - committed, arrived - node["ended_at"]))
                     break
         connection.close()
+        return found
+    finally:
+        recorder.stdin.close()
+        recorder.wait(timeout=60)
+        server.kill()
+        server.wait(timeout=60)
+
+
+def bench_browser(store: str, calls: int, profile: Path) -> list[float]:
+    """Seconds from each call's commit in the recorder to its line in the feed of the
+    session's page in headless Chromium (the page stamps each event's arrival)."""
+    from tests.support.cdp import Browser
+
+    Session(store, id="page").close()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "openprogram", "sessions", "serve", store],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    recorder = subprocess.Popen(
+        [sys.executable, "-c", RECORDER, store, "page"], cwd=ROOT, stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert server.stdout is not None and recorder.stdin is not None and recorder.stdout
+    found: list[float] = []
+    try:
+        url = urlsplit(server.stdout.readline().rsplit("open ", 1)[1].strip())
+        assert recorder.stdout.readline().strip() == "ready"
+        with Browser(profile) as browser:
+            browser.open(f"http://{url.netloc}/session/page?{url.query}")
+            browser.wait_for("document.getElementById('op-conn').textContent === 'live'")
+            for i in range(calls):
+                recorder.stdin.write(f"{i}\n")
+                recorder.stdin.flush()
+                committed = float(recorder.stdout.readline())
+                arrived = browser.wait_for(
+                    "[...document.querySelectorAll('#op-feed li[data-status=completed]')]"
+                    f".filter(e => e.textContent.endsWith('step completed')).length > {i} && "
+                    "document.querySelector('#op-feed li[data-status=completed]').dataset.arrived"
+                )
+                found.append(float(arrived) - committed)
         return found
     finally:
         recorder.stdin.close()
@@ -116,6 +156,14 @@ def main() -> None:
         try:
             for name, store in stores:
                 found = bench(store, options.calls)
+                ms = sorted(
+                    f * 1000 for f in bench_browser(store, options.calls, Path(folder) / name)
+                )
+                print(
+                    f"{name}: {len(ms)} events, commit done -> the page's feed in Chromium median "
+                    f"{statistics.median(ms):.1f} ms, p90 {ms[int(len(ms) * 0.9)]:.1f} ms, "
+                    f"min {ms[0]:.1f} ms, max {ms[-1]:.1f} ms"
+                )
                 for label, k in (("commit done", 0), ("call ended", 1)):
                     ms = sorted(f[k] * 1000 for f in found)
                     print(

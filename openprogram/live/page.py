@@ -133,6 +133,7 @@ source.addEventListener("node", ev => {
     feed.prepend(item);
   }
   item.dataset.status = n.status;
+  item.dataset.arrived = String(Date.now() / 1000);  // when it came (benchmarks/bench_live.py)
   item.textContent = `#${n.seq} ${n.kind} ${n.name} ${n.status}`;
   document.getElementById("op-count").textContent = String(++C.seen);
   refresh();
