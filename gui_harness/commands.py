@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from openprogram.cli import run_command, store_option
+from openprogram.cli import provider_kwargs, provider_options, run_command, store_option
 
 __all__ = ["batch", "bench", "demo", "gui", "serve"]
 
@@ -45,7 +45,15 @@ def _gui_extra() -> Iterator[None]:
 )
 @click.option("--quiet", is_flag=True, help="Do not show step progress.")
 @store_option
-def demo(model: str | None, report: Path | None, quiet: bool, store_spec: str) -> None:
+@provider_options
+def demo(
+    model: str | None,
+    report: Path | None,
+    quiet: bool,
+    store_spec: str,
+    api_base: str | None,
+    api_key_env: str | None,
+) -> None:
     """Run the bundled GUI demo end to end: a Tk form on a private X display, real
     screenshots and clicks, offline unless --model is given. The run is recorded in
     the session store and written as an HTML report."""
@@ -54,7 +62,13 @@ def demo(model: str | None, report: Path | None, quiet: bool, store_spec: str) -
 
     sys.exit(
         run_command(
-            lambda: run_demo(model=model, report=report, show_progress=not quiet, store=store_spec)
+            lambda: run_demo(
+                model=model,
+                report=report,
+                show_progress=not quiet,
+                store=store_spec,
+                provider=provider_kwargs(api_base, api_key_env),
+            )
         )
     )
 
@@ -78,6 +92,7 @@ def demo(model: str | None, report: Path | None, quiet: bool, store_spec: str) -
     "(default: act on the X display in $DISPLAY).",
 )
 @store_option
+@provider_options
 def gui(
     task: str,
     model: str | None,
@@ -85,6 +100,8 @@ def gui(
     report: Path | None,
     app: str | None,
     store_spec: str,
+    api_base: str | None,
+    api_key_env: str | None,
 ) -> None:
     """Let the GUI agent do TASK, on a private display running --app or on $DISPLAY."""
     if not model:
@@ -98,7 +115,13 @@ def gui(
     sys.exit(
         run_command(
             lambda: run_task(
-                task, model=model, max_steps=max_steps, report=report, app=app, store=store_spec
+                task,
+                model=model,
+                max_steps=max_steps,
+                report=report,
+                app=app,
+                store=store_spec,
+                provider=provider_kwargs(api_base, api_key_env),
             )
         )
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -34,12 +35,15 @@ def run_task(
     app: str | None = None,
     store: str | None = None,
     out: TextIO | None = None,
+    provider: Mapping[str, Any] | None = None,
 ) -> int:
     """Do `task` with a real model; returns 0 when the agent reached a verified done.
 
     app: a command to start on a private Xvfb display (the agent acts there); without it
         the agent acts on the X display in $DISPLAY.
     store: where the session is recorded (default: memory only).
+    provider: the Runtime's provider keywords (api_base, api_key), e.g. from the command's
+        --api-base and --api-key-env.
     """
     out = out or sys.stdout
     owned: Any = None
@@ -59,7 +63,9 @@ def run_task(
             "'command' to run that program on a private Xvfb display"
         )
     try:
-        runtime = Runtime(model, callbacks=[StepPrinter(out, max_steps=max_steps)])
+        runtime = Runtime(
+            model, callbacks=[StepPrinter(out, max_steps=max_steps)], **dict(provider or {})
+        )
         with Session(store) as session, runtime:
             print(f"Task: {task}  (session {session.id})", file=out, flush=True)
             result = gui_agent(

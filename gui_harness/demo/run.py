@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -55,12 +55,14 @@ def run_demo(
     max_steps: int = 12,
     out: TextIO | None = None,
     store: str | None = None,
+    provider: Mapping[str, Any] | None = None,
 ) -> int:
     """Run the demo; returns the exit code: 0 only when the app saved the right state.
 
     model: None uses the scripted demo policy (offline); else a litellm model name.
     report: where to write the HTML report (default ./openprogram-demo-report.html).
     store: record the session there too (e.g. "openprogram.db"), for `openprogram sessions`.
+    provider: the Runtime's provider keywords for `model` (api_base, api_key).
     """
     out = out or sys.stdout
     report = Path(report or "openprogram-demo-report.html")
@@ -69,7 +71,12 @@ def run_demo(
     print(f"Task: {TASK}", file=out, flush=True)
     session = Session(store)
     run = demo_run(
-        model=model, size=size, max_steps=max_steps, callbacks=callbacks, session=session
+        model=model,
+        size=size,
+        max_steps=max_steps,
+        callbacks=callbacks,
+        session=session,
+        provider=provider,
     )
     write_run_report(report, run.session, run.result)
     problem = check_saved_state(run.state)
@@ -107,9 +114,13 @@ def demo_run(
     callbacks: Sequence[Any] = (),
     max_image_width: int = 1280,
     session: Session | None = None,
+    provider: Mapping[str, Any] | None = None,
 ) -> DemoRun:
-    """Start the desktop and the form, run the agent, and return what happened."""
-    runtime = Runtime(model or ScriptedModel(demo_policy), callbacks=list(callbacks))
+    """Start the desktop and the form, run the agent, and return what happened (provider:
+    the Runtime's api_base and api_key for `model`)."""
+    runtime = Runtime(
+        model or ScriptedModel(demo_policy), callbacks=list(callbacks), **dict(provider or {})
+    )
     session = session or Session()
     with tempfile.TemporaryDirectory(prefix="openprogram-demo-") as workdir:
         state_path = Path(workdir) / "state.json"

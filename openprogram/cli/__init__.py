@@ -20,7 +20,12 @@ from openprogram.cli._live import serve_command
 from openprogram.cli._mcp import mcp_group
 from openprogram.cli._model import chat, serve_model
 from openprogram.cli._operations import operations_command
-from openprogram.cli._options import DEFAULT_STORE, store_option
+from openprogram.cli._options import (
+    DEFAULT_STORE,
+    provider_kwargs,
+    provider_options,
+    store_option,
+)
 from openprogram.cli._print import say
 from openprogram.cli._prune import prune_command
 from openprogram.cli._questions import question_commands
@@ -29,7 +34,16 @@ from openprogram.cli._runs import runs_group, watch_command, worker_command
 from openprogram.cli._sessions import sessions
 from openprogram.cli._stores import find_node, opened_session, opened_store, resolve_id
 
-__all__ = ["DEFAULT_STORE", "PLUGINS", "cli", "main", "run_command", "store_option"]
+__all__ = [
+    "DEFAULT_STORE",
+    "PLUGINS",
+    "cli",
+    "main",
+    "provider_kwargs",
+    "provider_options",
+    "run_command",
+    "store_option",
+]
 
 cli.add_command(serve_model)
 cli.add_command(worker_command)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from openprogram.cli._options import store_option
+from openprogram.cli._options import provider_kwargs, provider_options, store_option
 
 __all__ = ["mcp_group"]
 
@@ -47,8 +47,7 @@ def mcp_group() -> None:
 @store_option
 @click.option("--model", default=None, help="Model of the functions' llm() calls (default: "
               "OPENPROGRAM_MODEL).")  # fmt: skip
-@click.option("--api-base", default=None, help="Provider URL for --model, e.g. openprogram "
-              "serve-model's.")  # fmt: skip
+@provider_options
 @click.option("--name", default="openprogram", show_default=True,
               help="The server's name, as clients show it.")  # fmt: skip
 def serve_command(
@@ -64,6 +63,7 @@ def serve_command(
     store_spec: str,
     model: str | None,
     api_base: str | None,
+    api_key_env: str | None,
     name: str,
 ) -> None:
     """Serve agentic functions as MCP tools (their .spec is the schema, their docstring
@@ -85,8 +85,9 @@ def serve_command(
         raise click.ClickException(str(exc)) from exc
     try:
         functions = [find_function(target) for target in targets]
+        provider = provider_kwargs(api_base, api_key_env)
         serve(functions, transport=transport, host=host, port=port, store=store_spec,  # type: ignore[arg-type]
-              model=model, api_base=api_base, name=name, max_calls=max_calls,
+              model=model, name=name, max_calls=max_calls, **provider,
               max_tasks=max_tasks, max_client_tasks=max_client_tasks,
               allow_remote=allow_remote, token_file=token_file)  # fmt: skip
     except OpenProgramError as exc:

@@ -16,7 +16,12 @@ from typing import Any
 
 import click
 
-from openprogram.cli._options import store_option, text_argument
+from openprogram.cli._options import (
+    provider_kwargs,
+    provider_options,
+    store_option,
+    text_argument,
+)
 from openprogram.cli._print import say
 
 __all__ = ["chat", "serve_model"]
@@ -97,7 +102,7 @@ def _read_script(path: Path) -> Any:
 )
 @click.option("--session", "session_id", help="Continue this recorded conversation.")
 @store_option
-@click.option("--api-base", help="Provider URL, e.g. openprogram serve-model's.")
+@provider_options
 @click.option("--system", help="System prompt for every answer.")
 @click.option(
     "--max-cost",
@@ -112,6 +117,7 @@ def chat(
     session_id: str | None,
     store_spec: str,
     api_base: str | None,
+    api_key_env: str | None,
     system: str | None,
     max_cost: float | None,
 ) -> None:
@@ -132,9 +138,9 @@ def chat(
         def on_llm_chunk(self, node: Any, chunk: str) -> None:
             say(chunk, nl=False)  # a model's text: its escapes never reach the terminal
 
-    options: dict[str, Any] = {"api_base": api_base} if api_base else {}
     callbacks: list[Any] = [_Printer()]
     try:
+        options = provider_kwargs(api_base, api_key_env)
         check_limits(max_cost, None, None, None)  # before a session is made for nothing
         session = _chat_session(store_spec, session_id)
         if max_cost is not None:  # the conversation's, however many invocations it spans
@@ -145,7 +151,9 @@ def chat(
         raise click.ClickException(str(exc)) from exc
     turns = len(session.dag.find(name="respond", kind="code"))
     resumed = f", continuing after {turns} message(s)" if turns else ""
-    again = _continue_command(model, session.id, store_spec, api_base, system, max_cost)
+    again = _continue_command(
+        model, session.id, store_spec, api_base, system, max_cost, api_key_env
+    )
     say(f"session {session.id}{resumed}; continue it later with: {again}", err=True)
     stdin = sys.stdin
     interactive = stdin.isatty()
@@ -176,6 +184,7 @@ def _continue_command(
     api_base: str | None,
     system: str | None,
     max_cost: float | None = None,
+    api_key_env: str | None = None,
 ) -> str:
     """The command that continues this conversation, pasteable into a shell: the same
     model, store (a file as an absolute path), server, system prompt and cost cap, each
@@ -190,6 +199,8 @@ def _continue_command(
              "--store", mask_url(store)]  # fmt: skip
     if api_base:
         words += ["--api-base", mask_url(api_base)]
+    if api_key_env:
+        words += ["--api-key-env", api_key_env]
     if system:
         words += ["--system", system]
     if max_cost is not None:

@@ -100,6 +100,7 @@ def build_server(
     store: Any = None,
     model: str | None = None,
     api_base: str | None = None,
+    api_key: str | None = None,
     name: str = "openprogram",
     max_calls: int = DEFAULT_MAX_CALLS,
     max_tasks: int = DEFAULT_MAX_TASKS,
@@ -107,7 +108,8 @@ def build_server(
 ) -> Any:
     """The SDK's low-level MCP Server offering `functions` (their `.spec`) as tools, each
     call run in its own Session on `store` (None: kept in memory only), with a Runtime
-    of `model` (None: OPENPROGRAM_MODEL) at `api_base` (None: the provider's).
+    of `model` (None: OPENPROGRAM_MODEL) at `api_base` (None: the provider's), with
+    `api_key` (None: the provider's environment variable; never stored).
 
     Each tool runs at most `max_calls` calls at once (more wait their turn), so slow
     calls of one tool never hold up another's. A call whose client cancels it or goes
@@ -143,6 +145,8 @@ def build_server(
         ]
     )
     options = {"api_base": api_base} if api_base else {}
+    if api_key:
+        options["api_key"] = api_key
     calls = _Calls(len(tools) * max_calls, max_calls)
     tasks = Tasks(
         store,
@@ -403,6 +407,7 @@ def serve(
     store: Any = None,
     model: str | None = None,
     api_base: str | None = None,
+    api_key: str | None = None,
     name: str = "openprogram",
     max_calls: int = DEFAULT_MAX_CALLS,
     max_tasks: int = DEFAULT_MAX_TASKS,
@@ -426,6 +431,7 @@ def serve(
         store=store,
         model=model,
         api_base=api_base,
+        api_key=api_key,
         name=name,
         max_calls=max_calls,
         max_tasks=max_tasks,
