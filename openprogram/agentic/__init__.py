@@ -2,9 +2,11 @@
 
 Start at function.py (`@agentic_function`); ask.py and questions.py are the human in the
 loop, _resume.py how a re-run call is matched to its record, _drain.py how SIGTERM lets
-running calls stop at a node boundary.
+running calls stop at a node boundary, _identity.py which version of a function's code
+made a call.
 """
 
+from ._identity import code_identity
 from .ask import ConsoleAsk, ask_user, needs_approval
 from .function import agentic_function
 from .questions import Question
@@ -15,6 +17,7 @@ __all__ = [
     "Question",
     "agentic_function",
     "ask_user",
+    "code_identity",
     "needs_approval",
     "start_thread",
 ]

@@ -23,6 +23,7 @@ from typing import Any, TypeVar, get_args, overload
 
 from pydantic import BaseModel, Field, create_model
 
+from openprogram.agentic._identity import ON_CODE_CHANGE, code_identity
 from openprogram.callbacks.base import notify
 from openprogram.core import _context
 from openprogram.core.dag import Effect, Expose, Node, RenderRange, check_render_range
@@ -78,6 +79,7 @@ def agentic_function(
     render_output: Callable[[Any], Any] | None = None,
     compactor: Callable[[str], str] | None = None,
     effect: Effect | None = None,
+    on_code_change: str | None = None,
 ) -> F: ...
 @overload
 def agentic_function(
@@ -90,6 +92,7 @@ def agentic_function(
     render_output: Callable[[Any], Any] | None = None,
     compactor: Callable[[str], str] | None = None,
     effect: Effect | None = None,
+    on_code_change: str | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -103,6 +106,7 @@ def agentic_function(
     render_output: Callable[[Any], Any] | None = None,
     compactor: Callable[[str], str] | None = None,
     effect: Effect | None = None,
+    on_code_change: str | None = None,
 ) -> Any:
     """Record every call of `fn` as a `code` node; used bare or with settings.
 
@@ -122,6 +126,10 @@ def agentic_function(
         again: it does, with the same `idempotency_key()`) or "once" (at most once: when
         it began and did not finish, a resumed run records it `unknown` and raises
         EffectUnknown until a person settles it). Its start is committed before it runs.
+    on_code_change: what a resumed run does with a completed call of this function
+        recorded by other code (each node records its code identity, `meta["code"]`):
+        "keep" its recorded result, "refuse" (ResumeDivergence), or run the "latest"
+        code again; None: the Runtime's `on_code_change` (default "keep").
     Raises ValueError (UsageError) at decoration time for any invalid setting.
     """
     if fn is not None and not callable(fn):
@@ -137,6 +145,8 @@ def agentic_function(
             "e.g. render_output=lambda rows: {'count': len(rows), 'first': rows[:5]}"
         )
 
+    if on_code_change is not None and on_code_change not in ON_CODE_CHANGE:
+        raise _usage(f"on_code_change={on_code_change!r} is not one of {ON_CODE_CHANGE!r}")
     if effect is not None and effect not in get_args(Effect):
         raise _usage(f"effect={effect!r} is not one of None, 'idempotent', 'once'")
     if compactor is not None and not getattr(compactor, "__agentic__", False):
@@ -148,8 +158,9 @@ def agentic_function(
     def decorate(func: Callable[..., Any]) -> Any:
         _refuse_generators(func)
         wrapped = _wrap(
-            func, expose, checked_range, input or {}, system, render_output, compactor, effect
-        )
+            func, expose, checked_range, input or {}, system, render_output, compactor, effect,
+            on_code_change,
+        )  # fmt: skip
         return wrapped
 
     return decorate if fn is None else decorate(fn)
@@ -215,6 +226,7 @@ def _wrap(
     render_output: Callable[[Any], Any] | None = None,
     compactor: Callable[[str], str] | None = None,
     effect: Effect | None = None,
+    on_code_change: str | None = None,
 ) -> Any:
     _check_input(fn, meta)
     signature = inspect.signature(fn)
@@ -234,6 +246,8 @@ def _wrap(
         settings["system"] = system
     if effect is not None:
         settings["effect"] = effect
+    if on_code_change is not None:
+        settings["on_code_change"] = on_code_change
 
     bind = _binder(signature, skipped)
 
@@ -251,13 +265,11 @@ def _wrap(
                 call.runtime_token = _context.runtime_var.set(given)
         session = call.session = _context.current_session()
         slot = _tool_call.get()
-        node_settings = settings
+        # each node its own meta dict, holding the code identity (computed once)
+        node_settings = {**settings, "meta": {"code": code_identity(wrapper)}}
         if slot is not None:  # this call answers a model's tool call; its insides do not
             call.tool_token = _tool_call.set(None)
-            node_settings = {
-                **settings,
-                "meta": {"tool_call_id": slot.id, "asked_by": slot.asked_by},
-            }
+            node_settings["meta"].update(tool_call_id=slot.id, asked_by=slot.asked_by)
         if compactor is not None:
             call.compactor_token = _compactor.set(compactor)
         extra = _next_meta.get()

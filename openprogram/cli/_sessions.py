@@ -85,10 +85,14 @@ def list_command(store_spec: str, as_json: bool) -> None:
 @click.option("--depth", type=click.IntRange(min=1), help="Show calls down to this depth only.")
 @click.option("--all", "show_all", is_flag=True, help=f"Show every node (default: {_SHOW_LIMIT}).")
 @click.option("--values", is_flag=True, help="Show each node's output (or error) too.")
+@click.option("--code", "code", is_flag=True, help="Show the code version of every call.")
 def show_command(
-    session_id: str, store_spec: str, depth: int | None, show_all: bool, values: bool
-) -> None:
-    """Print a session's call tree: status, duration, tokens and cost per node."""
+    session_id: str, store_spec: str, depth: int | None, show_all: bool, values: bool,
+    code: bool,
+) -> None:  # fmt: skip
+    """Print a session's call tree: status, duration, tokens and cost per node. A call
+    recorded by another version of its function's code than its other calls says which
+    (`code <identity>`; --code: every call)."""
     from openprogram.agentic.questions import is_ask, question
     from openprogram.core._tree import walk
     from openprogram.display._payload import summary, value_text
@@ -112,11 +116,18 @@ def show_command(
             ),
             styled(f" · {cut} interrupted", fg=_COLOUR["unknown"]) if cut else "",
         )
+        versions: dict[str, set[str]] = {}
+        for each in dag.nodes:
+            if each.kind == "code" and each.meta.get("code") is not None:
+                versions.setdefault(each.name, set()).add(str(each.meta["code"]))
         for shown, (node, level) in enumerate(walk(dag, depth)):
             if not show_all and shown >= _SHOW_LIMIT:
                 say(f"… {len(dag) - shown:,} more nodes (use --all or --depth)")
                 break
             line = _tree_line(dag, node, level, idle=idle, session_id=session.id)
+            version = node.meta.get("code") if node.kind == "code" else None
+            if version is not None and (code or len(versions.get(node.name, ())) > 1):
+                line = Styled(line + styled(f"  code {version}", newlines=False, fg="cyan"))
             if values:
                 out = node.error or value_text(node)[1] or value_text(node)[0]
                 out = " ".join(out.split())

@@ -76,8 +76,11 @@ class Runtime:
         `(text) -> str` that summarises history a `{"tokens": N}` render_range no longer
         holds (default openprogram.summarize_history). operations: the manager that runs
         the operations tools return (docs/operations.md; default LocalOperations, and a
-        ProcessOperations sandbox for sandbox kinds such as bash). Other keyword arguments go to
-        litellm.
+        ProcessOperations sandbox for sandbox kinds such as bash). on_code_change: what a
+        resumed run does with a completed call recorded by other code of its function
+        ("keep" its result, the default; "refuse"; run the "latest" code), unless the
+        function says (`@agentic_function(on_code_change=...)`). Other keyword arguments
+        go to litellm.
     Use it as a context manager to make it ambient, or pass it as `runtime=`.
     """
 
@@ -93,6 +96,7 @@ class Runtime:
         ask: Callable[[Any], Any] | None = None,
         compactor: Callable[[str], Any] | None = None,
         operations: Any = None,
+        on_code_change: str | None = None,
         **litellm_kwargs: Any,
     ) -> None:
         if max_retries < 0:
@@ -102,6 +106,11 @@ class Runtime:
         check_model(model)
         if ask is not None and not callable(ask):
             raise UsageError(f"ask={ask!r} must be a function question -> answer (or None)")
+        if on_code_change is not None and on_code_change not in ("keep", "refuse", "latest"):
+            raise UsageError(
+                f"on_code_change={on_code_change!r} is not one of 'keep', 'refuse', 'latest'"
+            )
+        self.on_code_change = on_code_change
         self.model = model
         self.ask = ask
         self._callbacks = list(callbacks)

@@ -26,7 +26,7 @@ from openprogram.agentic._resume import (
     resumed_output,
 )
 from openprogram.agentic.function import _annotations
-from openprogram.core import _secrets
+from openprogram.core import _context, _secrets
 from openprogram.core.dag import Kind, Node
 from openprogram.core.image import ImageRef
 from openprogram.errors import ResumeDivergence, SessionLocked
@@ -106,6 +106,8 @@ class Resuming:
             raise self._divergence(found.recorded, value)
         node = found
         if node.status == "completed":
+            if why is None and kind == "code":
+                why = self._code_changed(node, extra)
             if why is not None and node.meta.get("effect") != "once":  # its input has no
                 self._reopen(node, kind, extra, why)  # stored form (a once call never reruns)
             return node
@@ -125,6 +127,32 @@ class Resuming:
             return node
         self._reopen(node, kind, extra, None)
         return node
+
+    def _code_changed(self, node: Node, settings: dict[str, Any]) -> str | None:
+        """Why completed code `node` runs again because its code changed since it was
+        recorded (on_code_change="latest"), or None to answer it from its record
+        ("keep"); raises ResumeDivergence for "refuse". The function's setting wins
+        over the Runtime's; the default keeps."""
+        now = settings.get("meta", {}).get("code")
+        then = node.meta.get("code")
+        if now is None or then is None or now == then:
+            return None
+        policy = settings.get("on_code_change") or getattr(
+            _context.live_runtime(), "on_code_change", None
+        ) or "keep"  # fmt: skip
+        if policy == "keep":
+            return None
+        where = path_text(call_path(self.dag, node))
+        if policy == "refuse":
+            raise ResumeDivergence(
+                f"{where} (node {node.id}) was recorded by code {then}, and its code is "
+                f"{now} now (on_code_change='refuse'): resume it with the code it was "
+                "recorded by, or choose on_code_change='keep' (its recorded result) or "
+                "'latest' (run it again) for this function or the Runtime",
+                node_id=node.id,
+            )
+        node.meta["code"] = now
+        return f"its code changed ({then} -> {now}; on_code_change='latest')"
 
     def _reopen(self, node: Node, kind: Kind, extra: dict[str, Any], why: str | None) -> None:
         """Make a recorded node live again: its call runs (again). `why` says why a

@@ -321,6 +321,9 @@ class Session(Resuming):
         at a recorded place; function.py lets only that error through to the caller."""
         if _drain.requested[0] or self._stop_reason is not None:  # stop at this boundary
             _drain.check(self.dag, parent, self._stop_reason or _drain.REASON)
+        stored = settings  # what the node keeps: not on_code_change, read on resume only
+        if "on_code_change" in settings:
+            stored = {k: v for k, v in settings.items() if k != "on_code_change"}
         if parent is not None and parent not in self.dag:
             parent = None
         hidden = settings.get("hidden_inputs", ())
@@ -330,8 +333,8 @@ class Session(Resuming):
             if resumed is not None:
                 return resumed
         if settings.get("effect") is not None:  # committed, with its key, before it runs
-            return effects.started(self, name, parent, value, settings)
-        return self.dag.add("code", name, parent=parent, input=value, **settings)
+            return effects.started(self, name, parent, value, stored)
+        return self.dag.add("code", name, parent=parent, input=value, **stored)
 
     def _enter_llm(
         self, name: str, parent: str | None, content: str | list[Any], meta: dict[str, Any]
