@@ -217,3 +217,29 @@ def test_a_run_waiting_for_a_person_goes_on_when_answered_and_requeued(
     work(durable_store)
     assert run.result(timeout=0) == "q: yes"
     assert ran(_log) == ["asked q yes"]
+
+
+def test_a_dead_workers_run_is_requeued_ahead_of_runs_queued_after_it(
+    durable_store: str,
+) -> None:
+    import subprocess
+    import sys
+
+    from openprogram.store.lease import this_process
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    machine, _, rest = this_process().partition("|")
+    gone = f"{machine}|{dead.pid}|{rest.partition('|')[2]}"
+    queue = RunQueue(durable_store)
+    for id in ("first", "second", "third"):
+        submit(JOB, id, 1, id=id, store=durable_store).close()
+    claimed = queue.claim(["default"], f"host:{dead.pid}:gone", gone)
+    assert claimed is not None and claimed.id == "first"
+    worker = Worker(durable_store)
+    assert worker.watch_once() == 1  # its claimer's process has ended
+    order = [queue.claim(["default"], f"host:{i}:x", this_process()) for i in range(3)]
+    assert [r.id for r in order if r is not None] == ["first", "second", "third"]
+    assert queue.get("first").takeovers == 1  # type: ignore[union-attr]
+    worker.queue.close()
+    queue.close()
