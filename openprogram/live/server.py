@@ -230,7 +230,7 @@ class _Handler(BaseHTTPRequestHandler):
         store = self.server.open_store()
         try:
             infos = store.list_sessions()
-            statuses = {info.id: _open_calls(store, info.id) for info in infos[-page.LISTED :]}
+            statuses = _statuses(store, [info.id for info in infos[-page.LISTED :]])
         finally:
             store.close()
         runs: dict[str, Any] = {}
@@ -379,9 +379,26 @@ def _event(node: Any) -> str:
     return f"id: {node.seq}\nevent: node\ndata: {text}\n\n"
 
 
-def _open_calls(store: Any, session_id: str) -> dict[str, int]:
-    """How many of a session's nodes are in each status (its rows' status column)."""
-    counts: dict[str, int] = {}
-    for row in store.rows(session_id):
-        counts[row.status] = counts.get(row.status, 0) + 1
+def _statuses(store: Any, ids: list[str]) -> dict[str, dict[str, int]]:
+    """How many nodes of each session of `ids` are in each status: one counting query on
+    the SQL stores (the status column only), the rows read otherwise."""
+    counts: dict[str, dict[str, int]] = {id: {} for id in ids}
+    if not ids:
+        return counts
+    if hasattr(store, "_connect") and hasattr(store, "_lock"):
+        p = str(getattr(store, "_placeholder", "?"))
+        marks = ", ".join([p] * len(ids))
+        statement = (
+            "SELECT s.id, n.status, count(*) FROM openprogram_nodes n "
+            "JOIN openprogram_sessions s ON n.session = s.key "
+            f"WHERE s.id IN ({marks}) GROUP BY s.id, n.status"
+        )
+        with store._lock:
+            found = store._connect().execute(statement, tuple(ids)).fetchall()
+        for id, status, count in found:
+            counts[id][status] = int(count)
+        return counts
+    for id in ids:
+        for row in store.rows(id):
+            counts[id][row.status] = counts[id].get(row.status, 0) + 1
     return counts

@@ -103,3 +103,23 @@ def test_streams_are_bounded_and_an_idle_one_ends(store, serve) -> None:
     assert status == 200
     missing, _, _ = ask(server.port, f"/session/nope/view?token={server.token}")
     assert missing == 404
+
+
+def test_a_stream_resumes_after_the_last_event_id_and_the_list_counts_states(
+    tmp_path, serve
+) -> None:
+    path = str(tmp_path / "sessions.db")
+    with Session(path, id="two") as session:
+        session.submit("first")
+        session.submit("second")
+    server = serve(path, "--idle", "1")
+    status, body, _ = ask(
+        server.port, f"/session/two/events?token={server.token}", {"Last-Event-ID": "1"}
+    )  # what a reconnecting EventSource sends; the stream ends once idle for 1 s
+    assert status == 200
+    events = [json.loads(line[6:]) for line in body.splitlines() if line.startswith("data: ")]
+    assert [(e["seq"], e["status"]) for e in events] == [(2, "completed")]
+    assert "id: 2\nevent: node\n" in body
+    status, body, _ = ask(server.port, f"/?token={server.token}")
+    assert '<tr data-session="two">' in body
+    assert '<td class="op-state">finished</td>' in body and "<td>2</td>" in body
