@@ -197,14 +197,14 @@ def _event_latencies(store: str, queue: RunQueue, options: argparse.Namespace) -
     def follow(id: str) -> None:
         session = Session.open(store, id)
         with session.events() as events:
-            while True:
+            done = False
+            while not done:
                 for node in events.poll(30.0):
                     if node.name == "step" and node.status == "completed" and node.ended_at:
                         with lock:
                             found.append(time.time() - node.ended_at)
-                    if node.name == "bench_job" and node.status == "completed":
-                        session.close()
-                        return
+                    done = done or (node.name == "bench_job" and node.status == "completed")
+        session.close()
 
     threads = [threading.Thread(target=follow, args=(id,)) for id in ids]
     for thread in threads:
