@@ -5,10 +5,12 @@ is gui_harness's command (a private X display over HTTP).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from openprogram.cli._print import say
-from openprogram.echo import mask_url
+from openprogram.echo import echo, mask_url
 from openprogram.errors import OpenProgramError
 
 __all__ = ["serve_command"]
@@ -29,6 +31,11 @@ def serve_command(store: str, port: int, max_streams: int, idle_s: float) -> Non
     prints the URL to open, with this start's token (every request needs it)."""
     from openprogram.live import LiveServer
 
+    if "://" not in store and not Path(store).expanduser().is_file():
+        raise click.ClickException(
+            f"no session store at {echo(store)}: give the SQLite file or postgresql:// URL "
+            "the runs record into"
+        )
     try:
         server = LiveServer(
             store, port=port, max_streams=max_streams, max_connections=max(32, 4 * max_streams),

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import http.client
 import json
+import subprocess
+import sys
 
 import pytest
 
 from openprogram import Session
+from tests.support.children import ROOT
 
 
 @pytest.fixture
@@ -123,3 +126,13 @@ def test_a_stream_resumes_after_the_last_event_id_and_the_list_counts_states(
     status, body, _ = ask(server.port, f"/?token={server.token}")
     assert '<tr data-session="two">' in body
     assert '<td class="op-state">finished</td>' in body and "<td>2</td>" in body
+
+
+def test_a_store_that_is_not_there_is_an_error_not_a_new_empty_file(tmp_path) -> None:
+    missing = tmp_path / "typo.db"
+    result = subprocess.run(
+        [sys.executable, "-m", "openprogram", "sessions", "serve", str(missing)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 1 and "no session store at" in result.stderr
+    assert not missing.exists()
