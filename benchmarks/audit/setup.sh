@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 # GTK 3, GTK 4/libadwaita, Qt 5, Qt 6 (qt6-tools), wxWidgets (wxGTK 3 apps, and Python's
-# wx for wxGlade), Tk (IDLE, Thonny, gitk, git gui, turtledemo), Java Swing (with
+# wx for wxGlade), Tk (IDLE, Thonny, gitk, git gui, tkcon), Java Swing (with
 # Debian's ATK wrapper, the bridge VirtualDesktop switches on), the browsers and the
 # Debian-packaged Python web apps (radicale, glances' web UI, mkdocs' dev server).
 packages=(
@@ -16,9 +16,9 @@ packages=(
   gtk-4-examples gnome-calculator gnome-text-editor gnome-font-viewer gnome-characters
   gnome-clocks baobab gnome-console gnome-sudoku
   featherpad pcmanfm-qt lximage-qt qterminal qpdfview speedcrunch
-  designer-qt6 assistant-qt6 linguist-qt6 qt6-base-dev-tools
+  designer-qt6 assistant-qt6 linguist-qt6 qt6-base-dev-tools libqt6sql6-sqlite
   python3-wxgtk4.0 filezilla poedit xchm wxglade
-  python3-tk idle-python3.11 thonny gitk git-gui
+  python3-tk idle-python3.11 thonny gitk git-gui tkcon
   default-jre libatk-wrapper-java libatk-wrapper-java-jni gpsprune jedit openjdk-17-demo
   chromium firefox-esr radicale glances python3-bottle mkdocs
   xvfb openbox dbus at-spi2-core tesseract-ocr

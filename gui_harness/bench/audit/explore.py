@@ -124,9 +124,14 @@ class _Session:
         nodes = self.tree()
         windows = self.desktop.desktop.visible_windows()
         image = self.desktop.screenshot()
-        self.result.screens.append(
-            check_screen(screen, components, nodes, windows, self.pids, image, self.reader)
-        )
+        try:
+            checked = check_screen(
+                screen, components, nodes, windows, self.pids, image, self.reader
+            )
+        except Exception as exc:  # the audit's fault on one screen: said, and the app goes on
+            self.result.notes.append(f"screen {screen!r} not checked: {type(exc).__name__}: {exc}")
+            return nodes
+        self.result.screens.append(checked)
         return nodes
 
     def click(self, node: RawNode) -> None:

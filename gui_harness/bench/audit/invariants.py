@@ -9,8 +9,8 @@ the pixels — no list of expected controls.
 * covered: no component offered whose object is under another window or not showing;
 * overlap: no two components of like size (the smaller a quarter of the larger or
   more) share a third of the smaller with labels that disagree;
-* caption: a field in a form row with a caption (labelled-by, or a label left of it or
-  just above it) carries it as its caption or label.
+* caption: a field in a form row with a caption (a label left of it or just above it,
+  else its labelled-by names) carries it as its caption or label.
 
 Start at check_screen(); `Finding` is one violation, `ScreenCheck` one screen's result.
 """
@@ -84,6 +84,8 @@ def agrees(label: str, drawn: str) -> bool:
         return True
     squeezed_a, squeezed_b = a.replace(" ", ""), b.replace(" ", "")
     if squeezed_a in squeezed_b or squeezed_b in squeezed_a:
+        return True
+    if difflib.SequenceMatcher(None, squeezed_a, squeezed_b).ratio() >= 0.7:
         return True
     short, long = sorted((squeezed_a, squeezed_b), key=len)
     # the label read with a letter or two wrong, beside other text (a shortcut, a value)
@@ -221,20 +223,24 @@ def _labels(
     grey = np.asarray(image.convert("L"))
     reads = 0
     for c in components:
-        if c.kind not in _READ_KINDS:
-            continue
         label = c.label or ""
+        if c.kind not in _READ_KINDS:
+            if label and c.kind != "text" and _named_inside(label):  # a field's class name
+                result.checked["label"] += 1
+                result.add("label", "internal name as label", f"{c.kind} {label!r} at {c.box}")
+            continue
         if label:
             result.checked["label"] += 1
+            if _named_inside(label):
+                result.add("label", "internal name as label", f"{c.kind} {label!r} at {c.box}")
+                continue
             if _MNEMONIC.search(label) and not re.search(r"[./\\]", label):
                 result.add("label", "mnemonic marker in label", f"{c.kind} {label!r} at {c.box}")
                 continue
-            if _INTERNAL.match(label.strip()) or _SNAKE.match(label.strip()):
-                result.add("label", "internal name as label", f"{c.kind} {label!r} at {c.box}")
-                continue
             words = normal(label).split()
             half = len(words) // 2
-            if len(words) >= 2 and len(words) % 2 == 0 and words[:half] == words[half:]:
+            doubled = len(words) >= 2 and len(words) % 2 == 0 and words[:half] == words[half:]
+            if doubled and not all(w.isdigit() for w in words):  # "64 × 64" is a size
                 result.add("label", "name doubled", f"{c.kind} {label!r} at {c.box}")
                 continue
         x, y, w, h = c.box
@@ -243,7 +249,10 @@ def _labels(
         if c.kind in ("checkbox", "radio") and w < 2 * h:
             continue  # its caption is beside it, not in its box
         reads += 1
-        drawn = reader(grey[y : y + h, x : x + w])
+        crop = grey[max(0, y) : y + h, max(0, x) : x + w]
+        if crop.shape[0] < 8 or crop.shape[1] < 8:
+            continue  # off the screen's edge
+        drawn = reader(crop)
         if len(normal(drawn).replace(" ", "")) < 3:
             continue  # an icon, or a glyph OCR made of one: nothing to compare
         if label and not agrees(label, drawn):
@@ -256,6 +265,14 @@ def _labels(
             result.add(
                 "label", "drawn text left unlabelled", f"{c.kind} at {c.box} shows {drawn!r}"
             )
+
+
+def _named_inside(label: str) -> bool:
+    """Whether `label` is a name for the program, not the user: an icon's name, a widget
+    class ("EditorSourceView", "GtkButton"), an identifier ("start_group")."""
+    text = label.strip()
+    camel = re.fullmatch(r"(?:[A-Z][a-z0-9]+){2,}(?:View|Widget|Button|Box|Bar|Area|Entry)", text)
+    return bool(_INTERNAL.match(text) or _SNAKE.match(text) or camel)
 
 
 def _covered(
@@ -318,9 +335,13 @@ def _captions(
     labels = [
         n
         for n in nodes
-        if n.role in LABEL_ROLES and n.box is not None and n.showing and normal(n.name)
+        if n.role in LABEL_ROLES
+        and n.box is not None
+        and n.showing
+        and normal(n.name)
         and stacking.shows(n, _middle(n.box))
-    ]  # fmt: skip
+        and not any(a.control for a in n.ancestors())
+    ]  # fmt: skip  (a label inside a button is the button's text, not a caption)
     for node in visible:
         if node.role not in (11, 79, 40, 52, 76, 61) or node.box is None:
             continue
@@ -344,11 +365,8 @@ def _captions(
 
 
 def _caption_of(node: RawNode, labels: list[RawNode]) -> tuple[str, str]:
-    """(how, text) of the caption a user reads for `node`: its labelled-by names, else
-    the nearest label left of it on its row, else one just above it, left-aligned."""
-    named = [t for t in node.labelled_by if normal(t) and normal(t) != normal(node.name)]
-    if named:
-        return "by relation", named[0]
+    """(how, text) of the caption a user reads for `node`: the nearest label left of it
+    on its row, else one just above it, left-aligned, else its labelled-by names."""
     assert node.box is not None
     x, y, _, h = node.box
     left = []
@@ -368,4 +386,7 @@ def _caption_of(node: RawNode, labels: list[RawNode]) -> tuple[str, str]:
         return "left", min(left, key=lambda t: t[0])[1].name
     if above:
         return "above", min(above, key=lambda t: t[0])[1].name
+    named = [t for t in node.labelled_by if normal(t) and normal(t) != normal(node.name)]
+    if named:  # no label beside it: the one the tree links (a group's title, at worst)
+        return "by relation", named[0]
     return "", ""

@@ -47,6 +47,8 @@ LABEL_ROLES = frozenset({29, 116})  # label, static (Chromium's plain text)
 CAPTIONED_ROLES = frozenset({11, 79, 40, 52, 76, 61})  # named by a caption beside them
 TEXT = 61
 MENU_BAR = 34
+MENU = 33
+POPUP_MENU = 41
 FRAME_ROLES = frozenset({23, 16, 2, 21, 95})  # frame, dialog, alert, file chooser, window
 LABELLED_BY = 2
 SHOWING, VISIBLE, EDITABLE, MODAL, ACTIVE = 25, 30, 7, 16, 1
@@ -81,6 +83,8 @@ class RawNode:
 
     @property
     def control(self) -> bool:
+        if self.role == MENU:  # a menu bar's entry or a submenu's, not a popover's body
+            return self.parent is not None and self.parent.role in (MENU_BAR, MENU, POPUP_MENU)
         return self.role in CONTROL_ROLES or (self.role == TEXT and self.has(EDITABLE))
 
     @property
@@ -305,8 +309,8 @@ def place(nodes: Sequence[RawNode], windows: Sequence[Any]) -> list[RawNode]:
             continue
         x, y, w, h = node.box
         if any(
-            (abs(win.x - x) <= 4 and abs(win.y - y) <= 4)
-            or (win.frame and abs(win.frame[0] - x) <= 4 and abs(win.frame[1] - y) <= 4)
+            _near((win.x, win.y, win.width, win.height), node.box)
+            or (win.frame and _near(tuple(win.frame), node.box))
             for win in windows
         ):
             continue  # placed already (its box, or its frame's: GTK 3 reports that)
@@ -316,12 +320,36 @@ def place(nodes: Sequence[RawNode], windows: Sequence[Any]) -> list[RawNode]:
             continue
         if len(titled) == 1:
             shifts[id(node)] = (titled[0].x - x, titled[0].y - y)
+    _place_popovers(nodes, windows, shifts)
     for node in nodes:
-        shift = shifts.get(id(node.top))
+        shift = next((shifts[id(a)] for a in [node, *node.ancestors()] if id(a) in shifts), None)
         if shift and node.box is not None:
             x, y, w, h = node.box
             node.box = (x + shift[0], y + shift[1], w, h)
     return list(nodes)
+
+
+def _near(a: Sequence[int], b: Sequence[int]) -> bool:
+    return all(abs(p - q) <= 4 for p, q in zip(a, b, strict=True))
+
+
+def _place_popovers(
+    nodes: Sequence[RawNode], windows: Sequence[Any], shifts: dict[int, tuple[int, int]]
+) -> None:
+    """GTK 4 reports a popover menu's box relative to its own surface, an X window of
+    exactly its size: such a menu (and what it holds) moves to that window."""
+    popups = [
+        w for w in windows if w.frame is None or tuple(w.frame) == (w.x, w.y, w.width, w.height)
+    ]
+    for node in nodes:
+        if node.toolkit != "GTK4" or node.role not in (MENU, POPUP_MENU) or node.box is None:
+            continue
+        if node.parent is not None and node.parent.role == MENU_BAR:
+            continue
+        x, y, w, h = node.box
+        same = [win for win in popups if abs(win.width - w) <= 2 and abs(win.height - h) <= 2]
+        if len(same) == 1 and (same[0].x, same[0].y) != (x, y):
+            shifts[id(node)] = (same[0].x - x, same[0].y - y)
 
 
 def close_quietly(thing: Any) -> None:
