@@ -231,7 +231,7 @@ def _name_by_labels(
             if name is not None:
                 found[number] = component.with_label(name)
         else:
-            drawn = _drawn(component.label, text(number))
+            drawn = _drawn(component.label, text(number), component.kind)
             if drawn != component.label:
                 found[number] = component.with_label(drawn)
             shared.setdefault((component.kind, drawn), []).append(number)
@@ -275,20 +275,31 @@ def _unmarked(text: str) -> str:
     return _MARKER.sub(r"\1", text)
 
 
-def _drawn(name: str, text: str | None) -> str:
+def _drawn(name: str, text: str | None, kind: str) -> str:
     """A control's name reconciled with `text`, what the labels inside it draw: the drawn
     text where the name is not it but its mnemonic string ("Page _1", "_Remember me"), a
     stand-in ("Tab"), an internal name ("save_btn") or a tooltip (a sentence that does
-    not say the text); else the name (an icon's name, a name the app gave)."""
+    not say the text); for a control that is not a field or a drop-down (which its
+    caption may name), any name that neither says the drawn words nor is said by them (a
+    menu button named "Mode selection" showing "Basic"); else the name (an icon's name,
+    "Multiply" on "×", a name the app gave)."""
     if text is None or name == text:
         return name
     if _unmarked(name) == text or name.casefold() in _STAND_INS:
         return text
+    apart = _bare(text) not in _bare(name) and _bare(name) not in _bare(text)
     if _INTERNAL.match(name) and _bare(name) not in _bare(text):
         return text
     if len(name.split()) >= _TOOLTIP_WORDS and _bare(text) not in _bare(name):
         return text  # a tooltip ("Select which types of files are shown" over "(None)")
+    if kind not in ("field", "dropdown") and apart and _words(text):
+        return text
     return name
+
+
+def _words(text: str) -> bool:
+    """Whether `text` holds a word (two letters or more), not only glyphs ("×", "⌫")."""
+    return any(sum(ch.isalpha() for ch in word) >= 2 for word in text.split())
 
 
 def _caption(name: str, label: str | None) -> str | None:

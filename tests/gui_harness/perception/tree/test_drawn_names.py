@@ -183,6 +183,12 @@ def activate(app):
     dd = Gtk.DropDown.new_from_strings(['(None)', 'Text files'])
     dd.set_tooltip_text('Select which types of files are shown')
     box.append(dd)
+    mode = Gtk.Button(label='Basic')
+    mode.update_property([Gtk.AccessibleProperty.LABEL], ['Mode selection'])
+    box.append(mode)
+    times = Gtk.Button(label='×')
+    times.update_property([Gtk.AccessibleProperty.LABEL], ['Multiply'])
+    box.append(times)
     view = EditorSourceView(); view.set_size_request(400, 120)
     box.append(view)
     window.set_child(box)
@@ -199,8 +205,10 @@ def test_stand_in_names_tooltips_and_class_names_give_way_to_what_is_drawn(
 ) -> None:
     """GTK 4.8 names a notebook's tab "Tab" (one tab: no sibling tells it apart), a
     drop-down by its tooltip, and a widget of the app's own class by that class
-    ("EditorSourceView"): the tab and the drop-down are labelled by the text they draw
-    (its current option), the text view has no label."""
+    ("EditorSourceView"); an app names a button by what it does ("Mode selection",
+    gnome-calculator's, showing "Basic"): the tab, the drop-down and the button are
+    labelled by the words they draw, the text view has no label; a glyph button's name
+    ("Multiply" on "×") stays."""
     script = tmp_path / "standins.py"
     script.write_text(_STAND_INS)
     with VirtualDesktop((1024, 768), [App(["/usr/bin/python3", str(script)], timeout=60.0)]) as d:
@@ -215,3 +223,5 @@ def test_stand_in_names_tooltips_and_class_names_give_way_to_what_is_drawn(
     assert ("tab", "Sunset") in labels, labels
     assert ("dropdown", "(None)") in labels, labels
     assert ("field", None) in labels, labels
+    assert ("button", "Basic") in labels, labels  # its name "Mode selection" is not drawn
+    assert ("button", "Multiply") in labels, labels  # a glyph's name stays
