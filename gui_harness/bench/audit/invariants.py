@@ -234,7 +234,8 @@ def _labels(
             if _named_inside(label):
                 result.add("label", "internal name as label", f"{c.kind} {label!r} at {c.box}")
                 continue
-            if _MNEMONIC.search(label) and not re.search(r"[./\\]", label):
+            marked = _MNEMONIC.search(label) and not re.search(r"[./\\]", label)
+            if marked and not _drawn_underscore(c, grey, reader):  # "_memory" is a name
                 result.add("label", "mnemonic marker in label", f"{c.kind} {label!r} at {c.box}")
                 continue
             words = normal(label).split()
@@ -265,6 +266,16 @@ def _labels(
             result.add(
                 "label", "drawn text left unlabelled", f"{c.kind} at {c.box} shows {drawn!r}"
             )
+
+
+def _drawn_underscore(c: Component, grey: np.ndarray, reader: Reader | None) -> bool:
+    """Whether the text drawn in `c`'s box has the underscore its label has (a file or
+    database called "_memory"): then it is no mnemonic marker."""
+    x, y, w, h = c.box
+    crop = grey[max(0, y) : y + h, max(0, x) : x + w]
+    if reader is None or crop.shape[0] < 8 or crop.shape[1] < 8:
+        return False
+    return "_" in reader(crop)
 
 
 def _named_inside(label: str) -> bool:

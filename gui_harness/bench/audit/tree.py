@@ -260,6 +260,12 @@ def _ask(pipe: _Pipe, node: RawNode, *, root: bool = False) -> None:
     def got_name(body: Any) -> None:
         if body:
             node.name = " ".join(str(body[0][1]).split())
+        if not node.name:  # GTK 4.8 names a menu button only in its description
+            pipe.send(_prop(app, path, ACCESSIBLE, "Description"), got_description)
+
+    def got_description(body: Any) -> None:
+        if body and not node.name:
+            node.name = " ".join(str(body[0][1]).split())
 
     def got_state(body: Any) -> None:
         if body:
