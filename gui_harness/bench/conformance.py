@@ -27,6 +27,7 @@ from gui_harness.desktop.virtual import VirtualDesktop
 from gui_harness.errors import ActionRejected, DesktopError, InvalidAction
 from gui_harness.normalize import normalize_action
 from openprogram.errors import UsageError
+from openprogram.operations.process import paths_under_tmp
 
 try:
     from autoharness import contracts
@@ -83,6 +84,8 @@ class GuestShell:
         path = f"/tmp/.guest-bin:{os.environ.get('PATH', '/usr/bin:/bin')}"
         argv = [
             bwrap, "--dev-bind", "/", "/", "--tmpfs", "/tmp",
+            # a checkout or venv under /tmp (a CI clone) stays visible, read-only
+            *[arg for path in paths_under_tmp() for arg in ("--ro-bind", path, path)],
             "--bind", "/tmp/.X11-unix", "/tmp/.X11-unix", "--ro-bind", self._bin, "/tmp/.guest-bin",
             "--unshare-pid", "--unshare-net", "--proc", "/proc", "--die-with-parent",
             "--setenv", "PATH", path, "--setenv", "DISPLAY", display, "--chdir", "/tmp",

@@ -32,7 +32,7 @@ from openprogram.operations._wire import FrameError, Frames, encode, write_frame
 from openprogram.operations.manager import Report
 from openprogram.operations.operation import Operation, OperationKind
 
-__all__ = ["ProcessOperations", "Sandbox"]
+__all__ = ["ProcessOperations", "Sandbox", "paths_under_tmp"]
 
 log = logging.getLogger("openprogram.operations")
 
@@ -97,7 +97,7 @@ class ProcessOperations:
         assert self._bwrap is not None
         argv = [self._bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         argv += ["--tmpfs", "/tmp"]
-        for path in _under_tmp():  # the interpreter and the code it runs, read-only again
+        for path in paths_under_tmp():  # the interpreter and the code it runs, read-only again
             argv += ["--ro-bind", path, path]
         argv += ["--bind", str(self.workdir), str(self.workdir), "--chdir", str(self.workdir)]
         argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent"]
@@ -422,7 +422,7 @@ def _python_path() -> list[str]:
     return list(dict.fromkeys(places))
 
 
-def _under_tmp() -> list[str]:
+def paths_under_tmp() -> list[str]:
     """What the sandbox's Python needs that lies under /tmp (which it gets empty): the
     interpreter's prefixes, the folders on its PYTHONPATH and the folders every module
     imported here was loaded from (a checkout or venv made there)."""
