@@ -72,7 +72,9 @@ def test_the_demo_policy_still_saves_the_form_on_a_small_budget():
     from gui_harness.demo.policy import demo_policy
 
     desktop = FakeDesktop.demo_form()
+    # small enough that the history is summarised, large enough for what always shows
+    # (observations grew with captions: 1700 no longer held the newest steps)
     with Session() as session, Runtime(ScriptedModel(demo_policy)):
-        result = gui_agent(TASK, desktop=desktop, settle_timeout=0.05, context_tokens=1700)
+        result = gui_agent(TASK, desktop=desktop, settle_timeout=0.05, context_tokens=1845)
     assert result.success and desktop.saved_state["save"] == 1
     assert session.dag.find(name="summarize_history", kind="code")  # it did compact
