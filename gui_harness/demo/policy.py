@@ -15,6 +15,7 @@ from itertools import pairwise
 from typing import Any
 
 from gui_harness.demo.app import COLOURS, COUNTRIES
+from gui_harness.perception.marks import read_description
 from openprogram import ModelRequest
 
 __all__ = ["BASIC_TASK", "COLOUR", "COUNTRY", "NAME", "TASK", "demo_policy"]
@@ -29,12 +30,6 @@ TASK = (
 BASIC_TASK = f"Type {NAME} in the Name field, tick Subscribe and press Save"
 """The task without the colour and the country: all that FakeDesktop's form offers."""
 
-_QUOTED = r'"(?:[^"\\]|\\.)*"'  # a JSON string, as describe() writes labels and captions
-_COMPONENT = re.compile(
-    rf"^#(\d+) (\w+) at \((\d+), (\d+), (\d+)x(\d+)\)(?: ({_QUOTED}))?"
-    rf"(?: captioned ({_QUOTED}))?(?: \[[^\]]*\])?(?: cells .*)?$",
-    re.M,
-)
 _GOAL = re.compile(r'"goal": "([^"]*)"[^\n]*"status": "acted"')
 _PREVIOUS = re.compile(r"^Previous step: (.*)$", re.M)
 _TASK = re.compile(r"(?:^Task: |do this task: )(.*)$", re.M)
@@ -67,19 +62,7 @@ class _Seen:
 
 
 def _components(text: str) -> list[_Seen]:
-    return [
-        _Seen(
-            int(i),
-            kind,
-            int(x),
-            int(y),
-            int(w),
-            int(h),
-            json.loads(label) if label else "",
-            json.loads(caption) if caption else "",
-        )
-        for i, kind, x, y, w, h, label, caption in _COMPONENT.findall(text)
-    ]
+    return [_Seen(c.index, c.kind, *c.box, c.label, c.caption) for c in read_description(text)]
 
 
 def _labelled(components: list[_Seen], word: str) -> _Seen | None:

@@ -2,7 +2,13 @@
 
 from gui_harness.perception.cells import Grid, cell_point
 from gui_harness.perception.fusion import fuse, to_image
-from gui_harness.perception.marks import KIND_COLOURS, describe, draw_marks
+from gui_harness.perception.marks import (
+    KIND_COLOURS,
+    Described,
+    describe,
+    draw_marks,
+    read_description,
+)
 from gui_harness.perception.memory.memory import (
     FORMAT_VERSION,
     SCALES,
@@ -52,6 +58,8 @@ __all__ = [  # noqa: RUF022 - grouped by topic, as STYLE.md asks of package root
     # the planner's view
     "KIND_COLOURS",
     "describe",
+    "read_description",
+    "Described",
     "draw_marks",
     # memory
     "FORMAT_VERSION",

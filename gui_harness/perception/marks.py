@@ -8,7 +8,9 @@ kind (see KIND_COLOURS); its tag shows the index the planner refers to.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -17,7 +19,7 @@ from PIL import Image, ImageDraw, ImageFont
 from gui_harness.perception._pixels import ImageLike, pil_image
 from gui_harness.perception.component import Component, Kind
 
-__all__ = ["KIND_COLOURS", "describe", "draw_marks"]
+__all__ = ["KIND_COLOURS", "Described", "describe", "draw_marks", "read_description"]
 
 KIND_COLOURS: dict[Kind, tuple[int, int, int]] = {
     "button": (220, 40, 40),
@@ -106,6 +108,44 @@ def describe(components: Sequence[Component]) -> str:
             line += f" cells {component.grid.span()} ({columns} columns, {rows} rows)"
         lines.append(line)
     return "\n".join(lines)
+
+
+_QUOTED = r'"(?:[^"\\]|\\.)*"'  # a JSON string, as describe() writes labels and captions
+_LINE = re.compile(
+    rf"^#(\d+) (\w+) at \((\d+), (\d+), (\d+)x(\d+)\)(?: ({_QUOTED}))?"
+    rf"(?: captioned ({_QUOTED}))?(?: \[([^\]]*)\])?(?: cells (\S+))?",
+    re.M,
+)
+
+
+@dataclass(frozen=True)
+class Described:
+    """One component as a describe() line gives it back (read_description)."""
+
+    index: int
+    kind: str
+    box: tuple[int, int, int, int]
+    label: str = ""
+    caption: str = ""
+    states: frozenset[str] = frozenset()
+    cells: str = ""
+
+
+def read_description(text: str) -> list[Described]:
+    """The components of describe()'s lines found in `text` (a prompt, say), in order:
+    the one reading of that format, for policies and tests that plan from the text."""
+    return [
+        Described(
+            int(index),
+            kind,
+            (int(x), int(y), int(w), int(h)),
+            json.loads(label) if label else "",
+            json.loads(caption) if caption else "",
+            frozenset(states.split(", ")) if states else frozenset(),
+            cells,
+        )
+        for index, kind, x, y, w, h, label, caption, states, cells in _LINE.findall(text)
+    ]
 
 
 def _outline(component: Component, line_width: int) -> tuple[int, int, int, int]:

@@ -4,7 +4,6 @@ tree reports the result."""
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import pytest
 
 from gui_harness import gui_agent
+from gui_harness.perception import read_description
 from openprogram import ModelRequest, Runtime, ScriptedModel, Session
 
 pytestmark = [
@@ -24,21 +24,18 @@ pytestmark = [
 ]
 
 TASK = "Tick a check button that is not ticked yet"
-LINE = re.compile(
-    r'^#(\d+) (\w+) at \((\d+), (\d+), (\d+)x(\d+)\)(?: (".*?"))?(?: \[([a-z, ]+)\])?$', re.M
-)
 
 
 def components(text: str) -> list[dict[str, Any]]:
     return [
         {
-            "index": int(index),
-            "kind": kind,
-            "box": (int(x), int(y), int(w), int(h)),
-            "label": json.loads(label) if label else None,
-            "states": set(states.split(", ")) if states else set(),
+            "index": c.index,
+            "kind": c.kind,
+            "box": c.box,
+            "label": c.label or None,
+            "states": set(c.states),
         }
-        for index, kind, x, y, w, h, label, states in LINE.findall(text)
+        for c in read_description(text)
     ]
 
 

@@ -80,3 +80,29 @@ def test_describe_lists_one_line_per_component():
 
 def test_describe_of_nothing_is_empty():
     assert describe([]) == ""
+
+
+def test_read_description_gives_back_what_describe_wrote():
+    """The one reading of describe()'s lines: a policy that parsed them with a pattern of
+    its own skipped every captioned line once captions came (the demo typed into the
+    wrong box)."""
+    from gui_harness.perception import read_description
+
+    components = [
+        Component(1, "field", (10, 20, 200, 24), caption="Name"),
+        Component(2, "dropdown", (10, 60, 180, 24), label="/root", caption='Look "in":'),
+        Component(3, "checkbox", (10, 100, 13, 13), label="Subscribe", states=("checked",)),
+        Component(4, "button", (10, 140, 60, 24), label="Save"),
+        Component(5, "icon", (90, 140, 16, 16)),
+    ]
+    read = read_description("Screen:\n" + describe(components) + "\nTask: save")
+    assert [(c.index, c.kind, c.box) for c in read] == [
+        (c.index, c.kind, c.box) for c in components
+    ]
+    assert [(c.label, c.caption, set(c.states)) for c in read] == [
+        ("", "Name", set()),
+        ("/root", 'Look "in":', set()),
+        ("Subscribe", "", {"checked"}),
+        ("Save", "", set()),
+        ("", "", set()),
+    ]
