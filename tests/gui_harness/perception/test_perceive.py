@@ -37,6 +37,8 @@ def test_the_package_exports_exactly_its_public_api():
             "cell_point",
             "KIND_COLOURS",
             "describe",
+            "read_description",
+            "Described",
             "draw_marks",
             "FORMAT_VERSION",
             "SCALES",

@@ -62,7 +62,12 @@ pytest_plugins = ["pytester"]
 
 
 @pytest.mark.slow
-def test_a_failing_eval_test_prints_its_failure_once(pytester: pytest.Pytester) -> None:
+def test_a_failing_eval_test_prints_its_failure_once(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the test file imports tests.openprogram.evals: the child needs this checkout on its
+    # path whatever folder the clone is in (a CI clone under /tmp had none)
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
     pytester.makepyfile(test_once=TESTS)  # the plugin loads by its entry point
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-k", "all_must_pass")
     result.assert_outcomes(failed=1, deselected=1)
