@@ -18,6 +18,7 @@ from typing import Any
 from openprogram.callbacks.base import Callback
 from openprogram.core.dag import Node
 from openprogram.core.usage import Usage
+from openprogram.echo import echo
 from openprogram.errors import UsageError
 
 __all__ = ["RateLimit"]
@@ -107,7 +108,7 @@ class RateLimit(Callback):
     ) -> None:
         if not isinstance(name, str) or not name or len(name) > _NAME_LIMIT:
             raise UsageError(
-                f"RateLimit name {name!r} must be a non-empty string of at most "
+                f"RateLimit name {echo(name)} must be a non-empty string of at most "
                 f"{_NAME_LIMIT} characters, e.g. RateLimit('openai', requests_per_minute=500)"
             )
         for label, value in (
@@ -130,7 +131,7 @@ class RateLimit(Callback):
                 window = _WINDOWS[name] = _Window(*limits)
             elif window.limits != limits:
                 raise UsageError(
-                    f"RateLimit {name!r} exists in this process with requests_per_minute="
+                    f"RateLimit {echo(name)} exists in this process with requests_per_minute="
                     f"{window.limits[0]!r}, tokens_per_minute={window.limits[1]!r}: one name "
                     "has one set of limits (give this one another name)"
                 )

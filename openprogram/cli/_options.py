@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
-from openprogram.echo import printable
+from openprogram.echo import cut, printable
 
 __all__ = ["DEFAULT_STORE", "provider_kwargs", "provider_options", "store_option", "text_argument"]
 
@@ -77,9 +77,10 @@ def provider_kwargs(api_base: str | None, api_key_env: str | None) -> dict[str, 
     if api_key_env:
         key = os.environ.get(api_key_env)
         if not key:
+            name = cut(printable(api_key_env, newlines=False), 200)
             raise UsageError(
-                f"--api-key-env {printable(api_key_env, newlines=False)}: that environment "
-                "variable is not set (or is empty); export it with the provider's key"
+                f"--api-key-env {name}: that environment variable is not set (or is empty); "
+                "export it with the provider's key"
             )
         options["api_key"] = key
     return options

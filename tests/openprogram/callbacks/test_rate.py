@@ -164,3 +164,11 @@ def test_over_http_a_gather_queues_instead_of_failing(clock):
 def test_a_limit_that_cannot_hold_is_refused_with_what_to_write(kwargs):
     with pytest.raises(UsageError, match=r"requests_per_minute|tokens_per_minute"):
         RateLimit("bad", **kwargs)
+
+
+def test_a_huge_or_odd_name_is_refused_with_a_bounded_message():
+    with pytest.raises(UsageError) as refused:
+        RateLimit("x" * 1_000_000, requests_per_minute=1)
+    assert len(str(refused.value)) < 1000
+    with pytest.raises(UsageError):
+        RateLimit(b"bytes", requests_per_minute=1)  # type: ignore[arg-type]

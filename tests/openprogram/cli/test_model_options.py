@@ -62,3 +62,12 @@ def test_an_unset_key_variable_is_an_error_before_anything_is_sent(tmp_path):
         assert server.requests == []
     assert done.returncode != 0
     assert "--api-key-env GATEWAY_KEY: that environment variable is not set" in done.stderr
+
+
+def test_a_huge_key_variable_name_is_echoed_cut_short():
+    from openprogram.cli import provider_kwargs
+    from openprogram.errors import UsageError
+
+    with pytest.raises(UsageError) as refused:
+        provider_kwargs(None, "K\u202e" * 100_000)
+    assert len(str(refused.value)) < 1000 and "\u202e" not in str(refused.value)
