@@ -38,7 +38,9 @@ def _whole_tree(source: AccessibilitySource) -> AccessibilitySnapshot:
 
 def test_an_animating_gtk4_app_registers_and_answers_a_whole_tree_walk() -> None:
     with VirtualDesktop((1280, 800), [App(["gtk4-widget-factory"])]) as desktop:
-        source = AccessibilitySource(desktop.accessibility_bus, screen=desktop.size)
+        # a busy machine may need more than the default second for 2 500 calls: what this
+        # asserts is that the app answers at all, not how fast (that is benchmarks/')
+        source = AccessibilitySource(desktop.accessibility_bus, screen=desktop.size, timeout=10.0)
         try:
             snapshot = _whole_tree(source)
             again = source.snapshot()
