@@ -16,7 +16,7 @@ from gui_harness.perception.captions import caption_of
 from gui_harness.perception.component import STATES, Component, State
 from gui_harness.perception.tree import _atspi as atspi
 from gui_harness.perception.tree import _tree_windows
-from gui_harness.perception.tree._tree_walk import CLASS_NAME, Element
+from gui_harness.perception.tree._tree_node import CLASS_NAME, Element
 from gui_harness.perception.tree._tree_windows import Surface
 
 __all__ = ["components"]

@@ -1,39 +1,40 @@
-"""A bounded walk of one app's accessibility tree, for apps a Collection query cannot
-read (GTK 4 and Qt have no Collection interface; LibreOffice's never answers: its
-spreadsheet has millions of cells).
+"""A bounded walk of one app's accessibility tree, for apps a Collection query cannot read
+(GTK 4 and Qt have no Collection interface; LibreOffice's never answers: its spreadsheet
+has millions of cells).
 
-Owns `AppWalk` and `Element`. The walk descends only into showing objects, reads each
-one's role and states, then the name and box of those perception reports (and the
-caption an entry or a drop-down is labelled by, from its relation set);
-a container that manages its descendants (a spreadsheet, a long list) is not
-enumerated: a table becomes one grid read from its visible corner cells (_tree_grid.py),
-another gives all its children when there are few, else the run of them that shows
-(_tree_list.py). Every call is pipelined
-(_atspi.Pipeline), so the walk costs the app's own answering time, bounded by a node cap
-and the caller's deadline. Turning elements into components is accessibility.py's job.
+Owns `AppWalk` (an element read is _tree_node.py's `Element`). The walk descends only
+into showing objects, reads each one's role and states, then the name and box of those
+perception reports (and the caption an entry or a drop-down is labelled by, from its
+relation set); a container that manages its descendants (a spreadsheet, a long list) is
+not enumerated: a table becomes one grid read from its visible corner cells
+(_tree_grid.py), another gives all its children when there are few, else the run of them
+that shows (_tree_list.py). Every call is pipelined (_atspi.Pipeline), so the walk costs
+the app's own answering time, bounded by a node cap and the caller's deadline. Turning
+elements into components is accessibility.py's job.
 """
 
 from __future__ import annotations
 
 import functools
 import itertools
-import re
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from gui_harness.perception.tree import _atspi as atspi
 from gui_harness.perception.tree._tree_grid import GridRead
 from gui_harness.perception.tree._tree_list import ListRead, child_box
-
-__all__ = ["CLASS_NAME", "AppWalk", "Element"]
-
-# GTK 4 names an unnamed widget by its class: GTK's and libadwaita's ("GtkButton"), or an
-# app's own widget class ("EditorSourceView": a class name ending in a widget's kind)
-CLASS_NAME = re.compile(
-    r"^(?:Gtk|Adw)[A-Z][A-Za-z]+$|^[A-Z][a-z]+(?:[A-Z][a-z0-9]+)+"
-    r"(?:View|Row|Box|Button|Entry|Label|Bin|Widget|Window|Bar|Page|Grid|Stack|Area|List)$"
+from gui_harness.perception.tree._tree_node import (
+    CLASS_NAME,
+    Element,
+    extents,
+    outermost,
+    prefixes,
+    shows,
+    within,
 )
+
+__all__ = ["AppWalk"]
+
 MAX_NODES = 4000
 """Objects one walk of one app reads at most."""
 _MEASURE_S = 0.2  # the least time finish() gets to measure the drawing offset
@@ -51,31 +52,6 @@ _MANAGES = 1 << atspi.MANAGES_DESCENDANTS
 MAX_CHILDREN = 400
 """Children a container may have for the walk to enumerate them (a managed list with
 more gives the ones that show: _tree_list.ListRead)."""
-
-
-@dataclass
-class Element:
-    """One object of an app's tree as read: `order` is its path of child indices (tree
-    order), `answered` what has been read of role, states, name and box."""
-
-    app: str
-    path: str
-    order: tuple[int, ...] = ()
-    role: int = -1
-    name: str = ""
-    states: int = 0
-    box: tuple[int, int, int, int] | None = None
-    answered: set[str] = field(default_factory=set)
-    count: int = 0
-    grid: GridRead | None = None
-    run: ListRead | None = None  # a long managed list: its items read are those showing
-    native: bool = True  # placed by its toolkit (see AppWalk's own_drawing_offset)
-    input_line: bool = False  # reported as a field though its role is no field's
-    item: bool = False  # a long list's item (handed by its ListRead with its box) or in one
-    inside: bool = False  # below an element perception reports (a label there is read)
-    reported: bool = False  # perception reports it (its role is a control's)
-    caption: str = ""  # the name of what labels it (a labelled-by relation), when read
-    group: str = ""  # the name of the group box its labelled-by relation points at (Qt)
 
 
 class AppWalk:
@@ -167,7 +143,7 @@ class AppWalk:
                 continue
             if element.grid is not None and element.run is None:
                 (deep if events & _GRID_MOVES else shallow).append(element)
-            elif element.run is not None or events & _SUBTREE_CHANGES or not _shows(element):
+            elif element.run is not None or events & _SUBTREE_CHANGES or not shows(element):
                 deep.append(element)  # (one that did not show had nothing below it read)
             elif events & _GRID_MOVES:
                 moved.append(element)
@@ -177,33 +153,33 @@ class AppWalk:
                 shallow.append(element)
         if self.quiet_moves and (moved or deep):  # the rest of their windows moved unsaid
             windows = {e.order[:1] for e in moved + deep}
-            moved += [e for e in self.elements if e.order in windows and _shows(e)]
+            moved += [e for e in self.elements if e.order in windows and shows(e)]
         places = [m.order for m in moved]
-        deep += [e for e in self.elements if e.run is not None and _within(e, places)]
+        deep += [e for e in self.elements if e.run is not None and within(e, places)]
         if self.quiet_tabs:  # a few tabs each: their count and states read again
-            deep += [e for e in self.elements if e.role == atspi.PAGE_TAB_LIST and _shows(e)]
-        chosen = _outermost(deep)
+            deep += [e for e in self.elements if e.role == atspi.PAGE_TAB_LIST and shows(e)]
+        chosen = outermost(deep)
         inside = [c.order for c in chosen]
-        self.elements = [e for e in self.elements if not _within(e, inside)]
-        self._menu_bars = [bar for bar in self._menu_bars if not _within(bar, inside)]
+        self.elements = [e for e in self.elements if not within(e, inside)]
+        self._menu_bars = [bar for bar in self._menu_bars if not within(bar, inside)]
         for element in chosen:
             self._visit(element.app, element.path, element.order, inside=element.inside)
         # what moved: the boxes below it read again (a grid in it read again whole)
-        shifted = [m.order for m in _outermost(moved) if not _within(m, inside)]
-        again = {e.path for e in shallow if not _within(e, inside)}
+        shifted = [m.order for m in outermost(moved) if not within(m, inside)]
+        again = {e.path for e in shallow if not within(e, inside)}
         for element in list(self.elements):
-            if element.order in inside or not _within(element, shifted):
+            if element.order in inside or not within(element, shifted):
                 continue
             if element.grid is not None:
                 self.elements.remove(element)
                 self._visit(element.app, element.path, element.order, inside=element.inside)
             elif "box" in element.answered and element.path not in again:
-                self._send(_extents(element), functools.partial(self._got, element, "box"))
+                self._send(extents(element), functools.partial(self._got, element, "box"))
         for element in shallow:
             if element.path in again:
                 self._reread(element)
         for element in self.lists:  # the managed lists kept: changed unsaid? (see check())
-            if not _within(element, inside) and not _within(element, shifted):
+            if not within(element, inside) and not within(element, shifted):
                 self._check(element)
 
     @property
@@ -264,8 +240,8 @@ class AppWalk:
 
     def _again(self, element: Element) -> None:
         """Read `element` and everything below it again."""
-        self.elements = [e for e in self.elements if not _within(e, [element.order])]
-        self._menu_bars = [b for b in self._menu_bars if not _within(b, [element.order])]
+        self.elements = [e for e in self.elements if not within(e, [element.order])]
+        self._menu_bars = [b for b in self._menu_bars if not within(b, [element.order])]
         self._visit(element.app, element.path, element.order, inside=element.inside)
 
     def _reread(self, element: Element) -> None:
@@ -284,7 +260,7 @@ class AppWalk:
                 atspi.get_property(element.app, element.path, atspi.ACCESSIBLE, "Name"),
                 lambda body: self._got_name(element, body),
             )
-            self._send(_extents(element), lambda body: self._got(element, "box", body))
+            self._send(extents(element), lambda body: self._got(element, "box", body))
 
     def finish(self, deadline: float) -> None:
         """After the pipeline ran: measure what the app misplaces (own_drawing_offset:
@@ -324,14 +300,14 @@ class AppWalk:
         )
         if embedded is None:  # nothing tells: 0 would be a guess, and wrong until it is placed
             return None
-        chain = [by_order[e] for e in _prefixes(embedded.order) if e in by_order]
+        chain = [by_order[e] for e in prefixes(embedded.order) if e in by_order]
         for element in chain:
             element.answered.discard("attributes")
             self._send(
                 atspi.call(element.app, element.path, atspi.ACCESSIBLE, "GetAttributes"),
                 functools.partial(self._got, element, "attributes"),
             )
-            self._send(_extents(element), functools.partial(self._got, element, "box"))
+            self._send(extents(element), functools.partial(self._got, element, "box"))
         self.pipeline.run(deadline)
         if any("attributes" not in e.answered or "box" not in e.answered for e in chain):
             return None
@@ -426,7 +402,7 @@ class AppWalk:
         window = len(element.order) == 1
         if self.own_drawing_offset and element.role == atspi.MENU_BAR:
             self._menu_bars.append(element)
-            self._send(_extents(element), lambda body: self._got(element, "box", body))
+            self._send(extents(element), lambda body: self._got(element, "box", body))
         if self.own_drawing_offset and (
             reported or element.role in atspi.TABLE_ROLES or element.role == atspi.MENU_BAR
         ):
@@ -443,7 +419,7 @@ class AppWalk:
                 lambda body: self._got(element, "name", body),
             )
             # a label GTK 4 keeps but does not draw (a drop-down's other choice) is 0×0
-            self._send(_extents(element), lambda body: self._got(element, "box", body))
+            self._send(extents(element), lambda body: self._got(element, "box", body))
         if reported or grid or window:
             self._send(
                 atspi.get_property(element.app, element.path, atspi.ACCESSIBLE, "Name"),
@@ -455,7 +431,7 @@ class AppWalk:
                     lambda body: self._relations(element, body),
                 )
             if "box" not in element.answered:
-                self._send(_extents(element), lambda body: self._got_box(element, body, grid=grid))
+                self._send(extents(element), lambda body: self._got_box(element, body, grid=grid))
         if grid:
             return
         if not managed:
@@ -469,7 +445,7 @@ class AppWalk:
             if 0 < element.count <= MAX_CHILDREN:
                 self._children(element)
             elif element.count > MAX_CHILDREN:
-                self._send(_extents(element), lambda box: self._list(element, box))
+                self._send(extents(element), lambda box: self._list(element, box))
 
         self._send(
             atspi.get_property(element.app, element.path, atspi.ACCESSIBLE, "ChildCount"), counted
@@ -541,7 +517,7 @@ class AppWalk:
                 sibling.role == atspi.LABEL
                 and sibling.order[:-1] == parent
                 and len(sibling.order) == len(element.order)
-                and _shows(sibling)
+                and shows(sibling)
                 and not {"name", "asked"} & sibling.answered
             ):
                 sibling.answered.add("asked")
@@ -549,7 +525,7 @@ class AppWalk:
                     atspi.get_property(sibling.app, sibling.path, atspi.ACCESSIBLE, "Name"),
                     functools.partial(self._got, sibling, "name"),
                 )
-                self._send(_extents(sibling), functools.partial(self._got, sibling, "box"))
+                self._send(extents(sibling), functools.partial(self._got, sibling, "box"))
 
     def _named(self, element: Element, body: tuple[Any, ...] | None) -> None:
         first = "name" not in element.answered
@@ -615,33 +591,3 @@ class AppWalk:
                 )
 
         self._send(atspi.call(parent.app, parent.path, atspi.ACCESSIBLE, "GetChildren"), got)
-
-
-def _shows(element: Element) -> bool:
-    """Whether `element` showed when read (so what is below it was read too)."""
-    bits = element.states
-    return bool(bits & (1 << atspi.SHOWING) and bits & (1 << atspi.VISIBLE))
-
-
-def _within(element: Element, orders: list[tuple[int, ...]]) -> bool:
-    """Whether `element` is one of, or below one of, the objects at `orders`."""
-    return any(element.order[: len(order)] == order for order in orders)
-
-
-def _outermost(elements: list[Element]) -> list[Element]:
-    """`elements` without those below another of them."""
-    chosen: list[Element] = []
-    for element in sorted(elements, key=lambda e: len(e.order)):
-        if not _within(element, [c.order for c in chosen]):
-            chosen.append(element)
-    return chosen
-
-
-def _prefixes(order: tuple[int, ...]) -> list[tuple[int, ...]]:
-    return [order[:length] for length in range(1, len(order) + 1)]
-
-
-def _extents(element: Element) -> Any:
-    return atspi.call(
-        element.app, element.path, atspi.COMPONENT, "GetExtents", "u", (atspi.COORDS_SCREEN,)
-    )

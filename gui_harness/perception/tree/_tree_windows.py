@@ -20,7 +20,7 @@ from typing import Protocol
 
 from gui_harness.perception.component import Component
 from gui_harness.perception.tree import _atspi as atspi
-from gui_harness.perception.tree._tree_walk import Element
+from gui_harness.perception.tree._tree_node import Element
 
 __all__ = ["Surface", "WindowLike", "place", "surface_of", "surfaces", "unlisted"]
 

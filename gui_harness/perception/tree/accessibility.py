@@ -27,8 +27,9 @@ from gui_harness.perception.component import Component
 from gui_harness.perception.tree import _atspi as atspi
 from gui_harness.perception.tree._atspi import ROLE_KINDS
 from gui_harness.perception.tree._tree_elements import components as _components
+from gui_harness.perception.tree._tree_node import Element
 from gui_harness.perception.tree._tree_settle import TreeWatch, patience
-from gui_harness.perception.tree._tree_walk import AppWalk, Element
+from gui_harness.perception.tree._tree_walk import AppWalk
 from gui_harness.perception.tree._tree_windows import Surface, WindowLike, place, unlisted
 
 __all__ = ["ROLE_KINDS", "AccessibilitySnapshot", "AccessibilitySource"]

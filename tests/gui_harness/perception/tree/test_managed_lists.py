@@ -19,7 +19,8 @@ from gui_harness.desktop.virtual import App, VirtualDesktop
 from gui_harness.perception import AccessibilitySnapshot, AccessibilitySource, Component
 from gui_harness.perception.tree import _atspi as atspi
 from gui_harness.perception.tree._tree_list import ListRead
-from gui_harness.perception.tree._tree_walk import AppWalk, Element
+from gui_harness.perception.tree._tree_node import Element
+from gui_harness.perception.tree._tree_walk import AppWalk
 from tests.gui_harness.perception.tree.test_desktop_accessibility import SCREEN, wait_for
 
 pytestmark = [

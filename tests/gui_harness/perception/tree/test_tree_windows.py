@@ -10,7 +10,7 @@ from gui_harness.perception.component import Component
 from gui_harness.perception.fusion import fuse
 from gui_harness.perception.tree import _atspi as atspi
 from gui_harness.perception.tree._tree_elements import components
-from gui_harness.perception.tree._tree_walk import Element
+from gui_harness.perception.tree._tree_node import Element
 from gui_harness.perception.tree._tree_windows import Surface, place
 
 SCREEN = (1280, 800)
