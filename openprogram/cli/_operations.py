@@ -56,7 +56,7 @@ def operations_command(
         OP to stop: a pending one is cancelled at once, a running one by the program
         running it, at the operation's next heartbeat (add --wait OP to see it end)."""
         from openprogram.core import _secrets
-        from openprogram.operations.tracker import _record
+        from openprogram.operations._records import record_of
 
         with opened_store(store_spec) as store:
             sid = resolve_id(store, session_id)
@@ -65,7 +65,7 @@ def operations_command(
                 raise click.ClickException(f"the store {store.url} records no operations")
             if cancel is not None:
                 _cancel(store, sid, cancel)
-            records = [_record(row) for row in rows(sid)]
+            records = [record_of(row) for row in rows(sid)]
             if wait_for is not None:
                 if not any(r.id == wait_for for r in records):
                     raise click.ClickException(f"session {sid} has no operation {wait_for!r}")
@@ -79,7 +79,7 @@ def operations_command(
                             f"operation {wait_for} is still {record.state} after {timeout:g} s"
                         )
                     time.sleep(0.2)  # another process records it: the store is polled
-                    records = [_record(row) for row in rows(sid)]
+                    records = [record_of(row) for row in rows(sid)]
                 records = [record]
             history: dict[str, list[dict[str, Any]]] = {}
             read = getattr(store, "operation_events", None)

@@ -1,7 +1,8 @@
 """Operations: tool calls as durable, versioned work run by a replaceable manager.
 
 operation.py (Operation, kinds), manager.py (the protocol, LocalOperations), process.py
-(ProcessOperations, the sandbox), ray.py (RayOperations), tracker.py (states, recorded),
+(ProcessOperations, the sandbox), ray.py (RayOperations), tracker.py (states, recorded;
+_records.py: stored rows and live records),
 tool.py (operation_tool and the background tools), builtins.py (bash, view_image),
 skills.py (use_skill). docs/operations.md explains them.
 """

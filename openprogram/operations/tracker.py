@@ -20,9 +20,17 @@ from collections.abc import Sequence
 from contextlib import suppress
 from typing import Any
 
-from openprogram.core import _secrets
 from openprogram.core.dag import Node
 from openprogram.errors import AlreadySettled, EffectUnknown, OperationFailed, UsageError
+from openprogram.operations._records import (
+    Live,
+    Shared,
+    masked_json,
+    masked_text,
+    new_row,
+    record_of,
+    to_json,
+)
 from openprogram.operations.manager import LocalOperations, OperationManager, Reported
 from openprogram.operations.operation import (
     FINISHED,
@@ -32,7 +40,6 @@ from openprogram.operations.operation import (
     OperationState,
     kind_of,
 )
-from openprogram.store._operations import OperationRow
 
 __all__ = ["Tracker", "default_manager", "hand_back", "tracker"]
 
@@ -75,68 +82,13 @@ def _close_defaults() -> None:
     _defaults.clear()
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def _masked(text: str | None) -> str | None:
-    """`text` as it is stored: every known secret value masked (docs/reliability.md#secrets)."""
-    return None if text is None else _secrets.scrub(text, patterns=False, refresh=False)
-
-
-def _masked_json(text: str) -> str:
-    return _secrets.scrub_json(text, refresh=False) or text
-
-
-class _Live:
-    """An operation known to this process: its record and who waits for it."""
-
-    __slots__ = (
-        "asked_at", "done", "handed", "manager", "masked", "operation", "owner", "record",
-        "started", "stopping",
-    )  # fmt: skip
-
-    def __init__(
-        self, record: OperationRecord, owner: str | None = None, operation: Operation | None = None
-    ) -> None:
-        self.record = record
-        self.owner = owner  # in a fork: the session whose operation it is (else None)
-        # the operation as its tool made it (its args unmasked) when committed here
-        self.operation = operation or Operation(
-            record.kind, record.args, record.version, id=record.id
-        )
-        self.masked = operation is None and _secrets.MASK in json.dumps(record.args)
-        self.done = threading.Event()
-        self.manager: OperationManager | None = None
-        self.started = False
-        self.stopping = False  # another process asked it to stop; its manager was told
-        self.asked_at = 0.0  # when the store was last asked whether it should stop
-        self.handed = False  # handed back as its process stopped: its reports are ignored
-        if record.state in FINISHED or record.state == "unknown":
-            self.done.set()
-
-
-class _Shared(_Live):
-    """A fork's view of an operation of its parent open in this process: the parent's
-    _Live itself (its record, its events), under the parent's id as `owner`."""
-
-    __slots__ = ("_of",)
-
-    def __init__(self, of: _Live, owner: str) -> None:  # the other slots stay unset
-        self._of = of
-        self.owner = owner
-
-    def __getattr__(self, name: str) -> Any:  # an unset slot: the parent's
-        return getattr(self._of, name)
-
-
 class Tracker:
     """The operations of one session: committed, started, recorded, waited for."""
 
     def __init__(self, session: Any) -> None:
         self.session = session
         self._lock = threading.RLock()
-        self._ops: dict[str, _Live] = {}
+        self._ops: dict[str, Live] = {}
         self._loaded = False
 
     # -- the store -----------------------------------------------------------------------
@@ -155,12 +107,12 @@ class Tracker:
         if store is not None:
             for row in store.operations(self.session.id):
                 if row.id not in self._ops:
-                    self._ops[row.id] = _Live(_record(row))
+                    self._ops[row.id] = Live(record_of(row))
         self._inherit()
 
     def _inherit(self) -> None:
         """A fork's view of the operations its shared history made (those whose tool call
-        node it holds): its parent's _Live when the parent is open in this process (the
+        node it holds): its parent's Live when the parent is open in this process (the
         fork waits on the parent's own events), else as its parent's store rows hold
         them, up the chain of forks. Never run, cancelled or settled here."""
         info = getattr(self.session, "info", None)
@@ -178,17 +130,17 @@ class Tracker:
             if live:
                 for id, found in live[0]._all().items():
                     if found.record.node in dag and id not in self._ops:
-                        self._ops[id] = found if found.owner is not None else _Shared(found, parent)
+                        self._ops[id] = found if found.owner is not None else Shared(found, parent)
                 return  # the parent's view holds its own inherited ones
             if store is None:
                 return
             for row in store.operations(parent):
                 if row.node in dag and row.id not in self._ops:
-                    self._ops[row.id] = _Live(_record(row), owner=parent)
+                    self._ops[row.id] = Live(record_of(row), owner=parent)
             above = store.session(parent)
             parent = None if above is None else above.parent
 
-    def _all(self) -> dict[str, _Live]:
+    def _all(self) -> dict[str, Live]:
         with self._lock:
             self._load()
             return dict(self._ops)
@@ -228,7 +180,7 @@ class Tracker:
         kinds = [kind_of(op.kind, op.version, operation=op.id) for op in operations]
         now = time.time()
         rows = [
-            _new_row(op, node.id, position, kind, background, now)
+            new_row(op, node.id, position, kind, background, now)
             for position, (op, kind) in enumerate(zip(operations, kinds, strict=True))
         ]
         node.meta["operations"] = [op.id for op in operations]
@@ -247,7 +199,7 @@ class Tracker:
                     recorder.rows.add(node.seq)
                     recorder.sent.update(blobs)
             for row_, op in zip(rows, operations, strict=True):
-                self._ops[row_.id] = _Live(_record(row_), operation=op)
+                self._ops[row_.id] = Live(record_of(row_), operation=op)
 
     # -- running -------------------------------------------------------------------------
     def start(self, ids: Sequence[str], manager: OperationManager | None) -> None:
@@ -337,7 +289,7 @@ class Tracker:
 
     def _move(
         self,
-        live: _Live,
+        live: Live,
         expect: tuple[OperationState, ...],
         state: OperationState,
         *,
@@ -350,8 +302,8 @@ class Tracker:
         if live.record.state not in expect:
             return False
         now = time.time()
-        stored_result = None if result is None else _masked_json(_json(result))
-        error, detail = _masked(error), _masked(detail)
+        stored_result = None if result is None else masked_json(to_json(result))
+        error, detail = masked_text(error), masked_text(detail)
         store = self._store
         if store is not None and not store.update_operation(
             self.session.id,
@@ -385,21 +337,21 @@ class Tracker:
             with self._lock:
                 self._load()
                 live = self._ops[id]
-            if live.owner is not None and not isinstance(live, _Shared):
+            if live.owner is not None and not isinstance(live, Shared):
                 self._follow(live, deadline)
                 continue
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
             live.done.wait(left)
         return [self.get(id) for id in ids]
 
-    def _follow(self, live: _Live, deadline: float | None) -> None:
+    def _follow(self, live: Live, deadline: float | None) -> None:
         """Wait for a fork's inherited operation as its parent's store rows tell, while a
         live process holds the parent (its writer lease): no one else will finish it."""
         store, owner = self._store, live.owner
         while store is not None and owner is not None:
             row = next((r for r in store.operations(owner) if r.id == live.record.id), None)
             if row is not None:
-                live.record = _record(row)
+                live.record = record_of(row)
             if live.record.state in FINISHED or live.record.state == "unknown":
                 live.done.set()
                 return
@@ -442,7 +394,7 @@ class Tracker:
             if live.owner is not None:
                 raise UsageError(_parents(id, live.owner, "settle it there"))
             if live.record.state != "unknown":
-                same = _json(result) == _json(live.record.result)
+                same = to_json(result) == to_json(live.record.result)
                 if live.record.state == "done" and not rerun and same:
                     return live.record  # settled so already
                 raise self._already(id, live.record.state)
@@ -599,44 +551,3 @@ _MASKED = (
 _REQUESTED = "cancelled: asked to stop (openprogram sessions ops --cancel)"
 _ASK_EVERY_S = 0.25
 """At most this often a heartbeat asks the store whether its operation was asked to stop."""
-
-
-def _new_row(
-    op: Operation, node: str, position: int, kind: OperationKind, background: bool, now: float
-) -> OperationRow:
-    return OperationRow(
-        id=op.id,
-        node=node,
-        position=position,
-        kind=op.kind,
-        version=op.version,
-        effect=kind.effect,
-        args=_masked_json(_json(op.args)),
-        background=int(background),
-        state="pending",
-        result=None,
-        error=None,
-        attempts=0,
-        created_at=now,
-        updated_at=now,
-        heartbeat_at=None,
-    )
-
-
-def _record(row: OperationRow) -> OperationRecord:
-    return OperationRecord(
-        id=row.id,
-        node=row.node,
-        kind=row.kind,
-        version=row.version,
-        effect=row.effect,  # type: ignore[arg-type]  # checked by the model
-        args=json.loads(row.args),
-        background=bool(row.background),
-        state=row.state,  # type: ignore[arg-type]  # checked by the model
-        result=None if row.result is None else json.loads(row.result),
-        error=row.error,
-        attempts=row.attempts,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        heartbeat_at=row.heartbeat_at,
-    )
