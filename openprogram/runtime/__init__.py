@@ -1,8 +1,9 @@
 """One llm() exchange: the Runtime, llm()/allm(), and what a step does around the model.
 
-Start at runtime.py; _step.py writes a step once for the sync and async drivers,
-_ledger.py counts what requests cost, tools.py runs tool turns, streaming.py streamed
-replies, compaction.py the summaries a long history needs.
+Start at runtime.py; _exchange.py records one exchange, _step.py writes a step once
+for the sync and async drivers, _ledger.py counts what requests cost, tools.py runs
+tool turns, streaming.py streamed replies, compaction.py the summaries a long history
+needs.
 """
 
 from .compaction import count_tokens, summarize_history

@@ -4,7 +4,8 @@ Owns one exchange end to end: the llm node, the render of what the model sees, t
 callbacks around it, retries with backoff, usage and cost (tallied by _ledger.py, which
 also reserves requests on their way), structured output (validated, one repair
 re-ask), the tool loop (tools run in tools.py) and opening a stream (streaming.py).
-Each is a step written once (_step.py), which llm() drives blocking and allm() awaits.
+Each is a step written once (_step.py), which llm() drives blocking and allm() awaits;
+what one exchange records (its node, request, tally and end) is _exchange.py's.
 Provider calls are in _litellm.py. Start at Runtime.llm().
 """
 
@@ -12,45 +13,35 @@ from __future__ import annotations
 
 import asyncio
 import os
-import random
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
 
-from openprogram.callbacks.base import gate, scoped, transform
+from openprogram.callbacks.base import scoped
 from openprogram.core import _context, _secrets
 from openprogram.core.dag import Node
 from openprogram.core.usage import Usage
-from openprogram.echo import echo
 from openprogram.errors import (
     ConfigError,
-    ModelError,
-    ModelOutputError,
-    ModelUnavailable,
-    RunError,
-    RunStopped,
     UsageError,
 )
 from openprogram.models._openai import needs_litellm
-from openprogram.models.model import Model, ModelReply, ModelRequest, ToolCall
+from openprogram.models.model import Model, ModelReply, ToolCall
 from openprogram.render._tokens import preload_litellm
-from openprogram.render.render import render_context
-from openprogram.runtime._content import content_parts, parse, repair_prompt, schema_instruction
+from openprogram.runtime._content import parse, repair_prompt
+from openprogram.runtime._exchange import ExchangeRecord, name_of, recorded_reply
 from openprogram.runtime._guards import (
     BLOCKING,
-    TOP_LEVEL_NAME,
     blocks_a_loop,
     check_model,
     check_stream,
-    note_default_session,
-    note_undecorated,
 )
 from openprogram.runtime._ledger import Ledger, estimated_usage
-from openprogram.runtime._step import Complete, RunTools, Step, adrive, drive, reraise, retrying
-from openprogram.runtime.compaction import compacting, note_over_budget
+from openprogram.runtime._step import Complete, RunTools, Step, adrive, drive, retrying
+from openprogram.runtime.compaction import compacting
 from openprogram.runtime.streaming import PendingStream, open_stream
 from openprogram.runtime.tools import ToolLoop
 
@@ -58,11 +49,8 @@ __all__ = ["Runtime", "allm", "current_runtime", "llm"]
 
 T = TypeVar("T", bound=BaseModel)
 
-_BACKOFF_BASE_S = 0.5
-_BACKOFF_CAP_S = 30.0
 
-
-class Runtime:
+class Runtime(ExchangeRecord):
     """How llm() calls are made: the model, callbacks, retries and limits.
 
     model: a litellm model string ("openai/gpt-4o", "anthropic/claude-...") or a Model
@@ -288,7 +276,7 @@ class Runtime:
     ) -> Step[Any]:
         """One llm() call: compaction, the exchanges and their tool rounds, and one repair
         re-ask when a structured reply does not validate."""
-        yield from compacting(self, options.get("_render_range"), _name_of(model))
+        yield from compacting(self, options.get("_render_range"), name_of(model))
         node, reply = yield from self._turns(content, model, response_format, options, loop)
         result, problem = self._check(node, reply, response_format)
         if problem is None:
@@ -308,7 +296,7 @@ class Runtime:
         asynchronous: bool,
     ) -> Step[Any]:
         """llm(..., stream=True): compaction, then the stream opened (streaming.py)."""
-        yield from compacting(self, options.get("_render_range"), _name_of(model))
+        yield from compacting(self, options.get("_render_range"), name_of(model))
         return (yield from open_stream(self, content, model, options, loop, asynchronous))
 
     def _warn_if_blocking(self, stacklevel: int) -> None:
@@ -335,7 +323,7 @@ class Runtime:
     def _compact_turns(self, model: Model, options: dict[str, Any], loop: ToolLoop) -> Step[None]:
         """Before the next turn of a tool loop: its older rounds are history a token budget
         summarises like any other (compaction.py), so the budget holds inside one call."""
-        yield from compacting(self, options.get("_render_range"), _name_of(model), loop.nodes)
+        yield from compacting(self, options.get("_render_range"), name_of(model), loop.nodes)
 
     def _run_tools(self, node: Node, calls: list[ToolCall], loop: ToolLoop) -> Step[None]:
         """One round of the tool calls `node` asked for, each recorded as a code node. Before
@@ -359,7 +347,7 @@ class Runtime:
         if loop is not None:
             loop.asked(node)
         if request is None:
-            return node, _recorded_reply(node)
+            return node, recorded_reply(node)
         try:
             reply = yield from retrying(self, node, Complete(model, request))
         except Exception:
@@ -380,180 +368,6 @@ class Runtime:
         if problem is not None:
             self._mark_invalid(node, problem)
         return parsed, problem
-
-    def _prepare(
-        self,
-        content: Any,
-        model: Model,
-        response_format: type[BaseModel] | None,
-        options: dict[str, Any],
-        loop: ToolLoop | None = None,
-    ) -> tuple[Node, ModelRequest | None]:
-        """Create the llm node and the request; no request when the exchange is replayed."""
-        options = dict(options)
-        session = _context.current_session()
-        dag = session.dag
-        frame_id = _context.frame_var.get()
-        frame = dag.get(frame_id)
-        if frame_id is not None and frame is None:
-            frame_id = None
-        if _context.is_process_default(session):
-            note_default_session(frame)
-        elif frame is None:
-            note_undecorated()
-        self._gate(kind="llm", frame=frame)
-        parts = content_parts(content, dag)
-        if response_format is not None and (loop is None or not loop.nodes):
-            parts.append({"type": "text", "text": schema_instruction(response_format)})
-        name = frame.name if frame is not None else TOP_LEVEL_NAME
-        meta: dict[str, Any] = {"model": _name_of(model)}
-        earlier = loop.nodes if loop is not None and loop.toolbox is not None else []
-        if earlier:
-            meta["tool_loop"] = list(earlier)
-        # the node keeps the content as given (DESIGN §2): a plain string stays one
-        recorded = content if isinstance(content, str) and len(parts) == 1 else parts
-        node = session._enter_llm(name, frame_id, recorded, meta)
-        if node.status == "completed":  # replayed from a resumed session's record
-            return node, None
-        try:
-            window = options.pop("_render_range", None)
-            if window is not None:
-                node.meta["render_range"] = window
-            limit = self._max_images()
-            if limit != 3:
-                node.meta["max_images"] = limit
-            rendered = render_context(
-                dag,
-                frame_id,
-                window,
-                before=node.seq,
-                content=parts,
-                system=self.system,
-                max_images=limit,
-                include=earlier,
-                tokens_model=meta["model"],
-            )
-            rendered._record(node)
-            note_over_budget(node, rendered, self._warned_over)
-            request = ModelRequest(
-                rendered=rendered,
-                function=frame.name if frame is not None else None,
-                node_id=node.id,
-                response_format=response_format,
-                options=options,
-                tools=loop.toolbox.specs if loop is not None and loop.toolbox else None,
-            )
-        except Exception as exc:  # the exchange never started: record it, then raise
-            reraise(self._failed(node, exc), exc)
-        if any(hasattr(callback, "on_llm_start") for callback in self.callbacks):
-            try:  # the messages are built only for a callback that reads them
-                request.messages = transform(self.callbacks, "on_llm_start", request.messages)
-            except Exception as exc:  # the exchange never started: record it, then raise
-                reraise(self._failed(node, exc), exc)
-        # reserved once nothing before sending can fail: a shared budget's count is final
-        self._ledger.reserve(frame, node, lambda: _prompt_tokens(rendered, parts))
-        return node, request
-
-    def _max_images(self) -> int | None:
-        """The tightest image limit of the runtime and its callbacks (ImageRetention)."""
-        limits = [self.max_images] + [getattr(c, "max_images", None) for c in self.callbacks]
-        known = [limit for limit in limits if limit is not None]
-        return min(known) if known else None
-
-    def _gate(self, **context: Any) -> None:
-        reason = gate(self.callbacks, self, **context)
-        if reason is not None:
-            frame = context.get("frame")
-            if frame is not None:
-                frame.meta["stop_reason"] = reason
-            raise RunStopped(reason)
-
-    def _rate_waits(self, node: Node) -> Iterator[float]:
-        """The waits node's request owes the runtime's RateLimits before each attempt."""
-        return self._ledger.rate_waits(node)
-
-    def _retry_delay(self, exc: ModelError, attempt: int, node: Node) -> float | None:
-        """Seconds to wait before the next attempt, or None to give up."""
-        node.meta.setdefault("attempts", []).append(f"{type(exc).__name__}: {exc}")
-        if not exc.retryable or attempt >= self.max_retries:
-            return None
-        retry_after = getattr(exc, "retry_after", None)
-        if retry_after is not None:
-            return min(float(retry_after), _BACKOFF_CAP_S * 4)
-        return min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2**attempt) * random.uniform(0.5, 1.5)
-
-    def _failed(self, node: Node, exc: Exception) -> Exception:
-        """Record the failed exchange on its node; the error to raise (with .node_id)."""
-        error: Exception = exc
-        if isinstance(exc, ModelError) and exc.retryable:
-            error = ModelUnavailable(
-                f"{exc} (gave up after {self.max_retries + 1} attempts; try again later "
-                "or raise Runtime(max_retries=...))",
-                node_id=node.id,
-            )
-        elif isinstance(exc, RunError) and exc.node_id is None:
-            exc.node_id = node.id
-        _context.current_session().dag.complete(
-            node, None, status="error", error=f"{type(exc).__name__}: {exc}"
-        )
-        self._ledger.settle(node)
-        return error
-
-    def _finish(self, node: Node, reply: ModelReply) -> ModelReply:
-        text = reply.text
-        if reply.tool_calls:
-            node.meta["tool_calls"] = [call.to_json() for call in reply.tool_calls]
-        response = reply.provider_meta()
-        if response:
-            node.meta["response"] = response
-        if self.callbacks:  # before completing, so what observers note is stored with it
-            node.output = text
-        self._ledger.count(node, reply.usage)
-        _context.current_session().dag.complete(node, text)
-        if self.callbacks:
-            text = transform(self.callbacks, "on_llm_end", text)
-        return ModelReply(text=text, usage=reply.usage, raw=reply.raw, tool_calls=reply.tool_calls)
-
-    def _mark_invalid(self, node: Node, problem: str) -> None:
-        self._mark_error(node, f"invalid structured output: {problem}")
-
-    def _mark_error(self, node: Node, error: str) -> None:
-        """A completed exchange whose reply cannot be used: error status, reply kept."""
-        node.status = "error"
-        node.error = error
-        _context.current_session().dag._notify("completed", node)
-
-    def _parsed_or_raise(self, node: Node, reply: str, response_format: type[T]) -> T:
-        parsed, problem = parse(reply, response_format)
-        if problem is None:
-            return parsed  # type: ignore[return-value]
-        self._mark_invalid(node, problem)
-        raise ModelOutputError(
-            f"the model's reply did not match {response_format.__name__} even after one "
-            f"repair: {problem}. Check the prompt, or use a model that supports "
-            f"structured output. The reply was: {echo(reply)}",
-            node_id=node.id,
-            reply=reply,
-        )
-
-
-def _prompt_tokens(rendered: Any, parts: list[dict[str, Any]]) -> int:
-    """A quick estimate of a request's prompt (history, system and content text at four
-    characters a token, plus each message's framing): what a reservation counts before
-    the reply says."""
-    chars = rendered.text_length() + len(rendered.system or "")
-    chars += sum(len(str(part.get("text") or "")) for part in parts)
-    return chars // 4 + 4 * (len(rendered.reads) + 2)
-
-
-def _name_of(model: Model) -> str:
-    return str(getattr(model, "name", type(model).__name__))
-
-
-def _recorded_reply(node: Node) -> ModelReply:
-    """A replayed exchange's reply as recorded (text and tool calls)."""
-    calls = [ToolCall.from_json(call) for call in node.meta.get("tool_calls") or ()]
-    return ModelReply(text=str(node.output or ""), tool_calls=calls or None)
 
 
 def current_runtime() -> Runtime:
