@@ -91,23 +91,8 @@ class _Session:
         for note in raw.notes:
             if note not in self.result.notes:
                 self.result.notes.append(note)
-        self._learn_pids(bus, raw.nodes)
+        self.pids.update(raw.pids)
         return place(raw.nodes, self.desktop.desktop.visible_windows())
-
-    def _learn_pids(self, bus: str, nodes: list[RawNode]) -> None:
-        from jeepney import DBusAddress, new_method_call
-        from jeepney.io.blocking import open_dbus_connection
-
-        names = {n.app for n in nodes} - set(self.pids)
-        if not names:
-            return
-        dbus = DBusAddress("/org/freedesktop/DBus", "org.freedesktop.DBus", "org.freedesktop.DBus")
-        with contextlib.suppress(Exception), open_dbus_connection(bus) as connection:
-            for name in names:
-                call = new_method_call(dbus, "GetConnectionUnixProcessID", "s", (name,))
-                reply = connection.send_and_get_reply(call, timeout=2.0)
-                if reply.body:
-                    self.pids[name] = int(reply.body[0])
 
     def settle(self) -> None:
         self.desktop.wait_settled(timeout=3.0)

@@ -1,6 +1,8 @@
-"""The audit's own reading of the AT-SPI trees: every object's role, name, states, box,
-window and labelled-by names, read afresh on each screen, independently of perception's
-reader (whose results the audit checks). Bounded in objects and time per app.
+"""The audit's own walk of the AT-SPI trees: every object's role, name, states, box,
+window and labelled-by names, read afresh on each screen, on perception's AT-SPI client
+(perception/tree/_atspi.py: its pipelined calls and the protocol's names) but not by
+perception's walk, whose results the audit checks (it reads what perception leaves out:
+every label's name, what does not show). Bounded in objects and time per app.
 
 Start at read_tree(); `RawNode` is one object; place() puts GTK 4's window-relative boxes
 on the screen by the desktop's windows.
@@ -14,13 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gui_harness.perception.tree import _atspi as atspi
+
 __all__ = ["CONTROL_ROLES", "RawNode", "RawTree", "place", "read_tree"]
 
-ACCESSIBLE = "org.a11y.atspi.Accessible"
-COMPONENT = "org.a11y.atspi.Component"
 APPLICATION = "org.a11y.atspi.Application"
-ROOT = "/org/a11y/atspi/accessible/root"
-REGISTRY = "org.a11y.atspi.Registry"
 
 # AT-SPI roles (AtspiRole) the audit treats as controls a user acts on.
 CONTROL_ROLES: dict[int, str] = {
@@ -43,16 +43,14 @@ CONTROL_ROLES: dict[int, str] = {
     33: "menu",
     51: "slider",
 }
-LABEL_ROLES = frozenset({29, 116})  # label, static (Chromium's plain text)
+LABEL_ROLES = frozenset({atspi.LABEL, 116})  # label, static (Chromium's plain text)
 CAPTIONED_ROLES = frozenset({11, 79, 40, 52, 76, 61})  # named by a caption beside them
-TEXT = 61
-MENU_BAR = 34
-MENU = 33
+TEXT = atspi.TEXT_ROLE
+MENU_BAR = atspi.MENU_BAR
+MENU = atspi.MENU
 POPUP_MENU = 41
 FRAME_ROLES = frozenset({23, 16, 2, 21, 95})  # frame, dialog, alert, file chooser, window
-LABELLED_BY = 2
-SHOWING, VISIBLE, EDITABLE, MODAL, ACTIVE = 25, 30, 7, 16, 1
-MANAGES_DESCENDANTS = 31
+SHOWING, VISIBLE, EDITABLE = atspi.SHOWING, atspi.VISIBLE, atspi.EDITABLE
 _MAX_CHILDREN = 150  # of one object: a long list's items past these are not read
 _CALL_TIMEOUT = 2.0
 
@@ -109,78 +107,35 @@ class RawNode:
 
 @dataclass
 class RawTree:
-    """Every app's objects read for one screen, and what the reading could not finish."""
+    """Every app's objects read for one screen, what the reading could not finish, and
+    each app's process (bus name → pid: which windows are its own)."""
 
     nodes: list[RawNode]
     notes: list[str]
     calls: int = 0
-
-
-class _Pipe:
-    """Method calls sent without waiting on one connection; replies to callbacks."""
-
-    def __init__(self, connection: Any) -> None:
-        self.connection = connection
-        self.waiting: dict[int, Any] = {}
-        self.sent = 0
-
-    def send(self, message: Any, callback: Any) -> None:
-        serial = next(self.connection.outgoing_serial)
-        self.connection.send(message, serial=serial)
-        self.waiting[serial] = callback
-        self.sent += 1
-
-    def run(self, deadline: float) -> bool:
-        from jeepney import HeaderFields, MessageType
-
-        while self.waiting:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            try:
-                message = self.connection.receive(timeout=remaining)
-            except TimeoutError:
-                break
-            callback = self.waiting.pop(message.header.fields.get(HeaderFields.reply_serial), None)
-            if callback is None:
-                continue
-            ok = message.header.message_type == MessageType.method_return
-            callback(message.body if ok else None)
-        done = not self.waiting
-        self.waiting.clear()
-        return done
-
-
-def _call(app: str, path: str, interface: str, method: str, sig: str | None = None, body=()):  # type: ignore[no-untyped-def]
-    from jeepney import DBusAddress, new_method_call
-
-    return new_method_call(DBusAddress(path, app, interface), method, sig, body)
-
-
-def _prop(app: str, path: str, interface: str, name: str) -> Any:
-    from jeepney import DBusAddress, Properties
-
-    return Properties(DBusAddress(path, app, interface)).get(name)
+    pids: dict[str, int] = field(default_factory=dict)
 
 
 def read_tree(address: str, *, deadline_s: float = 10.0, max_nodes: int = 6000) -> RawTree:
     """Every app's tree on the AT-SPI bus at `address`: objects that show (and their
-    windows) with role, name, states, box (as reported), labelled-by names. Stops at
-    `max_nodes` objects or `deadline_s` seconds; notes say what was cut."""
+    windows) with role, name, states, box (as reported), labelled-by names, and each
+    app's pid. Stops at `max_nodes` objects or `deadline_s` seconds; notes say what was
+    cut."""
     from jeepney.io.blocking import open_dbus_connection
 
     notes: list[str] = []
     nodes: list[RawNode] = []
+    pids: dict[str, int] = {}
     deadline = time.monotonic() + deadline_s
     with open_dbus_connection(address, auth_timeout=_CALL_TIMEOUT) as connection:
-        pipe = _Pipe(connection)
+        pipe = atspi.Pipeline(connection)
         apps: list[tuple[str, str]] = []
 
         def got_apps(body: Any) -> None:
             if body:
                 apps.extend((str(a), str(p)) for a, p in body[0])
 
-        pipe.send(_call(REGISTRY, ROOT, ACCESSIBLE, "GetChildren"), got_apps)
+        pipe.send(atspi.call(atspi.REGISTRY, atspi.ROOT, atspi.ACCESSIBLE, "GetChildren"), got_apps)
         pipe.run(time.monotonic() + _CALL_TIMEOUT)
         roots: list[RawNode] = []
         for app, path in apps:
@@ -195,8 +150,13 @@ def read_tree(address: str, *, deadline_s: float = 10.0, max_nodes: int = 6000) 
                 if root.toolkit.upper().startswith("GTK") and version.startswith("4"):
                     root.toolkit = "GTK4"
 
-            pipe.send(_prop(app, path, APPLICATION, "ToolkitName"), got_toolkit)
-            pipe.send(_prop(app, path, APPLICATION, "Version"), got_version)
+            def got_pid(body: Any, app: str = app) -> None:
+                if body:
+                    pids[app] = int(body[0])
+
+            pipe.send(atspi.get_property(app, path, APPLICATION, "ToolkitName"), got_toolkit)
+            pipe.send(atspi.get_property(app, path, APPLICATION, "Version"), got_version)
+            pipe.send(atspi.process_of(app), got_pid)
         pipe.run(time.monotonic() + _CALL_TIMEOUT)
         level = roots
         for node in roots:
@@ -223,15 +183,15 @@ def read_tree(address: str, *, deadline_s: float = 10.0, max_nodes: int = 6000) 
                 break
         if not complete and not notes:
             notes.append("some calls were not answered in time")
-        return RawTree(nodes, notes, pipe.sent)
+        return RawTree(nodes, notes, pipe.sent, pids)
 
 
-def _ask(pipe: _Pipe, node: RawNode, *, root: bool = False) -> None:
+def _ask(pipe: atspi.Pipeline, node: RawNode, *, root: bool = False) -> None:
     app, path = node.app, node.path
 
     def got_children(body: Any) -> None:
         if body is None:  # no GetChildren (older bridges): by index
-            pipe.send(_prop(app, path, ACCESSIBLE, "ChildCount"), got_count)
+            pipe.send(atspi.get_property(app, path, atspi.ACCESSIBLE, "ChildCount"), got_count)
             return
         for child_app, child_path in list(body[0])[:_MAX_CHILDREN]:
             _adopt(node, str(child_app), str(child_path))
@@ -240,14 +200,15 @@ def _ask(pipe: _Pipe, node: RawNode, *, root: bool = False) -> None:
         if not body:
             return
         for index in range(min(int(body[0][1]), _MAX_CHILDREN)):
-            pipe.send(_call(app, path, ACCESSIBLE, "GetChildAtIndex", "i", (index,)), got_child)
+            message = atspi.call(app, path, atspi.ACCESSIBLE, "GetChildAtIndex", "i", (index,))
+            pipe.send(message, got_child)
 
     def got_child(body: Any) -> None:
         if body:
             child_app, child_path = body[0]
             _adopt(node, str(child_app), str(child_path))
 
-    pipe.send(_call(app, path, ACCESSIBLE, "GetChildren"), got_children)
+    pipe.send(atspi.call(app, path, atspi.ACCESSIBLE, "GetChildren"), got_children)
     if root:
         return
 
@@ -255,13 +216,16 @@ def _ask(pipe: _Pipe, node: RawNode, *, root: bool = False) -> None:
         if body:
             node.role = int(body[0])
             if node.role in CAPTIONED_ROLES:
-                pipe.send(_call(app, path, ACCESSIBLE, "GetRelationSet"), got_relations)
+                message = atspi.call(app, path, atspi.ACCESSIBLE, "GetRelationSet")
+                pipe.send(message, got_relations)
 
     def got_name(body: Any) -> None:
         if body:
             node.name = " ".join(str(body[0][1]).split())
         if not node.name:  # GTK 4.8 names a menu button only in its description
-            pipe.send(_prop(app, path, ACCESSIBLE, "Description"), got_description)
+            pipe.send(
+                atspi.get_property(app, path, atspi.ACCESSIBLE, "Description"), got_description
+            )
 
     def got_description(body: Any) -> None:
         if body and not node.name:
@@ -269,8 +233,7 @@ def _ask(pipe: _Pipe, node: RawNode, *, root: bool = False) -> None:
 
     def got_state(body: Any) -> None:
         if body:
-            low, high = (int(v) for v in body[0][:2])
-            node.states = low | (high << 32)
+            node.states = atspi.state_bits(body)
 
     def got_box(body: Any) -> None:
         if body:
@@ -282,10 +245,13 @@ def _ask(pipe: _Pipe, node: RawNode, *, root: bool = False) -> None:
         if not body:
             return
         for kind, targets in body[0]:
-            if int(kind) != LABELLED_BY:
+            if int(kind) != atspi.LABELLED_BY:
                 continue
             for target_app, target_path in targets:
-                pipe.send(_prop(str(target_app), str(target_path), ACCESSIBLE, "Name"), got_label)
+                name = atspi.get_property(
+                    str(target_app), str(target_path), atspi.ACCESSIBLE, "Name"
+                )
+                pipe.send(name, got_label)
 
     def got_label(body: Any) -> None:
         if body:
@@ -293,10 +259,11 @@ def _ask(pipe: _Pipe, node: RawNode, *, root: bool = False) -> None:
             if text:
                 node.labelled_by.append(text)
 
-    pipe.send(_call(app, path, ACCESSIBLE, "GetRole"), got_role)
-    pipe.send(_prop(app, path, ACCESSIBLE, "Name"), got_name)
-    pipe.send(_call(app, path, ACCESSIBLE, "GetState"), got_state)
-    pipe.send(_call(app, path, COMPONENT, "GetExtents", "u", (0,)), got_box)
+    pipe.send(atspi.call(app, path, atspi.ACCESSIBLE, "GetRole"), got_role)
+    pipe.send(atspi.get_property(app, path, atspi.ACCESSIBLE, "Name"), got_name)
+    pipe.send(atspi.call(app, path, atspi.ACCESSIBLE, "GetState"), got_state)
+    extents = atspi.call(app, path, atspi.COMPONENT, "GetExtents", "u", (atspi.COORDS_SCREEN,))
+    pipe.send(extents, got_box)
 
 
 def _adopt(parent: RawNode, app: str, path: str) -> None:
