@@ -1,13 +1,13 @@
 """Evals: datasets made from recorded runs, scorers that see what every call saw, and
 reports compared with statistics. Start at Dataset.evaluate (docs/evals.md)."""
 
+from openprogram.evals._scores import Score, ScoreResult
 from openprogram.evals.compare import CaseChange, Comparison, ScoreChange
-from openprogram.evals.dataset import Case, Dataset
-from openprogram.evals.report import EvalReport, RunResult
+from openprogram.evals.dataset import Case
+from openprogram.evals.evaluation import Dataset, EvalReport
+from openprogram.evals.report import RunResult
 from openprogram.evals.run import Run, ToolUse
 from openprogram.evals.scorers import (
-    Score,
-    ScoreResult,
     contains,
     equals,
     llm_judge,

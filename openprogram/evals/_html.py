@@ -1,4 +1,4 @@
-"""An EvalReport as HTML: the summary, every case with its inputs, expected output, each
+"""An eval report as HTML: the summary, every case with its inputs, expected output, each
 run's output and each scorer's verdict and reason, the comparison with a baseline case
 by case with its statistics in words, each run's session report one click away
 (display/report.py writes those). Jinja2 templates with autoescape; static, self-contained.
@@ -18,17 +18,13 @@ from typing import TYPE_CHECKING, Any
 from openprogram.core import _secrets
 from openprogram.core.values import replace_surrogates
 from openprogram.echo import elide
+from openprogram.evals.compare import Comparison, compare
+from openprogram.evals.report import MAX_CASES, ReportData, RunResult
 
 if TYPE_CHECKING:
     import jinja2
 
-    from openprogram.evals.compare import Comparison
-    from openprogram.evals.report import EvalReport, RunResult
-
 __all__ = ["report_fragment", "write_html"]
-
-MAX_CASES = 2000
-"""Cases a page shows (changed cases of a comparison first); the rest are counted."""
 
 VALUE_LIMIT = 1500
 """Characters of an input, expected value or output a page shows."""
@@ -82,7 +78,7 @@ def _score_cell(score: Any) -> dict[str, str]:
 
 
 def _report_view(
-    report: EvalReport, links: Mapping[tuple[str, int], str] | None, order: list[str] | None
+    report: ReportData, links: Mapping[tuple[str, int], str] | None, order: list[str] | None
 ) -> dict[str, Any]:
     keys = report.keys
     runs: dict[str, list[RunResult]] = {}
@@ -147,7 +143,7 @@ def _report_view(
     }
 
 
-def _comparison_view(comparison: Comparison, report: EvalReport) -> dict[str, Any]:
+def _comparison_view(comparison: Comparison, report: ReportData) -> dict[str, Any]:
     keys = [k for k in report.keys if k in comparison.changes]
     cases = {case.name: case for case in report.dataset.cases}
     scores = []
@@ -200,7 +196,7 @@ def _comparison_view(comparison: Comparison, report: EvalReport) -> dict[str, An
 
 
 def report_fragment(
-    report: EvalReport,
+    report: ReportData,
     links: Mapping[tuple[str, int], str] | None,
     *,
     comparison: Comparison | None = None,
@@ -225,13 +221,13 @@ def report_fragment(
 
 
 def write_html(
-    report: EvalReport,
+    report: ReportData,
     target: Path,
     *,
     store: Any = None,
     links: Mapping[tuple[str, int], str] | None = None,
     extra_html: str | None = None,
-    baseline: EvalReport | None = None,
+    baseline: ReportData | None = None,
 ) -> Path:
     """Write the report page to `target` and each run's session report into
     `<target stem>.runs/`, linked from the page; returns `target`. `links`: hrefs of
@@ -244,7 +240,7 @@ def write_html(
 
     if not target.parent.is_dir():
         raise UsageError(f"folder {str(target.parent)!r} does not exist; create it first")
-    comparison = None if baseline is None else baseline.compare(report)
+    comparison = None if baseline is None else compare(baseline, report)
     if links is None:
         links = _write_runs(report, target.with_name(f"{target.stem}.runs"), store)
     body = report_fragment(report, links, comparison=comparison, extra_html=extra_html)
@@ -265,7 +261,7 @@ def write_html(
     return target
 
 
-def run_file_names(report: EvalReport) -> dict[tuple[str, int], str]:
+def run_file_names(report: ReportData) -> dict[tuple[str, int], str]:
     """A file name for each run's session report: the case name and repeat made safe,
     distinct for distinct runs however alike their case names read once made safe
     (`a/b` and `a_b`), also on a file system that ignores case."""
@@ -282,7 +278,7 @@ def run_file_names(report: EvalReport) -> dict[tuple[str, int], str]:
     return names
 
 
-def _write_runs(report: EvalReport, folder: Path, store: Any) -> dict[tuple[str, int], str]:
+def _write_runs(report: ReportData, folder: Path, store: Any) -> dict[tuple[str, int], str]:
     """Each run's session report in `folder`; their hrefs, relative to its parent."""
     from openprogram.display.report import write_report
 

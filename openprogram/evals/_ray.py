@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from openprogram.core import _secrets
 from openprogram.echo import cut, echo, mask_url
 from openprogram.errors import ConfigError, StoreError, UsageError
+from openprogram.evals._running import Plan, resolve_function, run_case
 from openprogram.evals.dataset import Case
 from openprogram.evals.report import RunResult
 
@@ -110,13 +111,12 @@ def _remote_run(
     model: Any,
 ) -> dict[str, Any]:
     """In a Ray worker: one run, recorded in session `session` of `store`; its result."""
-    from openprogram.evals._running import Plan, _run_case, resolve_function
     from openprogram.store.open import open_store
 
     target = resolve_function(fn) if isinstance(fn, str) else fn
     opened, _ = open_store(store)
     try:
-        result, _ = _run_case(
+        result, _ = run_case(
             target, Case.model_validate(case), repeat, Plan(scorers, function), session, opened,
             model,
         )  # fmt: skip

@@ -1,48 +1,47 @@
-"""Running an eval: each case run in its own recorded session, then scored.
+"""One run of one case: its own recorded session, the call, then its scores.
 
-Owns evaluate(): the plan of scorers (for the case's call, and per nested function), the
-runs (in order, or `concurrency` threads each in a copy of the caller's context; Ray
-tasks are _ray.py's), and turning each run's failure into a recorded error rather than
-the eval's crash. The result is report.py's EvalReport. Start at evaluate().
+Owns the plan of scorers (for the case's call, and per nested function), one run
+(run_case: its session made or resumed; run_in: the call inside a session, a
+conversation turn by turn, then scored), and turning each run's failure into a recorded
+error rather than the eval's crash. Which runs happen, in threads or as Ray tasks, is
+_evaluating.py's and _ray.py's. Start at run_case().
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import importlib
 import inspect
-import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
-from typing import Any, Literal
+from typing import Any
 
 from openprogram.core import _context, _secrets
 from openprogram.core.dag import ContextDAG, Node
 from openprogram.core.values import to_jsonable
-from openprogram.echo import echo, elide, mask_url
+from openprogram.echo import echo, elide
 from openprogram.errors import UsageError
-from openprogram.evals.dataset import Case, Dataset
-from openprogram.evals.report import EvalReport, RunResult
+from openprogram.evals._scores import TIMEOUT_S, Scorer, ScoreResult
+from openprogram.evals.dataset import Case
+from openprogram.evals.report import RunResult
 from openprogram.evals.run import Run
-from openprogram.evals.scorers import (
-    TIMEOUT_S,
-    Scorer,
-    ScoreResult,
-    Scoring,
-    apply_all,
-    scorer_name,
-)
+from openprogram.evals.scorers import Scoring, apply_all, scorer_name
 
-__all__ = ["Plan", "evaluate", "resolve_function", "run_in", "score_run"]
+__all__ = [
+    "Plan",
+    "Scorers",
+    "error_text",
+    "failed_run",
+    "model_label",
+    "qualified",
+    "resolve_function",
+    "run_case",
+    "run_in",
+    "score_run",
+]
 
 Scorers = Sequence[Scorer] | Mapping[str, Sequence[Scorer]]
-Engine = Literal["local", "ray"]
-"""Where runs happen: "local" (this process, `concurrency` threads) or "ray" (Ray tasks,
-each recording into a store every worker opens)."""
 
 
 class Plan:
@@ -107,149 +106,7 @@ def resolve_function(spec: str) -> Callable[..., Any]:
     return target  # type: ignore[no-any-return]
 
 
-def evaluate(
-    dataset: Dataset,
-    fn: Callable[..., Any] | str,
-    scorers: Scorers | None = (),
-    *,
-    repeat: int = 1,
-    concurrency: int = 1,
-    model: Any = None,
-    store: Any = None,
-    name: str | None = None,
-    progress: Callable[[int, int], None] | None = None,
-    id: str | None = None,
-    engine: Engine = "local",
-    address: str | None = None,
-    runtime_env: dict[str, Any] | None = None,
-    scorer_timeout: float | None = TIMEOUT_S,
-) -> EvalReport:
-    """Run `fn` on every case of `dataset`, `repeat` times, and score each run.
-
-    fn: the function (usually an @agentic_function), or "module:function". Each run is a
-        session of its own, id "eval-{report id}-{case number}-{repeat}", recorded in
-        `store` (None: in memory, the DAGs kept in the report).
-    scorers: a list for the case's call, or a dict `{function name: [scorers]}` that also
-        scores nested functions on each of their calls ("*" or fn's own name: the
-        case's call).
-    model: a model string or object every run uses (a fresh Runtime each run), or a
-        callable `(case) -> model` (e.g. a ReplayModel per case); None: the caller's
-        ambient Runtime. concurrency: runs at a time (threads; async functions run in an
-        event loop per run). progress: called with (done, total) after each run.
-    id: the report's id (default: a new random one). Evaluating again with the id of an
-        interrupted eval and the same store resumes it: each run whose session exists is
-        reopened with resume=True, so its completed calls (and model replies) come from
-        the record and only unfinished work runs.
-    engine: "ray" runs each run as a Ray task (1 CPU), `concurrency` at a time, on the
-        cluster at `address` (None: a private local Ray with `concurrency` CPUs, stopped
-        afterwards). Its runs record into `store`, which every worker must open: a file
-        path (workers on this machine) or "postgresql://..."; fn, the scorers and the
-        model must pickle (a model name, or a module-level `(case) -> model`; None: the
-        workers' default, as the caller's ambient Runtime does not travel).
-        runtime_env: Ray's runtime environment for the workers (e.g.
-        `{"working_dir": ".", "pip": [...]}`: ship the code of `fn` to a cluster); it
-        applies when this call starts or joins Ray, not to a Ray already initialized.
-    scorer_timeout: seconds each scorer (a judge included) may take on one run; one that
-        takes longer is given up and recorded as that score's error (None: no limit;
-        Ray workers use the default).
-    A run that raises, a case whose inputs do not fit `fn`, and a scorer that raises are
-    recorded in the report, never raised. Raises UsageError for bad arguments.
-    """
-    from openprogram.store.open import open_store
-
-    if isinstance(fn, str):
-        fn = resolve_function(fn)
-    if not callable(fn):
-        raise UsageError(f"evaluate({echo(fn, 60)}, ...): pass the function to evaluate")
-    if not isinstance(repeat, int) or repeat < 1:
-        raise UsageError(f"repeat={repeat!r} must be an integer >= 1")
-    if not isinstance(concurrency, int) or concurrency < 1:
-        raise UsageError(f"concurrency={concurrency!r} must be an integer >= 1")
-    if engine not in ("local", "ray"):
-        raise UsageError(f"engine={engine!r} is not one of 'local', 'ray'")
-    if address is not None and engine != "ray":
-        raise UsageError(f"address={address!r} is for engine='ray'; pass engine='ray' too")
-    if runtime_env is not None and (engine != "ray" or not isinstance(runtime_env, dict)):
-        raise UsageError(
-            f"runtime_env={echo(runtime_env, 60)} is a dict for engine='ray' (Ray's runtime "
-            "environment: working_dir, pip, env_vars...)"
-        )
-    if engine == "ray":
-        from openprogram.evals._ray import worker_store
-
-        store = worker_store(store, address)
-    function = getattr(fn, "__name__", type(fn).__name__)
-    plan = Plan(scorers, function, scorer_timeout)
-    resolved, owns = open_store(store)
-    report = EvalReport(
-        id=id or uuid.uuid4().hex[:8],
-        name=name or f"{dataset.name}: {function}",
-        dataset=dataset,
-        function=_qualified(fn),
-        model=_model_label(model),
-        repeat=repeat,
-        agentic=bool(getattr(fn, "__agentic__", False)),
-        store=None if resolved is None else mask_url(_secrets.scrub(resolved.url)),
-        created_at=time.time(),
-    )
-    jobs = [(number, case, k) for number, case in enumerate(dataset.cases) for k in range(repeat)]
-    base = contextvars.copy_context()
-    done, lock = [0], threading.Lock()
-
-    def one(job: tuple[int, Case, int]) -> tuple[RunResult, ContextDAG]:
-        number, case, k = job
-        result = base.copy().run(
-            _run_case, fn, case, k, plan, _session_id(report.id, number, k), resolved, model
-        )
-        if progress is not None:
-            with lock:
-                done[0] += 1
-                progress(done[0], len(jobs))
-        return result
-
-    if engine == "ray":
-        if resolved is not None and owns:
-            resolved.close()
-        from openprogram.evals._ray import run_on_ray
-
-        results = run_on_ray(
-            jobs,
-            fn,
-            scorers,
-            function,
-            sessions=lambda job: _session_id(report.id, job[0], job[2]),
-            store=store,
-            model=model,
-            address=address,
-            runtime_env=runtime_env,
-            concurrency=concurrency,
-            failed=lambda job, why: _failed(job[1], job[2], why, plan),
-            progress=progress,
-        )
-        report.runs.extend(results)
-        return report
-    try:
-        if concurrency == 1 or len(jobs) <= 1:
-            outcomes = [one(job) for job in jobs]
-        else:
-            with ThreadPoolExecutor(concurrency, thread_name_prefix="openprogram-eval") as pool:
-                outcomes = list(pool.map(one, jobs))  # a run's BaseException cancels the rest
-    finally:
-        if owns and resolved is not None:
-            resolved.close()
-    for result, dag in outcomes:
-        report.runs.append(result)
-        report.keep_dag(result, dag)
-    return report
-
-
-def _session_id(report: str, number: int, repeat: int) -> str:
-    """The session a run records into: stable, so evaluating again with the same id
-    finds (and resumes) it."""
-    return f"eval-{report}-{number:04d}-{repeat}"
-
-
-def _run_case(
+def run_case(
     fn: Callable[..., Any],
     case: Case,
     repeat: int,
@@ -268,8 +125,8 @@ def _run_case(
         else:
             session = Session(store, id=session_id if store is not None else None)
     except Exception as exc:
-        problem = f"the run's session could not be made: {_error_text(exc)}"
-        return _failed(case, repeat, problem, plan), ContextDAG()
+        problem = f"the run's session could not be made: {error_text(exc)}"
+        return failed_run(case, repeat, problem, plan), ContextDAG()
     return run_in(session, fn, case, repeat, plan, model, recorded=store is not None)
 
 
@@ -297,7 +154,7 @@ def run_in(
         try:
             runtime = None if model is None else Runtime(model(case) if _factory(model) else model)
         except Exception as exc:
-            runtime, error = None, f"model {echo(model, 60)}: {_error_text(exc)}"
+            runtime, error = None, f"model {echo(model, 60)}: {error_text(exc)}"
         with runtime if runtime is not None else nullcontext():
             token = _context.frame_var.set(frame)
             try:
@@ -307,7 +164,7 @@ def run_in(
                     try:
                         output = _call(fn, case)
                     except Exception as exc:
-                        error = _error_text(exc)
+                        error = error_text(exc)
             finally:
                 _context.frame_var.reset(token)
             duration = time.perf_counter() - started
@@ -401,7 +258,7 @@ def _converse(fn: Callable[..., Any], case: Case) -> tuple[list[Any], str | None
         try:
             replies.append(_call(fn, Case(inputs=turn, name=f"{case.name} turn {number}")))
         except Exception as exc:
-            return replies, f"turn {number} of {len(turns)}: {_error_text(exc)}"
+            return replies, f"turn {number} of {len(turns)}: {error_text(exc)}"
     return replies, None
 
 
@@ -490,7 +347,9 @@ def _node_error(node: Node) -> str | None:
     return node.error if node.status == "error" else None
 
 
-def _failed(case: Case, repeat: int, error: str, plan: Plan) -> RunResult:
+def failed_run(case: Case, repeat: int, error: str, plan: Plan) -> RunResult:
+    """The result of a run that never ran (`error` says why): each score of the case's
+    call 0, with the failure as its reason."""
     run = Run(ContextDAG(), None, None, error, repeat=repeat)
     return RunResult(
         case=case.name or "",
@@ -500,7 +359,8 @@ def _failed(case: Case, repeat: int, error: str, plan: Plan) -> RunResult:
     )
 
 
-def _error_text(exc: BaseException) -> str:
+def error_text(exc: BaseException) -> str:
+    """An exception as a report keeps it: its type and message, keys scrubbed, cut."""
     return elide(_secrets.scrub(f"{type(exc).__name__}: {exc}"), 2000)
 
 
@@ -508,7 +368,7 @@ def _stored(output: Any) -> Any:
     try:
         return _secrets.scrub_value(to_jsonable(output, None))  # keys never reach a report
     except Exception as exc:
-        return {"$opaque": type(output).__qualname__, "error": _error_text(exc)}
+        return {"$opaque": type(output).__qualname__, "error": error_text(exc)}
 
 
 def _factory(model: Any) -> bool:
@@ -516,7 +376,8 @@ def _factory(model: Any) -> bool:
     return callable(model) and not hasattr(model, "complete") and not isinstance(model, str)
 
 
-def _model_label(model: Any) -> str | None:
+def model_label(model: Any) -> str | None:
+    """How a report names the model its runs used (None: the ambient one)."""
     if model is None or isinstance(model, str):
         return model
     if _factory(model):
@@ -524,6 +385,7 @@ def _model_label(model: Any) -> str | None:
     return str(getattr(model, "name", None) or type(model).__name__)
 
 
-def _qualified(fn: Callable[..., Any]) -> str:
+def qualified(fn: Callable[..., Any]) -> str:
+    """A function's "module:qualname", as a report names what it evaluated."""
     module = getattr(fn, "__module__", None) or "?"
     return f"{module}:{getattr(fn, '__qualname__', getattr(fn, '__name__', repr(fn)))}"

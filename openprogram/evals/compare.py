@@ -11,14 +11,11 @@ from __future__ import annotations
 import math
 import textwrap
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from openprogram.echo import elide, printable
 from openprogram.errors import UsageError
+from openprogram.evals.report import ReportData, RunResult
 from openprogram.evals.statistics import paired_bootstrap, sign_test
-
-if TYPE_CHECKING:
-    from openprogram.evals.report import EvalReport, RunResult
 
 __all__ = ["CaseChange", "Comparison", "ScoreChange", "compare", "marks"]
 
@@ -236,7 +233,7 @@ class Comparison:
         return self.table()
 
 
-def compare(baseline: EvalReport, candidate: EvalReport, *, alpha: float = 0.05) -> Comparison:
+def compare(baseline: ReportData, candidate: ReportData, *, alpha: float = 0.05) -> Comparison:
     """Pair the two reports' cases by name and compare every score both have.
 
     Raises UsageError when they share no case (two different datasets)."""
@@ -294,7 +291,7 @@ def compare(baseline: EvalReport, candidate: EvalReport, *, alpha: float = 0.05)
 
 
 def _case_changes(
-    baseline: EvalReport, candidate: EvalReport, changes: dict[str, ScoreChange]
+    baseline: ReportData, candidate: ReportData, changes: dict[str, ScoreChange]
 ) -> list[CaseChange]:
     """Every case of the candidate (in its dataset's order, then any other), its runs'
     marks in both reports; the cases that changed first, regressions before gains."""
@@ -322,7 +319,7 @@ def _case_changes(
     return found
 
 
-def _by_case(report: EvalReport) -> dict[str, list[RunResult]]:
+def _by_case(report: ReportData) -> dict[str, list[RunResult]]:
     """The report's runs by case, each case's in repeat order."""
     runs: dict[str, list[RunResult]] = {}
     for run in sorted(report.runs, key=lambda r: r.repeat):

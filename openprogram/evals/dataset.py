@@ -1,8 +1,9 @@
-"""Datasets of cases: Case, Dataset, their files, and cases made from recorded calls.
+"""Datasets of cases: Case, a dataset's data and files, and cases made from recorded calls.
 
-Owns what a case is (inputs, the expected output, metadata), reading and writing
-datasets as YAML, JSON or JSONL, and Dataset.from_sessions. Running a dataset is
-_running.py's; start at Dataset.
+Owns what a case is (inputs, the expected output, metadata), DatasetData (a named list
+of cases, the public Dataset's data), reading and writing datasets as YAML, JSON or
+JSONL, and from_sessions. Data only: running a dataset is _evaluating.py's, and the
+public Dataset (evaluation.py) adds `evaluate`. Start at Case.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -20,10 +21,7 @@ from openprogram.core.dag import Node
 from openprogram.echo import echo
 from openprogram.errors import UsageError
 
-if TYPE_CHECKING:
-    from openprogram.evals.report import EvalReport
-
-__all__ = ["Case", "Dataset", "case_label", "read_text"]
+__all__ = ["Case", "DatasetData", "case_label", "first_problem", "read_text"]
 
 LABEL_LIMIT = 60
 """Characters of a case's inputs its label (and a name made from it) keeps."""
@@ -106,8 +104,11 @@ class Case(BaseModel):
         return (self.inputs,), {}
 
 
-class Dataset(BaseModel):
-    """A named list of cases: `Dataset(cases=[Case(inputs={...}, expected=...)])`.
+_D = TypeVar("_D", bound="DatasetData")
+
+
+class DatasetData(BaseModel):
+    """A named list of cases, and its files: the data of the public Dataset.
 
     Cases without a name are named "case-{n}" by their place; two cases with one name
     raise UsageError (a comparison pairs cases by name).
@@ -145,7 +146,7 @@ class Dataset(BaseModel):
 
     # -- files ---------------------------------------------------------------------------
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> Dataset:
+    def load(cls: type[_D], path: str | os.PathLike[str]) -> _D:
         """Read a dataset file: .yaml/.yml or .json (`{name, cases: [...]}`, or a bare list
         of cases) or .jsonl (one case a line; the name is the file's stem).
 
@@ -186,7 +187,7 @@ class Dataset(BaseModel):
         try:
             dataset = cls.model_validate(data)
         except ValidationError as exc:
-            raise UsageError(f"{target}: not a dataset: {_first_problem(exc)}") from None
+            raise UsageError(f"{target}: not a dataset: {first_problem(exc)}") from None
         dataset._name_cases()
         return dataset
 
@@ -211,7 +212,7 @@ class Dataset(BaseModel):
     # -- from recordings -----------------------------------------------------------------
     @classmethod
     def from_sessions(
-        cls,
+        cls: type[_D],
         store: Any,
         function: str,
         *,
@@ -220,7 +221,7 @@ class Dataset(BaseModel):
         unique: bool = True,
         limit: int | None = None,
         name: str | None = None,
-    ) -> Dataset:
+    ) -> _D:
         """Cases from recorded calls: every completed call of `function` in `store`'s
         sessions (at any depth), its recorded input as the case's inputs and its
         recorded output as `expected`. Each case is named from its inputs (case_label:
@@ -290,49 +291,6 @@ class Dataset(BaseModel):
                 + "; check the function's name (`openprogram sessions show ID` lists calls)"
             )
         return cls(name=name or function, cases=cases)
-
-    # -- running -------------------------------------------------------------------------
-    def evaluate(
-        self,
-        fn: Callable[..., Any] | str,
-        scorers: Sequence[Callable[..., Any]] | Mapping[str, Sequence[Callable[..., Any]]] = (),
-        *,
-        repeat: int = 1,
-        concurrency: int = 1,
-        model: Any = None,
-        store: Any = None,
-        name: str | None = None,
-        progress: Callable[[int, int], None] | None = None,
-        id: str | None = None,
-        engine: Literal["local", "ray"] = "local",
-        address: str | None = None,
-        runtime_env: dict[str, Any] | None = None,
-        scorer_timeout: float | None = 120.0,
-    ) -> EvalReport:
-        """Run `fn` on every case (`repeat` times each), each run its own recorded session,
-        and score it; returns an EvalReport. `id` names the eval (again: resume it);
-        engine="ray" runs each run as a Ray task (on the cluster at `address`, the
-        workers set up by Ray's `runtime_env`). `scorer_timeout`: seconds a scorer may
-        take on one run (then its error is recorded).
-        See openprogram.evals._running.evaluate for every option."""
-        from openprogram.evals._running import evaluate
-
-        return evaluate(
-            self,
-            fn,
-            scorers,
-            repeat=repeat,
-            concurrency=concurrency,
-            model=model,
-            store=store,
-            name=name,
-            progress=progress,
-            id=id,
-            engine=engine,
-            address=address,
-            runtime_env=runtime_env,
-            scorer_timeout=scorer_timeout,
-        )
 
 
 def _suffix(path: Path) -> str:
@@ -436,7 +394,8 @@ def _check_aliases(path: Path, root: Any) -> None:
         stack.extend((child, False) for child in children(node) if id(child) not in sizes)
 
 
-def _first_problem(exc: ValidationError) -> str:
+def first_problem(exc: ValidationError) -> str:
+    """The first problem pydantic found, as one line naming where (for UsageError)."""
     error = exc.errors()[0]
     where = ".".join(str(p) for p in error["loc"]) or "(top)"
     return f"{where}: {error['msg']} (got {echo(error.get('input'), 80)})"

@@ -1,8 +1,9 @@
 """judge: the recorded agentic function an llm_judge scorer asks.
 
-Owns the judge's prompt and its verdict's shape. Each verdict is one code node `judge`
-with one llm exchange, so it can be read back like any call (scorers.py builds the
-scorer around it). The prompt marks the case's values as data (docs/evals.md shows it).
+Owns the judge's prompt (its verdict's shape, Verdict, is _scores.py's). Each verdict is
+one code node `judge` with one llm exchange, so it can be read back like any call
+(scorers.py builds the scorer around it). The prompt marks the case's values as data
+(docs/evals.md shows it).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import json
 from typing import Any
 
 from openprogram.agentic.function import agentic_function
-from openprogram.evals.scorers import Verdict
+from openprogram.evals._scores import Verdict
 from openprogram.runtime.runtime import llm
 
 __all__ = ["JUDGE_SYSTEM", "judge", "judge_prompt"]

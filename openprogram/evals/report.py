@@ -1,18 +1,19 @@
-"""EvalReport: what an eval found, run by run, and its summaries.
+"""What an eval found, run by run, and its summaries: RunResult and ReportData.
 
-Owns the report's records (RunResult, one per case run), its summaries per scorer, the
-text table, saving and loading, and the cheap replay tiers: rescore (no calls at all)
-and replay (the recorded model replies, through ReplayModel). Its HTML is _html.py's,
-comparing two reports compare.py's. Start at EvalReport.summary().
+Owns the report's records (RunResult, one per case run; ReportData, the public
+EvalReport's data), its summaries per scorer, the text table, each run's DAG, saving and
+loading. Data only: its HTML is _html.py's, comparing two reports compare.py's, and the
+public EvalReport (evaluation.py) adds the replay tiers and the views. Start at
+ReportData.summary().
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError
 
@@ -20,16 +21,19 @@ from openprogram.core import _secrets
 from openprogram.core.dag import ContextDAG
 from openprogram.echo import echo, elide, printable
 from openprogram.errors import UsageError
-from openprogram.evals.dataset import Case, Dataset
-from openprogram.evals.scorers import ScoreResult
+from openprogram.evals._scores import ScoreResult
+from openprogram.evals.dataset import DatasetData, first_problem, read_text
 from openprogram.evals.statistics import Summary, summarize
 
-if TYPE_CHECKING:
-    from openprogram.evals.compare import Comparison
-
-__all__ = ["EvalReport", "RunResult"]
+__all__ = ["MAX_CASES", "ReportData", "RunResult"]
 
 REPORT_FORMAT = 1
+
+MAX_CASES = 2000
+"""Cases a report's case lines and page show (changed cases of a comparison first); the
+rest are counted."""
+
+_R = TypeVar("_R", bound="ReportData")
 
 
 class RunResult(BaseModel):
@@ -50,17 +54,16 @@ class RunResult(BaseModel):
         return next((s for s in self.scores if s.key == key), None)
 
 
-class EvalReport(BaseModel):
-    """The result of Dataset.evaluate: the runs, and what they add up to.
+class ReportData(BaseModel):
+    """The runs of an eval, and what they add up to: the public EvalReport's data.
 
     `store` is where the runs' sessions are (None: their DAGs are kept in the report
-    itself, and saved with it). Read it with `.table()`, `.summary()`, `.worst()`,
-    `.compare(other)`; keep it with `.save(path)` / `EvalReport.load(path)`.
+    itself, and saved with it).
     """
 
     id: str
     name: str
-    dataset: Dataset
+    dataset: DatasetData
     function: str
     model: str | None = None
     repeat: int = 1
@@ -153,7 +156,7 @@ class EvalReport(BaseModel):
                 problems.append(f"{key}: mean {mean} < {minimum:g}")
         return problems
 
-    def check(self, threshold: float | Mapping[str, float], *, worst: int = 5) -> EvalReport:
+    def check(self: _R, threshold: float | Mapping[str, float], *, worst: int = 5) -> _R:
         """Raise AssertionError when a score's mean is below `threshold` (see failures):
         the message holds the table and, per failing score, its `worst` cases. Returns
         the report when every score passes (the pytest plugin's check_eval calls this)."""
@@ -209,7 +212,6 @@ class EvalReport(BaseModel):
     def _case_lines(self, width: int) -> list[str]:
         """Each case: its inputs, expected output, and per run the output and each
         scorer's verdict (✔ ✗ ! or the value) with its reason."""
-        from openprogram.evals._html import MAX_CASES
 
         def line(text: str, room: int) -> str:
             return printable(elide(" ".join(text.split()), max(20, room)), newlines=False)
@@ -298,10 +300,8 @@ class EvalReport(BaseModel):
         return target
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> EvalReport:
+    def load(cls: type[_R], path: str | os.PathLike[str]) -> _R:
         """Read a report `save` wrote. Raises UsageError when it is missing or not one."""
-        from openprogram.evals.dataset import _first_problem, read_text
-
         target = Path(path).expanduser()
         text = read_text(target, "report")  # a regular file, bounded, UTF-8
         try:
@@ -328,7 +328,7 @@ class EvalReport(BaseModel):
             report = cls.model_validate(data)
         except ValidationError as exc:
             raise UsageError(
-                f"{str(target)!r} is not a saved EvalReport: {_first_problem(exc)}"
+                f"{str(target)!r} is not a saved EvalReport: {first_problem(exc)}"
             ) from None
         except RecursionError:
             raise UsageError(
@@ -346,190 +346,3 @@ class EvalReport(BaseModel):
                         f"{elide(str(exc), 200)})"
                     ) from None
         return report
-
-    # -- replay tiers --------------------------------------------------------------------
-    def calls(self, function: str, *, store: Any = None) -> Dataset:
-        """A dataset of every completed call of `function` in this report's runs (at any
-        depth): its recorded input, and its recorded output as `expected`; metadata names
-        the case, repeat, session and node. Evaluate a new version of one nested
-        function on exactly what the old one was given. Raises UsageError when none."""
-        cases = []
-        for run in self.runs:
-            try:
-                dag = self.dag(run, store=store)
-            except UsageError:
-                continue
-            calls = [n for n in dag.find(name=function, kind="code") if n.status == "completed"]
-            for node in calls:
-                suffix = f"#{dag.ordinal(node)}" if len(calls) > 1 else ""
-                cases.append(
-                    Case(
-                        inputs=node.input,
-                        expected=node.output,
-                        name=f"{run.case}/{run.repeat}{suffix}",
-                        metadata={"case": run.case, "repeat": run.repeat,
-                                  "session": run.session, "node": node.id},
-                    )
-                )  # fmt: skip
-        if not cases:
-            raise UsageError(f"no completed call of {function!r} in the runs of {self.name!r}")
-        return Dataset(name=f"{self.name}: {function}", cases=cases)
-
-    def rescore(
-        self,
-        scorers: Sequence[Any] | Mapping[str, Sequence[Any]],
-        *,
-        store: Any = None,
-        name: str | None = None,
-    ) -> EvalReport:
-        """A new report with the same runs scored by `scorers`, calling nothing: outputs
-        and DAGs come from the record (`store` overrides where the sessions are).
-        An llm_judge among them does call its model."""
-        from openprogram.evals._running import Plan, score_run
-        from openprogram.evals.run import Run
-        from openprogram.session.session import Session
-
-        function = self.function.rpartition(":")[2].rpartition(".")[2]
-        plan = Plan(scorers, function)
-        report = self.model_copy(update={"runs": [], "name": name or self.name})
-        report._dags = dict(self._dags)
-        cases = {case.name: case for case in self.dataset.cases}
-        for old in self.runs:
-            case = cases.get(old.case) or Case(name=old.case)
-            dag = report.dag(old, store=store)
-            node = next((n for n in dag.nodes if n.parent is None and n.kind == "code"), None)
-            run = Run(
-                dag,
-                node if self.agentic and case.turns is None else None,
-                _revived(old.output),
-                old.error,
-                old.duration_s,
-                old.session,
-                old.repeat,
-            )
-            with Session():  # a judge's calls are recorded apart from the stored run
-                scores = score_run(plan, case, run)
-            report.runs.append(old.model_copy(update={"scores": scores}))
-        return report
-
-    def replay(
-        self,
-        fn: Callable[..., Any] | str,
-        scorers: Sequence[Any] | Mapping[str, Sequence[Any]] = (),
-        *,
-        store: Any = None,
-        strict: bool = True,
-        concurrency: int = 1,
-    ) -> EvalReport:
-        """Run `fn` again on every case with each run's recorded model replies
-        (ReplayModel): no model is paid for, and a prompt that drifted from the
-        recording fails its run with ReplayMismatch naming the call (recorded in the
-        report, never raised). Runs the first repeat of each case once."""
-        from openprogram.evals._running import evaluate
-        from openprogram.session.replay import ReplayModel
-
-        firsts = {run.case: run for run in self.runs if run.repeat == 0}
-
-        def recorded(case: Case) -> Any:
-            return ReplayModel(self.dag(firsts[case.name or ""], store=store), strict=strict)
-
-        recorded.__name__ = f"replay of {self.id}"
-        dataset = self.dataset.model_copy(
-            update={"cases": [c for c in self.dataset.cases if c.name in firsts]}
-        )
-        return evaluate(
-            dataset,
-            fn,
-            scorers,
-            model=recorded,
-            concurrency=concurrency,
-            name=f"{self.name} (replay)",
-        )
-
-    def rerun(
-        self,
-        function: str,
-        fn: Callable[..., Any],
-        scorers: Sequence[Any] | Mapping[str, Sequence[Any]] = (),
-        *,
-        model: Any = None,
-        store: Any = None,
-    ) -> EvalReport:
-        """Run `fn` (a new version of the nested function `function`) in place of each
-        recorded call of it, in exactly the context that call had: the run's history up
-        to it, its callers running, the recorded arguments. Only `fn` calls a model; the
-        cases are `calls(function)`, so `equals` compares with the old output."""
-        from openprogram.evals.rerun import rerun
-
-        return rerun(self, function, fn, scorers, model=model, store=store)
-
-    def fork(
-        self,
-        at: str | Callable[[ContextDAG], Any],
-        fn: Callable[..., Any],
-        scorers: Sequence[Any] | Mapping[str, Sequence[Any]] = (),
-        *,
-        model: Any = None,
-        store: Any = None,
-    ) -> EvalReport:
-        """Run `fn` (the program, perhaps a new version) again on each case from node `at`
-        of its recorded run on ("review#1", "llm:write#2", or `dag -> node`): each run's
-        session is forked there and `fn` resumed in the fork, so what finished by then
-        comes from the record and only the rest runs. Needs the runs in a store."""
-        from openprogram.evals.rerun import fork
-
-        return fork(self, at, fn, scorers, model=model, store=store)
-
-    # -- views ---------------------------------------------------------------------------
-    def compare(self, other: EvalReport, *, alpha: float = 0.05) -> Comparison:
-        """How `other` (the new version) differs from this report (the baseline), score by
-        score, over the cases both ran: see openprogram.evals.compare."""
-        from openprogram.evals.compare import compare
-
-        return compare(self, other, alpha=alpha)
-
-    def to_html(self) -> str:
-        """The report as an HTML fragment: summary and one row per case (notebooks)."""
-        from openprogram.evals._html import report_fragment
-
-        return report_fragment(self, links=None)
-
-    def _repr_html_(self) -> str:
-        return self.to_html()
-
-    def write_html(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        store: Any = None,
-        links: Mapping[tuple[str, int], str] | None = None,
-        extra_html: str | None = None,
-        baseline: EvalReport | None = None,
-    ) -> Path:
-        """Write the report page to `path`: every case with its inputs, expected output,
-        each run's output and each scorer's verdict and reason; beside it (folder
-        `<name>.runs/`) each run's session report, linked from its row. `baseline`: an
-        earlier report to compare with, shown case by case (✗✗✗ → ✔✔✔) with the
-        statistics in words. `store` overrides where the sessions are read (e.g. a URL
-        whose password the report does not keep); `links` maps (case, repeat) to the
-        href of a session report written already (then none is written); `extra_html`
-        is added after the report (trusted)."""
-        from openprogram.evals._html import write_html
-
-        return write_html(
-            self,
-            Path(path).expanduser(),
-            store=store,
-            links=links,
-            extra_html=extra_html,
-            baseline=baseline,
-        )
-
-
-def _revived(value: Any) -> Any:
-    from openprogram.core.values import rebuilt
-
-    try:
-        return rebuilt(value)
-    except Exception:  # NotRebuildable, or a value of an older format: keep it as stored
-        return value

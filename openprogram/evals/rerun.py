@@ -9,52 +9,60 @@ resume, so what finished by then comes from the record and only the rest runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+import time
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from openprogram.errors import UsageError
-from openprogram.evals._running import Plan, _error_text, _model_label, _qualified, run_in
-from openprogram.evals.report import EvalReport, RunResult
+from openprogram.evals._running import (
+    Plan,
+    Scorers,
+    error_text,
+    model_label,
+    qualified,
+    run_in,
+)
+from openprogram.evals.dataset import Case, DatasetData
+from openprogram.evals.report import ReportData, RunResult
 
 if TYPE_CHECKING:
     from openprogram.core.dag import ContextDAG, Node
-    from openprogram.evals.dataset import Case
 
 __all__ = ["fork", "rerun"]
 
+_R = TypeVar("_R", bound=ReportData)
+
 
 def rerun(
-    report: EvalReport,
+    report: _R,
     function: str,
+    calls: DatasetData,
     fn: Callable[..., Any],
-    scorers: Sequence[Any] | Mapping[str, Sequence[Any]] = (),
+    scorers: Scorers = (),
     *,
     model: Any = None,
     store: Any = None,
     name: str | None = None,
-) -> EvalReport:
-    """A report of `fn` run in place of each recorded call of `function`: the cases are
-    report.calls(function) (the recorded output as `expected`), each run in memory on a
-    copy of its run's history up to that call. Raises UsageError when no call was
-    recorded."""
-    import time
-    import uuid
-
+) -> _R:
+    """A report (of `report`'s type) of `fn` run in place of each recorded call of
+    `function`: the cases are `calls`, those calls as EvalReport.calls gives them (the
+    recorded output as `expected`, metadata naming the case, repeat and node), each run
+    in memory on a copy of its run's history up to that call."""
     from openprogram.session._loading import shared_history
     from openprogram.session.session import Session
 
-    dataset = report.calls(function, store=store)
     plan = Plan(scorers, getattr(fn, "__name__", None))
-    result = EvalReport(
+    result = type(report)(
         id=uuid.uuid4().hex[:8],
         name=name or f"{report.name}: {function} again",
-        dataset=dataset,
-        function=_qualified(fn),
-        model=_model_label(model),
+        dataset=calls,
+        function=qualified(fn),
+        model=model_label(model),
         created_at=time.time(),
     )
     runs = {(run.case, run.repeat): run for run in report.runs}
-    for case in dataset.cases:
+    for case in calls.cases:
         recorded = report.dag(runs[_origin(case)], store=store)
         node = recorded.node(case.metadata["node"])
         session = Session()
@@ -73,25 +81,22 @@ def _origin(case: Case) -> tuple[str, int]:
 
 
 def fork(
-    report: EvalReport,
+    report: _R,
     at: str | Callable[[ContextDAG], Node],
     fn: Callable[..., Any],
-    scorers: Sequence[Any] | Mapping[str, Sequence[Any]] = (),
+    scorers: Scorers = (),
     *,
     model: Any = None,
     store: Any = None,
     name: str | None = None,
-) -> EvalReport:
-    """A report of `fn` (the program, perhaps a new version) run again on each case from
-    node `at` of its recorded run on: the run's session is forked at `at` (a reference
-    such as "review#1" or "llm:write#2", or a function `dag -> node`) and `fn` runs in
-    the fork with resume, so every call finished by then returns its recorded output
-    and only what came after runs (and calls the model). Needs the runs in a store;
-    each fork is a session of its own there. A run without such a node, or whose new
-    version takes another path before it, is recorded as that run's error."""
-    import time
-    import uuid
-
+) -> _R:
+    """A report (of `report`'s type) of `fn` (the program, perhaps a new version) run again
+    on each case from node `at` of its recorded run on: the run's session is forked at
+    `at` (a reference such as "review#1" or "llm:write#2", or a function `dag -> node`)
+    and `fn` runs in the fork with resume, so every call finished by then returns its
+    recorded output and only what came after runs (and calls the model). Needs the runs
+    in a store; each fork is a session of its own there. A run without such a node, or
+    whose new version takes another path before it, is recorded as that run's error."""
     from openprogram.session.session import Session
 
     spec = store or report.store
@@ -101,12 +106,12 @@ def fork(
             "evaluate(..., store='evals.db')"
         )
     plan = Plan(scorers, getattr(fn, "__name__", None))
-    result = EvalReport(
+    result = type(report)(
         id=uuid.uuid4().hex[:8],
         name=name or f"{report.name}: from {at if isinstance(at, str) else 'a node'}",
         dataset=report.dataset,
-        function=_qualified(fn),
-        model=_model_label(model),
+        function=qualified(fn),
+        model=model_label(model),
         repeat=report.repeat,
         store=report.store if store is None else None,
         created_at=time.time(),
@@ -117,7 +122,7 @@ def fork(
         try:
             forked = _fork_of(spec, run, at)
         except Exception as exc:
-            outcome = RunResult(case=run.case, repeat=run.repeat, error=_error_text(exc))
+            outcome = RunResult(case=run.case, repeat=run.repeat, error=error_text(exc))
             result.runs.append(outcome)
             continue
         session = Session.open(spec, forked, resume=True)
@@ -129,8 +134,6 @@ def fork(
 
 def _fork_of(spec: Any, run: RunResult, at: str | Callable[[ContextDAG], Node]) -> str:
     """The id of a new fork of `run`'s session at node `at`."""
-    import uuid
-
     from openprogram.display.calls import resolve_node
     from openprogram.session.session import Session
 

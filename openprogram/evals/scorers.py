@@ -3,7 +3,8 @@
 A scorer is a plain function `(case, output, run) -> bool | float | Score` (it may take
 just `(case, output)`). Owns the built-ins (equals, contains, matches_schema, max_cost,
 max_latency, llm_judge, no_loop) and `apply`, which turns whatever a scorer returns or
-raises, or a call that outlasts its deadline, into a recorded ScoreResult. Start at apply().
+raises, or a call that outlasts its deadline, into a recorded ScoreResult (Score and
+ScoreResult themselves are _scores.py's, re-exported here). Start at apply().
 """
 
 from __future__ import annotations
@@ -15,12 +16,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, field_validator
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from openprogram.core import _secrets
 from openprogram.core.values import to_jsonable
 from openprogram.echo import echo, elide
+from openprogram.errors import UsageError
 from openprogram.evals._deadline import call_each_within
+from openprogram.evals._scores import (
+    REASON_LIMIT,
+    SCORE_LIMIT,
+    TIMEOUT_S,
+    Score,
+    Scorer,
+    ScoreResult,
+)
 from openprogram.evals.dataset import Case
 from openprogram.evals.run import Run
 
@@ -40,58 +50,6 @@ __all__ = [
     "no_loop",
     "scorer_name",
 ]
-
-SCORE_LIMIT = 1e12
-"""The largest score magnitude a report keeps: larger values (and NaN, infinity) are the
-scorer's error, so sums and variances over any number of runs stay finite."""
-
-REASON_LIMIT = 2000
-"""Characters of a score's reason or error kept (the rest is cut, saying how much)."""
-
-TIMEOUT_S = 120.0
-"""Seconds a scorer (a judge's model call included) may take on one run by default."""
-
-Scorer = Callable[..., Any]
-"""`(case, output, run) -> bool | float | Score`, or `(case, output) -> ...`."""
-
-
-@dataclass(frozen=True)
-class Score:
-    """A scorer's verdict with its reason: `value` is a bool (pass/fail) or a number
-    (higher is better; 0..1 reads best in reports)."""
-
-    value: bool | float
-    reason: str | None = None
-
-
-class ScoreResult(BaseModel):
-    """One scorer's result on one run: `value` (bools as 1.0/0.0), why, or the error the
-    scorer raised (then `value` is None). `function` is the function scored (None: the
-    case's own call); `binary` says the scorer answered pass/fail."""
-
-    scorer: str
-    function: str | None = None
-    value: float | None = None
-    binary: bool = False
-    reason: str | None = None
-    error: str | None = None
-
-    @field_validator("value")
-    @classmethod
-    def _bounded(cls, value: float | None) -> float | None:
-        if value is not None and not (math.isfinite(value) and abs(value) <= SCORE_LIMIT):
-            raise ValueError(f"a score is a finite number within ±{SCORE_LIMIT:g}, not {value!r}")
-        return value
-
-    @field_validator("reason", "error")
-    @classmethod
-    def _cut(cls, text: str | None) -> str | None:
-        return None if text is None else elide(str(text), REASON_LIMIT)
-
-    @property
-    def key(self) -> str:
-        """How the report names this score: `scorer`, or `function/scorer`."""
-        return self.scorer if self.function is None else f"{self.function}/{self.scorer}"
 
 
 def scorer_name(scorer: Scorer) -> str:
@@ -285,15 +243,6 @@ def max_latency(seconds: float) -> Scorer:
     return _named(f"max_latency({seconds:g})")(check)
 
 
-class Verdict(BaseModel):
-    """What a judge model answers: pass or fail, and why."""
-
-    model_config = ConfigDict(strict=True)  # "passed": "yes" (or 1, "true") is no verdict
-
-    passed: bool
-    reason: str
-
-
 def llm_judge(
     rubric: str, *, model: Any = None, name: str = "llm_judge", timeout: float | None = TIMEOUT_S
 ) -> Scorer:
@@ -306,7 +255,8 @@ def llm_judge(
     no limit). A missing key, an unknown model, an unparseable verdict or one past the
     timeout is that score's recorded error, never the eval's crash.
     """
-    from openprogram.evals.judge import judge
+
+    from openprogram.evals.judge import judge  # the agentic runtime, on first use
 
     def check(case: Case, output: Any, run: Run) -> Score:
         from openprogram.runtime.runtime import Runtime
@@ -329,8 +279,6 @@ def no_loop(times: int = 3) -> Scorer:
     called `times` or more times with the same input inside the case's call (its DAG).
     The reason names the call and its input."""
     if not isinstance(times, int) or isinstance(times, bool) or times < 2:
-        from openprogram.errors import UsageError
-
         raise UsageError(f"no_loop(times={times!r}): times is an integer >= 2")
 
     def check(case: Case, output: Any, run: Run) -> Score:
