@@ -3,7 +3,8 @@
 Owns starting the server (stdio subprocess or streamable HTTP), the initialize
 handshake, the tool list (refreshed on `tools/list_changed`), calls with a timeout,
 and restarting a server that died (bounded). tool.py turns its tools into recorded tool
-objects. The connection lives on _loop.py's thread. Start at MCPServer.stdio().
+objects. The connection lives on _loop.py's thread; _faults.py reads its failures. Start
+at MCPServer.stdio().
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import contextlib
 import dataclasses
 import logging
 import os
-import shutil
 import weakref
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -21,10 +21,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 from openprogram.core import _secrets
-from openprogram.echo import cut, echo, mask_url
+from openprogram.echo import cut, echo
 from openprogram.errors import ConfigError, MCPServerError, UsageError
 from openprogram.mcp import _loop
-from openprogram.mcp._http import TOO_LARGE, http_client
+from openprogram.mcp._faults import (
+    HTTP_REFUSALS,
+    StaleSession,
+    session_closed,
+    start_error,
+    too_large,
+    where,
+)
+from openprogram.mcp._http import http_client
 from openprogram.mcp._sdk import (
     ClientSession,
     MCPError,
@@ -44,14 +52,6 @@ MAX_RESULT_BYTES = 8 * 1024 * 1024
 MAX_TOOLS = 1000
 _servers: weakref.WeakSet[MCPServer] = weakref.WeakSet()
 """Every MCPServer made and not closed: whose tool names a server's tools must not take."""
-
-_HTTP_REFUSALS = (mcp_types.INVALID_REQUEST, mcp_types.INTERNAL_ERROR)
-"""How the SDK reports an HTTP status refusing a request (404 "Session terminated", or
-another 4xx/5xx); a session the server no longer knows is refused this way."""
-
-
-class _StaleSession(Exception):
-    """The server refused a request and a ping on the same session: it lost the session."""
 
 
 @dataclasses.dataclass(init=False, eq=False, repr=False)
@@ -366,10 +366,7 @@ class MCPServer:
 
     def _where(self) -> str:
         """The server's command line or URL, for messages (never its environment)."""
-        if self.transport == "stdio":
-            argv = [self._target.command, *self._target.args]
-            return f"command {cut(_secrets.scrub(repr(argv)), 500)}"
-        return f"URL {_secrets.scrub(mask_url(self._target[0]))}"
+        return where(self.transport, self._target)
 
     def _no_answer(self) -> str:
         return (
@@ -379,28 +376,7 @@ class MCPServer:
         )
 
     def _start_error(self, exc: BaseException) -> BaseException:
-        if isinstance(exc, (ConfigError, asyncio.CancelledError)):
-            return exc
-        cause = _first_cause(exc)
-        if self.transport == "stdio":
-            command = self._target.command
-            missing = isinstance(cause, FileNotFoundError) or shutil.which(command) is None
-            if missing and not Path(command).exists():
-                return ConfigError(
-                    f"cannot start MCP server {self.name!r}: no program {command!r} "
-                    "(give the full path, or install it)"
-                )
-        if isinstance(cause, MCPError) and _too_large(cause, self.max_result_bytes):
-            return ConfigError(
-                f"MCP server {self.name!r} ({self._where()}) sent its tools in a message too "
-                f"large: {cause.message}; raise max_result_bytes"
-            )
-        error = ConfigError(
-            f"MCP server {self.name!r} ({self._where()}) could not be started: "
-            f"{type(cause).__name__}: {cut(str(cause))}"
-        )
-        error.__cause__ = cause
-        return error
+        return start_error(self.name, self.transport, self._target, self.max_result_bytes, exc)
 
     async def _list_all(self, session: Any) -> list[Any]:
         """Every page of the server's tools, up to max_tools (a warning says when more)."""
@@ -440,7 +416,7 @@ class MCPServer:
         session = await self._ready_session()
         try:
             return await self._call_on(session, tool, arguments)
-        except _StaleSession:
+        except StaleSession:
             # an HTTP server restarted since: it no longer knows our session, and refused
             # the request before running it, so it is sent once more on a new session
             log.warning("openprogram: MCP server %r lost our session; reconnecting", self.name)
@@ -448,7 +424,7 @@ class MCPServer:
             session = await self._ready_session()
             try:
                 return await self._call_on(session, tool, arguments)
-            except _StaleSession as exc:
+            except StaleSession as exc:
                 raise MCPServerError(
                     f"MCP server {self.name!r} refused {tool} on a new session too: {exc}"
                 ) from None
@@ -456,7 +432,7 @@ class MCPServer:
     async def _ready_session(self) -> Any:
         try:
             await self._connect(first=not self._started)
-            if _closed(self._session):  # it died while idle: restart before sending
+            if session_closed(self._session):  # it died while idle: restart before sending
                 await self._drop(self._session)
                 await self._connect()
         except ConfigError as exc:
@@ -475,7 +451,7 @@ class MCPServer:
             # loop and without a deadline (tool.py checks them, bounded)
             return await session.send_request(request, mcp_types.CallToolResult)
         except MCPError as exc:
-            if _too_large(exc, self.max_result_bytes):
+            if too_large(exc, self.max_result_bytes):
                 said = (
                     exc.message
                     if exc.code == RESULT_TOO_LARGE
@@ -500,9 +476,9 @@ class MCPServer:
                     f"MCP server {self.name!r} ({self._where()}) closed the connection during "
                     f"{tool} ({exc.message}); it is restarted on next use"
                 ) from None
-            refused = self.transport == "http" and exc.code in _HTTP_REFUSALS
+            refused = self.transport == "http" and exc.code in HTTP_REFUSALS
             if refused and not await self._answers_ping(session):
-                raise _StaleSession(exc.message) from None
+                raise StaleSession(exc.message) from None
             raise MCPServerError(
                 f"MCP server {self.name!r} refused {tool}: {exc.message} (code {exc.code})"
             ) from None
@@ -568,25 +544,6 @@ def _secret_arguments(argv: Sequence[str]) -> list[str]:
     return found
 
 
-def _too_large(exc: Any, limit: int) -> bool:
-    """Whether an MCPError says the server's answer was over max_result_bytes: our stdio
-    reader's code, the SDK's parse error for an HTTP answer we cut, or its error for a
-    server-sent event over the limit we gave it."""
-    message = str(exc.message)
-    return (
-        exc.code == RESULT_TOO_LARGE
-        or (exc.code == mcp_types.PARSE_ERROR and TOO_LARGE in message)
-        or (exc.code == mcp_types.CONNECTION_CLOSED and f"exceeded the {limit} byte" in message)
-    )
-
-
-def _closed(session: Any) -> bool:
-    """Whether the connection under `session` has ended (the server exited). The SDK
-    says so only when a request fails; its dispatcher's flag tells it before sending."""
-    dispatcher = getattr(session, "_dispatcher", None)
-    return bool(getattr(dispatcher, "_closed", False))
-
-
 def _errlog() -> Any:
     """Where a stdio server's stderr goes: ours, unless OPENPROGRAM_MCP_STDERR=quiet."""
     import sys
@@ -594,10 +551,3 @@ def _errlog() -> Any:
     if os.environ.get("OPENPROGRAM_MCP_STDERR") == "quiet":
         return open(os.devnull, "w")
     return sys.stderr
-
-
-def _first_cause(exc: BaseException) -> BaseException:
-    """The first leaf of an exception group (anyio wraps task errors in one)."""
-    while getattr(exc, "exceptions", None):
-        exc = exc.exceptions[0]  # type: ignore[attr-defined]
-    return exc

@@ -26,7 +26,7 @@ from openprogram import (
 from openprogram.core.image import Image
 from openprogram.errors import MCPServerError, UsageError
 from openprogram.mcp import MCPServer, MCPTool
-from openprogram.mcp.client import _closed
+from openprogram.mcp._faults import session_closed as _closed
 from openprogram.render.render import seen_by
 from tests.support.mcp_servers import fault_server, npm_server
 
