@@ -17,7 +17,10 @@ from gui_harness.batch.tasks import BatchTask
 def main(argv: list[str] | None = None) -> int:
     spec = json.loads(argv[0] if argv else sys.stdin.read())
     task = BatchTask.model_validate(spec["task"])
-    run_episode(task, store=spec["store"], session=spec["session"], model=spec["model"])
+    run_episode(
+        task, store=spec["store"], session=spec["session"], model=spec["model"],
+        provider=spec.get("provider"),
+    )  # fmt: skip
     return 0
 
 

@@ -16,6 +16,7 @@ import click
 from gui_harness.batch.episode import ORACLE
 from gui_harness.batch.run import run_batch
 from gui_harness.batch.summary import BatchResult, summary_table
+from openprogram.cli import provider_options
 from openprogram.echo import echo, printable
 from openprogram.errors import OpenProgramError, UsageError
 from openprogram.evals import EvalReport
@@ -68,6 +69,7 @@ def _engine_options(command: Any) -> Any:
                 envvar="OPENPROGRAM_MODEL",
                 help="litellm model for tasks without their own; 'oracle' plans MiniWoB++ offline.",
             ),
+            provider_options,
             click.option(
                 "--out",
                 type=click.Path(file_okay=False, path_type=Path),

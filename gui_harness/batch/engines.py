@@ -36,7 +36,9 @@ _EPISODE_MEMORY = 1 << 30  # bytes a Ray episode asks for: Xvfb, Chromium and th
 class Engine(Protocol):
     """Starts attempts and reports the ones that ended (with a crash message or None)."""
 
-    def start(self, task: BatchTask, session: str, model: str) -> Hashable: ...
+    def start(
+        self, task: BatchTask, session: str, model: str, provider: dict[str, str] | None = None
+    ) -> Hashable: ...
 
     def wait(self, running: Sequence[Hashable]) -> list[tuple[Hashable, str | None]]: ...
 
@@ -58,9 +60,11 @@ class LocalEngine:
         self.store = store
         self._running: set[_Worker] = set()
 
-    def start(self, task: BatchTask, session: str, model: str) -> Hashable:
+    def start(
+        self, task: BatchTask, session: str, model: str, provider: dict[str, str] | None = None
+    ) -> Hashable:
         spec = {"task": task.model_dump(exclude_none=True), "store": self.store,
-                "session": session, "model": model}  # fmt: skip
+                "session": session, "model": model, "provider": provider or {}}  # fmt: skip
         # the spec goes in on stdin: a store URL's password must not show in `ps`
         process = subprocess.Popen(
             [sys.executable, "-m", "gui_harness.batch._worker"],
@@ -115,8 +119,13 @@ def _ray() -> Any:
     return ray
 
 
-def _ray_episode(task: dict[str, Any], store: str, session: str, model: str) -> None:
-    run_episode(BatchTask.model_validate(task), store=store, session=session, model=model)
+def _ray_episode(
+    task: dict[str, Any], store: str, session: str, model: str, provider: dict[str, str]
+) -> None:
+    run_episode(
+        BatchTask.model_validate(task), store=store, session=session, model=model,
+        provider=provider,
+    )  # fmt: skip
 
 
 def check_address(address: str, timeout: float = 5.0) -> None:
@@ -175,9 +184,11 @@ class RayEngine:
                 raise ConfigError(f"cannot start or join Ray at {address!r}: {exc}") from exc
         self._remote = ray.remote(num_cpus=1, memory=_EPISODE_MEMORY, max_retries=0)(_ray_episode)
 
-    def start(self, task: BatchTask, session: str, model: str) -> Hashable:
+    def start(
+        self, task: BatchTask, session: str, model: str, provider: dict[str, str] | None = None
+    ) -> Hashable:
         ref: Hashable = self._remote.remote(
-            task.model_dump(exclude_none=True), self.store, session, model
+            task.model_dump(exclude_none=True), self.store, session, model, provider or {}
         )
         return ref
 

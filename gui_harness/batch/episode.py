@@ -38,7 +38,7 @@ def session_id(batch: str, task_id: str, attempt: int) -> str:
     return f"{batch}-{task_id}-a{attempt}"
 
 
-def _runtime(model: str, page: Any = None) -> Runtime:
+def _runtime(model: str, page: Any = None, provider: dict[str, Any] | None = None) -> Runtime:
     if model == ORACLE:
         if page is None:
             raise UsageError(
@@ -52,14 +52,31 @@ def _runtime(model: str, page: Any = None) -> Runtime:
         from gui_harness.demo.policy import demo_policy
 
         return Runtime(ScriptedModel(demo_policy))
-    return Runtime(model)
+    return Runtime(model, **(provider or {}))
 
 
-@agentic_function(input={"worker": {"hidden": True}})
-def batch_episode(task: dict[str, Any], model: str, worker: dict[str, Any]) -> dict[str, Any]:
+def _provider_kwargs(provider: dict[str, str] | None) -> dict[str, Any]:
+    """The Runtime keywords of a batch's provider (api_base, and api_key read from the
+    variable api_key_env names, in this worker's environment)."""
+    if not provider:
+        return {}
+    from openprogram.cli import provider_kwargs
+
+    return provider_kwargs(provider.get("api_base"), provider.get("api_key_env"))
+
+
+@agentic_function(input={"worker": {"hidden": True}, "provider": {"hidden": True}})
+def batch_episode(
+    task: dict[str, Any],
+    model: str,
+    worker: dict[str, Any],
+    provider: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """Run one task with gui_agent and return its result; the page judges MiniWoB++, a
-    desktop task's evaluator judges it by the apps' output."""
+    desktop task's evaluator judges it by the apps' output. `provider`: api_base and the
+    name of the variable holding the key (api_key_env), never the key."""
     current_session().flush()  # the driver reads `worker` from this call's row to stop it
+    options = _provider_kwargs(provider)
     spec = BatchTask.model_validate(task)
     started = time.monotonic()
     result: GuiResult
@@ -69,7 +86,11 @@ def batch_episode(task: dict[str, Any], model: str, worker: dict[str, Any]) -> d
 
         desktop_task = spec.desktop_task()
         outcome = run_desktop_task(
-            desktop_task, model, max_steps=spec.max_steps, context_tokens=spec.context_tokens
+            desktop_task,
+            model,
+            max_steps=spec.max_steps,
+            context_tokens=spec.context_tokens,
+            provider=options,
         )
         return {"id": spec.id, "name": spec.name, "instruction": desktop_task.instruction,
                 "model": model, **outcome}  # fmt: skip
@@ -78,7 +99,7 @@ def batch_episode(task: dict[str, Any], model: str, worker: dict[str, Any]) -> d
             from gui_harness.bench.miniwob import MiniWobPage
 
             page = stack.enter_context(MiniWobPage(spec.miniwob, spec.seed))
-            runtime = stack.enter_context(_runtime(model, page))
+            runtime = stack.enter_context(_runtime(model, page, options))
             result = gui_agent(
                 page.utterance,
                 max_steps=spec.max_steps,
@@ -91,7 +112,7 @@ def batch_episode(task: dict[str, Any], model: str, worker: dict[str, Any]) -> d
             success = reward > 0
             instruction = page.utterance
         else:
-            runtime = stack.enter_context(_runtime(model))
+            runtime = stack.enter_context(_runtime(model, provider=options))
             result = gui_agent(
                 str(spec.task),
                 max_steps=spec.max_steps,
@@ -120,8 +141,16 @@ def batch_episode(task: dict[str, Any], model: str, worker: dict[str, Any]) -> d
     }
 
 
-def run_episode(task: BatchTask, *, store: str, session: str, model: str) -> None:
+def run_episode(
+    task: BatchTask,
+    *,
+    store: str,
+    session: str,
+    model: str,
+    provider: dict[str, str] | None = None,
+) -> None:
     """Record one attempt of `task` in session `session` of `store` (in a worker).
+    `provider`: api_base and api_key_env (the key's variable, read here), as run_batch's.
 
     What happens is in the store: a completed root call holds the result; an error
     (the episode raised) is recorded on the root call. Nothing is returned.
@@ -129,7 +158,7 @@ def run_episode(task: BatchTask, *, store: str, session: str, model: str) -> Non
     worker = {"host": socket.gethostname(), "pid": os.getpid()}
     # an error is recorded on the root call, where the driver reads it
     with Session(store, id=session), contextlib.suppress(Exception):
-        batch_episode(task.model_dump(exclude_none=True), model, worker)
+        batch_episode(task.model_dump(exclude_none=True), model, worker, provider or None)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from gui_harness.batch.tasks import BatchTask, load_tasks, parse_task
 from gui_harness.errors import InvalidTask
 from gui_harness.result import GuiResult
 from openprogram import Session
+from openprogram.cli import provider_kwargs
 from openprogram.core.values import NotRebuildable, rebuilt
 from openprogram.echo import cut, echo, mask_url
 from openprogram.errors import ConfigError, StoreError, UsageError
@@ -92,6 +93,8 @@ def run_batch(
     max_attempts: int = 2,
     runtime_env: dict[str, Any] | None = None,
     progress: TextIO | None = None,
+    api_base: str | None = None,
+    api_key_env: str | None = None,
 ) -> BatchResult:
     """Run each task as one gui_agent episode on its own desktop; returns a BatchResult.
 
@@ -106,14 +109,22 @@ def run_batch(
         episodes/*.html go (default ./batch-<name>). max_attempts: tries per episode
         when its worker dies or it raises. progress: a terminal stream for a progress
         bar (default: stderr when it is a terminal).
-    Raises UsageError/ConfigError before any episode starts for bad settings, an
-    unusable store or an unreachable Ray cluster.
+    api_base: the model provider's URL (e.g. a local OpenAI-compatible server).
+        api_key_env: the environment variable holding its API key. Only the variable's
+        name travels to the workers; each reads the key from its own environment (the
+        local engine's and a private local Ray's inherit this process's; a cluster's
+        nodes need it set, docs/scale.md). The key is never written to the store, the
+        reports or the process list.
+    Raises UsageError/ConfigError before any episode starts for bad settings (a key
+    variable that is not set), an unusable store or an unreachable Ray cluster.
     """
     if workers < 1:
         raise UsageError(f"workers={workers!r} must be at least 1")
     if max_attempts < 1:
         raise UsageError(f"max_attempts={max_attempts!r} must be at least 1")
     started = time.monotonic()
+    provider_kwargs(api_base, api_key_env)  # UsageError unless the key's variable is set
+    provider = {k: v for k, v in (("api_base", api_base), ("api_key_env", api_key_env)) if v}
     todo, problems = _tasks(tasks)
     missing = [t.id for t in todo if not (t.model or model)]
     if missing:
@@ -152,6 +163,7 @@ def run_batch(
                 spec,
                 name,
                 model,
+                provider,
                 workers,
                 max_attempts,
                 directory,
@@ -166,7 +178,8 @@ def run_batch(
 
 def _drive(
     todo: list[BatchTask], problems: list[str], store: Any, engine: Any, spec: str,
-    name: str, model: str | None, workers: int, max_attempts: int, directory: Path,
+    name: str, model: str | None, provider: dict[str, str], workers: int, max_attempts: int,
+    directory: Path,
     progress: TextIO | None, started: float,
 ) -> BatchResult:  # fmt: skip
     sessions = {info.id for info in store.list_sessions()}
@@ -187,7 +200,8 @@ def _drive(
     while pending or running:
         while pending and len(running) < workers:
             task, attempt = pending.popleft()
-            handle = engine.start(task, session_id(name, task.id, attempt), task.model or model)
+            sid = session_id(name, task.id, attempt)
+            handle = engine.start(task, sid, task.model or model, provider)
             running[handle] = (task, attempt)
             ran += 1
         for handle, crash in engine.wait(list(running)):

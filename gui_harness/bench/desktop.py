@@ -175,10 +175,12 @@ def run_desktop_task(
     *,
     max_steps: int | None = None,
     context_tokens: int | None = None,
+    provider: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run `task` once with gui_agent planned by `model` ("oracle": the task's own oracle
-    steps) and judge it; `context_tokens` bounds each plan prompt (gui_agent's). Returns
-    the episode's result fields (success is the evaluator's verdict, whatever the agent
+    steps) and judge it; `context_tokens` bounds each plan prompt (gui_agent's);
+    `provider`: the Runtime's keywords for `model` (api_base, api_key). Returns the
+    episode's result fields (success is the evaluator's verdict, whatever the agent
     claimed)."""
     from gui_harness.bench.desktop_oracle import DesktopOracle
 
@@ -188,7 +190,8 @@ def run_desktop_task(
         model_or_oracle: Any = (
             ScriptedModel(DesktopOracle(task, episode.expand)) if model == "oracle" else model
         )
-        with Runtime(model_or_oracle) as runtime:
+        options = provider if model != "oracle" else None
+        with Runtime(model_or_oracle, **(options or {})) as runtime:
             result = gui_agent(
                 task.instruction,
                 max_steps=max_steps or task.max_steps,

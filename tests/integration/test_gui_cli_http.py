@@ -7,7 +7,6 @@ Xvfb display; the server's "model" is the demo policy reading only what crossed 
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 
@@ -16,9 +15,10 @@ from click.testing import CliRunner
 
 from gui_harness.demo.app import read_state
 from gui_harness.demo.policy import BASIC_TASK as TASK
-from gui_harness.demo.policy import NAME, demo_policy
+from gui_harness.demo.policy import NAME
 from openprogram.cli import cli
 from openprogram.testing import OpenAIServer
+from tests.support.wire_policy import answer
 
 pytestmark = [
     pytest.mark.x11,
@@ -26,27 +26,6 @@ pytestmark = [
 ]
 
 KEY = "sk-local-0123456789abcdefghij"
-
-
-class WireRequest:
-    """What demo_policy reads, rebuilt from an HTTP request body alone."""
-
-    def __init__(self, body: dict) -> None:
-        parts = body["messages"][-1]["content"]
-        texts = [p["text"] for p in parts if isinstance(p, dict) and p.get("type") == "text"]
-        lines = [t for t in texts if t.startswith(("[", "user:", "assistant:"))]
-        self.history = "\n".join(lines)
-        self.text = "\n".join(t for t in texts if t not in lines)
-        if "You operate a computer" in self.text:
-            self.function = "plan_next_action"
-        elif "You check whether" in self.text:
-            self.function = "verify_step"
-        else:
-            self.function = "conclusion"
-
-
-def answer(body: dict) -> str:
-    return json.dumps(demo_policy(WireRequest(body)))
 
 
 def test_openprogram_gui_with_a_model_over_http_fills_the_form(tmp_path, monkeypatch):

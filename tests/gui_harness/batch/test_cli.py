@@ -1,10 +1,13 @@
 """`openprogram batch` as a user runs it: what it prints back of its input is bounded,
-and a store's password is never printed (no episode runs in these tests)."""
+a store's password is never printed, and --api-base/--api-key-env reach a real model
+server with the key never written anywhere."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -12,8 +15,12 @@ from click.testing import CliRunner
 from gui_harness.batch import run_batch
 from gui_harness.batch.cli import _report, _threshold
 from gui_harness.batch.summary import BatchResult
+from gui_harness.demo.app import read_state
+from gui_harness.demo.policy import BASIC_TASK, NAME
 from openprogram.cli import cli
 from openprogram.errors import ConfigError
+from openprogram.testing import OpenAIServer
+from tests.support.wire_policy import answer
 
 HUGE = 20 * 1024 * 1024  # a 100 MB line takes the same path: only its length is read
 PASSWORD = "S3cretPassw0rd!"
@@ -144,3 +151,59 @@ def test_the_outcome_prints_the_eval_table_and_a_significant_regression_exits_1(
 def test_a_missing_report_to_compare_with_is_refused_before_any_episode(tmp_path):
     result = _batch(tmp_path, str(tmp_path / "none.jsonl"), "--compare", str(tmp_path / "no.json"))
     assert result.exit_code == 1 and "no report file" in result.output
+
+
+def _written(folder) -> list:
+    """Every file a batch wrote under `folder`: the reports, the store and its WAL."""
+    return [path for path in folder.rglob("*") if path.is_file()]
+
+
+@pytest.mark.x11
+@pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed")
+def test_a_batch_reaches_a_model_at_api_base_with_the_key_the_named_variable_holds(
+    tmp_path, monkeypatch
+):
+    """--api-base and --api-key-env, as every command that talks to a model takes them:
+    the episode's worker (a process of its own) sends the key the variable holds to the
+    local OpenAI-compatible server, whose demo policy fills the form; the key is in no
+    file the batch wrote and not in its output."""
+    key = "gw-" + os.urandom(12).hex()
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    monkeypatch.setenv("FORM_GATEWAY_KEY", key)
+    state = tmp_path / "state.json"
+    app = [sys.executable, "-m", "gui_harness.demo.app", "--state", str(state)]
+    tasks = tmp_path / "form.jsonl"
+    tasks.write_text(json.dumps({"id": "form", "task": BASIC_TASK, "app": app}) + "\n")
+    out = tmp_path / "out"
+    with OpenAIServer(responder=answer) as server:
+        result = CliRunner().invoke(cli, [
+            "batch", str(tasks), "--model", "openai/form-model", "--api-base", server.url,
+            "--api-key-env", "FORM_GATEWAY_KEY", "--max-attempts", "1", "--out", str(out),
+        ])  # fmt: skip
+        requests = list(server.requests)
+    assert result.exit_code == 0, result.output
+    (episode,) = json.loads((out / "summary.json").read_text())["episodes"]
+    assert episode["success"], episode.get("detail")
+    assert read_state(state)["state"]["name"] == NAME
+    assert requests and all(r.body["model"] == "form-model" for r in requests)
+    assert all(r.headers["authorization"] == f"Bearer {key}" for r in requests)
+    assert key not in result.output
+    files = _written(out)
+    assert {"summary.json", "index.html", "batch.db"} <= {p.name for p in files}
+    for path in files:
+        assert key.encode() not in path.read_bytes(), path
+
+
+def test_a_key_variable_that_is_not_set_stops_the_batch_before_any_episode(tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"id": "t", "task": "x", "app": ["true"]}) + "\n")
+    result = CliRunner().invoke(cli, [
+        "batch", str(tasks), "--model", "openai/m", "--api-key-env", "NO_SUCH_KEY_VARIABLE",
+        "--out", str(tmp_path / "out"),
+    ])  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert "--api-key-env NO_SUCH_KEY_VARIABLE: that environment variable is not set" in (
+        result.output
+    )
+    assert not (tmp_path / "out").exists()  # nothing started, nothing written

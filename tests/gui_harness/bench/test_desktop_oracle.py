@@ -10,6 +10,7 @@ The whole suite is measured by benchmarks/bench_desktop.py, not here."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -241,22 +242,31 @@ def test_tasks_dir_with_a_bad_file_names_the_file_and_field(tmp_path):
 def test_a_litellm_model_plans_over_http_and_the_evaluator_judges_its_failure(
     tmp_path, monkeypatch
 ):
-    """--model M goes to a real model over HTTP (the local OpenAI-compatible server); one
-    that gives up at once leaves the note unsaved, which the evaluator reports."""
+    """--model M --api-base URL --api-key-env NAME goes to a real model over HTTP (the
+    local OpenAI-compatible server) with the key the variable holds, written nowhere;
+    one that gives up at once leaves the note unsaved, which the evaluator reports."""
     gives_up = json.dumps({
         "goal": "give up", "action": {"type": "fail", "reason": "I will not"},
         "success": True, "observation": "a form", "task_complete": False,
         "summary": "gave up", "task_appears_complete": False,
     })  # fmt: skip
+    key = "sk-desktop-" + os.urandom(12).hex()
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    monkeypatch.setenv("DESKTOP_GATEWAY_KEY", key)
+    out = tmp_path / "out"
     with OpenAIServer(default_reply=gives_up) as server:
-        monkeypatch.setenv("OPENAI_API_BASE", server.url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-desktop")
-        out = tmp_path / "out"
-        args = ["--tasks", "tk-save-note", "--out", str(out)]
+        args = ["--tasks", "tk-save-note", "--out", str(out), "--api-base", server.url,
+                "--api-key-env", "DESKTOP_GATEWAY_KEY"]  # fmt: skip
         result = CliRunner().invoke(cli, ["bench", "desktop", "--model", "openai/test", *args])
-        assert server.requests, "the model was never asked"
+        requests = list(server.requests)
+    assert requests, "the model was never asked"
+    assert all(r.headers["authorization"] == f"Bearer {key}" for r in requests)
     assert result.exit_code == 0, result.output[-2000:]
     (episode,) = _summary(out)["episodes"]
     assert episode["status"] == "failure" and episode["stop_reason"] == "fail"
     assert "evaluator: note.txt was not saved" in episode["detail"]
-    assert "sk-test-desktop" not in (out / "summary.json").read_text(encoding="utf-8")
+    assert key not in result.output
+    for path in out.rglob("*"):  # summary, index, report, store and its WAL, episodes
+        if path.is_file():
+            assert key.encode() not in path.read_bytes(), path

@@ -18,11 +18,11 @@ from openprogram.testing import OpenAIServer
 ROOT = Path(__file__).resolve().parents[3]
 
 
-@pytest.mark.parametrize(
-    "command",
-    [["chat"], ["mcp", "serve"], ["eval"], ["demo"], ["gui"]],
-    ids=lambda words: " ".join(words),
-)
+MODEL_COMMANDS = [["chat"], ["mcp", "serve"], ["eval"], ["demo"], ["gui"], ["batch"],
+                  ["bench", "miniwob"], ["bench", "desktop"]]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", MODEL_COMMANDS, ids=lambda words: " ".join(words))
 def test_every_command_that_talks_to_a_model_takes_the_three_options(command):
     result = CliRunner().invoke(cli, [*command, "--help"])
     assert result.exit_code == 0, result.output
