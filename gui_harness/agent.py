@@ -2,13 +2,13 @@
 
 Owns the loop (gui_agent, gui_step), dispatch_action, the stop rules, the done gate and
 the replaceable parts: gui_agent takes your own observe / verify_step / plan_next_action
-/ conclusion and perception, checked at the call. The stock leaves are in leaves.py,
-what they reach of the run in current.py, prompts in prompts.py. Start at gui_agent().
+/ conclusion and perception, checked at the call (_replaceable.py). The stock leaves are
+in leaves.py, what they reach of the run in current.py, prompts in prompts.py. Start at
+gui_agent().
 """
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -16,6 +16,14 @@ from typing import Any
 
 from gui_harness import leaves
 from gui_harness._aim import aim, area, click_point, shows_change
+from gui_harness._replaceable import (
+    check_leaf,
+    check_perception,
+    is_dict,
+    is_plan,
+    is_str,
+    leaf_result,
+)
 from gui_harness.actions import Policy, resolve
 from gui_harness.current import _current, _early_frames, _grab, _publish, _Run, _run
 from gui_harness.desktop.base import Desktop
@@ -56,88 +64,6 @@ __all__ = [
 _MAX_CONSECUTIVE_ERRORS = 3
 _HIDDEN = {"hidden": True}
 _CAPTIONED = frozenset({"checkbox", "radio"})
-
-# the replaceable leaves: how the loop calls each, and what each returns
-_LEAVES: dict[str, tuple[tuple[str, ...], str]] = {
-    "observe": (("step",), "dict (e.g. observe_screen(step))"),
-    "verify_step": (("task", "previous", "step"), "dict (e.g. Verification.model_dump())"),
-    "plan_next_action": (("task", "step"), 'dict {"goal", "action"} (e.g. ask_for_action(...))'),
-    "conclusion": (("task", "outcome"), "str"),
-}
-
-
-# -- replaceable parts ------------------------------------------------------------------------
-
-
-def _expected(name: str) -> str:
-    params, returns = _LEAVES[name]
-    return f"@agentic_function def {name}({', '.join(params)}) -> {returns}"
-
-
-def _check_leaf(name: str, fn: Any) -> Callable[..., Any]:
-    """The user's replacement for leaf `name`, checked: an agentic, synchronous function
-    the loop can call as it calls the stock one. UsageError otherwise."""
-    if not callable(fn):
-        raise UsageError(f"{name}={fn!r} is not a function; pass one like {_expected(name)}")
-    label = getattr(fn, "__qualname__", repr(fn))
-    if not getattr(fn, "__agentic__", False):
-        raise UsageError(
-            f"{name}={label} is not an agentic function: decorate it with @agentic_function "
-            f"so its calls are recorded and later steps see them; expected {_expected(name)}"
-        )
-    if inspect.iscoroutinefunction(inspect.unwrap(fn)):
-        raise UsageError(
-            f"{name}={label} is async, but gui_agent calls its leaves synchronously: write it "
-            f"with def and llm(); expected {_expected(name)}"
-        )
-    params = _LEAVES[name][0]
-    signature = inspect.signature(fn)
-    names = [p for p in signature.parameters if p != "runtime"][: len(params)]
-    try:
-        signature.bind(*params)
-    except TypeError as exc:
-        raise UsageError(
-            f"{name}={label}{signature} cannot be called as gui_agent calls it, "
-            f"{name}({', '.join(params)}): {exc}; expected {_expected(name)}"
-        ) from None
-    if tuple(names) != params:
-        raise UsageError(
-            f"{name}={label}{signature} names its parameters {tuple(names)!r}; gui_agent "
-            f"records and passes {params!r}, so name them alike: {_expected(name)}"
-        )
-    return fn
-
-
-def _check_perception(perception: Any) -> Any:
-    if not callable(getattr(perception, "perceive", None)):
-        raise UsageError(
-            f"perception={perception!r} has no perceive(image) method; pass a "
-            "gui_harness.Perception (or a subclass), or any object with "
-            "perceive(image) -> gui_harness.Observation"
-        )
-    return perception
-
-
-def _result(name: str, fn: Any, value: Any, check: Callable[[Any], bool]) -> Any:
-    if not check(value):
-        label = getattr(fn, "__qualname__", repr(fn))
-        raise UsageError(f"{name}={label} returned {value!r}; it must return {_LEAVES[name][1]}")
-    return value
-
-
-def _is_str(value: Any) -> bool:
-    return isinstance(value, str)
-
-
-def _is_dict(value: Any) -> bool:
-    return isinstance(value, dict)
-
-
-def _is_plan(value: Any) -> bool:
-    if not isinstance(value, dict) or "action" not in value:
-        return False
-    action = value["action"]
-    return (action is None and "error" in value) or (isinstance(action, dict) and "type" in action)
 
 
 def _observed(run: _Run, fn: Any, seen: Any, published: int) -> None:
@@ -315,9 +241,9 @@ def gui_step(task: str, step: int, feedback: dict[str, Any] | None) -> dict[str,
     _observed(run, leaf["observe"], leaf["observe"](step), published)
     if step > 1 and feedback is not None:
         verdict = leaf["verify_step"](task, feedback, step)
-        run.verification = _result("verify_step", leaf["verify_step"], verdict, _is_dict)
+        run.verification = leaf_result("verify_step", leaf["verify_step"], verdict, is_dict)
     plan = leaf["plan_next_action"](task, step)
-    _result("plan_next_action", leaf["plan_next_action"], plan, _is_plan)
+    leaf_result("plan_next_action", leaf["plan_next_action"], plan, is_plan)
     outcome: dict[str, Any] = {"step": step, "goal": plan["goal"], "action": plan["action"]}
     action = plan["action"]
     if action is None:
@@ -420,7 +346,7 @@ def gui_agent(
         "conclusion": leaves.conclusion,
     }
     chosen = {
-        name: stock[name] if fn is None else _check_leaf(name, fn) for name, fn in given.items()
+        name: stock[name] if fn is None else check_leaf(name, fn) for name, fn in given.items()
     }
     if prompts is not None and not isinstance(prompts, Prompts):
         raise UsageError(f"prompts={prompts!r} must be a gui_harness.Prompts (or None)")
@@ -436,7 +362,7 @@ def gui_agent(
         raise UsageError(f"context_tokens={context_tokens!r} must be an int >= 1 or None")
     memory_name = app if isinstance(app, str) else (Path(app[0]).name if app else None)
     if perception is not None:
-        _check_perception(perception)
+        check_perception(perception)
     owned = None
     if desktop is None:
         from gui_harness.desktop.virtual import VirtualDesktop
@@ -573,9 +499,7 @@ def _conclude(run: _Run, task: str, stop: str, detail: str | None) -> str:
         return f"The run ended early ({outcome}); no conclusion was asked of the model."
     leaf = run.leaves["conclusion"]
     try:
-        return _result(
-            "conclusion", leaf, leaf(task, outcome), lambda value: isinstance(value, str)
-        )
+        return leaf_result("conclusion", leaf, leaf(task, outcome), is_str)
     except (ModelError, RunStopped, DesktopError) as exc:
         return f"The run ended ({outcome}); the conclusion failed: {exc}"
 
