@@ -25,6 +25,7 @@ import numpy as np
 from gui_harness.perception._pixels import ImageLike, clip_box, grey_array
 from gui_harness.perception.component import Component
 from gui_harness.perception.ocr import _grid_headers as headers
+from gui_harness.perception.ocr._lines import Lines, text_lines
 from gui_harness.perception.ocr.ocr import read_text
 
 __all__ = ["OcrWorker", "rapidocr_reader"]
@@ -135,10 +136,13 @@ class OcrWorker:
         """`components` with the labels OCR has already read for their crops; crops not
         read yet are queued. Labels already set are kept. With `wait` (seconds), the
         call waits up to that long for its own crops to be read (a new screen's first
-        look) and fills what was read by then; by default it never waits. It waits for
-        labels, not content: ink over _LONG times as wide as its crop is high (a long
-        line, a ruler), a paragraph's lines after its first and glyph-sized text blobs
-        (an arrow, a bullet: _GLYPH) are read last and show on a later look. A grid found
+        look) and fills what was read by then; by default it never waits. A crop is read
+        line by line (_lines.py: a tile's name on two lines is one label, the lines
+        joined by a space; a crop with no line of text, a slider's, is not read). It waits
+        for labels, not content: ink over _LONG times as wide as its crop is high (a long
+        line, a ruler), a paragraph's lines after its first, a crop of more lines than a
+        label has and glyph-sized text blobs (an arrow, a bullet: _GLYPH) are read last
+        and show on a later look. A grid found
         on pixels has its header cells read too, so its cells are named after them (a
         scrolled sheet's first row is not row 1: _grid_headers.py)."""
         grey = grey_array(image)
@@ -146,19 +150,25 @@ class OcrWorker:
         batch: deque[tuple[bytes, np.ndarray]] = deque()
         waiting: dict[tuple[int, int], bytes] = {}  # (position, crop) -> key not read yet
         crops: dict[int, list[np.ndarray]] = {}
+        many: set[int] = set()  # crops of more lines than a label's: content
         for position, component in enumerate(labelled):
             if component.kind == "grid":
                 crops[position] = headers.crops(grey, component)
             elif component.label is None and component.kind in _READ_KINDS:
                 crop = _crop(grey, component)
-                crops[position] = [] if crop is None else [crop]
+                lines = text_lines(crop) if crop is not None else Lines()
+                crops[position] = lines
+                if lines.content:
+                    many.add(position)
         read: dict[tuple[int, int], str | None] = {}
         # a grid's headers first: a few crops that name every cell of the sheet; content
         # last: a long line costs as much as a dozen labels; a glyph-sized blob as much
         # as a word, and it is a drawn mark (an arrow, a bullet), not a label
-        content = _paragraphs(labelled) | {
-            p for p in crops if _long(crops[p]) or _glyph(labelled[p])
-        }
+        content = (
+            _paragraphs(labelled)
+            | many
+            | {p for p in crops if _long(crops[p]) or _glyph(labelled[p])}
+        )
         order = sorted(
             crops, key=lambda position: (labelled[position].kind != "grid", position in content)
         )
@@ -187,8 +197,8 @@ class OcrWorker:
             component = labelled[position]
             if component.kind == "grid":
                 labelled[position] = headers.named(component, texts)
-            elif texts and texts[0]:
-                labelled[position] = component.with_label(texts[0])
+            elif texts and all(text is not None for text in texts) and any(texts):
+                labelled[position] = component.with_label(" ".join(t for t in texts if t))
         return labelled
 
     def _lookup(
