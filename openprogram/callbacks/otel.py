@@ -1,30 +1,48 @@
-"""OtelCallback: OpenTelemetry spans for calls and model exchanges (extra "otel").
+"""OtelCallback: OpenTelemetry spans for calls and model exchanges, and eval results as
+events (extra "otel").
 
 Owns the mapping DAG → spans in OpenTelemetry's GenAI semantic conventions: an agentic
 call is `invoke_agent {name}`, a tool call `execute_tool {tool}`, a model exchange
-`chat {model}`, nested like the DAG. Exporting is the tracer provider's job; nothing
-leaves the process unless the user configures an exporter.
+`chat {model}`, nested like the DAG; and an EvalReport's scores → `gen_ai.evaluation.result`
+events (log records) parented to the span of the call they judge. Exporting is the
+providers' job; nothing leaves the process unless the user configures an exporter.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterator
 from typing import Any
 
 try:
-    from opentelemetry import trace
-    from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+    from opentelemetry import _logs, trace
+    from opentelemetry.trace import (
+        NonRecordingSpan,
+        Span,
+        SpanContext,
+        SpanKind,
+        Status,
+        StatusCode,
+    )
 except ImportError as exc:  # pragma: no cover - exercised by hiding the package
     raise ImportError('OtelCallback needs OpenTelemetry: pip install "openprogram[otel]"') from exc
 
-from openprogram.callbacks.base import Callback
+from openprogram.callbacks.base import Callback, scope
 from openprogram.core import _context
-from openprogram.core.dag import Node
+from openprogram.core.dag import ContextDAG, Node
 from openprogram.core.usage import Usage
+from openprogram.echo import elide
 
-__all__ = ["OtelCallback"]
+__all__ = ["EVALUATION_EVENT", "OtelCallback"]
 
 _NS = 1_000_000_000
+_REMEMBERED = 10_000  # runs' span contexts kept for the eval events that judge them
+_EXPLANATION = 2_000  # characters of a scorer's reason an event carries
+EVALUATION_EVENT = "gen_ai.evaluation.result"
+"""The event name of an eval score (OpenTelemetry's GenAI semantic conventions)."""
 
 # litellm's provider prefixes whose gen_ai.provider.name the conventions spell otherwise
 _PROVIDERS = {
@@ -45,6 +63,8 @@ class OtelCallback(Callback):
     tracer_provider: where spans go; default the global provider, which drops them
     unless the application has installed an SDK provider with an exporter. A run's top
     span becomes a child of whatever span is current when the run starts.
+    logger_provider: where record_evaluation() sends its events (OpenTelemetry's Logs
+    API); default the global one, which drops them unless one is installed.
     Spans follow the GenAI semantic conventions (docs/callbacks.md lists the attributes):
     `invoke_agent {function}` and `execute_tool {tool}` (INTERNAL), `chat {model}`
     (CLIENT) with `gen_ai.operation.name`, `gen_ai.provider.name`, request and response
@@ -54,11 +74,13 @@ class OtelCallback(Callback):
     attached (they may hold personal data).
     """
 
-    def __init__(self, tracer_provider: Any = None) -> None:
+    def __init__(self, tracer_provider: Any = None, logger_provider: Any = None) -> None:
         provider = tracer_provider or trace.get_tracer_provider()
         self.tracer = provider.get_tracer("openprogram")
+        self._logger_provider = logger_provider
         self._spans: dict[str, Span] = {}
         self._done: set[str] = set()
+        self._runs: OrderedDict[str, SpanContext] = OrderedDict()  # top-level call → span
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -119,6 +141,63 @@ class OtelCallback(Callback):
         if node.meta.get("callback_errors"):
             span.set_attribute("openprogram.callback_errors", len(node.meta["callback_errors"]))
         span.end(end_time=_time(node.ended_at))
+        if node.parent is None:  # a run: an eval event may judge it later
+            with self._lock:
+                self._runs[node.id] = span.get_span_context()
+                while len(self._runs) > _REMEMBERED:
+                    self._runs.popitem(last=False)
+
+    # -- evals -----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def scope(self) -> Iterator[None]:
+        """Add this callback to every runtime used inside the block (in this context and
+        the tasks and eval runs it starts): `with otel.scope(): report =
+        dataset.evaluate(fn, scorers, model=...)` gives each run its spans, even though
+        evaluate() makes a Runtime of its own for each."""
+        with scope(self):
+            yield
+
+    def record_evaluation(self, report: Any, *, store: Any = None) -> int:
+        """Emit one `gen_ai.evaluation.result` event per score of every run of `report`
+        (an openprogram.evals.EvalReport); returns how many. Attributes:
+        `gen_ai.evaluation.name` (the score's key: `scorer` or `function/scorer`),
+        `gen_ai.evaluation.score.value`, `gen_ai.evaluation.score.label` ("pass" or
+        "fail" for a pass/fail scorer), `gen_ai.evaluation.explanation` (the reason, cut
+        to 2 000 characters), `error.type` when the scorer failed, and
+        `gen_ai.response.id` of the run's last model reply when the record has it. Each
+        event is parented to the span of the call it judges when this callback recorded
+        that run (`scope()`, or a Runtime with it among its callbacks). `store`: where
+        the runs' DAGs are when the report does not keep them (as EvalReport.dag)."""
+        provider = self._logger_provider or _logs.get_logger_provider()
+        logger = provider.get_logger("openprogram")
+        conversations = {case.name for case in report.dataset.cases if getattr(case, "turns", None)}
+        sent = 0
+        for run in report.runs:
+            judged = _judged(report, run, store, conversational=run.case in conversations)
+            node, response = judged if judged is not None else (None, None)
+            with self._lock:
+                span = self._runs.get(node.id) if node is not None else None
+            context = trace.set_span_in_context(NonRecordingSpan(span)) if span else None
+            common: dict[str, Any] = {
+                "openprogram.eval.report": str(report.id),
+                "openprogram.eval.case": str(run.case),
+                "openprogram.eval.repeat": int(run.repeat),
+            }
+            if run.session:
+                common["gen_ai.conversation.id"] = str(run.session)
+            if node is not None:
+                common["openprogram.node_id"] = node.id
+            if response:
+                common["gen_ai.response.id"] = response
+            for score in run.scores:
+                logger.emit(
+                    timestamp=time.time_ns(),
+                    context=context,
+                    event_name=EVALUATION_EVENT,
+                    attributes={**common, **_score_attributes(score)},
+                )
+                sent += 1
+        return sent
 
     def on_usage(self, node: Node, usage: Usage) -> None:
         self._llm_span(node, usage)
@@ -184,6 +263,49 @@ class OtelCallback(Callback):
                 self._llm_span(child, child.usage)
         with self._lock:
             self._done.difference_update(c.id for c in children)
+
+
+def _judged(
+    report: Any, run: Any, store: Any, *, conversational: bool
+) -> tuple[Node | None, str | None] | None:
+    """The call a run's scores judge (its session's first top-level call; None for a
+    conversation, a call per turn) and the id of the last model reply in it (in the
+    whole run for a conversation); None when the report has no DAG for the run."""
+    try:
+        dag: ContextDAG = report.dag(run, store=store)
+    except Exception:  # no DAG kept, no store to read it from: the score still goes out
+        return None
+    node = None
+    if not conversational:
+        node = next((n for n in dag.nodes if n.parent is None and n.kind == "code"), None)
+    inside = dag.nodes if node is None else [node, *_descendants(dag, node)]
+    replies = [n for n in inside if n.kind == "llm" and (n.meta.get("response") or {}).get("id")]
+    response = str(replies[-1].meta["response"]["id"]) if replies else None
+    return node, response
+
+
+def _descendants(dag: ContextDAG, node: Node) -> list[Node]:
+    found, pending = [], [node.id]
+    while pending:
+        for child in dag.children(pending.pop()):
+            found.append(child)
+            pending.append(child.id)
+    return found
+
+
+def _score_attributes(score: Any) -> dict[str, Any]:
+    """A ScoreResult as the event's gen_ai.evaluation.* (and error.type) attributes."""
+    attributes: dict[str, Any] = {"gen_ai.evaluation.name": str(score.key)}
+    if score.value is not None:
+        attributes["gen_ai.evaluation.score.value"] = float(score.value)
+        if score.binary:
+            attributes["gen_ai.evaluation.score.label"] = "pass" if score.value >= 1 else "fail"
+    explanation = score.error if score.error is not None else score.reason
+    if explanation:
+        attributes["gen_ai.evaluation.explanation"] = elide(str(explanation), _EXPLANATION)
+    if score.error is not None:
+        attributes["error.type"] = _error_type(score.error)
+    return attributes
 
 
 def _provider(model: str) -> str:
