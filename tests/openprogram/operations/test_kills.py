@@ -84,13 +84,21 @@ def test_idempotent_operations_are_done_exactly_once_across_kills(durable_store,
         line.split()[1] for line in _lines(log) if line.startswith("start")
     )
     events = _events(durable_store)
+    unstarted = 0
     for record in records:
         assert record.state == "done" and record.result == record.args["name"]
         # every run of the body was recorded as an attempt before it started, and the
         # result was recorded once: a done operation never ran again
-        assert starts[record.args["name"]] == record.attempts >= 1
+        assert 1 <= starts[record.args["name"]] <= record.attempts, (record, starts)
+        unstarted += record.attempts - starts[record.args["name"]]
         done = [e for e in events if e.operation == record.id and e.state == "done"]
         assert len(done) == 1
+    # an attempt is recorded, then its body starts (and logs "start"): a kill that lands
+    # in between, on a round's other operation while the first one's start line already
+    # showed, leaves an attempt whose body never ran. Only a kill can: at most a round's
+    # operations per kill. The old test asked for none and failed once at load ~15 on a
+    # count of starts against attempts; a body run twice under one attempt still fails
+    assert unstarted <= kills * PER_ROUND
 
 
 @pytest.mark.slow
