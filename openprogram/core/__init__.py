@@ -1,8 +1,8 @@
 """The recorded data and the ambient state every other part stands on.
 
-Start at dag.py: `Node` and `ContextDAG`, ordered by `seq`. values.py says how a call's
-values are stored, image.py how images are kept once by hash, usage.py what an exchange
-cost, _context.py which frame, session and runtime a call runs in.
+Start at dag.py: `ContextDAG`, whose `Node`s (node.py) are ordered by `seq`. values.py
+says how a call's values are stored, image.py how images are kept once by hash, usage.py
+what an exchange cost, _context.py which frame, session and runtime a call runs in.
 """
 
 from .dag import ContextDAG, Effect, Expose, Node, RenderRange

@@ -11,7 +11,8 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Literal
 
-from openprogram.core.dag import ContextDAG, Node, _view
+from openprogram.core.dag import ContextDAG, Node
+from openprogram.core.node import _view
 from openprogram.display._hiding import (
     HiddenCode,
     call_of,

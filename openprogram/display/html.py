@@ -13,7 +13,8 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from openprogram.core.dag import _dag_of, register_view
+from openprogram.core.dag import _dag_of
+from openprogram.core.node import register_view
 from openprogram.display._images import thumbnail_url
 from openprogram.display._payload import (
     DEFAULT_FULL_IMAGE_BUDGET,

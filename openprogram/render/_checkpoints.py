@@ -14,7 +14,7 @@ from itertools import chain, compress, count, groupby
 from operator import attrgetter, itemgetter
 from typing import Any, NamedTuple, Protocol
 
-from openprogram.core.dag import Node, by_seq
+from openprogram.core.node import Node, by_seq
 from openprogram.render._chunks import Chunks
 from openprogram.render._messages import Entry, MessageStream
 from openprogram.render._pieces import Piece

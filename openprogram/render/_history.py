@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
-from openprogram.core.dag import ContextDAG, Node, by_seq
+from openprogram.core.dag import ContextDAG
 from openprogram.core.image import ImageRef
+from openprogram.core.node import Node, by_seq
 from openprogram.echo import cut as cut_text
 from openprogram.render._checkpoints import (
     UNKEPT,

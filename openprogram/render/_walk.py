@@ -12,7 +12,8 @@ import bisect
 from collections.abc import Iterable, Iterator
 from itertools import chain
 
-from openprogram.core.dag import ContextDAG, Node, by_seq
+from openprogram.core.dag import ContextDAG
+from openprogram.core.node import Node, by_seq
 
 __all__ = ["SHOW_SELF", "RenderWalk"]
 

@@ -14,8 +14,9 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from openprogram.core.dag import ContextDAG, Node, RenderRange, _view, by_seq, check_render_range
+from openprogram.core.dag import ContextDAG
 from openprogram.core.image import ImageRef
+from openprogram.core.node import Node, RenderRange, _view, by_seq, check_render_range
 from openprogram.errors import UsageError
 from openprogram.render._compact import Fitted, fit
 from openprogram.render._history import History, Settings, build_history, render_history

@@ -18,7 +18,8 @@ from openprogram.echo import cut, mask_url
 from openprogram.errors import StoreError
 from openprogram.store._budgets import tables as budget_tables
 from openprogram.store._operations import tables
-from openprogram.store._sql import SQLStore, statements
+from openprogram.store._sql import SQLStore
+from openprogram.store._statements import statements
 from openprogram.store.format import FORMAT_VERSION, OLD_VALUES_MIGRATION, NodeRow
 
 __all__ = ["PostgresStore"]

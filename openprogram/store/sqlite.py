@@ -22,7 +22,8 @@ from urllib.parse import quote
 from openprogram.errors import StoreDamaged, StoreError, UsageError
 from openprogram.store._budgets import tables as budget_tables
 from openprogram.store._operations import tables
-from openprogram.store._sql import SQLStore, statements
+from openprogram.store._sql import SQLStore
+from openprogram.store._statements import statements
 from openprogram.store._turns import immediate, turns
 from openprogram.store.format import FORMAT_VERSION, OLD_VALUES_MIGRATION, NodeRow
 from openprogram.store.journal import Journal, available, pending_dir, replay
