@@ -11,6 +11,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from openprogram import _wiring
+
 if TYPE_CHECKING:
     from openprogram.agentic.ask import ConsoleAsk, ask_user, needs_approval
     from openprogram.agentic.function import agentic_function
@@ -248,6 +250,23 @@ _HOMES: dict[str, str] = {
     "current_session": "openprogram.session.session",
     "Store": "openprogram.store",
 }
+
+
+def _default_session() -> Any:
+    from openprogram.session.session import Session
+
+    return Session()
+
+
+def _default_runtime() -> Any:
+    from openprogram.runtime.runtime import Runtime
+
+    return Runtime()
+
+
+# the process defaults a call falls back on, made by layers the ones below cannot import
+_wiring.provide("session", _default_session)
+_wiring.provide("runtime", _default_runtime)
 
 
 def __getattr__(name: str) -> Any:

@@ -16,12 +16,12 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable, Sequence
-from contextvars import ContextVar
 from typing import IO, Any
 
 from pydantic import BaseModel, ValidationError
 
-from openprogram.agentic.function import _annotations, agentic_function
+from openprogram.agentic._signature import resolved_annotations
+from openprogram.agentic.function import agentic_function
 from openprogram.agentic.questions import ASK, Question, approval, check
 from openprogram.agentic.questions import question as question_of
 from openprogram.core import _context
@@ -35,7 +35,6 @@ Asker = Callable[[Question], Any]
 for "not now" (the run suspends)."""
 
 _TERMINAL = threading.Lock()
-_schema: ContextVar[type[BaseModel] | None] = ContextVar("openprogram_ask_schema", default=None)
 _APPROVE = ["yes", "no"]
 
 
@@ -70,11 +69,11 @@ def ask_user(
         if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
             raise UsageError(f"schema={schema!r} must be a pydantic model class")
         shape = schema.model_json_schema()
-    token = _schema.set(schema)
+    token = _context.enter(schema=schema)
     try:
         answer = _ask(question, listed, shape)
     finally:
-        _schema.reset(token)
+        _context.leave(token)
     if schema is None:
         return answer
     try:
@@ -97,7 +96,7 @@ def _json_value(choice: Any) -> Any:
 
 def _asked(question: str, choices: list[Any] | None, schema: dict[str, Any] | None) -> Any:
     session = _context.current_session()
-    frame = session.dag.get(_context.frame_var.get())
+    frame = session.dag.get(_context.frame_id())
     if frame is not None and frame.name == ASK:
         frame.meta["ask"] = True
         asked = question_of(frame)
@@ -119,7 +118,7 @@ def _asked(question: str, choices: list[Any] | None, schema: dict[str, Any] | No
         )
     if answer is not None:
         checked = check(asked, answer)
-        model = _schema.get()
+        model = _context.call_context().schema
         if model is not None:
             try:
                 model.model_validate(checked)
@@ -287,7 +286,7 @@ def needs_approval(
         text = question(**given) if question is not None else approval(name, given)
         if ask_user(text, choices=_APPROVE) == "yes":
             return True
-        frame = _context.current_session().dag.get(_context.frame_var.get())
+        frame = _context.current_session().dag.get(_context.frame_id())
         if frame is not None:
             frame.meta["declined"] = True
         return False
@@ -310,5 +309,5 @@ def needs_approval(
             return raw(*args, **kwargs)
 
         wrapper = approved
-    wrapper.__annotations__ = _annotations(raw)  # resolved where the tool was written
+    wrapper.__annotations__ = resolved_annotations(raw)  # resolved where the tool was written
     return agentic_function(wrapper, **settings)  # type: ignore[no-any-return]

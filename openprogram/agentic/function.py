@@ -11,66 +11,41 @@ where the call begins). Start at agentic_function().
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import logging
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass
-from typing import Any, TypeVar, get_args, overload
-
-from pydantic import BaseModel, Field, create_model
+import types
+from collections.abc import Awaitable, Callable, Mapping
+from contextvars import Token
+from typing import Any, ClassVar, Generic, ParamSpec, TypeVar, get_args, overload
 
 from openprogram.agentic._identity import ON_CODE_CHANGE, code_identity
+from openprogram.agentic._signature import (
+    arguments_model,
+    binder,
+    runtime_positional,
+    tool_spec,
+)
 from openprogram.callbacks.base import notify
 from openprogram.core import _context
 from openprogram.core.dag import Effect, Expose, Node, RenderRange, check_render_range
 from openprogram.errors import EffectUnknown, ResumeDivergence, RunStopped, StoreError
 
-__all__ = ["agentic_function"]
+__all__ = ["AgenticFunction", "AsyncAgenticFunction", "agentic_function", "is_async"]
 
 log = logging.getLogger("openprogram")
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 _EXPOSE = ("io", "llm", "full", "hidden")
 _NOT_RESUMED = object()
 _INPUT_KEYS = {"description", "options", "hidden"}
 
 
-@dataclass
-class _ToolCallSlot:
-    """Set by the tool loop around one tool call: the call's id and the llm node that
-    asked for it; the next recorded call takes them into its meta and leaves its node."""
-
-    id: str
-    asked_by: str
-    node: Node | None = None
-
-
-_tool_call: ContextVar[_ToolCallSlot | None] = ContextVar("openprogram_tool_call", default=None)
-_next_meta: ContextVar[dict[str, Any] | None] = ContextVar("openprogram_next_meta", default=None)
-_compactor: ContextVar[Callable[[str], str] | None] = ContextVar(
-    "openprogram_compactor", default=None
-)  # the innermost running function's own compactor
-
-
-@contextmanager
-def _recorded_with(meta: dict[str, Any]) -> Iterator[None]:
-    """The next call recorded in this context carries `meta` on its node (the calls
-    inside it do not): how the runtime marks the summaries it asks for."""
-    token = _next_meta.set(meta)
-    try:
-        yield
-    finally:
-        _next_meta.reset(token)
-
-
 @overload
 def agentic_function(
-    fn: F,
+    fn: Callable[P, Awaitable[R]],
     *,
     expose: Expose = "io",
     render_range: Mapping[str, int | None] | None = None,
@@ -80,7 +55,20 @@ def agentic_function(
     compactor: Callable[[str], str] | None = None,
     effect: Effect | None = None,
     on_code_change: str | None = None,
-) -> F: ...
+) -> AsyncAgenticFunction[P, R]: ...
+@overload
+def agentic_function(
+    fn: Callable[P, R],
+    *,
+    expose: Expose = "io",
+    render_range: Mapping[str, int | None] | None = None,
+    input: Mapping[str, Mapping[str, Any]] | None = None,
+    system: str | None = None,
+    render_output: Callable[[Any], Any] | None = None,
+    compactor: Callable[[str], str] | None = None,
+    effect: Effect | None = None,
+    on_code_change: str | None = None,
+) -> AgenticFunction[P, R]: ...
 @overload
 def agentic_function(
     fn: None = None,
@@ -93,7 +81,7 @@ def agentic_function(
     compactor: Callable[[str], str] | None = None,
     effect: Effect | None = None,
     on_code_change: str | None = None,
-) -> Callable[[F], F]: ...
+) -> Callable[[Callable[P, R]], AgenticFunction[P, R]]: ...
 
 
 def agentic_function(
@@ -155,13 +143,13 @@ def agentic_function(
             "summaries are recorded and reused on resume"
         )
 
-    def decorate(func: Callable[..., Any]) -> Any:
+    def decorate(func: Callable[..., Any]) -> AgenticFunction[..., Any]:
         _refuse_generators(func)
-        wrapped = _wrap(
+        kind = AsyncAgenticFunction if inspect.iscoroutinefunction(func) else AgenticFunction
+        return kind(
             func, expose, checked_range, input or {}, system, render_output, compactor, effect,
             on_code_change,
         )  # fmt: skip
-        return wrapped
 
     return decorate if fn is None else decorate(fn)
 
@@ -217,98 +205,156 @@ def _check_input(fn: Callable[..., Any], meta: Mapping[str, Mapping[str, Any]]) 
             raise _usage(f"input[{name!r}]['options']={options!r} must be a list")
 
 
-def _wrap(
-    fn: Callable[..., Any],
-    expose: Expose,
-    render_range: RenderRange | None,
-    meta: Mapping[str, Mapping[str, Any]],
-    system: str | None,
-    render_output: Callable[[Any], Any] | None = None,
-    compactor: Callable[[str], str] | None = None,
-    effect: Effect | None = None,
-    on_code_change: str | None = None,
-) -> Any:
-    _check_input(fn, meta)
-    signature = inspect.signature(fn)
-    params = list(signature.parameters)
-    skipped = {"runtime"}
-    if params and params[0] in ("self", "cls") and "." in fn.__qualname__:
-        skipped.add(params[0])
-    has_runtime = "runtime" in signature.parameters
-    hidden = [name for name, entry in meta.items() if entry.get("hidden")]
-    name = fn.__name__
-    settings: dict[str, Any] = {
-        "expose": expose,
-        "render_range": render_range,
-        "hidden_inputs": hidden,
-    }
-    if system:
-        settings["system"] = system
-    if effect is not None:
-        settings["effect"] = effect
-    if on_code_change is not None:
-        settings["on_code_change"] = on_code_change
+class AgenticFunction(Generic[P, R]):
+    """What @agentic_function makes of a function: called as it is, each call recorded as
+    a `code` node. It keeps the function's name, docs and signature (functools.wraps; the
+    function is `__wrapped__`), binds as a method where it is one, pickles by its
+    qualified name, and carries the decoration's settings: `expose`, `render_range`,
+    `input_meta`, `system`, `render_output`, `compactor`, `effect`, the tool `spec` and
+    the `arguments_model` a model's tool arguments are validated with."""
 
-    bind = _binder(signature, skipped)
+    __agentic__: ClassVar[bool] = True
+    __wrapped__: Callable[P, R]
+    __name__: str
+    __qualname__: str
 
-    def begin(args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Call:
+    def __init__(
+        self,
+        fn: Callable[P, R],
+        expose: Expose,
+        render_range: RenderRange | None,
+        meta: Mapping[str, Mapping[str, Any]],
+        system: str | None,
+        render_output: Callable[[Any], Any] | None = None,
+        compactor: Callable[[str], str] | None = None,
+        effect: Effect | None = None,
+        on_code_change: str | None = None,
+    ) -> None:
+        _check_input(fn, meta)
+        functools.update_wrapper(self, fn)
+        signature = inspect.signature(fn)
+        params = list(signature.parameters)
+        skipped = {"runtime"}
+        if params and params[0] in ("self", "cls") and "." in fn.__qualname__:
+            skipped.add(params[0])
+        hidden = [name for name, entry in meta.items() if entry.get("hidden")]
+        self.expose: Expose = expose
+        self.render_range: dict[str, int | None] = (
+            render_range.as_dict() if render_range else {"callers": None, "subcalls": -1}
+        )
+        self.input_meta: dict[str, dict[str, Any]] = {k: dict(v) for k, v in meta.items()}
+        self.system = system
+        self.render_output = render_output
+        self.compactor = compactor
+        self.effect = effect
+        self.arguments_model = arguments_model(fn, signature, meta, skipped | set(hidden))
+        self.spec: dict[str, Any] = tool_spec(fn, self.arguments_model)
+        settings: dict[str, Any] = {
+            "expose": expose,
+            "render_range": render_range,
+            "hidden_inputs": hidden,
+        }
+        if system:
+            settings["system"] = system
+        if effect is not None:
+            settings["effect"] = effect
+        if on_code_change is not None:
+            settings["on_code_change"] = on_code_change
+        self._settings = settings
+        self._signature = signature
+        self._has_runtime = "runtime" in signature.parameters
+        self._bind = binder(signature, skipped)
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        call = self._begin(args, kwargs)
+        if call.resumed is not _NOT_RESUMED:
+            self._end(call, None, None)
+            return call.resumed  # type: ignore[no-any-return]
+        try:
+            result = self.__wrapped__(*args, **kwargs)
+        except BaseException as exc:
+            self._end(call, None, exc)
+            raise
+        self._end(call, result, None)
+        return result
+
+    @overload
+    def __get__(self, instance: None, owner: type[Any] | None = None) -> AgenticFunction[P, R]: ...
+    @overload
+    def __get__(self, instance: object, owner: type[Any] | None = None) -> Callable[..., R]: ...
+    def __get__(self, instance: object, owner: type[Any] | None = None) -> Any:
+        """A method's decorated function, bound to `instance` (as a function would be)."""
+        return self if instance is None else types.MethodType(self, instance)
+
+    def __reduce__(self) -> str:
+        """Pickled by qualified name, as the function it stands for (pickle checks the
+        module's attribute of that name is this very object)."""
+        return self.__qualname__
+
+    def __repr__(self) -> str:
+        return f"<agentic function {self.__module__}.{self.__qualname__}>"
+
+    def _begin(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Call:
+        """Enter the call: its call context, and its node (completed when resumed)."""
         call = _Call()
+        here = _context.call_context()
+        changes: dict[str, Any] = {}  # the call context this call runs in, but its frame
         runtime = _context.live_runtime()
-        if has_runtime:
+        if self._has_runtime:
             given = kwargs.get("runtime")
-            if given is None and not _runtime_positional(signature, args):
+            if given is None and not runtime_positional(self._signature, args):
                 if runtime is None:
                     runtime = _context.current_runtime()
                 kwargs["runtime"] = runtime
             elif given is not None:
-                runtime = given
-                call.runtime_token = _context.runtime_var.set(given)
+                runtime = changes["runtime"] = given
         session = call.session = _context.current_session()
-        slot = _tool_call.get()
+        slot = here.tool_call
         # each node its own meta dict, holding the code identity (computed once)
-        node_settings = {**settings, "meta": {"code": code_identity(wrapper)}}
+        node_settings = {**self._settings, "meta": {"code": code_identity(self)}}
         if slot is not None:  # this call answers a model's tool call; its insides do not
-            call.tool_token = _tool_call.set(None)
+            changes["tool_call"] = None
             node_settings["meta"].update(tool_call_id=slot.id, asked_by=slot.asked_by)
-        if compactor is not None:
-            call.compactor_token = _compactor.set(compactor)
-        extra = _next_meta.get()
+        if self.compactor is not None:
+            changes["compactor"] = self.compactor
+        extra = here.next_meta
         if extra is not None:
-            call.meta_token = _next_meta.set(None)
+            changes["next_meta"] = None
             meta = {**node_settings.get("meta", {}), **extra}
             node_settings = {**node_settings, "meta": meta}
-        if _context.session_var.get() is None:
+        if here.session is None:
             # found by the threads rule (DESIGN.md §3): hold on to it for this call, so its
             # insides never look again (another session may be entered meanwhile)
-            call.session_token = _context.session_var.set(session)
-        if (
-            runtime is not None
-            and call.runtime_token is None
-            and _context.runtime_var.get() is None
-        ):
-            call.runtime_token = _context.runtime_var.set(runtime)
+            changes["session"] = session
+        if runtime is not None and "runtime" not in changes and here.runtime is None:
+            changes["runtime"] = runtime
+        if changes:
+            call.token = _context.enter(**changes)
+        name = self.__name__
         try:
-            arguments = bind(args, kwargs)
+            arguments = self._bind(args, kwargs)
         except TypeError:  # a wrong call: Python raises it when the function is called
             return call
         try:
-            node = session._enter_call(name, arguments, _context.frame_var.get(), node_settings)
+            node = session._enter_call(name, arguments, here.frame, node_settings)
         except (ResumeDivergence, EffectUnknown, RunStopped, StoreError) as exc:  # the run left
-            end(call, None, exc)  # its recording, met an unsettled effect, was drained
+            self._end(call, None, exc)  # its recording, met an unsettled effect, was drained
             raise  # (SIGTERM) or suspended here, or an effect call's start was not stored
         except Exception as exc:  # recording must never break the user's call
             log.exception("openprogram: could not record a call of %s", name)
-            session._not_recorded(name, _context.frame_var.get(), exc)
+            session._not_recorded(name, here.frame, exc)
             return call
         if slot is not None:
             slot.node = node
         if node.status == "completed":  # a resumed session's record: do not run again
-            resumed = session._resumed_output(node, fn)
+            resumed = session._resumed_output(node, self.__wrapped__)
             if node.status == "completed":  # else reopened: the record cannot stand for it
                 call.resumed = resumed
                 return call
         call.node = node
-        call.frame_token = _context.frame_var.set(node.id)
+        entered = _context.enter(frame=node.id)
+        if call.token is None:
+            call.token = entered
         if runtime is not None and runtime.callbacks:
             call.callbacks = runtime.callbacks
             call.run = node if node.parent is None else session.dag.top_level_ancestor(node)
@@ -317,33 +363,24 @@ def _wrap(
                     notify(call.callbacks, "on_run_start", node, record_on=node)
                 notify(call.callbacks, "on_call_start", node, record_on=call.run)
             except BaseException as exc:  # a strict observer refused: the call never runs
-                end(call, None, exc)
+                self._end(call, None, exc)
                 raise
         return call
 
-    def end(call: _Call, result: Any, exc: BaseException | None) -> None:
-        if call.frame_token is not None:
-            _context.frame_var.reset(call.frame_token)
-        if call.runtime_token is not None:
-            _context.runtime_var.reset(call.runtime_token)
-        if call.tool_token is not None:
-            _tool_call.reset(call.tool_token)
-        if call.meta_token is not None:
-            _next_meta.reset(call.meta_token)
-        if call.compactor_token is not None:
-            _compactor.reset(call.compactor_token)
-        if call.session_token is not None:
-            _context.session_var.reset(call.session_token)
+    def _end(self, call: _Call, result: Any, exc: BaseException | None) -> None:
+        """Leave the call: its call context, and its node completed with how it ended."""
+        if call.token is not None:
+            _context.leave(call.token)
         node = call.node
         if node is None:
             return
-        if render_output is not None and exc is None:
-            _note_render_output(call.session, node, render_output, result)
+        if self.render_output is not None and exc is None:
+            _note_render_output(call.session, node, self.render_output, result)
         try:
             call.session._exit_call(node, result, exc)
         except Exception as failure:
-            log.exception("openprogram: could not record the end of %s", name)
-            call.session._not_recorded(name, node.parent, failure)
+            log.exception("openprogram: could not record the end of %s", self.__name__)
+            call.session._not_recorded(self.__name__, node.parent, failure)
         if call.callbacks:
             if isinstance(exc, RunStopped):
                 node.meta["stop_reason"] = exc.reason
@@ -351,52 +388,36 @@ def _wrap(
             if node.parent is None:
                 notify(call.callbacks, "on_run_end", node, record_on=node)
 
-    if inspect.iscoroutinefunction(fn):
 
-        @functools.wraps(fn)
-        async def wrapper(*args: Any, **kwargs: Any) -> Any:
-            call = begin(args, kwargs)
-            if call.resumed is not _NOT_RESUMED:
-                end(call, None, None)
-                return call.resumed
-            try:
-                result = await fn(*args, **kwargs)
-            except BaseException as exc:
-                end(call, None, exc)
-                raise
-            end(call, result, None)
-            return result
+class AsyncAgenticFunction(AgenticFunction[P, Awaitable[R]]):
+    """@agentic_function of an `async def` function: awaiting a call records it. Python
+    3.12 and later tell it for a coroutine function (inspect.iscoroutinefunction); before
+    that, openprogram.agentic.function.is_async() does."""
 
-    else:
+    def __init__(self, fn: Callable[P, Awaitable[R]], *args: Any, **kwargs: Any) -> None:
+        super().__init__(fn, *args, **kwargs)
+        mark = getattr(inspect, "markcoroutinefunction", None)
+        if mark is not None:
+            mark(self)
 
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            call = begin(args, kwargs)
-            if call.resumed is not _NOT_RESUMED:
-                end(call, None, None)
-                return call.resumed
-            try:
-                result = fn(*args, **kwargs)
-            except BaseException as exc:
-                end(call, None, exc)
-                raise
-            end(call, result, None)
-            return result
+    async def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:  # type: ignore[override]
+        call = self._begin(args, kwargs)
+        if call.resumed is not _NOT_RESUMED:
+            self._end(call, None, None)
+            return call.resumed  # type: ignore[no-any-return]
+        try:
+            result = await self.__wrapped__(*args, **kwargs)
+        except BaseException as exc:
+            self._end(call, None, exc)
+            raise
+        self._end(call, result, None)
+        return result
 
-    wrapper.expose = expose  # type: ignore[attr-defined]
-    wrapper.render_range = (  # type: ignore[attr-defined]
-        render_range.as_dict() if render_range else {"callers": None, "subcalls": -1}
-    )
-    wrapper.input_meta = {k: dict(v) for k, v in meta.items()}  # type: ignore[attr-defined]
-    wrapper.system = system  # type: ignore[attr-defined]
-    wrapper.render_output = render_output  # type: ignore[attr-defined]
-    wrapper.compactor = compactor  # type: ignore[attr-defined]
-    wrapper.effect = effect  # type: ignore[attr-defined]
-    arguments_model = _arguments_model(fn, signature, meta, skipped | set(hidden))
-    wrapper.spec = _tool_spec(fn, arguments_model)  # type: ignore[attr-defined]
-    wrapper._arguments_model = arguments_model  # type: ignore[attr-defined]
-    wrapper.__agentic__ = True  # type: ignore[attr-defined]
-    return wrapper
+
+def is_async(fn: Any) -> bool:
+    """Whether calling `fn` gives an awaitable to await: a coroutine function, or a
+    decorated one (which Python before 3.12 does not tell for one)."""
+    return isinstance(fn, AsyncAgenticFunction) or inspect.iscoroutinefunction(fn)
 
 
 def _note_render_output(
@@ -412,149 +433,15 @@ def _note_render_output(
         )
 
 
-def _binder(
-    signature: inspect.Signature, skipped: set[str]
-) -> Callable[[tuple[Any, ...], dict[str, Any]], dict[str, Any]]:
-    """A function giving the bound arguments (defaults applied, `skipped` left out).
-
-    Plain signatures (no *args, **kwargs or positional-only parameters) bind by hand,
-    several times faster than Signature.bind; anything unusual falls back to it, which
-    also raises the same TypeError Python would."""
-    params = list(signature.parameters.values())
-    plain = all(p.kind is p.POSITIONAL_OR_KEYWORD or p.kind is p.KEYWORD_ONLY for p in params)
-    positional = [p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
-    names = [p.name for p in params]
-    defaults = {p.name: p.default for p in params if p.default is not p.empty}
-    known = set(names)
-
-    def slow(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-        bound = signature.bind(*args, **kwargs)
-        bound.apply_defaults()
-        return {k: v for k, v in bound.arguments.items() if k not in skipped}
-
-    if not plain:
-        return slow
-
-    def fast(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-        if len(args) > len(positional) or not known.issuperset(kwargs):
-            return slow(args, kwargs)
-        given = dict(zip(positional, args, strict=False))
-        for key, value in kwargs.items():
-            if key in given:
-                return slow(args, kwargs)
-            given[key] = value
-        arguments = {}
-        for name in names:
-            if name in given:
-                value = given[name]
-            elif name in defaults:
-                value = defaults[name]
-            else:
-                return slow(args, kwargs)
-            if name not in skipped:
-                arguments[name] = value
-        return arguments
-
-    return fast
-
-
 class _Call:
     """Bookkeeping of one call between begin and end."""
 
-    __slots__ = (
-        "callbacks",
-        "compactor_token",
-        "frame_token",
-        "meta_token",
-        "node",
-        "resumed",
-        "run",
-        "runtime_token",
-        "session",
-        "session_token",
-        "tool_token",
-    )
+    __slots__ = ("callbacks", "node", "resumed", "run", "session", "token")
 
     def __init__(self) -> None:
         self.session: Any = None
         self.node: Node | None = None
         self.run: Node | None = None
-        self.frame_token: Any = None
-        self.runtime_token: Any = None
-        self.tool_token: Any = None
-        self.meta_token: Any = None
-        self.compactor_token: Any = None
-        self.session_token: Any = None
+        self.token: Token[_context.CallContext] | None = None  # leaves the call's context
         self.callbacks: Any = ()
         self.resumed: Any = _NOT_RESUMED
-
-
-def _runtime_positional(signature: inspect.Signature, args: tuple[Any, ...]) -> bool:
-    index = list(signature.parameters).index("runtime")
-    return len(args) > index and args[index] is not None
-
-
-def _arguments_model(
-    fn: Callable[..., Any],
-    signature: inspect.Signature,
-    meta: Mapping[str, Mapping[str, Any]],
-    left_out: set[str],
-) -> type[BaseModel]:
-    """A pydantic model of the parameters a model may pass (the tool's arguments)."""
-    hints = _annotations(fn)
-    fields: dict[str, Any] = {}
-    for param in signature.parameters.values():
-        if param.name in left_out or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            continue
-        entry = meta.get(param.name, {})
-        annotation = hints.get(param.name, Any)
-        extra: dict[str, Any] = {}
-        if entry.get("options") is not None:
-            extra["enum"] = list(entry["options"])
-        default = ... if param.default is inspect.Parameter.empty else param.default
-        fields[param.name] = (
-            annotation,
-            Field(
-                default=default,
-                description=entry.get("description"),
-                json_schema_extra=extra or None,
-            ),
-        )
-    try:
-        model = create_model(fn.__name__, **fields)  # type: ignore[call-overload]  # dynamic fields
-        model.model_json_schema()
-    except Exception:  # an annotation pydantic cannot schema: describe it loosely
-        loose = {k: (Any, v[1]) for k, v in fields.items()}
-        model = create_model(fn.__name__, **loose)  # type: ignore[call-overload]  # dynamic fields
-    return model  # type: ignore[no-any-return]
-
-
-def _tool_spec(fn: Callable[..., Any], model: type[BaseModel]) -> dict[str, Any]:
-    """OpenAI-style tool spec `{"name", "description", "parameters"}` from the signature."""
-    parameters = model.model_json_schema()
-    parameters.pop("title", None)
-    for schema in parameters.get("properties", {}).values():
-        schema.pop("title", None)
-    doc = inspect.getdoc(fn) or ""
-    description = doc.split("\n\n", 1)[0].replace("\n", " ").strip()
-    return {"name": fn.__name__, "description": description, "parameters": parameters}
-
-
-def _annotations(fn: Callable[..., Any]) -> dict[str, Any]:
-    """Annotations resolved one by one; one that does not resolve (a local or forward
-    reference) counts as Any rather than spoiling the others."""
-    raw = inspect.get_annotations(fn)
-    namespace = {**getattr(fn, "__globals__", {})}
-    if fn.__closure__:
-        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__, strict=True):
-            with contextlib.suppress(ValueError):  # an empty cell: not bound yet
-                namespace[name] = cell.cell_contents
-    resolved: dict[str, Any] = {}
-    for name, annotation in raw.items():
-        if isinstance(annotation, str):
-            try:
-                annotation = eval(annotation, namespace)
-            except Exception:
-                annotation = Any
-        resolved[name] = annotation
-    return resolved

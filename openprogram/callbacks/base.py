@@ -127,7 +127,7 @@ def _record_stop(frame: Any, reason: str) -> None:
 
 def current_run() -> Node | None:
     """The run (top-level code node) of the calling context, or None outside any call."""
-    frame_id = _context.frame_var.get()
+    frame_id = _context.frame_id()
     if frame_id is None:
         return None
     dag = _context.current_session().dag

@@ -304,7 +304,7 @@ class TrajectorySaver(Callback):
         return messages
 
     def _save_request(self, trajectory: _Trajectory, messages: list[dict[str, Any]]) -> None:
-        frame_id = _context.frame_var.get()
+        frame_id = _context.frame_id()
         frame = _context.current_session().dag.get(frame_id)
         with trajectory.lock:
             index = len(trajectory.exchanges) + 1

@@ -1,24 +1,33 @@
-"""Ambient state: the current frame, session and runtime of this thread or task.
+"""Ambient state: the call context of this thread or task, and the live sessions.
 
-Everything lives in contextvars so threads and asyncio tasks never share a call stack.
-Entered sessions and runtimes are also registered process-wide, so a plain thread (one
-that did not copy a context) finds them by the threads rule of DESIGN.md §3: the one
-live, or a UsageError when several are. This layer sits below session.py and
-runtime.py: it knows them only as the AmbientSession and AmbientRuntime protocols, and
-they register the factories of the process defaults. Start at current_session().
+What a call runs in (its frame, session and runtime, the tool call it answers, the meta
+the next recorded call takes, its compactor, ask_user's schema) is one frozen
+CallContext held in one ContextVar: a call that changes any of it enters a new one and
+leaves it by its token, so threads and asyncio tasks never share a call stack and no
+part is ever changed in place. Entered sessions and runtimes are also registered
+process-wide, so a plain thread (one that did not copy a context) finds them by the
+threads rule of DESIGN.md §3: the one live, or a UsageError when several are. This layer
+sits below session.py and runtime.py: it knows them only as the AmbientSession and
+AmbientRuntime protocols, and the package root provides the makers of the process
+defaults (_wiring.py). Start at call_context() and current_session().
 """
 
 from __future__ import annotations
 
-import importlib
+import dataclasses
 import os
 import threading
-from collections.abc import Callable, Sequence
-from contextvars import ContextVar
-from typing import Any, Protocol, TypeVar
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar, Token
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from openprogram.core.dag import ContextDAG, Node
+from openprogram import _wiring
 from openprogram.errors import UsageError
+
+if TYPE_CHECKING:
+    from openprogram.core.dag import ContextDAG, Node
 
 
 class AmbientSession(Protocol):
@@ -52,16 +61,77 @@ class AmbientRuntime(Protocol):
     def callbacks(self) -> Sequence[Any]: ...
 
 
-frame_var: ContextVar[str | None] = ContextVar("openprogram_frame", default=None)
-session_var: ContextVar[AmbientSession | None] = ContextVar("openprogram_session", default=None)
-runtime_var: ContextVar[AmbientRuntime | None] = ContextVar("openprogram_runtime", default=None)
+@dataclass
+class ToolCallSlot:
+    """Set by the tool loop around one tool call: the call's id and the llm node that
+    asked for it; the next recorded call takes them into its meta and leaves its node."""
+
+    id: str
+    asked_by: str
+    node: Node | None = None
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """What the code running here is part of; replaced, never changed, when a call starts.
+
+    frame: the id of the running agentic function's code node (None at top level).
+    session, runtime: the ones this context chose (None: the threads rule decides).
+    tool_call: the model's tool call the next recorded call answers.
+    next_meta: meta the next recorded call carries on its node (not the calls inside it).
+    compactor: the innermost running function's own compactor.
+    schema: the pydantic model an ask_user answer is validated into.
+    """
+
+    frame: str | None = None
+    session: AmbientSession | None = None
+    runtime: AmbientRuntime | None = None
+    tool_call: ToolCallSlot | None = None
+    next_meta: Mapping[str, Any] | None = None
+    compactor: Callable[[str], Any] | None = None
+    schema: type[Any] | None = None
+
+
+_OUTSIDE = CallContext()  # frozen, so one is shared by every context outside any call
+_call: ContextVar[CallContext] = ContextVar("openprogram_call", default=_OUTSIDE)
+
+
+def call_context() -> CallContext:
+    """This thread's or task's call context."""
+    return _call.get()
+
+
+def frame_id() -> str | None:
+    """The id of the code node of the agentic function running here (None at top level)."""
+    return _call.get().frame
+
+
+def enter(**changes: Any) -> Token[CallContext]:
+    """Make a new call context, this one with `changes` (CallContext's fields), current;
+    leave(token) restores the one before."""
+    return _call.set(dataclasses.replace(_call.get(), **changes))
+
+
+def leave(token: Token[CallContext]) -> None:
+    """Restore the call context that was current before enter() gave `token`."""
+    _call.reset(token)
+
+
+@contextmanager
+def entered(**changes: Any) -> Iterator[CallContext]:
+    """enter(**changes) for the block; the new call context."""
+    token = enter(**changes)
+    try:
+        yield _call.get()
+    finally:
+        leave(token)
+
 
 _lock = threading.Lock()  # made anew in a fork child (below)
 _entered: list[AmbientSession] = []  # live sessions, once per `with` block still open
 _live_runtimes: list[AmbientRuntime] = []  # likewise for runtimes made ambient
 _default: list[AmbientSession] = []
 _default_runtime: list[AmbientRuntime] = []
-_factories: dict[str, Callable[[], Any]] = {}
 
 T = TypeVar("T")
 
@@ -82,16 +152,6 @@ _FIX = (
 )
 
 
-def set_session_factory(factory: Callable[[], AmbientSession]) -> None:
-    """How the process default session is made (session.py registers `Session`)."""
-    _factories["session"] = factory
-
-
-def set_runtime_factory(factory: Callable[[], AmbientRuntime]) -> None:
-    """How the process default runtime is made (runtime.py registers `Runtime`)."""
-    _factories["runtime"] = factory
-
-
 def push_session(session: AmbientSession) -> None:
     with _lock:
         _entered.append(session)
@@ -108,6 +168,12 @@ def push_runtime(runtime: AmbientRuntime) -> None:
 
 def pop_runtime(runtime: AmbientRuntime) -> None:
     _remove(_live_runtimes, runtime)
+
+
+def entered_sessions() -> list[AmbientSession]:
+    """The sessions entered (`with`) in this process now, once per open block."""
+    with _lock:
+        return list(_entered)
 
 
 def _remove(live: list[Any], item: Any) -> None:
@@ -134,17 +200,11 @@ def _the_one_live(live: list[T], what: str) -> T | None:
     return distinct[0] if distinct else None
 
 
-# the modules that register each default's factory when imported (this layer makes no
-# Session or Runtime itself): imported on first need, since `import openprogram` is lazy
-_REGISTRARS = {"session": "openprogram.session.session", "runtime": "openprogram.runtime.runtime"}
-
-
 def _process_default(defaults: list[T], what: str) -> T:
-    if what not in _factories:
-        importlib.import_module(_REGISTRARS[what])
+    make = _wiring.factory(what)
     with _lock:
         if not defaults:
-            defaults.append(_factories[what]())
+            defaults.append(make())
         return defaults[0]
 
 
@@ -152,7 +212,7 @@ def current_session() -> AmbientSession:
     """The session that records here: this context's (`with Session()`); else, in a plain
     thread, the one session live in the process; else a process-wide default in-memory
     session. Raises UsageError when this context has none and several are live."""
-    session = session_var.get()
+    session = _call.get().session
     if session is not None:
         return session
     live = _the_one_live(_entered, "Session")
@@ -169,7 +229,7 @@ def is_process_default(session: AmbientSession) -> bool:
 def live_runtime() -> AmbientRuntime | None:
     """This context's Runtime, else the one live in the process (None when none is).
     Raises UsageError when this context has none and several are live."""
-    runtime = runtime_var.get()
+    runtime = _call.get().runtime
     if runtime is not None:
         return runtime
     return _the_one_live(_live_runtimes, "Runtime")

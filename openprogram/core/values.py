@@ -298,9 +298,13 @@ def _fields(value: Any, kind: type) -> tuple[str, Any] | str | None:
         return FIELDS, {a.name: getattr(value, a.name) for a in attributes}
     if isinstance(value, PurePath):
         return VALUE, str(value)
-    if isinstance(value, type) or (
-        isinstance(value, (types.FunctionType, types.BuiltinFunctionType))
-        and isinstance(getattr(value, "__self__", None), (types.ModuleType, type(None)))
+    if (
+        isinstance(value, type)
+        or getattr(kind, "__agentic__", False) is True  # a decorated function
+        or (
+            isinstance(value, (types.FunctionType, types.BuiltinFunctionType))
+            and isinstance(getattr(value, "__self__", None), (types.ModuleType, type(None)))
+        )
     ):  # not a bound method: its object would be left out
         name = f"{getattr(value, '__module__', None)}.{getattr(value, '__qualname__', '')}"
         return None if "<" in name or name.startswith("None.") else name

@@ -118,7 +118,7 @@ def run_case(
     """One run of one case, in this (copied) context: its session, the call, the scores."""
     from openprogram.session.session import Session
 
-    _context.frame_var.set(None)  # a copy made inside a call must not nest under it
+    _context.enter(frame=None)  # a copy made inside a call must not nest under it
     try:
         if store is not None and store.session(session_id) is not None:
             session = Session.open(store, session_id, resume=True)  # an interrupted eval
@@ -156,7 +156,7 @@ def run_in(
         except Exception as exc:
             runtime, error = None, f"model {echo(model, 60)}: {error_text(exc)}"
         with runtime if runtime is not None else nullcontext():
-            token = _context.frame_var.set(frame)
+            token = _context.enter(frame=frame)
             try:
                 if error is None and case.turns is not None:
                     output, error = _converse(fn, case)
@@ -166,7 +166,7 @@ def run_in(
                     except Exception as exc:
                         error = error_text(exc)
             finally:
-                _context.frame_var.reset(token)
+                _context.leave(token)
             duration = time.perf_counter() - started
             agentic = getattr(fn, "__agentic__", False)
             run = Run(

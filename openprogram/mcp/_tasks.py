@@ -182,7 +182,7 @@ class Tasks:
         open on a thread of its own until the call's operations end. `client`: the
         connection asking (its tasks/list lists the task)."""
         try:
-            parsed = fn._arguments_model.model_validate(arguments)
+            parsed = fn.arguments_model.model_validate(arguments)
         except ValidationError as exc:
             return self._error(f"invalid arguments for {fn.spec['name']}: {exc.errors()[0]['msg']}")
         kwargs = {name: getattr(parsed, name) for name in parsed.model_fields_set}

@@ -13,7 +13,6 @@ import asyncio
 import base64
 import contextlib
 import importlib
-import inspect
 import json
 import logging
 import os
@@ -28,6 +27,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from openprogram.agentic.function import is_async
 from openprogram.callbacks.base import Callback
 from openprogram.core import _secrets
 from openprogram.core.image import Image, is_image
@@ -303,7 +303,7 @@ def _run(
 ) -> Any:
     """One call in its own recorded session: the result as MCP content, the error as
     an error result; the session's id in the result's `_meta`."""
-    schema = fn._arguments_model  # type: ignore[attr-defined]
+    schema = fn.arguments_model  # type: ignore[attr-defined]
     try:
         parsed = schema.model_validate(arguments)
     except ValidationError as exc:
@@ -311,7 +311,7 @@ def _run(
     kwargs = {name: getattr(parsed, name) for name in parsed.model_fields_set}
     with Session(store) as session, Runtime(model, callbacks=[stop], **options):
         try:
-            if inspect.iscoroutinefunction(fn):
+            if is_async(fn):
                 value = asyncio.run(_until_stopped(fn(**kwargs), stop))
             else:
                 value = fn(**kwargs)

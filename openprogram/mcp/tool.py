@@ -260,7 +260,7 @@ def _approved(name: str, arguments: dict[str, Any], question: Any) -> bool:
     text = question(**arguments) if callable(question) else approval(name, arguments)
     if ask_user(text, choices=["yes", "no"]) == "yes":
         return True
-    node = _context.current_session().dag.get(_context.frame_var.get())
+    node = _context.current_session().dag.get(_context.frame_id())
     if node is not None:
         node.meta["declined"] = True
     return False
@@ -270,7 +270,7 @@ def _begin(server: str, tool: str) -> Any:
     """Note on the running call's node where it runs (`meta["mcp"]`); under a
     ReplayModel, the recorded result of the same call instead of asking the server
     (an error recorded raises again), else _LIVE."""
-    frame = _context.frame_var.get()
+    frame = _context.frame_id()
     session = _context.current_session()
     node = session.dag.get(frame) if frame is not None else None
     if node is None:

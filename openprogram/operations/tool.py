@@ -38,7 +38,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _manager() -> OperationManager | None:
-    runtime = _context.live_runtime() or _context.runtime_var.get()
+    runtime = _context.live_runtime() or _context.call_context().runtime
     return getattr(runtime, "operations", None)
 
 
@@ -125,7 +125,7 @@ def _without_return(raw: Callable[..., Any]) -> Callable[..., Any]:
 
 def _run(raw: Callable[..., Any], background: bool, args: Any, kwargs: Any) -> Any:
     session = _context.current_session()
-    frame = _context.frame_var.get()
+    frame = _context.frame_id()
     node = session.dag.node(frame) if frame is not None and frame in session.dag else None
     if node is None:  # not recorded: describe and run without a record
         raise UsageError(

@@ -60,7 +60,7 @@ class ExchangeRecord:
         options = dict(options)
         session = _context.current_session()
         dag = session.dag
-        frame_id = _context.frame_var.get()
+        frame_id = _context.frame_id()
         frame = dag.get(frame_id)
         if frame_id is not None and frame is None:
             frame_id = None

@@ -10,10 +10,10 @@ thread (llm()), `adrive` awaits them (allm()). Start at drive().
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import AsyncIterator, Callable, Generator, Iterable, Iterator
 from typing import Any, NoReturn, TypeVar
 
+from openprogram.agentic.function import is_async
 from openprogram.core.dag import Node
 from openprogram.errors import ModelError
 from openprogram.models.model import Model, ModelReply, ModelRequest, ToolCall
@@ -141,7 +141,7 @@ class Call(Effect):
         return self.function(self.argument)
 
     async def arun(self, runtime: Any) -> Any:
-        if inspect.iscoroutinefunction(self.function):
+        if is_async(self.function):
             return await self.function(self.argument)
         return await asyncio.to_thread(self.function, self.argument)
 

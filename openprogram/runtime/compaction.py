@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from openprogram.agentic.function import _compactor, _recorded_with, agentic_function
+from openprogram.agentic.function import agentic_function
 from openprogram.core import _context
 from openprogram.core.dag import RenderRange, check_render_range
 from openprogram.core.image import Image, is_image
@@ -101,7 +101,7 @@ def _summarizing(compactor: Any, covers: list[int]) -> Iterator[None]:
     """The compactor's call, recorded with `covers`; a failure other than a stop or a
     usage error is logged and swallowed (the render then drops what does not fit)."""
     try:
-        with _recorded_with({"covers": covers}):
+        with _context.entered(next_meta={"covers": covers}):
             yield
     except (RunStopped, UsageError):
         raise
@@ -123,7 +123,7 @@ def _plan(
     """(compactor, text, covers) when the coming render would drop uncovered history."""
     session = _context.current_session()
     dag = session.dag
-    frame_id = _context.frame_var.get()
+    frame_id = _context.frame_id()
     frame = dag.get(frame_id) if frame_id is not None else None
     window = check_render_range(override) if override is not None else None
     if window is None and frame is not None:
@@ -151,7 +151,8 @@ def _plan(
         lines.append(f"Summary of what came before: {fitted.summary.output}")
         first = min(first, fitted.summary.meta["covers"][0])
     lines.extend(fitted.lines(fresh))
-    compactor = _compactor.get() or getattr(runtime, "compactor", None) or summarize_history
+    own = _context.call_context().compactor
+    compactor = own or getattr(runtime, "compactor", None) or summarize_history
     return compactor, "\n".join(lines), [first, fresh[-1].seq]
 
 

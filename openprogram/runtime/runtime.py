@@ -150,13 +150,13 @@ class Runtime(ExchangeRecord):
         return self._ledger.usage
 
     def __enter__(self) -> Runtime:
-        self._tokens.append(_context.runtime_var.set(self))
+        self._tokens.append(_context.enter(runtime=self))
         _context.push_runtime(self)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         _context.pop_runtime(self)
-        _context.runtime_var.reset(self._tokens.pop())
+        _context.leave(self._tokens.pop())
 
     def __repr__(self) -> str:
         return f"Runtime(model={self._model_name(None)!r})"
@@ -376,9 +376,6 @@ def current_runtime() -> Runtime:
     UsageError when this context has none and several are live (DESIGN.md §3)."""
     # the ambient runtime is one a `with Runtime()` or a `runtime=` argument made so
     return cast(Runtime, _context.current_runtime())
-
-
-_context.set_runtime_factory(Runtime)
 
 
 def llm(

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from openprogram.agentic.function import _tool_call, _ToolCallSlot, agentic_function
+from openprogram.agentic.function import agentic_function, is_async
 from openprogram.core import _context
 from openprogram.core.dag import Node
 from openprogram.echo import cut, echo
@@ -77,8 +77,8 @@ class _Tool:
                 fn = _wrap_plain(fn)
             self.fn = fn
             self.spec = fn.spec  # type: ignore[attr-defined]
-            self.model: type[BaseModel] = fn._arguments_model  # type: ignore[attr-defined]
-            self.is_async = inspect.iscoroutinefunction(fn)
+            self.model: type[BaseModel] = fn.arguments_model  # type: ignore[attr-defined]
+            self.is_async = is_async(fn)
             self.afn = fn
         self.name: str = self.spec["name"]
         if not _NAME.match(self.name):
@@ -205,8 +205,8 @@ class Toolbox:
         tool, arguments, problem = self._resolve(call)
         if tool is None:
             return _refuse(call, asked_by, problem or "")
-        slot = _ToolCallSlot(call.id, asked_by.id)
-        token = _tool_call.set(slot)
+        slot = _context.ToolCallSlot(call.id, asked_by.id)
+        token = _context.enter(tool_call=slot)
         try:
             yield _RunTool(tool, arguments)
         except _PROPAGATE:
@@ -214,7 +214,7 @@ class Toolbox:
         except Exception as exc:  # the node records it; the model is told
             return _unrecorded(slot, call, asked_by, exc)
         finally:
-            _tool_call.reset(token)
+            _context.leave(token)
         return _unrecorded(slot, call, asked_by, None)
 
     def _resolve(self, call: ToolCall) -> tuple[_Tool | None, dict[str, Any], str | None]:
@@ -316,7 +316,9 @@ def _refuse(call: ToolCall, asked_by: Node, problem: str) -> str:
     return node.id
 
 
-def _unrecorded(slot: _ToolCallSlot, call: ToolCall, asked_by: Node, exc: Exception | None) -> str:
+def _unrecorded(
+    slot: _context.ToolCallSlot, call: ToolCall, asked_by: Node, exc: Exception | None
+) -> str:
     """The node of a tool call that ran; one is made when the call was not recorded (a
     call Python refused before the function ran), so the model still gets the error."""
     if slot.node is not None:

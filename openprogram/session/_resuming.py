@@ -25,7 +25,7 @@ from openprogram.agentic._resume import (
     path_text,
     resumed_output,
 )
-from openprogram.agentic.function import _annotations
+from openprogram.agentic._signature import resolved_annotations
 from openprogram.core import _context, _secrets
 from openprogram.core.dag import Kind, Node
 from openprogram.core.image import ImageRef
@@ -212,7 +212,7 @@ def _return_adapter(fn: Any) -> Any:
     """A pydantic TypeAdapter for fn's return annotation, or None when it has none
     (or one pydantic cannot validate)."""
     try:
-        annotation = _annotations(inspect.unwrap(fn)).get("return", inspect.Signature.empty)
+        annotation = resolved_annotations(inspect.unwrap(fn)).get("return", inspect.Signature.empty)
     except Exception:
         return None
     if annotation in (inspect.Signature.empty, Any):

@@ -55,7 +55,7 @@ def idempotency_key() -> str:
 
     Raises UsageError outside such a call."""
     session = _context.current_session()
-    frame = session.dag.get(_context.frame_var.get())
+    frame = session.dag.get(_context.frame_id())
     while frame is not None:
         key = frame.meta.get("key")
         if key is not None and frame.meta.get("effect") is not None:
@@ -64,7 +64,7 @@ def idempotency_key() -> str:
     raise UsageError(
         "idempotency_key() is only known inside a call declared with an effect: "
         "@agentic_function(effect='once') or effect='idempotent'"
-        + ("" if _context.frame_var.get() is not None else " (it was called at top level)")
+        + ("" if _context.frame_id() is not None else " (it was called at top level)")
     )
 
 

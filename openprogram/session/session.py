@@ -59,7 +59,7 @@ def current_session() -> Session:
 
 def current_frame() -> Node | None:
     """The code node of the agentic function running here, or None at top level."""
-    frame = _context.frame_var.get()
+    frame = _context.frame_id()
     return None if frame is None else current_session().dag.get(frame)
 
 
@@ -98,7 +98,7 @@ class Session(Resuming):
         self.store = store
         self.info = SessionInfo(id=id, created_at=time.time())
         self._owns_store = owns
-        self._tokens: list[Token[_context.AmbientSession | None]] = []
+        self._tokens: list[Token[_context.CallContext]] = []
         self._inputs: dict[str, str] = {}
         self._lock = threading.Lock()
         self._recorder: Recorder | None = None
@@ -212,14 +212,14 @@ class Session(Resuming):
         if not self._tokens:
             self._claim()
             self._drains = _drain.install()
-        self._tokens.append(_context.session_var.set(self))
+        self._tokens.append(_context.enter(session=self))
         _context.push_session(self)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         _context.pop_session(self)
         if self._tokens:
-            _context.session_var.reset(self._tokens.pop())
+            _context.leave(self._tokens.pop())
         if not self._tokens:
             try:
                 if self._resumer is not None:
@@ -517,7 +517,6 @@ class Session(Resuming):
         return f"Session(id={self.id!r}, nodes={len(self.dag)}{where})"
 
 
-_context.set_session_factory(Session)
 _recording: weakref.WeakSet[Session] = weakref.WeakSet()
 """The sessions that record into a store (detached in a fork child)."""
 

@@ -327,9 +327,9 @@ def test_a_strict_observer_failing_at_call_start_ends_the_call_cleanly():
         assert current_session() is session
     (node,) = session.dag.nodes
     assert ran == [] and node.status == "error"
-    from openprogram.core._context import frame_var
+    from openprogram.core._context import frame_id
 
-    assert frame_var.get() is None
+    assert frame_id() is None
 
 
 def test_arguments_are_bound_like_python_binds_them():
