@@ -9,6 +9,7 @@ import logging
 import os
 import sys
 import time
+from typing import Any
 
 import click
 
@@ -17,6 +18,7 @@ from openprogram.cli._print import json_text, say, styled
 from openprogram.cli._root import cli
 from openprogram.cli._stores import opened_store, resolve_id
 from openprogram.core.dag import Node
+from openprogram.echo import mask_url
 from openprogram.errors import OpenProgramError
 
 __all__ = ["runs_group", "watch_command", "worker_command"]
@@ -36,9 +38,21 @@ _COLOUR = {"completed": "green", "error": "red", "running": "yellow", "waiting":
               help="Import MODULE first (repeat for several).")  # fmt: skip
 @click.option("--until-idle", is_flag=True,
               help="Exit once no run is queued or running on the queues.")  # fmt: skip
+@click.option("--ray", "ray_address", default=None, metavar="ADDRESS",
+              help="Run the workers as Ray actors on the cluster at ADDRESS ('auto': the "
+                   "one this machine is part of; 'local': a private one).")  # fmt: skip
+@click.option("--replicas", default=1, show_default=True, type=click.IntRange(1),
+              help="With --ray: how many workers (actors) to place on the cluster.")  # fmt: skip
+@click.option("--num-cpus", default=1.0, show_default=True, type=click.FloatRange(0),
+              help="With --ray: CPUs each worker asks Ray for.")  # fmt: skip
+@click.option("--num-gpus", default=0.0, show_default=True, type=click.FloatRange(0),
+              help="With --ray: GPUs each worker asks Ray for.")  # fmt: skip
+@click.option("--resource", "resources", multiple=True, metavar="NAME=AMOUNT",
+              help="With --ray: a custom Ray resource each worker asks for.")  # fmt: skip
 def worker_command(
     store: str, queues: tuple[str, ...], concurrency: int, imports: tuple[str, ...],
-    until_idle: bool,
+    until_idle: bool, ray_address: str | None, replicas: int, num_cpus: float,
+    num_gpus: float, resources: tuple[str, ...],
 ) -> None:  # fmt: skip
     """Run the queued runs of STORE (a SQLite file or postgresql:// URL), each inside its
     session, and take over the runs of workers that died.
@@ -56,6 +70,14 @@ def worker_command(
             raise click.ClickException(f"--import {module}: {exc}") from exc
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    if ray_address is not None:
+        asked = _resources(resources)
+        _ray_workers(store, ray_address, until_idle, replicas=replicas, queues=queues,
+                     concurrency=concurrency, imports=imports, num_cpus=num_cpus,
+                     num_gpus=num_gpus, resources=asked)  # fmt: skip
+        return
+    if (replicas, num_cpus, num_gpus, resources) != (1, 1.0, 0.0, ()):
+        raise click.UsageError("--replicas, --num-cpus, --num-gpus and --resource go with --ray")
     try:
         worker = Worker(store, queues=queues, concurrency=concurrency)
     except OpenProgramError as exc:
@@ -66,6 +88,57 @@ def worker_command(
     worker.run(until_idle=until_idle)
     say(f"worker {os.getpid()} stopped: {worker.finished} runs in "
         f"{time.monotonic() - start:.1f} s", err=True)  # fmt: skip
+
+
+def _resources(pairs: tuple[str, ...]) -> dict[str, float]:
+    asked: dict[str, float] = {}
+    for pair in pairs:
+        name, _, amount = pair.partition("=")
+        try:
+            asked[name] = float(amount)
+        except ValueError:
+            raise click.BadParameter(
+                f"{pair!r} is not NAME=AMOUNT", param_hint="--resource"
+            ) from None
+        if not name:
+            raise click.BadParameter(f"{pair!r} names no resource", param_hint="--resource")
+    return asked
+
+
+def _ray_workers(store: str, address: str, until_idle: bool, **options: Any) -> None:
+    """`worker --ray`: RayWorkers until idle, or until SIGTERM / Ctrl-C drains them."""
+    import signal
+    import threading
+
+    from openprogram.runs import RayWorkers
+
+    stopping = threading.Event()
+    if address == "local":  # a private cluster's workers name run functions as from here
+        path = os.pathsep.join(p for p in (os.getcwd(), os.environ.get("PYTHONPATH")) if p)
+        options["runtime_env"] = {"env_vars": {"PYTHONPATH": path}}
+    try:
+        workers = RayWorkers(store, address=None if address == "local" else address, **options)
+        workers.start(until_idle=until_idle)
+    except (OpenProgramError, ImportError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    previous = {
+        s: signal.signal(s, lambda *_: stopping.set()) for s in (signal.SIGTERM, signal.SIGINT)
+    }
+    say(f"{workers.replicas} Ray workers ready: {mask_url(workers.store)}, queues "
+        f"{', '.join(workers.queues)}, {workers.concurrency} at once each", err=True)  # fmt: skip
+    try:
+        while not stopping.is_set():
+            try:
+                done = workers.wait(timeout=0.5)
+            except TimeoutError:
+                continue
+            finished = sum(int(replica.get("finished") or 0) for replica in done)
+            say(f"Ray workers idle: {finished} runs", err=True)
+            break
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        workers.stop()
 
 
 @cli.group("runs")

@@ -11,14 +11,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 from openprogram.core import _secrets
-from openprogram.echo import cut, echo, mask_url
-from openprogram.errors import ConfigError, StoreError, UsageError
+from openprogram.echo import cut, echo
+from openprogram.errors import ConfigError, UsageError
 from openprogram.evals._running import Plan, resolve_function, run_case
 from openprogram.evals.dataset import Case
 from openprogram.evals.report import RunResult
+from openprogram.operations.ray import shared_store
 
 __all__ = ["run_on_ray", "worker_store"]
 
@@ -37,51 +37,9 @@ def _ray() -> Any:
     return ray
 
 
-def _local(address: str | None) -> bool:
-    if address in (None, "local", "auto"):
-        return True
-    host = urlsplit(address if "://" in address else f"ray://{address}").hostname or ""
-    return host in ("localhost", "::1") or host.startswith("127.")
-
-
 def worker_store(store: Any, address: str | None) -> str:
-    """The store URL every Ray worker opens: a PostgreSQL URL, or an SQLite file (its
-    absolute path) when the workers share this machine. Checks that it opens and
-    creates the file. Raises UsageError for no store, ConfigError for one the workers
-    cannot reach or that cannot be opened."""
-    from openprogram.store.open import open_store
-    from openprogram.store.sqlite import SQLiteStore
-
-    if isinstance(store, SQLiteStore) and not store.memory:
-        spec: Any = store.url
-    elif isinstance(store, (str, os.PathLike)) and str(store) not in ("", "memory"):
-        spec = os.fspath(store)
-    else:
-        raise UsageError(
-            f"engine='ray' records every run in a store its workers open: pass store= a file "
-            f"path, 'sqlite:////absolute/file.db' or 'postgresql://...', not {echo(store, 60)}"
-        )
-    if "://" not in spec:
-        spec = os.path.abspath(os.path.expanduser(spec))  # a worker's folder may differ
-    if not spec.startswith(("postgresql://", "postgres://")) and not _local(address):
-        raise ConfigError(
-            f"store={echo(mask_url(spec))}: workers on other machines cannot share an SQLite "
-            "file; pass store='postgresql://user@host/db' that every node can reach"
-        )
-    opened = None
-    try:
-        opened, _ = open_store(spec)
-        assert opened is not None
-        opened.list_sessions()
-    except StoreError as exc:
-        raise ConfigError(
-            f"cannot use the store {echo(mask_url(spec))} ({cut(mask_url(str(exc)))}); no run "
-            "was started"
-        ) from exc
-    finally:
-        if opened is not None:
-            opened.close()
-    return str(spec)
+    """The store URL every Ray worker opens (operations.ray.shared_store)."""
+    return shared_store(store, address, who="engine='ray'")
 
 
 def _sendable(ray: Any, what: str, value: Any) -> None:

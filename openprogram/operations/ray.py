@@ -1,4 +1,6 @@
 """RayOperations: operations run as Ray tasks, on a cluster of many machines (extra `ray`).
+Also what every Ray user of the project shares: init_ray, and shared_store (the store
+every node of a cluster opens).
 
 Each operation is one Ray task that imports the module registering its kind and runs its
 executor; a thread per operation waits for its result. Heartbeats come back through a
@@ -11,15 +13,22 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import signal
+import socket
 import threading
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
+from openprogram.echo import cut, echo, mask_url
+from openprogram.errors import ConfigError, StoreError, UsageError
 from openprogram.operations.manager import Report, run_executor
 from openprogram.operations.operation import Operation, OperationContext, OperationKind, kind_of
+from openprogram.store.open import open_store
+from openprogram.store.sqlite import SQLiteStore
 
-__all__ = ["RayOperations", "init_ray"]
+__all__ = ["RayOperations", "init_ray", "shared_store"]
 
 
 def _ray() -> Any:
@@ -171,3 +180,57 @@ def init_ray(ray: Any, **options: Any) -> None:
     ray.init(**options)
     if main and before is not None:
         signal.signal(signal.SIGTERM, before)
+
+
+def _local(address: str | None) -> bool:
+    """Whether the cluster at `address` is this machine's: a local one, or one whose head
+    listens on one of this machine's addresses (one a socket here can bind)."""
+    if address in (None, "local", "auto"):
+        return True
+    host = urlsplit(address if "://" in address else f"ray://{address}").hostname or ""
+    if host in ("localhost", "::1") or host.startswith("127."):
+        return True
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_DGRAM) as probe:
+            probe.bind((host, 0))
+    except OSError:
+        return False
+    return True
+
+
+def shared_store(store: Any, address: str | None, *, who: str) -> str:
+    """The store URL every Ray worker of the cluster at `address` opens: a PostgreSQL
+    URL, or an SQLite file (its absolute path) when the workers share this machine.
+    Checks that it opens, creating the file. `who` names the caller in errors. Raises
+    UsageError for no store, ConfigError for one the workers cannot reach or open."""
+    if isinstance(store, SQLiteStore) and not store.memory:
+        spec: Any = store.url
+    elif isinstance(store, (str, os.PathLike)) and str(store) not in ("", "memory"):
+        spec = os.fspath(store)
+    else:
+        raise UsageError(
+            f"{who} records every run in a store its workers open: pass store= a file "
+            f"path, 'sqlite:////absolute/file.db' or 'postgresql://...', not {echo(store, 60)}"
+        )
+    if "://" not in spec:
+        spec = os.path.abspath(os.path.expanduser(spec))  # a worker's folder may differ
+    if not spec.startswith(("postgresql://", "postgres://")) and not _local(address):
+        raise ConfigError(
+            f"store={echo(mask_url(spec))}: workers on other machines cannot share an SQLite "
+            "file; pass store='postgresql://user@host/db' that every node can reach"
+        )
+    opened = None
+    try:
+        opened, _ = open_store(spec)
+        assert opened is not None
+        opened.list_sessions()
+    except StoreError as exc:
+        raise ConfigError(
+            f"cannot use the store {echo(mask_url(spec))} ({cut(mask_url(str(exc)))}); no run "
+            "was started"
+        ) from exc
+    finally:
+        if opened is not None:
+            opened.close()
+    return str(spec)
