@@ -47,10 +47,33 @@ SCREEN = (1920, 1080)
 POLICY_REFUSED = "refused by gui_harness's policy: "
 """How a not-measurable reason starts when the backend's Policy refused the entry."""
 _INEXPRESSIBLE = "gui_harness cannot express it: "
+# the guest's shell. The suite asks its probes through `curl -s -m N URL` (hundreds of
+# times a run: every 0.15 s while it waits for quiet); the agent answers those itself, in
+# the guest's network, as curl would (the body, whatever the HTTP status; exit 7 when
+# nothing answers, 28 on a timeout), rather than start a shell and a curl for each
 _GUEST_AGENT = r"""
-import json, os, signal, subprocess, sys
+import json, os, re, signal, socket, subprocess, sys, urllib.error, urllib.request
+CURL = re.compile(r"curl -s -m (\d+) (http://127\.0\.0\.1:\d+/\S*)")
+def fetch(seconds, url):
+    try:
+        with urllib.request.urlopen(url, timeout=seconds) as answer:
+            return 0, answer.read()
+    except urllib.error.HTTPError as answer:
+        return 0, answer.read()
+    except (TimeoutError, socket.timeout):
+        return 28, b""
+    except (urllib.error.URLError, OSError) as error:
+        timed_out = isinstance(getattr(error, "reason", None), (TimeoutError, socket.timeout))
+        return (28 if timed_out else 7), b""
 for line in sys.stdin:
     request = json.loads(line)
+    asked = CURL.fullmatch(request["cmd"])
+    if asked is not None:
+        rc, body = fetch(int(asked.group(1)), asked.group(2))
+        reply = {"rc": rc, "out": body.decode("utf-8", "replace")}
+        sys.stdout.write(json.dumps(reply) + "\n")
+        sys.stdout.flush()
+        continue
     child = subprocess.Popen(["/bin/sh", "-c", request["cmd"]], stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
                              start_new_session=True)
@@ -216,7 +239,9 @@ class GuiHarnessBackend(Backend):  # type: ignore[misc]  # autoharness has no ty
     def screenshot(self, dst_path: str) -> None:
         if self._screen is None:
             raise DesktopError("boot() the backend before screenshot()")
-        self._screen.screenshot().save(dst_path, "PNG")
+        # the least compression: a 1920x1080 PNG at the default level took a second or
+        # more a step under load, and the suite reads its pixels, not its size
+        self._screen.screenshot().save(dst_path, "PNG", compress_level=1)
 
     def teardown(self) -> None:
         guest, self._guest = self._guest, None
