@@ -8,7 +8,6 @@ their results. What one run does is _running.py's; start at run_on_ray().
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,23 +17,16 @@ from openprogram.errors import ConfigError, UsageError
 from openprogram.evals._running import Plan, resolve_function, run_case
 from openprogram.evals.dataset import Case
 from openprogram.evals.report import RunResult
-from openprogram.operations.ray import shared_store
+from openprogram.operations.ray import import_ray, shared_store
 
 __all__ = ["run_on_ray", "worker_store"]
-
-_RAY_INSTALL = 'pip install "openprogram[ray]"'
 
 Job = tuple[int, Case, int]
 """(the case's number in the dataset, the case, the repeat)."""
 
 
 def _ray() -> Any:
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # nothing reaches the network unasked
-    try:
-        import ray
-    except ImportError as exc:
-        raise ImportError(f"engine='ray' needs Ray: {_RAY_INSTALL} ({exc})") from exc
-    return ray
+    return import_ray("engine='ray'")
 
 
 def worker_store(store: Any, address: str | None) -> str:

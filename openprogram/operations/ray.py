@@ -28,15 +28,22 @@ from openprogram.operations.operation import Operation, OperationContext, Operat
 from openprogram.store.open import open_store
 from openprogram.store.sqlite import SQLiteStore
 
-__all__ = ["RayOperations", "init_ray", "shared_store"]
+__all__ = ["RayOperations", "import_ray", "init_ray", "shared_store"]
 
 
-def _ray() -> Any:
+def import_ray(who: str = "RayOperations") -> Any:
+    """The ray module, with Ray's usage statistics off (nothing reaches the network
+    unasked); ImportError naming `who` and the extra to install when Ray is missing."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     try:
         import ray
     except ImportError as exc:
-        raise ImportError('RayOperations needs Ray: pip install "openprogram[ray]"') from exc
+        raise ImportError(f'{who} needs Ray: pip install "openprogram[ray]" ({exc})') from exc
     return ray
+
+
+def _ray() -> Any:
+    return import_ray("RayOperations")
 
 
 _BEAT_EVERY_S = 0.25

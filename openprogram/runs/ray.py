@@ -19,21 +19,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from openprogram.errors import ConfigError, UsageError
-from openprogram.operations.ray import init_ray, shared_store
+from openprogram.operations.ray import import_ray, init_ray, shared_store
 from openprogram.runs.worker import Worker
 
 __all__ = ["RayWorkers"]
 
-_INSTALL = 'pip install "openprogram[ray]"'
-
 
 def _ray() -> Any:
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # nothing reaches the network unasked
-    try:
-        import ray
-    except ImportError as exc:
-        raise ImportError(f"RayWorkers needs Ray: {_INSTALL} ({exc})") from exc
-    return ray
+    return import_ray("RayWorkers")
 
 
 class _Replica:
