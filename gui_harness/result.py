@@ -1,12 +1,12 @@
 """GuiResult: what a gui_agent run returns.
 
 Owns the result record (success, summary, why it stopped, the steps, usage, session)
-and its notebook view. Built by agent.py at the end of a run.
+and its notebook view (templates/run.html.j2 and steps.html.j2, rendered through
+openprogram.pages). Built by agent.py at the end of a run.
 """
 
 from __future__ import annotations
 
-import html
 import json
 from typing import Any, Literal
 
@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field, PrivateAttr
 
 from openprogram.core.image import ImageRef
 from openprogram.core.usage import Usage
+from openprogram.pages import render
 
 __all__ = ["GuiResult", "StopReason"]
 
@@ -40,7 +41,7 @@ class GuiResult(BaseModel):
     def _repr_html_(self) -> str:
         """The step table, then the run's call tree (with screenshot thumbnails and what
         every model call saw) when the run's DAG is at hand."""
-        page = self._steps_html()
+        page = self._steps_html(styled=self._dag is None)  # a DAG view carries the stylesheet
         if self._dag is not None:
             from openprogram.display.html import dag_html
 
@@ -58,46 +59,40 @@ class GuiResult(BaseModel):
         run = dag.get(run_id) if run_id else None
         task = run.input.get("task") if run is not None and isinstance(run.input, dict) else None
         outcome = "succeeded" if self.success else "did not succeed"
-        detail = f" ({self.detail})" if self.detail else ""
-        parts = [
-            '<section class="gui-run" style="font:14px/1.5 system-ui,sans-serif">',
-            f"<h1>gui_agent {outcome}</h1>",
-            f"<p><b>Task:</b> {html.escape(str(task or '(not recorded)'))}</p>",
-            f"<p><b>Outcome:</b> {outcome}; stopped: {html.escape(self.stop_reason)}"
-            f"{html.escape(detail)} after {len(self.steps)} step(s). "
-            f"{html.escape(self.summary)}</p>",
-        ]
-        screen = _last_screen(dag, run)
-        if screen is not None:
-            parts.append(
-                f'<figure><img alt="the final screen" style="max-width:100%;border:1px solid '
-                f'#ccc" src="{screen}"><figcaption>The final screen</figcaption></figure>'
-            )
-        parts.append("</section>")
-        return "".join(parts)
-
-    def _steps_html(self) -> str:
-        colour = "#1a7f37" if self.success else "#cf222e"
-        rows = "".join(
-            "<tr>"
-            f"<td>{step.get('step')}</td>"
-            f"<td>{html.escape(str(step.get('goal', '')))}</td>"
-            f"<td><code>{html.escape(json.dumps(step.get('action')))}</code></td>"
-            f"<td>{html.escape(str(step.get('status', '')))}</td>"
-            f"<td>{html.escape(str(step.get('error') or ''))}</td>"
-            "</tr>"
-            for step in self.steps
+        return render(
+            "gui_harness:templates/run.html.j2",
+            outcome=outcome,
+            task=str(task or "(not recorded)"),
+            stop_reason=self.stop_reason,
+            detail=f" ({self.detail})" if self.detail else "",
+            steps=len(self.steps),
+            summary=self.summary,
+            screen=_last_screen(dag, run),
         )
-        return (
-            '<div style="font:13px/1.4 ui-monospace,monospace">'
-            f'<div><b style="color:{colour}">{"success" if self.success else "no success"}</b>'
-            f" — stopped: {self.stop_reason}"
-            f"{' (' + html.escape(self.detail) + ')' if self.detail else ''}</div>"
-            f"<p>{html.escape(self.summary)}</p>"
-            "<table><tr><th>step</th><th>goal</th><th>action</th><th>status</th><th>error</th></tr>"
-            f"{rows}</table>"
-            f"<div>{self.usage.calls} model calls, {self.usage.total_tokens} tokens, "
-            f"${self.usage.cost_usd:.4f}</div></div>"
+
+    def _steps_html(self, *, styled: bool = False) -> str:
+        """The steps as a table, with the outcome and usage; `styled`: the stylesheet
+        inline (a notebook cell without the DAG view)."""
+        return render(
+            "gui_harness:templates/steps.html.j2",
+            styled=styled,
+            success=self.success,
+            stop_reason=self.stop_reason,
+            detail=self.detail,
+            summary=self.summary,
+            steps=[
+                {
+                    "step": step.get("step"),
+                    "goal": str(step.get("goal", "")),
+                    "action": json.dumps(step.get("action")),
+                    "status": str(step.get("status", "")),
+                    "error": str(step.get("error") or ""),
+                }
+                for step in self.steps
+            ],
+            calls=self.usage.calls,
+            tokens=self.usage.total_tokens,
+            cost=f"{self.usage.cost_usd:.4f}",
         )
 
 

@@ -10,7 +10,6 @@ to run.py.
 
 from __future__ import annotations
 
-import html
 import json
 import os
 import time
@@ -22,6 +21,7 @@ from typing import Any
 from openprogram.core import _secrets
 from openprogram.echo import mask_url
 from openprogram.evals import Case, Dataset, EvalReport, RunResult, ScoreResult
+from openprogram.pages import render
 
 __all__ = ["BatchResult", "eval_report", "summarise", "summary_table"]
 
@@ -221,20 +221,21 @@ def write_index(result: BatchResult, directory: Path, title: str) -> Path:
 
 def _batch_html(result: BatchResult) -> str:
     summary = result.summary
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in _COLUMNS)
 
-    def task_row(r: dict[str, Any]) -> str:
-        values = (
+    def task_row(r: dict[str, Any]) -> tuple[Any, ...]:
+        return (
             r["task"], r["episodes"], f"{r['success_rate']:.0%}", f"{r['steps']:.1f}",
             f"{r['tokens']:.0f}", f"{r['cost_usd']:.4f}", f"{r['seconds']:.1f}",
         )  # fmt: skip
-        return "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in values) + "</tr>"
 
-    problems = "".join(f"<li>{html.escape(p)}</li>" for p in result.problems)
-    return f"""<div class="ope">
-<p>{len(result.episodes)} episodes, success {result.success_rate:.0%}; ran {result.ran}, skipped
-{result.skipped} (finished before), retried {result.retries}.</p>
-<h2>Per task</h2><table><tr>{head}</tr>{"".join(task_row(r) for r in summary["tasks"])}
-{task_row(summary["total"])}</table>
-{f"<h2>Tasks not run</h2><ul>{problems}</ul>" if problems else ""}
-</div>"""
+    return render(
+        "gui_harness:templates/batch.html.j2",
+        episodes=len(result.episodes),
+        success=f"{result.success_rate:.0%}",
+        ran=result.ran,
+        skipped=result.skipped,
+        retried=result.retries,
+        columns=_COLUMNS,
+        rows=[*(task_row(r) for r in summary["tasks"]), task_row(summary["total"])],
+        problems=result.problems,
+    )

@@ -7,7 +7,6 @@ tree lazily; context and call views are static HTML. Start at dag_html().
 
 from __future__ import annotations
 
-import html
 import json
 import uuid
 from collections.abc import Mapping
@@ -24,8 +23,8 @@ from openprogram.display._payload import (
     value_text,
 )
 from openprogram.display._script import SCRIPT
-from openprogram.display._style import STYLE
 from openprogram.errors import UsageError
+from openprogram.pages import render, trusted
 
 if TYPE_CHECKING:
     from openprogram.core.dag import ContextDAG, Node
@@ -35,10 +34,6 @@ if TYPE_CHECKING:
 __all__ = ["call_html", "context_html", "dag_html", "node_html"]
 
 _STATIC_ROOTS = 50
-
-
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
 
 
 def dag_html(
@@ -51,6 +46,7 @@ def dag_html(
     image_budget: int = DEFAULT_IMAGE_BUDGET,
     thumbnail_px: int = 256,
     full_image_budget: int = DEFAULT_FULL_IMAGE_BUDGET,
+    styled: bool = True,
 ) -> str:
     """The interactive call tree of a DAG as one self-contained HTML fragment.
 
@@ -62,6 +58,7 @@ def dag_html(
         placeholders. full_image_budget: bytes of full-resolution images embedded for
         the lightbox (click a thumbnail: zoom, and flip between the screenshots of the
         same step, e.g. the raw screen and the marks the model saw).
+    styled: inline the stylesheet (False: the page around it has it already).
     """
     if thumbnail_px < 16:
         raise UsageError(f"thumbnail_px={thumbnail_px!r} is too small; pass 16 or more pixels")
@@ -79,82 +76,68 @@ def dag_html(
     data = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
     # "<" never appears outside JSON strings, and escaping it keeps "</script>" inert
     data = data.replace("<", "\\u003c")
-    return (
-        f'<div class="opv" id="{view_id}">{STYLE}{_header(payload)}{_static_tree(dag, focus)}'
-        f'<script type="application/json" id="{view_id}-data">{data}</script>'
-        f"{SCRIPT.replace('%ID%', view_id)}</div>"
+    roots = [dag.node(focus)] if focus is not None else dag.children(None)
+    return render(
+        "dag.html.j2",
+        id=view_id,
+        styled=styled,
+        title=payload.get("title") or "context DAG",
+        stats=_stats(payload),
+        facts=payload["facts"],
+        questions=[
+            {"text": text, "expects": expects, "id": repr(qid)}
+            for qid, text, expects, _ in payload.get("questions") or []
+        ],
+        rows=[
+            {
+                "code": _status_code(n.status),
+                "name": n.name,
+                "k": dag.ordinal(n),
+                "kind": n.kind,
+                "status": n.status,
+            }
+            for n in roots[:_STATIC_ROOTS]
+        ],
+        more=max(0, len(roots) - _STATIC_ROOTS),
+        data=trusted(data),
+        script=trusted(SCRIPT.replace("%ID%", view_id)),
     )
 
 
-def _header(payload: dict[str, Any]) -> str:
+def _stats(payload: dict[str, Any]) -> list[dict[str, str]]:
+    """The header's figures: nodes, calls, tokens, cost, time, and any calls in a state
+    that asks for a look (errors, stopped, running, waiting, unknown)."""
     total = payload["summary"]
     kinds, statuses = total["kinds"], total["statuses"]
+    tokens = total["input_tokens"] + total["output_tokens"]
+    unpriced = total["unpriced_calls"]
+
+    def stat(value: str, text: str = "", css: str = "") -> dict[str, str]:
+        return {"value": value, "text": text, "css": css}
+
     stats = [
-        f"<b>{total['nodes']:,}</b> nodes",
-        f"<b>{kinds.get('code', 0):,}</b> calls",
-        f"<b>{kinds.get('llm', 0):,}</b> llm",
-        f"<b>{total['input_tokens'] + total['output_tokens']:,}</b> tokens "
-        f"({total['input_tokens']:,} in, {total['output_tokens']:,} out)",
-        f"<b>{_usd(total['cost_usd'])}</b>"
-        + (f" ({total['unpriced_calls']} unpriced)" if total["unpriced_calls"] else ""),
-        f"<b>{_duration(total['duration_s'])}</b>",
+        stat(f"{total['nodes']:,}", "nodes"),
+        stat(f"{kinds.get('code', 0):,}", "calls"),
+        stat(f"{kinds.get('llm', 0):,}", "llm"),
+        stat(
+            f"{tokens:,}",
+            f"tokens ({total['input_tokens']:,} in, {total['output_tokens']:,} out)",
+        ),
+        stat(_usd(total["cost_usd"]), f"({unpriced} unpriced)" if unpriced else ""),
+        stat(_duration(total["duration_s"])),
     ]
-    if statuses.get("error"):
-        stats.append(f'<span class="opv-err"><b>{statuses["error"]}</b> errors</span>')
-    if statuses.get("stopped"):
-        stats.append(f'<span class="opv-stop"><b>{statuses["stopped"]}</b> stopped</span>')
-    if statuses.get("running"):
-        stats.append(f'<span class="opv-warn"><b>{statuses["running"]}</b> running</span>')
-    if statuses.get("waiting"):
-        stats.append(f'<span class="opv-wait"><b>{statuses["waiting"]}</b> waiting</span>')
-    if statuses.get("unknown"):  # effect="once" calls interrupted: a person settles them
-        stats.append(f'<span class="opv-unk"><b>{statuses["unknown"]}</b> unknown</span>')
-    title = payload.get("title") or "context DAG"
-    head = f'<div class="opv-head"><span class="opv-title">{_e(title)}</span>' + "".join(
-        f'<span class="opv-stat">{s}</span>' for s in stats
-    )
-    head += "</div>"
-    if payload["facts"]:
-        head += '<dl class="opv-facts">' + "".join(
-            f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in payload["facts"]
-        )
-        head += "</dl>"
-    return head + _questions(payload.get("questions") or [])
-
-
-def _questions(questions: list[list[Any]]) -> str:
-    """The questions the run waits on, and how to answer them."""
-    if not questions:
-        return ""
-    items = "".join(
-        f'<li><span class="opv-q">{_e(text)}</span> <span class="opv-meta">answer: '
-        f"{_e(expects)} · <code>session.answer({_e(repr(qid))}, value)</code></span></li>"
-        for qid, text, expects, _ in questions
-    )
-    return (
-        f'<div class="opv-questions"><b>Waiting for an answer</b> ({len(questions)})'
-        f"<ul>{items}</ul></div>"
-    )
-
-
-def _static_tree(dag: ContextDAG, focus: str | None) -> str:
-    """What shows where scripts do not run (an untrusted notebook, a plain viewer)."""
-    roots = [dag.node(focus)] if focus is not None else dag.children(None)
-    items = "".join(
-        f'<div class="opv-row opv-s-{_status_code(n.status)}"><span class="opv-dot"></span>'
-        f'<span class="opv-name">{_e(n.name)} <span class="opv-k">#{dag.ordinal(n)}</span></span>'
-        f'<span class="opv-num">{_e(n.kind)} · {_e(n.status)}</span></div>'
-        for n in roots[:_STATIC_ROOTS]
-    )
-    more = (
-        f'<div class="opv-meta">and {len(roots) - _STATIC_ROOTS} more</div>'
-        if len(roots) > _STATIC_ROOTS
-        else ""
-    )
-    return (
-        f'<div class="opv-static">{items}{more}<div class="opv-meta">The interactive tree '
-        "needs JavaScript: trust the notebook, or open the HTML report in a browser.</div></div>"
-    )
+    for status, css in (
+        ("error", "opv-err"),
+        ("stopped", "opv-stop"),
+        ("running", "opv-warn"),
+        ("waiting", "opv-wait"),
+        ("unknown", "opv-unk"),  # effect="once" calls interrupted: a person settles them
+    ):
+        if statuses.get(status):
+            stats.append(
+                stat(str(statuses[status]), "errors" if status == "error" else status, css)
+            )
+    return stats
 
 
 def _status_code(status: str) -> str:
@@ -198,32 +181,22 @@ def node_html(node: Node, dag: ContextDAG | None = None) -> str:
         return call_html(CallView(dag, node))
     if dag is not None and dag.children(node.id):
         return dag_html(dag, focus=node.id)
-    return f'<div class="opv">{STYLE}{_node_block(node, dag)}</div>'
-
-
-def _node_block(node: Node, dag: ContextDAG | None) -> str:
-    k = f" #{dag.ordinal(node)}" if dag is not None else ""
-    parts = [
-        f'<div class="opv-head"><span class="opv-title">{_e(node.name)}{k}</span>'
-        f'<span class="opv-stat">{_e(node.kind)} · {_e(node.status)}'
-        f"{' · ' + _duration(node.duration_s) if node.duration_s is not None else ''}</span>"
-    ]
-    if node.usage is not None:
-        u = node.usage
-        parts.append(
-            f'<span class="opv-stat">{u.input_tokens}→{u.output_tokens} tok '
-            f"{_usd(u.cost_usd)}</span>"
-        )
-    parts.append("</div>")
     text, out = value_text(node)
-    parts.append(f'<div class="opv-label">input</div><pre>{_e(text)}</pre>')
-    if out:
-        parts.append(f'<div class="opv-label">output</div><pre>{_e(out)}</pre>')
-    if node.error:
-        parts.append(
-            f'<div class="opv-label">error</div><pre class="opv-err">{_e(node.error)}</pre>'
-        )
-    return "".join(parts)
+    usage = node.usage
+    block = {
+        "name": node.name,
+        "k": f" #{dag.ordinal(node)}" if dag is not None else "",
+        "kind": node.kind,
+        "status": node.status,
+        "duration": _duration(node.duration_s) if node.duration_s is not None else "",
+        "usage": None
+        if usage is None
+        else f"{usage.input_tokens}→{usage.output_tokens} tok {_usd(usage.cost_usd)}",
+        "input": text,
+        "output": out,
+        "error": node.error,
+    }
+    return render("node.html.j2", n=block)
 
 
 # -- contexts ------------------------------------------------------------------------------
@@ -233,59 +206,45 @@ def context_html(rendered: RenderedContext, *, title: str | None = None) -> str:
     dag = rendered.dag
     frame = rendered.frame
     where = f"{frame.name} #{dag.ordinal(frame)}" if frame is not None else "top level"
-    heading = title or f"context of an llm() call in {where}"
-    body = [
-        f'<div class="opv-head"><span class="opv-title">{_e(heading)}</span>'
-        f'<span class="opv-stat"><b>{len(rendered.nodes)}</b> nodes read</span>'
-        f'<span class="opv-stat"><b>{len(rendered.messages)}</b> messages</span>'
-        f'<span class="opv-stat"><b>{len(rendered.report)}</b> left out or shortened</span></div>'
-    ]
-    body.append(_messages_html(rendered))
-    if rendered.report:
-        body.append('<div class="opv-label">left out or shortened by the render</div>')
-        body.extend(
-            f'<div class="opv-warn">{_e(e["kind"])}: {_e(e["reason"])}</div>'
-            for e in rendered.report
-        )
-    return f'<div class="opv">{STYLE}{"".join(body)}</div>'
+    return render(
+        "context.html.j2",
+        heading=title or f"context of an llm() call in {where}",
+        nodes=len(rendered.nodes),
+        message_count=len(rendered.messages),
+        turns=_turns(rendered),
+        report=rendered.report,
+    )
 
 
-def _messages_html(rendered: RenderedContext) -> str:
+def _turns(rendered: RenderedContext) -> list[dict[str, Any]]:
+    """Each message the call saw: its role and its parts, text or an image (a thumbnail,
+    each image once: a later copy names the message that showed it)."""
     dag = rendered.dag
     # internal (role, parts) with ImageRefs: the public .messages inline full-size PNGs
     turns: list[tuple[str, list[dict[str, Any]]]] = rendered._display_turns()
     seen: dict[str, int] = {}
     out = []
     for position, (role, parts) in enumerate(turns, 1):
-        chunks = []
+        chunks: list[dict[str, Any]] = []
         for part in parts:
             if part.get("type") != "image":
-                chunks.append(f"<pre>{_e(part.get('text', ''))}</pre>")
+                chunks.append({"text": str(part.get("text", "")), "url": None})
                 continue
             ref = part["image"]
             name = f"sha256:{ref.sha256[:12]} {ref.width}×{ref.height}"
             if ref.sha256 in seen:
-                chunks.append(
-                    f'<span class="opv-noimg">{_e(name)}<br>same image as in message '
-                    f"{seen[ref.sha256]}</span>"
-                )
+                why = f"same image as in message {seen[ref.sha256]}"
+                chunks.append({"text": None, "url": None, "name": name, "why": why})
                 continue
             seen[ref.sha256] = position
             image = dag.blobs.get(ref.sha256)
             if image is None:
-                chunks.append(f'<span class="opv-noimg">{_e(name)}<br>not in the DAG</span>')
+                chunks.append({"text": None, "url": None, "name": name, "why": "not in the DAG"})
             else:
                 url = thumbnail_url(image, 512)
-                chunks.append(
-                    f'<div class="opv-thumbs"><img src="{url}" title="{_e(name)}" '
-                    f'alt="{_e(name)}" style="width:auto;max-width:320px"></div>'
-                )
-        out.append(
-            f'<div class="opv-msg opv-msg-{_e(role.split(" ")[0])}">'
-            f'<div class="opv-role">{_e(role)}</div>'
-            f"{''.join(chunks)}</div>"
-        )
-    return "".join(out)
+                chunks.append({"text": None, "name": name, "url": url})
+        out.append({"css": role.split(" ")[0], "role": role, "chunks": chunks})
+    return out
 
 
 def _counted(group: HiddenGroup) -> str:
@@ -309,54 +268,30 @@ def call_html(view: CallView) -> str:
     from openprogram.display.calls import label
 
     dag, node = view.dag, view.node
-    check = {
-        True: '<span class="opv-ok">✓ rebuilt messages match the recorded hash</span>',
-        False: '<span class="opv-warn">⚠ rebuilt messages differ from the recorded hash '
-        "(the DAG changed since, or a callback rewrote the request)</span>",
-        None: '<span class="opv-meta">no messages hash recorded</span>',
-    }[view.verified]
     usage = node.usage
-    parts = [
-        f'<div class="opv-head"><span class="opv-title">what {_e(label(dag, node))} saw</span>'
-        f'<span class="opv-stat">{_e(node.status)}</span>'
-        + (
-            f'<span class="opv-stat">{usage.input_tokens}→{usage.output_tokens} tok '
-            f"{_usd(usage.cost_usd)}</span>"
-            if usage is not None
-            else ""
-        )
-        + f"<span>{check}</span></div>",
-        '<div class="opv-label">reply</div>',
-        f"<pre>{_e(node.output if node.output is not None else '')}</pre>",
-    ]
-    if node.error:
-        parts.append(f'<pre class="opv-err">{_e(node.error)}</pre>')
-    parts.append(f'<div class="opv-label">messages ({len(view.rendered.messages)})</div>')
-    parts.append(_messages_html(view.rendered))
-    for entry in view.rendered.report:
-        parts.append(f'<div class="opv-warn">{_e(entry["kind"])}: {_e(entry["reason"])}</div>')
-    parts.append(
-        f"<details><summary><b>hidden from it</b> ({len(view.hidden)} earlier "
-        f"node{'' if len(view.hidden) == 1 else 's'})</summary>"
+    css = {" ": "opv-same", "-": "opv-del", "+": "opv-add"}
+    return render(
+        "call.html.j2",
+        label=label(dag, node),
+        status=node.status,
+        usage=None
+        if usage is None
+        else f"{usage.input_tokens}→{usage.output_tokens} tok {_usd(usage.cost_usd)}",
+        verified=view.verified,
+        reply=node.output if node.output is not None else "",
+        error=node.error,
+        message_count=len(view.rendered.messages),
+        turns=_turns(view.rendered),
+        report=view.rendered.report,
+        hidden=len(view.hidden),
+        groups=[
+            {"rule": g.rule, "counted": _counted(g), "names": _names(dag, g)}
+            for g in view.hidden_groups()
+        ],
+        previous=None if view.previous is None else label(dag, view.previous),
+        changed=sum(1 for line in view.diff if line.op != " "),
+        diff=[{"css": css[line.op], "op": line.op, "text": line.text} for line in view.diff],
     )
-    for group in view.hidden_groups():
-        parts.append(
-            f'<div class="opv-group"><b>{_e(group.rule)}</b> <span class="opv-meta">'
-            f"({_counted(group)})</span> {_e(_names(dag, group))}</div>"
-        )
-    parts.append("</details>")
-    if view.previous is not None:
-        changed = sum(1 for line in view.diff if line.op != " ")
-        parts.append(
-            f"<details><summary><b>diff vs {_e(label(dag, view.previous))}</b> "
-            f'({changed} changed lines)</summary><div class="opv-diff">'
-        )
-        css = {" ": "opv-same", "-": "opv-del", "+": "opv-add"}
-        parts.extend(
-            f'<div class="{css[line.op]}">{line.op} {_e(line.text)}</div>' for line in view.diff
-        )
-        parts.append("</div></details>")
-    return f'<div class="opv">{STYLE}{"".join(parts)}</div>'
 
 
 register_view("dag", dag_html)

@@ -1,17 +1,19 @@
 """The operations panel of the HTML report: every operation of a session, its states
 over time, attempts, effect, who asked it to stop and how it was settled.
 
-Static HTML (no script), scoped under `.opv` like every view; the report (report.py)
-places it under the call tree. Start at operations_html().
+Static HTML (no script) rendered through pages (templates/operations.html.j2), scoped
+under `.opv` like every view; the report (report.py) places it under the call tree, on a
+page that carries the stylesheet. Start at operations_html().
 """
 
 from __future__ import annotations
 
-import html
 import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+from openprogram.pages import render
 
 __all__ = ["collapsed", "operations_html", "session_operations"]
 
@@ -23,29 +25,7 @@ _COLOURS = {
     "cancelled": "var(--off)",
     "unknown": "var(--unk)",
 }
-_STYLE = """<style>
-.opo h3{font-size:14px;margin:0 0 8px}.opo h3 small{font-weight:400;color:var(--mute)}
-.opo-op{border:1px solid var(--line);border-radius:6px;padding:8px 10px;margin:0 0 8px}
-.opo-top{display:flex;flex-wrap:wrap;gap:4px 12px;align-items:baseline}
-.opo-id{font-weight:600}.opo-m{color:var(--mute)}
-.opo-state{font-weight:600;padding:0 6px;border-radius:10px;color:#fff}
-.opo-tag{border:1px solid var(--line);border-radius:10px;padding:0 6px;font-size:12px}
-.opo-once{border-color:var(--unk);color:var(--unk)}
-.opo-note{margin:4px 0 0;padding:3px 8px;border-left:3px solid var(--unk);background:#fbf8ff}
-.opo-cancel{border-left-color:var(--stop);background:#fff8f1}
-.opo-hand{border-left-color:var(--wait);background:#f1f8ff}
-.opo table{border-collapse:collapse;margin:6px 0 0;width:100%}
-.opo td{padding:1px 8px 1px 0;vertical-align:top}
-.opo td.opo-t{white-space:nowrap;color:var(--mute);width:1%}
-.opo td.opo-s{white-space:nowrap;width:1%}
-.opo .opo-dot{display:inline-block;width:8px;height:8px;border-radius:50%;margin-right:5px}
-.opo-val{margin:4px 0 0}
-</style>"""
 _PREVIEW = 400
-
-
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
 
 
 def _when(at: float | None) -> str:
@@ -106,60 +86,50 @@ def operations_html(
     for record in records:
         counts[record.state] = counts.get(record.state, 0) + 1
     summary = " · ".join(f"{n} {state}" for state, n in sorted(counts.items()))
-    cards = "".join(_card(r, list(events.get(r.id, ())), names or {}) for r in records)
-    return (
-        f'<div class="opv opo">{_STYLE}<h3>Operations ({len(records)}) '
-        f"<small>{_e(summary)}</small></h3>{cards}</div>"
-    )
+    cards = [_card(r, list(events.get(r.id, ())), names or {}) for r in records]
+    return render("operations.html.j2", summary=summary, cards=cards)
 
 
-def _card(record: Any, history: list[Any], names: Mapping[str, str]) -> str:
-    colour = _COLOURS.get(record.state, "var(--off)")
-    effect = f'<span class="opo-tag opo-{_e(record.effect)}">effect={_e(record.effect)}</span>'
-    tags = [
-        f'<span class="opo-id opv-mono">{_e(record.id)}</span>',
-        f"<span>{_e(record.kind)} v{_e(record.version)}</span>",
-        f'<span class="opo-state" style="background:{colour}">{_e(record.state)}</span>',
-        effect,
-        f'<span class="opo-m">attempts {record.attempts}</span>',
-    ]
-    if record.background:
-        tags.append('<span class="opo-tag">background</span>')
-    called = names.get(record.node, record.node)
-    tags.append(f'<span class="opo-m">from tool call {_e(called)}</span>')
-    parts = [f'<div class="opo-op"><div class="opo-top">{"".join(tags)}</div>']
-    parts.append(f'<div class="opo-val opo-m">args <code>{_e(_preview(record.args))}</code></div>')
-    if record.state == "done":
-        parts.append(
-            f'<div class="opo-val">result <code>{_e(_preview(record.result))}</code></div>'
-        )
-    elif record.error:
-        parts.append(f'<div class="opo-val">error <code>{_e(_preview(record.error))}</code></div>')
-    parts += _notes(history)
+def _card(record: Any, history: list[Any], names: Mapping[str, str]) -> dict[str, Any]:
     runs = collapsed(history)
-    if runs:
-        rows = []
-        for i, (event, count, _) in enumerate(runs):
-            lasted = ""
-            if i + 1 < len(runs):
-                lasted = f" for {_span(max(0.0, runs[i + 1][0].at - event.at))}"
-            if count > 1:
-                lasted += f" ({count} heartbeats)"
-            dot = _COLOURS.get(event.state, "var(--off)")
-            rows.append(
-                f'<tr><td class="opo-t">{_e(_when(event.at))}</td><td class="opo-s">'
-                f'<span class="opo-dot" style="background:{dot}"></span>{_e(event.state)}'
-                f'<span class="opo-m">{_e(lasted)}</span></td>'
-                f"<td>{_e(event.detail or '')}</td></tr>"
-            )
-        parts.append(f"<table>{''.join(rows)}</table>")
-    parts.append("</div>")
-    return "".join(parts)
+    rows = []
+    for i, (event, count, _) in enumerate(runs):
+        lasted = ""
+        if i + 1 < len(runs):
+            lasted = f" for {_span(max(0.0, runs[i + 1][0].at - event.at))}"
+        if count > 1:
+            lasted += f" ({count} heartbeats)"
+        rows.append(
+            {
+                "when": _when(event.at),
+                "dot": _COLOURS.get(event.state, "var(--off)"),
+                "state": event.state,
+                "lasted": lasted,
+                "detail": event.detail or "",
+            }
+        )
+    done = record.state == "done"
+    return {
+        "id": record.id,
+        "kind": record.kind,
+        "version": record.version,
+        "colour": _COLOURS.get(record.state, "var(--off)"),
+        "state": record.state,
+        "effect": record.effect,
+        "attempts": record.attempts,
+        "background": record.background,
+        "called": names.get(record.node, record.node),
+        "args": _preview(record.args),
+        "result": _preview(record.result) if done else None,
+        "error": _preview(record.error) if not done and record.error else None,
+        "notes": _notes(history),
+        "rows": rows,
+    }
 
 
-def _notes(history: list[Any]) -> list[str]:
+def _notes(history: list[Any]) -> list[tuple[str, str]]:
     """What a reader looks for first: who asked it to stop, who settled it, and an
-    operation handed back by a process that stopped (a SIGTERM drain)."""
+    operation handed back by a process that stopped (a SIGTERM drain): (css, text)."""
     notes = []
     for event in history:
         detail = event.detail or ""
@@ -169,4 +139,4 @@ def _notes(history: list[Any]) -> list[str]:
             notes.append(("", f"{detail} at {_when(event.at)} (now {event.state})"))
         elif detail.startswith("handed back"):
             notes.append(("opo-hand", f"{detail} at {_when(event.at)}"))
-    return [f'<div class="opo-note {kind}">{_e(text)}</div>' for kind, text in notes]
+    return notes

@@ -1,14 +1,13 @@
 """The HTML report: a session's DAG view as one static, self-contained HTML file.
 
-Owns the page around the DAG view (html.dag_html) and writing it where the caller asked,
-atomically. Used by `openprogram sessions report` and by agents' report options.
+Owns the page around the DAG view (html.dag_html; templates/session_report.html.j2 of
+pages) and writing it where the caller asked, atomically. Used by `openprogram sessions
+report` and by agents' report options.
 """
 
 from __future__ import annotations
 
-import html
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -20,23 +19,9 @@ from openprogram.display._payload import DEFAULT_FULL_IMAGE_BUDGET
 from openprogram.display.html import dag_html
 from openprogram.display.operations import operations_html, session_operations
 from openprogram.errors import UsageError
+from openprogram.pages import render, trusted, write_page
 
 __all__ = ["report_html", "write_report"]
-
-_PAGE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width,initial-scale=1">
-<meta name="generator" content="openprogram">
-<title>{title}</title>
-<style>body{{margin:0;padding:16px 20px;background:#f6f8fa}}
-body>.opv,.op-extra{{max-width:1400px;margin:0 auto 12px}}
-body>.opo{{margin-top:12px}}
-.op-extra{{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:10px 12px}}</style>
-</head><body>
-{view}
-<noscript><p>This report needs JavaScript to show the call tree.</p></noscript>
-</body></html>
-"""
 
 
 def _dag_of(source: Any) -> tuple[ContextDAG, str | None]:
@@ -81,11 +66,16 @@ def report_html(
         facts=facts,
         thumbnail_px=thumbnail_px,
         full_image_budget=full_image_budget,
+        styled=False,  # the page's head has the stylesheet
     )
-    if extra_html:
-        view = f'<div class="op-extra">{extra_html}</div>{view}'
-    view += _operations_panel(source, dag)
-    page = _PAGE.format(title=html.escape(heading), view=view)
+    page = render(
+        "session_report.html.j2",
+        title=heading,
+        kind="op-page",
+        extra=trusted(extra_html) if extra_html else None,
+        view=trusted(view),
+        operations=trusted(_operations_panel(source, dag)),
+    )
     return replace_surrogates(_secrets.scrub(page, patterns=False))  # keys never shown
 
 
@@ -125,13 +115,4 @@ def write_report(
         thumbnail_px=thumbnail_px,
         full_image_budget=full_image_budget,
     )
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(page)
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return target
+    return write_page(target, page)

@@ -1,45 +1,29 @@
 """An eval report as HTML: the summary, every case with its inputs, expected output, each
 run's output and each scorer's verdict and reason, the comparison with a baseline case
 by case with its statistics in words, each run's session report one click away
-(display/report.py writes those). Jinja2 templates with autoescape; static, self-contained.
+(display/report.py writes those). Rendered through pages (templates/eval_report.html.j2,
+autoescaped, the one stylesheet inline); static, self-contained.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from collections.abc import Mapping
-from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from openprogram.core import _secrets
 from openprogram.core.values import replace_surrogates
 from openprogram.echo import elide
 from openprogram.evals.compare import Comparison, compare
 from openprogram.evals.report import MAX_CASES, ReportData, RunResult
-
-if TYPE_CHECKING:
-    import jinja2
+from openprogram.pages import render, trusted, write_page
 
 __all__ = ["report_fragment", "write_html"]
 
 VALUE_LIMIT = 1500
 """Characters of an input, expected value or output a page shows."""
-
-
-@lru_cache(maxsize=1)
-def _templates() -> jinja2.Environment:
-    import jinja2
-
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(Path(__file__).with_name("templates")),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-    )
 
 
 def shown(value: Any, limit: int = VALUE_LIMIT) -> str:
@@ -201,21 +185,19 @@ def report_fragment(
     *,
     comparison: Comparison | None = None,
     extra_html: str | None = None,
+    styled: bool = True,
 ) -> str:
     """The report as one HTML fragment: summary, the comparison with a baseline (when
     given), every case. `links` maps (case, repeat) to the href of that run's session
-    report; `extra_html` (trusted) closes the fragment."""
-    import markupsafe
-
+    report; `extra_html` (trusted) closes the fragment; `styled`: the stylesheet inline
+    (False: the page around it has it)."""
     order = None if comparison is None else [c.case for c in comparison.cases]
-    text = (
-        _templates()
-        .get_template("report.html.j2")
-        .render(
-            r=_report_view(report, links, order),
-            c=None if comparison is None else _comparison_view(comparison, report),
-            extra=markupsafe.Markup(extra_html or ""),
-        )
+    text = render(
+        "eval_report.html.j2",
+        styled=styled,
+        r=_report_view(report, links, order),
+        c=None if comparison is None else _comparison_view(comparison, report),
+        extra=trusted(extra_html or ""),
     )
     return replace_surrogates(_secrets.scrub(text, patterns=False))
 
@@ -234,8 +216,6 @@ def write_html(
     session reports written already (then none are written); `extra_html` follows the
     report on the page (trusted HTML); `baseline`: a report to compare with, shown case
     by case with the statistics in words."""
-    import markupsafe
-
     from openprogram.errors import UsageError
 
     if not target.parent.is_dir():
@@ -243,22 +223,11 @@ def write_html(
     comparison = None if baseline is None else compare(baseline, report)
     if links is None:
         links = _write_runs(report, target.with_name(f"{target.stem}.runs"), store)
-    body = report_fragment(report, links, comparison=comparison, extra_html=extra_html)
-    page = (
-        _templates()
-        .get_template("page.html.j2")
-        .render(title=report.name, body=markupsafe.Markup(body))
+    body = report_fragment(
+        report, links, comparison=comparison, extra_html=extra_html, styled=False
     )
-    page = replace_surrogates(_secrets.scrub(page, patterns=False))
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(page)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return target
+    page = render("page.html.j2", title=report.name, kind="op-page", body=trusted(body))
+    return write_page(target, replace_surrogates(_secrets.scrub(page, patterns=False)))
 
 
 def run_file_names(report: ReportData) -> dict[tuple[str, int], str]:

@@ -211,7 +211,9 @@ def test_a_frame_shows_its_subtree_and_a_lone_node_shows_itself(tagline_session)
     user = dag.find(kind="user")[0]
     assert "We need a tagline." in node_html(user)
     stranger = ContextDAG().add("code", "alone", input={"a": 1})
-    assert "alone" in stranger._repr_html_() and "{&quot;a&quot;: 1}" in stranger._repr_html_()
+    assert (
+        "alone" in stranger._repr_html_() and "{&#34;a&#34;: 1}" in stranger._repr_html_()
+    )  # escaped
 
 
 def test_a_rendered_context_shows_messages_each_image_once_and_what_was_left_out():

@@ -40,7 +40,9 @@ def test_the_panel_shows_states_over_time_who_cancelled_and_who_settled():
     page = operations_html([cancelled, settled], events, {"n1": "start_report #1"})
     assert "Operations (2)" in page and "1 cancelled · 1 done" in page
     assert "report.build v2" in page and "effect=once" in page and "attempts 1" in page
-    assert "from tool call start_report #1" in page and "&quot;month&quot;: &quot;May&quot;" in page
+    assert (
+        "from tool call start_report #1" in page and "&#34;month&#34;: &#34;May&#34;" in page
+    )  # escaped
     assert "cancel requested by bob@host pid 7 at 1970-01-01 00:01:43.500 UTC" in page
     assert "settled by alice: done with the result given at 1970-01-01 00:02:40.000 UTC" in page
     assert "(now done)" in page and "result <code>ch_1</code>" in page

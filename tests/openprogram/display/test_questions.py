@@ -36,7 +36,7 @@ def test_the_notebook_view_lists_the_question_and_how_to_answer_it(waiting):
     assert "<b>2</b> waiting" in page
     assert "Waiting for an answer</b> (1)" in page
     assert "Book &lt;b&gt;Ritz&lt;/b&gt;?" in page  # escaped, never markup
-    assert f"session.answer({question.id!r}, value)" in page.replace("&#x27;", "'")
+    assert f"session.answer({question.id!r}, value)" in page.replace("&#39;", "'")  # escaped quotes
     payload = build_payload(waiting.dag)
     assert payload["questions"][0][:3] == [question.id, "Book <b>Ritz</b>?", 'one of "yes", "no"']
     assert payload["summary"]["statuses"]["waiting"] == 2

@@ -36,7 +36,7 @@ def test_what_a_call_saw_shows_the_tool_call_and_the_labelled_result():
     view = CallView(session.dag, session.dag.find(kind="llm")[1])
     assert view.verified is True
     html = view._repr_html_()
-    assert "→ add({&quot;a&quot;: 1, &quot;b&quot;: 2})  [call_1]" in html
+    assert "→ add({&#34;a&#34;: 1, &#34;b&#34;: 2})  [call_1]" in html  # escaped
     assert "tool [call_1]" in html and "opv-msg-tool" in html
     from openprogram.display.export import to_mermaid
 
