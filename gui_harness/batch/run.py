@@ -8,7 +8,6 @@ dead worker's episode a bounded number of times, then report (summary.py).
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections import deque
 from collections.abc import Hashable, Iterable
@@ -315,32 +314,21 @@ def _episode_head(dag: Any) -> str | None:
 
 
 class _Progress:
-    """A one-line bar on a terminal: done/total, successes, failures."""
+    """The batch's bar (openprogram.cli.Progress, click's): episodes done of all, and how
+    many succeeded this run; drawn only on a terminal."""
 
     def __init__(self, stream: TextIO | None, total: int, done: int) -> None:
-        if stream is None and sys.stderr.isatty():
-            stream = sys.stderr
-        self.stream = stream if stream is not None and stream.isatty() else None
-        self.total, self.done, self.good = total, done, 0
-        self._draw()
+        from openprogram.cli import Progress
+
+        self.good = 0
+        self.bar = Progress(total, done=done, stream=stream, note=self._note)
+
+    def _note(self, done: int, total: int) -> str:
+        return f"{done}/{total} episodes, {self.good} succeeded this run"
 
     def update(self, episode: dict[str, Any]) -> None:
-        self.done += 1
         self.good += bool(episode.get("success"))
-        self._draw()
-
-    def _draw(self) -> None:
-        if self.stream is None or not self.total:
-            return
-        width = 30
-        filled = round(width * self.done / self.total)
-        self.stream.write(
-            f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} episodes, "
-            f"{self.good} succeeded this run"
-        )
-        self.stream.flush()
+        self.bar.advance()
 
     def close(self) -> None:
-        if self.stream is not None:
-            self.stream.write("\n")
-            self.stream.flush()
+        self.bar.close()

@@ -27,6 +27,7 @@ from openprogram.cli._options import (
     store_option,
 )
 from openprogram.cli._print import say
+from openprogram.cli._progress import Progress
 from openprogram.cli._prune import prune_command
 from openprogram.cli._questions import question_commands
 from openprogram.cli._root import PLUGINS, cli, run_command
@@ -37,6 +38,7 @@ from openprogram.cli._stores import find_node, opened_session, opened_store, res
 __all__ = [
     "DEFAULT_STORE",
     "PLUGINS",
+    "Progress",
     "cli",
     "main",
     "provider_kwargs",

@@ -17,6 +17,7 @@ import click
 
 from openprogram.cli._options import provider_kwargs, provider_options
 from openprogram.cli._print import say
+from openprogram.cli._progress import Progress
 
 __all__ = ["eval_command"]
 
@@ -72,23 +73,10 @@ def _scorer(spec: str) -> Any:
     return resolve_function(spec)
 
 
-class _Progress:
-    """`done/total` on one line of a terminal's stderr (nothing when not a terminal)."""
-
-    def __init__(self) -> None:
-        self.shown = sys.stderr.isatty()
-        self.started = time.monotonic()
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self.shown:
-            return
-        width = 30
-        filled = round(width * done / total) if total else width
-        took = time.monotonic() - self.started
-        bar = "#" * filled + "-" * (width - filled)
-        click.echo(f"\r[{bar}] {done}/{total} runs, {took:.1f} s", nl=False, err=True)
-        if done == total:
-            click.echo("", err=True)
+def _runs_and_time() -> Any:
+    """The eval bar's note: runs done of all, and the seconds since it started."""
+    started = time.monotonic()
+    return lambda done, total: f"{done}/{total} runs, {time.monotonic() - started:.1f} s"
 
 
 @click.command("eval")
@@ -194,7 +182,7 @@ def eval_command(
                 concurrency=concurrency,
                 model=None if runtime is not None else model,
                 store=store_spec,
-                progress=_Progress(),
+                progress=Progress(len(dataset) * repeat, note=_runs_and_time()),
                 id=eval_id,
                 engine="ray" if engine == "ray" else "local",
                 address=address,

@@ -43,6 +43,8 @@ def test_an_empty_batch_summarises_to_zeros():
 def test_the_progress_bar_draws_only_on_a_terminal():
     import io
 
+    import click
+
     from gui_harness.batch.run import _Progress
 
     class Terminal(io.StringIO):
@@ -53,8 +55,8 @@ def test_the_progress_bar_draws_only_on_a_terminal():
     bar = _Progress(terminal, total=4, done=1)
     bar.update({"success": True})
     bar.close()
-    frames = terminal.getvalue().split("\r")
-    assert frames[1].startswith("[" + "#" * 8) and "1/4 episodes" in frames[1]
+    frames = click.unstyle(terminal.getvalue()).split("\r")  # click's bar hides the cursor
+    assert frames[1].startswith("[" + "#" * 7 + "-") and "1/4 episodes" in frames[1]
     assert "2/4 episodes, 1 succeeded" in frames[2] and frames[2].endswith("\n")
     pipe = io.StringIO()  # a pipe or a log file: no bar at all
     quiet = _Progress(pipe, total=4, done=0)
@@ -108,3 +110,13 @@ def test_a_bench_result_is_an_eval_report_each_task_a_case_its_session_a_click_a
     change = saved.compare(better.report)["success"]
     assert change.improved == ["click-button-2", "login-user-0", "login-user-1"]
     assert change.regressed == [] and change.n == 8
+
+
+def test_the_batch_part_of_the_page_escapes_task_names_and_problems():
+    from gui_harness.batch.summary import _batch_html
+
+    evil = "<script>alert(1)</script>"
+    page = _batch_html(BatchResult([_episode(evil, False, 1)], [evil]))
+    assert (
+        evil not in page and page.count("&lt;script&gt;alert(1)&lt;/script&gt;") == 2
+    )  # the task, the problem
