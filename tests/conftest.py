@@ -33,12 +33,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # under parallel workers (pytest-xdist, --dist loadgroup): the tests of files named
-    # *_ray.py run on one worker, one local Ray cluster at a time
+    # *_ray.py run on one worker, one local Ray cluster at a time; so do the tests marked
+    # heavy_app, one heavy app at a time: two LibreOffices (or a LibreOffice and the
+    # desktop bench's two desktops) starting at once on 2 cores left apps unanswered
     if not config.pluginmanager.hasplugin("xdist"):
         return
     for item in items:
         if item.path.stem.endswith("_ray"):
             item.add_marker(pytest.mark.xdist_group("ray"))
+        elif item.get_closest_marker("heavy_app") is not None:
+            item.add_marker(pytest.mark.xdist_group("heavy-apps"))
 
 
 @pytest.fixture(autouse=True)

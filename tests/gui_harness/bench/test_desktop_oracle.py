@@ -27,8 +27,9 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed"),
     pytest.mark.skipif(shutil.which("dbus-daemon") is None, reason="no dbus-daemon"),
     # each runs the bench on 2 workers (2 desktops): under pytest-xdist they run one
-    # after the other, never 4 desktops and their apps at once on 2 cores (keys were lost)
-    pytest.mark.xdist_group("desktop-oracle"),
+    # after the other, never 4 desktops and their apps at once on 2 cores (keys were lost),
+    # nor beside another heavy app
+    pytest.mark.heavy_app,
 ]
 
 # one task per app of the suite (writer-save-as-copy is Writer's and GTK's file dialog)

@@ -21,6 +21,7 @@ pytestmark = [
         shutil.which("gtk4-widget-factory") is None,
         reason="gtk4-widget-factory is not installed (Debian's gtk-4-examples)",
     ),
+    pytest.mark.heavy_app,
 ]
 
 _LIMIT_S = 20.0  # it registers within a second or two once its main loop goes idle

@@ -23,6 +23,7 @@ from gui_harness.perception import Component, Perception, detect_components
 pytestmark = [
     pytest.mark.x11,
     pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed"),
+    pytest.mark.heavy_app,  # LibreOffice Calc
 ]
 
 GRID_APP = Path(__file__).with_name("grid_app.py")

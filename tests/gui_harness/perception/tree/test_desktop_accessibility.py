@@ -33,6 +33,7 @@ pytestmark = [
     pytest.mark.x11,
     pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed"),
     pytest.mark.skipif(shutil.which("dbus-daemon") is None, reason="no dbus-daemon"),
+    pytest.mark.heavy_app,  # LibreOffice Calc, gnome-calculator, featherpad
 ]
 
 SCREEN = (1280, 800)
