@@ -24,24 +24,27 @@ CAPTIONED: frozenset[Kind] = frozenset({"field", "dropdown"})
 """Kinds named by a caption beside them rather than by what they show (a field's text,
 a drop-down's current option)."""
 
-_GAP = 48  # px a caption may stand left of its control (twice its height when taller)
-_ABOVE = 12  # px between a caption's bottom and the top of the control it names
-_ALIGN = 12  # px a caption above may start left or right of its control's left edge
-_MAX_WORDS = 6  # a caption is a few words; a longer line is the page's text
+_GAP = 120  # px a caption may stand left of its control (a form's column of captions;
+# twice its height when taller)
+_ABOVE = 14  # px between a caption's bottom and the top of the control it names
+_ALIGN = 16  # px a caption above may start left or right of its control's left edge
+_MAX_WORDS = 6  # a caption above is a few words; a longer line is the page's text
+_MAX_ROW_WORDS = 10  # one on its row may say more ("Delay of auto-selection in ... mode:")
 
 
 def caption_of(box: Box, texts: Sequence[tuple[Box, str]], controls: Sequence[Box]) -> str | None:
     """The text among `texts` (boxes and their text) that captions the control at `box`:
     left of it on its row (its middle within the control's rows, ending at most
-    max(2 × height, 48) px left of it, the nearest), else above it (ending at most
-    12 px above its top, starting within 12 px of its left edge, the nearest); never
+    max(2 × height, 120) px left of it, the nearest: a form may stand its captions in
+    a column of their own), else above it (ending at most 14 px above its top, starting
+    within 16 px of its left edge, the nearest); never
     one with another of `controls` between them, nor one inside the control, nor a long
-    line. None when there is none."""
+    line (over 10 words on its row, 6 above it). None when there is none."""
     x, y, w, h = box
     best: tuple[int, str] | None = None
     reach = max(2 * h, _GAP)
     for (tx, ty, tw, th), text in texts:
-        if not _short(text):
+        if not _short(text, _MAX_ROW_WORDS):
             continue
         gap = x - (tx + tw)
         if -2 <= gap <= reach and y <= ty + th / 2 <= y + h and (best is None or gap < best[0]):
@@ -79,8 +82,8 @@ def captioned(components: Sequence[Component]) -> list[Component]:
     return out
 
 
-def _short(text: str) -> bool:
-    return 0 < len(text.split()) <= _MAX_WORDS and any(ch.isalnum() for ch in text)
+def _short(text: str, words: int = _MAX_WORDS) -> bool:
+    return 0 < len(text.split()) <= words and any(ch.isalnum() for ch in text)
 
 
 def _any_inside(between: Box, controls: Sequence[Box], own: Box) -> bool:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from gui_harness.bench.audit.tree import LABEL_ROLES, RawNode
+from gui_harness.bench.audit.tree import LABEL_ROLES, RawNode, popups
 from gui_harness.perception import Component
 
 __all__ = ["INVARIANTS", "Finding", "ScreenCheck", "check_screen", "normal"]
@@ -139,6 +139,7 @@ class _Stacking:
                 if any(_near(node.box, box) for box in boxes):
                     self.of_top[id(node)] = window
         self.claimed = {id(w) for w in self.of_top.values()}
+        self.popups = popups(nodes)
 
     def top_at(self, point: tuple[int, int]) -> Any | None:
         for window in reversed(self.windows):
@@ -152,6 +153,11 @@ class _Stacking:
         window = self.top_at(point)
         if window is None:
             return False
+        if any(
+            _inside(box, point) and node.path not in held and node.top is top
+            for box, held, top in self.popups
+        ):
+            return False  # under a menu drawn over its window, and none of its items
         own = self.of_top.get(id(node.top))
         if own is not None and window is own:
             return _inside(_box_of(own), point)
@@ -254,8 +260,8 @@ def _labels(
         if crop.shape[0] < 8 or crop.shape[1] < 8:
             continue  # off the screen's edge
         drawn = reader(crop)
-        if len(normal(drawn).replace(" ", "")) < 3:
-            continue  # an icon, or a glyph OCR made of one: nothing to compare
+        if len(normal(drawn).replace(" ", "")) < 3 or sum(ch.isalpha() for ch in drawn) < 2:
+            continue  # an icon, or a glyph OCR made of one ("000"): nothing to compare
         if label and not agrees(label, drawn):
             result.add(
                 "label", "label is not the drawn text",

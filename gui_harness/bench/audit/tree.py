@@ -18,7 +18,7 @@ from typing import Any
 
 from gui_harness.perception.tree import _atspi as atspi
 
-__all__ = ["CONTROL_ROLES", "RawNode", "RawTree", "place", "read_tree"]
+__all__ = ["CONTROL_ROLES", "RawNode", "RawTree", "place", "popups", "read_tree"]
 
 APPLICATION = "org.a11y.atspi.Application"
 
@@ -276,6 +276,7 @@ def place(nodes: Sequence[RawNode], windows: Sequence[Any]) -> list[RawNode]:
     """`nodes` with boxes on the screen: a top-level window whose reported box is not
     where the desktop shows a window of its size and title (GTK 4 reports boxes
     relative to the window) moves it and everything in it to that window."""
+    _place_menu_items(nodes)
     shifts: dict[int, tuple[int, int]] = {}
     for node in nodes:
         if node.parent is None or node.parent.parent is not None or node.box is None:
@@ -300,6 +301,98 @@ def place(nodes: Sequence[RawNode], windows: Sequence[Any]) -> list[RawNode]:
             x, y, w, h = node.box
             node.box = (x + shift[0], y + shift[1], w, h)
     return list(nodes)
+
+
+def popups(
+    nodes: Sequence[RawNode],
+) -> list[tuple[tuple[int, int, int, int], set[str], RawNode]]:
+    """The popups that show drawn inside their window (no window of their own): a popup
+    menu below a window (Java's lightweight popups), a part of a window after a larger
+    part it lies in (GTK 3's popovers, the window's last children);
+    each with the paths of what it holds (a menu's items are listed under their menu
+    too) and its window: what of that window lies under one and is none of them is
+    hidden."""
+    out = []
+    for node in nodes:
+        if node.box is None or not node.showing or node.parent is None:
+            continue
+        grand = node.parent.parent
+        if node.role == POPUP_MENU and grand is not None:
+            out.append((node.box, _paths_below(node), node.top))
+            continue
+        if grand is None or grand.parent is not None:
+            continue  # (only a top-level window's own parts)
+        kids = node.parent.children
+        siblings = kids[: next((i for i, kid in enumerate(kids) if kid is node), 0)]
+        area = node.box[2] * node.box[3]
+        if any(
+            s.box is not None
+            and s.showing
+            and _holds(s.box, node.box, 4)
+            and area < s.box[2] * s.box[3]
+            for s in siblings
+        ):
+            out.append((node.box, _paths_below(node), node.top))
+    return out
+
+
+def _paths_below(node: RawNode) -> set[str]:
+    held, stack = set(), list(node.children)
+    while stack:
+        below = stack.pop()
+        held.add(below.path)
+        stack.extend(below.children)
+    return held
+
+
+def _place_menu_items(nodes: Sequence[RawNode]) -> None:
+    """Move the items of a popup menu that the app reports where the menu that opened
+    it is (Java's ATK wrapper: the menu's corner plus the item's place in the popup) to
+    the popup, when they lie outside it and the popup's corner less the menu's puts
+    them all in it. What a submenu holds moves by its own popup's offset only."""
+    moves: dict[int, tuple[int, int]] = {}
+    for popup in nodes:
+        if popup.role != POPUP_MENU or popup.box is None:
+            continue
+        items = [c for c in popup.children if c.box is not None]
+        if not items or all(_holds(popup.box, c.box) for c in items):
+            continue
+        paths = {c.path for c in items}
+        menu = next(
+            (
+                n
+                for n in nodes
+                if n.role == MENU and n.box is not None and paths & {c.path for c in n.children}
+            ),
+            None,
+        )
+        if menu is None or menu.box is None:
+            continue
+        dx, dy = popup.box[0] - menu.box[0], popup.box[1] - menu.box[1]
+        if all(_holds(popup.box, _moved(c.box, dx, dy)) for c in items):
+            moves[id(popup)] = moves[id(menu)] = (dx, dy)
+    if not moves:
+        return
+    for node in nodes:
+        move = next((moves[id(a)] for a in node.ancestors() if id(a) in moves), None)
+        if move is not None and node.box is not None:
+            node.box = _moved(node.box, *move)
+
+
+def _holds(outer: Sequence[int], inner: Sequence[int] | None, slack: int = 2) -> bool:
+    if inner is None:
+        return False
+    return (
+        outer[0] - slack <= inner[0]
+        and outer[1] - slack <= inner[1]
+        and inner[0] + inner[2] <= outer[0] + outer[2] + slack
+        and inner[1] + inner[3] <= outer[1] + outer[3] + slack
+    )
+
+
+def _moved(box: Sequence[int] | None, dx: int, dy: int) -> tuple[int, int, int, int]:
+    assert box is not None
+    return (box[0] + dx, box[1] + dy, box[2], box[3])
 
 
 def _near(a: Sequence[int], b: Sequence[int]) -> bool:

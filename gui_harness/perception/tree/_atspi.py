@@ -61,6 +61,7 @@ ROLE_KINDS: dict[int, Kind] = {
 MENU_BAR = 34
 COLUMN_HEADERS = frozenset({10, 57})
 MENU = 33
+POPUP_MENU = 41
 LABEL = 29
 PAGE_TAB = 37
 PAGE_TAB_LIST = 38
@@ -136,17 +137,21 @@ class Pipeline:
         self.errors = 0
         self.sent = 0
         self._waiting: dict[int, Callback] = {}
+        self._optional: set[int] = set()  # calls whose failure is an answer, not an error
 
     @property
     def outstanding(self) -> int:
         """Calls sent whose reply has not come yet."""
         return len(self._waiting)
 
-    def send(self, message: Any, callback: Callback) -> None:
-        """Send `message`; its reply goes to `callback`."""
+    def send(self, message: Any, callback: Callback, *, optional: bool = False) -> None:
+        """Send `message`; its reply goes to `callback`. An `optional` call's error reply
+        is not counted in `errors` (asked of objects that may lack the interface)."""
         serial = next(self.connection.outgoing_serial)
         self.connection.send(message, serial=serial)
         self._waiting[serial] = callback
+        if optional:
+            self._optional.add(serial)
         self.sent += 1
 
     def run(self, deadline: float) -> bool:
@@ -169,10 +174,13 @@ class Pipeline:
             if message.header.message_type == MessageType.method_return:
                 callback(message.body)
             else:  # the object went away, or lacks the interface
-                self.errors += 1
+                if serial not in self._optional:
+                    self.errors += 1
                 callback(None)
+            self._optional.discard(serial)
         done = not self._waiting
         self._waiting.clear()
+        self._optional.clear()
         return done
 
 
@@ -184,12 +192,13 @@ class Calls:
         self.pipeline = pipeline
         self.pending = 0
 
-    def send(self, message: Any, callback: Callback) -> None:
-        """Send `message` on the pipeline; its reply goes to `callback`."""
+    def send(self, message: Any, callback: Callback, *, optional: bool = False) -> None:
+        """Send `message` on the pipeline; its reply goes to `callback` (`optional`: see
+        Pipeline.send)."""
         self.pending += 1
 
         def answered(body: tuple[Any, ...] | None) -> None:
             self.pending -= 1
             callback(body)
 
-        self.pipeline.send(message, answered)
+        self.pipeline.send(message, answered, optional=optional)

@@ -70,6 +70,8 @@ def components(
     ]
     windows = _tree_windows.surfaces(elements)
     layout = _Layout(elements, windows)
+    moves = _tree_windows.menu_shifts(elements)
+    popups = _tree_windows.popup_covers(elements)
     for element in elements:
         if {"role", "states", "name", "box"} - element.answered or element.box is None:
             continue
@@ -82,9 +84,12 @@ def components(
             and any(element.order[: len(o)] == o and len(element.order) > len(o) for o in closed)
         ):
             continue  # an option of a closed drop-down: not on the screen
-        dy = 0 if element.native else offset
+        dx, dy = _tree_windows.shift_of(element.order, moves) if moves else (0, 0)
+        dy += 0 if element.native else offset
         x, y, w, h = element.box
-        box = _clip((x, y + dy, w, h), screen)
+        box = _clip((x + dx, y + dy, w, h), screen)
+        if box is not None and popups:  # under a menu open over its window: not shown
+            box = _tree_windows.popup_cut(box, element, popups)
         if box is None:
             continue
         label = _label(element.name)
@@ -186,8 +191,9 @@ def _name_by_labels(
     windows: dict[tuple[int, ...], Surface],
 ) -> None:
     """Name each unnamed component of `found` (made from `sources`) by the text of the
-    labels below it, in tree order (GTK 4 leaves a path bar's or a sidebar row's button
-    unnamed: its label child holds the text), its own rather than those of a control it
+    labels below it drawn in its box, in tree order (GTK 4 leaves a path bar's or a
+    sidebar row's button unnamed: its label child holds the text; GTK 3 lists a tab's
+    page below the tab, whose labels are no name of it), its own rather than those of a control it
     holds (an expander's button) when it has both, but for those on a surface of their
     own (a menu button's popover menu: its items are no name of the button); a named one
     whose name is not the text they draw but its mnemonic string or an internal name is
@@ -214,12 +220,14 @@ def _name_by_labels(
         inner = [
             s.order for s in sources if s.order[: len(order)] == order and len(s.order) > len(order)
         ]
+        box = sources[number].box
         below = [
             e
             for e in labels
             if e.order[: len(order)] == order
             and len(e.order) > len(order)
             and _tree_windows.surface_of(e, windows) == own
+            and _drawn_in(e.box, box)
         ]
         mine = [e for e in below if not any(e.order[: len(o)] == o for o in inner)]
         return _label(" ".join(e.name for e in mine or below))
@@ -244,6 +252,18 @@ def _name_by_labels(
         for number, own in zip(numbers, texts, strict=True):
             assert own is not None  # checked above
             found[number] = found[number].with_label(own)
+
+
+def _drawn_in(
+    inner: tuple[int, int, int, int] | None, outer: tuple[int, int, int, int] | None
+) -> bool:
+    """Whether a label at `inner` is drawn in a control at `outer` (its middle is): what
+    a control holds beyond its box is no text of its (GTK 3 lists a notebook's page
+    under its tab)."""
+    if inner is None or outer is None:
+        return True
+    mx, my = inner[0] + inner[2] / 2, inner[1] + inner[3] / 2
+    return outer[0] <= mx <= outer[0] + outer[2] and outer[1] <= my <= outer[1] + outer[3]
 
 
 def _label(name: str) -> str | None:

@@ -49,6 +49,7 @@ _SUBTREE_CHANGES = {
     "StateChanged:collapsed",
 }
 _MANAGES = 1 << atspi.MANAGES_DESCENDANTS
+_HOPS = 4  # Parent calls up from an object never read to one that was
 MAX_CHILDREN = 400
 """Children a container may have for the walk to enumerate them (a managed list with
 more gives the ones that show: _tree_list.ListRead)."""
@@ -130,7 +131,8 @@ class AppWalk:
         one that did not show when read, after any event of its own (Qt shows a dialog
         it made earlier with a window event alone, no change of its showing state). An
         object not read last time (under one that did not show, or under a managed
-        container) is left alone: its ancestor, or the container, says when it matters. The
+        container) is left alone: its ancestor, or the container, says when it matters;
+        one that moved or showed has its nearest ancestor read again (_from_known). The
         pipeline's run() does the reading; finish() then as after start()."""
         self._on(pipeline)
         by_path = {element.path: element for element in self.elements}
@@ -181,6 +183,29 @@ class AppWalk:
         for element in self.lists:  # the managed lists kept: changed unsaid? (see check())
             if not within(element, inside) and not within(element, shifted):
                 self._check(element)
+        for path, events in paths.items():
+            if path not in by_path and events & (_SUBTREE_CHANGES | _GRID_MOVES):
+                self._from_known(path, _HOPS, inside)
+
+    def _from_known(self, path: str, hops: int, done: list[tuple[int, ...]]) -> None:
+        """An object the walk never read moved or showed (Java's popup menu, added to its
+        window's layered pane with no event there): the nearest ancestor it did read, asked
+        up the Parent chain (`hops` steps at most), is read again with all below it."""
+
+        def parent(body: tuple[Any, ...] | None) -> None:
+            above = str(body[0][1][1]) if body is not None else atspi.ROOT
+            if above in (atspi.ROOT, "/org/a11y/atspi/null"):
+                return
+            known = next((e for e in self.elements if e.path == above), None)
+            if known is None:
+                if hops > 1:
+                    self._from_known(above, hops - 1, done)
+            elif not within(known, done):
+                done.append(known.order)
+                self._again(known)
+
+        message = atspi.get_property(self.app, path, atspi.ACCESSIBLE, "Parent")
+        self._calls.send(message, parent, optional=True)  # (it may be gone again)
 
     @property
     def lists(self) -> list[Element]:
@@ -268,7 +293,10 @@ class AppWalk:
         answered by `deadline` or within _MEASURE_S if that has passed (a few calls; a
         walk cut short by a busy app still gets its boxes placed). `offset` is None when
         they went unanswered or the walk found no widget that tells (not yet shown). Its own
-        menu bar, which it reports as showing behind the GTK one, is left out."""
+        menu bar, which it reports as showing behind the GTK one, is left out. A place
+        read twice (a part read again while a part of it still was: _from_known) is
+        kept once, as read last."""
+        self.elements = list({e.order: e for e in self.elements}.values())
         if not self.own_drawing_offset:
             return
         deadline = max(deadline, time.monotonic() + _MEASURE_S)
@@ -400,6 +428,15 @@ class AppWalk:
         element.reported = reported
         # a window: its name and box tell which of the desktop's windows it is (_tree_windows)
         window = len(element.order) == 1
+        if (element.role == atspi.POPUP_MENU and not window) or (
+            len(element.order) == 2 and not reported
+        ):
+            # a popup's, or a window's part's: where a popup drawn in its window is, and
+            # what it covers (_tree_windows.popup_covers; Java reports a popup's items
+            # where its menu is: menu_shifts); a part may have no box (LibreOffice's)
+            self._calls.send(
+                extents(element), lambda body: self._got(element, "box", body), optional=True
+            )
         if self.own_drawing_offset and element.role == atspi.MENU_BAR:
             self._menu_bars.append(element)
             self._send(extents(element), lambda body: self._got(element, "box", body))

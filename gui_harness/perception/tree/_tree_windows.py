@@ -20,14 +20,26 @@ from typing import Protocol
 
 from gui_harness.perception.component import Component
 from gui_harness.perception.tree import _atspi as atspi
-from gui_harness.perception.tree._tree_node import Element
+from gui_harness.perception.tree._tree_node import Element, shows
 
-__all__ = ["Surface", "WindowLike", "place", "surface_of", "surfaces", "unlisted"]
+__all__ = [
+    "Surface",
+    "WindowLike",
+    "menu_shifts",
+    "place",
+    "popup_covers",
+    "popup_cut",
+    "shift_of",
+    "surface_of",
+    "surfaces",
+    "unlisted",
+]
 
 _MARGIN = 64  # px a window may be larger than its tree's box (GTK 4's shadow margins)
 _MIN_SIDE = 4  # px a component keeps either way, or it is gone
 _KEPT = 0.25  # share of a partly hidden box that must show for it to stay
 _POPOVER = re.compile(r"^GtkPopover")
+_SLACK = 4  # px a popover may stand out of the part it is drawn over
 _MENUS = frozenset({atspi.MENU, 41})  # a menu (GTK 4's popover menus), a popup menu (Qt's)
 
 
@@ -94,6 +106,121 @@ def surface_of(element: Element, found: dict[tuple[int, ...], Surface]) -> Surfa
     return None
 
 
+def menu_shifts(elements: Sequence[Element]) -> dict[tuple[int, ...], tuple[int, int]]:
+    """How far to move what lies below each popup menu whose items are reported where
+    the menu that opened it is, not where the popup draws them (Java's ATK wrapper: an
+    item's place is its menu's plus its own within the popup), keyed by the tree place
+    of the popup and of that menu (which hold the same items): the popup's corner less
+    the menu's. Only when the items lie outside the popup and the move puts them all
+    in it; a popup whose items are where it is needs none."""
+    children: dict[tuple[int, ...], list[Element]] = {}
+    for element in elements:
+        if element.order:
+            children.setdefault(element.order[:-1], []).append(element)
+    shifts: dict[tuple[int, ...], tuple[int, int]] = {}
+    for popup in elements:
+        if popup.role != atspi.POPUP_MENU or popup.box is None or popup.box[2] <= 0:
+            continue
+        items = [e for e in children.get(popup.order, []) if e.box is not None and e.box[2] > 0]
+        if not items or all(_within(e.box, popup.box, 2) for e in items):
+            continue
+        paths = {e.path for e in items}
+        for menu in elements:
+            if menu.role != atspi.MENU or menu.box is None or menu is popup:
+                continue
+            if not paths & {e.path for e in children.get(menu.order, [])}:
+                continue
+            dx, dy = popup.box[0] - menu.box[0], popup.box[1] - menu.box[1]
+            if all(_within(_moved(e.box, dx, dy), popup.box, 2) for e in items):
+                shifts[popup.order] = shifts[menu.order] = (dx, dy)
+            break
+    return shifts
+
+
+Cover = tuple[tuple[int, int, int, int], frozenset[str], tuple[int, ...]]
+"""A popup drawn inside a window: its box, the paths of what it holds, its window's
+place in the tree."""
+
+
+def popup_covers(elements: Sequence[Element]) -> list[Cover]:
+    """The popups drawn inside their window (no window of their own, so no window list
+    says what they cover) that show: a popup menu below a window (Java's lightweight
+    popups), and a part of a window that comes after a larger part it lies in (GTK 3's
+    popovers: a window's last children, drawn over its content), each
+    with the objects it holds, by path (a menu's items are listed under the menu too):
+    what of its window lies under one and is none of them does not show."""
+    covers: list[Cover] = []
+    parts: dict[tuple[int, ...], list[Element]] = {}
+    for element in elements:
+        if element.box is None or element.box[2] <= 0 or element.box[3] <= 0:
+            continue
+        if not shows(element):
+            continue
+        if element.role == atspi.POPUP_MENU and len(element.order) >= 2:
+            covers.append((element.box, _held(elements, element), element.order[:1]))
+        elif len(element.order) == 2:
+            parts.setdefault(element.order[:1], []).append(element)
+    for window, children in parts.items():
+        children.sort(key=lambda e: e.order)
+        for number, later in enumerate(children):
+            assert later.box is not None
+            area = later.box[2] * later.box[3]
+            if any(
+                _within(later.box, earlier.box, _SLACK) and area < earlier.box[2] * earlier.box[3]
+                for earlier in children[:number]
+                if earlier.box is not None
+            ):
+                covers.append((later.box, _held(elements, later), window))
+    return covers
+
+
+def _held(elements: Sequence[Element], holder: Element) -> frozenset[str]:
+    return frozenset(e.path for e in elements if e.order[: len(holder.order)] == holder.order)
+
+
+def popup_cut(
+    box: tuple[int, int, int, int], element: Element, covers: Sequence[Cover]
+) -> tuple[int, int, int, int] | None:
+    """`box` (of `element`) cut to what the popups of popup_covers() over its window
+    leave showing; None when under 1/4 of it does."""
+    over = [
+        cover
+        for cover, held, window in covers
+        if element.path not in held and element.order[: len(window)] == window
+    ]
+    return _uncovered(box, over) if over else box
+
+
+def shift_of(
+    order: tuple[int, ...], shifts: Mapping[tuple[int, ...], tuple[int, int]]
+) -> tuple[int, int]:
+    """The move menu_shifts() gives what lies at `order`: the innermost popup's or
+    menu's that holds it (not the popup or menu itself: its own box is right)."""
+    for length in range(len(order) - 1, 0, -1):
+        shift = shifts.get(order[:length])
+        if shift is not None:
+            return shift
+    return (0, 0)
+
+
+def _within(inner: Sequence[int] | None, outer: Sequence[int], slack: int) -> bool:
+    if inner is None:
+        return False
+    x, y, w, h = inner
+    ox, oy, ow, oh = outer
+    return (
+        ox - slack <= x
+        and oy - slack <= y
+        and x + w <= ox + ow + slack
+        and (y + h <= oy + oh + slack)
+    )
+
+
+def _moved(box: tuple[int, int, int, int] | None, dx: int, dy: int) -> tuple[int, int, int, int]:
+    assert box is not None
+    return (box[0] + dx, box[1] + dy, box[2], box[3])
+
+
 def place(
     components: Sequence[Component],
     on: Sequence[Surface | None],
@@ -148,7 +275,7 @@ def place(
         box = _intersect((x + dx, y + dy, w, h), (window.x, window.y, window.width, window.height))
         if box is None:
             continue  # outside its own window: not drawn
-        box = _uncovered(box, [_rect(above) for above in windows[level + 1 :]])
+        box = _uncovered(box, [_drawn(above) for above in windows[level + 1 :]])
         if box is None:
             continue
         grid = component.grid
@@ -309,6 +436,13 @@ def _fits(surface: Surface, window: WindowLike) -> bool:
     if surface.popup:
         return abs(mw) <= 1 and abs(mh) <= 1
     return 0 <= mw <= _MARGIN and 0 <= mh <= _MARGIN and abs(mw - mh) <= 2
+
+
+def _drawn(window: WindowLike) -> tuple[int, int, int, int]:
+    """What `window` covers: its frame (title bar and borders) when the window manager
+    draws one, else its own box."""
+    frame = getattr(window, "frame", None)
+    return tuple(frame) if frame is not None else _rect(window)  # type: ignore[return-value]
 
 
 def _rect(window: WindowLike) -> tuple[int, int, int, int]:
