@@ -53,8 +53,7 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 def _busy() -> bool:
     """Whether a call or an llm exchange is running in a session entered in this process."""
-    with _context._lock:
-        sessions = list(_context._entered)
+    sessions = _context.entered_sessions()
     return any(
         node.status == "running" and node.kind != "user"
         for session in sessions

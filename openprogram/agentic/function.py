@@ -336,18 +336,18 @@ class AgenticFunction(Generic[P, R]):
         except TypeError:  # a wrong call: Python raises it when the function is called
             return call
         try:
-            node = session._enter_call(name, arguments, here.frame, node_settings)
+            node = session.enter_call(name, arguments, here.frame, node_settings)
         except (ResumeDivergence, EffectUnknown, RunStopped, StoreError) as exc:  # the run left
             self._end(call, None, exc)  # its recording, met an unsettled effect, was drained
             raise  # (SIGTERM) or suspended here, or an effect call's start was not stored
         except Exception as exc:  # recording must never break the user's call
             log.exception("openprogram: could not record a call of %s", name)
-            session._not_recorded(name, here.frame, exc)
+            session.not_recorded(name, here.frame, exc)
             return call
         if slot is not None:
             slot.node = node
         if node.status == "completed":  # a resumed session's record: do not run again
-            resumed = session._resumed_output(node, self.__wrapped__)
+            resumed = session.resumed_output(node, self.__wrapped__)
             if node.status == "completed":  # else reopened: the record cannot stand for it
                 call.resumed = resumed
                 return call
@@ -377,10 +377,10 @@ class AgenticFunction(Generic[P, R]):
         if self.render_output is not None and exc is None:
             _note_render_output(call.session, node, self.render_output, result)
         try:
-            call.session._exit_call(node, result, exc)
+            call.session.exit_call(node, result, exc)
         except Exception as failure:
             log.exception("openprogram: could not record the end of %s", self.__name__)
-            call.session._not_recorded(self.__name__, node.parent, failure)
+            call.session.not_recorded(self.__name__, node.parent, failure)
         if call.callbacks:
             if isinstance(exc, RunStopped):
                 node.meta["stop_reason"] = exc.reason

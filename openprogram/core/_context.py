@@ -31,7 +31,9 @@ if TYPE_CHECKING:
 
 
 class AmbientSession(Protocol):
-    """What the layers below session.py use of the recording Session."""
+    """What the layers below session.py use of the recording Session: its DAG, and the
+    recording of calls and exchanges (enter_*, exit_call) that @agentic_function and
+    llm() drive."""
 
     @property
     def id(self) -> str: ...
@@ -39,19 +41,19 @@ class AmbientSession(Protocol):
     @property
     def dag(self) -> ContextDAG: ...
 
-    def _enter_call(
+    def enter_call(
         self, name: str, arguments: dict[str, Any], parent: str | None, settings: dict[str, Any]
     ) -> Node: ...
 
-    def _enter_llm(
+    def enter_llm(
         self, name: str, parent: str | None, content: str | list[Any], meta: dict[str, Any]
     ) -> Node: ...
 
-    def _exit_call(self, node: Node, result: Any, exc: BaseException | None) -> None: ...
+    def exit_call(self, node: Node, result: Any, exc: BaseException | None) -> None: ...
 
-    def _not_recorded(self, name: str, parent: str | None, exc: BaseException) -> None: ...
+    def not_recorded(self, name: str, parent: str | None, exc: BaseException) -> None: ...
 
-    def _resumed_output(self, node: Node, fn: Any) -> Any: ...
+    def resumed_output(self, node: Node, fn: Any) -> Any: ...
 
 
 class AmbientRuntime(Protocol):

@@ -4,14 +4,16 @@ Owns what llm() writes about one request to the model: the llm node and the rend
 request (gates asked, the reservation taken), the reply's tally and the node completed
 (or failed, or marked unusable), the wait before a retry, and the parsing of a
 structured reply. runtime.py drives the exchanges through these. Start at
-ExchangeRecord._prepare().
+Exchanges.prepare().
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
-from collections.abc import Iterator, Sequence
-from typing import Any, TypeVar
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -35,20 +37,43 @@ _BACKOFF_BASE_S = 0.5
 _BACKOFF_CAP_S = 30.0
 
 
-class ExchangeRecord:
-    """The Runtime's half that records exchanges (a base of Runtime)."""
-
-    system: str | None
-    max_images: int | None
-    max_retries: int
-    _ledger: Ledger
-    _warned_over: set[str]
+class Settings(Protocol):
+    """What an exchange reads of its Runtime (runtime.py, the layer above)."""
 
     @property
-    def callbacks(self) -> Sequence[Any]:  # pragma: no cover - Runtime defines it
-        raise NotImplementedError
+    def callbacks(self) -> Sequence[Any]: ...
 
-    def _prepare(
+    @property
+    def system(self) -> str | None: ...
+
+    @property
+    def max_images(self) -> int | None: ...
+
+    @property
+    def max_retries(self) -> int: ...
+
+    @property
+    def compactor(self) -> Callable[[str], Any] | None: ...
+
+
+class Exchanges:
+    """The record of one Runtime's exchanges (`runtime.exchanges`): what llm() and the
+    stream it opens (streaming.py) and the retries of a step (_step.py) write about each
+    request, the Ledger of what they cost, and the clock retries wait on (`sleep`,
+    `asleep`)."""
+
+    def __init__(self, runtime: Settings) -> None:
+        self.runtime = runtime
+        self.ledger = Ledger(runtime)
+        self.warned_over: set[str] = set()  # functions warned about a budget not held
+        self.sleep: Callable[[float], None] = time.sleep
+        self.asleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+
+    @property
+    def max_retries(self) -> int:
+        return self.runtime.max_retries
+
+    def prepare(
         self,
         content: Any,
         model: Model,
@@ -68,7 +93,7 @@ class ExchangeRecord:
             note_default_session(frame)
         elif frame is None:
             note_undecorated()
-        self._gate(kind="llm", frame=frame)
+        self.gate_or_stop(kind="llm", frame=frame)
         parts = content_parts(content, dag)
         if response_format is not None and (loop is None or not loop.nodes):
             parts.append({"type": "text", "text": schema_instruction(response_format)})
@@ -79,14 +104,14 @@ class ExchangeRecord:
             meta["tool_loop"] = list(earlier)
         # the node keeps the content as given (DESIGN §2): a plain string stays one
         recorded = content if isinstance(content, str) and len(parts) == 1 else parts
-        node = session._enter_llm(name, frame_id, recorded, meta)
+        node = session.enter_llm(name, frame_id, recorded, meta)
         if node.status == "completed":  # replayed from a resumed session's record
             return node, None
         try:
             window = options.pop("_render_range", None)
             if window is not None:
                 node.meta["render_range"] = window
-            limit = self._max_images()
+            limit = self.image_limit()
             if limit != 3:
                 node.meta["max_images"] = limit
             rendered = render_context(
@@ -95,13 +120,13 @@ class ExchangeRecord:
                 window,
                 before=node.seq,
                 content=parts,
-                system=self.system,
+                system=self.runtime.system,
                 max_images=limit,
                 include=earlier,
                 tokens_model=meta["model"],
             )
             rendered._record(node)
-            note_over_budget(node, rendered, self._warned_over)
+            note_over_budget(node, rendered, self.warned_over)
             request = ModelRequest(
                 rendered=rendered,
                 function=frame.name if frame is not None else None,
@@ -111,50 +136,54 @@ class ExchangeRecord:
                 tools=loop.toolbox.specs if loop is not None and loop.toolbox else None,
             )
         except Exception as exc:  # the exchange never started: record it, then raise
-            reraise(self._failed(node, exc), exc)
-        if any(hasattr(callback, "on_llm_start") for callback in self.callbacks):
+            reraise(self.failed(node, exc), exc)
+        if any(hasattr(callback, "on_llm_start") for callback in self.runtime.callbacks):
             try:  # the messages are built only for a callback that reads them
-                request.messages = transform(self.callbacks, "on_llm_start", request.messages)
+                request.messages = transform(
+                    self.runtime.callbacks, "on_llm_start", request.messages
+                )
             except Exception as exc:  # the exchange never started: record it, then raise
-                reraise(self._failed(node, exc), exc)
+                reraise(self.failed(node, exc), exc)
         # reserved once nothing before sending can fail: a shared budget's count is final
-        self._ledger.reserve(frame, node, lambda: prompt_tokens(rendered, parts))
+        self.ledger.reserve(frame, node, lambda: prompt_tokens(rendered, parts))
         return node, request
 
-    def _max_images(self) -> int | None:
+    def image_limit(self) -> int | None:
         """The tightest image limit of the runtime and its callbacks (ImageRetention)."""
-        limits = [self.max_images] + [getattr(c, "max_images", None) for c in self.callbacks]
+        limits = [self.runtime.max_images] + [
+            getattr(c, "max_images", None) for c in self.runtime.callbacks
+        ]
         known = [limit for limit in limits if limit is not None]
         return min(known) if known else None
 
-    def _gate(self, **context: Any) -> None:
-        reason = gate(self.callbacks, self, **context)
+    def gate_or_stop(self, **context: Any) -> None:
+        reason = gate(self.runtime.callbacks, self.runtime, **context)
         if reason is not None:
             frame = context.get("frame")
             if frame is not None:
                 frame.meta["stop_reason"] = reason
             raise RunStopped(reason)
 
-    def _rate_waits(self, node: Node) -> Iterator[float]:
+    def rate_waits(self, node: Node) -> Iterator[float]:
         """The waits node's request owes the runtime's RateLimits before each attempt."""
-        return self._ledger.rate_waits(node)
+        return self.ledger.rate_waits(node)
 
-    def _retry_delay(self, exc: ModelError, attempt: int, node: Node) -> float | None:
+    def retry_delay(self, exc: ModelError, attempt: int, node: Node) -> float | None:
         """Seconds to wait before the next attempt, or None to give up."""
         node.meta.setdefault("attempts", []).append(f"{type(exc).__name__}: {exc}")
-        if not exc.retryable or attempt >= self.max_retries:
+        if not exc.retryable or attempt >= self.runtime.max_retries:
             return None
         retry_after = getattr(exc, "retry_after", None)
         if retry_after is not None:
             return min(float(retry_after), _BACKOFF_CAP_S * 4)
         return min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2**attempt) * random.uniform(0.5, 1.5)
 
-    def _failed(self, node: Node, exc: Exception) -> Exception:
+    def failed(self, node: Node, exc: Exception) -> Exception:
         """Record the failed exchange on its node; the error to raise (with .node_id)."""
         error: Exception = exc
         if isinstance(exc, ModelError) and exc.retryable:
             error = ModelUnavailable(
-                f"{exc} (gave up after {self.max_retries + 1} attempts; try again later "
+                f"{exc} (gave up after {self.runtime.max_retries + 1} attempts; try again later "
                 "or raise Runtime(max_retries=...))",
                 node_id=node.id,
             )
@@ -163,38 +192,38 @@ class ExchangeRecord:
         _context.current_session().dag.complete(
             node, None, status="error", error=f"{type(exc).__name__}: {exc}"
         )
-        self._ledger.settle(node)
+        self.ledger.settle(node)
         return error
 
-    def _finish(self, node: Node, reply: ModelReply) -> ModelReply:
+    def finish(self, node: Node, reply: ModelReply) -> ModelReply:
         text = reply.text
         if reply.tool_calls:
             node.meta["tool_calls"] = [call.to_json() for call in reply.tool_calls]
         response = reply.provider_meta()
         if response:
             node.meta["response"] = response
-        if self.callbacks:  # before completing, so what observers note is stored with it
+        if self.runtime.callbacks:  # before completing, so what observers note is stored with it
             node.output = text
-        self._ledger.count(node, reply.usage)
+        self.ledger.count(node, reply.usage)
         _context.current_session().dag.complete(node, text)
-        if self.callbacks:
-            text = transform(self.callbacks, "on_llm_end", text)
+        if self.runtime.callbacks:
+            text = transform(self.runtime.callbacks, "on_llm_end", text)
         return ModelReply(text=text, usage=reply.usage, raw=reply.raw, tool_calls=reply.tool_calls)
 
-    def _mark_invalid(self, node: Node, problem: str) -> None:
-        self._mark_error(node, f"invalid structured output: {problem}")
+    def mark_invalid(self, node: Node, problem: str) -> None:
+        self.mark_error(node, f"invalid structured output: {problem}")
 
-    def _mark_error(self, node: Node, error: str) -> None:
+    def mark_error(self, node: Node, error: str) -> None:
         """A completed exchange whose reply cannot be used: error status, reply kept."""
         node.status = "error"
         node.error = error
         _context.current_session().dag._notify("completed", node)
 
-    def _parsed_or_raise(self, node: Node, reply: str, response_format: type[T]) -> T:
+    def parsed_or_raise(self, node: Node, reply: str, response_format: type[T]) -> T:
         parsed, problem = parse(reply, response_format)
         if problem is None:
             return parsed  # type: ignore[return-value]
-        self._mark_invalid(node, problem)
+        self.mark_invalid(node, problem)
         raise ModelOutputError(
             f"the model's reply did not match {response_format.__name__} even after one "
             f"repair: {problem}. Check the prompt, or use a model that supports "

@@ -9,6 +9,7 @@ blocks_a_loop().
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import sys
 from typing import Any
@@ -134,7 +135,8 @@ def note_undecorated() -> None:
 def _user_function() -> tuple[str, str] | None:
     """The name, and a key, of the first function outside openprogram on the stack; None
     for module-level code, a lambda, a comprehension or a notebook cell."""
-    frame = sys._getframe(1)
+    here = inspect.currentframe()
+    frame = here.f_back if here is not None else None
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
         frame = frame.f_back  # type: ignore[assignment]  # None ends the walk
     if frame is None or frame.f_code.co_name.startswith("<"):

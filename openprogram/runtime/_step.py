@@ -10,8 +10,8 @@ thread (llm()), `adrive` awaits them (allm()). Start at drive().
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Generator, Iterable, Iterator
-from typing import Any, NoReturn, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Iterator
+from typing import Any, NoReturn, Protocol, TypeVar
 
 from openprogram.agentic.function import is_async
 from openprogram.core.dag import Node
@@ -23,16 +23,33 @@ Step = Generator["Effect", Any, R]
 """A step: yields effects, receives their outcomes, returns its result."""
 
 
+class Driver(Protocol):
+    """What a retried request waits on and records through (retrying(); _exchange.py's
+    Exchanges): the clock, the rate limits' waits, the backoff, the failure."""
+
+    @property
+    def max_retries(self) -> int: ...
+
+    def sleep(self, seconds: float) -> None: ...
+
+    def asleep(self, seconds: float) -> Awaitable[None]: ...
+
+    def rate_waits(self, node: Node) -> Iterator[float]: ...
+
+    def retry_delay(self, exc: ModelError, attempt: int, node: Node) -> float | None: ...
+
+    def failed(self, node: Node, exc: Exception) -> Exception: ...
+
+
 class Effect:
-    """One piece of I/O a step needs: `run` does it blocking, `arun` awaits it. `runtime`
-    is the Runtime driving the step (its `_sleep` and `_asleep`)."""
+    """One piece of I/O a step needs: `run` does it blocking, `arun` awaits it."""
 
     __slots__ = ()
 
-    def run(self, runtime: Any) -> Any:  # pragma: no cover - every effect overrides it
+    def run(self) -> Any:  # pragma: no cover - every effect overrides it
         raise NotImplementedError
 
-    async def arun(self, runtime: Any) -> Any:  # pragma: no cover
+    async def arun(self) -> Any:  # pragma: no cover
         raise NotImplementedError
 
 
@@ -51,10 +68,10 @@ class Complete(Request):
 
     __slots__ = ()
 
-    def run(self, runtime: Any) -> ModelReply:
+    def run(self) -> ModelReply:
         return self.model.complete(self.request)
 
-    async def arun(self, runtime: Any) -> ModelReply:
+    async def arun(self) -> ModelReply:
         return await self.model.acomplete(self.request)
 
 
@@ -66,12 +83,12 @@ class Open(Request):
 
     __slots__ = ()
 
-    def run(self, runtime: Any) -> Iterator[Any]:
+    def run(self) -> Iterator[Any]:
         opener = getattr(self.model, "stream", None)
         source = iter(opener(self.request) if opener else [self.model.complete(self.request)])
         return prepend(next(source, None), source)
 
-    async def arun(self, runtime: Any) -> AsyncIterator[Any]:
+    async def arun(self) -> AsyncIterator[Any]:
         opener = getattr(self.model, "stream", None)
         if opener is None:
             source = aiterate([await self.model.acomplete(self.request)])
@@ -88,26 +105,28 @@ class Replayed(Effect):
     def __init__(self, text: str) -> None:
         self.text = text
 
-    def run(self, runtime: Any) -> Iterator[str]:
+    def run(self) -> Iterator[str]:
         return iter([self.text])
 
-    async def arun(self, runtime: Any) -> AsyncIterator[str]:
+    async def arun(self) -> AsyncIterator[str]:
         return aiterate([self.text])
 
 
 class Sleep(Effect):
-    """Wait before the next attempt (the runtime's `_sleep` / `_asleep`)."""
+    """Wait before the next attempt, on the Driver's clock (`sleep`, or `asleep` under
+    allm())."""
 
-    __slots__ = ("seconds",)
+    __slots__ = ("driver", "seconds")
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, driver: Driver) -> None:
         self.seconds = seconds
+        self.driver = driver
 
-    def run(self, runtime: Any) -> None:
-        runtime._sleep(self.seconds)
+    def run(self) -> None:
+        self.driver.sleep(self.seconds)
 
-    async def arun(self, runtime: Any) -> None:
-        await runtime._asleep(self.seconds)
+    async def arun(self) -> None:
+        await self.driver.asleep(self.seconds)
 
 
 class RunTools(Effect):
@@ -120,10 +139,10 @@ class RunTools(Effect):
         self.calls = calls
         self.asked_by = asked_by
 
-    def run(self, runtime: Any) -> list[str]:
+    def run(self) -> list[str]:
         return self.toolbox.run(self.calls, self.asked_by)  # type: ignore[no-any-return]
 
-    async def arun(self, runtime: Any) -> list[str]:
+    async def arun(self) -> list[str]:
         return await self.toolbox.arun(self.calls, self.asked_by)  # type: ignore[no-any-return]
 
 
@@ -137,10 +156,10 @@ class Call(Effect):
         self.function = function
         self.argument = argument
 
-    def run(self, runtime: Any) -> Any:
+    def run(self) -> Any:
         return self.function(self.argument)
 
-    async def arun(self, runtime: Any) -> Any:
+    async def arun(self) -> Any:
         if is_async(self.function):
             return await self.function(self.argument)
         return await asyncio.to_thread(self.function, self.argument)
@@ -171,43 +190,43 @@ class _Driving:
         return True
 
 
-def drive(runtime: Any, step: Step[R]) -> R:
+def drive(step: Step[R]) -> R:
     """Run a step in this thread, each effect blocking (llm())."""
     driving = _Driving(step)
     while driving.advance():
         try:
-            driving.value = driving.effect.run(runtime)
+            driving.value = driving.effect.run()
         except BaseException as exc:
             driving.error = exc
     return driving.result  # type: ignore[no-any-return]
 
 
-async def adrive(runtime: Any, step: Step[R]) -> R:
+async def adrive(step: Step[R]) -> R:
     """Run a step in this task, awaiting each effect (allm())."""
     driving = _Driving(step)
     while driving.advance():
         try:
-            driving.value = await driving.effect.arun(runtime)
+            driving.value = await driving.effect.arun()
         except BaseException as exc:
             driving.error = exc
     return driving.result  # type: ignore[no-any-return]
 
 
-def retrying(runtime: Any, node: Node, effect: Request) -> Step[Any]:
+def retrying(driver: Driver, node: Node, effect: Request) -> Step[Any]:
     """Do `effect` (a model request), retrying transient ModelErrors with backoff until
-    `runtime.max_retries` runs out; any failure is recorded on `node` and raised."""
-    for attempt in range(runtime.max_retries + 1):
-        for wait in runtime._rate_waits(node):  # RateLimit callbacks: queue, never fail
-            yield Sleep(wait)
+    `driver.max_retries` runs out; any failure is recorded on `node` and raised."""
+    for attempt in range(driver.max_retries + 1):
+        for wait in driver.rate_waits(node):  # RateLimit callbacks: queue, never fail
+            yield Sleep(wait, driver)
         try:
             return (yield effect)
         except ModelError as exc:
-            delay = runtime._retry_delay(exc, attempt, node)
+            delay = driver.retry_delay(exc, attempt, node)
             if delay is None:
-                reraise(runtime._failed(node, exc), exc)
-            yield Sleep(delay)
+                reraise(driver.failed(node, exc), exc)
+            yield Sleep(delay, driver)
         except Exception as exc:
-            reraise(runtime._failed(node, exc), exc)
+            reraise(driver.failed(node, exc), exc)
     raise AssertionError("unreachable")  # pragma: no cover
 
 

@@ -14,7 +14,7 @@ import logging
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
 
 from openprogram.agentic.function import agentic_function
 from openprogram.core import _context
@@ -76,8 +76,26 @@ def _image_size(part: dict[str, Any]) -> tuple[int, int]:
     return Image(part.get("image", part.get("path"))).size
 
 
+class _Settings(Protocol):
+    @property
+    def system(self) -> str | None: ...
+
+    @property
+    def compactor(self) -> Callable[[str], Any] | None: ...
+
+
+class Renders(Protocol):
+    """What compaction reads of the exchanges it comes before (_exchange.py's Exchanges,
+    the layer above): the runtime's system prompt and compactor, and the image limit."""
+
+    @property
+    def runtime(self) -> _Settings: ...
+
+    def image_limit(self) -> int | None: ...
+
+
 def compacting(
-    runtime: Any,
+    exchanges: Renders,
     override: dict[str, Any] | RenderRange | None,
     model_name: str | None,
     include: Sequence[str] = (),
@@ -89,7 +107,7 @@ def compacting(
     runs on a worker thread). No budget, or nothing to drop: nothing happens. A
     compactor that fails is logged, and the render drops what it must (each node in its
     report)."""
-    planned = _plan(runtime, override, model_name, include)
+    planned = _plan(exchanges, override, model_name, include)
     if planned is not None:
         compactor, text, covers = planned
         with _summarizing(compactor, covers):
@@ -115,7 +133,7 @@ def _summarizing(compactor: Any, covers: list[int]) -> Iterator[None]:
 
 
 def _plan(
-    runtime: Any,
+    exchanges: Renders,
     override: dict[str, Any] | RenderRange | None,
     model_name: str | None,
     include: Sequence[str] = (),
@@ -134,8 +152,8 @@ def _plan(
         dag,
         frame.id if frame is not None else None,
         window,
-        system=runtime.system,
-        max_images=runtime._max_images(),
+        system=exchanges.runtime.system,
+        max_images=exchanges.image_limit(),
         include=include,
         tokens_model=model_name,
     )
@@ -152,7 +170,7 @@ def _plan(
         first = min(first, fitted.summary.meta["covers"][0])
     lines.extend(fitted.lines(fresh))
     own = _context.call_context().compactor
-    compactor = own or getattr(runtime, "compactor", None) or summarize_history
+    compactor = own or exchanges.runtime.compactor or summarize_history
     return compactor, "\n".join(lines), [first, fresh[-1].seq]
 
 

@@ -11,11 +11,9 @@ Provider calls are in _litellm.py. Start at Runtime.llm().
 
 from __future__ import annotations
 
-import asyncio
 import os
-import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
@@ -32,15 +30,15 @@ from openprogram.models._openai import needs_litellm
 from openprogram.models.model import Model, ModelReply, ToolCall
 from openprogram.render._tokens import preload_litellm
 from openprogram.runtime._content import parse, repair_prompt
-from openprogram.runtime._exchange import ExchangeRecord, name_of, recorded_reply
+from openprogram.runtime._exchange import Exchanges, name_of, recorded_reply
 from openprogram.runtime._guards import (
     BLOCKING,
     blocks_a_loop,
     check_model,
     check_stream,
 )
-from openprogram.runtime._ledger import Ledger, estimated_usage
-from openprogram.runtime._step import Complete, RunTools, Step, adrive, drive, retrying
+from openprogram.runtime._ledger import estimated_usage
+from openprogram.runtime._step import Complete, Step, adrive, drive, retrying
 from openprogram.runtime.compaction import compacting
 from openprogram.runtime.streaming import PendingStream, open_stream
 from openprogram.runtime.tools import ToolLoop
@@ -50,7 +48,7 @@ __all__ = ["Runtime", "allm", "current_runtime", "llm"]
 T = TypeVar("T", bound=BaseModel)
 
 
-class Runtime(ExchangeRecord):
+class Runtime:
     """How llm() calls are made: the model, callbacks, retries and limits.
 
     model: a litellm model string ("openai/gpt-4o", "anthropic/claude-...") or a Model
@@ -122,13 +120,10 @@ class Runtime(ExchangeRecord):
         self.operations = operations
         self.litellm_kwargs = litellm_kwargs
         _secrets.register(litellm_kwargs)  # api_key=... is scrubbed wherever it would show
-        self._ledger = Ledger(self)
+        self.exchanges = Exchanges(self)  # what its exchanges record, and their tally
         self._models: dict[str, Model] = {}
         self._tokens: list[Any] = []
-        self._sleep: Callable[[float], None] = time.sleep
-        self._asleep: Callable[[float], Any] = asyncio.sleep
         self._warned_blocking = False
-        self._warned_over: set[str] = set()  # functions warned about a budget not held
         named = model if model is not None else os.environ.get("OPENPROGRAM_MODEL")
         if isinstance(named, str) and needs_litellm(named, **litellm_kwargs):
             preload_litellm()  # its import (seconds) overlaps the program's set-up
@@ -147,7 +142,28 @@ class Runtime(ExchangeRecord):
     @property
     def usage(self) -> Usage:
         """The summed usage of every exchange made through this runtime."""
-        return self._ledger.usage
+        return self.exchanges.ledger.usage
+
+    @property
+    def _sleep(self) -> Callable[[float], None]:
+        """How a retry waits (tests replace it; `_asleep` under allm())."""
+        return self.exchanges.sleep
+
+    @_sleep.setter
+    def _sleep(self, sleep: Callable[[float], None]) -> None:
+        self.exchanges.sleep = sleep
+
+    @property
+    def _asleep(self) -> Callable[[float], Awaitable[None]]:
+        return self.exchanges.asleep
+
+    @_asleep.setter
+    def _asleep(self, asleep: Callable[[float], Awaitable[None]]) -> None:
+        self.exchanges.asleep = asleep
+
+    def _max_images(self) -> int | None:
+        """The tightest image limit of the runtime and its callbacks (ImageRetention)."""
+        return self.exchanges.image_limit()
 
     def __enter__(self) -> Runtime:
         self._tokens.append(_context.enter(runtime=self))
@@ -225,8 +241,8 @@ class Runtime(ExchangeRecord):
         resolved, loop = self._start(model, render_range, tools, max_tool_turns, kwargs)
         if stream:
             check_stream(response_format)
-            return drive(self, self._opening(content, resolved, kwargs, loop, False))
-        return drive(self, self._step(content, resolved, response_format, kwargs, loop))
+            return drive(self._opening(content, resolved, kwargs, loop, False))
+        return drive(self._step(content, resolved, response_format, kwargs, loop))
 
     def allm(
         self,
@@ -246,11 +262,9 @@ class Runtime(ExchangeRecord):
         allm(..., stream=True)` (tools allowed, as in llm())."""
         resolved, loop = self._start(model, render_range, tools, max_tool_turns, kwargs)
         if not stream:
-            return adrive(self, self._step(content, resolved, response_format, kwargs, loop))
+            return adrive(self._step(content, resolved, response_format, kwargs, loop))
         check_stream(response_format)
-        return PendingStream(
-            lambda: adrive(self, self._opening(content, resolved, kwargs, loop, True))
-        )
+        return PendingStream(lambda: adrive(self._opening(content, resolved, kwargs, loop, True)))
 
     def _start(
         self,
@@ -276,7 +290,7 @@ class Runtime(ExchangeRecord):
     ) -> Step[Any]:
         """One llm() call: compaction, the exchanges and their tool rounds, and one repair
         re-ask when a structured reply does not validate."""
-        yield from compacting(self, options.get("_render_range"), name_of(model))
+        yield from compacting(self.exchanges, options.get("_render_range"), name_of(model))
         node, reply = yield from self._turns(content, model, response_format, options, loop)
         result, problem = self._check(node, reply, response_format)
         if problem is None:
@@ -285,7 +299,7 @@ class Runtime(ExchangeRecord):
         node, reply = yield from self._turns(
             repair_prompt(problem), model, response_format, options, loop
         )
-        return self._parsed_or_raise(node, reply, response_format)
+        return self.exchanges.parsed_or_raise(node, reply, response_format)
 
     def _opening(
         self,
@@ -296,8 +310,16 @@ class Runtime(ExchangeRecord):
         asynchronous: bool,
     ) -> Step[Any]:
         """llm(..., stream=True): compaction, then the stream opened (streaming.py)."""
-        yield from compacting(self, options.get("_render_range"), name_of(model))
-        return (yield from open_stream(self, content, model, options, loop, asynchronous))
+        yield from compacting(self.exchanges, options.get("_render_range"), name_of(model))
+
+        def between_turns(node: Node, calls: list[ToolCall]) -> Step[None]:
+            return self._between_turns(node, calls, model, options, loop)
+
+        return (
+            yield from open_stream(
+                self.exchanges, content, model, options, loop, asynchronous, between_turns
+            )
+        )
 
     def _warn_if_blocking(self, stacklevel: int) -> None:
         if not self._warned_blocking and blocks_a_loop():
@@ -315,24 +337,25 @@ class Runtime(ExchangeRecord):
         """Exchanges until the model answers with content, running the tools it asks for."""
         node, reply = yield from self._ask(content, model, response_format, options, loop)
         while reply.tool_calls:
-            yield from self._run_tools(node, reply.tool_calls, loop)
-            yield from self._compact_turns(model, options, loop)
+            yield from self._between_turns(node, reply.tool_calls, model, options, loop)
             node, reply = yield from self._ask([], model, response_format, options, loop)
         return node, reply.text
 
-    def _compact_turns(self, model: Model, options: dict[str, Any], loop: ToolLoop) -> Step[None]:
-        """Before the next turn of a tool loop: its older rounds are history a token budget
-        summarises like any other (compaction.py), so the budget holds inside one call."""
-        yield from compacting(self, options.get("_render_range"), name_of(model), loop.nodes)
-
-    def _run_tools(self, node: Node, calls: list[ToolCall], loop: ToolLoop) -> Step[None]:
-        """One round of the tool calls `node` asked for, each recorded as a code node. Before
-        it runs: count it (ModelError when none may run) and ask the gates (RunStopped when
-        one says stop)."""
-        loop.next_round(node, calls, self._mark_error)
-        frame = _context.current_session().dag.get(node.parent) if node.parent else None
-        self._gate(kind="tool_calls", frame=frame, calls=calls)
-        loop.nodes.extend((yield RunTools(loop.toolbox, calls, node)))
+    def _between_turns(
+        self,
+        node: Node,
+        calls: list[ToolCall],
+        model: Model,
+        options: dict[str, Any],
+        loop: ToolLoop,
+    ) -> Step[None]:
+        """After a turn of a tool loop (llm()'s, or a stream's): one round of the tool calls
+        `node` asked for (tools.py), then its older rounds summarised when a token budget
+        no longer holds them (compaction.py), so the budget holds inside one call."""
+        yield from loop.tool_round(node, calls, self.exchanges)
+        yield from compacting(
+            self.exchanges, options.get("_render_range"), name_of(model), loop.nodes
+        )
 
     def _ask(
         self,
@@ -343,20 +366,20 @@ class Runtime(ExchangeRecord):
         loop: ToolLoop | None = None,
     ) -> Step[tuple[Node, ModelReply]]:
         """One recorded exchange; a replayed one (resuming) returns its recorded reply."""
-        node, request = self._prepare(content, model, response_format, options, loop)
+        node, request = self.exchanges.prepare(content, model, response_format, options, loop)
         if loop is not None:
             loop.asked(node)
         if request is None:
             return node, recorded_reply(node)
         try:
-            reply = yield from retrying(self, node, Complete(model, request))
+            reply = yield from retrying(self.exchanges, node, Complete(model, request))
         except Exception:
             raise
         except BaseException:  # cancelled on its way: the request was sent, so it counts
-            if self._ledger.holds(node):
-                self._ledger.count(node, estimated_usage(model, request, ""))
+            if self.exchanges.ledger.holds(node):
+                self.exchanges.ledger.count(node, estimated_usage(model, request, ""))
             raise
-        return node, self._finish(node, reply)
+        return node, self.exchanges.finish(node, reply)
 
     def _check(
         self, node: Node, reply: str, response_format: type[BaseModel] | None
@@ -366,7 +389,7 @@ class Runtime(ExchangeRecord):
             return reply, None
         parsed, problem = parse(reply, response_format)
         if problem is not None:
-            self._mark_invalid(node, problem)
+            self.exchanges.mark_invalid(node, problem)
         return parsed, problem
 
 

@@ -5,8 +5,9 @@ stream ends; when it breaks off or the consumer stops early (or closes or drops 
 node is marked error with the partial text kept, and the exchange is tallied at its
 estimated usage. With tools, the tool turns run between the streamed turns
 (ToolTextStream). Callbacks watch chunks through `on_llm_chunk`. runtime.py drives
-open_stream, a step (_step.py: retries before the first chunk), passing itself as the
-`Exchange` a stream finishes through and runs tools through. Start at open_stream().
+open_stream, a step (_step.py: retries before the first chunk), passing its Exchanges
+(the `Exchange` a stream records through) and the step run between tool turns. Start
+at open_stream().
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from openprogram.core.usage import Usage
 from openprogram.errors import ModelError, ModelUnavailable, RunError
 from openprogram.models.model import Model, ModelReply, ModelRequest, ToolCall
 from openprogram.runtime._ledger import Ledger, estimated_usage
-from openprogram.runtime._step import Open, Replayed, Step, adrive, drive, retrying
+from openprogram.runtime._step import Driver, Open, Replayed, Step, adrive, drive, retrying
 
 __all__ = [
     "AsyncTextStream",
@@ -36,17 +37,23 @@ __all__ = [
 ]
 
 
-class Exchange(Protocol):
-    """What a stream uses of the Runtime that opened it (runtime.py, the layer above):
-    the node and request of the exchange, retries, and how the node is finished."""
-
+class _Settings(Protocol):
     @property
     def callbacks(self) -> Sequence[Any]: ...
 
-    @property
-    def max_retries(self) -> int: ...
 
-    def _prepare(
+class Exchange(Driver, Protocol):
+    """What a stream writes through (_exchange.py's Exchanges, the layer above): the
+    node and request of a turn, retries (the Driver's), how the node is finished, and
+    the tally."""
+
+    @property
+    def runtime(self) -> _Settings: ...
+
+    @property
+    def ledger(self) -> Ledger: ...
+
+    def prepare(
         self,
         content: Any,
         model: Model,
@@ -55,22 +62,14 @@ class Exchange(Protocol):
         loop: Any = None,
     ) -> tuple[Node, ModelRequest | None]: ...
 
-    def _run_tools(self, node: Node, calls: list[ToolCall], loop: Any) -> Step[None]: ...
+    def finish(self, node: Node, reply: ModelReply) -> ModelReply: ...
 
-    def _compact_turns(self, model: Model, options: dict[str, Any], loop: Any) -> Step[None]: ...
+    def mark_error(self, node: Node, error: str) -> None: ...
 
-    def _retry_delay(self, exc: ModelError, attempt: int, node: Node) -> float | None: ...
 
-    def _rate_waits(self, node: Node) -> Iterator[float]: ...
-
-    def _failed(self, node: Node, exc: Exception) -> Exception: ...
-
-    def _finish(self, node: Node, reply: ModelReply) -> ModelReply: ...
-
-    def _mark_error(self, node: Node, error: str) -> None: ...
-
-    @property
-    def _ledger(self) -> Ledger: ...
+BetweenTurns = Callable[[Node, list[ToolCall]], Step[None]]
+"""After a streamed turn that asked for tools: the step running them (and compacting the
+loop's history), given by runtime.py."""
 
 
 class _Stream:
@@ -123,9 +122,9 @@ class _Stream:
         if not chunk:
             return None
         self._parts.append(chunk)
-        if self._runtime.callbacks:
+        if self._runtime.runtime.callbacks:
             self._context.run(
-                notify, self._runtime.callbacks, "on_llm_chunk", self.node, chunk,
+                notify, self._runtime.runtime.callbacks, "on_llm_chunk", self.node, chunk,
                 record_on=self._run,
             )  # fmt: skip
         return chunk
@@ -251,6 +250,7 @@ def open_stream(
     options: dict[str, Any],
     loop: Any = None,
     asynchronous: bool = False,
+    between_turns: BetweenTurns | None = None,
 ) -> Step[Any]:
     """The step opening `llm(..., stream=True)`'s stream (TextStream; with tools
     ToolTextStream; the Async ones for allm()): its first turn's llm node and the model's
@@ -258,7 +258,9 @@ def open_stream(
     offers its tools: a reply may then ask for them."""
     if loop is not None and loop.toolbox is not None:
         turns = AsyncToolTextStream if asynchronous else ToolTextStream
-        return (yield from turns(runtime, model, options, loop)._open(content))
+        assert between_turns is not None  # a tool loop's streams run tools between turns
+        opened = turns(runtime, model, options, loop, between_turns)
+        return (yield from opened.open(content))
     kind = AsyncTextStream if asynchronous else TextStream
     return (yield from _turn(kind, runtime, content, model, options, loop))
 
@@ -273,7 +275,7 @@ def _turn(
 ) -> Step[Any]:
     """Create the llm node and open the model's stream as a `kind` stream; a replayed
     exchange streams its recorded text."""
-    node, request = runtime._prepare(content, model, None, options, loop)
+    node, request = runtime.prepare(content, model, None, options, loop)
     tools = loop is not None and loop.toolbox is not None
     if tools:
         loop.asked(node)
@@ -300,7 +302,7 @@ def _ended(
     final = ModelReply(
         text=text, usage=reply.usage if reply is not None else Usage(), tool_calls=calls
     )
-    finished = runtime._finish(node, final)
+    finished = runtime.finish(node, final)
     if calls and not tools:
         names = ", ".join(call.name for call in calls)
         message = (
@@ -308,7 +310,7 @@ def _ended(
             "this call offers no tools: pass llm(..., tools=[...], stream=True) to run "
             "them, or ask for a text answer in the prompt"
         )
-        runtime._mark_error(node, message)
+        runtime.mark_error(node, message)
         raise ModelError(message, node_id=node.id)
     return finished.text
 
@@ -320,8 +322,16 @@ class _Turns:
     _kind: type[_Stream]
     """The stream class of one turn."""
 
-    def __init__(self, runtime: Exchange, model: Model, options: dict[str, Any], loop: Any):
+    def __init__(
+        self,
+        runtime: Exchange,
+        model: Model,
+        options: dict[str, Any],
+        loop: Any,
+        between_turns: BetweenTurns,
+    ) -> None:
         self._runtime = runtime
+        self._between_turns = between_turns
         self._model = model
         self._options = options
         self._loop = loop
@@ -342,7 +352,7 @@ class _Turns:
     def done(self) -> bool:
         return self._done
 
-    def _open(self, content: Any) -> Step[Any]:
+    def open(self, content: Any) -> Step[Any]:
         """The step opening a turn (the first with `content`); itself."""
         self._turn = yield from _turn(
             self._kind, self._runtime, content, self._model, self._options, self._loop
@@ -356,10 +366,9 @@ class _Turns:
         if not calls:
             self._done = True
             return
-        yield from self._runtime._run_tools(self._turn.node, calls, self._loop)
+        yield from self._between_turns(self._turn.node, calls)
         self._texts.append(self._turn.text)
-        yield from self._runtime._compact_turns(self._model, self._options, self._loop)
-        yield from self._open([])
+        yield from self.open([])
 
     def __repr__(self) -> str:
         state = "done" if self._done else "open"
@@ -388,7 +397,7 @@ class ToolTextStream(_Turns):
             try:
                 return next(self._turn)
             except StopIteration:
-                drive(self._runtime, self._next_turn())
+                drive(self._next_turn())
             except BaseException:
                 self._done = True
                 raise
@@ -422,7 +431,7 @@ class AsyncToolTextStream(_Turns):
             try:
                 return await anext(self._turn)
             except StopAsyncIteration:
-                await adrive(self._runtime, self._next_turn())
+                await adrive(self._next_turn())
             except BaseException:
                 self._done = True
                 raise
@@ -509,7 +518,7 @@ def _broken(
         reason = f"{type(exc).__name__}: {exc} (the stream broke off after {len(text)} characters)"
     try:
         if estimate is not None:
-            runtime._ledger.count(node, estimate(text))
+            runtime.ledger.count(node, estimate(text))
     finally:  # a strict observer's error still leaves the node marked
         dag.complete(node, text, status="error", error=reason)
     if exc is None or not isinstance(exc, Exception):

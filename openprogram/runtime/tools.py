@@ -14,7 +14,7 @@ import inspect
 import re
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
@@ -32,7 +32,7 @@ from openprogram.errors import (
     UsageError,
 )
 from openprogram.models.model import ToolCall
-from openprogram.runtime._step import Effect, Step, adrive, drive
+from openprogram.runtime._step import Effect, RunTools, Step, adrive, drive
 
 __all__ = ["ToolLoop", "Toolbox"]
 
@@ -186,12 +186,12 @@ class Toolbox:
         """Run the calls in order; the ids of their code nodes. Exceptions of a tool go
         back to the model (recorded as the node's error), except RunStopped, UsageError,
         ResumeDivergence and ReplayMismatch, which propagate."""
-        return [drive(None, self._call(call, asked_by)) for call in calls]
+        return [drive(self._call(call, asked_by)) for call in calls]
 
     async def arun(self, calls: Sequence[ToolCall], asked_by: Node) -> list[str]:
         """Run the calls concurrently (sync tools on worker threads); as run()."""
         outcomes = await asyncio.gather(
-            *(adrive(None, self._call(call, asked_by)) for call in calls),
+            *(adrive(self._call(call, asked_by)) for call in calls),
             return_exceptions=True,
         )
         for outcome in outcomes:
@@ -245,14 +245,22 @@ class _RunTool(Effect):
         self.tool = tool
         self.arguments = arguments
 
-    def run(self, runtime: Any) -> None:
+    def run(self) -> None:
         self.tool.fn(**self.arguments)
 
-    async def arun(self, runtime: Any) -> None:
+    async def arun(self) -> None:
         if self.tool.is_async:
             await self.tool.afn(**self.arguments)
         else:
             await asyncio.to_thread(self.tool.fn, **self.arguments)
+
+
+class Records(Protocol):
+    """What a tool round writes through (_exchange.py's Exchanges, the layer above)."""
+
+    def mark_error(self, node: Node, error: str) -> None: ...
+
+    def gate_or_stop(self, **context: Any) -> None: ...
 
 
 class ToolLoop:
@@ -278,6 +286,15 @@ class ToolLoop:
     def asked(self, node: Node) -> None:
         if self.toolbox is not None:
             self.nodes.append(node.id)
+
+    def tool_round(self, node: Node, calls: list[ToolCall], records: Records) -> Step[None]:
+        """The step of one round of the tool calls `node` asked for, each recorded as a code
+        node. Before it runs: count it (ModelError when none may run) and ask the gates
+        (RunStopped when one says stop)."""
+        self.next_round(node, calls, records.mark_error)
+        frame = _context.current_session().dag.get(node.parent) if node.parent else None
+        records.gate_or_stop(kind="tool_calls", frame=frame, calls=calls)
+        self.nodes.extend((yield RunTools(self.toolbox, calls, node)))
 
     def next_round(
         self, node: Node, calls: list[ToolCall], mark_error: Callable[[Node, str], None]
@@ -306,7 +323,7 @@ def _refuse(call: ToolCall, asked_by: Node, problem: str) -> str:
     """Record a tool call that could not run (unknown tool, invalid arguments) as a code
     node in error, so the model is told and the DAG shows it; its id."""
     session = _context.current_session()
-    node = session._enter_call(
+    node = session.enter_call(
         call.name,
         call.arguments if isinstance(call.arguments, dict) else {"arguments": call.arguments},
         asked_by.parent,

@@ -53,7 +53,7 @@ class Resuming:
     _shared: dict[str, str]
     _write: Callable[[Node], None]
 
-    def _resumed_output(self, node: Node, fn: Any) -> Any:
+    def resumed_output(self, node: Node, fn: Any) -> Any:
         """The value a resumed call returns instead of running: its recorded output,
         validated into `fn`'s return annotation when it has one (so a pydantic model
         comes back as that model), images as PIL images. A record that cannot stand for

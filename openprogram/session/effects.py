@@ -101,7 +101,7 @@ def new_key(session: Any, name: str, parent: str | None) -> str:
 def started(
     session: Any, name: str, parent: str | None, value: Any, settings: dict[str, Any]
 ) -> Node:
-    """The node of a new call with an effect (session._enter_call): its effect and key in
+    """The node of a new call with an effect (session.enter_call): its effect and key in
     its meta, its start committed (store/recorder.py commits such a start at once).
     Raises StoreError, recording the call as not run, when the store did not take it:
     its body must never run unknown to the store."""

@@ -3,7 +3,7 @@
 Owns entering a session (making it the recorder for this context), recording calls and
 inputs into its ContextDAG, the store it writes through (store/), reopening, resuming a
 re-run (matching in _resume.py), forking (a stored DAG is rebuilt in _loading.py) and
-idempotent inputs. Start at Session.__init__, Session.open and Session._enter_call.
+idempotent inputs. Start at Session.__init__, Session.open and Session.enter_call.
 """
 
 from __future__ import annotations
@@ -192,7 +192,7 @@ class Session(Resuming):
         refused = 0 if self._recorder is None else self._recorder.failures
         return refused + self._unrecorded
 
-    def _not_recorded(self, name: str, parent: str | None, exc: BaseException) -> None:
+    def not_recorded(self, name: str, parent: str | None, exc: BaseException) -> None:
         """Count and note a call whose node could not be made or completed: on its
         enclosing frame's `meta["unrecorded"]` (the session's log otherwise)."""
         self._unrecorded += 1
@@ -313,7 +313,7 @@ class Session(Resuming):
                 )
 
     # -- recording -----------------------------------------------------------------------
-    def _enter_call(
+    def enter_call(
         self, name: str, arguments: dict[str, Any], parent: str | None, settings: dict[str, Any]
     ) -> Node:
         """The code node of a call about to run (a completed one: do not run it, it was
@@ -336,7 +336,7 @@ class Session(Resuming):
             return effects.started(self, name, parent, value, stored)
         return self.dag.add("code", name, parent=parent, input=value, **stored)
 
-    def _enter_llm(
+    def enter_llm(
         self, name: str, parent: str | None, content: str | list[Any], meta: dict[str, Any]
     ) -> Node:
         """The llm node for an exchange about to be sent (a completed one when replayed);
@@ -349,7 +349,7 @@ class Session(Resuming):
                 return resumed
         return self.dag.add("llm", name, parent=parent, input=content, meta=meta)
 
-    def _exit_call(self, node: Node, result: Any, exc: BaseException | None) -> None:
+    def exit_call(self, node: Node, result: Any, exc: BaseException | None) -> None:
         if self._resumer is not None and node.id in self._resumer.reused:
             self._cancel_leftovers(node.id)
         if exc is None:
