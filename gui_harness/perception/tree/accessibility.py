@@ -386,7 +386,14 @@ class AccessibilitySource:
             offset = 0
             if isinstance(reader, AppWalk):
                 reader.finish(deadline)
+                before = self._offsets.get(app)
                 offset, note = self._offset(app, reader)
+                # LibreOffice places its window again while it starts, telling no one: a
+                # walk then may hold boxes from before with the offset of after (its grid
+                # 25 px high, a click on A4 hit A3). Until two reads agree on the offset,
+                # the next snapshot walks it again
+                if reader.own_drawing_offset and offset != before:
+                    events = -1
                 if note:
                     notes.append(note)
             elements = sorted(reader.elements, key=lambda e: e.order)
