@@ -124,11 +124,12 @@ class AppWalk:
         whose children changed, that showed or hid, or that expanded or collapsed, is
         walked again with all below it; one that moved or scrolled has the boxes below
         it read again; one that changed itself (a state, its name, its text), whether or
-        not it moved, has its states, name and box read again. A grid whose cursor or
-        selection moved
-        keeps its cells: only a scroll or a resize moves them; a long list is read again
-        (which of its items show) after any event of its own, or a move above it; so is
-        one that did not show when read, after any event of its own (Qt shows a dialog
+        not it moved, has its states, name and box read again, but a menu, whose items
+        show and hide with it and say nothing (Java's), is read again with them. A grid
+        whose cursor or selection moved keeps its cells: only a scroll or a resize moves
+        them; a long list is read again (which of its items show) after any event of
+        its own, or a move above it; so is one that did not show when read, after any
+        event of its own (Qt shows a dialog
         it made earlier with a window event alone, no change of its showing state). An
         object not read last time (under one that did not show, or under a managed
         container) is left alone: its ancestor, or the container, says when it matters;
@@ -145,7 +146,12 @@ class AppWalk:
                 continue
             if element.grid is not None and element.run is None:
                 (deep if events & _GRID_MOVES else shallow).append(element)
-            elif element.run is not None or events & _SUBTREE_CHANGES or not shows(element):
+            elif (
+                element.run is not None
+                or events & _SUBTREE_CHANGES
+                or not shows(element)
+                or element.role == atspi.MENU  # its items show and hide with it, unsaid
+            ):
                 deep.append(element)  # (one that did not show had nothing below it read)
             elif events & _GRID_MOVES:
                 moved.append(element)

@@ -2,7 +2,8 @@
 on): the wrapper reports a popup menu's items where the menu that opened it is, not where
 the popup draws them (13–20 px too high, over the menu bar), and the popup is drawn in
 its window (no window of its own), so nothing in the window listing says what it covers.
-The items are offered where they show, and the button under the open menu is not. A real
+The items are offered where they show, the button under the open menu is not, and once
+the menu closed and another opened its items are gone (Java says nothing of them). A real
 Swing window (a one-file Java program) on Xvfb."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gui_harness.actions import Click
+from gui_harness.actions import Click, Keypress
 from gui_harness.desktop.buses import JAVA_ATK_WRAPPER
 from gui_harness.desktop.virtual import App, VirtualDesktop
 from gui_harness.perception import AccessibilitySnapshot, AccessibilitySource, Component
@@ -50,6 +51,11 @@ public class Menus {
                 file.add(new JMenuItem(name));
             }
             bar.add(file);
+            JMenu edit = new JMenu("Edit");
+            for (String name : new String[] {"Cut", "Copy"}) {
+                edit.add(new JMenuItem(name));
+            }
+            bar.add(edit);
             frame.setJMenuBar(bar);
             JPanel row = new JPanel(new FlowLayout(FlowLayout.LEFT, 0, 0));
             row.add(new JButton("Under"));
@@ -64,10 +70,15 @@ public class Menus {
 """
 
 
+def _items(snapshot: AccessibilitySnapshot) -> list[Component]:
+    names = ("Alpha", "Beta", "Gamma", "Delta")
+    return [c for c in snapshot.components if c.label in names]
+
+
 def _placed(snapshot: AccessibilitySnapshot, file: Component) -> bool:
     """Whether the menu's items are all offered, below the File menu (the popup, added
     with no event where it is, is read a moment after its items)."""
-    items = [c for c in snapshot.components if c.label in ("Alpha", "Beta", "Gamma", "Delta")]
+    items = _items(snapshot)
     return len(items) == 4 and all(c.box[1] >= file.box[1] + file.box[3] - 2 for c in items)
 
 
@@ -86,8 +97,16 @@ def test_a_swing_menus_items_are_where_drawn_and_hide_what_is_under_it(tmp_path:
             (aside,) = labelled(seen, "button", "Aside the menu")
             d.execute(Click(x=file.center[0], y=file.center[1]))
             seen = wait_for(source, lambda s: _placed(s, file), limit=30)
+            # closed, and another menu opened: the first one's items are gone (Java
+            # says nothing of them when its popup closes)
+            d.execute(Keypress(keys=["escape"]))
+            (edit,) = labelled(seen, "button", "Edit")
+            d.execute(Click(x=edit.center[0], y=edit.center[1]))
+            other = wait_for(source, lambda s: bool(labelled(s, "button", "Copy")), limit=30)
+            other = wait_for(source, lambda s: not _items(s), limit=10)
         finally:
             source.close()
+    assert not _items(other), other.components
     items = [
         c for name in ("Alpha", "Beta", "Gamma", "Delta") for c in labelled(seen, "button", name)
     ]
