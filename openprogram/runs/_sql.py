@@ -90,6 +90,91 @@ class Dialect:
             f"AND name IN ({names}) ORDER BY name FOR UPDATE"
         )
 
+    def pick(self, queues: int, limited: bool) -> str:
+        """The ids of up to `p` queued runs due on `queues` (that many placeholders
+        first), best first: with `limited`, as candidates() counts queue limits (claim
+        one at a time then: the counts are read before the claim), else on queues
+        without a limit only. PostgreSQL locks them, skipping rows locked by others."""
+        p = self.p
+        names = ", ".join([p] * queues)
+        skip = " FOR UPDATE OF r SKIP LOCKED" if self.postgres else ""
+        if limited:
+            room = (
+                "AND NOT EXISTS (SELECT 1 FROM openprogram_run_queues q WHERE q.name = "
+                "r.queue AND q.concurrency IS NOT NULL AND q.concurrency <= (SELECT count(*) "
+                "FROM openprogram_runs x WHERE x.queue = r.queue AND x.state = 'running'))"
+            )
+        else:
+            room = (
+                "AND NOT EXISTS (SELECT 1 FROM openprogram_run_queues q WHERE q.name = "
+                "r.queue AND q.concurrency IS NOT NULL)"
+            )
+        return (
+            "SELECT r.id FROM openprogram_runs r WHERE r.state = 'queued' "
+            f"AND r.queue IN ({names}) AND r.run_at <= {self.now} {room} "
+            f"ORDER BY r.priority DESC, r.run_at, r.submitted_at LIMIT {p}{skip}"
+        )
+
+    def claim_batch(self, queues: int, limited: bool) -> str:
+        """Claim up to n runs and take their sessions' writer leases, in one statement
+        (PostgreSQL) or the first of two in one transaction (SQLite, which has no
+        UPDATE in WITH). Parameters: PostgreSQL the queues, n, worker, process, then
+        the lease's owner prefix, salt, host, pid and process; SQLite worker, process,
+        the queues, n. Returns the runs''
+        columns, then (PostgreSQL) the session's key and the lease's owner: NULL when
+        the lease is held already (a dead writer's, or a person's: the worker takes it
+        as any writer does) or the session is missing (the worker makes it)."""
+        p, now = self.p, self.now
+        update = (
+            f"UPDATE openprogram_runs SET state = 'running', worker = {p}, "
+            f"worker_process = {p}, claimed_at = {now}, "
+            f"started_at = coalesce(started_at, {now}), attempts = attempts + 1"
+        )
+        if not self.postgres:
+            return f"{update} WHERE id IN ({self.pick(queues, limited)}) RETURNING {_COLUMNS}"
+        columns = ", ".join(f"c.{c}" for c in _COLUMNS.split(", "))
+        return (
+            f"WITH picked AS ({self.pick(queues, limited)}), "
+            f"claimed AS ({update} FROM picked WHERE openprogram_runs.id = picked.id "
+            f"RETURNING {', '.join(f'openprogram_runs.{c}' for c in _COLUMNS.split(', '))}), "
+            "leased AS (INSERT INTO openprogram_leases (session, owner, host, pid, process, "
+            f"acquired_at, heartbeat_at) SELECT s.key, {p}::text || substr(md5({p}::text || "
+            f"s.id), 1, 8), {p}::text, {p}::bigint, {p}::text, {now}, {now} FROM claimed c "
+            "JOIN openprogram_sessions s ON s.id = c.id "
+            "ON CONFLICT (session) DO NOTHING RETURNING session, owner) "
+            f"SELECT {columns}, s.key, l.owner FROM claimed c "
+            "LEFT JOIN openprogram_sessions s ON s.id = c.id "
+            "LEFT JOIN leased l ON l.session = s.key"
+        )
+
+    def lease_claimed(self, runs: int) -> str:
+        """SQLite: take the writer leases of `runs` claimed runs' sessions where none is
+        held (parameters: the owner prefix, host, pid, process, then that many session
+        ids); returns each lease taken's session key and owner."""
+        p, now = self.p, self.now
+        ids = ", ".join([p] * runs)
+        return (
+            "INSERT INTO openprogram_leases (session, owner, host, pid, process, "
+            f"acquired_at, heartbeat_at) SELECT s.key, {p} || lower(hex(randomblob(4))), "
+            f"{p}, {p}, {p}, {now}, {now} FROM openprogram_sessions s WHERE s.id IN ({ids}) "
+            "AND true ON CONFLICT (session) DO NOTHING RETURNING session, owner"
+        )
+
+    def keys(self, runs: int) -> str:
+        ids = ", ".join([self.p] * runs)
+        return f"SELECT id, key FROM openprogram_sessions WHERE id IN ({ids})"
+
+    def unclaim(self) -> str:
+        """A claimed run this worker never started goes back as it was (not counted as
+        an attempt), fenced by the lease the claim took. Then the lease is released."""
+        return self.fenced(
+            "state = 'queued', worker = NULL, worker_process = NULL, attempts = attempts - 1"
+        )
+
+    @property
+    def limited(self) -> str:
+        return "SELECT name FROM openprogram_run_queues WHERE concurrency IS NOT NULL"
+
     @property
     def claim(self) -> str:
         p = self.p
@@ -195,6 +280,10 @@ class Dialect:
             f"INSERT INTO openprogram_run_queues (name, concurrency) VALUES ({p}, {p}) "
             "ON CONFLICT (name) DO UPDATE SET concurrency = excluded.concurrency"
         )
+
+    @property
+    def counts(self) -> str:
+        return "SELECT state, count(*) FROM openprogram_runs GROUP BY state"
 
     def listing(self, where: str) -> str:
         return f"SELECT {_COLUMNS} FROM openprogram_runs {where} ORDER BY submitted_at"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import sqlite3
 import threading
 import time
@@ -24,10 +25,10 @@ from openprogram.errors import StoreError, UsageError
 from openprogram.runs._sql import FINISHED, POSTGRES, SQLITE, Dialect
 from openprogram.store import SessionInfo
 from openprogram.store.base import Store
-from openprogram.store.lease import Holder
+from openprogram.store.lease import Holder, new_owner
 from openprogram.store.open import open_store
 
-__all__ = ["Orphan", "RunInfo", "RunQueue"]
+__all__ = ["Claimed", "Orphan", "RunInfo", "RunQueue"]
 
 _LOCK_ID = 0x6F70_7275_6E73  # "oprruns": creating the tables, once per database
 
@@ -63,6 +64,17 @@ class RunInfo:
         """The positional and keyword arguments it was submitted with."""
         args, kwargs = json.loads(self.args)
         return list(args), dict(kwargs)
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """A run claimed for a worker, and the writer lease of its session taken in the same
+    statement (`owner`, the session's `key`), or None when the lease was held already
+    or the session is missing: the worker then takes it as any writer does."""
+
+    run: RunInfo
+    owner: str | None
+    key: int | None
 
 
 @dataclass(frozen=True)
@@ -242,6 +254,11 @@ class RunQueue:
         found = self._run("list runs", self.dialect.listing(where), params).fetchall()
         return [RunInfo(*row) for row in found]
 
+    def counts(self) -> dict[str, int]:
+        """How many runs are in each state (states without runs left out)."""
+        found = self._run("count runs", self.dialect.counts).fetchall()
+        return {state: int(count) for state, count in found}
+
     # -- workers -------------------------------------------------------------------------
     def claim(self, queues: Sequence[str], owner: str, process: str) -> RunInfo | None:
         """Take the best queued run due on `queues` for writer `owner` (process `process`,
@@ -258,6 +275,70 @@ class RunQueue:
                 connection.execute(d.claim, (owner, process, found[0]))
                 row = connection.execute(d.select, (found[0],)).fetchone()
         return RunInfo(*row)
+
+    def claim_batch(
+        self, queues: Sequence[str], n: int, worker: str, process: str, *, limited: bool
+    ) -> list[Claimed]:
+        """Take up to `n` of the best queued runs due on `queues` for `worker` (process
+        `process`, lease.this_process()) and the writer leases of their sessions, in one
+        statement on PostgreSQL (SELECT … FOR UPDATE SKIP LOCKED: workers claiming at
+        once skip each other's rows), in one BEGIN IMMEDIATE on SQLite; best first.
+        `limited`: some of `queues` have a concurrency limit (limited_queues()): one
+        run is claimed, its queue's running runs counted under a lock."""
+        d = self.dialect
+        n = 1 if limited else max(1, n)
+        prefix = new_owner().rpartition(":")[0] + ":"  # the lease owners: host:pid:random
+        host = prefix.rsplit(":", 2)[0]
+        with self._lock, self._translate("claim runs"):
+            connection = self._connect()
+            with self._transaction(connection) if limited or not d.postgres else _none():
+                if limited and d.postgres:
+                    connection.execute(d.lock_limited(len(queues)), tuple(queues)).fetchall()
+                if d.postgres:  # the WITH's parameters first
+                    salt = secrets.token_hex(8)
+                    params = (*queues, n, worker, process, prefix, salt, host, os.getpid(), process)
+                    rows = connection.execute(d.claim_batch(len(queues), limited), params)
+                    found = [(RunInfo(*row[:-2]), row[-1], row[-2]) for row in rows.fetchall()]
+                else:
+                    statement = d.claim_batch(len(queues), limited)
+                    runs = connection.execute(statement, (worker, process, *queues, n))
+                    claimed = [RunInfo(*row) for row in runs.fetchall()]
+                    ids = tuple(r.id for r in claimed)
+                    leases: dict[int, str] = {}
+                    keys: dict[str, int] = {}
+                    if ids:
+                        lease = (prefix, host, os.getpid(), process, *ids)
+                        taken = connection.execute(d.lease_claimed(len(ids)), lease).fetchall()
+                        leases = {key: owner for key, owner in taken}
+                        keys = dict(connection.execute(d.keys(len(ids)), ids).fetchall())
+                    found = [(r, leases.get(keys.get(r.id, -1)), keys.get(r.id)) for r in claimed]
+        found.sort(key=lambda c: (-c[0].priority, c[0].run_at, c[0].submitted_at))
+        return [
+            Claimed(run, owner, key if owner is not None else None) for run, owner, key in found
+        ]
+
+    def limited_queues(self, queues: Sequence[str]) -> set[str]:
+        """Which of `queues` have a concurrency limit now."""
+        names = self._run("read the queue limits", self.dialect.limited).fetchall()
+        return {row[0] for row in names} & set(queues)
+
+    def unclaim(self, claimed: Claimed) -> bool:
+        """Put a claimed run this worker never started back as it was, and give up the
+        lease its claim took (a drained worker's runs waiting for a slot)."""
+        if claimed.owner is None:
+            self.release(claimed.run.id, claimed.run.worker or "")
+            return True
+        id, owner = claimed.run.id, claimed.owner
+        d = self.dialect
+        with self._lock, self._translate(f"hand back run {id!r}"):
+            connection = self._connect()
+            with self._transaction(connection):
+                back = connection.execute(d.unclaim(), (id, id, owner)).rowcount
+                connection.execute(
+                    f"DELETE FROM openprogram_leases WHERE session = {d.p} AND owner = {d.p}",
+                    (claimed.key, owner),
+                )
+        return bool(back)
 
     def running(self) -> tuple[float, list[Orphan]]:
         """The database's time and every running run with who holds it."""
@@ -334,6 +415,11 @@ def _driver_error(exc: Exception) -> bool:
         return True
     module = type(exc).__module__
     return module.startswith("psycopg")
+
+
+@contextmanager
+def _none() -> Iterator[None]:
+    yield
 
 
 @contextmanager

@@ -12,12 +12,14 @@ at once. Start at Worker.run().
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import inspect
 import json
 import logging
 import signal
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -33,7 +35,7 @@ from openprogram.errors import (
     StoreError,
     UsageError,
 )
-from openprogram.runs.queue import RunInfo, RunQueue
+from openprogram.runs.queue import Claimed, RunInfo, RunQueue
 from openprogram.store.lease import new_owner, this_process
 from openprogram.store.open import open_store
 
@@ -98,13 +100,18 @@ class Worker:
         self._stopping = threading.Event()
         self._wake = threading.Event()
         self._lock = threading.Lock()
-        self._active: dict[str, tuple[str, Session]] = {}  # run id -> (slot, its session)
+        self._active: dict[str, tuple[str, Session]] = {}  # run id -> (claimer, session)
+        self._ready: deque[Claimed] = deque()  # claimed with others, waiting for a slot
+        self._busy = 0  # slots running a run
+        self._claiming_lock = threading.Lock()  # one claim at a time: no slot over-claims
+        self._limited = False  # some of the queues have a concurrency limit
 
     # -- lifetime ------------------------------------------------------------------------
     def run(self, *, until_idle: bool = False) -> None:
         """Work until stop() (or SIGTERM / SIGINT in the main thread: drain), or, with
         `until_idle`, until no run is queued, running or due on its queues."""
         handlers = self._install() if threading.current_thread() is threading.main_thread() else {}
+        self._limited = bool(self.queue.limited_queues(self.queues))
         slots = [
             threading.Thread(target=self._slot, args=(until_idle,), name=f"openprogram-run-{i}")
             for i in range(self.concurrency)
@@ -122,7 +129,10 @@ class Worker:
             self._wake.set()
             for signum, previous in handlers.items():
                 signal.signal(signum, previous)
-            self.queue.close()
+            try:
+                self._hand_back_ready()
+            finally:
+                self.queue.close()
 
     def stop(self) -> None:
         """Drain: take no new run; each running one stops at its next call boundary (an
@@ -160,18 +170,58 @@ class Worker:
 
     def _claiming(self, slot: str, store: Any, until_idle: bool) -> None:
         while not self._stopping.is_set():
-            try:
-                run = self.queue.claim(self.queues, slot, self.process)
-            except StoreError as exc:
-                log.warning("openprogram: worker could not claim a run: %s", exc)
-                run = None
-            if run is None:
+            claimed = self._next(slot)
+            if claimed is None:
                 if until_idle and self._idle():
                     return
                 self._wake.wait(self.poll_s)
                 self._wake.clear()
                 continue
-            self._execute(run, slot, store)
+            with self._lock:
+                self._busy += 1
+            try:
+                self._execute(claimed, store)
+            finally:
+                with self._lock:
+                    self._busy -= 1
+
+    def _next(self, slot: str) -> Claimed | None:
+        """A run for this slot: one claimed with others before, else a new claim of as
+        many runs as slots are free (one statement, their leases taken with them)."""
+        with self._claiming_lock:
+            with self._lock:
+                if self._ready:
+                    return self._ready.popleft()
+                free = self.concurrency - self._busy
+            if self._stopping.is_set():
+                return None
+            try:
+                claimed = self.queue.claim_batch(
+                    self.queues, free, slot, self.process, limited=self._limited
+                )
+            except StoreError as exc:
+                log.warning("openprogram: worker could not claim a run: %s", exc)
+                return None
+            if not claimed:
+                return None
+            with self._lock:
+                self._ready.extend(claimed[1:])
+        if len(claimed) > 1:
+            self._wake.set()  # the other free slots take them
+        return claimed[0]
+
+    def _hand_back_ready(self) -> None:
+        """Runs claimed but never started (the worker stops) go back at once."""
+        while True:
+            with self._lock:
+                if not self._ready:
+                    return
+                claimed = self._ready.popleft()
+            try:
+                if self.queue.unclaim(claimed):
+                    log.info("openprogram: run %s handed back (never started)", claimed.run.id)
+            except StoreError as exc:  # its lease expires with this process: taken over
+                log.warning("openprogram: could not hand back run %s: %s", claimed.run.id, exc)
 
     def _idle(self) -> bool:
         """Whether no run of this worker's queues is running or due."""
@@ -182,15 +232,23 @@ class Worker:
             if r.queue in self.queues
         )
 
-    def _execute(self, run: RunInfo, slot: str, store: Any) -> None:
-        """Run `run` in its session; its row ends as the call did (fenced by the lease)."""
+    def _execute(self, claimed: Claimed, store: Any) -> None:
+        """Run the claimed run in its session, under the lease its claim took (else one
+        taken now); its row ends as the call did (fenced by the lease)."""
+        run, owner = claimed.run, claimed.owner
+        slot = run.worker or ""  # the slot that claimed it
         with self._lock:
             self.started += 1
+        if owner is not None and claimed.key is not None:
+            store.adopt(run.id, owner, claimed.key)
         try:
             function = resolve(run.function)
             args, kwargs = run.call()
-            session = Session.open(store, run.id, resume=True, create=True)
+            session = Session.open(store, run.id, resume=True, create=True, writer=owner)
         except Exception as exc:
+            if owner is not None:  # the claim's lease: given up before anything else
+                with contextlib.suppress(StoreError):
+                    store.release(run.id, owner)
             if isinstance(exc, UsageError):  # it can never run here: say why on the run
                 self._end_unleased(run, slot, store, exc)
             else:
@@ -199,9 +257,10 @@ class Worker:
             return
         try:
             with session:
-                latest = self.queue.get(run.id)
-                if latest is None or latest.state != "running" or latest.worker != slot:
-                    return  # ended, or taken over, between the claim and the lease
+                if owner is None:  # the lease was taken after the claim: still ours?
+                    latest = self.queue.get(run.id)
+                    if latest is None or latest.state != "running" or latest.worker != slot:
+                        return  # ended, or taken over, between the claim and the lease
                 with self._lock:
                     self._active[run.id] = (slot, session)
                 try:
@@ -283,6 +342,7 @@ class Worker:
     def watch_once(self) -> int:
         """Requeue running runs whose worker is gone; stop own runs asked to cancel or
         whose lease was lost. Returns how many runs were requeued."""
+        self._limited = bool(self.queue.limited_queues(self.queues))
         now, running = self.queue.running()
         requeued = 0
         mine = {slot for slot, _ in self._active.values()}

@@ -106,6 +106,7 @@ class Session(Resuming):
         self._adapters: dict[Callable[..., Any], Any] = {}
         self._owner = new_owner()
         self._holding = False
+        self._adopted = False  # the store held the lease before the session was read
         self._unrecorded = 0
         self._drains = False  # this session installed the SIGTERM handler (_drain.py)
         self._stop_reason: str | None = None  # stop(): end the run at its next boundary
@@ -134,7 +135,15 @@ class Session(Resuming):
 
     # -- reopening -----------------------------------------------------------------------
     @classmethod
-    def open(cls, store: Any, id: str, *, resume: bool = False, create: bool = False) -> Session:
+    def open(
+        cls,
+        store: Any,
+        id: str,
+        *,
+        resume: bool = False,
+        create: bool = False,
+        writer: str | None = None,
+    ) -> Session:
         """Reopen recorded session `id` of `store`, with its DAG loaded.
 
         resume=True: a program re-run inside `with session:` gets the recorded outputs
@@ -144,6 +153,12 @@ class Session(Resuming):
         serves the first run and every resumed one. Raises UsageError when the store has
         no such session (and create is False), ResumeDivergence (during the re-run) when
         a call's input differs from the recording at the same place.
+
+        writer: the writer id whose lease on session `id` the store holds already,
+        taken before the session was read (store.adopt(); openprogram.runs takes it in
+        the statement that claims the run): the session records as that writer, and
+        entering it neither takes the lease again nor checks for records made since it
+        was read (none can be).
         """
         _check_id(id)
         resolved, owns = open_store(store)
@@ -154,6 +169,8 @@ class Session(Resuming):
             )
         session = cls.__new__(cls)
         session._setup(resolved, owns, id)
+        if writer is not None:
+            session._owner, session._adopted = writer, True
         try:
             info = resolved.session(id)
             if info is None and create:
@@ -283,6 +300,11 @@ class Session(Resuming):
         """Take the session's writer lease (once); SessionLocked when another writer has it."""
         with self._lock:
             if self.store is None or self._holding:
+                return
+            if self._adopted:  # held since before it was read: nothing can be newer
+                self._adopted = False
+                self._holding = True
+                heartbeat().keep(self.store, self.id, self._owner)
                 return
             self.store.acquire(self.id, self._owner)
             stored = self.store.session(self.id)
