@@ -9,6 +9,7 @@ public Dataset (evaluation.py) adds `evaluate`. Start at Case.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
@@ -19,9 +20,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from openprogram.core.dag import Node
 from openprogram.echo import echo
-from openprogram.errors import UsageError
+from openprogram.errors import StoreError, UsageError
 
 __all__ = ["Case", "DatasetData", "case_label", "first_problem", "read_text"]
+
+log = logging.getLogger("openprogram.evals")
 
 LABEL_LIMIT = 60
 """Characters of a case's inputs its label (and a name made from it) keeps."""
@@ -232,6 +235,9 @@ class DatasetData(BaseModel):
             ids start with "eval-"). unique: skip a call whose input an earlier case
             has. limit: at most this many cases. Each case's metadata names the
             `session` and `node` it came from. Raises UsageError when no call matched.
+
+        The store notes the dataset (as "dataset:NAME") as a reader of those sessions,
+        so `sessions prune` keeps them; `store.unread("dataset:NAME")` lets them go.
         """
         from openprogram.session._loading import load_dag
         from openprogram.store.open import open_store
@@ -281,6 +287,7 @@ class DatasetData(BaseModel):
                         break
                 if limit is not None and len(cases) >= limit:
                     break
+            _read_by(resolved, cases, f"dataset:{name or function}")
         finally:
             if owns:
                 resolved.close()
@@ -291,6 +298,19 @@ class DatasetData(BaseModel):
                 + "; check the function's name (`openprogram sessions show ID` lists calls)"
             )
         return cls(name=name or function, cases=cases)
+
+
+def _read_by(store: Any, cases: Sequence[Case], reader: str) -> None:
+    """Note `reader` as a reader of the sessions `cases` came from, where the store keeps
+    readers (store/_readers.py: prune keeps those sessions); a store that cannot take the
+    note (read-only) is said so in the log, the dataset made all the same."""
+    read_by = getattr(store, "read_by", None)
+    if not cases or not callable(read_by):
+        return
+    try:
+        read_by({str(case.metadata["session"]) for case in cases}, reader)
+    except StoreError as exc:
+        log.warning("openprogram: %s: its sessions could not be kept from prune: %s", reader, exc)
 
 
 def _suffix(path: Path) -> str:

@@ -1,7 +1,8 @@
 """Retention: removing finished sessions older than a cutoff, and the images only they used.
 
 Owns which sessions may go (SQLStore.prune): finished (no node running, waiting for a
-person or `unknown`), no writer lease, not read by a fork, not a queued, running or
+person or `unknown`), no writer lease, not read by a fork nor by a reader noted in the
+store (store/_readers.py: a dataset made from its calls), not a queued, running or
 waiting run (openprogram.runs' table, when the store has one), and, with keep_failed,
 not failed. Their nodes, operations, run rows and sessions go in one transaction per
 batch; then blobs no remaining node refers to; then, with `compact`, the file (SQLite:
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from openprogram.errors import UsageError
+from openprogram.store._readers import readers_of
 
 __all__ = ["PruneReport", "prune"]
 
@@ -60,9 +62,12 @@ def prune(
         runs = _has_table(store, connection, "openprogram_runs")
         candidates = _candidates(connection, p, cutoff, runs)
         parents = {info.parent for info in store.list_sessions() if info.parent is not None}
+        readers = readers_of(connection, p)
         going: list[tuple[str, int]] = []
         for id, key, nodes, unfinished, failed, leased, state in candidates:
             why = _why_kept(id, unfinished, failed, leased, state, parents, keep_failed)
+            if why is None and id in readers:
+                why = f"{', '.join(readers[id])} reads it"
             if why is not None:
                 report.kept[id] = why
                 continue

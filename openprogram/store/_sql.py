@@ -22,6 +22,7 @@ from openprogram.errors import SessionLocked, StoreError, UsageError
 from openprogram.store._budgets import SQLBudgets
 from openprogram.store._operations import SQLOperations
 from openprogram.store._prune import PruneReport, prune
+from openprogram.store._readers import SQLReaders
 from openprogram.store._statements import Statements, statements
 from openprogram.store.format import (
     FORMAT_VERSION,
@@ -54,7 +55,7 @@ class _Unchanged(Exception):
     """Raised inside a write's transaction to roll it back: a row was refused (args[0])."""
 
 
-class SQLStore(SQLOperations, SQLBudgets, ABC):
+class SQLStore(SQLOperations, SQLBudgets, SQLReaders, ABC):
     """The Store methods of a DB-API database, one connection guarded by one lock.
 
     A backend sets `_statements` and `_where` (how messages name the store) and
@@ -431,8 +432,9 @@ class SQLStore(SQLOperations, SQLBudgets, ABC):
     ) -> PruneReport:
         """Remove finished sessions whose last record is older than `older_than` seconds,
         and the images only they used; never a session with a call running, waiting for
-        a person or unknown, one a writer holds, one a fork reads, or a queued, running
-        or waiting run (keep_failed: nor a failed one). dry_run: only say what would go.
+        a person or unknown, one a writer holds, one a fork or a noted reader reads
+        (read_by(): a dataset made from it), or a queued, running or waiting run
+        (keep_failed: nor a failed one). dry_run: only say what would go.
         compact: shrink the file (SQLite VACUUM) or the tables (PostgreSQL VACUUM FULL,
         which locks each table while it runs). Returns a PruneReport (store/_prune.py)."""
         self._check_writable("prune sessions")

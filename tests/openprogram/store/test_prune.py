@@ -130,6 +130,40 @@ def test_the_command_prunes_and_says_what_it_kept(durable_store: str) -> None:
     assert bad.exit_code == 2 and "30d" in bad.output
 
 
+def test_prune_keeps_the_sessions_a_dataset_was_made_from_until_it_lets_them_go(
+    durable_store: str,
+) -> None:
+    from openprogram.evals import Dataset
+
+    with Session(durable_store, id="tea"):
+        note(0, "tea")
+    with Session(durable_store, id="coffee"):
+        note(1, "coffee")
+    with Session(durable_store, id="other"):
+        picture("red")
+    dataset = Dataset.from_sessions(durable_store, "note", name="drinks")
+    assert {c.metadata["session"] for c in dataset.cases} == {"tea", "coffee"}
+    store = opened(durable_store)
+    try:
+        assert store.readers() == {"coffee": ["dataset:drinks"], "tea": ["dataset:drinks"]}
+        report = store.prune(older_than=0)
+        assert report.removed == ["other"]
+        assert report.kept == {
+            "tea": "dataset:drinks reads it",
+            "coffee": "dataset:drinks reads it",
+        }
+        store.read_by(["tea"], "report:weekly")  # a second reader of one of them
+        assert store.unread("dataset:drinks") == 2
+        assert store.prune(older_than=0).removed == ["coffee"]
+        assert store.readers("tea") == {"tea": ["report:weekly"]}
+        assert store.unread("report:weekly", ["tea"]) == 1
+        assert store.prune(older_than=0).removed == ["tea"]
+        with pytest.raises(UsageError, match="reader="):
+            store.read_by(["tea"], " ")
+    finally:
+        store.close()
+
+
 def test_a_negative_age_is_refused(durable_store: str) -> None:
     Session(durable_store, id="x").close()
     store = opened(durable_store)
