@@ -9,6 +9,7 @@ Each test holds a run at a pause point (jobs.pause, a FIFO), acts on the worker 
 
 from __future__ import annotations
 
+import os
 import signal
 from pathlib import Path
 
@@ -185,3 +186,50 @@ def _elsewhere_and_silent(store: str, session: str) -> None:
                 f"openprogram_sessions WHERE id = {p})",
                 (session,),
             )
+
+
+def test_a_worker_killed_holding_a_batch_of_runs_loses_nothing_and_repeats_nothing(
+    durable_store: str, env: dict[str, str]
+) -> None:
+    """One claim takes as many runs as the worker has free slots, with their sessions'
+    writer leases, in one statement; the worker dies holding the batch mid-way."""
+    log, fifos = Path(env[jobs.LOG]), Path(env[jobs.FIFOS])
+    runs = [
+        submit("tests.openprogram.runs.jobs:job", id, 4, id=id, store=durable_store)
+        for id in ("a", "b", "c")
+    ]
+    for label in ("a-2", "b-2"):  # both wait there before step 2 (0 and 1 recorded)
+        os.mkfifo(fifos / label)
+    first = WorkerProcess(durable_store, "--concurrency", "2", env=env)
+    second = None
+    try:
+        with open(fifos / "a-2", "w"), open(fifos / "b-2", "w"):
+            (fifos / "a-2").unlink()
+            (fifos / "b-2").unlink()
+            a, b, c = (run.info() for run in runs)
+            assert a.worker == b.worker  # claimed together, by one slot's claim
+            assert (a.state, b.state, c.state) == ("running", "running", "queued")
+            first.kill()
+        second = WorkerProcess(durable_store, "--concurrency", "2", env=env)
+        for run in runs:
+            assert run.result(timeout=120) == sum(i * i for i in range(4))
+        for id in ("a", "b", "c"):
+            assert [e for e in ran(log) if e.startswith(f"step {id} ")] == [
+                f"step {id} {i}" for i in range(4)
+            ]  # each step once
+        for id in ("a", "b"):
+            assert set(pids(log, f"step {id} 1")) == {first.pid}
+            assert set(pids(log, f"step {id} 2")) == {second.pid}
+        assert [(r.info().attempts, r.info().takeovers) for r in runs] == [(2, 1), (2, 1), (1, 0)]
+        for id in ("a", "b"):
+            session = Session.open(durable_store, id)
+            steps = [n for n in session.dag.nodes if n.name == "step"]
+            assert [(n.input["i"], n.status) for n in steps] == [(i, "completed") for i in range(4)]
+            session.close()
+        second.stop()
+    finally:
+        first.kill()
+        if second is not None:
+            second.kill()
+        for run in runs:
+            run.close()
