@@ -2,8 +2,8 @@
 
 `--workers` (4) `openprogram worker` processes on this machine take `--runs` (200)
 queued runs of `--calls` (20) recorded calls each (benchmarks/_runs_jobs.py: steps and
-one `effect="once"` call); every `--kill-every` (10) seconds a random worker gets
-SIGKILL and a new one starts in its place. Measured:
+one `effect="once"` call); every `--kill-every` (10) seconds a random worker that has
+started up gets SIGKILL and a new one starts in its place. Measured:
 
 * all runs complete (a run whose `once` call a kill cut waits to be settled: the bench
   settles it as done, requeues it, and counts it);
@@ -99,12 +99,15 @@ class Workers:
         self.env = {**os.environ, "PYTHONPATH": f"{HERE}:{ROOT}",
                     "OPENPROGRAM_BENCH_RUNS_LOG": str(log)}  # fmt: skip
         self.live: list[subprocess.Popen[bytes]] = []
+        self.logs: dict[int, Path] = {}  # pid -> the worker's stderr
         self.killed: list[tuple[int, float]] = []  # (pid, time of the kill)
+        self.skipped = 0  # kills skipped: no worker had started up yet
         self._count = 0
 
     def start(self) -> None:
         self._count += 1
-        errors = open(self.folder / f"worker-{self._count}.log", "wb")  # noqa: SIM115
+        path = self.folder / f"worker-{self._count}.log"
+        errors = open(path, "wb")  # noqa: SIM115
         self.live.append(
             subprocess.Popen(
                 [*WORKER, self.store, "--concurrency", str(self.options.concurrency)],
@@ -114,10 +117,18 @@ class Workers:
                 stderr=errors,
             )
         )
+        self.logs[self.live[-1].pid] = path
         errors.close()
 
-    def kill_one(self) -> int:
-        victim = random.choice(self.live)
+    def kill_one(self) -> int | None:
+        """SIGKILL a random worker that has started up (said "ready": a process still
+        importing holds no run, and on a loaded machine that can take longer than the
+        kill interval) and start another; None when none has."""
+        up = [w for w in self.live if b" ready" in self.logs[w.pid].read_bytes()]
+        if not up:
+            self.skipped += 1
+            return None
+        victim = random.choice(up)
         victim.send_signal(signal.SIGKILL)
         self.killed.append((victim.pid, time.time()))
         victim.wait()
@@ -283,7 +294,8 @@ def _report(
     takeovers = sum(r.takeovers for r in runs)
     print(f"runs: {dict(states)}; takeovers {takeovers}; once calls settled by hand {settled}")
     steps_twice = sum(1 for k in twice if k[0] == "step")
-    print(f"kills: {len(workers.killed)}; steps run twice {steps_twice} (each first in a killed "
+    print(f"kills: {len(workers.killed)} (skipped, no worker up yet: {workers.skipped}); "
+          f"steps run twice {steps_twice} (each first in a killed "
           f"worker: {not by_live}); once bodies twice: {len(once_twice)}")  # fmt: skip
     if resumed:
         times = sorted(resumed.values())
