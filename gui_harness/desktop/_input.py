@@ -9,11 +9,13 @@ Start at XInput.perform().
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from typing import Any, ClassVar
 
 import Xlib.display
 from Xlib import XK, X
@@ -79,7 +81,7 @@ class XInput:
     def perform(self, action: Any) -> None:
         """Send one resolved action (screen pixels); raises InvalidAction for one that
         cannot be sent as asked, before any of its events is sent."""
-        handler = _HANDLERS.get(action.type)
+        handler = self._HANDLERS.get(action.type)
         if handler is None:
             raise InvalidAction(f"action type {action.type!r} is not one X11Desktop can perform")
         handler(self, action)
@@ -212,10 +214,21 @@ class XInput:
         self._keys_sent = True
         self._x.xtest_fake_input(X.KeyPress if press else X.KeyRelease, keycode)
 
-    def _holding(self, keys: list[str] | None) -> _Held:
+    def _holding(self, keys: list[str] | None) -> AbstractContextManager[None]:
         """A context that presses `keys` not already held and releases them after."""
         fresh = [key for key in keys or () if key not in self._held_keys]
-        return _Held(self, [code for codes in self._press_codes(fresh) for code in codes])
+        return self._pressed([code for codes in self._press_codes(fresh) for code in codes])
+
+    @contextlib.contextmanager
+    def _pressed(self, codes: list[int]) -> Iterator[None]:
+        """Presses keycodes on entry and releases them, in reverse, on exit."""
+        for code in codes:
+            self._key(code, press=True)
+        try:
+            yield
+        finally:
+            for code in reversed(codes):
+                self._key(code, press=False)
 
     def _press_codes(self, keys: list[str]) -> list[list[int]]:
         """The keycodes to press for each key, in order: Shift first for a key on the
@@ -397,36 +410,21 @@ class XInput:
         self._x.sync()
         time.sleep(_REMAP_PAUSE_S)
 
-
-class _Held:
-    """Presses keycodes on entry and releases them, in reverse, on exit."""
-
-    def __init__(self, sender: XInput, codes: list[int]) -> None:
-        self._sender, self._codes = sender, codes
-
-    def __enter__(self) -> None:
-        for code in self._codes:
-            self._sender._key(code, press=True)
-
-    def __exit__(self, *exc_info: object) -> None:
-        for code in reversed(self._codes):
-            self._sender._key(code, press=False)
-
-
-_HANDLERS: dict[str, Callable[[XInput, Any], None]] = {
-    "click": XInput._click,
-    "double_click": XInput._click,
-    "triple_click": XInput._click,
-    "mouse_down": XInput._mouse_down,
-    "mouse_up": XInput._mouse_up,
-    "move": XInput._move,
-    "drag": XInput._drag,
-    "scroll": XInput._scroll,
-    "keypress": XInput._keypress,
-    "key_down": XInput._key_down,
-    "key_up": XInput._key_up,
-    "type": XInput._type,
-}
+    # each action type's method (functions of the class body: called with the instance)
+    _HANDLERS: ClassVar[dict[str, Callable[[XInput, Any], None]]] = {
+        "click": _click,
+        "double_click": _click,
+        "triple_click": _click,
+        "mouse_down": _mouse_down,
+        "mouse_up": _mouse_up,
+        "move": _move,
+        "drag": _drag,
+        "scroll": _scroll,
+        "keypress": _keypress,
+        "key_down": _key_down,
+        "key_up": _key_up,
+        "type": _type,
+    }
 
 
 def _char_keysym(char: str) -> int:

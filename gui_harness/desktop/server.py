@@ -83,21 +83,14 @@ class DesktopServer:
         read_timeout: float,
         max_wait_ms: int,
     ) -> None:
-        self.desktop = desktop
-        self.policy = policy
         self.token = token
-        self.max_wait_ms = max_wait_ms
-        # one thread each: a backend with per-thread state (mss keeps an X connection per
-        # thread) sees two threads in all, not one per request
-        self._screen = ThreadPoolExecutor(1, thread_name_prefix="desktop-screen")
-        self._input = ThreadPoolExecutor(1, thread_name_prefix="desktop-input")
         self._http = _Server(
             (host, port), _Handler, max_connections=max_connections, read_timeout=read_timeout
         )
-        self._http.owner = self
         self.host = host
         self.port: int = self._http.server_address[1]
-        self._gate = Gate(host, self.port, token)
+        self._served = _Served(desktop, policy, max_wait_ms, Gate(host, self.port, token))
+        self._http.served = self._served
         # A short poll interval makes stop() return in milliseconds instead of 0.5 s.
         self._thread = threading.Thread(
             target=self._http.serve_forever,
@@ -106,6 +99,21 @@ class DesktopServer:
             daemon=True,
         )
         self._thread.start()
+
+    @property
+    def desktop(self) -> Desktop:
+        """The desktop served."""
+        return self._served.desktop
+
+    @property
+    def policy(self) -> Policy:
+        """What every action is checked by before it reaches the desktop."""
+        return self._served.policy
+
+    @property
+    def max_wait_ms(self) -> int:
+        """The longest `wait` (and settle) this server performs, in milliseconds."""
+        return self._served.max_wait_ms
 
     @property
     def url(self) -> str:
@@ -125,8 +133,7 @@ class DesktopServer:
             self._thread.join()
         self._http.cut_connections()
         self._http.server_close()
-        self._screen.shutdown(wait=False, cancel_futures=True)
-        self._input.shutdown(wait=False, cancel_futures=True)
+        self._served.shutdown()
 
     def __enter__(self) -> DesktopServer:
         return self
@@ -136,43 +143,6 @@ class DesktopServer:
 
     def __repr__(self) -> str:  # never the token
         return f"DesktopServer(url={self.url!r}, desktop={self.desktop!r})"
-
-    def _screenshot_png(self, box: tuple[int, int, int, int] | None = None) -> bytes:
-        """The screen as PNG, or its part `box` (through the desktop's own grab where
-        it has one, else cut from a screenshot)."""
-        grab = getattr(self.desktop, "grab", None)
-        if box is None:
-            image = self._screen.submit(self.desktop.screenshot).result()
-        elif callable(grab):
-            image = self._screen.submit(grab, box).result()
-        else:
-            x, y, w, h = box
-            whole = self._screen.submit(self.desktop.screenshot).result()
-            image = whole.crop((x, y, x + w, y + h))
-        buffer = io.BytesIO()
-        image.save(buffer, format="PNG")
-        return buffer.getvalue()
-
-    def _settle(self, timeout: float) -> bool:
-        limit = min(timeout, self.max_wait_ms / 1000)
-        settled = getattr(self.desktop, "wait_settled", None)
-        if callable(settled):  # X DAMAGE events: after the action sent before, no polling
-            return bool(self._input.submit(settled, timeout=limit).result())
-        screens = _ScreenThread(self)  # compare_frames takes only screenshots of it
-        return compare_frames(screens, timeout=limit, frames=_SETTLE_FRAMES)  # type: ignore[arg-type]
-
-    def _perform(self, action: Any) -> None:
-        if isinstance(action, Wait) and action.ms > self.max_wait_ms:
-            raise ActionRejected(
-                f"wait of {action.ms} ms is over this server's {self.max_wait_ms} ms limit;"
-                " wait in shorter steps (RemoteDesktop waits on the client side)",
-                action=action,
-            )
-        self.policy.check(action, self.desktop.size, held=getattr(self.desktop, "held_keys", ()))
-        if isinstance(action, (Wait, Done, Fail)):  # nothing on the screen changes
-            self.desktop.execute(action)
-        else:
-            self._input.submit(self.desktop.execute, action).result()
 
 
 def serve_desktop(
@@ -229,14 +199,65 @@ def serve_desktop(
     )
 
 
-class _ScreenThread:
-    """A served desktop's screenshots, taken on the server's screen thread."""
+class _Served:
+    """What a request does to a served desktop: who may ask (`gate`), and the desktop's
+    screenshots, settles and actions, each on its thread (the handler's only way to it)."""
 
-    def __init__(self, owner: DesktopServer) -> None:
-        self._owner = owner
+    def __init__(self, desktop: Desktop, policy: Policy, max_wait_ms: int, gate: Gate) -> None:
+        self.desktop = desktop
+        self.policy = policy
+        self.max_wait_ms = max_wait_ms
+        self.gate = gate
+        # one thread each: a backend with per-thread state (mss keeps an X connection per
+        # thread) sees two threads in all, not one per request
+        self._screen = ThreadPoolExecutor(1, thread_name_prefix="desktop-screen")
+        self._input = ThreadPoolExecutor(1, thread_name_prefix="desktop-input")
+
+    def shutdown(self) -> None:
+        """Stop both threads; what waits for them is cancelled."""
+        self._screen.shutdown(wait=False, cancel_futures=True)
+        self._input.shutdown(wait=False, cancel_futures=True)
 
     def screenshot(self) -> Any:
-        return self._owner._screen.submit(self._owner.desktop.screenshot).result()
+        """The whole screen, taken on the screen thread."""
+        return self._screen.submit(self.desktop.screenshot).result()
+
+    def screenshot_png(self, box: tuple[int, int, int, int] | None = None) -> bytes:
+        """The screen as PNG, or its part `box` (through the desktop's own grab where
+        it has one, else cut from a screenshot)."""
+        grab = getattr(self.desktop, "grab", None)
+        if box is None:
+            image = self._screen.submit(self.desktop.screenshot).result()
+        elif callable(grab):
+            image = self._screen.submit(grab, box).result()
+        else:
+            x, y, w, h = box
+            whole = self._screen.submit(self.desktop.screenshot).result()
+            image = whole.crop((x, y, x + w, y + h))
+        buffer = io.BytesIO()
+        image.save(buffer, format="PNG")
+        return buffer.getvalue()
+
+    def settle(self, timeout: float) -> bool:
+        limit = min(timeout, self.max_wait_ms / 1000)
+        settled = getattr(self.desktop, "wait_settled", None)
+        if callable(settled):  # X DAMAGE events: after the action sent before, no polling
+            return bool(self._input.submit(settled, timeout=limit).result())
+        # compare_frames takes only screenshots of it, on the screen thread
+        return compare_frames(self, timeout=limit, frames=_SETTLE_FRAMES)  # type: ignore[arg-type]
+
+    def perform(self, action: Any) -> None:
+        if isinstance(action, Wait) and action.ms > self.max_wait_ms:
+            raise ActionRejected(
+                f"wait of {action.ms} ms is over this server's {self.max_wait_ms} ms limit;"
+                " wait in shorter steps (RemoteDesktop waits on the client side)",
+                action=action,
+            )
+        self.policy.check(action, self.desktop.size, held=getattr(self.desktop, "held_keys", ()))
+        if isinstance(action, (Wait, Done, Fail)):  # nothing on the screen changes
+            self.desktop.execute(action)
+        else:
+            self._input.submit(self.desktop.execute, action).result()
 
 
 def _header_safe(token: str) -> bool:
@@ -244,15 +265,15 @@ def _header_safe(token: str) -> bool:
 
 
 class _Server(GuardedServer):
-    owner: DesktopServer
+    served: _Served
 
 
 class _Handler(GuardedHandler):
     server: _Server
 
     def route(self) -> None:
-        owner = self.server.owner
-        owner._gate.check(self.headers)
+        owner = self.server.served
+        owner.gate.check(self.headers)
         method = _ENDPOINTS.get(self.path)
         if method is None:
             message = f"no endpoint {echo(self.command)} {echo(self.path)}"
@@ -274,7 +295,7 @@ class _Handler(GuardedHandler):
             self.reply_json(HTTPStatus.OK, {"width": width, "height": height})
         elif self.path == "/v1/screenshot":
             try:
-                png = owner._screenshot_png()
+                png = owner.screenshot_png()
             except Exception as exc:
                 message = f"the desktop failed to take a screenshot: {_failure(exc)}"
                 raise HttpRefusal(
@@ -291,7 +312,7 @@ class _Handler(GuardedHandler):
     def _grab(self, body: Any) -> None:
         if not self._versioned(body, "box", '{"version": 1, "box": [x, y, width, height]}'):
             return
-        owner = self.server.owner
+        owner = self.server.served
         box = body["box"]
         width, height = owner.desktop.size
         if not (
@@ -310,7 +331,7 @@ class _Handler(GuardedHandler):
                 f"{width}x{height} screen",
             )
         try:
-            png = owner._screenshot_png((box[0], box[1], box[2], box[3]))
+            png = owner.screenshot_png((box[0], box[1], box[2], box[3]))
         except Exception as exc:
             message = f"the desktop failed to take a screenshot: {_failure(exc)}"
             raise HttpRefusal(HTTPStatus.INTERNAL_SERVER_ERROR, "desktop_error", message) from exc
@@ -327,7 +348,7 @@ class _Handler(GuardedHandler):
                 f"timeout={echo(timeout)} is not a number of seconds >= 0",
             )
         try:
-            settled = self.server.owner._settle(float(timeout))
+            settled = self.server.served.settle(float(timeout))
         except Exception as exc:
             message = f"the desktop failed to settle: {_failure(exc)}"
             raise HttpRefusal(HTTPStatus.INTERNAL_SERVER_ERROR, "desktop_error", message) from exc
@@ -359,7 +380,7 @@ class _Handler(GuardedHandler):
             message = f"invalid action {echo(raw_action)}: {_summary(exc)}"
             raise HttpRefusal(HTTPStatus.BAD_REQUEST, "invalid_action", message) from None
         try:
-            self.server.owner._perform(action)
+            self.server.served.perform(action)
         except ActionRejected as exc:
             raise HttpRefusal(HTTPStatus.BAD_REQUEST, "action_rejected", cut(exc.reason)) from None
         except InvalidAction as exc:
