@@ -488,8 +488,7 @@ def _loop(run: _Run, task: str, max_steps: int, timeout_s: float | None) -> GuiR
         usage=_usage_since(run.runtime, usage_before),
         session_id=current_session().id,
     )
-    result._dag = current_session().dag
-    result._node_id = frame.id if frame is not None else None
+    result.bind_run(current_session().dag, frame.id if frame is not None else None)
     return result
 
 

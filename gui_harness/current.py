@@ -193,7 +193,7 @@ def _window(run: _Run, prompt: str, observation: Observation) -> dict[str, Any] 
     if run.context_tokens is not None:
         # the whole plan prompt within context_tokens: the history gets what the system
         # text, this prompt, the reply's schema and the screenshot leave
-        model = run.runtime._model_name(None)
+        model = run.runtime.model_name
         fixed = count_tokens(
             [run.runtime.system or "", prompt, _PLAN_SCHEMA, observation.marked], model=model
         )

@@ -38,6 +38,23 @@ class GuiResult(BaseModel):
     _dag: Any = PrivateAttr(default=None)
     _node_id: str | None = PrivateAttr(default=None)
 
+    @property
+    def node_id(self) -> str | None:
+        """The id of the run's gui_agent node in its session's DAG (None when the result
+        was not made by a run, e.g. rebuilt from a stored value)."""
+        return self._node_id
+
+    def bind_run(self, dag: Any, node_id: str | None) -> None:
+        """Keep the run's DAG and its gui_agent node `node_id`, for the notebook view
+        (agent.py does at the end of a run)."""
+        self._dag = dag
+        self._node_id = node_id
+
+    def report_html(self, dag: Any, run_id: str | None) -> str:
+        """What a run's HTML report opens with: a heading, the task, the outcome and the
+        final screen (of the gui_agent node `run_id` in `dag`), then the step table."""
+        return self._report_head(dag, run_id) + self._steps_html()
+
     def _repr_html_(self) -> str:
         """The step table, then the run's call tree (with screenshot thumbnails and what
         every model call saw) when the run's DAG is at hand."""

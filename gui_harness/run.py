@@ -121,5 +121,5 @@ def write_run_report(path: Path, session: Session, result: GuiResult) -> None:
         session,
         path,
         title=f"gui_agent: {result.stop_reason}",
-        extra_html=result._report_head(session.dag, result._node_id) + result._steps_html(),
+        extra_html=result.report_html(session.dag, result.node_id),
     )

@@ -310,7 +310,7 @@ def _episode_head(dag: Any) -> str | None:
         result = GuiResult.model_validate(rebuilt(runs[-1].output, fields=True))
     except (ValueError, TypeError, NotRebuildable):
         return None
-    return result._report_head(dag, runs[-1].id) + result._steps_html()
+    return result.report_html(dag, runs[-1].id)
 
 
 class _Progress:

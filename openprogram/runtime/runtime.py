@@ -178,6 +178,12 @@ class Runtime:
         return f"Runtime(model={self._model_name(None)!r})"
 
     # -- models --------------------------------------------------------------------------
+    @property
+    def model_name(self) -> str | None:
+        """The name of the model an llm() call without `model=` uses (this Runtime's,
+        else OPENPROGRAM_MODEL's); None when none is configured."""
+        return self._model_name(None)
+
     def _model_name(self, override: str | Model | None) -> str | None:
         spec = override or self.model or os.environ.get("OPENPROGRAM_MODEL")
         if spec is None:
