@@ -246,7 +246,7 @@ def render_command(
 def _plain_messages(rendered: Any) -> list[dict[str, Any]]:
     """The messages with images as `<image sha256:…>` text instead of data URLs."""
     plain = []
-    for role, parts in rendered._display_turns():
+    for role, parts in rendered.display_turns():
         texts = [str(p["image"]) if p.get("type") == "image" else p["text"] for p in parts]
         plain.append({"role": role, "content": "\n".join(texts)})
     return plain

@@ -221,7 +221,7 @@ def _turns(rendered: RenderedContext) -> list[dict[str, Any]]:
     each image once: a later copy names the message that showed it)."""
     dag = rendered.dag
     # internal (role, parts) with ImageRefs: the public .messages inline full-size PNGs
-    turns: list[tuple[str, list[dict[str, Any]]]] = rendered._display_turns()
+    turns: list[tuple[str, list[dict[str, Any]]]] = rendered.display_turns()
     seen: dict[str, int] = {}
     out = []
     for position, (role, parts) in enumerate(turns, 1):

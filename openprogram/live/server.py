@@ -106,6 +106,14 @@ class LiveServer(LimitedServer):
         assert store is not None  # checked in __init__
         return store
 
+    def take_stream(self) -> bool:
+        """Take one of the `max_streams` stream slots; False when all are taken."""
+        return self._streams.acquire(blocking=False)
+
+    def release_stream(self) -> None:
+        """Give back a slot take_stream() took."""
+        self._streams.release()
+
     def start(self) -> LiveServer:
         """Serve on a thread of its own (serve_forever otherwise)."""
         threading.Thread(target=self.serve_forever, name="openprogram-live", daemon=True).start()
@@ -268,7 +276,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _events(self, session_id: str, since: int) -> None:
         from openprogram.store.events import Follow, NodeEvents
 
-        if not self.server._streams.acquire(blocking=False):
+        if not self.server.take_stream():
             raise _Refusal(
                 HTTPStatus.SERVICE_UNAVAILABLE, "busy",
                 f"all {self.server.max_streams} live streams are open; close a page",
@@ -283,7 +291,7 @@ class _Handler(BaseHTTPRequestHandler):
             finally:
                 store.close()
         finally:
-            self.server._streams.release()
+            self.server.release_stream()
 
     def _stream(self, events: Any) -> None:
         head = (
@@ -381,23 +389,11 @@ def _event(node: Any) -> str:
 
 def _statuses(store: Any, ids: list[str]) -> dict[str, dict[str, int]]:
     """How many nodes of each session of `ids` are in each status: one counting query on
-    the SQL stores (the status column only), the rows read otherwise."""
+    the SQL stores (their status_counts()), the rows read otherwise."""
+    counted = getattr(store, "status_counts", None)
+    if callable(counted):
+        return counted(ids)  # type: ignore[no-any-return]
     counts: dict[str, dict[str, int]] = {id: {} for id in ids}
-    if not ids:
-        return counts
-    if hasattr(store, "_connect") and hasattr(store, "_lock"):
-        p = str(getattr(store, "_placeholder", "?"))
-        marks = ", ".join([p] * len(ids))
-        statement = (
-            "SELECT s.id, n.status, count(*) FROM openprogram_nodes n "
-            "JOIN openprogram_sessions s ON n.session = s.key "
-            f"WHERE s.id IN ({marks}) GROUP BY s.id, n.status"
-        )
-        with store._lock:
-            found = store._connect().execute(statement, tuple(ids)).fetchall()
-        for id, status, count in found:
-            counts[id][status] = int(count)
-        return counts
     for id in ids:
         for row in store.rows(id):
             counts[id][row.status] = counts[id].get(row.status, 0) + 1

@@ -27,7 +27,9 @@ async def http_client(
 ) -> AsyncIterator[tuple[Any, Any]]:
     """The SDK's streamable_http_client for `url`, its answers bounded by `max_bytes`."""
     client = create_mcp_http_client(headers=headers or None)
-    client._transport = _Bounded(client._transport, max_bytes)  # no public way to wrap it
+    # httpx2 has no public way to wrap a made client's transport, and the SDK makes the
+    # client (its timeouts): the one access to a library's private member here
+    client._transport = _Bounded(client._transport, max_bytes)
     async with (
         client,
         streamable_http_client(url, http_client=client, max_sse_event_size=max_bytes) as streams,

@@ -3,7 +3,8 @@
 The SDK's reader joins a message's chunks again and again (100 MB took two minutes)
 and holds any size; this one finds lines in bytes, and drops a message longer than
 `max_bytes` unread, answering its request with a RESULT_TOO_LARGE error instead.
-Starting and stopping the process is the SDK's (its helpers, pinned by `mcp<3`).
+Starting and stopping the process is the SDK's (its private helpers, pinned by `mcp<3`:
+the only accesses to a library's private members here).
 client.py uses it. Start at stdio_client().
 """
 

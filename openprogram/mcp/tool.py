@@ -144,7 +144,7 @@ class MCPTool:
         """This tool asking the user before each call (what `openprogram.needs_approval`
         does for it): "Allow <name>(<arguments>)?", or `question(**arguments)`; a "no"
         runs nothing and the model is told the call was declined (`meta["declined"]`)."""
-        approving = copy.copy(self)
+        approving: MCPTool = copy.copy(self)
         approving.question = question or True
         approving._recorders = {}
         return approving

@@ -40,6 +40,7 @@ from openprogram.operations.operation import (
     OperationState,
     kind_of,
 )
+from openprogram.store.format import NodeRow
 
 __all__ = ["Tracker", "default_manager", "hand_back", "tracker"]
 
@@ -126,9 +127,10 @@ class Tracker:
                 same = [(s, t) for s, t in _trackers.items() if getattr(s, "id", None) == parent]
             # the parent's run in this process: the object holding its lease (or any, when
             # nothing is stored); another object of it only reads, so the store is followed
-            live = [t for s, t in same if t is not self and (store is None or s._holding)]
+            live = [t for s, t in same if t is not self and (store is None or s.holding)]
             if live:
-                for id, found in live[0]._all().items():
+                running: Tracker = live[0]
+                for id, found in running._all().items():
                     if found.record.node in dag and id not in self._ops:
                         self._ops[id] = found if found.owner is not None else Shared(found, parent)
                 return  # the parent's view holds its own inherited ones
@@ -188,16 +190,11 @@ class Tracker:
         with self._lock:
             self._load()
             if store is not None:
-                recorder = getattr(self.session, "_recorder", None)
-                row, blobs = None, {}
-                if recorder is not None:
-                    recorder.flush()  # nothing older of this node may be written after it
-                    row, refs = recorder._encode(node, created=True)
-                    blobs = recorder._new_blobs(refs, {})
-                store.commit_operations(self.session.id, rows, row, blobs)
-                if recorder is not None:
-                    recorder.rows.add(node.seq)
-                    recorder.sent.update(blobs)
+
+                def write(row: NodeRow | None, blobs: dict[str, bytes]) -> None:
+                    store.commit_operations(self.session.id, rows, row, blobs)
+
+                self.session.commit_with(node, write)
             for row_, op in zip(rows, operations, strict=True):
                 self._ops[row_.id] = Live(record_of(row_), operation=op)
 

@@ -369,7 +369,7 @@ class RenderedContext:
             ]
         return self._messages
 
-    def _display_turns(self) -> list[tuple[str, list[dict[str, Any]]]]:
+    def display_turns(self) -> list[tuple[str, list[dict[str, Any]]]]:
         """(label, parts) per message for views: tool calls as text lines, and a tool
         result labelled with its call id."""
         turns = []

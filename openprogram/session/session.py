@@ -40,7 +40,7 @@ from openprogram.session._resuming import Resuming
 from openprogram.store.base import Store
 from openprogram.store.blobs import StoredBlobs
 from openprogram.store.events import Follow, NodeEvents
-from openprogram.store.format import SessionInfo, decode_node, image_refs
+from openprogram.store.format import NodeRow, SessionInfo, decode_node, image_refs
 from openprogram.store.lease import heartbeat, new_owner
 from openprogram.store.open import open_store
 from openprogram.store.recorder import Recorder
@@ -269,6 +269,24 @@ class Session(Resuming):
         """Make every call recorded so far durable now (docs/sessions.md#durability says
         when that happens by itself); False when a record failed (see failed_writes)."""
         return True if self._recorder is None else self._recorder.flush()
+
+    @property
+    def holding(self) -> bool:
+        """Whether this Session holds its session's writer lease (it records; another
+        Session object of the same session only reads)."""
+        return self._holding
+
+    def commit_with(
+        self, node: Node, write: Callable[[NodeRow | None, dict[str, bytes]], None]
+    ) -> None:
+        """Record `node` as created through `write(row, images)`, the caller's own
+        transaction with rows of its own (the operations a tool call made commit with
+        its node so); `row` is None without a store. What was recorded before is
+        committed first: nothing older of the node is written after it."""
+        if self._recorder is None:
+            write(None, {})
+        else:
+            self._recorder.commit_with(node, write)
 
     def stop(self, reason: str) -> None:
         """Stop this session's run at its next node boundary, from any thread: the call or

@@ -270,6 +270,19 @@ class Recorder:
         self.store.write(self.session, row, {})
         return None
 
+    def commit_with(self, node: Node, write: Callable[[NodeRow, dict[str, bytes]], None]) -> None:
+        """Record `node` as created through `write(row, images)`, the caller's own
+        transaction (operations commit with their tool call's node so), after the
+        waiting rows are committed: nothing older of the node is written after it. The
+        row and its images count as stored once `write` returns; it raises the store's
+        errors."""
+        self.flush()
+        row, refs = self._encode(node, created=True)
+        blobs = self._new_blobs(refs, {})
+        write(row, blobs)
+        self.rows.add(node.seq)
+        self._sent.update(blobs)
+
     def compare_and_set(self, node: Node, expect: Callable[[NodeRow], bool]) -> NodeRow | None:
         """Record `node` as it is now only while the store holds its row as `expect`
         accepts (effects.py settles calls so): None when recorded, else the row the

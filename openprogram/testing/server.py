@@ -111,25 +111,11 @@ class OpenAIServer(ServedOnThread):
         max_body_bytes: int = 32 << 20,
     ) -> None:
         _check_limits(max_connections, read_timeout, max_body_bytes)
-        self._default_reply = default_reply
-        self._callable: Callable[[dict[str, Any]], Any] | None = None
-        self._queues: dict[str, deque[Any]] | None = None
-        if callable(responder) and not isinstance(responder, Mapping):
-            self._callable = responder
-        elif isinstance(responder, Mapping):
-            self._queues = {
-                str(k): _replies(v, f"the replies for {k!r}") for k, v in responder.items()
-            }
-        elif responder is not None:
-            self._queues = {"*": _replies(responder, "OpenAIServer(responder)")}
-        self._script: deque[_Reply | _Failure] = deque()
-        self._requests: list[RecordedRequest] = []
-        self._lock = threading.Lock()
-        self._ids = itertools.count(1)
+        self._answers = _Answers(responder, default_reply)
         http = _HTTPServer(
             ("127.0.0.1", port),
             _Handler,
-            fake=self,
+            answers=self._answers,
             max_connections=max_connections,
             read_timeout=float(read_timeout),
             max_body_bytes=max_body_bytes,
@@ -139,16 +125,13 @@ class OpenAIServer(ServedOnThread):
     @property
     def requests(self) -> list[RecordedRequest]:
         """A snapshot of the chat requests received so far, oldest first."""
-        with self._lock:
-            return list(self._requests)
+        return self._answers.requests()
 
     @property
     def pending(self) -> int:
         """How many responses scripted with reply(), fail() or a responder list have not
         been served yet."""
-        with self._lock:
-            queued = sum(len(q) for q in (self._queues or {}).values())
-            return len(self._script) + queued
+        return self._answers.pending()
 
     def reply(
         self,
@@ -166,9 +149,8 @@ class OpenAIServer(ServedOnThread):
         to report (default: counted from the text). break_after: when streamed, send that
         many chunks and then drop the connection mid-response.
         """
-        calls = tuple(_tool_call(call, next(self._ids)) for call in tool_calls or ())
-        with self._lock:
-            self._script.append(_Reply(text, prompt_tokens, completion_tokens, calls, break_after))
+        calls = self._answers.tool_calls(tool_calls or ())
+        self._answers.script(_Reply(text, prompt_tokens, completion_tokens, calls, break_after))
 
     def fail(
         self,
@@ -183,18 +165,62 @@ class OpenAIServer(ServedOnThread):
         """
         if not 400 <= status <= 599:
             raise ValueError(f"status={status!r} is not an HTTP error status; use 400-599")
-        with self._lock:
-            self._script.append(_Failure(status, message, retry_after))
+        self._answers.script(_Failure(status, message, retry_after))
 
     def __repr__(self) -> str:
         state = "stopped" if self._stopped else self.url
         return f"<OpenAIServer {state} requests={len(self.requests)} pending={self.pending}>"
 
-    def _record(self, request: RecordedRequest) -> None:
+
+class _Answers:
+    """What an OpenAIServer answers, and what it was asked: the script of replies and
+    failures (reply(), fail(), a responder), the requests recorded, and each reply's
+    form as a completion or as streamed chunks. Its HTTP handler's only way to it."""
+
+    def __init__(self, responder: Responder | None, default_reply: str | None) -> None:
+        self._default_reply = default_reply
+        self._callable: Callable[[dict[str, Any]], Any] | None = None
+        self._queues: dict[str, deque[Any]] | None = None
+        if callable(responder) and not isinstance(responder, Mapping):
+            self._callable = responder
+        elif isinstance(responder, Mapping):
+            self._queues = {
+                str(k): _replies(v, f"the replies for {k!r}") for k, v in responder.items()
+            }
+        elif responder is not None:
+            self._queues = {"*": _replies(responder, "OpenAIServer(responder)")}
+        self._script: deque[_Reply | _Failure] = deque()
+        self._requests: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    def pending(self) -> int:
+        with self._lock:
+            queued = sum(len(q) for q in (self._queues or {}).values())
+            return len(self._script) + queued
+
+    def model_names(self) -> list[str]:
+        """The model names a responder dict answers for ("test-model" without one)."""
+        return sorted(set(self._queues or ()) - {"*"}) or ["test-model"]
+
+    def tool_calls(self, calls: Iterable[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
+        """Tool calls as sent (ids default to `call_<n>`)."""
+        return tuple(_tool_call(call, next(self._ids)) for call in calls)
+
+    def script(self, answer: _Reply | _Failure) -> None:
+        """Answer the next request so (before the responder)."""
+        with self._lock:
+            self._script.append(answer)
+
+    def record(self, request: RecordedRequest) -> None:
         with self._lock:
             self._requests.append(request)
 
-    def _next_response(self, body: dict[str, Any]) -> _Reply | _Failure:
+    def next_response(self, body: dict[str, Any]) -> _Reply | _Failure:
         with self._lock:
             if self._script:
                 return self._script.popleft()
@@ -236,7 +262,7 @@ class OpenAIServer(ServedOnThread):
         except UsageError as exc:
             return _Failure(500, f"OpenAIServer script: {exc}", None)
 
-    def _completion(self, reply: _Reply, model: str, body: dict[str, Any]) -> dict[str, Any]:
+    def completion(self, reply: _Reply, model: str, body: dict[str, Any]) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": reply.text}
         if reply.tool_calls:
             message = {
@@ -259,7 +285,7 @@ class OpenAIServer(ServedOnThread):
             "usage": _usage(reply, body),
         }
 
-    def _chunks(
+    def chunks(
         self, reply: _Reply, model: str, body: dict[str, Any], usage: bool
     ) -> list[dict[str, Any]]:
         """The streamed form of `reply`: one chunk per word, the tool calls (each in
@@ -304,8 +330,8 @@ def _check_limits(max_connections: int, read_timeout: float, max_body_bytes: int
 
 
 class _HTTPServer(BoundedServer):
-    def __init__(self, *args: Any, fake: OpenAIServer, **limits: Any) -> None:
-        self.fake = fake
+    def __init__(self, *args: Any, answers: _Answers, **limits: Any) -> None:
+        self.answers = answers
         super().__init__(*args, **limits)
 
 
@@ -330,10 +356,10 @@ class _Handler(LimitedHandler):
         if not isinstance(body, dict):
             self._send_error(400, f"request body must be a JSON object, got {body!r}")
             return
-        fake = self.server.fake
+        answers = self.server.answers
         headers = {name.lower(): value for name, value in self.headers.items()}
-        fake._record(RecordedRequest(path, headers, body))
-        response = fake._next_response(body)
+        answers.record(RecordedRequest(path, headers, body))
+        response = answers.next_response(body)
         if isinstance(response, _Failure):
             self._send_error(response.status, response.message, response.retry_after)
             return
@@ -341,11 +367,11 @@ class _Handler(LimitedHandler):
         if body.get("stream"):
             options = body.get("stream_options") or {}
             self._send_events(
-                fake._chunks(response, model, body, bool(options.get("include_usage"))),
+                answers.chunks(response, model, body, bool(options.get("include_usage"))),
                 response.break_after,
             )
             return
-        self._send_json(200, fake._completion(response, model, body))
+        self._send_json(200, answers.completion(response, model, body))
 
     def _send_events(self, chunks: list[dict[str, Any]], break_after: int | None) -> None:
         """Server-sent events over a chunked HTTP/1.1 body; with break_after, the
@@ -373,7 +399,7 @@ class _Handler(LimitedHandler):
         if path not in _MODELS_PATHS:
             self._send_error(404, f"no route for GET {path!r}; use /v1/models")
             return
-        names = sorted(set(self.server.fake._queues or ()) - {"*"}) or ["test-model"]
+        names = self.server.answers.model_names()
         models = [
             {"id": n, "object": "model", "created": 0, "owned_by": "openprogram"} for n in names
         ]
