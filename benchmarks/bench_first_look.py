@@ -8,6 +8,12 @@ with its labels, on real apps, and whether large text on a canvas comes out whol
   (which waits, bounded, for its labels), the labelled share of the components OCR reads,
   and the median and p90 of later looks at the same screen. `--runs N` first looks per app;
   `--renderer gl` draws GTK 4 apps with GTK's default renderer (VirtualDesktop's is cairo).
+* `--record DIR` saves each app's settled screen and accessibility snapshot (PNG and
+  pickle) instead; `--replay DIR` then perceives them again as a first look, with a
+  fresh OcrWorker whose reads are counted: crops read before the look returns (the ones
+  it waited for, about), the recogniser's work in columns (each crop cut to its ink and
+  scaled to 48 px high, at least 3:1: what a read costs, whatever the load), the reads'
+  thread CPU, and the components labelled. The same screens for old and new code.
 * `--canvas`: lines of large text drawn in the font Impress used (tuned on) and six
   fonts held out (tests/gui_harness/perception/canvas_text.py), at 22-44 px: how many
   come out as one whole text component with no check box, radio, icon or button inside;
@@ -22,6 +28,7 @@ machine and date (wall times depend on the load, which it prints).
 from __future__ import annotations
 
 import argparse
+import pickle
 import shutil
 import statistics
 import sys
@@ -29,6 +36,7 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -123,6 +131,72 @@ def first_look(names: list[str], runs: int, renderer: str | None = None) -> None
         )
 
 
+def _settled(desktop: VirtualDesktop) -> tuple[AccessibilitySource, int]:
+    """The desktop's accessibility source, once its tree stops growing; its size."""
+    source = AccessibilitySource(
+        desktop.accessibility_bus,
+        screen=desktop.size,
+        windows=lambda: desktop.desktop.visible_windows(),
+    )
+    last, start = -1, time.monotonic()
+    for _ in range(240):  # the tree grows while the app starts: until it holds
+        count = len(source.snapshot().components)
+        if count == last and (count > 5 or time.monotonic() - start > 20):
+            break
+        last = count
+        time.sleep(0.5)
+    desktop.wait_settled(timeout=5.0)
+    return source, count
+
+
+def record(names: list[str], folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        with VirtualDesktop((1280, 800), [APPS[name]()]) as desktop:
+            source, count = _settled(desktop)
+            desktop.screenshot().save(folder / f"{name}.png")
+            (folder / f"{name}.pickle").write_bytes(pickle.dumps(source.snapshot()))
+            source.close()
+        print(f"{name}: tree {count} components")
+
+
+def replay(folder: Path) -> None:
+    from PIL import Image
+
+    from gui_harness.perception.ocr.ocr_worker import _inked, rapidocr_reader
+
+    reader = rapidocr_reader()
+    assert reader is not None, "replay needs rapidocr-onnxruntime"
+    print(f"first look replayed from {folder}; {machine()}")
+    print(f"{'app':22} {'read in look':>12} {'columns':>8} {'cpu ms':>7} {'all reads':>9} "
+          f"{'columns':>8} {'labelled':>9}")  # fmt: skip
+    for path in sorted(folder.glob("*.png")):
+        reads: list[tuple[float, float]] = []
+
+        def counted(crop: Any, reads: list[tuple[float, float]] = reads) -> str:
+            ink = _inked(crop)
+            start = time.thread_time()
+            text = reader(crop)
+            reads.append((48 * max(ink.shape[1] / ink.shape[0], 3), time.thread_time() - start))
+            return text
+
+        snapshot = pickle.loads(path.with_suffix(".pickle").read_bytes())  # our own file
+        worker = OcrWorker(counted)
+        seen = Perception(ocr=worker, first_look=30.0).perceive(
+            Image.open(path).convert("RGB"), accessibility=snapshot
+        )
+        during = list(reads)
+        readable = [c for c in seen.components if c.kind in READ]
+        worker.wait_idle(60)
+        worker.close()
+        print(
+            f"{path.stem:22} {len(during):12} {sum(r[0] for r in during):8.0f} "
+            f"{sum(r[1] for r in during) * 1000:7.0f} {len(reads):9} "
+            f"{sum(r[0] for r in reads):8.0f} "
+            f"{sum(c.label is not None for c in readable):4}/{len(readable)}"
+        )
+
+
 def canvas() -> None:
     print(f"canvas text, sizes {SIZES} px; {machine()}")
     for name, fonts in (("tuned", TUNED), ("held out", HELD_OUT)):
@@ -154,11 +228,19 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--canvas", action="store_true", help="canvas text, drawn")
     parser.add_argument("--renderer", help="GSK_RENDERER for GTK 4 apps (default: cairo)")
+    parser.add_argument("--record", type=Path, help="save each app's first screen here")
+    parser.add_argument("--replay", type=Path, help="first looks at the screens saved here")
     options = parser.parse_args()
     if options.canvas:
         canvas()
         return
+    if options.replay:
+        replay(options.replay)
+        return
     names = options.apps or [n for n in APPS if shutil.which(APPS[n]().argv[0])]
+    if options.record:
+        record(names, options.record)
+        return
     first_look(names, options.runs, options.renderer)
 
 

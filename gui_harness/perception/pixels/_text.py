@@ -263,8 +263,12 @@ def links(rgb: np.ndarray, texts: list[_Found]) -> list[_Found]:
             out.append((kind, (x, y, w, h), confidence))
             continue
         # Glyphs are 3 px high or more; a flat run is an underline, maybe the line above's.
+        # A blue mark nearly the line's height and over twice as wide is a frame (a
+        # selected tab's outline), not a glyph: letters stand apart, an underline is low.
         _, labels, stats, _ = cv2.connectedComponentsWithStats(blue.view(np.uint8))
-        glyphs = (stats[:, cv2.CC_STAT_HEIGHT] >= 3)[labels] & blue
+        high, wide = stats[:, cv2.CC_STAT_HEIGHT], stats[:, cv2.CC_STAT_WIDTH]
+        frame = (high >= 0.7 * h) & (wide > 2 * h)
+        glyphs = ((high >= 3) & ~frame)[labels] & blue
         # A lighter blue keeps only its stems above the threshold; its paler edges, still
         # bluish and in the glyphs' rows, close the gaps between the letters of a word.
         rows = glyphs.any(axis=1)

@@ -53,6 +53,7 @@ _KERNEL = np.ones((3, 3), np.uint8)
 _CONTROL_H = (10, 100)  # pixels; taller outlines are panels, shorter ones glyphs or lines
 _TEXT_AREA_H = 400  # px; a taller plain outline holding lines is a page, not a text area
 _CHECKBOX_SIDE = (10, 24)
+_RULE_KERNEL = np.ones((1, 24), np.uint8)  # a horizontal run this long is a rule, not ink
 _REPEATS = 8  # boxes of one kind and size that make repetitive content for the cap
 
 
@@ -107,7 +108,7 @@ def detect_crop(
     if any(closed):
         _close_at_edges(grey, pale, closed, background)
     thick = cv2.dilate(pale, _KERNEL, dst=scratch.get("thick", grey.shape, np.uint8))
-    controls, panels = _controls(grey, pale, thick)
+    controls, panels = _controls(grey, pale, thick, edges)
     controls, panels, lines = notebook_tabs(
         pale, edges, controls, panels, text_lines(edges, controls)
     )
@@ -188,7 +189,7 @@ _Found = tuple[Kind, tuple[int, int, int, int], float]
 
 
 def _controls(
-    grey: np.ndarray, thin: np.ndarray, thick: np.ndarray
+    grey: np.ndarray, thin: np.ndarray, thick: np.ndarray, edges: np.ndarray
 ) -> tuple[list[_Found], list[tuple[tuple[int, int, int, int], bool]]]:
     """Rectangular outlines of control size, classified, with nested duplicates merged;
     and the panels (tall outlines holding lines), each with whether it is plain inside.
@@ -299,13 +300,18 @@ def _controls(
     inside = total[0] / np.maximum(area[0], 1)
     around = (total[1] - total[2]) / np.maximum(area[1] - area[2], 1)
     third = np.maximum((ix1 - ix0) // 3, 1)
+    # What a box holds, from the normal edges: the low-threshold pass also marks a
+    # gradient's bands, which run through a button's label ("Apply" read as a field)
+    flat = _without_rules(edges)
     ink = (
-        edge.mean(
+        Sums(flat, "flat sums")
+        .mean(
             np.concatenate([ix0, ix0 + third, ix1 - third]),
             np.concatenate([iy0, iy0, iy0]),
             np.concatenate([ix0 + third, ix1 - third, ix1]),
             np.concatenate([iy1, iy1, iy1]),
-        ).reshape(3, -1)
+        )
+        .reshape(3, -1)
         / 255.0
     )
     round_ |= _round(grey, boxes, around)
@@ -316,7 +322,7 @@ def _controls(
             around[i],
             ink[:, i],
             round_=bool(round_[i]),
-            arrow=_has_arrow_button(thick, (int(x[i]), int(y[i]), int(w[i]), int(h[i]))),
+            arrow=_has_arrow_button(thick, flat, (int(x[i]), int(y[i]), int(w[i]), int(h[i]))),
         )
         for i in range(len(boxes))
     ]
@@ -416,9 +422,24 @@ def _round(grey: np.ndarray, boxes: np.ndarray, around: np.ndarray) -> np.ndarra
     return found
 
 
-def _has_arrow_button(thick: np.ndarray, box: tuple[int, int, int, int]) -> bool:
+def _without_rules(edges: np.ndarray) -> np.ndarray:
+    """The edge map `edges`, dilated, without its straight horizontal runs of 24 px or
+    more: the lines along a box (an etched border's second line, a slider's track),
+    which are no content. A glyph's edges are short curves (dilated, a word's run on)."""
+    runs = cv2.morphologyEx(
+        edges, cv2.MORPH_OPEN, _RULE_KERNEL, dst=scratch.get("runs", edges.shape, np.uint8)
+    )
+    rules = cv2.dilate(runs, _KERNEL, dst=scratch.get("rules", edges.shape, np.uint8))
+    thick = cv2.dilate(edges, _KERNEL, dst=scratch.get("ink", edges.shape, np.uint8))
+    return cv2.subtract(thick, rules, dst=scratch.get("flat", edges.shape, np.uint8))
+
+
+def _has_arrow_button(thick: np.ndarray, flat: np.ndarray, box: tuple[int, int, int, int]) -> bool:
     """Whether a wide box ends in a button of its own: a straight vertical divider within
-    about its height of the right end, with ink right of it (a drop-down's arrow)."""
+    about its height of the right end, clear of ink in `flat` (the normal edges, no
+    rules) just left of it, with ink right of it (a drop-down's arrow). A Metal
+    button's gradient made "Cancel"'s last stem straight and drew a line from it to the
+    border: a drop-down, before the divider had to stand apart."""
     x, y, w, h = box
     if w < 2.5 * h or h < 14:
         return False
@@ -432,6 +453,10 @@ def _has_arrow_button(thick: np.ndarray, box: tuple[int, int, int, int]) -> bool
     if not len(straight):
         return False
     divider = start + int(straight[0])
+    # a divider stands apart from the text before it; a letter's stem ("Cancel"'s "l",
+    # made straight by a gradient's bands) has its word's last letters beside it
+    if flat[top:bottom, max(divider - 4, 0) : max(divider - 1, 0)].any():
+        return False
     arrow = thick[top:bottom, divider + 3 : x + w - 4]
     return arrow.size > 0 and bool(arrow.any())
 
