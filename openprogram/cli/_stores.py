@@ -56,7 +56,7 @@ def opened_store(spec: str) -> Iterator[Any]:
 def resolve_id(store: Any, session_id: str) -> str:
     if store.session(text_argument(session_id, "ID")) is not None:
         return session_id
-    known = [info.id for info in store.list_sessions()]
+    known: list[str] = [info.id for info in store.list_sessions()]
     matches = [s for s in known if s.startswith(session_id)]
     if len(matches) == 1:
         return matches[0]

@@ -50,7 +50,7 @@ class _Bounded(httpx2.AsyncBaseTransport):
         response = await self._inner.handle_async_request(request)
         kind = response.headers.get("content-type", "").lower()
         if not kind.startswith("text/event-stream"):  # a stream of events is bounded per event
-            response.stream = _BoundedStream(response.stream, self._max)  # type: ignore[arg-type]
+            response.stream = _BoundedStream(response.stream, self._max)
         return response
 
     async def aclose(self) -> None:

@@ -128,4 +128,4 @@ def view_image_tool(allowed: Sequence[str | os.PathLike[str]]) -> Callable[..., 
         except UsageError as exc:  # not an image: the model is told, the loop goes on
             raise ValueError(str(exc)) from None
 
-    return view_image  # type: ignore[no-any-return]
+    return view_image

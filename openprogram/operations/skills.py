@@ -179,4 +179,4 @@ def skills_tool(folder: str | os.PathLike[str]) -> Callable[..., Any]:
     tool = agentic_function(
         use_skill, input={"name": {"options": list(skills), "description": "the skill's name"}}
     )
-    return tool  # type: ignore[no-any-return]
+    return tool

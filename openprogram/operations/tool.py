@@ -100,10 +100,10 @@ def operation_tool(
             hints = dict(getattr(raw, "__annotations__", {}))
         hints.pop("return", None)  # the call returns results, not operations
         body.__annotations__ = hints
-        body.__wrapped__ = _without_return(raw)  # type: ignore[attr-defined]  # nor resumed as them
+        body.__wrapped__ = _without_return(raw)  # nor resumed as them
         wrapped = agentic_function(body, input=input)
-        wrapped.background = background  # type: ignore[attr-defined]
-        wrapped.__operations__ = True  # type: ignore[attr-defined]
+        wrapped.background = background
+        wrapped.__operations__ = True
         return wrapped
 
     return decorate if fn is None else decorate(fn)
@@ -113,7 +113,7 @@ def _without_return(raw: Callable[..., Any]) -> Callable[..., Any]:
     """`raw` as a function whose return annotation is gone (its signature and docs are
     the tool's): a resumed call's recorded result (a handle, an operation's result) is
     not read back as the Operation the function returns."""
-    copy: Any = types.FunctionType(
+    copy = types.FunctionType(
         raw.__code__, raw.__globals__, raw.__name__, raw.__defaults__, raw.__closure__
     )
     functools.update_wrapper(copy, raw, updated=())
