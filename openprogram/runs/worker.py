@@ -177,9 +177,7 @@ class Worker:
                 self._wake.wait(self.poll_s)
                 self._wake.clear()
                 continue
-            with self._lock:
-                self._busy += 1
-            try:
+            try:  # (_next counted this slot busy)
                 self._execute(claimed, store)
             finally:
                 with self._lock:
@@ -189,8 +187,9 @@ class Worker:
         """A run for this slot: one claimed with others before, else a new claim of as
         many runs as slots are free (one statement, their leases taken with them)."""
         with self._claiming_lock:
-            with self._lock:
+            with self._lock:  # a slot is busy from the moment it is handed a run
                 if self._ready:
+                    self._busy += 1
                     return self._ready.popleft()
                 free = self.concurrency - self._busy
             if self._stopping.is_set():
@@ -205,6 +204,7 @@ class Worker:
             if not claimed:
                 return None
             with self._lock:
+                self._busy += 1
                 self._ready.extend(claimed[1:])
         if len(claimed) > 1:
             self._wake.set()  # the other free slots take them
