@@ -51,9 +51,9 @@ def cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
     sigterm = signal.getsignal(signal.SIGTERM)
     cluster = Cluster()
     try:
-        cluster.add_node(num_cpus=1, include_dashboard=False)
-        cluster.add_node(num_cpus=1, resources={"doomed": 1})
-        cluster.wait_for_nodes()
+        cluster.add_node(num_cpus=1, include_dashboard=False, wait=False)
+        cluster.add_node(num_cpus=1, resources={"doomed": 1}, wait=False)
+        cluster.wait_for_nodes(timeout=300)  # (its default, 30 s, is short at load 20)
         yield cluster
     finally:
         if ray.is_initialized():
