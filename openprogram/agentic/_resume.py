@@ -88,7 +88,7 @@ def _image_json(item: Any) -> Any:
 
 
 def _legacy_jsonable(
-    value: Any, add_image: Callable[[Any], ImageRef], depth: int, active: set[int], lossy: list
+    value: Any, add_image: Callable[[Any], ImageRef], depth: int, active: set[int], lossy: list[Any]
 ) -> Any:
     """values.to_jsonable as format_version 5 had it; appends to `lossy` where it kept
     only a repr or a marker."""

@@ -96,7 +96,7 @@ def arguments_model(
             ),
         )
     try:
-        model = create_model(fn.__name__, **fields)  # type: ignore[call-overload]  # dynamic fields
+        model = create_model(fn.__name__, **fields)  # dynamic fields
         model.model_json_schema()
     except Exception:  # an annotation pydantic cannot schema: describe it loosely
         loose = {k: (Any, v[1]) for k, v in fields.items()}

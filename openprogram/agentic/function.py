@@ -400,7 +400,7 @@ class AsyncAgenticFunction(AgenticFunction[P, Awaitable[R]]):
         if mark is not None:
             mark(self)
 
-    async def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:  # type: ignore[override]
+    async def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         call = self._begin(args, kwargs)
         if call.resumed is not _NOT_RESUMED:
             self._end(call, None, None)

@@ -23,7 +23,7 @@ from openprogram.core.dag import Node
 from openprogram.echo import echo
 from openprogram.errors import ModelError, ModelOutputError, ModelUnavailable, RunError, RunStopped
 from openprogram.models.model import Model, ModelReply, ModelRequest, ToolCall
-from openprogram.render.render import render_context
+from openprogram.render.render import RenderedContext, render_context
 from openprogram.runtime._content import content_parts, parse, schema_instruction
 from openprogram.runtime._guards import TOP_LEVEL_NAME, note_default_session, note_undecorated
 from openprogram.runtime._ledger import Ledger
@@ -176,7 +176,7 @@ class Exchanges:
         retry_after = getattr(exc, "retry_after", None)
         if retry_after is not None:
             return min(float(retry_after), _BACKOFF_CAP_S * 4)
-        return min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2**attempt) * random.uniform(0.5, 1.5)
+        return min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2.0**attempt) * random.uniform(0.5, 1.5)
 
     def failed(self, node: Node, exc: Exception) -> Exception:
         """Record the failed exchange on its node; the error to raise (with .node_id)."""
@@ -233,7 +233,7 @@ class Exchanges:
         )
 
 
-def prompt_tokens(rendered: Any, parts: list[dict[str, Any]]) -> int:
+def prompt_tokens(rendered: RenderedContext, parts: list[dict[str, Any]]) -> int:
     """A quick estimate of a request's prompt (history, system and content text at four
     characters a token, plus each message's framing): what a reservation counts before
     the reply says."""

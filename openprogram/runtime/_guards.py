@@ -138,7 +138,7 @@ def _user_function() -> tuple[str, str] | None:
     here = inspect.currentframe()
     frame = here.f_back if here is not None else None
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
-        frame = frame.f_back  # type: ignore[assignment]  # None ends the walk
+        frame = frame.f_back  # None ends the walk
     if frame is None or frame.f_code.co_name.startswith("<"):
         return None
     code = frame.f_code

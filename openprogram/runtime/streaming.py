@@ -141,7 +141,7 @@ class _Stream:
         if self._done:
             return None
         self._done = True
-        return self._context.run(  # type: ignore[no-any-return]
+        return self._context.run(
             _broken, self._runtime, self.node, "".join(self._parts), exc, self._estimate
         )
 
@@ -474,7 +474,7 @@ class PendingStream:
 
     async def __anext__(self) -> str:
         stream = await self._opened()
-        return await anext(stream)  # type: ignore[no-any-return]
+        return await anext(stream)
 
     async def aclose(self) -> None:
         """Stop reading (see AsyncTextStream.aclose); nothing happens if never opened."""

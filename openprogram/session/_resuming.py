@@ -20,6 +20,7 @@ from pydantic import ConfigDict, TypeAdapter
 from openprogram.agentic._resume import (
     NOT_ANSWERED,
     Divergence,
+    Resumer,
     call_path,
     note_once,
     path_text,
@@ -27,7 +28,7 @@ from openprogram.agentic._resume import (
 )
 from openprogram.agentic._signature import resolved_annotations
 from openprogram.core import _context, _secrets
-from openprogram.core.dag import Kind, Node
+from openprogram.core.dag import ContextDAG, Kind, Node
 from openprogram.core.image import ImageRef
 from openprogram.errors import ResumeDivergence, SessionLocked
 from openprogram.render._history import forget
@@ -47,8 +48,8 @@ class Resuming:
     """The resume half of Session: it needs the Session's `dag`, `_resumer`, `_adapters`
     and `_write`."""
 
-    dag: Any
-    _resumer: Any
+    dag: ContextDAG
+    _resumer: Resumer | None
     _adapters: dict[Any, Any]
     _shared: dict[str, str]
     _write: Callable[[Node], None]
@@ -117,7 +118,8 @@ class Resuming:
             raise theirs
         if kind == "code" and effects.interrupted(node):  # never run again unless settled:
             effects.settle_or_raise(self, node)  # EffectUnknown (function.py lets it through)
-            if node.status == "completed":
+            settled: str = node.status  # completed when a settled result stands for it
+            if settled == "completed":
                 return node
         if once:  # it runs again: only while the store holds it as this run loaded it
             effects.claim_rerun(self, node)

@@ -213,7 +213,7 @@ def settle(session: Any, node_id: str, result: Any, *, rerun: bool, by: str | No
     moment unless this session holds it."""
     if by is not None and (not isinstance(by, str) or not by.strip()):
         raise UsageError(f"by={by!r} must name who settles, as text")
-    node = session.dag.get(node_id)
+    node: Node | None = session.dag.get(node_id)
     operations = tracker(session)
     if node is None and operations.find(node_id) is not None:
         return _settle_operation(session, operations, node_id, result, rerun=rerun, by=by)
@@ -263,7 +263,8 @@ def _settle_operation(
     finally:
         if not held:  # the run that resumes takes the lease next
             session._release()
-    return session.dag.node(record.node)  # type: ignore[no-any-return]
+    found: Node = session.dag.node(record.node)
+    return found
 
 
 def _same(node: Node, value: Any, *, rerun: bool) -> bool:
