@@ -25,7 +25,7 @@ from openprogram.echo import elide
 from openprogram.errors import UsageError
 from openprogram.operations.manager import OperationManager
 from openprogram.operations.operation import Operation, OperationRecord
-from openprogram.operations.tracker import tracker
+from openprogram.operations.tracker import tracked, tracker
 
 __all__ = [
     "operation_tool",
@@ -132,7 +132,7 @@ def _run(raw: Callable[..., Any], background: bool, args: Any, kwargs: Any) -> A
             f"{raw.__qualname__} is an operation tool and its call was not recorded; call it "
             "inside a session (it is recorded as a code node)"
         )
-    ops_of = tracker(session)
+    ops_of = tracker(tracked(session))
     found = ops_of.of_node(node.id)  # a resumed call: its operations, not new ones
     if found:
         ids = [record.id for record in found]
@@ -178,7 +178,7 @@ def _ask_to_settle(ops_of: Any, call: str, record: OperationRecord) -> bool:
 
 # -- following background work ---------------------------------------------------------
 def _picked_up(id: str) -> Any:
-    ops_of = tracker(_context.current_session())
+    ops_of = tracker(tracked(_context.current_session()))
     ops_of.pick_up_background(_manager())
     return ops_of
 

@@ -16,11 +16,11 @@ import json
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
-from openprogram.core.dag import Node
+from openprogram.core.dag import ContextDAG, Node
 from openprogram.errors import AlreadySettled, EffectUnknown, OperationFailed, UsageError
 from openprogram.operations._records import (
     Live,
@@ -40,17 +40,54 @@ from openprogram.operations.operation import (
     OperationState,
     kind_of,
 )
-from openprogram.store.format import NodeRow
+from openprogram.store.base import Store
+from openprogram.store.format import NodeRow, SessionInfo
 
-__all__ = ["Tracker", "default_manager", "hand_back", "tracker"]
+__all__ = ["TrackedSession", "Tracker", "default_manager", "hand_back", "tracked", "tracker"]
 
-_trackers: weakref.WeakKeyDictionary[Any, Tracker] = weakref.WeakKeyDictionary()
+
+@runtime_checkable
+class TrackedSession(Protocol):
+    """What a Tracker uses of its session (session.py's Session), which sits above it."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def dag(self) -> ContextDAG: ...
+
+    @property
+    def info(self) -> SessionInfo: ...
+
+    @property
+    def store(self) -> Store | None: ...
+
+    @property
+    def holding(self) -> bool: ...
+
+    def commit_with(
+        self, node: Node, write: Callable[[NodeRow | None, dict[str, bytes]], None]
+    ) -> None: ...
+
+
+_trackers: weakref.WeakKeyDictionary[TrackedSession, Tracker] = weakref.WeakKeyDictionary()
 _trackers_lock = threading.Lock()
 _defaults: dict[str, OperationManager] = {}
 _defaults_lock = threading.Lock()
 
 
-def tracker(session: Any) -> Tracker:
+def tracked(session: object) -> TrackedSession:
+    """`session` (the ambient one, say) as a Tracker's session: a Session; UsageError
+    for anything else."""
+    if not isinstance(session, TrackedSession):
+        raise UsageError(
+            f"{type(session).__name__} is not a session operations can be recorded in; "
+            "run the tool inside `with Session(...)`"
+        )
+    return session
+
+
+def tracker(session: TrackedSession) -> Tracker:
     """The session's tracker (one per session object)."""
     with _trackers_lock:
         found = _trackers.get(session)
@@ -86,7 +123,7 @@ def _close_defaults() -> None:
 class Tracker:
     """The operations of one session: committed, started, recorded, waited for."""
 
-    def __init__(self, session: Any) -> None:
+    def __init__(self, session: TrackedSession) -> None:
         self.session = session
         self._lock = threading.RLock()
         self._ops: dict[str, Live] = {}
@@ -95,7 +132,7 @@ class Tracker:
     # -- the store -----------------------------------------------------------------------
     @property
     def _store(self) -> Any:
-        store = getattr(self.session, "store", None)
+        store = self.session.store
         return store if callable(getattr(store, "commit_operations", None)) else None
 
     def _load(self) -> None:
@@ -116,9 +153,8 @@ class Tracker:
         node it holds): its parent's Live when the parent is open in this process (the
         fork waits on the parent's own events), else as its parent's store rows hold
         them, up the chain of forks. Never run, cancelled or settled here."""
-        info = getattr(self.session, "info", None)
-        parent = getattr(info, "parent", None)
-        dag = getattr(self.session, "dag", None)
+        parent = self.session.info.parent
+        dag = self.session.dag
         store = self._store
         depth = 0
         while parent is not None and dag is not None and depth < 100:
@@ -526,7 +562,7 @@ _FOLLOW_S = 0.05
 """How often a fork waiting for its parent's operation reads the parent's store rows."""
 
 
-def hand_back(session: Any, reason: str) -> None:
+def hand_back(session: TrackedSession, reason: str) -> None:
     """Tracker.hand_back() of `session`'s tracker, if it has one (Session.close)."""
     with _trackers_lock:
         found = _trackers.get(session)
