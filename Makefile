@@ -19,6 +19,7 @@ lint:
 	.venv/bin/ruff check openprogram gui_harness tests examples benchmarks
 	.venv/bin/ruff format --check openprogram gui_harness tests examples benchmarks
 	.venv/bin/lint-imports
+	.venv/bin/python scripts/check_any_seams.py
 
 format:
 	.venv/bin/ruff format openprogram gui_harness tests examples benchmarks

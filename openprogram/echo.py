@@ -10,7 +10,6 @@ its middle, never its end (`elide`). Start at echo().
 from __future__ import annotations
 
 import re
-from typing import Any
 from urllib.parse import unquote
 
 __all__ = ["LIMIT", "cut", "echo", "elide", "mask_url", "printable"]
@@ -72,7 +71,7 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def echo(value: Any, limit: int = LIMIT) -> str:
+def echo(value: object, limit: int = LIMIT) -> str:
     """The repr of a user- or model-supplied value for a message: URL credentials
     masked, cut to about `limit` characters (a long string is never copied whole)."""
     if isinstance(value, str):

@@ -31,7 +31,7 @@ Third-party errors are translated in exactly one place each (litellm: _litellm.p
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 __all__ = [
     "AlreadySettled",
@@ -233,12 +233,29 @@ class BudgetExceeded(RunStopped):
     """The BudgetManager's max_cost was reached and raise_error=True."""
 
 
+class AskedQuestion(Protocol):
+    """What RunWaiting carries: an openprogram.Question (agentic/questions.py), by what
+    a handler reads of it."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def choices(self) -> list[Any] | None: ...
+    @property
+    def schema(self) -> dict[str, Any] | None: ...
+    @property
+    def node_id(self) -> str: ...
+    def expects(self) -> str: ...
+
+
 class RunWaiting(RunStopped):
     """Control signal: `ask_user` has no answer yet, so the run suspends. The calls on its
     stack are recorded `waiting`; answer with `session.answer(exc.question.id, value)`
     (or `openprogram sessions answer`) and re-run under Session.open(..., resume=True).
     `question` is the openprogram.Question asked."""
 
-    def __init__(self, reason: str, *, question: Any = None) -> None:
+    def __init__(self, reason: str, *, question: AskedQuestion | None = None) -> None:
         super().__init__(reason)
         self.question = question

@@ -86,7 +86,7 @@ def _persist_late(node: Node) -> None:
         return
     dag = _context.current_session().dag
     if node.id in dag:
-        dag._notify("completed", node)
+        dag.notify("completed", node)
 
 
 def transform(callbacks: Sequence[Any], hook: str, value: Any) -> Any:
@@ -98,7 +98,7 @@ def transform(callbacks: Sequence[Any], hook: str, value: Any) -> Any:
     return value
 
 
-def gate(callbacks: Sequence[Any], runtime: Any, **context: Any) -> str | None:
+def gate(callbacks: Sequence[object], runtime: object, **context: Any) -> str | None:
     """None when every gate allows going on, else the first refusing gate's reason.
 
     Gates are asked in list order and the first refusal wins; its reason is recorded as

@@ -288,7 +288,7 @@ class BudgetManager(Callback):
         return self._check("llm", frame, reservation, tokens)
 
     def on_run_continue(
-        self, runtime: Any, *, kind: str = "llm", frame: Node | None = None, **context: Any
+        self, runtime: object, *, kind: str = "llm", frame: Node | None = None, **context: Any
     ) -> bool:
         """False (or BudgetExceeded) once the run has reached one of the limits, counting
         the requests it holds, or a shared budget has."""

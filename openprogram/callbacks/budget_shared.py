@@ -126,7 +126,8 @@ class SharedBudget:
         """What the runs sharing this budget spent in the current period. Without a
         `store=`, the counts read are the current session's store's (outside any session:
         this process's), so read them inside the session, or give the budget a store."""
-        return self._counters().budget_tally(self.name, self.span())
+        tally: BudgetTally = self._counters().budget_tally(self.name, self.span())
+        return tally
 
     # -- what BudgetManager asks ---------------------------------------------------------
     def reached(self, kind: str) -> str | None:

@@ -58,10 +58,10 @@ class LoggingCallback(Callback):
     def on_usage(self, node: Node, usage: Usage) -> None:
         self._log("llm %s: %s", _label(node), _usage_text(usage))
 
-    def on_action_start(self, action: Any) -> None:
+    def on_action_start(self, action: object) -> None:
         self._log("action start %s", _action_text(action))
 
-    def on_action_end(self, action: Any, error: Any = None) -> None:
+    def on_action_end(self, action: object, error: object = None) -> None:
         if error is None:
             self._log("action end %s ok", _action_text(action))
         else:

@@ -212,7 +212,8 @@ class PIIRedactor(Callback):
                 return json.dumps(self.restore(json.loads(stripped)), ensure_ascii=False)
             except ValueError:
                 pass
-        return self.restore(reply)
+        restored: str = self.restore(reply)  # a str walks back to a str
+        return restored
 
 
 def _named(patterns: Mapping[str, Pattern] | Iterable[Pattern] | None) -> list[tuple[str, Pattern]]:

@@ -13,7 +13,7 @@ import math
 import threading
 import time
 from collections import deque
-from typing import Any
+from collections.abc import Iterable
 
 from openprogram.callbacks.base import Callback
 from openprogram.core.dag import Node
@@ -165,6 +165,6 @@ def _forget_all() -> None:  # the tests' fresh process state
         _WINDOWS.clear()
 
 
-def limits_of(callbacks: Any) -> list[RateLimit]:
+def limits_of(callbacks: Iterable[object]) -> list[RateLimit]:
     """The RateLimits among a runtime's callbacks."""
     return [callback for callback in callbacks if isinstance(callback, RateLimit)]

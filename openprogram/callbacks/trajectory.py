@@ -232,7 +232,7 @@ class TrajectorySaver(Callback):
             lambda: _write_atomic(self._file(trajectory, "metadata.json"), metadata),
         )
 
-    def on_action_start(self, action: Any) -> None:
+    def on_action_start(self, action: object) -> None:
         """Record `action` and save a copy of the latest screenshot marking its point(s)."""
         trajectory = self._trajectory()
         if trajectory is None:
@@ -263,7 +263,7 @@ class TrajectorySaver(Callback):
             record["annotated"] = name
         self._append_action(trajectory, record)
 
-    def on_action_end(self, action: Any, error: Any = None) -> None:
+    def on_action_end(self, action: object, error: object = None) -> None:
         """Record how `action` ended: `error` is None on success, else what went wrong."""
         trajectory = self._trajectory()
         if trajectory is None:
@@ -483,7 +483,8 @@ def _action_json(action: Any) -> dict[str, Any]:
     if isinstance(action, BaseModel):
         return action.model_dump(mode="json")
     if isinstance(action, Mapping):
-        return to_jsonable(dict(action), None)
+        dumped: dict[str, Any] = to_jsonable(dict(action), None)  # a dict stays a dict
+        return dumped
     return {"type": type(action).__name__, "repr": repr(action)}
 
 

@@ -13,7 +13,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from openprogram.core._tree import tree_lines
@@ -50,7 +50,7 @@ __all__ = [
     "register_view",
 ]
 
-_DAG_SLOT = Node._dag  # type: ignore[attr-defined]  # the slot's descriptor: a fast setter
+_DAG_SLOT = vars(Node)["_dag"]  # the slot's descriptor: a fast setter
 
 
 def _dag_of(node: Node) -> ContextDAG | None:
@@ -85,7 +85,6 @@ class ContextDAG:
         self._graph: nx.DiGraph | None = None
         self._graph_size = 0
         self.blobs: dict[str, Image] = {}
-        self._text_cache: dict[str, str] = {}  # render's formatted io, by node id
         self.legacy_values: set[str] = set()
         """Ids of nodes loaded from format_version 5 or older, whose non-JSON values were
         stored as reprs (resuming compares them as that version did)."""
@@ -124,8 +123,48 @@ class ContextDAG:
         """Direct children of `node_id` in seq order (`None`: the top-level nodes)."""
         return list(self._children.get(node_id, ()))
 
-    def _children_view(self, node_id: str | None) -> list[Node]:
-        return self._children.get(node_id, [])
+    def children_view(self, node_id: str | None) -> Sequence[Node]:
+        """`children(node_id)` uncopied: the DAG's own list, to read at once and never
+        change (what a render walks, node after node)."""
+        return self._children.get(node_id, ())
+
+    def heads(self, branch: str) -> Sequence[Node]:
+        """The top-level nodes recorded on `branch` itself, in seq order, uncopied (to
+        read, never change)."""
+        return self._heads.get(branch, ())
+
+    @property
+    def newest_seq(self) -> int:
+        """The seq of the newest node (0 for an empty DAG)."""
+        return len(self._order) and self._order[-1].seq
+
+    @property
+    def ended_seq(self) -> int:
+        """The largest `end_seq` any node got (-1 before one ended): every node that
+        ended before it is done."""
+        return self._ended
+
+    @property
+    def summaries(self) -> Sequence[Node]:
+        """The compaction summaries (nodes whose meta has "covers"), in seq order,
+        uncopied."""
+        return self._summaries
+
+    @property
+    def tool_results(self) -> int:
+        """How many nodes answer a tool call (meta "tool_call_id")."""
+        return self._tool_results
+
+    @property
+    def branch_origins(self) -> dict[str, tuple[str, int, str] | None]:
+        """Each branch's origin, a copy: (the branch it forked from, that branch's seq
+        it forked at, the id of the top-level node it forked after), None for a root."""
+        return dict(self._branch_origin)
+
+    def adopt_branches(self, origins: Mapping[str, tuple[str, int, str] | None]) -> None:
+        """Take branches (and where they forked) from another DAG's `branch_origins`."""
+        with self._lock:
+            self._branch_origin.update(origins)
 
     def find(self, name: str | None = None, kind: Kind | None = None) -> list[Node]:
         return [
@@ -241,7 +280,7 @@ class ContextDAG:
             if fields:
                 raise UsageError(f"unknown node fields {sorted(fields)!r}")
             self._insert(node)
-        self._notify("created", node)
+        self.notify("created", node)
         return node
 
     def _insert(self, node: Node) -> None:
@@ -282,19 +321,19 @@ class ContextDAG:
     ) -> Node:
         """Finish a node in place: output or error, status, end time."""
         # one dict update instead of five validated assignments: this is the hot path
-        end = self._peek_seq()
+        end = self.newest_seq
         node.__dict__.update(
             output=output, status=status, error=error, ended_at=time.time(), end_seq=end
         )
         if end > self._ended:
             self._ended = end
-        self._notify("completed", node)
+        self.notify("completed", node)
         return node
 
-    def _peek_seq(self) -> int:
-        return len(self._order) and self._order[-1].seq
-
-    def _notify(self, event: str, node: Node) -> None:
+    def notify(self, event: str, node: Node) -> None:
+        """Tell the listeners `node` changed (`event` is "created" or "completed"): what
+        add() and complete() do, and what code that changes a recorded node in place
+        afterwards calls, so that stores write it again."""
         for listener in self.listeners:
             listener(event, node)
 
@@ -367,9 +406,7 @@ class ContextDAG:
 
         dag = cls()
         for sha, encoded in data.get("images", {}).items():
-            image = Image(base64.b64decode(encoded))
-            image._sha256 = sha
-            dag.blobs[sha] = image
+            dag.blobs[sha] = Image.recorded(base64.b64decode(encoded), sha)
         for name, origin in data.get("branches", {}).items():
             dag._branch_origin[name] = (origin[0], origin[1], origin[2]) if origin else None
         dag.branch = data.get("branch", "main")

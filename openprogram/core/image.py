@@ -60,8 +60,9 @@ class Image:
         self._pil: Any
         self._png: bytes | None = None
         self._sha256: str | None = None
-        if isinstance(source, Image):
-            self._pil, self._png, self._sha256 = source._pil, source._png, source._sha256
+        if isinstance(source, Image):  # a copy: the same pixels, PNG and hash, as made
+            for slot in Image.__slots__:
+                setattr(self, slot, getattr(source, slot))
         elif _is_pil(source):
             self._pil = source
         elif isinstance(source, (bytes, bytearray)):
@@ -78,6 +79,15 @@ class Image:
                 "a file path or PNG/JPEG bytes"
             )
 
+    @classmethod
+    def recorded(cls, data: bytes | Image, sha256: str) -> Image:
+        """An image read back from a store or a dump: `data` (PNG bytes, or an Image held
+        elsewhere) as recorded under `sha256` (the hash of its pixels, not of these
+        bytes), which is not computed again."""
+        image = cls(data)
+        image._sha256 = sha256
+        return image
+
     @property
     def pil(self) -> Any:
         """The PIL image."""
@@ -85,7 +95,7 @@ class Image:
 
     @property
     def size(self) -> tuple[int, int]:
-        return tuple(self._pil.size)  # type: ignore[return-value]
+        return tuple(self._pil.size)
 
     @property
     def sha256(self) -> str:

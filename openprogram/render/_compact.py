@@ -26,7 +26,7 @@ class StackWalk(Walk, Protocol):
 
 _PLACEHOLDER = 16  # "[image omitted: <image sha256:… WxH>]"
 
-_costs: weakref.WeakKeyDictionary[ContextDAG, dict[tuple[str, str], Any]]
+_costs: weakref.WeakKeyDictionary[ContextDAG, dict[tuple[str, str], _Cost]]
 _costs = weakref.WeakKeyDictionary()
 
 
@@ -47,9 +47,9 @@ class Fitted:
     spent: bool = False  # the nodes looked at did not fit the budget as they were
     implicit: bool = False  # visible nodes older than those looked at are left out too
     writer: Writer | None = None
-    _protected: set[str] = field(default_factory=set)
-    _everything: Callable[[], list[Node]] | None = None
-    _looked_at: set[str] = field(default_factory=set)
+    protected: set[str] = field(default_factory=set)  # the stack's nodes: never left out
+    everything: Callable[[], list[Node]] | None = None  # the whole history, when asked
+    looked_at: set[str] = field(default_factory=set)  # ids of the nodes fit() was given
     _older: list[Node] | None = None
 
     @property
@@ -62,13 +62,13 @@ class Fitted:
         only when asked, by a walk of the whole history."""
         if self._older is None:
             self._older = []
-            if self.implicit and self._everything is not None:
-                first = min((n.seq for n in self.nodes if n.id not in self._protected), default=0)
+            if self.implicit and self.everything is not None:
+                first = min((n.seq for n in self.nodes if n.id not in self.protected), default=0)
                 self._older = [
                     n
-                    for n in self._everything()
-                    if n.id not in self._protected
-                    and n.id not in self._looked_at
+                    for n in self.everything()
+                    if n.id not in self.protected
+                    and n.id not in self.looked_at
                     and (n.seq < first or not first)
                 ]
         return self._older
@@ -156,10 +156,17 @@ def fit(
         split -= 1
         kept_nodes += len(units[split])
     compactable_units = units[:split]
-    fitted = Fitted(list(nodes), budget, total, writer=writer, spent=total > budget)
-    fitted.compactable = [n for unit in compactable_units for n in unit]
-    fitted._protected, fitted._everything = protected, everything
-    fitted._looked_at = {n.id for n in nodes}
+    fitted = Fitted(
+        list(nodes),
+        budget,
+        total,
+        writer=writer,
+        spent=total > budget,
+        compactable=[n for unit in compactable_units for n in unit],
+        protected=protected,
+        everything=everything,
+        looked_at={n.id for n in nodes},
+    )
     summary = _summary(walk, usable)
     reached = (
         summary is not None
@@ -238,7 +245,7 @@ def _summary(walk: StackWalk, usable: Callable[[Node], bool]) -> Node | None:
     `asyncio.gather(a(), b())` a's summary is a's alone."""
     dag = walk.dag
     frame = walk.stack[-1] if walk.stack else None
-    for summary in reversed(dag._summaries):
+    for summary in reversed(dag.summaries):
         if _made_for(dag, summary, frame) and usable(summary):
             return summary
     return None

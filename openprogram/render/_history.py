@@ -105,6 +105,11 @@ class History:
                 self.seed = None
         return self._text
 
+    def seed_for(self, chars: int, count: int) -> tuple[str, int, int] | None:
+        """The `seed` of a prefix of this history (its first `count` lines, `chars` of
+        text): this history's text when it was joined already, else None."""
+        return None if self._text is None else (self._text, chars, count)
+
     def text_length(self) -> int:
         """len(self.text()), without joining the lines when the checkpoints know it."""
         if self._text is None and self.checkpoints:
@@ -162,7 +167,7 @@ def render_history(
     the cached history whose prefix stays valid longest; `cold()` gives the visible nodes
     (and which of them only include= shows) when there is none."""
     dag, before = walk.dag, walk.before
-    horizon = before if before is not None else dag._peek_seq() + 1
+    horizon = before if before is not None else dag.newest_seq + 1
     with _lock:
         cache = _caches.setdefault(dag, {}).setdefault(settings, _Cache())
         candidates = cache.candidates(stack[0].id if stack else None)
@@ -203,7 +208,7 @@ def build_history(
     walk: Walk, stack: list[Node], settings: Settings, nodes: list[Node], extra_ids: set[str]
 ) -> History:
     """A history from scratch, outside the cache (windowed renders)."""
-    horizon = walk.before if walk.before is not None else walk.dag._peek_seq() + 1
+    horizon = walk.before if walk.before is not None else walk.dag.newest_seq + 1
     return _build(walk, stack, settings, horizon, None, 0, nodes, extra_ids, kept=False)
 
 
@@ -376,7 +381,7 @@ def _prefix(
         [entry for entry in base.open if entry[2] < floor],
         {key: value for key, value in base.extras.items() if value[0] < floor},
         None,  # no history image in the prefix is still sent: they start at floor or later
-        (base._text, point.chars, count) if base._text is not None else None,
+        base.seed_for(point.chars, count),
         omitted_base=(
             (base.recorded_on, point.omitted)
             if base.recorded_on is not None and point.omitted
@@ -460,7 +465,7 @@ def _carried_by_prefix(
     the rule of Writer.answers)."""
     carried: set[str] = set()
     nodes, dag = history.nodes, writer.walk.dag
-    if base is None or not nodes or not dag._tool_results:  # no tool result anywhere
+    if base is None or not nodes or not dag.tool_results:  # no tool result anywhere
         return carried
 
     def prefix_answers(node: Node) -> tuple[Node, tuple[str, ...]] | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import weakref
 from collections.abc import Iterable
 from json.encoder import encode_basestring
 from typing import Any, Protocol
@@ -144,7 +145,7 @@ class MessageStream:
         state = self.state()
         tail = (_closing_of(self.messages[-1]) if self.messages else "") + "]"
         state.update(tail.encode("utf-8", "surrogatepass"))
-        return state.hexdigest()
+        return str(state.hexdigest())
 
     def digest_with(self, role: str, parts: list[dict[str, Any]]) -> str:
         """The digest after one more plain turn, leaving this stream as it is."""
@@ -161,7 +162,7 @@ class MessageStream:
         other = MessageStream(hashed=False)
         other.messages.extend(
             [
-                (r, p.prefix(len(p)) if isinstance(p, Chunks) else list(p), e)  # type: ignore[misc]
+                (r, p.prefix(len(p)) if isinstance(p, Chunks) else list(p), e)
                 for r, p, e in self.messages
             ]
         )
@@ -326,11 +327,24 @@ def _image_refs(value: Any) -> Iterable[ImageRef]:
             yield from _image_refs(item)
 
 
+_texts: weakref.WeakKeyDictionary[ContextDAG, dict[str, str]] = weakref.WeakKeyDictionary()
+"""Each DAG's formatted io, by node id (inputs) and by id, form and line limit (outputs):
+written once per node and reused by every render of the DAG; gone with the DAG."""
+
+
+def _text_cache(dag: ContextDAG) -> dict[str, str]:
+    cache = _texts.get(dag)
+    if cache is None:
+        cache = _texts.setdefault(dag, {})
+    return cache
+
+
 def forget_output(dag: ContextDAG, node_id: str) -> None:
     """Drop the cached text of a node's output (Writer.output's keys): it runs again."""
     outputs = f"{node_id}:"  # its input's text (keyed by the bare id) stays
-    for key in [key for key in dag._text_cache if key.startswith(outputs)]:
-        dag._text_cache.pop(key, None)
+    cache = _text_cache(dag)
+    for key in [key for key in cache if key.startswith(outputs)]:
+        cache.pop(key, None)
 
 
 class Writer:
@@ -339,6 +353,7 @@ class Writer:
     def __init__(self, walk: Walk, stack_ids: set[str], max_line_chars: int | None) -> None:
         self.walk = walk
         self.dag = walk.dag
+        self.texts = _text_cache(walk.dag)
         self.stack_ids = stack_ids
         self.max_line_chars = max_line_chars
         self.reports: list[dict[str, Any]] = []
@@ -353,7 +368,7 @@ class Writer:
             output = self.output(node, 0, as_json=False) if node.status == "completed" else ""
             line = f"[summary of earlier history, seq {first}-{last}] {output}"
         else:
-            cache = self.dag._text_cache
+            cache = self.texts
             cached = cache.get(node.id)
             if cached is not None:
                 line = cached
@@ -374,7 +389,7 @@ class Writer:
     def output(self, node: Node, used: int, *, as_json: bool) -> str:
         """A completed code node's output as later calls see it: its render_output when
         it has one, cut to whole items (saying how much was left out) when too long."""
-        cache = self.dag._text_cache
+        cache = self.texts
         # the cut depends on the line limit, so renders with other limits keep their own
         key = f"{node.id}:{'out' if as_json else 'tool'}:{self.max_line_chars}"
         text = cache.get(key)

@@ -13,8 +13,9 @@ import contextlib
 import threading
 import weakref
 from collections.abc import Iterator, MutableMapping
+from contextlib import AbstractContextManager
 from operator import attrgetter
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from openprogram.core.dag import ContextDAG, Node
 from openprogram.render._messages import Entry, Walk, Writer, canonical
@@ -83,7 +84,9 @@ def write(writer: Writer, nodes: list[Node], carried: set[str]) -> list[Piece]:
     # stays as written for every reader it is done for. All are when no node ended at or
     # after `before` and no stack node has one (the common case: a live step's render)
     before, get = walk.before, kept.get
-    if (before is None or walk.dag._ended < before) and not any(map(kept.__contains__, stack_ids)):
+    if (before is None or walk.dag.ended_seq < before) and not any(
+        map(kept.__contains__, stack_ids)
+    ):
         found = list(map(get, map(_id_of, nodes)))
     else:
         found = [
@@ -154,8 +157,13 @@ def _written(writer: Writer, nodes: list[Node], carried: set[str]) -> list[Piece
     return pieces
 
 
+K = TypeVar("K")
+
+
 @contextlib.contextmanager
-def set_aside(entries: MutableMapping[Any, Any], lock: Any, key: Any) -> Iterator[None]:
+def set_aside(
+    entries: MutableMapping[K, Any], lock: AbstractContextManager[object], key: K
+) -> Iterator[None]:
     """Inside the block `entries` has no `key` (what is made there is dropped after);
     its entry is back as it was after. Tests render from scratch with it."""
     with lock:

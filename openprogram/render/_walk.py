@@ -83,7 +83,7 @@ class RenderWalk:
         """Children of `parent`, newest first, with seq below `until` and `before` (a
         C iterator: a window takes its roots without a Python step each)."""
         bounds = [x for x in (until, self.before) if x is not None]
-        view = self.dag._children_view(parent)
+        view = self.dag.children_view(parent)
         if not bounds:
             return reversed(view)
         older = bisect.bisect_left(view, min(bounds), key=by_seq)  # in seq order
@@ -118,7 +118,7 @@ class RenderWalk:
         from."""
         dag, before = self.dag, self.before
         while (predecessor := top.predecessor) is not None:
-            heads = dag._heads.get(top.branch, [])
+            heads = dag.heads(top.branch)
             index = bisect.bisect_left(heads, top.seq, key=by_seq)
             found = index < len(heads) and heads[index] is top
             if found and index > 0 and heads[index - 1].id == predecessor:
@@ -147,7 +147,7 @@ class RenderWalk:
             shown.append(node)
         if node.kind != "code" or node.expose in ("io", "hidden"):
             return
-        for child in self.dag._children_view(node.id):
+        for child in self.dag.children_view(node.id):
             if not self.exists(child):
                 break
             if reveals(node, child):
@@ -268,7 +268,7 @@ class RenderWalk:
             found.append(node)
         if node.kind != "code" or node.expose in ("io", "hidden"):
             return
-        for child in self.dag._children_view(node.id):
+        for child in self.dag.children_view(node.id):
             if not self.exists(child):
                 break
             if self.dag.last_seq(child) < floor:

@@ -104,7 +104,7 @@ def _fit(
     that grows until the budget is spent or the history is whole, so the cost follows
     what is shown, not the run's length."""
     assert window.tokens is not None
-    horizon = walk.before if walk.before is not None else walk.dag._peek_seq() + 1
+    horizon = walk.before if walk.before is not None else walk.dag.newest_seq + 1
     key = (
         frame_node.id if frame_node is not None else None,
         horizon,
@@ -178,7 +178,7 @@ def _visible(
 ) -> tuple[list[Node], set[str]]:
     """The visible nodes in seq order, and which of them only `include` shows."""
     in_frame: list[Node] = []
-    if frame_node is not None and walk.dag._children_view(frame_node.id):
+    if frame_node is not None and walk.dag.children_view(frame_node.id):
         in_frame = walk.collect(
             walk.children(frame_node.id, None),
             window.subcalls,

@@ -217,7 +217,7 @@ class Exchanges:
         """A completed exchange whose reply cannot be used: error status, reply kept."""
         node.status = "error"
         node.error = error
-        _context.current_session().dag._notify("completed", node)
+        _context.current_session().dag.notify("completed", node)
 
     def parsed_or_raise(self, node: Node, reply: str, response_format: type[T]) -> T:
         parsed, problem = parse(reply, response_format)

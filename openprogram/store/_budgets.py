@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 __all__ = ["BUDGETS_VERSION", "BudgetLimits", "BudgetTally", "LocalBudgets", "SQLBudgets", "tables"]
 
@@ -60,7 +60,7 @@ class SQLBudgets:
     max_requests together."""
 
     _lock: Any
-    _placeholder: str = "?"
+    placeholder: ClassVar[str] = "?"
 
     if TYPE_CHECKING:  # SQLStore's
 
@@ -71,7 +71,7 @@ class SQLBudgets:
     def charge_budget(self, name: str, span: str, limits: BudgetLimits) -> BudgetTally | None:
         """Count one request against budget `name` in period `span` if its tally is under
         every one of `limits`: None when counted, else the tally that refused it."""
-        p = self._placeholder
+        p = self.placeholder
         under = " AND ".join(
             f"openprogram_budgets.{column} < {p}"
             for column, limit in zip(("cost_usd", "tokens", "requests"), limits, strict=True)
@@ -94,7 +94,7 @@ class SQLBudgets:
     def spend_budget(self, name: str, span: str, spent: BudgetTally) -> None:
         """Add `spent` (its requests too: usually 0, counted by charge_budget) to budget
         `name` in period `span`."""
-        p = self._placeholder
+        p = self.placeholder
         add = (
             f"INSERT INTO openprogram_budgets (name, span, {_COLUMNS}, updated_at) "
             f"VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p}, {p}) ON CONFLICT (name, span) "
@@ -110,7 +110,7 @@ class SQLBudgets:
 
     def budget_tally(self, name: str, span: str) -> BudgetTally:
         """What budget `name` counted in period `span` (zeros when nothing yet)."""
-        p = self._placeholder
+        p = self.placeholder
         with self._lock, self._translate(f"read the budget {name!r}"):
             found = (
                 self._connect()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from contextlib import closing
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from openprogram.errors import SessionLocked
 from openprogram.store.format import NodeRow
@@ -98,7 +98,7 @@ class SQLOperations:
     _lock: Any
     _held: dict[str, str]
     _where: str
-    _placeholder: str = "?"
+    placeholder: ClassVar[str] = "?"
 
     if TYPE_CHECKING:  # SQLStore's
 
@@ -113,7 +113,7 @@ class SQLOperations:
 
     def _fenced(self, connection: Any, session: str, what: str) -> int:
         """Inside a transaction: the session's key, once sure this store holds its lease."""
-        p = self._placeholder
+        p = self.placeholder
         owner = self._held.get(session)
         key = self._key(connection, session)
         self._lock_session(connection, key)
@@ -143,7 +143,7 @@ class SQLOperations:
         """Record `operations` (each with its first event) and, when given, the tool call
         `node` that made them, in one transaction: all or nothing. An operation recorded
         already is kept as it is. Raises SessionLocked without the session's lease."""
-        p = self._placeholder
+        p = self.placeholder
         marks = ", ".join([p] * (len(OperationRow._fields) + 1))
         insert = (
             f"INSERT INTO openprogram_operations (session, {OPERATION_COLUMNS}) "
@@ -182,7 +182,7 @@ class SQLOperations:
         """Move operation `id` to `state` (with its result or error) if it is in one of
         the states `expect`, and record the change: whether it moved. A heartbeat is a
         move from "running" to "running" that records no event."""
-        p = self._placeholder
+        p = self.placeholder
         states = ", ".join([p] * len(expect))
         update = (
             f"UPDATE openprogram_operations SET state = {p}, result = coalesce({p}, result), "
@@ -207,7 +207,7 @@ class SQLOperations:
         not a state change; the process running it acts on it, see cancel_requested):
         an event `detail` "cancel requested by ..." in its current state. The state it
         was in, None when it is not pending or running (nothing is recorded then)."""
-        p = self._placeholder
+        p = self.placeholder
         event = _EVENT.replace("?", p)
         with self._lock, self._translate(f"ask operation {id!r} of session {session!r} to stop"):
             connection = self._connect()
@@ -225,7 +225,7 @@ class SQLOperations:
 
     def cancel_requested(self, session: str, id: str) -> bool:
         """Whether someone asked operation `id` to stop (request_cancel)."""
-        p = self._placeholder
+        p = self.placeholder
         with self._lock, self._translate(f"read the operations of session {session!r}"):
             connection = self._connect()
             found = connection.execute(
@@ -238,7 +238,7 @@ class SQLOperations:
     def operations(self, session: str) -> list[OperationRow]:
         """The session's operations, oldest first (by creation, then node, then position);
         none in a store older than format_version 8 (opened read-only, not migrated)."""
-        p = self._placeholder
+        p = self.placeholder
         if getattr(self, "format_version", OPERATIONS_VERSION) < OPERATIONS_VERSION:
             return []
         with self._lock, self._translate(f"read the operations of session {session!r}"):
@@ -253,7 +253,7 @@ class SQLOperations:
     def operation_events(self, session: str, id: str | None = None) -> list[OperationEvent]:
         """The recorded state changes of operation `id` (all the session's when None),
         in the order they happened."""
-        p = self._placeholder
+        p = self.placeholder
         if getattr(self, "format_version", OPERATIONS_VERSION) < OPERATIONS_VERSION:
             return []
         where = f"session = {p}" + ("" if id is None else f" AND operation = {p}")

@@ -12,11 +12,14 @@ VACUUM) or the tables (PostgreSQL: VACUUM FULL) shrink. Start at prune().
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 from openprogram.errors import UsageError
 from openprogram.store._readers import readers_of
+from openprogram.store.format import SessionInfo
 
 __all__ = ["PruneReport", "prune"]
 
@@ -25,6 +28,18 @@ _BATCH = 500
 _UNFINISHED = ("running", "waiting", "unknown")
 _TABLES = ("openprogram_nodes", "openprogram_sessions", "openprogram_blobs",
            "openprogram_operations", "openprogram_operation_events")  # fmt: skip
+
+
+class PrunedStore(Protocol):
+    """What prune() uses of a store: SQLStore's connection and the sessions it lists."""
+
+    placeholder: ClassVar[str]
+
+    def connected(self, action: str | None) -> AbstractContextManager[Any]: ...
+    def transaction(self, connection: object) -> AbstractContextManager[Any]: ...
+    def database_time(self) -> float: ...
+    def forget_sessions(self, ids: Iterable[str]) -> None: ...
+    def list_sessions(self) -> list[SessionInfo]: ...
 
 
 @dataclass
@@ -41,7 +56,7 @@ class PruneReport:
 
 
 def prune(
-    store: Any,
+    store: PrunedStore,
     *,
     older_than: float,
     keep_failed: bool = False,
@@ -53,12 +68,10 @@ def prune(
     if not isinstance(older_than, (int, float)) or older_than < 0:
         raise UsageError(f"older_than={older_than!r} must be a number of seconds >= 0")
     report = PruneReport(dry_run=dry_run)
-    p = _placeholder(store)
-    with store._lock, store._translate("prune sessions"):
-        connection = store._connect()
+    p = store.placeholder
+    with store.connected("prune sessions") as connection:
         report.bytes_before = _size(store, connection)
-        now = float(connection.execute(f"SELECT {store._now}").fetchone()[0])
-        cutoff = now - older_than
+        cutoff = store.database_time() - older_than
         runs = _has_table(store, connection, "openprogram_runs")
         candidates = _candidates(connection, p, cutoff, runs)
         parents = {info.parent for info in store.list_sessions() if info.parent is not None}
@@ -81,8 +94,7 @@ def prune(
             keys = [key for _, key in going[start : start + _BATCH]]
             ids = [id for id, _ in going[start : start + _BATCH]]
             _remove(store, connection, p, keys, ids, runs)
-        for id, _ in going:
-            store._keys.pop(id, None)
+        store.forget_sessions(id for id, _ in going)
         report.blobs = _unreferenced_blobs(store, connection, p)
         if compact:
             _compact(store, connection)
@@ -133,11 +145,11 @@ def _why_kept(
 
 
 def _remove(
-    store: Any, connection: Any, p: str, keys: list[int], ids: list[str], runs: bool
+    store: PrunedStore, connection: Any, p: str, keys: list[int], ids: list[str], runs: bool
 ) -> None:
     marks = ", ".join([p] * len(keys))
     names = ", ".join([p] * len(ids))
-    with store._transaction(connection):
+    with store.transaction(connection):
         for table in ("openprogram_nodes", "openprogram_operation_events",
                       "openprogram_operations", "openprogram_leases"):  # fmt: skip
             connection.execute(f"DELETE FROM {table} WHERE session IN ({marks})", tuple(keys))
@@ -146,7 +158,7 @@ def _remove(
         connection.execute(f"DELETE FROM openprogram_sessions WHERE key IN ({marks})", tuple(keys))
 
 
-def _unreferenced_blobs(store: Any, connection: Any, p: str) -> int:
+def _unreferenced_blobs(store: PrunedStore, connection: Any, p: str) -> int:
     """Delete the images no remaining node refers to; how many."""
     used: set[str] = set()
     rows = connection.execute(
@@ -159,7 +171,7 @@ def _unreferenced_blobs(store: Any, connection: Any, p: str) -> int:
                 used.update(_IMAGE.findall(text))
     stored = [row[0] for row in connection.execute("SELECT sha256 FROM openprogram_blobs")]
     unused = [sha for sha in stored if sha not in used]
-    with store._transaction(connection):
+    with store.transaction(connection):
         for start in range(0, len(unused), _BATCH):
             chunk = unused[start : start + _BATCH]
             marks = ", ".join([p] * len(chunk))
@@ -167,12 +179,8 @@ def _unreferenced_blobs(store: Any, connection: Any, p: str) -> int:
     return len(unused)
 
 
-def _placeholder(store: Any) -> str:
-    return str(getattr(store, "_placeholder", "?"))
-
-
-def _has_table(store: Any, connection: Any, name: str) -> bool:
-    if _placeholder(store) == "%s":
+def _has_table(store: PrunedStore, connection: Any, name: str) -> bool:
+    if store.placeholder == "%s":
         return connection.execute("SELECT to_regclass(%s)", (name,)).fetchone()[0] is not None
     found = connection.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
@@ -180,9 +188,9 @@ def _has_table(store: Any, connection: Any, name: str) -> bool:
     return found is not None
 
 
-def _size(store: Any, connection: Any) -> int:
+def _size(store: PrunedStore, connection: Any) -> int:
     """The store's bytes: the SQLite file and its WAL, or the tables' total relation size."""
-    if _placeholder(store) == "%s":
+    if store.placeholder == "%s":
         total = 0
         for table in _TABLES:
             if _has_table(store, connection, table):
@@ -197,10 +205,10 @@ def _size(store: Any, connection: Any) -> int:
     return sum(f.stat().st_size for f in (Path(path), Path(f"{path}-wal")) if f.exists())
 
 
-def _compact(store: Any, connection: Any) -> None:
+def _compact(store: PrunedStore, connection: Any) -> None:
     """Give the freed pages back: SQLite rewrites the file (VACUUM, then truncates its
     WAL); PostgreSQL rewrites the tables (VACUUM FULL: each locked while it runs)."""
-    if _placeholder(store) == "%s":
+    if store.placeholder == "%s":
         for table in _TABLES:
             if _has_table(store, connection, table):
                 connection.execute(f"VACUUM FULL {table}")

@@ -29,7 +29,7 @@ class SQLReaders:
     """SQLStore's readers: a mixin over its connection, lock and translation hooks."""
 
     _lock: Any
-    _placeholder: str = "?"
+    placeholder: ClassVar[str] = "?"
     _now: ClassVar[str]
 
     if TYPE_CHECKING:  # SQLStore's
@@ -47,7 +47,7 @@ class SQLReaders:
         if not isinstance(reader, str) or not reader.strip():
             raise UsageError(f"reader={reader!r}: name what reads the sessions")
         self._check_writable(f"note {reader!r} as a reader")
-        p = self._placeholder
+        p = self.placeholder
         insert = (
             f"INSERT INTO {TABLE} (session, reader, created_at) VALUES ({p}, {p}, {self._now}) "
             "ON CONFLICT (session, reader) DO NOTHING"
@@ -63,7 +63,7 @@ class SQLReaders:
         """`reader` reads `sessions` (default: all it read) no more: prune may remove
         them once nothing else keeps them. Returns how many it let go."""
         self._check_writable(f"let {reader!r} go")
-        p = self._placeholder
+        p = self.placeholder
         with self._lock, self._translate(f"let reader {reader!r} go"):
             connection = self._connect()
             if not _exists(connection, p):
@@ -88,7 +88,7 @@ class SQLReaders:
 
     def readers(self, session: str | None = None) -> dict[str, list[str]]:
         """Session id -> the readers that read it (of `session` only, when given)."""
-        p = self._placeholder
+        p = self.placeholder
         with self._lock, self._translate("read the sessions' readers"):
             connection = self._connect()
             return readers_of(connection, p, session)

@@ -14,8 +14,8 @@ import secrets
 import threading
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager, closing, suppress
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, closing, contextmanager, suppress
 from typing import Any, ClassVar
 
 from openprogram.errors import SessionLocked, StoreError, UsageError
@@ -44,7 +44,7 @@ _kept: list[Any] = []  # the connections fork children inherited: never closed t
 
 def _forget_in_child() -> None:
     for store in list(_stores):
-        store._forked()
+        store.forget_in_fork_child()
 
 
 if hasattr(os, "register_at_fork"):
@@ -69,6 +69,8 @@ class SQLStore(SQLOperations, SQLBudgets, SQLReaders, ABC):
     """The database's clock as an SQL expression (seconds since the epoch): lease times
     are compared by one clock, whatever the clocks of the writers' machines say."""
     _where: str
+    placeholder: ClassVar[str] = "?"
+    """How its driver marks a parameter in SQL: "?" (sqlite3) or "%s" (psycopg)."""
     lease_ttl_s: float = LEASE_TTL_S
     """Seconds without a heartbeat after which another machine may take a lease over."""
 
@@ -127,7 +129,7 @@ class SQLStore(SQLOperations, SQLBudgets, SQLReaders, ABC):
         _kept.append(connection)
         ctypes.pythonapi.Py_IncRef(ctypes.py_object(connection))  # not even at exit
 
-    def _forked(self) -> None:
+    def forget_in_fork_child(self) -> None:
         """In a fork child: drop the parent's connection and leases. The store connects
         anew when used here, and holds the leases this process takes."""
         self._lock = threading.RLock()  # another thread may have held it at the fork
@@ -146,7 +148,7 @@ class SQLStore(SQLOperations, SQLBudgets, SQLReaders, ABC):
         Empty when none can be made (a read-only store that has none)."""
         found = self._identity
         if found is None:
-            p = self._placeholder
+            p = self.placeholder
             read = "SELECT value FROM openprogram_meta WHERE key = 'store'"
             try:
                 with self._lock, self._translate("read the store's identity"):
@@ -164,6 +166,37 @@ class SQLStore(SQLOperations, SQLBudgets, SQLReaders, ABC):
                 row = None
             found = self._identity = "" if row is None else str(row[0])
         return found
+
+    # -- SQL beside the Store methods (pruning, checks, the live view) ------------------
+    @contextmanager
+    def connected(self, action: str | None) -> Iterator[Any]:
+        """The store's connection, held under its lock for the block. A database error
+        in the block becomes a StoreError saying the store could not `action` (the
+        store's own wording, as its methods raise); with None the driver's own error
+        propagates, for a caller that reports it itself."""
+        with self._lock:
+            if action is None:
+                yield self._connect()
+                return
+            with self._translate(action):
+                yield self._connect()
+
+    def transaction(self, connection: object) -> AbstractContextManager[Any]:
+        """One transaction on `connection` (from connected()): committed when the block
+        ends, rolled back when it raises."""
+        return self._transaction(connection)
+
+    def database_time(self) -> float:
+        """The database's clock now, in seconds since the epoch (lease times are compared
+        by it, whatever the clocks of the writers' machines say)."""
+        with self._lock:
+            return float(self._connect().execute(f"SELECT {self._now}").fetchone()[0])
+
+    def forget_sessions(self, ids: Iterable[str]) -> None:
+        """Forget what this store cached of sessions that SQL beside it removed."""
+        with self._lock:
+            for id in ids:
+                self._keys.pop(id, None)
 
     # -- connection ----------------------------------------------------------------------
     def _version(self, connection: Any) -> int | None:
@@ -238,7 +271,7 @@ class SQLStore(SQLOperations, SQLBudgets, SQLReaders, ABC):
         counts: dict[str, dict[str, int]] = {id: {} for id in ids}
         if not ids:
             return counts
-        marks = ", ".join([self._placeholder] * len(ids))
+        marks = ", ".join([self.placeholder] * len(ids))
         statement = (
             "SELECT s.id, n.status, count(*) FROM openprogram_nodes n "
             "JOIN openprogram_sessions s ON n.session = s.key "
@@ -328,7 +361,9 @@ class SQLStore(SQLOperations, SQLBudgets, SQLReaders, ABC):
         if len(rows) == 1 and not blobs:  # one statement commits on its own
             row = rows[0]
             changed = connection.execute(upsert, (key, *row, key, owner)).rowcount
-            return None if changed else row
+            if changed:
+                return None
+            return row
         try:
             with self._transaction(connection), closing(connection.cursor()) as cursor:
                 if not self._apply(cursor, key, rows, blobs, owner):

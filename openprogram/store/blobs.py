@@ -40,8 +40,7 @@ class StoredBlobs(dict[str, Image]):
             data = self._fetch(sha)
             if data is None:
                 return None
-            image = Image(data)
-            image._sha256 = sha  # the hash it was recorded under (pixels, not PNG bytes)
+            image = Image.recorded(data, sha)  # under its hash of pixels, not PNG bytes
             dict.__setitem__(self, sha, image)
             return image
 

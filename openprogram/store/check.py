@@ -123,7 +123,7 @@ class StoreReport:
         return out
 
 
-def check_store(spec: Any, session: str | None = None) -> StoreReport:
+def check_store(spec: object, session: str | None = None) -> StoreReport:
     """Check the store `spec` (as Session(store=...) takes it), all sessions or one.
 
     Raises StoreError when the store cannot be opened at all, UsageError for an unknown
@@ -166,8 +166,8 @@ def _pending(store: SQLiteStore, report: StoreReport) -> list[str]:
 
 def _integrity(store: SQLiteStore) -> list[str]:
     try:
-        with store._lock:
-            found = [r for (r,) in store._connect().execute("PRAGMA integrity_check(100)")]
+        with store.connected(None) as connection:
+            found = [r for (r,) in connection.execute("PRAGMA integrity_check(100)")]
     except sqlite3.DatabaseError as exc:
         return [f"SQLite's integrity_check could not finish: {exc}"]
     lines = [line for r in found if r != "ok" for line in r.splitlines()]
@@ -193,8 +193,8 @@ def _sessions(store: Any, report: StoreReport) -> list[SessionInfo]:
 
 def _cursor(store: SQLStore, query: str, args: tuple[Any, ...]) -> Iterator[tuple[Any, ...]]:
     """The rows of `query`, one at a time; a failure mid-way raises StoreError."""
-    with store._lock, store._translate("read"):
-        cursor = store._connect().execute(query, args)
+    with store.connected("read") as connection:
+        cursor = connection.execute(query, args)
         while True:
             values = cursor.fetchone()
             if values is None:
@@ -206,7 +206,7 @@ def _rows(store: Any, id: str, report: SessionReport) -> list[NodeRow]:
     if not isinstance(store, SQLStore):
         return list(store.rows(id))
     rows: list[NodeRow] = []
-    p = "?" if isinstance(store, SQLiteStore) else "%s"
+    p = store.placeholder
     query = (
         f"SELECT {ROW_COLUMNS} FROM openprogram_nodes WHERE session = "
         f"(SELECT key FROM openprogram_sessions WHERE id = {p}) ORDER BY seq"

@@ -56,7 +56,7 @@ class Follow:
         self._open: dict[int, str] = {}  # seq -> status, of rows still running or waiting
         self._queue: list[NodeRow] = []
         self._connection: Any = None
-        self._postgres = hasattr(store, "_conninfo")
+        self._postgres = hasattr(store, "new_connection")  # a PostgresStore
         self._sqlite = getattr(store, "path", None) is not None and not getattr(
             store, "memory", False
         )
@@ -69,9 +69,7 @@ class Follow:
     def _connect(self) -> None:
         try:
             if self._postgres:
-                import psycopg
-
-                self._connection = psycopg.connect(self.store._conninfo, autocommit=True)
+                self._connection = self.store.new_connection()
                 with self._connection.transaction():
                     self._connection.execute("SELECT pg_advisory_xact_lock(%s)", (_TRIGGER_LOCK,))
                     for statement in _TRIGGER:
@@ -151,7 +149,7 @@ class Follow:
         """SQLite: whether another connection committed since the last look."""
         version = self._connection.execute("PRAGMA data_version").fetchone()[0]
         changed, self._version = version != self._version, version
-        return changed
+        return bool(changed)
 
     def _wait(self, timeout: float) -> None:
         """Wait until something may have changed, at most `timeout` seconds."""

@@ -249,6 +249,20 @@ class Journal:
         self._empty = False
         return True
 
+    @property
+    def empty(self) -> bool:
+        """Whether it holds no record (none written since it was opened or cleared)."""
+        return self._empty
+
+    def forget_in_fork_child(self) -> None:
+        """In a fork child: close this copy of the parent's journal, which stays the
+        parent's (its flock, its file): never written, emptied or removed from here."""
+        if self._fd >= 0:
+            with suppress(OSError):
+                os.close(self._fd)
+                os.close(self._folder)
+            self._fd = self._folder = -1
+
     def clear(self) -> None:
         """Forget the records: their batch is committed. Raises OSError."""
         if self._empty:
@@ -321,11 +335,7 @@ def _forget_in_child() -> None:
     global _closing
     _closing = threading.Lock()  # a parent's thread may have held it at the fork
     for journal in list(_open):
-        if journal._fd >= 0:
-            with suppress(OSError):
-                os.close(journal._fd)
-                os.close(journal._folder)
-            journal._fd = journal._folder = -1
+        journal.forget_in_fork_child()
     _open.clear()
 
 
@@ -339,7 +349,7 @@ def _close_emptied() -> None:
     Recorder's flusher, whose exit handler is registered later and so runs first,
     has committed their batches); one still holding records stays for the next opener."""
     for journal in list(_open):
-        if journal._empty:
+        if journal.empty:
             journal.close()
 
 

@@ -21,7 +21,7 @@ _POSTGRES = ("postgresql://", "postgres://")
 
 
 def open_store(
-    spec: Any, *, read_only: bool = False, check: bool = True
+    spec: object, *, read_only: bool = False, check: bool = True
 ) -> tuple[Store | None, bool]:
     """The store `spec` names and whether the caller opened it (and so should close it).
 

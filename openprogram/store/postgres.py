@@ -66,6 +66,9 @@ def _psycopg() -> Any:
     return psycopg
 
 
+_STATEMENTS = statements("%s", _NOW, _CASTS)
+
+
 class PostgresStore(SQLStore):
     """A session store in a PostgreSQL database, created on first use.
 
@@ -74,8 +77,8 @@ class PostgresStore(SQLStore):
     UnsupportedFormatVersion for a database of another format version.
     """
 
-    _statements = statements("%s", _NOW, _CASTS)
-    _placeholder = "%s"
+    _statements = _STATEMENTS
+    placeholder = "%s"
     _now = _NOW
 
     def __init__(self, url: str, *, connect_timeout_s: int = 10) -> None:
@@ -87,6 +90,11 @@ class PostgresStore(SQLStore):
         self._connect()
 
     # -- connection ----------------------------------------------------------------------
+    def new_connection(self) -> Any:
+        """A psycopg connection of its own to this store's database (autocommit), for
+        work that must not share the store's: LISTEN, the run queue's claims."""
+        return self._psycopg.connect(self._conninfo, autocommit=True)
+
     def _connect(self) -> Any:
         with self._lock:
             if self._connection is not None and not self._connection.closed:
@@ -161,7 +169,8 @@ class PostgresStore(SQLStore):
         connection.execute("SELECT key FROM openprogram_sessions WHERE key = %s FOR UPDATE", (key,))
 
     def _transaction(self, connection: Any) -> AbstractContextManager[Any]:
-        return connection.transaction()
+        transaction: AbstractContextManager[Any] = connection.transaction()  # psycopg's
+        return transaction
 
     def _has_schema(self, connection: Any) -> bool:
         found = connection.execute("SELECT to_regclass('openprogram_meta')").fetchone()
@@ -187,7 +196,7 @@ class PostgresStore(SQLStore):
             ).fetchone()
         except self._psycopg.errors.UniqueViolation:  # the id exists already
             return None
-        return found[0]
+        return int(found[0])
 
     def _record(
         self, session: str, rows: Sequence[NodeRow], blobs: Mapping[str, bytes], owner: str
@@ -202,7 +211,7 @@ class PostgresStore(SQLStore):
         return f"PostgresStore({self.url!r})"
 
 
-_JSON_UPSERT = PostgresStore._statements.upsert.replace(
+_JSON_UPSERT = _STATEMENTS.upsert.replace(
     _ONE_ROW, f"SELECT %s::bigint, {_FROM_JSON} FROM json_array_elements(%s::json) r WHERE", 1
 )
 _SAME_NODE = " WHERE openprogram_nodes.id = excluded.id"

@@ -475,9 +475,10 @@ class Recorder:
                 self.failures, scrub_exception(exc), exc_info=self.failures == 1,
             )  # fmt: skip
 
-    def _due(self, now: float) -> float | None:
-        """For the flusher: commit the batch when it is BATCH_AGE_S old; the time its
-        newer batch will be, or None when nothing waits (then it is no longer scheduled)."""
+    def flush_if_due(self, now: float) -> float | None:
+        """For the flusher: commit the batch when it is BATCH_AGE_S old (`now`: as
+        time.monotonic()); the time its newer batch will be, or None when nothing waits
+        (then it is no longer scheduled)."""
         with self._lock:
             due = self._since is not None and now - self._since >= BATCH_AGE_S
             slot = self._slot if due else None
@@ -541,10 +542,16 @@ class _Flusher(threading.Thread):
                 for recorder in ready:
                     del self._due[recorder]
             for recorder in ready:
-                later = recorder._due(now)
+                later = recorder.flush_if_due(now)
                 if later is not None:
                     with self._condition:
                         self._due[recorder] = later
+
+    def forget_in_fork_child(self) -> None:
+        """In a fork child, where its thread is gone: nothing is scheduled, and its
+        condition (a parent's thread may have held it) is a new one."""
+        self._condition = threading.Condition()
+        self._due = {}
 
     def flush_all(self) -> None:
         """Commit every scheduled batch now (at exit)."""
@@ -563,8 +570,7 @@ def _forget_in_child() -> None:
     at exit either; a recorder made in the child starts a flusher of its own."""
     global _the_flusher, _flusher_lock
     if _the_flusher is not None:
-        _the_flusher._condition = threading.Condition()
-        _the_flusher._due = {}
+        _the_flusher.forget_in_fork_child()
     _the_flusher, _flusher_lock = None, threading.Lock()
 
 

@@ -297,13 +297,13 @@ class SQLiteStore(SQLStore):
             raise OSError("this platform has no flock, which journals need")
         return Journal.open(pending_dir(self.path), session, owner)
 
-    def _forked(self) -> None:
+    def forget_in_fork_child(self) -> None:
         if self.memory:  # the child's own copy of the data: it stays usable here
             self._lock = threading.RLock()
             self._held.clear()
             self._lost.clear()
             return
-        super()._forked()
+        super().forget_in_fork_child()
         self._checkpointer = None  # the parent's thread: not in this process
         self._turn = self._start_cursor = None  # the parent's lock and connection
 
