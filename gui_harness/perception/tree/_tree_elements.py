@@ -72,6 +72,7 @@ def components(
     layout = _Layout(elements, windows)
     moves = _tree_windows.menu_shifts(elements)
     popups = _tree_windows.popup_covers(elements)
+    panes = _panes(elements)
     for element in elements:
         if {"role", "states", "name", "box"} - element.answered or element.box is None:
             continue
@@ -85,8 +86,8 @@ def components(
         ):
             continue  # an option of a closed drop-down: not on the screen
         dx, dy = _tree_windows.shift_of(element.order, moves) if moves else (0, 0)
+        x, y, w, h = _scrolled(element, panes) if panes else element.box
         dy += 0 if element.native else offset
-        x, y, w, h = element.box
         box = _clip((x + dx, y + dy, w, h), screen)
         if box is not None and popups:  # under a menu open over its window: not shown
             box = _tree_windows.popup_cut(box, element, popups)
@@ -252,6 +253,44 @@ def _name_by_labels(
         for number, own in zip(numbers, texts, strict=True):
             assert own is not None  # checked above
             found[number] = found[number].with_label(own)
+
+
+def _panes(elements: Sequence[Element]) -> dict[tuple[int, ...], Element]:
+    """The scroll panes among `elements`, by tree place: those that say so, and what
+    holds a scroll bar and something else within two levels of it (Qt 6 calls its scroll
+    area a filler)."""
+    sized = {e.order: e for e in elements if e.box is not None and e.box[2] > 0 and e.box[3] > 0}
+    panes = {o: e for o, e in sized.items() if e.role in atspi.SCROLLERS}
+    held: dict[tuple[int, ...], set[int]] = {}
+    for e in elements:
+        if e.order:
+            held.setdefault(e.order[:-1], set()).add(e.order[-1])
+    for bar in elements:
+        if bar.role != atspi.SCROLL_BAR or not _shown(bar):
+            continue
+        for length in (len(bar.order) - 1, len(bar.order) - 2):
+            above = bar.order[:length]
+            if length > 0 and len(held.get(above, ())) > 1:
+                if above in sized:
+                    panes[above] = sized[above]
+                break
+    return panes
+
+
+def _scrolled(element: Element, panes: dict[tuple[int, ...], Element]) -> tuple[int, int, int, int]:
+    """`element`'s box cut to what the scroll panes holding it show (a check box
+    scrolled half out of its pane is drawn half: its other half is under the dialog's
+    buttons); a box wholly scrolled out is cut to nothing (then dropped)."""
+    assert element.box is not None
+    x0, y0, w, h = element.box
+    x1, y1 = x0 + w, y0 + h
+    for length in range(len(element.order) - 1, 0, -1):
+        pane = panes.get(element.order[:length])
+        if pane is None or pane.box is None or pane.native != element.native:
+            continue
+        px, py, pw, ph = pane.box
+        x0, y0, x1, y1 = max(x0, px), max(y0, py), min(x1, px + pw), min(y1, py + ph)
+    return (x0, y0, max(x1 - x0, 0), max(y1 - y0, 0))
 
 
 def _drawn_in(

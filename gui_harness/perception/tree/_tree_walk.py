@@ -434,15 +434,28 @@ class AppWalk:
         element.reported = reported
         # a window: its name and box tell which of the desktop's windows it is (_tree_windows)
         window = len(element.order) == 1
-        if (element.role == atspi.POPUP_MENU and not window) or (
-            len(element.order) == 2 and not reported
+        if not reported and (
+            (element.role == atspi.POPUP_MENU and not window)
+            or len(element.order) == 2
+            or element.role in atspi.SCROLLERS
         ):
             # a popup's, or a window's part's: where a popup drawn in its window is, and
             # what it covers (_tree_windows.popup_covers; Java reports a popup's items
-            # where its menu is: menu_shifts); a part may have no box (LibreOffice's)
+            # where its menu is: menu_shifts); a part may have no box (LibreOffice's); a
+            # scroll pane's: what shows of what it holds (_tree_elements)
             self._calls.send(
                 extents(element), lambda body: self._got(element, "box", body), optional=True
             )
+        if element.role == atspi.SCROLL_BAR:  # what holds it may clip what it scrolls
+            for above in self.elements:
+                if (
+                    len(above.order) >= len(element.order) - 2
+                    and element.order[: len(above.order)] == above.order
+                    and {"box", "asked box"}.isdisjoint(above.answered)
+                ):
+                    above.answered.add("asked box")
+                    box = functools.partial(self._got, above, "box")
+                    self._calls.send(extents(above), box, optional=True)
         if self.own_drawing_offset and element.role == atspi.MENU_BAR:
             self._menu_bars.append(element)
             self._send(extents(element), lambda body: self._got(element, "box", body))
