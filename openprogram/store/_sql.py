@@ -52,7 +52,11 @@ if hasattr(os, "register_at_fork"):
 
 
 class _Unchanged(Exception):
-    """Raised inside a write's transaction to roll it back: a row was refused (args[0])."""
+    """Raised inside a write's transaction to roll it back: `row` was refused."""
+
+    def __init__(self, row: NodeRow) -> None:
+        super().__init__(row)
+        self.row = row
 
 
 class SQLStore(SQLOperations, SQLBudgets, SQLReaders, ABC):
@@ -369,7 +373,7 @@ class SQLStore(SQLOperations, SQLBudgets, SQLReaders, ABC):
                 if not self._apply(cursor, key, rows, blobs, owner):
                     raise _Unchanged(self._conflict(connection, key, rows))
         except _Unchanged as unchanged:  # rolled back, the blobs with the rows
-            return unchanged.args[0]
+            return unchanged.row
         return None
 
     def _apply(

@@ -12,7 +12,7 @@ import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openprogram.echo import cut, mask_url
 from openprogram.errors import StoreError
@@ -21,6 +21,9 @@ from openprogram.store._operations import tables
 from openprogram.store._sql import SQLStore
 from openprogram.store._statements import statements
 from openprogram.store.format import FORMAT_VERSION, OLD_VALUES_MIGRATION, NodeRow
+
+if TYPE_CHECKING:
+    import psycopg
 
 __all__ = ["PostgresStore"]
 
@@ -90,10 +93,13 @@ class PostgresStore(SQLStore):
         self._connect()
 
     # -- connection ----------------------------------------------------------------------
-    def new_connection(self) -> Any:
+    def new_connection(self) -> psycopg.Connection[tuple[Any, ...]]:
         """A psycopg connection of its own to this store's database (autocommit), for
         work that must not share the store's: LISTEN, the run queue's claims."""
-        return self._psycopg.connect(self._conninfo, autocommit=True)
+        connection: psycopg.Connection[tuple[Any, ...]] = self._psycopg.connect(
+            self._conninfo, autocommit=True
+        )
+        return connection
 
     def _connect(self) -> Any:
         with self._lock:
