@@ -71,7 +71,7 @@ class SharedBudget:
         max_requests: int | None = None,
         max_tool_calls: int | None = None,
         period: Period | None = None,
-        store: Any = None,
+        store: object = None,
     ) -> None:
         _check_name(name)
         if period is not None and (not isinstance(period, str) or period not in _FORMATS):

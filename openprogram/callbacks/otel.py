@@ -157,7 +157,7 @@ class OtelCallback(Callback):
         with scope(self):
             yield
 
-    def record_evaluation(self, report: Any, *, store: Any = None) -> int:
+    def record_evaluation(self, report: Any, *, store: object = None) -> int:
         """Emit one `gen_ai.evaluation.result` event per score of every run of `report`
         (an openprogram.evals.EvalReport); returns how many. Attributes:
         `gen_ai.evaluation.name` (the score's key: `scorer` or `function/scorer`),
