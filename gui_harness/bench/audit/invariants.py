@@ -184,8 +184,27 @@ def on_screen_controls(
             continue
         if not all(a.showing for a in node.ancestors()[:-1]):
             continue
+        if any(a.box is not None and not _inside(a.box, point) for a in _panes(node)):
+            continue  # scrolled out of its pane: not drawn
         if stacking.shows(node, point):
             out.append(node)
+    return out
+
+
+def _panes(node: RawNode) -> list[RawNode]:
+    """The scroll panes `node` is in: those that say so (scroll pane, viewport), and what
+    holds a scroll bar (a child's or grandchild's) beside other things (Qt 6 calls its
+    scroll area a filler)."""
+    out = []
+    for a in node.ancestors():
+        if a.role in (49, 108):
+            out.append(a)
+            continue
+        bars = [c for c in a.children if c.role == 48] + [
+            g for c in a.children for g in c.children if g.role == 48 and len(c.children) == 1
+        ]
+        if bars and len(a.children) > 1:
+            out.append(a)
     return out
 
 

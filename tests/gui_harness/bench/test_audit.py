@@ -72,6 +72,23 @@ def test_a_control_on_a_page_not_shown_is_hidden_when_offered():
     assert ("covered", "offered while not showing (hidden page)") in _classes(_check(seen, nodes))
 
 
+def test_a_control_scrolled_out_of_its_pane_is_not_expected():
+    nodes = _tree((49, "", (0, 0, 400, 100)), (43, "Help", (10, 120, 80, 30)))
+    pane = nodes[1]
+    hidden = RawNode(":1.5", "/n9", role=7, name="Option 9", states=SHOWING,
+                     box=(10, 110, 80, 20), parent=pane)  # fmt: skip
+    shown = RawNode(":1.5", "/n8", role=7, name="Option 1", states=SHOWING,
+                    box=(10, 20, 80, 20), parent=pane)  # fmt: skip
+    pane.children = [shown, hidden]
+    seen = [
+        Component(1, "checkbox", (10, 20, 80, 20), "Option 1", source="accessibility"),
+        Component(2, "button", (10, 120, 80, 30), "Help", source="accessibility"),
+    ]
+    result = _check(seen, [*nodes, shown, hidden])
+    assert result.checked["found"] == 2  # Option 1 and Help; Option 9 is scrolled out
+    assert not [f for f in result.findings if f.invariant == "found"]
+
+
 def test_labels_that_are_not_what_a_user_reads_are_found():
     seen = [
         Component(1, "button", (10, 10, 80, 30), "_Save Save", source="accessibility"),
