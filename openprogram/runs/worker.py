@@ -105,6 +105,7 @@ class Worker:
         self._busy = 0  # slots running a run
         self._claiming_lock = threading.Lock()  # one claim at a time: no slot over-claims
         self._limited = False  # some of the queues have a concurrency limit
+        self._stranded: dict[str, str] = {}  # run id -> slot: its end not recorded yet
 
     # -- lifetime ------------------------------------------------------------------------
     def run(self, *, until_idle: bool = False) -> None:
@@ -275,8 +276,25 @@ class Worker:
             self.queue.release(run.id, slot, delay=self.watch_s)
         except StoreError as exc:
             log.warning("openprogram: run %s: the store failed: %s", run.id, exc)
+            self._strand(run.id, slot)
         with self._lock:
             self.finished += 1
+
+    def _strand(self, id: str, slot: str) -> None:
+        """A run whose end the store did not take (a lock held too long, a lost
+        connection) goes back to its queue, not left `running` under a live worker that
+        no longer runs it: its resume replays what it recorded (nothing completed runs
+        again) and ends it. When even that fails, the watch tries again."""
+        try:
+            self.queue.release(id, slot)
+        except StoreError as exc:
+            log.warning("openprogram: run %s could not go back to its queue yet: %s", id, exc)
+            with self._lock:
+                self._stranded[id] = slot
+            return
+        with self._lock:
+            self._stranded.pop(id, None)
+        self._wake.set()
 
     def _call(
         self,
@@ -342,6 +360,10 @@ class Worker:
     def watch_once(self) -> int:
         """Requeue running runs whose worker is gone; stop own runs asked to cancel or
         whose lease was lost. Returns how many runs were requeued."""
+        with self._lock:
+            stranded = dict(self._stranded)
+        for id, slot in stranded.items():
+            self._strand(id, slot)
         self._limited = bool(self.queue.limited_queues(self.queues))
         now, running = self.queue.running()
         requeued = 0

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from openprogram import Session
-from openprogram.errors import RunFailed, UsageError
+from openprogram.errors import RunFailed, StoreError, UsageError
 from openprogram.runs import Run, RunQueue, Worker, limit, submit
 from tests.openprogram.runs import jobs
 
@@ -114,7 +114,7 @@ def test_a_queue_limit_holds_over_all_slots(durable_store: str, _log: Path) -> N
     stop = threading.Event()
 
     def count() -> None:  # what runs at once, seen from outside while the worker works
-        while not stop.is_set():
+        while not stop.wait(0.002):  # a pause between looks: the worker's threads get in
             most[0] = max(most[0], len(queue.list_runs("running")))
 
     watcher = threading.Thread(target=count)
@@ -127,6 +127,31 @@ def test_a_queue_limit_holds_over_all_slots(durable_store: str, _log: Path) -> N
     assert [r.state for r in queue.list_runs()] == ["completed"] * 6
     assert most[0] == 1
     queue.close()
+
+
+def test_a_run_whose_end_the_store_refused_goes_back_and_ends_without_running_again(
+    durable_store: str, _log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the store refuses the first end (a SQLite lock held past its timeout on a busy
+    # machine): the run is not left `running` under a worker that no longer runs it
+    submit(JOB, "s1", 2, id="s1", store=durable_store)
+    finish = RunQueue.finish
+    refused: list[str] = []
+
+    def refuse_once(self: RunQueue, id: str, *args: object) -> bool:
+        if not refused:
+            refused.append(id)
+            raise StoreError("the run queue could not end run 's1': database is locked")
+        return finish(self, id, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(RunQueue, "finish", refuse_once)
+    worker = work(durable_store)
+    run = Run(durable_store, "s1")
+    assert refused == ["s1"]
+    assert run.status() == "completed" and run.result(timeout=0) == 0 + 1
+    assert ran(_log) == ["step s1 0", "step s1 1"]  # the resume replayed, ran nothing
+    assert worker.started == 2
+    run.close()
 
 
 def test_only_the_workers_queues_are_taken(durable_store: str, _log: Path) -> None:

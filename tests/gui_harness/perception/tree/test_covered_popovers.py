@@ -13,7 +13,7 @@ import pytest
 
 from gui_harness.actions import Click
 from gui_harness.desktop.virtual import App, VirtualDesktop
-from gui_harness.perception import AccessibilitySource
+from gui_harness.perception import AccessibilitySnapshot, AccessibilitySource, Component
 from tests.gui_harness.perception.tree.test_desktop_accessibility import labelled, wait_for
 from tests.support.toolkits import ACCESSIBLE
 
@@ -34,18 +34,33 @@ def test_an_open_gtk3_popover_hides_the_page_under_it() -> None:
             seen = wait_for(source, lambda s: bool(labelled(s, "button", "Menu")))
             (menu,) = labelled(seen, "button", "Menu")
             d.execute(Click(x=menu.center[0], y=menu.center[1]))
-            seen = wait_for(
-                source, lambda s: all(labelled(s, "button", n) for n in _ITEMS), limit=30
-            )
+            # until the popover has opened (it slides in: its items are read before its
+            # own box is final on a busy machine) and nothing under it is offered
+            seen = wait_for(source, lambda s: _open(s) and not _under(s), limit=30)
         finally:
             source.close()
-    items = [c for name in _ITEMS for c in labelled(seen, "button", name)]
-    assert len(items) == len(_ITEMS), seen.components
+    assert _open(seen), seen.components
+    assert not _under(seen), _under(seen)
+
+
+def _items(seen: AccessibilitySnapshot) -> list[Component]:
+    return [c for name in _ITEMS for c in labelled(seen, "button", name)]
+
+
+def _open(seen: AccessibilitySnapshot) -> bool:
+    return len(_items(seen)) == len(_ITEMS)
+
+
+def _under(seen: AccessibilitySnapshot) -> list[Component]:
+    """What of the page lies under the open popover's items (none when it is not open)."""
+    items = _items(seen)
+    if len(items) != len(_ITEMS):
+        return []
     x0 = min(c.box[0] for c in items)
     y0 = min(c.box[1] for c in items)
     x1 = max(c.box[0] + c.box[2] for c in items)
     y1 = max(c.box[1] + c.box[3] for c in items)
-    under = [
+    return [
         c
         for c in seen.components
         if c.source == "accessibility"
@@ -54,4 +69,3 @@ def test_an_open_gtk3_popover_hides_the_page_under_it() -> None:
         and y0 <= c.center[1] < y1
         and c.label not in ("Dark Theme", "Slide Pages")  # the popover's check boxes
     ]
-    assert not under, under
