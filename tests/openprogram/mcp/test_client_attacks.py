@@ -56,7 +56,7 @@ def test_a_schema_too_deep_or_too_big_is_refused_when_listed_and_named(caplog):
 @pytest.mark.timeout(60)  # today's code hangs in `re` (it checks signals, so this ends it)
 @pytest.mark.slow
 def test_a_backtracking_pattern_is_checked_within_the_calls_timeout():
-    with MCPServer.stdio(hostile("schemas"), name="hostile", timeout=1) as server:
+    with MCPServer.stdio(hostile("schemas"), name="hostile", timeout=5) as server:
         script = [
             calls(("hostile_evil", {"s": NO_MATCH}), ("hostile_evil_keys", {NO_MATCH: "x"})),
             calls(("hostile_evil", {"s": "aaaa"})),
@@ -67,21 +67,21 @@ def test_a_backtracking_pattern_is_checked_within_the_calls_timeout():
     evil, keys, fine = session.dag.find(kind="code")[1:]
     for refused in (evil, keys):
         assert refused.meta["refused"] is True
-        assert "could not be checked against its schema within 1 s" in refused.error
+        assert "could not be checked against its schema within 5 s" in refused.error
     assert fine.status == "completed" and fine.output == "evil ran"
 
 
 @pytest.mark.timeout(60)  # today's code hangs the MCP loop in the SDK's output check
 @pytest.mark.slow
 def test_a_backtracking_output_schema_is_checked_within_the_calls_timeout():
-    with MCPServer.stdio(hostile("schemas"), name="hostile", timeout=1) as server:
+    with MCPServer.stdio(hostile("schemas"), name="hostile", timeout=5) as server:
         answer, session = run_agent(
             server.tools(), [calls(("hostile_evil_output", {})), calls(("hostile_echo", {})), "ok"]
         )
     assert answer == "ok"
     evil, echo = session.dag.find(kind="code")[1:]
     assert evil.status == "error"
-    assert "could not be checked against its output schema within 1 s" in evil.error
+    assert "could not be checked against its output schema within 5 s" in evil.error
     assert echo.output == "echo ran"  # the connection still serves
 
 

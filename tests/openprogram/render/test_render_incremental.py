@@ -221,6 +221,7 @@ def _run(data: Any) -> None:
 @_PROPERTY
 @given(data=st.data())
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # 200 programs: on a busy machine pytest's 300 s is near
 def test_incremental_render_equals_render_from_scratch(data):
     _run(data)
 
