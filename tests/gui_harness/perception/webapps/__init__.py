@@ -5,10 +5,15 @@ detector's held-out check on web apps (issue 35, item 6).
 
 FRAMEWORKS: Django's admin (_django.py, library/), Flask with Flask-WTF forms rendered
 by Bootstrap-Flask (_flask.py), FastAPI with Jinja2 templates (_fastapi.py), NiceGUI
-(_nicegui.py). TUNING names the frameworks detection may be tuned on; HELD_OUT the one
-it may not (NiceGUI: written and committed before any of it went through detection,
-its misses never looked at). Django's admin was held out first, measured once, then
-tuned on (docs/performance.md gives both figures).
+(_nicegui.py); Bottle with SimpleTemplate (_bottle.py), Litestar with Jinja2 on Tabler
+(_litestar.py), Pyramid with Deform's forms (_pyramid.py). TUNING names the frameworks
+detection may be tuned on; HELD_OUT the one it may not (NiceGUI: written and committed
+before any of it went through detection, its misses never looked at). Django's admin
+was held out first, measured once, then tuned on (docs/performance.md gives both
+figures). SECOND_HELD_OUT (issue 41) was written and committed on 2026-12-07 before any
+of its pages went through detection: every framework above had been tuned on or looked
+at by then, so these are the apps no one tuned for; detection may not be changed for
+their sake.
 """
 
 from __future__ import annotations
@@ -26,11 +31,15 @@ from tests.gui_harness.perception.miniwob_pages import _SETTLED, Page, _driver
 
 TUNING = ("flask", "fastapi", "django")
 HELD_OUT = ("nicegui",)
-FRAMEWORKS = TUNING + HELD_OUT
+SECOND_HELD_OUT = ("bottle", "litestar", "pyramid")
+FRAMEWORKS = TUNING + HELD_OUT + SECOND_HELD_OUT
 PATHS = {
     "flask": ["/items", "/signup", "/login", "/settings"],
     "fastapi": ["/", "/search?q=report", "/settings"],
     "nicegui": ["/", "/settings"],
+    "bottle": ["/", "/new", "/shopping"],
+    "litestar": ["/", "/tickets/new", "/settings"],
+    "pyramid": ["/", "/register", "/events"],
     "django": [
         "/admin/login/",
         "/admin/",
@@ -50,10 +59,13 @@ def serving(framework: str) -> Iterator[str]:
         with _child("tests.gui_harness.perception.webapps._nicegui") as base:
             yield base
         return
-    if framework == "fastapi":
+    if framework in ("fastapi", "litestar"):
         import uvicorn
 
-        from tests.gui_harness.perception.webapps._fastapi import app as asgi
+        if framework == "fastapi":
+            from tests.gui_harness.perception.webapps._fastapi import app as asgi
+        else:
+            from tests.gui_harness.perception.webapps._litestar import app as asgi
 
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
@@ -81,6 +93,10 @@ def serving(framework: str) -> Iterator[str]:
         from tests.gui_harness.perception.webapps._flask import app as wsgi
     elif framework == "django":
         from tests.gui_harness.perception.webapps._django import app as wsgi
+    elif framework == "bottle":
+        from tests.gui_harness.perception.webapps._bottle import app as wsgi
+    elif framework == "pyramid":
+        from tests.gui_harness.perception.webapps._pyramid import app as wsgi
     else:
         raise ValueError(f"no web app for {framework!r}; one of {FRAMEWORKS}")
     httpd = make_server("127.0.0.1", 0, wsgi(), threaded=True)  # type: ignore[arg-type]
