@@ -4,8 +4,8 @@ Owns `Element` (what has been read of one object: role, states, name, box, and t
 grid or run of a managed container), `CLASS_NAME` (GTK 4's stand-in name for an
 unnamed widget), and the helpers on elements' places in tree order (`shows`,
 `within`, `outermost`, `prefixes`) and the call reading an element's box
-(`extents`). Reading the tree is _tree_walk.py's job; turning elements into
-components is _tree_elements.py's.
+(`extents`). Reading the tree is _tree_read.py's and _tree_walk.py's job; turning
+elements into components is _tree_elements.py's.
 """
 
 from __future__ import annotations

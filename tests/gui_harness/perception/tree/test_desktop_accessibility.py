@@ -27,7 +27,7 @@ from gui_harness.perception._pixels import grey_array
 from gui_harness.perception.pixels._changes import Redetector
 from gui_harness.perception.pixels.detect import detect_components
 from gui_harness.perception.tree import _atspi as atspi
-from gui_harness.perception.tree import _tree_walk
+from gui_harness.perception.tree import _tree_read
 
 pytestmark = [
     pytest.mark.x11,
@@ -279,7 +279,7 @@ def test_a_read_cut_short_places_calcs_own_parts_right_or_leaves_them_out(calc, 
     hurried = AccessibilitySource(desktop.accessibility_bus, screen=desktop.size, timeout=30.0)
     try:
         with monkeypatch.context() as cap:
-            cap.setattr(_tree_walk, "MAX_NODES", 150)  # the walk stops before it can tell
+            cap.setattr(_tree_read, "MAX_NODES", 150)  # the walk stops before it can tell
             cut = hurried.snapshot()
         assert cut.note is not None and "not measured in time" in cut.note
         assert labelled(cut, "button", "File")  # the GTK menu bar is placed by GTK
@@ -287,7 +287,7 @@ def test_a_read_cut_short_places_calcs_own_parts_right_or_leaves_them_out(calc, 
         assert hurried.snapshot().note is None  # a whole read measured it, remembered
         hurried._trees.clear()  # read afresh, cut short again
         with monkeypatch.context() as cap:
-            cap.setattr(_tree_walk, "MAX_NODES", 150)
+            cap.setattr(_tree_read, "MAX_NODES", 150)
             again = hurried.snapshot()
         assert again.note is not None and "not measured" not in again.note
         for snapshot in (cut, again):  # what was read is where a whole read puts it
