@@ -13,7 +13,7 @@ import inspect
 import json
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import ConfigDict, TypeAdapter
 
@@ -44,15 +44,27 @@ _INTERRUPTED = (
 _NO_ADAPTER = object()
 
 
+class _Resumed(effects.EffectSession, Protocol):
+    """What resuming a call uses of the Session that inherits Resuming: what effects.py
+    takes, and Resuming's own state."""
+
+    _resumer: Resumer | None
+
+    def _code_changed(self, node: Node, settings: dict[str, Any]) -> str | None: ...
+
+    def _reopen(self, node: Node, kind: Kind, extra: dict[str, Any], why: str | None) -> None: ...
+
+    def _divergence(self, recorded: Node, value: Any) -> ResumeDivergence: ...
+
+
 class Resuming:
     """The resume half of Session: it needs the Session's `dag`, `_resumer`, `_adapters`
-    and `_write`."""
+    and `rewrite`, and where a call meets effects.py, what that takes (_Resumed)."""
 
     dag: ContextDAG
     _resumer: Resumer | None
     _adapters: dict[Any, Any]
-    _shared: dict[str, str]
-    _write: Callable[[Node], None]
+    rewrite: Callable[[Node], None]
 
     def resumed_output(self, node: Node, fn: Any) -> Any:
         """The value a resumed call returns instead of running: its recorded output,
@@ -86,7 +98,7 @@ class Resuming:
 
     # -- resuming ------------------------------------------------------------------------
     def _resume(
-        self,
+        self: _Resumed,
         kind: Kind,
         name: str,
         parent: str | None,
@@ -125,7 +137,7 @@ class Resuming:
             effects.claim_rerun(self, node)
         if kind == "llm" and node.output is not None and node.status == "error":
             node.status, node.error = "completed", None  # a reply that failed validation:
-            self._write(node)  # replay it; llm() marks it invalid again and re-asks
+            self.rewrite(node)  # replay it; llm() marks it invalid again and re-asks
             return node
         self._reopen(node, kind, extra, None)
         return node
@@ -179,7 +191,7 @@ class Resuming:
         node.ended_at = node.end_seq = None
         forget(self.dag, node.id)  # renders kept its pieces and histories as finished
         self._resumer.reused.add(node.id)
-        self._write(node)
+        self.rewrite(node)
 
     def _divergence(self, recorded: Node, value: Any) -> ResumeDivergence:
         where = path_text(call_path(self.dag, recorded))
@@ -191,12 +203,12 @@ class Resuming:
             node_id=recorded.id,
         )
 
-    def _cancel_leftovers(self, parent: str | None) -> None:
+    def _cancel_leftovers(self: _Resumed, parent: str | None) -> None:
         assert self._resumer is not None
         for node in self._resumer.unclaimed_running(parent):
             if node.meta.get("effect") == "once":  # it began: its effect is unknown
-                if node.id in self._shared:  # a fork's parent's: only the parent records it
-                    continue
+                if self.shared_from(node.id) is not None:  # a fork's parent's: only the
+                    continue  # parent records it
                 try:
                     effects.unknown(self, node, stored=True)
                 except SessionLocked as exc:  # settled meanwhile elsewhere: left as stored

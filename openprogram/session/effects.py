@@ -16,19 +16,24 @@ import json
 import math
 import threading
 import time
-from typing import Any
+import weakref
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 from openprogram.agentic._resume import call_path, path_text, stored_value, top_level_chain
 from openprogram.agentic.ask import RERUN, ask_to_settle
 from openprogram.agentic.questions import answerer
 from openprogram.core import _context
-from openprogram.core.dag import Node
+from openprogram.core.dag import ContextDAG, Node
 from openprogram.echo import printable
 from openprogram.errors import AlreadySettled, EffectUnknown, SessionLocked, StoreError, UsageError
-from openprogram.operations.tracker import Tracker, tracker
+from openprogram.operations.tracker import TrackedSession, Tracker, tracker
 from openprogram.store.format import NodeRow, decode_node
+from openprogram.store.recorder import Recorder
 
 __all__ = [
+    "EffectSession",
     "claim_rerun",
     "idempotency_key",
     "interrupted",
@@ -45,7 +50,40 @@ INTERRUPTED = ("running", "cancelled", "stopped", "unknown")
 """Statuses of a call whose body began and did not finish: it neither returned nor
 raised an error of its own (the process died, it was cancelled, a gate stopped it)."""
 
-_lock = threading.Lock()
+
+class EffectSession(TrackedSession, Protocol):
+    """What this module uses of its session (session.py's Session, which sits above it),
+    besides what the session's operations tracker uses."""
+
+    @property
+    def dag(self) -> ContextDAG: ...
+
+    @property
+    def recorder(self) -> Recorder | None: ...
+
+    @property
+    def lock(self) -> threading.Lock: ...
+
+    def lease(self) -> AbstractContextManager[None]: ...
+
+    def flush(self) -> bool: ...
+
+    def rewrite(self, node: Node) -> None: ...
+
+    def shared_from(self, node_id: str) -> str | None: ...
+
+
+class _Ordinals:
+    """new_key's memory of one session: how many calls of each name each frame made so
+    far, and each frame's call path."""
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[str | None, str], int] = {}
+        self.paths: dict[str | None, str] = {}
+
+
+_ordinals: weakref.WeakKeyDictionary[EffectSession, _Ordinals] = weakref.WeakKeyDictionary()
+_lock = threading.Lock()  # guards _ordinals and what it holds
 
 
 def idempotency_key() -> str:
@@ -68,15 +106,17 @@ def idempotency_key() -> str:
     )
 
 
-def new_key(session: Any, name: str, parent: str | None) -> str:
+def new_key(session: EffectSession, name: str, parent: str | None) -> str:
     """The key of a new call of `name` in frame `parent`: derived from the store's
     identity (a store without one: none), the session's id and the call's path
     (_resume.path_text: each frame's name and ordinal). Kept on the node, so a resumed
     or forked run reads it back rather than deriving it again."""
     dag = session.dag
-    counts: dict[tuple[str | None, str], int] = session._effect_counts
-    paths: dict[str | None, str] = session._effect_paths
     with _lock:
+        ordinals = _ordinals.get(session)
+        if ordinals is None:
+            ordinals = _ordinals[session] = _Ordinals()
+        counts, paths = ordinals.counts, ordinals.paths
         count = counts.get((parent, name))
         if count is None:  # the first here in this process: count the recorded ones
             siblings = top_level_chain(dag) if parent is None else dag.children(parent)
@@ -99,7 +139,7 @@ def new_key(session: Any, name: str, parent: str | None) -> str:
 
 
 def started(
-    session: Any, name: str, parent: str | None, value: Any, settings: dict[str, Any]
+    session: EffectSession, name: str, parent: str | None, value: object, settings: dict[str, Any]
 ) -> Node:
     """The node of a new call with an effect (session.enter_call): its effect and key in
     its meta, its start committed (store/recorder.py commits such a start at once).
@@ -109,7 +149,7 @@ def started(
     effect = fields.pop("effect")
     meta = {**fields.pop("meta", {}), "effect": effect, "key": new_key(session, name, parent)}
     node: Node = session.dag.add("code", name, parent=parent, input=value, meta=meta, **fields)
-    recorder = session._recorder if session.store is not None else None
+    recorder = session.recorder
     if recorder is None or node.seq in recorder.rows:
         return node
     error = "not run: its start could not be committed to the store"
@@ -155,7 +195,9 @@ def _settleable(row: NodeRow) -> bool:
     )
 
 
-def unknown(session: Any, node: Node, by: str = "", *, stored: bool = False) -> EffectUnknown:
+def unknown(
+    session: EffectSession, node: Node, by: str = "", *, stored: bool = False
+) -> EffectUnknown:
     """Record interrupted `node` as `unknown` (once; `by`: what interrupted it, else its
     status says) and the EffectUnknown to raise. `stored`: a resumed run found it so;
     it is recorded only while the store still holds it unsettled (SessionLocked when
@@ -182,11 +224,11 @@ def unknown(session: Any, node: Node, by: str = "", *, stored: bool = False) -> 
 _UNKNOWN = "unknown: the call began and did not finish ({was}); settle it"
 
 
-def shared(session: Any, node: Node) -> EffectUnknown | None:
+def shared(session: EffectSession, node: Node) -> EffectUnknown | None:
     """The error for `once` call `node` when fork `session` shares it with a parent (and
     it did not finish as shared): only the session whose call it is settles, re-runs or
     cancels it. None when it is the session's own."""
-    owner = session._shared.get(node.id)
+    owner = session.shared_from(node.id)
     if owner is None or node.meta.get("effect") != "once":
         return None
     where = path_text(call_path(session.dag, node))
@@ -204,7 +246,9 @@ def shared(session: Any, node: Node) -> EffectUnknown | None:
     )
 
 
-def settle(session: Any, node_id: str, result: Any, *, rerun: bool, by: str | None = None) -> Node:
+def settle(
+    session: EffectSession, node_id: str, result: object, *, rerun: bool, by: str | None = None
+) -> Node:
     """Session.settle: the body of an interrupted `once` call is known to have done its
     effect (the call returns `result` from now on) or not (`rerun`: it runs again, with
     the same key). A compare-and-set on the stored node: AlreadySettled, naming who
@@ -240,29 +284,25 @@ def settle(session: Any, node_id: str, result: Any, *, rerun: bool, by: str | No
         if _same(node, value, rerun=rerun):
             return node  # settled so already
         raise _already(session, node)
-    held = session._holding
-    session._claim()
-    try:
+    with session.lease():
         _record(session, node, value, rerun=rerun, by=(by or answerer())[:200])
         session.flush()
-    finally:
-        if not held:  # the run that resumes takes the lease next
-            session._release()
     return node
 
 
 def _settle_operation(
-    session: Any, operations: Tracker, id: str, result: Any, *, rerun: bool, by: str | None
+    session: EffectSession,
+    operations: Tracker,
+    id: str,
+    result: object,
+    *,
+    rerun: bool,
+    by: str | None,
 ) -> Node:
     """settle() of an `unknown` operation: done with `result`, or pending again (`rerun`),
     to run when its tool call is resumed; returns that tool call's node."""
-    held = session._holding
-    session._claim()
-    try:
+    with session.lease():
         record = operations.settle(id, result=result, rerun=rerun, by=(by or answerer())[:200])
-    finally:
-        if not held:  # the run that resumes takes the lease next
-            session._release()
     found: Node = session.dag.node(record.node)
     return found
 
@@ -279,7 +319,7 @@ def _same(node: Node, value: Any, *, rerun: bool) -> bool:
 
 
 def _record(
-    session: Any, node: Node, value: Any, *, rerun: bool, by: str, run: bool = False
+    session: EffectSession, node: Node, value: Any, *, rerun: bool, by: str, run: bool = False
 ) -> None:
     """Settle `node` (the caller holds the writer lease): in the store first, by a
     compare-and-set, then here. AlreadySettled when the store holds it settled already
@@ -303,7 +343,7 @@ def _record(
         if _same(found, value, rerun=rerun):
             return
         raise _moved_on(session, node, found) if run else _already(session, found)
-    with session._lock:  # and in this process, another thread
+    with session.lock:  # and in this process, another thread
         if node.meta.get("settled") is not None or node.status not in INTERRUPTED:
             if _same(node, value, rerun=rerun):
                 return
@@ -313,13 +353,13 @@ def _record(
             session.dag.complete(node, change["output"], status=change["status"],
                                  error=change["error"])  # fmt: skip
         else:
-            session._write(node)
+            session.rewrite(node)
 
 
 def _swap(
-    session: Any,
+    session: EffectSession,
     node: Node,
-    expect: Any,
+    expect: Callable[[NodeRow], bool],
     *,
     meta: dict[str, Any] | None = None,
     refuse: bool = True,
@@ -328,7 +368,7 @@ def _swap(
     """Record `node` with `change` (and `meta` added) only while the store holds it as
     `expect` accepts: None when recorded (or the session has no store), else the node
     as stored; with `refuse`, SessionLocked saying it changed since it was loaded."""
-    recorder = session._recorder if session.store is not None else None
+    recorder = session.recorder
     if recorder is None:
         return None
     if "status" in change and change["status"] != "running":
@@ -344,7 +384,7 @@ def _swap(
     return found
 
 
-def claim_rerun(session: Any, node: Node) -> None:
+def claim_rerun(session: EffectSession, node: Node) -> None:
     """A resumed run is about to run `once` call `node` again (settled so, or failed):
     recorded only while the store holds it as this session loaded it, so two Sessions
     opened on one store never both run it (SessionLocked for the later one)."""
@@ -355,7 +395,7 @@ def claim_rerun(session: Any, node: Node) -> None:
         return found.status == status and found.meta.get("settled") == how
 
     meta = {k: v for k, v in node.meta.items() if k != "settled"}
-    recorder = session._recorder if session.store is not None else None
+    recorder = session.recorder
     if recorder is None:
         return
     copy = node.model_copy(update={"status": "running", "output": None, "error": None,
@@ -365,7 +405,7 @@ def claim_rerun(session: Any, node: Node) -> None:
         raise _moved_on(session, node, decode_node(stored, session.id))
 
 
-def _when(at: Any) -> str:
+def _when(at: object) -> str:
     if isinstance(at, (int, float)) and math.isfinite(at):
         return time.strftime(" at %Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
     return ""
@@ -386,7 +426,7 @@ def _how(node: Node) -> tuple[str, dict[str, Any] | None]:
     return f"it was settled {how}{who}{_when(last.get('at'))}", last
 
 
-def _already(session: Any, node: Node) -> AlreadySettled:
+def _already(session: EffectSession, node: Node) -> AlreadySettled:
     """The refusal of settling `node`, as stored: who settled it, when, how, and where it
     stands now."""
     said, last = _how(node)
@@ -407,7 +447,7 @@ def _already(session: Any, node: Node) -> AlreadySettled:
     )
 
 
-def _moved_on(session: Any, node: Node, found: Node) -> SessionLocked:
+def _moved_on(session: EffectSession, node: Node, found: Node) -> SessionLocked:
     said, _ = _how(found)
     state = f"the store holds it {found.status}" + (f": {said}" if said else "")
     where = getattr(session.store, "url", "the store")
@@ -426,7 +466,7 @@ _QUESTION = (
 )
 
 
-def settle_or_raise(session: Any, node: Node) -> None:
+def settle_or_raise(session: EffectSession, node: Node) -> None:
     """A resumed run met interrupted `node`: record it `unknown`, then have a person
     settle it when the runtime has an asker (`Runtime(ask=...)`): afterwards it is
     completed, or settled to run again. Raises EffectUnknown when there is nobody to

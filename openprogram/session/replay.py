@@ -295,7 +295,7 @@ class _Run:
             return _Problem(_mismatch("rendered messages", where, node, recorded, detail))
         view = ContextDAG()
         view.branch = self.recording.branch
-        view._branch_origin = dict(self.recording._branch_origin)
+        view.adopt_branches(self.recording.branch_origins)
         view.blobs = self.dag.blobs
         for old in self.recording.nodes:
             if old.seq >= recorded.seq:

@@ -16,8 +16,8 @@ import time
 import uuid
 import weakref
 from asyncio import CancelledError
-from collections.abc import Callable, Iterable
-from contextlib import suppress
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, suppress
 from contextvars import Token
 from typing import Any, cast
 
@@ -80,7 +80,7 @@ class Session(Resuming):
     and gives it up when closed: a second writer of the same session gets SessionLocked.
     """
 
-    def __init__(self, store: Any = None, id: str | None = None) -> None:
+    def __init__(self, store: object = None, id: str | None = None) -> None:
         _check_id(id)
         resolved, owns = open_store(store)
         self._setup(resolved, owns, id or uuid.uuid4().hex[:12])
@@ -110,8 +110,6 @@ class Session(Resuming):
         self._unrecorded = 0
         self._drains = False  # this session installed the SIGTERM handler (_drain.py)
         self._stop_reason: str | None = None  # stop(): end the run at its next boundary
-        self._effect_counts: dict[tuple[str | None, str], int] = {}  # effects.new_key's
-        self._effect_paths: dict[str | None, str] = {}  # ordinals and frames' call paths
         self._shared: dict[str, str] = {}  # a fork's inherited node -> whose call it is
         _secrets.refresh()  # what is written from now on is scrubbed of today's keys
 
@@ -137,7 +135,7 @@ class Session(Resuming):
     @classmethod
     def open(
         cls,
-        store: Any,
+        store: object,
         id: str,
         *,
         resume: bool = False,
@@ -167,7 +165,7 @@ class Session(Resuming):
                 f"Session.open({store!r}, ...) needs a store: a session without one keeps "
                 "nothing to reopen. Record with Session('run.db') or Session(MemoryStore())"
             )
-        session = cls.__new__(cls)
+        session: Session = cls.__new__(cls)
         session._setup(resolved, owns, id)
         if writer is not None:
             session._owner, session._adopted = writer, True
@@ -275,6 +273,32 @@ class Session(Resuming):
         """Whether this Session holds its session's writer lease (it records; another
         Session object of the same session only reads)."""
         return self._holding
+
+    @contextmanager
+    def lease(self) -> Iterator[None]:
+        """Hold the session's writer lease for the block: taken unless this Session holds
+        it already (SessionLocked when another writer has it), given up after unless it
+        was held before (settling or answering between runs: the run that resumes takes
+        it next)."""
+        held = self._holding
+        self._claim()
+        try:
+            yield
+        finally:
+            if not held:
+                self._release()
+
+    @property
+    def lock(self) -> threading.Lock:
+        """The lock that orders this session's changes between threads of this process
+        (the writer lease, inputs, answers and settlements)."""
+        return self._lock
+
+    @property
+    def recorder(self) -> Recorder | None:
+        """What writes this session's nodes into its store; None without a store (also
+        in a fork child, which records into its memory only)."""
+        return self._recorder if self.store is not None else None
 
     def commit_with(
         self, node: Node, write: Callable[[NodeRow | None, dict[str, bytes]], None]
@@ -389,7 +413,7 @@ class Session(Resuming):
                 return resumed
         return self.dag.add("llm", name, parent=parent, input=content, meta=meta)
 
-    def exit_call(self, node: Node, result: Any, exc: BaseException | None) -> None:
+    def exit_call(self, node: Node, result: object, exc: BaseException | None) -> None:
         if self._resumer is not None and node.id in self._resumer.reused:
             self._cancel_leftovers(node.id)
         if exc is None:
@@ -411,13 +435,20 @@ class Session(Resuming):
         else:
             self.dag.complete(node, None, status="error", error=f"{type(exc).__name__}: {exc}")
 
-    def _write(self, node: Node) -> None:
+    def rewrite(self, node: Node) -> None:
+        """Record `node` again as it is now, with what changed in place (its meta)."""
         if self._recorder is not None:
             self._recorder("created", node)
 
+    def shared_from(self, node_id: str) -> str | None:
+        """The id of the session whose call node `node_id` is, when this fork shares it
+        with that session (its parent, or theirs); None when the node is this session's
+        own."""
+        return self._shared.get(node_id)
+
     # -- effects -------------------------------------------------------------------------
     def settle(
-        self, node_id: str, result: Any = None, *, rerun: bool = False, by: str | None = None
+        self, node_id: str, result: object = None, *, rerun: bool = False, by: str | None = None
     ) -> Node:
         """Settle an `effect="once"` call that was interrupted (status `unknown`): its
         effect happened and the call returned `result` (a resumed run gets it without
@@ -448,7 +479,9 @@ class Session(Resuming):
         first; answer them with answer()."""
         return questions.pending(self.dag)
 
-    def answer(self, question_id: str, value: Any, *, by: str | None = None) -> questions.Question:
+    def answer(
+        self, question_id: str, value: object, *, by: str | None = None
+    ) -> questions.Question:
         """Record `value` as the answer to question `question_id`; returns the Question.
 
         The answer completes the waiting `ask_user` node (durable at once), with who gave
@@ -467,9 +500,7 @@ class Session(Resuming):
         if node.status != "waiting":
             questions.settled(asked, node, value)
             return asked
-        held = self._holding
-        self._claim()
-        try:
+        with self.lease():
             at, who = time.time(), (by or questions.answerer())[:200]
             if self._recorder is not None:
                 done = questions.answered(node, value, self.dag, at=at, by=who)
@@ -484,9 +515,6 @@ class Session(Resuming):
                 node.meta.update(answered_at=at, answered_by=who)
                 self.dag.complete(node, value)
             self.flush()
-        finally:
-            if not held:  # the run that resumes takes the lease next
-                self._release()
         return asked
 
     # -- inputs and forks ----------------------------------------------------------------
@@ -530,7 +558,7 @@ class Session(Resuming):
             id=fork_id, created_at=time.time(), parent=self.id, at=at, cut=cut,
             branch=f"fork-{fork_id}",
         )  # fmt: skip
-        child = Session.__new__(Session)
+        child: Session = Session.__new__(Session)
         child._setup(self.store, self._owns_store, fork_id)
         child.info = info
         refs: set[str] = set()
@@ -556,19 +584,21 @@ class Session(Resuming):
         where = "" if self.store is None else f", store={self.store.url!r}"
         return f"Session(id={self.id!r}, nodes={len(self.dag)}{where})"
 
+    # -- a fork of the process -----------------------------------------------------------
+    @staticmethod
+    def _detach_in_child() -> None:
+        """In a fork child: every session that records into a store records into the
+        child's memory only (_detach)."""
+        for session in list(_recording):
+            Session._detach(session)
+        _recording.clear()
+
+    if hasattr(os, "register_at_fork"):  # registered in the class, whose privates it uses
+        os.register_at_fork(after_in_child=_detach_in_child)
+
 
 _recording: weakref.WeakSet[Session] = weakref.WeakSet()
 """The sessions that record into a store (detached in a fork child)."""
-
-
-def _detach_in_child() -> None:
-    for session in list(_recording):
-        session._detach()
-    _recording.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_detach_in_child)
 
 
 def _check_id(id: object) -> None:
