@@ -2,12 +2,12 @@
 the GUI agent.
 
 Owns the command line (click): `sessions list | show | render | report | export | fork |
-check | pending | answer | settle | diff | ops | watch | prune | serve` over a session
-store, `chat`, `serve-model`, `mcp`, `eval`, and the commands plugins register under the
-`openprogram.commands` entry-point group (gui_harness: demo, gui, serve, batch, bench).
-Every failure ends as a ClickException saying what to do. The root group and plugins are
-in _root.py, the sessions commands in _sessions.py, each further command in a module of
-its own. Start at main().
+check | pending | answer | settle | diff | ops | watch | prune | readers | unread |
+serve` over a session store, `chat`, `serve-model`, `mcp`, `eval`, and the commands
+plugins register under the `openprogram.commands` entry-point group (gui_harness: demo,
+gui, serve, batch, bench). Every failure ends as a ClickException saying what to do. The
+root group and plugins are in _root.py, the sessions commands in _sessions.py, each
+further command in a module of its own. Start at main().
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from openprogram.cli._options import (
 )
 from openprogram.cli._print import say
 from openprogram.cli._progress import Progress
-from openprogram.cli._prune import prune_command
+from openprogram.cli._prune import prune_command, readers_command, unread_command
 from openprogram.cli._questions import question_commands
 from openprogram.cli._root import PLUGINS, cli, run_command
 from openprogram.cli._runs import runs_group, watch_command, worker_command
@@ -58,6 +58,8 @@ for _command in question_commands(opened_store, resolve_id, opened_session, stor
 sessions.add_command(diff_command(opened_session, find_node, store_option))
 sessions.add_command(watch_command)
 sessions.add_command(prune_command)
+sessions.add_command(readers_command)
+sessions.add_command(unread_command)
 sessions.add_command(serve_command)
 sessions.add_command(operations_command(opened_store, resolve_id, store_option))
 

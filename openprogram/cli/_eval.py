@@ -193,7 +193,7 @@ def eval_command(
             report.model = model or os.environ.get("OPENPROGRAM_MODEL")
         say(report.table(cases=show_cases))
         if save_path:
-            say(f"saved {report.save(save_path)}", err=True)
+            say(f"saved {report.save(save_path, store=store_spec)}", err=True)
         if html_path:
             say(f"wrote {report.write_html(html_path, baseline=baseline)}", err=True)
         if baseline is not None:

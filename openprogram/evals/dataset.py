@@ -22,7 +22,15 @@ from openprogram.core.dag import Node
 from openprogram.echo import echo
 from openprogram.errors import StoreError, UsageError
 
-__all__ = ["Case", "DatasetData", "case_label", "first_problem", "read_text"]
+__all__ = [
+    "Case",
+    "DatasetData",
+    "case_label",
+    "dataset_reader",
+    "first_problem",
+    "read_by",
+    "read_text",
+]
 
 log = logging.getLogger("openprogram.evals")
 
@@ -237,7 +245,8 @@ class DatasetData(BaseModel):
             `session` and `node` it came from. Raises UsageError when no call matched.
 
         The store notes the dataset (as "dataset:NAME") as a reader of those sessions,
-        so `sessions prune` keeps them; `store.unread("dataset:NAME")` lets them go.
+        so `sessions prune` keeps them; `release(store)` (or `openprogram sessions
+        unread dataset:NAME`) lets them go.
         """
         from openprogram.session._loading import load_dag
         from openprogram.store.open import open_store
@@ -287,7 +296,11 @@ class DatasetData(BaseModel):
                         break
                 if limit is not None and len(cases) >= limit:
                     break
-            _read_by(resolved, cases, f"dataset:{name or function}")
+            read_by(
+                resolved,
+                {str(c.metadata["session"]) for c in cases},
+                dataset_reader(name or function),
+            )
         finally:
             if owns:
                 resolved.close()
@@ -299,16 +312,36 @@ class DatasetData(BaseModel):
             )
         return cls(name=name or function, cases=cases)
 
+    def release(self, store: Any) -> int:
+        """Let go of the sessions of `store` this dataset was made from (from_sessions
+        noted "dataset:NAME" as their reader): `sessions prune` may remove them once
+        nothing else reads them. Returns how many it let go; raises StoreError or
+        UsageError when the store cannot be opened or written."""
+        from openprogram.store.open import open_store
 
-def _read_by(store: Any, cases: Sequence[Case], reader: str) -> None:
-    """Note `reader` as a reader of the sessions `cases` came from, where the store keeps
-    readers (store/_readers.py: prune keeps those sessions); a store that cannot take the
-    note (read-only) is said so in the log, the dataset made all the same."""
-    read_by = getattr(store, "read_by", None)
-    if not cases or not callable(read_by):
+        resolved, owns = open_store(store)
+        unread = getattr(resolved, "unread", None)
+        try:
+            return int(unread(dataset_reader(self.name))) if callable(unread) else 0
+        finally:
+            if owns and resolved is not None:
+                resolved.close()
+
+
+def dataset_reader(name: str) -> str:
+    """The reader name a dataset called `name` keeps its sessions by: "dataset:NAME"."""
+    return f"dataset:{name}"
+
+
+def read_by(store: Any, sessions: set[str], reader: str) -> None:
+    """Note `reader` as a reader of `sessions`, where the store keeps readers
+    (store/_readers.py: prune keeps those sessions); a store that cannot take the note
+    (read-only, unreachable) is said so in the log, what was made kept all the same."""
+    note = getattr(store, "read_by", None)
+    if not sessions or not callable(note):
         return
     try:
-        read_by({str(case.metadata["session"]) for case in cases}, reader)
+        note(sessions, reader)
     except StoreError as exc:
         log.warning("openprogram: %s: its sessions could not be kept from prune: %s", reader, exc)
 

@@ -2,7 +2,8 @@
 
 Owns the report's records (RunResult, one per case run; ReportData, the public
 EvalReport's data), its summaries per scorer, the text table, each run's DAG, saving and
-loading. Data only: its HTML is _html.py's, comparing two reports compare.py's, and the
+loading (a saved report notes itself as a reader of its runs' sessions, so retention
+keeps them). Data only: its HTML is _html.py's, comparing two reports compare.py's, and the
 public EvalReport (evaluation.py) adds the replay tiers and the views. Start at
 ReportData.summary().
 """
@@ -20,9 +21,9 @@ from pydantic import BaseModel, Field, PrivateAttr, ValidationError
 from openprogram.core import _secrets
 from openprogram.core.dag import ContextDAG
 from openprogram.echo import echo, elide, printable
-from openprogram.errors import UsageError
+from openprogram.errors import OpenProgramError, UsageError
 from openprogram.evals._scores import ScoreResult
-from openprogram.evals.dataset import DatasetData, first_problem, read_text
+from openprogram.evals.dataset import DatasetData, first_problem, log, read_by, read_text
 from openprogram.evals.statistics import Summary, summarize
 
 __all__ = ["MAX_CASES", "ReportData", "RunResult"]
@@ -284,9 +285,20 @@ class ReportData(BaseModel):
         return dag
 
     # -- files ---------------------------------------------------------------------------
-    def save(self, path: str | os.PathLike[str]) -> Path:
+    @property
+    def reader(self) -> str:
+        """The name a saved report reads its runs' sessions by: "report:ID"."""
+        return f"report:{self.id}"
+
+    def save(self, path: str | os.PathLike[str], *, store: Any = None) -> Path:
         """Write the report as JSON to `path`; runs recorded without a store keep their
-        DAGs in the file, so it can be rescored anywhere. Returns the path."""
+        DAGs in the file, so it can be rescored anywhere. Returns the path.
+
+        Runs recorded in a store stay there, and the file points at them: the store
+        notes the report ("report:ID", `reader`) as a reader of their sessions, so
+        `sessions prune` keeps them until `release()`. `store` overrides where they are
+        (the report keeps its URL without the password); a store that cannot be reached
+        or written is said so in the log, the file written all the same."""
         data = self.to_dict()
         if self.store is None:
             data["dags"] = {
@@ -297,7 +309,42 @@ class ReportData(BaseModel):
         text = _secrets.scrub_json(json.dumps(data, ensure_ascii=False, default=str)) or ""
         temporary.write_text(text, encoding="utf-8")
         os.replace(temporary, target)
+        self._note_reader(store)
         return target
+
+    def _note_reader(self, store: Any) -> None:
+        sessions = {run.session for run in self.runs if run.session is not None}
+        spec = store or self.store
+        if spec is None or not sessions:
+            return
+        try:
+            resolved, owns = _opened(spec)
+        except (OpenProgramError, ImportError) as exc:
+            log.warning("openprogram: %s: its sessions could not be kept from prune: %s",
+                        self.reader, exc)  # fmt: skip
+            return
+        try:
+            read_by(resolved, sessions, self.reader)
+        finally:
+            if owns and resolved is not None:
+                resolved.close()
+
+    def release(self, *, store: Any = None) -> int:
+        """Let go of the runs' sessions save() kept: `sessions prune` may remove them
+        once nothing else reads them (this report's DAGs are then gone from the store).
+        `store` overrides where they are. Returns how many it let go; raises StoreError
+        or UsageError when the store cannot be opened or written."""
+        spec = store or self.store
+        if spec is None:
+            return 0
+        resolved, owns = _opened(spec)
+        if resolved is None or not callable(getattr(resolved, "unread", None)):
+            return 0
+        try:
+            return int(resolved.unread(self.reader))
+        finally:
+            if owns:
+                resolved.close()
 
     @classmethod
     def load(cls: type[_R], path: str | os.PathLike[str]) -> _R:
@@ -346,3 +393,19 @@ class ReportData(BaseModel):
                         f"{elide(str(exc), 200)})"
                     ) from None
         return report
+
+
+def _opened(spec: Any) -> tuple[Any, bool]:
+    """open_store(spec), but a SQLite file that is not there (the report was moved to
+    another machine) is an error rather than a new empty store."""
+    from openprogram.store.open import open_store
+
+    if isinstance(spec, str) and spec != "memory" and "://" not in spec:
+        path = spec
+    elif isinstance(spec, str) and spec.startswith("sqlite:///"):
+        path = spec[len("sqlite:///") :].partition("?")[0]
+    else:
+        return open_store(spec)
+    if path != ":memory:" and not Path(path).expanduser().exists():
+        raise UsageError(f"no session store at {echo(spec)}: the report's runs are not there")
+    return open_store(spec)

@@ -2,11 +2,11 @@
 
 Owns which sessions may go (SQLStore.prune): finished (no node running, waiting for a
 person or `unknown`), no writer lease, not read by a fork nor by a reader noted in the
-store (store/_readers.py: a dataset made from its calls), not a queued, running or
-waiting run (openprogram.runs' table, when the store has one), and, with keep_failed,
-not failed. Their nodes, operations, run rows and sessions go in one transaction per
-batch; then blobs no remaining node refers to; then, with `compact`, the file (SQLite:
-VACUUM) or the tables (PostgreSQL: VACUUM FULL) shrink. Start at prune().
+store (store/_readers.py: a dataset made from its calls, a saved eval report), not a
+queued, running or waiting run (openprogram.runs' table, when the store has one), and,
+with keep_failed, not failed. Their nodes, operations, run rows and sessions go in one
+transaction per batch; then blobs no remaining node refers to; then, with `compact`, the
+file (SQLite: VACUUM) or the tables (PostgreSQL: VACUUM FULL) shrink. Start at prune().
 """
 
 from __future__ import annotations
@@ -80,7 +80,8 @@ def prune(
         for id, key, nodes, unfinished, failed, leased, state in candidates:
             why = _why_kept(id, unfinished, failed, leased, state, parents, keep_failed)
             if why is None and id in readers:
-                why = f"{', '.join(readers[id])} reads it"
+                names = readers[id]
+                why = f"{names[0]} reads it" if len(names) == 1 else f"{', '.join(names)} read it"
             if why is not None:
                 report.kept[id] = why
                 continue

@@ -59,6 +59,8 @@ def test_eval_with_an_id_and_a_store_resumes_into_the_same_sessions(tmp_path) ->
     report = EvalReport.load(saved)
     assert report.id == "ci" and [r.session for r in report.runs] == ["eval-ci-0000-0"]
     assert report.runs[0].output == "rejected"
+    kept = CliRunner().invoke(cli, ["sessions", "readers", "--store", store])
+    assert kept.output == "report:ci  1 session: eval-ci-0000-0\n"  # prune keeps it
 
 
 @pytest.mark.slow

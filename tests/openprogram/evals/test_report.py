@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from openprogram import ScriptedModel, UsageError
+from openprogram import ScriptedModel, Session, UsageError
+from openprogram.errors import OpenProgramError
 from openprogram.evals import Case, Dataset, EvalReport, contains, equals
+from openprogram.store import open_store
 from tests.openprogram.evals.agents import reply, write
 
 DATASET = Dataset(
@@ -223,3 +225,42 @@ def test_runs_in_postgresql_are_rescored_and_made_datasets_of(postgres_url: str)
     sessions = [run.session for run in report.runs]
     reviews = Dataset.from_sessions(postgres_url, "review", sessions=sessions)
     assert sorted(c.expected for c in reviews.cases) == ["approve", "reject"]
+
+
+def test_a_saved_report_keeps_its_runs_from_prune_until_it_is_released(
+    tmp_path, durable_store: str
+) -> None:
+    report = DATASET.evaluate(write, [equals], model=ScriptedModel(reply), store=durable_store)
+    with Session(durable_store, id="other"):
+        pass
+    ran = {run.session for run in report.runs}
+    path = report.save(tmp_path / "report.json")
+    store, _ = open_store(durable_store)
+    try:
+        kept = store.prune(older_than=0)
+        assert kept.removed == ["other"]
+        assert kept.kept == {id: f"report:{report.id} reads it" for id in ran}
+        loaded = EvalReport.load(path)
+        assert loaded.reader == f"report:{report.id}"
+        assert loaded.dag(loaded.runs[0]).find(name="review")  # the drill-down still works
+        assert len(loaded.calls("review", store=durable_store)) == 2
+        assert loaded.release(store=durable_store) == 2
+        assert loaded.release(store=durable_store) == 0
+        assert sorted(store.prune(older_than=0).removed) == sorted(ran)
+        with pytest.raises(OpenProgramError):
+            EvalReport.load(path).dag(loaded.runs[0], store=durable_store)
+    finally:
+        store.close()
+
+
+def test_a_report_whose_store_is_gone_is_saved_all_the_same(tmp_path, caplog) -> None:
+    report = DATASET.evaluate(write, [equals], model=ScriptedModel(reply), store=tmp_path / "e.db")
+    (tmp_path / "e.db").unlink()
+    for extra in ("-wal", "-shm"):
+        (tmp_path / f"e.db{extra}").unlink(missing_ok=True)
+    path = report.save(tmp_path / "report.json")
+    assert EvalReport.load(path).runs == report.runs
+    assert "could not be kept from prune" in caplog.text
+    assert not (tmp_path / "e.db").exists()  # no new empty store where the old one was
+    with pytest.raises(UsageError, match="no session store"):
+        report.release()

@@ -164,6 +164,53 @@ def test_prune_keeps_the_sessions_a_dataset_was_made_from_until_it_lets_them_go(
         store.close()
 
 
+def test_the_commands_say_which_reader_keeps_a_session_and_let_it_go(durable_store: str) -> None:
+    from openprogram.evals import Dataset
+
+    with Session(durable_store, id="tea"):
+        note(0, "tea")
+    with Session(durable_store, id="coffee"):
+        note(1, "coffee")
+    with Session(durable_store, id="new"):
+        note(2, "new")
+    drinks = Dataset.from_sessions(durable_store, "note", name="drinks", sessions=["tea", "coffee"])
+    store = opened(durable_store)
+    try:
+        store.read_by(["tea"], "report:weekly")
+    finally:
+        store.close()
+    runner = CliRunner()
+
+    def run(*arguments: str) -> Any:
+        return runner.invoke(cli, ["sessions", *arguments, "--store", durable_store])
+
+    listed = run("readers")
+    assert listed.exit_code == 0, listed.output
+    assert listed.output.splitlines() == [
+        "dataset:drinks  2 sessions: coffee, tea",
+        "report:weekly  1 session: tea",
+    ]
+    assert run("readers", "tea").output == "tea: dataset:drinks, report:weekly\n"
+    assert run("readers", "new").output == "new: no reader noted\n"
+    dry = run("prune", "--older-than", "0s", "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    assert dry.output.splitlines() == [
+        "would remove 1 session (1 nodes)",
+        "kept 1: dataset:drinks reads it: coffee",
+        "kept 1: dataset:drinks, report:weekly read it: tea",
+    ]
+    assert "kept 3: newer than 1h" in run("prune", "--older-than", "1h", "--dry-run").output
+    unknown = run("unread", "report:daily")
+    assert unknown.exit_code == 1
+    assert "no reader 'report:daily'" in unknown.output and "dataset:drinks" in unknown.output
+    one = run("unread", "report:weekly", "tea")
+    assert one.exit_code == 0 and one.output == "report:weekly reads 1 session no more\n"
+    assert drinks.release(durable_store) == 2
+    done = run("prune", "--older-than", "0s")
+    assert done.exit_code == 0 and "removed 3 sessions" in done.output
+    assert run("readers").output == "no reader noted: prune keeps no session for a reader\n"
+
+
 def test_a_negative_age_is_refused(durable_store: str) -> None:
     Session(durable_store, id="x").close()
     store = opened(durable_store)
