@@ -25,6 +25,7 @@ import numpy as np
 from gui_harness.perception._pixels import ImageLike, clip_box, grey_array
 from gui_harness.perception.component import Component
 from gui_harness.perception.ocr import _grid_headers as headers
+from gui_harness.perception.ocr._drawn import doubted, reconciled
 from gui_harness.perception.ocr._lines import Lines, text_lines
 from gui_harness.perception.ocr.ocr import read_text
 
@@ -134,9 +135,11 @@ class OcrWorker:
         self, image: ImageLike, components: Sequence[Component], *, wait: float = 0.0
     ) -> list[Component]:
         """`components` with the labels OCR has already read for their crops; crops not
-        read yet are queued. Labels already set are kept. With `wait` (seconds), the
-        call waits up to that long for its own crops to be read (a new screen's first
-        look) and fills what was read by then; by default it never waits. A crop is read
+        read yet are queued. Labels already set are kept, but for tree names that may not
+        be the text drawn (an identifier, a drop-down's name), which are read and checked
+        against it (_drawn.py). With `wait` (seconds), the call waits up to that long for
+        its own crops to be read (a new screen's first look) and fills what was read by
+        then; by default it never waits. A crop is read
         line by line (_lines.py: a tile's name on two lines is one label, the lines
         joined by a space; a crop with no line of text, a slider's, is not read). It waits
         for labels, not content: ink over _LONG times as wide as its crop is high (a long
@@ -154,7 +157,7 @@ class OcrWorker:
         for position, component in enumerate(labelled):
             if component.kind == "grid":
                 crops[position] = headers.crops(grey, component)
-            elif component.label is None and component.kind in _READ_KINDS:
+            elif (component.label is None and component.kind in _READ_KINDS) or doubted(component):
                 crop = _crop(grey, component)
                 lines = text_lines(crop) if crop is not None else Lines()
                 crops[position] = lines
@@ -198,7 +201,11 @@ class OcrWorker:
             if component.kind == "grid":
                 labelled[position] = headers.named(component, texts)
             elif texts and all(text is not None for text in texts) and any(texts):
-                labelled[position] = component.with_label(" ".join(t for t in texts if t))
+                text = " ".join(t for t in texts if t)
+                if component.label is None:
+                    labelled[position] = component.with_label(text)
+                else:  # a tree name checked against the text drawn (_drawn.py)
+                    labelled[position] = reconciled(component, text)
         return labelled
 
     def _lookup(
