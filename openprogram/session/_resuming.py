@@ -187,6 +187,8 @@ class Resuming:
         node.meta["resumed"] = int(node.meta.get("resumed", 0)) + 1
         if kind == "llm":
             node.meta.update(extra)
+        elif (code := extra.get("meta", {}).get("code")) is not None:
+            node.meta["code"] = code  # it runs (again) with the code now: say which version
         node.status, node.output, node.error = "running", None, None
         node.ended_at = node.end_seq = None
         forget(self.dag, node.id)  # renders kept its pieces and histories as finished

@@ -113,6 +113,30 @@ def test_latest_runs_the_changed_calls_again_and_keeps_the_unchanged(
     again.close()
 
 
+def test_a_call_cut_off_runs_with_the_code_now_and_records_that_version(tmp_path: Path) -> None:
+    store = str(tmp_path / "runs.db")
+    old = version(tmp_path, 1)
+    old.ran = Cut()  # the first run dies in helper
+    with Session(store, id="s"), pytest.raises(KeyboardInterrupt):
+        old.top(1)
+    new = version(tmp_path, 100)
+    with Session.open(store, "s", resume=True) as session:
+        assert new.top(1) == 101 + 2  # keep (the default) keeps only completed calls
+    assert new.ran == ["helper", "other"]
+    codes = {n.name: n.meta["code"] for n in session.dag.nodes}
+    assert codes == {n: code_identity(getattr(new, n)) for n in ("top", "helper", "other")}
+    shown = CliRunner().invoke(cli, ["sessions", "show", "s", "--store", store, "--code"])
+    assert "helper #1" in shown.output and code_identity(new.helper) in shown.output
+    assert code_identity(old.helper) not in shown.output
+
+
+class Cut(list[str]):
+    """A `ran` list whose first append stops the run, as a kill in the call's body."""
+
+    def append(self, item: str) -> None:
+        raise KeyboardInterrupt
+
+
 def test_the_function_setting_wins_over_the_runtime(recorded: str, tmp_path: Path) -> None:
     new = version(tmp_path, 100, top='(on_code_change="keep")')
     with Runtime(on_code_change="refuse"), Session.open(recorded, "s", resume=True):
