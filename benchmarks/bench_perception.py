@@ -15,12 +15,14 @@ the views of miniwob_pages.FLIGHT_VIEWS instead of seeds; `--misses DIR` saves a
 misses. `--gtk` measures it against the AT-SPI tree of gtk3-widget-factory. `--kits SET`
 measures recall and "clickable" on pages built from UI component kits installed from npm
 (_kits.py; `held_out` was committed before it was measured, `tuning` is what detection
-may be tuned on).
+may be tuned on). `--webapps FRAMEWORK...` measures it on real web apps of Python web
+frameworks (tests/gui_harness/perception/webapps), `--labels` there what gui_agent sees
+with the tree switched off: clickable and labelled right.
 
 A plain script, not a test: `python benchmarks/bench_perception.py [--runs N]
 [--threads N] [--miniwob [--seeds 0 1 2] [--zoom 1] [--sets ...] [--misses DIR]]
-[--gtk] [--calc] [--kits tuning held_out]`. Results go into docs/performance.md by hand, with the
-machine and date.
+[--gtk] [--calc] [--kits tuning held_out] [--webapps bottle ... [--labels]]`. Results go
+into docs/performance.md by hand, with the machine and date.
 """
 
 from __future__ import annotations
@@ -288,16 +290,51 @@ def kits(sets: list[str], misses: Path | None) -> None:
     _clickable([(name, kit_pages(name)) for name in sets], misses)
 
 
-def webapps(frameworks: list[str], misses: Path | None) -> None:
+def webapps(frameworks: list[str], misses: Path | None, *, labels: bool = False) -> None:
     """Recall and "clickable" (as kits()) on real web apps made with Python web
-    frameworks (tests/gui_harness/perception/webapps: NiceGUI held out), per page
-    and per framework, with precision: the share of detected boxes whose centre lands on
-    a clickable element or that match a line of the page's text (none: no text truth),
-    so here the share of boxes that are on some clickable element."""
+    frameworks (tests/gui_harness/perception/webapps: NiceGUI, and Bottle, Litestar
+    and Pyramid, held out), per page and per framework, with precision: the share of
+    detected boxes whose centre lands on a clickable element or that match a line of the
+    page's text (none: no text truth), so here the share of boxes that are on some
+    clickable element. With `labels`, instead what gui_agent sees with the tree
+    switched off (webapp_labels)."""
     from tests.gui_harness.perception.webapps import webapp_pages
 
     print(f"web apps, pixel path vs the DOM, 1280x800; {machine()}")
+    if labels:
+        webapp_labels([(name, webapp_pages([name])) for name in frameworks])
+        return
     _clickable([(name, webapp_pages([name])) for name in frameworks], misses, precision=True)
+
+
+def webapp_labels(sets) -> None:  # type: ignore[no-untyped-def]
+    """Per page and framework, with the tree switched off (Perception without an
+    accessibility source, OCR on, every label waited for): the share of clickable
+    elements that are clickable, labelled right and named, over all of them
+    (webapps.score_labels); what went wrong, one line each."""
+    from gui_harness.perception import Perception
+    from tests.gui_harness.perception.webapps import score_labels
+
+    print(f"{'set':9} {'page':24} {'clickable':>15} {'labels right':>15} {'named':>15}")
+    for name, pages in sets:
+        totals = [0, 0, 0, 0]
+        for page in pages:
+            perception = Perception(ocr=True, first_look=120.0, incremental=False)
+            components = perception.perceive(page.image).components
+            found, right, named, wrong = score_labels(page, components)
+            n = len(page.interactive)
+            totals = [a + b for a, b in zip(totals, (found, right, named, n), strict=True)]
+            print(
+                f"{name:9} {page.task:24} {_share(found, n)} {_share(right, n)} {_share(named, n)}"
+            )
+            for line in wrong:
+                print(f"{'':9}   {line}")
+        found, right, named, n = totals
+        print(f"{name:9} {'ALL':24} {_share(found, n)} {_share(right, n)} {_share(named, n)}")
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part:3}/{whole:<3} {part / max(whole, 1):6.1%}"
 
 
 def _clickable(sets, misses: Path | None, *, precision: bool = False) -> None:  # type: ignore[no-untyped-def]
@@ -401,8 +438,11 @@ def main() -> None:
     parser.add_argument(
         "--webapps",
         nargs="+",
-        choices=["flask", "fastapi", "django", "nicegui"],
-        help="real web apps of Python frameworks (nicegui is held out)",
+        choices=["flask", "fastapi", "django", "nicegui", "bottle", "litestar", "pyramid"],
+        help="real web apps of Python frameworks (nicegui, bottle, litestar, pyramid held out)",
+    )
+    parser.add_argument(
+        "--labels", action="store_true", help="--webapps: clickable and labels right, tree off"
     )
     options = parser.parse_args()
     runs = options.runs
@@ -418,7 +458,7 @@ def main() -> None:
         kits(options.kits, options.misses)
         return
     if options.webapps:
-        webapps(options.webapps, options.misses)
+        webapps(options.webapps, options.misses, labels=options.labels)
         return
     if options.miniwob:
         miniwob(options.seeds, options.zoom, options.sets, options.misses)

@@ -21,13 +21,16 @@ from __future__ import annotations
 import io
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from PIL import Image
 
 from benchmarks._kits import _COLLECT, _DEFINED, VIEWPORT
+from gui_harness.perception import Component
 from tests.gui_harness.perception.miniwob_pages import _SETTLED, Page, _driver
+from tests.gui_harness.perception.screens import clicks_on
 
 TUNING = ("flask", "fastapi", "django")
 HELD_OUT = ("nicegui",)
@@ -49,6 +52,32 @@ PATHS = {
         "/admin/auth/user/",
     ],
 }
+
+
+@dataclass(frozen=True)
+class WebPage(Page):
+    """A web app's page with, beside each clickable element of `interactive`, the text a
+    user reads as its name (`names`): a button's or link's drawn text, a field's visible
+    label, else its placeholder; '' where none is drawn (an icon, an unlabelled box)."""
+
+    names: tuple[str, ...] = ()
+
+
+# the UI-kit pages' collector, each element with its drawn name beside its kind and box
+_PUSH = "clickable.push([e.tagName.toLowerCase() + (e.type ? ':' + e.type : ''), box]);"
+if _PUSH not in _COLLECT:
+    raise ImportError("benchmarks/_kits.py's collector changed: update webapps._PUSH")
+_COLLECT_NAMED = """
+function drawnName(e) {
+  const text = s => (s || '').replace(/\\s+/g, ' ').trim();
+  if (['INPUT', 'SELECT', 'TEXTAREA'].includes(e.tagName)) {
+    if (['submit', 'button', 'reset'].includes(e.type)) return text(e.value);
+    const label = [...(e.labels || [])].map(l => text(l.innerText)).find(Boolean);
+    return label || text(e.placeholder);
+  }
+  return text(e.innerText);
+}
+""" + _COLLECT.replace(_PUSH, _PUSH.replace("box]", "box, drawnName(e)]"))
 
 
 @contextmanager
@@ -147,9 +176,10 @@ def _child(module: str) -> Iterator[str]:
 
 def webapp_pages(
     frameworks: tuple[str, ...] | list[str], paths: dict[str, list[str]] = PATHS
-) -> Iterator[Page]:
+) -> Iterator[WebPage]:
     """Each page of each of `frameworks` at 1280×800 in one headless Chromium: its
-    screenshot and its clickable elements (the truth); `task` is "framework path"."""
+    screenshot and its clickable elements with their drawn names (the truth); `task` is
+    "framework path"."""
     driver = _driver(1.0)
     try:
         driver.execute_cdp_cmd(
@@ -165,11 +195,13 @@ def webapp_pages(
                     driver.get(base + path)
                     driver.execute_async_script(_DEFINED)
                     driver.execute_async_script(_SETTLED)
-                    clickable = driver.execute_script(_COLLECT)
+                    clickable = driver.execute_script(_COLLECT_NAMED)
                     png = driver.get_screenshot_as_png()
                     shot = Image.open(io.BytesIO(png)).convert("RGB")
-                    interactive = [(kind, tuple(box)) for kind, box in clickable]
-                    yield Page(f"{framework} {path}", index, shot, [], interactive)
+                    interactive = [(kind, tuple(box)) for kind, box, _ in clickable]
+                    names = tuple(name for _, _, name in clickable)
+                    task = f"{framework} {path}"
+                    yield WebPage(task, index, shot, [], interactive, names)
                     index += 1
                 if framework == "django":
                     driver.delete_all_cookies()
@@ -189,3 +221,42 @@ def _log_in(driver, base: str) -> None:  # type: ignore[no-untyped-def]
     driver.find_element(By.NAME, "username").send_keys(USER)
     driver.find_element(By.NAME, "password").send_keys(PASSWORD)
     driver.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+
+
+def _norm(text: str | None) -> str:
+    return " ".join((text or "").casefold().replace("…", "").replace("...", "").split())
+
+
+def _carries(component: Component, name: str) -> bool:
+    want = _norm(name)
+    have = [n for n in (_norm(component.label), _norm(component.caption)) if n]
+    return not want or any(want in h or h in want for h in have)
+
+
+def score_labels(page: WebPage, components: Sequence[Component]) -> tuple[int, int, int, list[str]]:
+    """(clickable, labelled right, named, what went wrong) of a WebPage's clickable
+    elements among `components`. An element is clickable when a component's centre
+    lands inside it with its box mostly inside (clicks_on, as bench_perception.py's
+    "clickable"); labelled right when the smallest such component's label or caption
+    and the element's drawn name contain one another, case and spacing aside ('' takes
+    any: nothing is drawn to read), as bench_held_out_apps.py scores; named when any
+    such component's does (a planner looking for the name finds one that clicks it)."""
+    found = right = named = 0
+    wrong: list[str] = []
+    for (kind, box), name in zip(page.interactive, page.names, strict=True):
+        hits = [c for c in components if clicks_on(c.box, box)]
+        if not hits:
+            wrong.append(f"missing {kind} {name!r} at {box}")
+            continue
+        found += 1
+        best = min(hits, key=lambda c: c.box[2] * c.box[3])
+        other = any(_carries(c, name) for c in hits)
+        named += other
+        if _carries(best, name):
+            right += 1
+        else:
+            wrong.append(
+                f"{kind} {name!r} labelled {best.label!r} caption {best.caption!r} "
+                f"({best.kind}, {best.box}){'; named by a larger one' if other else ''}"
+            )
+    return found, right, named, wrong
