@@ -201,7 +201,8 @@ def requeue_run(store_spec: str, run_id: str) -> None:
 @click.command("watch")
 @click.argument("session_id", metavar="ID")
 @store_option
-@click.option("--since", default=0, type=click.IntRange(0), help="Start after this seq.")
+@click.option("--since", default=0, type=click.IntRange(0),
+              help="Start after this seq (the number after the time).")  # fmt: skip
 @click.option("--forever", is_flag=True, help="Keep following after the run ends.")
 def watch_command(session_id: str, store_spec: str, since: int, forever: bool) -> None:
     """Follow session ID as it is recorded, by any process: a line per node recorded or
@@ -217,13 +218,14 @@ def watch_command(session_id: str, store_spec: str, since: int, forever: bool) -
         except OpenProgramError:
             runs = None
         try:
+            ordinal = _Ordinals(store, session_id)
             with NodeEvents(Follow(store, session_id, since)) as events:
                 open_nodes: set[str] = set()
                 seen = False
                 while True:
-                    for node in events.poll(1.0):
+                    for node in sorted(events.poll(1.0), key=_when):
                         seen = True
-                        _watched(node)
+                        _watched(node, ordinal(node))
                         if node.status in ("running", "waiting"):
                             open_nodes.add(node.id)
                         else:
@@ -237,7 +239,39 @@ def watch_command(session_id: str, store_spec: str, since: int, forever: bool) -
                 runs.close()
 
 
-def _watched(node: Node) -> None:
+class _Ordinals:
+    """Each watched node's `#k` as `sessions show` and `render` number it: among the
+    session's nodes of its name and kind (a fork's inherited ones too), in the order
+    they were recorded."""
+
+    def __init__(self, store: Any, session_id: str) -> None:
+        from openprogram.session._loading import load_dag
+
+        info = store.session(session_id)
+        dag = load_dag(store, info) if info is not None else None
+        self._known = {} if dag is None else {n.id: dag.ordinal(n) for n in dag.nodes}
+        self._counts: dict[tuple[str, str], int] = {}
+        for node in [] if dag is None else dag.nodes:
+            key = (node.name, node.kind)
+            self._counts[key] = max(self._counts.get(key, 0), self._known[node.id])
+
+    def __call__(self, node: Node) -> int:
+        found = self._known.get(node.id)
+        if found is None:
+            key = (node.name, node.kind)
+            found = self._known[node.id] = self._counts[key] = self._counts.get(key, 0) + 1
+        return found
+
+
+def _when(node: Node) -> tuple[float, int]:
+    """When a node's event happened (its start while it runs, else its end): what one
+    look found is printed in that order, not by seq (a caller's end, committed in one
+    batch with its last callees', after them)."""
+    at = node.started_at if node.status in ("running", "waiting") else node.ended_at
+    return (at or node.started_at or 0.0, node.seq)
+
+
+def _watched(node: Node, ordinal: int) -> None:
     from openprogram.display._payload import value_text
 
     at = time.strftime("%H:%M:%S", time.localtime(node.ended_at or node.started_at))
@@ -245,7 +279,8 @@ def _watched(node: Node) -> None:
     shown = node.error or (given if node.status == "running" else returned)
     status = styled(f"{node.status:<9}", fg=_COLOUR.get(node.status))
     value = f"  {shown[:100]}" if shown else ""
-    say(f"{at} ", status, f" {node.kind} ", styled(node.name, bold=True), f" #{node.seq}", value)
+    say(f"{at} {node.seq:>4} ", status, f" {node.kind} ", styled(node.name, bold=True),
+        f" #{ordinal}", value)  # fmt: skip
 
 
 def _ended(runs: object, session_id: str, seen: bool, open_nodes: set[str]) -> bool:

@@ -27,9 +27,14 @@ def test_a_worker_runs_the_queue_and_watch_shows_the_run(tmp_path: Path) -> None
     listed = run("runs", "list", "--store", store)
     assert "w  completed default" in listed and "later  queued" in listed
     watched = run("sessions", "watch", "w", "--store", store)
-    lines = watched.splitlines()
-    assert len(lines) == 3 and "completed code job #1  1" in lines[0]
-    assert "step #2  0" in lines[1] and "step #3  1" in lines[2]
+    lines = watched.splitlines()  # as `sessions show` numbers them, in the order they ended
+    assert len(lines) == 3 and "   2 completed code step #1  0" in lines[0]
+    assert (
+        "   3 completed code step #2  1" in lines[1] and "   1 completed code job #1  1" in lines[2]
+    )
+    assert run("sessions", "watch", "w", "--since", "2", "--store", store).splitlines() == [
+        lines[1]  # the second step, still numbered as in the whole session
+    ]
     assert "cancelled" in run("runs", "cancel", "later", "--store", store)
     assert "not waiting" in run("runs", "requeue", "w", "--store", store, code=1)
     with Run(store, "later") as later:
