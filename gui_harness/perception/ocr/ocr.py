@@ -147,9 +147,10 @@ def _name_toggles(components: Sequence[Component]) -> list[Component]:
 
 
 def _text_box(component: Component) -> tuple[int, int, int, int]:
-    """Where a component's text is: inside the border of a control, around a text line."""
+    """Where a component's text is: around a text line or a link found on pixels (boxes
+    that hug their text), inside the border of any other control."""
     x, y, w, h = component.box
-    if component.kind == "text":
+    if component.kind == "text" or (component.kind == "link" and component.source == "pixels"):
         return (x - 3, y - 3, w + 6, h + 6)
     inset = 4 if min(w, h) > 20 else 2
     return (x + inset, y + inset, w - 2 * inset, h - 2 * inset)

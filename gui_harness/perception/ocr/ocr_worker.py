@@ -290,8 +290,11 @@ class OcrWorker:
 
 
 def _crop(grey: np.ndarray, component: Component) -> np.ndarray | None:
+    """Where `component`'s text is: around a box that hugs its text (a line of text, a
+    link found on pixels: a small font's is under 12 px high, and an inset would cut
+    its letters), inside the border of any other."""
     x, y, w, h = component.box
-    if component.kind == "text":
+    if component.kind == "text" or (component.kind == "link" and component.source == "pixels"):
         box = (x - 3, y - 3, w + 6, h + 6)
     else:
         inset = 4 if min(w, h) > 20 else 2
