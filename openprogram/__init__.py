@@ -2,8 +2,9 @@
 what every model call saw. Start with `agentic_function`, `llm` and `Session`.
 
 The names below are imported on first use (PEP 562), so `import openprogram` costs a few
-milliseconds and a script pays only for what it touches; the notebook views register
-themselves the first time any name is looked up.
+milliseconds and a script pays only for what it touches; the notebook views
+(openprogram.display) load the first time a notebook shows a DAG, a node, a context or a
+call.
 """
 
 from __future__ import annotations
@@ -264,16 +265,21 @@ def _default_runtime() -> Any:
     return Runtime()
 
 
-# the process defaults a call falls back on, made by layers the ones below cannot import
+def _load_views() -> Any:
+    return importlib.import_module("openprogram.display")  # it registers the notebook views
+
+
+# the process defaults a call falls back on, made by layers the ones below cannot import,
+# and the notebook views, which the data they draw (core/node.py) loads when first shown
 _wiring.provide("session", _default_session)
 _wiring.provide("runtime", _default_runtime)
+_wiring.provide("views", _load_views)
 
 
 def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'openprogram' has no attribute {name!r}")
-    importlib.import_module("openprogram.display")  # registers the notebook views
     value = getattr(importlib.import_module(home), name)
     globals()[name] = value
     return value

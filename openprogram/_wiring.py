@@ -1,7 +1,8 @@
 """The makers of the process defaults, provided by the package root to the layers below.
 
 core/_context.py falls back on a default Session and Runtime when a call has none, but
-both are made by layers above it. The package root (openprogram/__init__.py), which
+both are made by layers above it; core/node.py's notebook views are drawn by
+openprogram.display, above it too. The package root (openprogram/__init__.py), which
 stands above every layer, provides their factories here when it is imported; importing
 this module costs nothing, so the root stays lazy. Start at provide().
 """
@@ -17,7 +18,8 @@ _factories: dict[str, Callable[[], Any]] = {}
 
 
 def provide(kind: str, make: Callable[[], Any]) -> None:
-    """How the process default `kind` ("session" or "runtime") is made."""
+    """How the process default `kind` ("session" or "runtime") is made, or ("views") how
+    the notebook views are loaded."""
     _factories[kind] = make
 
 

@@ -195,6 +195,25 @@ def test_importing_openprogram_loads_no_heavy_dependency() -> None:
     assert result.stdout.split("\n")[:3] == ["[]", "False", "True"]
 
 
+def test_a_name_looked_up_loads_its_home_and_the_notebook_views_wait_for_a_view() -> None:
+    """An error class costs its own module only (neither pydantic nor the notebook
+    views); the views load when a notebook first shows a DAG, with nothing else imported
+    for them."""
+    code = (
+        "import sys\n"
+        "from openprogram import OpenProgramError\n"
+        "print(sorted(m for m in ('pydantic', 'openprogram.display') if m in sys.modules))\n"
+        "from openprogram import Session\n"
+        "print('openprogram.display' in sys.modules)\n"
+        "page = Session().dag._repr_html_()\n"
+        "print('openprogram.display' in sys.modules, page.startswith('<pre>'), len(page) > 1000)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert result.stdout.split("\n")[:3] == ["[]", "False", "True False True"]
+
+
 def test_a_function_recorded_with_no_session_lands_in_the_process_default():
     """A notebook's first cell imports only the decorator: the default session is made
     by the session layer on first need, though a bare import loaded none of it."""

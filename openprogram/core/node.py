@@ -7,7 +7,6 @@ that orders nodes lives in dag.py. Start at Node.
 
 from __future__ import annotations
 
-import html
 import os
 import random
 from collections.abc import Callable, Mapping
@@ -16,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_serializer
 
+from openprogram import _wiring
 from openprogram.core.usage import Usage
 from openprogram.errors import UsageError
 
@@ -101,19 +101,17 @@ def register_view(
     or a CallView (display/calls.py).
 
     The data layer never imports the views: openprogram.display registers them when it is
-    imported (openprogram's package root does), so the data knows only this hook (and
+    imported, which the first view asked for does (through the loader the package root
+    provides, _wiring.py's "views"), so the data knows only this hook (and
     display/calls.py, which display/html.py draws, need not import it back).
     """
     _VIEWS[kind] = renderer
 
 
 def _view(kind: str) -> Callable[[Any], str]:
-    view = _VIEWS.get(kind)
-    if (
-        view is None
-    ):  # openprogram/__init__ imports the views; only a stripped-down build lacks them
-        return lambda value: f"<pre>{html.escape(repr(value))}</pre>"
-    return view
+    if kind not in _VIEWS:
+        _wiring.factory("views")()  # imports openprogram.display, which registers them all
+    return _VIEWS[kind]
 
 
 def check_render_range(value: Mapping[str, Any] | RenderRange | None) -> RenderRange | None:
