@@ -146,6 +146,11 @@ def cli() -> None:
     Run the GUI agent:
       openprogram demo
       openprogram gui "fill in the form" --model openai/gpt-4o
+    Run agents behind a queue (docs/production.md):
+      openprogram runs submit support:handle "T-1 wants a refund" --store runs.db
+      openprogram worker runs.db --concurrency 4
+      openprogram sessions watch ID --store runs.db
+      openprogram sessions prune --older-than 30d --dry-run --store runs.db
     Serve agentic functions to MCP clients:
       openprogram mcp serve mypackage.agents:research [--transport http]
     Evaluate and scale:

@@ -29,7 +29,7 @@ _COLOUR = {"completed": "green", "error": "red", "running": "yellow", "waiting":
 
 
 @cli.command("worker")
-@click.argument("store")
+@click.argument("store", envvar="OPENPROGRAM_STORE")
 @click.option("--queue", "queues", multiple=True, default=("default",), show_default=True,
               help="A queue to take runs from (repeat for several).")  # fmt: skip
 @click.option("--concurrency", default=1, show_default=True, type=click.IntRange(1),
@@ -54,8 +54,9 @@ def worker_command(
     until_idle: bool, ray_address: str | None, replicas: int, num_cpus: float,
     num_gpus: float, resources: tuple[str, ...],
 ) -> None:  # fmt: skip
-    """Run the queued runs of STORE (a SQLite file or postgresql:// URL), each inside its
-    session, and take over the runs of workers that died.
+    """Run the queued runs of STORE (a SQLite file or postgresql:// URL; default: env
+    OPENPROGRAM_STORE), each inside its session, and take over the runs of workers that
+    died.
 
     SIGTERM (or Ctrl-C) drains: each run stops at its next call boundary and goes back
     to its queue at once; a second one stops the worker now.
@@ -143,7 +144,53 @@ def _ray_workers(store: str, address: str, until_idle: bool, **options: Any) -> 
 
 @cli.group("runs")
 def runs_group() -> None:
-    """List the runs of a store, cancel or requeue one (openprogram.runs)."""
+    """Submit runs to a store's queue, list them, cancel or requeue one (openprogram.runs)."""
+
+
+@runs_group.command("submit")
+@click.argument("function", metavar="MODULE:FUNCTION")
+@click.argument("arguments", metavar="[ARG]...", nargs=-1)
+@store_option
+@click.option(
+    "--id",
+    "run_id",
+    default=None,
+    help="The run's id (default: a new one); the same id again is the same run.",
+)
+@click.option("--queue", default="default", show_default=True, help="Which workers take it.")
+@click.option(
+    "--priority",
+    default=0,
+    show_default=True,
+    type=int,
+    help="Higher runs first among the due runs.",
+)
+@click.option("--delay", default=0.0, show_default=True, type=click.FloatRange(0),
+              metavar="SECONDS", help="Seconds from now before it may start.")  # fmt: skip
+def submit_run(
+    function: str, arguments: tuple[str, ...], store_spec: str, run_id: str | None,
+    queue: str, priority: int, delay: float,
+) -> None:  # fmt: skip
+    """Queue a run of MODULE:FUNCTION with ARGs for `openprogram worker` to run; print its
+    id. Each ARG is a JSON value (3, true, '{"a": 1}', '"3"' for the text 3), or text
+    when it is not JSON. The worker imports MODULE from its own working folder."""
+    import json
+    import uuid
+
+    from openprogram.runs import submit
+
+    values: list[Any] = []
+    for text in arguments:
+        try:
+            values.append(json.loads(text))
+        except ValueError:
+            values.append(text)
+    try:
+        with submit(function, *values, id=run_id or uuid.uuid4().hex[:12], store=store_spec,
+                    queue=queue, priority=priority, delay=delay) as run:  # fmt: skip
+            say(f"{run.id}  {run.status()}")
+    except OpenProgramError as exc:
+        raise click.ClickException(str(exc)) from exc
 
 
 @runs_group.command("list")

@@ -41,5 +41,26 @@ def test_a_worker_runs_the_queue_and_watch_shows_the_run(tmp_path: Path) -> None
         assert later.status() == "cancelled"
 
 
+def test_runs_are_submitted_from_the_command_line_and_the_worker_reads_the_store_from_env(
+    tmp_path: Path,
+) -> None:
+    store = str(tmp_path / "runs.db")
+    assert run("runs", "submit", JOB, "cli", "3", "--id", "c", "--store", store) == "c  queued\n"
+    assert run("runs", "submit", JOB, "cli", "3", "--id", "c", "--store", store) == "c  queued\n"
+    other = run("runs", "submit", JOB, "text", "--id", "c", "--store", store, code=1)
+    assert "exists already with another call" in other
+    made = run("runs", "submit", JOB, '"9"', "--store", store, "--priority", "5").split()
+    assert made[1] == "queued" and len(made[0]) == 12  # a new id, said
+    result = CliRunner().invoke(
+        cli, ["worker", "--until-idle", "--import", "tests.openprogram.runs.jobs"],
+        env={"OPENPROGRAM_STORE": store},
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    with Run(store, "c") as c, Run(store, made[0]) as nine:
+        assert c.result() == 0 + 1 + 4  # job("cli", 3)
+        assert nine.result() == sum(i * i for i in range(20))  # job("9"): 20 steps
+    assert "package.module:function" in run("runs", "submit", "nocolon", "--store", store, code=1)
+
+
 def test_a_worker_of_a_store_that_cannot_hold_runs_says_why() -> None:
     assert "durable store" in run("worker", "memory", code=1)
