@@ -34,6 +34,7 @@ __all__ = [
     "context_diff",
     "group_hidden",
     "hidden_nodes",
+    "label",
     "previous_call",
     "rebuild_context",
     "resolve_node",

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from openprogram.core.dag import _dag_of
 from openprogram.core.node import register_view
+from openprogram.display._hiding import label
 from openprogram.display._images import thumbnail_url
 from openprogram.display._payload import (
     DEFAULT_FULL_IMAGE_BUDGET,
@@ -255,8 +256,6 @@ def _counted(group: HiddenGroup) -> str:
 
 
 def _names(dag: ContextDAG, group: HiddenGroup, limit: int = 12) -> str:
-    from openprogram.display.calls import label
-
     shown = group.frames or group.nodes
     names = ", ".join(label(dag, n) for n in shown[:limit])
     return names + (f" and {len(shown) - limit} more" if len(shown) > limit else "")
@@ -265,8 +264,6 @@ def _names(dag: ContextDAG, group: HiddenGroup, limit: int = 12) -> str:
 def call_html(view: CallView) -> str:
     """One llm call: its reply, the messages it saw (rebuilt), what was hidden from it
     and why, and the diff to the previous call of the same function."""
-    from openprogram.display.calls import label
-
     dag, node = view.dag, view.node
     usage = node.usage
     css = {" ": "opv-same", "-": "opv-del", "+": "opv-add"}

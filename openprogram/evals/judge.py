@@ -51,4 +51,5 @@ _HIDDEN = {"hidden": True}
 )
 def judge(rubric: str, inputs: Any, expected: Any, output: Any) -> Verdict:
     """Whether `output` meets `rubric`, given the case's inputs and expected output."""
-    return llm(judge_prompt(rubric, inputs, expected, output), response_format=Verdict)
+    verdict: Verdict = llm(judge_prompt(rubric, inputs, expected, output), response_format=Verdict)
+    return verdict

@@ -259,7 +259,8 @@ class ReportData(BaseModel):
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON-able data (without the runs' DAGs)."""
-        return json.loads(self.model_dump_json())
+        data: dict[str, Any] = json.loads(self.model_dump_json())
+        return data
 
     # -- the DAGs ------------------------------------------------------------------------
     def dag(self, run: RunResult, *, store: Any = None) -> ContextDAG:
