@@ -312,7 +312,7 @@ class DatasetData(BaseModel):
             )
         return cls(name=name or function, cases=cases)
 
-    def release(self, store: Any) -> int:
+    def release(self, store: object) -> int:
         """Let go of the sessions of `store` this dataset was made from (from_sessions
         noted "dataset:NAME" as their reader): `sessions prune` may remove them once
         nothing else reads them. Returns how many it let go; raises StoreError or
@@ -333,7 +333,7 @@ def dataset_reader(name: str) -> str:
     return f"dataset:{name}"
 
 
-def read_by(store: Any, sessions: set[str], reader: str) -> None:
+def read_by(store: object, sessions: set[str], reader: str) -> None:
     """Note `reader` as a reader of `sessions`, where the store keeps readers
     (store/_readers.py: prune keeps those sessions); a store that cannot take the note
     (read-only, unreachable) is said so in the log, what was made kept all the same."""

@@ -291,7 +291,7 @@ class ReportData(BaseModel):
         """The name a saved report reads its runs' sessions by: "report:ID"."""
         return f"report:{self.id}"
 
-    def save(self, path: str | os.PathLike[str], *, store: Any = None) -> Path:
+    def save(self, path: str | os.PathLike[str], *, store: object = None) -> Path:
         """Write the report as JSON to `path`; runs recorded without a store keep their
         DAGs in the file, so it can be rescored anywhere. Returns the path.
 
@@ -313,7 +313,7 @@ class ReportData(BaseModel):
         self._note_reader(store)
         return target
 
-    def _note_reader(self, store: Any) -> None:
+    def _note_reader(self, store: object) -> None:
         sessions = {run.session for run in self.runs if run.session is not None}
         spec = store or self.store
         if spec is None or not sessions:
@@ -330,7 +330,7 @@ class ReportData(BaseModel):
             if owns and resolved is not None:
                 resolved.close()
 
-    def release(self, *, store: Any = None) -> int:
+    def release(self, *, store: object = None) -> int:
         """Let go of the runs' sessions save() kept: `sessions prune` may remove them
         once nothing else reads them (this report's DAGs are then gone from the store).
         `store` overrides where they are. Returns how many it let go; raises StoreError
