@@ -18,7 +18,7 @@ from openprogram.cli._print import json_text, say, styled
 from openprogram.cli._root import cli
 from openprogram.cli._stores import opened_store, resolve_id
 from openprogram.core.dag import Node
-from openprogram.echo import mask_url
+from openprogram.echo import elide, mask_url
 from openprogram.errors import OpenProgramError
 
 __all__ = ["runs_group", "watch_command", "worker_command"]
@@ -213,6 +213,8 @@ def list_runs(store_spec: str, state: str | None, as_json: bool) -> None:
         ended = "" if r.ended_at is None else time.strftime(" ended %X", time.localtime(r.ended_at))
         say(f"{r.id}  {r.state:<9} {r.queue:<10} {r.function}  attempts {r.attempts}, "
             f"takeovers {r.takeovers}{ended}")  # fmt: skip
+        if r.error and r.state != "completed":  # why it failed, stopped or waits
+            say(f"    {elide(r.error, 200)}")
 
 
 @runs_group.command("cancel")
@@ -278,6 +280,7 @@ def watch_command(session_id: str, store_spec: str, since: int, forever: bool) -
                         else:
                             open_nodes.discard(node.id)
                     if not forever and _ended(runs, session_id, seen, open_nodes):
+                        _say_end(runs, session_id)
                         return
         except KeyboardInterrupt:
             return
@@ -328,6 +331,16 @@ def _watched(node: Node, ordinal: int) -> None:
     value = f"  {shown[:100]}" if shown else ""
     say(f"{at} {node.seq:>4} ", status, f" {node.kind} ", styled(node.name, bold=True),
         f" #{ordinal}", value)  # fmt: skip
+
+
+def _say_end(runs: Any, session_id: str) -> None:
+    """The last line of a watched run: how it ended, and why when it did not complete."""
+    info = None if runs is None else runs.get(session_id)
+    if info is None:
+        return
+    why = f": {elide(info.error, 300)}" if info.error and info.state != "completed" else ""
+    status = styled(info.state, fg=_COLOUR.get(info.state, "red" if why else None))
+    say(f"run {session_id} ", status, why)
 
 
 def _ended(runs: object, session_id: str, seen: bool, open_nodes: set[str]) -> bool:

@@ -27,6 +27,7 @@ from openprogram import Session
 from openprogram.agentic import _drain
 from openprogram.core._secrets import scrub
 from openprogram.core.values import to_jsonable
+from openprogram.echo import elide
 from openprogram.errors import (
     EffectUnknown,
     RunStopped,
@@ -251,7 +252,9 @@ class Worker:
                 with contextlib.suppress(StoreError):
                     store.release(run.id, owner)
             if isinstance(exc, UsageError):  # it can never run here: say why on the run
-                self._end_unleased(run, slot, store, exc)
+                if self._end_unleased(run, slot, store, exc):
+                    with self._lock:
+                        self.finished += 1
             else:
                 log.warning("openprogram: could not open run %s: %s", run.id, exc)
                 self.queue.release(run.id, slot, delay=self.watch_s)
@@ -270,7 +273,11 @@ class Worker:
                     with self._lock:
                         self._active.pop(run.id, None)
             if ended is not None:  # said once the lease is given up
-                log.info("openprogram: run %s %s", run.id, ended)
+                state, why = ended
+                if why is None:
+                    log.info("openprogram: run %s %s", run.id, state)
+                else:  # what `runs list` and Run.result() say too
+                    log.warning("openprogram: run %s %s: %s", run.id, state, elide(why, 300))
         except SessionLocked as exc:  # a live writer has it: it ends the run (fenced)
             log.info("openprogram: run %s is another writer's: %s", run.id, exc)
             self.queue.release(run.id, slot, delay=self.watch_s)
@@ -303,8 +310,9 @@ class Worker:
         function: Callable[..., Any],
         args: list[Any],
         kwargs: dict[str, Any],
-    ) -> str | None:
-        """Call the run's function; the state its row ended in (None: not ended here)."""
+    ) -> tuple[str, str | None] | None:
+        """Call the run's function; the state its row ended in and its error (None: not
+        ended here)."""
         owner = session.writer
         state, result, error = "completed", None, None
         try:
@@ -336,18 +344,25 @@ class Worker:
         if not session.flush():
             log.warning("openprogram: run %s: some records failed (see the log)", run.id)
         if self.queue.finish(run.id, owner, state, result, error):
-            return state
+            return state, error
         log.error("openprogram: run %s ended, but %s: its end is not recorded", run.id, LOST)
         return None
 
-    def _end_unleased(self, run: RunInfo, slot: str, store: Any, exc: Exception) -> None:
-        """A run that cannot start here at all (its function cannot be loaded): failed."""
+    def _end_unleased(self, run: RunInfo, slot: str, store: Any, exc: Exception) -> bool:
+        """A run that cannot start here at all (its function cannot be loaded): failed.
+        Whether its end was recorded."""
         try:
             with Session.open(store, run.id, create=True) as session:
-                self.queue.finish(run.id, session.writer, "failed", None, f"UsageError: {exc}")
+                ended = self.queue.finish(
+                    run.id, session.writer, "failed", None, f"UsageError: {exc}"
+                )
         except Exception as again:
             log.warning("openprogram: run %s cannot run (%s), nor be ended: %s", run.id, exc, again)
             self.queue.release(run.id, slot)
+            return False
+        if ended:
+            log.warning("openprogram: run %s failed: %s", run.id, elide(scrub(str(exc)), 300))
+        return bool(ended)
 
     # -- watching ------------------------------------------------------------------------
     def _watch(self) -> None:

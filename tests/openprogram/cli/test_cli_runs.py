@@ -3,8 +3,10 @@ click's runner (the worker in this process, until its queues are idle)."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from openprogram.cli import cli
@@ -28,12 +30,14 @@ def test_a_worker_runs_the_queue_and_watch_shows_the_run(tmp_path: Path) -> None
     assert "w  completed default" in listed and "later  queued" in listed
     watched = run("sessions", "watch", "w", "--store", store)
     lines = watched.splitlines()  # as `sessions show` numbers them, in the order they ended
-    assert len(lines) == 3 and "   2 completed code step #1  0" in lines[0]
+    assert len(lines) == 4 and "   2 completed code step #1  0" in lines[0]
     assert (
         "   3 completed code step #2  1" in lines[1] and "   1 completed code job #1  1" in lines[2]
     )
+    assert lines[3] == "run w completed"  # why the watch ended
     assert run("sessions", "watch", "w", "--since", "2", "--store", store).splitlines() == [
-        lines[1]  # the second step, still numbered as in the whole session
+        lines[1],  # the second step, still numbered as in the whole session
+        lines[3],
     ]
     assert "cancelled" in run("runs", "cancel", "later", "--store", store)
     assert "not waiting" in run("runs", "requeue", "w", "--store", store, code=1)
@@ -60,6 +64,24 @@ def test_runs_are_submitted_from_the_command_line_and_the_worker_reads_the_store
         assert c.result() == 0 + 1 + 4  # job("cli", 3)
         assert nine.result() == sum(i * i for i in range(20))  # job("9"): 20 steps
     assert "package.module:function" in run("runs", "submit", "nocolon", "--store", store, code=1)
+
+
+def test_a_run_that_cannot_run_says_why_in_the_log_the_list_and_the_watch(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = str(tmp_path / "runs.db")
+    run("runs", "submit", "tests.openprogram.runs.nowhere:job", "--id", "lost", "--store", store)
+    run("runs", "submit", JOB, "x", "1", "2", "--id", "extra", "--store", store)
+    caplog.set_level(logging.INFO, "openprogram.runs")
+    said = run("worker", store, "--until-idle")
+    assert "stopped: 2 runs" in said  # both ended, the one that could not load too
+    assert "run lost failed: cannot load 'tests.openprogram.runs.nowhere:job'" in caplog.text
+    assert "run extra failed: TypeError: " in caplog.text
+    listed = run("runs", "list", "--store", store).splitlines()
+    assert listed[0].startswith("lost  failed") and "No module named" in listed[1]
+    assert listed[2].startswith("extra  failed") and "TypeError" in listed[3]
+    watched = run("sessions", "watch", "lost", "--store", store)
+    assert watched.startswith("run lost failed: UsageError: cannot load")
 
 
 def test_a_worker_of_a_store_that_cannot_hold_runs_says_why() -> None:
