@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from openprogram.cli._options import one_store, store_argument
 from openprogram.cli._print import say
 from openprogram.echo import echo, mask_url
 from openprogram.errors import OpenProgramError
@@ -17,7 +18,7 @@ __all__ = ["serve_command"]
 
 
 @click.command("serve")
-@click.argument("store")
+@store_argument
 @click.option("--port", default=0, type=click.IntRange(0, 65535),
               help="Port on 127.0.0.1 (default: any free one).")  # fmt: skip
 @click.option("--max-streams", default=8, show_default=True, type=click.IntRange(1, 256),
@@ -25,11 +26,16 @@ __all__ = ["serve_command"]
 @click.option("--idle", "idle_s", default=300.0, show_default=True,
               type=click.FloatRange(1),
               help="Seconds a stream lasts with no event (the page reconnects).")  # fmt: skip
-def serve_command(store: str, port: int, max_streams: int, idle_s: float) -> None:
-    """Show the sessions and runs of STORE (a SQLite file or postgresql:// URL) in the
-    browser, each run's DAG updated as any process records it. Binds 127.0.0.1 and
-    prints the URL to open, with this start's token (every request needs it)."""
+def serve_command(
+    positional_store: str | None, store_spec: str, port: int, max_streams: int, idle_s: float
+) -> None:
+    """Show the sessions and runs of STORE (a SQLite file or postgresql:// URL; or
+    --store) in the browser, each run's DAG updated as any process records it. Binds
+    127.0.0.1 and prints the URL to open, with this start's token (every request needs
+    it)."""
     from openprogram.live import LiveServer
+
+    store = one_store(positional_store, store_spec)
 
     if "://" not in store and not Path(store).expanduser().is_file():
         raise click.ClickException(

@@ -16,7 +16,15 @@ import click
 
 from openprogram.echo import cut, printable
 
-__all__ = ["DEFAULT_STORE", "provider_kwargs", "provider_options", "store_option", "text_argument"]
+__all__ = [
+    "DEFAULT_STORE",
+    "one_store",
+    "provider_kwargs",
+    "provider_options",
+    "store_argument",
+    "store_option",
+    "text_argument",
+]
 
 DEFAULT_STORE = "openprogram.db"
 """The store the session commands read when neither --store nor OPENPROGRAM_STORE is set."""
@@ -42,6 +50,29 @@ def store_option(command: F) -> F:
         help="Session store: a SQLite file, sqlite:///file.db or postgresql://… "
         "(env OPENPROGRAM_STORE).",
     )(command)
+
+
+def store_argument(command: F) -> F:
+    """STORE as an optional argument (passed as positional_store), or --store as every
+    other command takes it (store_spec: env OPENPROGRAM_STORE, default openprogram.db);
+    one_store() picks the one given."""
+    command = store_option(command)
+    return click.argument("positional_store", metavar="[STORE]", required=False)(command)
+
+
+def one_store(positional_store: str | None, store_spec: str) -> str:
+    """The store a store_argument command was given: STORE, else --store (its env, its
+    default). Giving both is a usage error."""
+    if positional_store is None:
+        return store_spec
+    from click.core import ParameterSource
+
+    if (
+        click.get_current_context().get_parameter_source("store_spec")
+        is ParameterSource.COMMANDLINE
+    ):
+        raise click.UsageError("give the store once: as STORE or as --store, not both")
+    return positional_store
 
 
 def provider_options(command: F) -> F:

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from openprogram.cli._options import store_option
+from openprogram.cli._options import one_store, store_argument, store_option
 from openprogram.cli._print import json_text, say, styled
 from openprogram.cli._root import cli
 from openprogram.cli._stores import opened_store, resolve_id
@@ -29,7 +29,7 @@ _COLOUR = {"completed": "green", "error": "red", "running": "yellow", "waiting":
 
 
 @cli.command("worker")
-@click.argument("store", envvar="OPENPROGRAM_STORE")
+@store_argument
 @click.option("--queue", "queues", multiple=True, default=("default",), show_default=True,
               help="A queue to take runs from (repeat for several).")  # fmt: skip
 @click.option("--concurrency", default=1, show_default=True, type=click.IntRange(1),
@@ -50,11 +50,11 @@ _COLOUR = {"completed": "green", "error": "red", "running": "yellow", "waiting":
 @click.option("--resource", "resources", multiple=True, metavar="NAME=AMOUNT",
               help="With --ray: a custom Ray resource each worker asks for.")  # fmt: skip
 def worker_command(
-    store: str, queues: tuple[str, ...], concurrency: int, imports: tuple[str, ...],
-    until_idle: bool, ray_address: str | None, replicas: int, num_cpus: float,
-    num_gpus: float, resources: tuple[str, ...],
+    positional_store: str | None, store_spec: str, queues: tuple[str, ...], concurrency: int,
+    imports: tuple[str, ...], until_idle: bool, ray_address: str | None, replicas: int,
+    num_cpus: float, num_gpus: float, resources: tuple[str, ...],
 ) -> None:  # fmt: skip
-    """Run the queued runs of STORE (a SQLite file or postgresql:// URL; default: env
+    """Run the queued runs of STORE (a SQLite file or postgresql:// URL; or --store, env
     OPENPROGRAM_STORE), each inside its session, and take over the runs of workers that
     died.
 
@@ -63,6 +63,7 @@ def worker_command(
     """
     from openprogram.runs import Worker
 
+    store = one_store(positional_store, store_spec)
     sys.path.insert(0, os.getcwd())  # run functions are named as from here
     for module in imports:
         try:

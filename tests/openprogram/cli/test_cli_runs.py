@@ -64,6 +64,8 @@ def test_runs_are_submitted_from_the_command_line_and_the_worker_reads_the_store
         assert c.result() == 0 + 1 + 4  # job("cli", 3)
         assert nine.result() == sum(i * i for i in range(20))  # job("9"): 20 steps
     assert "package.module:function" in run("runs", "submit", "nocolon", "--store", store, code=1)
+    assert "stopped: 0 runs" in run("worker", "--store", store, "--until-idle")
+    assert "give the store once" in run("worker", store, "--store", store, code=2)
 
 
 def test_a_run_that_cannot_run_says_why_in_the_log_the_list_and_the_watch(

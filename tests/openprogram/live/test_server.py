@@ -12,8 +12,10 @@ import subprocess
 import sys
 
 import pytest
+from click.testing import CliRunner
 
 from openprogram import Session
+from openprogram.cli import cli
 from tests.support.children import ROOT
 
 
@@ -135,4 +137,12 @@ def test_a_store_that_is_not_there_is_an_error_not_a_new_empty_file(tmp_path) ->
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert result.returncode == 1 and "no session store at" in result.stderr
+    assert not missing.exists()
+    runner = CliRunner()
+    for given in (["--store", str(missing)], []):  # as the other commands take it, or env
+        named = runner.invoke(cli, ["sessions", "serve", *given],
+                              env={"OPENPROGRAM_STORE": str(missing)})  # fmt: skip
+        assert named.exit_code == 1 and "no session store at" in named.output, named.output
+    twice = runner.invoke(cli, ["sessions", "serve", str(missing), "--store", str(missing)])
+    assert twice.exit_code == 2 and "give the store once" in twice.output
     assert not missing.exists()
