@@ -1,9 +1,10 @@
 """Session: the DAG of one run, where it is recorded, and how it is reopened.
 
 Owns entering a session (making it the recorder for this context), recording calls and
-inputs into its ContextDAG, the store it writes through (store/), reopening, resuming a
-re-run (matching in _resume.py), forking (a stored DAG is rebuilt in _loading.py) and
-idempotent inputs. Start at Session.__init__, Session.open and Session.enter_call.
+inputs into its ContextDAG, the store it writes through (store/; its writer lease in
+_leasing.py), reopening, resuming a re-run (matching in _resume.py), forking (a stored
+DAG is rebuilt in _loading.py) and idempotent inputs. Start at Session.__init__,
+Session.open and Session.enter_call.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ import time
 import uuid
 import weakref
 from asyncio import CancelledError
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterable
+from contextlib import suppress
 from contextvars import Token
 from typing import Any, cast
 
@@ -29,19 +30,18 @@ from openprogram.errors import (
     EffectUnknown,
     RunStopped,
     RunWaiting,
-    SessionLocked,
-    StoreError,
     UsageError,
 )
 from openprogram.operations.tracker import hand_back
 from openprogram.session import effects
+from openprogram.session._leasing import Leasing
 from openprogram.session._loading import load_dag, restore_branches, shared_history
 from openprogram.session._resuming import Resuming
 from openprogram.store.base import Store
 from openprogram.store.blobs import StoredBlobs
 from openprogram.store.events import Follow, NodeEvents
 from openprogram.store.format import NodeRow, SessionInfo, decode_node, image_refs
-from openprogram.store.lease import heartbeat, new_owner
+from openprogram.store.lease import new_owner
 from openprogram.store.open import open_store
 from openprogram.store.recorder import Recorder
 
@@ -67,7 +67,7 @@ def current_frame() -> Node | None:
 _INTERRUPTIONS = (CancelledError, KeyboardInterrupt, GeneratorExit, RunStopped, EffectUnknown)
 
 
-class Session(Resuming):
+class Session(Resuming, Leasing):
     """A recorded run: `with Session(): ...` makes every decorated call record here.
 
     store: None or "memory" keeps the DAG in memory only; a file path or
@@ -269,32 +269,6 @@ class Session(Resuming):
         return True if self._recorder is None else self._recorder.flush()
 
     @property
-    def holding(self) -> bool:
-        """Whether this Session holds its session's writer lease (it records; another
-        Session object of the same session only reads)."""
-        return self._holding
-
-    @contextmanager
-    def lease(self) -> Iterator[None]:
-        """Hold the session's writer lease for the block: taken unless this Session holds
-        it already (SessionLocked when another writer has it), given up after unless it
-        was held before (settling or answering between runs: the run that resumes takes
-        it next)."""
-        held = self._holding
-        self._claim()
-        try:
-            yield
-        finally:
-            if not held:
-                self._release()
-
-    @property
-    def lock(self) -> threading.Lock:
-        """The lock that orders this session's changes between threads of this process
-        (the writer lease, inputs, answers and settlements)."""
-        return self._lock
-
-    @property
     def recorder(self) -> Recorder | None:
         """What writes this session's nodes into its store; None without a store (also
         in a fork child, which records into its memory only)."""
@@ -331,50 +305,6 @@ class Session(Resuming):
                 "session.events() follows what is recorded in a store; this session has none"
             )
         return NodeEvents(Follow(self.store, self.id, since, wait=wait))
-
-    @property
-    def writer(self) -> str:
-        """This Session's writer id ("host:pid:random"), the owner its lease is held as."""
-        return self._owner
-
-    # -- the writer lease ----------------------------------------------------------------
-    def _claim(self) -> None:
-        """Take the session's writer lease (once); SessionLocked when another writer has it."""
-        with self._lock:
-            if self.store is None or self._holding:
-                return
-            if self._adopted:  # held since before it was read: nothing can be newer
-                self._adopted = False
-                self._holding = True
-                heartbeat().keep(self.store, self.id, self._owner)
-                return
-            self.store.acquire(self.id, self._owner)
-            stored = self.store.session(self.id)
-            known = self._recorder.rows if self._recorder is not None else set()
-            if stored is not None and stored.nodes != len(known):
-                self.store.release(self.id, self._owner)
-                raise SessionLocked(
-                    f"session {self.id!r} in {self.store.url} was recorded into by another "
-                    f"writer after this Session loaded it (the store holds {stored.nodes} of "
-                    f"its nodes, this Session knows {len(known)}): recording on would mix the "
-                    f"two. Reopen it with Session.open(store, {self.id!r}) to go on from what "
-                    "is stored, or fork it."
-                )
-            self._holding = True
-            heartbeat().keep(self.store, self.id, self._owner)
-
-    def _release(self) -> None:
-        with self._lock:
-            if self.store is None or not self._holding:
-                return
-            self._holding = False
-            heartbeat().drop(self.store, self.id)
-            try:
-                self.store.release(self.id, self._owner)
-            except StoreError as exc:  # it expires on its own once this process ends
-                log.warning(
-                    "openprogram: could not release the writer lease of %s: %s", self.id, exc
-                )
 
     # -- recording -----------------------------------------------------------------------
     def enter_call(
