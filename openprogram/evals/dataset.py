@@ -199,7 +199,7 @@ class DatasetData(BaseModel):
             dataset = cls.model_validate(data)
         except ValidationError as exc:
             raise UsageError(f"{target}: not a dataset: {first_problem(exc)}") from None
-        dataset._name_cases()
+        cls._name_cases(dataset)  # model_validate skips __init__
         return dataset
 
     def save(self, path: str | os.PathLike[str]) -> Path:

@@ -134,8 +134,8 @@ class EvalReport(ReportData):
 
         function = self.function.rpartition(":")[2].rpartition(".")[2]
         plan = Plan(scorers, function)
-        report = self.model_copy(update={"runs": [], "name": name or self.name})
-        report._dags = dict(self._dags)
+        report: EvalReport = self.model_copy(update={"runs": [], "name": name or self.name})
+        report._dags = dict(self._dags)  # a copy of its own: model_copy shares it
         cases = {case.name: case for case in self.dataset.cases}
         for old in self.runs:
             case = cases.get(old.case) or Case(name=old.case)

@@ -386,7 +386,7 @@ class ReportData(BaseModel):
             stored = dags.get(f"{run.case}#{run.repeat}")
             if stored is not None:
                 try:
-                    report._dags[(run.case, run.repeat)] = ContextDAG.from_dict(stored)
+                    report.keep_dag(run, ContextDAG.from_dict(stored))
                 except (RecursionError, Exception) as exc:
                     raise UsageError(
                         f"{str(target)!r}: the recorded DAG of run {echo(run.case, 60)} "

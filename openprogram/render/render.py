@@ -329,9 +329,10 @@ class RenderedContext:
         """The ids of the visible nodes, in seq order."""
         return self._ids.tolist()
 
-    def _record(self, node: Node) -> None:
+    def record_on(self, node: Node) -> None:
         """Note on llm node `node` what this render read, its hash and its report (only
-        the entries an earlier node does not hold: see recorded_report)."""
+        the entries an earlier node does not hold: see recorded_report); the runtime
+        does, for the exchange that sends these messages."""
         node.reads = self._ids.tolist()  # a list of its own (DESIGN §2: list[str])
         node.messages_hash = self._hash
         node.system = self.system or None

@@ -125,7 +125,7 @@ class Exchanges:
                 include=earlier,
                 tokens_model=meta["model"],
             )
-            rendered._record(node)
+            rendered.record_on(node)
             note_over_budget(node, rendered, self.warned_over)
             request = ModelRequest(
                 rendered=rendered,
