@@ -43,7 +43,7 @@ def _preview(value: Any) -> str:
     return text if len(text) <= _PREVIEW else text[:_PREVIEW] + f"… ({len(text):,} characters)"
 
 
-def session_operations(session: Any) -> tuple[list[Any], dict[str, list[Any]]]:
+def session_operations(session: object) -> tuple[list[Any], dict[str, list[Any]]]:
     """A Session's operations (OperationRecord) and each one's recorded events (the
     store's OperationEvent rows, by operation id); ([], {}) when it has none."""
     operations = getattr(session, "operations", None)
@@ -53,7 +53,7 @@ def session_operations(session: Any) -> tuple[list[Any], dict[str, list[Any]]]:
     events: dict[str, list[Any]] = {}
     read = getattr(getattr(session, "store", None), "operation_events", None)
     if records and callable(read):
-        for event in read(session.id):
+        for event in read(getattr(session, "id", None)):
             events.setdefault(event.operation, []).append(event)
     return records, events
 

@@ -15,7 +15,7 @@ import inspect
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openprogram.core import _context, _secrets
 from openprogram.core.dag import ContextDAG, Node
@@ -27,6 +27,9 @@ from openprogram.evals.dataset import Case
 from openprogram.evals.report import RunResult
 from openprogram.evals.run import Run
 from openprogram.evals.scorers import Scoring, apply_all, scorer_name
+
+if TYPE_CHECKING:
+    from openprogram.session.session import Session
 
 __all__ = [
     "Plan",
@@ -131,7 +134,7 @@ def run_case(
 
 
 def run_in(
-    session: Any,
+    session: Session,
     fn: Callable[..., Any],
     case: Case,
     repeat: int,

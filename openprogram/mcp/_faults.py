@@ -90,7 +90,7 @@ def too_large(exc: Any, limit: int) -> bool:
     )
 
 
-def session_closed(session: Any) -> bool:
+def session_closed(session: object) -> bool:
     """Whether the connection under `session` has ended (the server exited). The SDK
     says so only when a request fails; its dispatcher's flag tells it before sending."""
     dispatcher = getattr(session, "_dispatcher", None)

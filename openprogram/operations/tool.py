@@ -25,7 +25,7 @@ from openprogram.echo import elide
 from openprogram.errors import UsageError
 from openprogram.operations.manager import OperationManager
 from openprogram.operations.operation import Operation, OperationRecord
-from openprogram.operations.tracker import tracked, tracker
+from openprogram.operations.tracker import TrackedSession, tracked, tracker
 
 __all__ = [
     "operation_tool",
@@ -225,13 +225,18 @@ def operation_tools() -> list[Callable[..., Any]]:
 
 
 # -- for people ------------------------------------------------------------------------
-def session_operations(session: Any) -> list[OperationRecord]:
+def session_operations(session: TrackedSession) -> list[OperationRecord]:
     """Every operation of `session` (what Session.operations() returns), oldest first."""
     return tracker(session).records()
 
 
 def settle_operation(
-    session: Any, operation: str, *, result: Any = None, rerun: bool = False, by: str = ""
+    session: TrackedSession,
+    operation: str,
+    *,
+    result: Any = None,
+    rerun: bool = False,
+    by: str = "",
 ) -> OperationRecord:
     """Settle an `unknown` operation of `session`: done with `result`, or (rerun=True)
     pending again, to run when its tool call is resumed; `by` (who settles) goes into
