@@ -42,10 +42,10 @@ def prune_command(
 ) -> None:
     """Remove finished sessions older than --older-than, and images only they used.
 
-    Never removed: a session with a call running, waiting for a person or unknown, one a
-    writer holds, one a fork reads, one a noted reader reads (a dataset made from it, a
-    saved eval report: `sessions readers`), a queued, running or waiting run. Says why
-    each old session stays.
+    Never removed: a session with a call running, waiting for a person or unknown, one
+    with an operation pending, running or unknown, one a writer holds, one a fork reads,
+    one a noted reader reads (a dataset made from it, a saved eval report: `sessions
+    readers`), a queued, running or waiting run. Says why each old session stays.
     """
     seconds = duration(older_than)
     with opened_store(store_spec) as store:

@@ -1,12 +1,13 @@
 """Retention: removing finished sessions older than a cutoff, and the images only they used.
 
 Owns which sessions may go (SQLStore.prune): finished (no node running, waiting for a
-person or `unknown`), no writer lease, not read by a fork nor by a reader noted in the
-store (store/_readers.py: a dataset made from its calls, a saved eval report), not a
-queued, running or waiting run (openprogram.runs' table, when the store has one), and,
-with keep_failed, not failed. Their nodes, operations, run rows and sessions go in one
-transaction per batch; then blobs no remaining node refers to; then, with `compact`, the
-file (SQLite: VACUUM) or the tables (PostgreSQL: VACUUM FULL) shrink. Start at prune().
+person or `unknown`, no operation pending, running or `unknown`), no writer lease, not
+read by a fork nor by a reader noted in the store (store/_readers.py: a dataset made
+from its calls, a saved eval report), not a queued, running or waiting run
+(openprogram.runs' table, when the store has one), and, with keep_failed, not failed.
+Their nodes, operations, run rows and sessions go in one transaction per batch; then
+blobs no remaining node refers to; then, with `compact`, the file (SQLite: VACUUM) or
+the tables (PostgreSQL: VACUUM FULL) shrink. Start at prune().
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ __all__ = ["PruneReport", "prune"]
 _IMAGE = re.compile(r'"\$image":"([0-9a-f]{64})"')  # format.py's stored image reference
 _BATCH = 500
 _UNFINISHED = ("running", "waiting", "unknown")
+_OPEN_OPERATIONS = ("pending", "running", "unknown")  # a resumed run takes them up
 _TABLES = ("openprogram_nodes", "openprogram_sessions", "openprogram_blobs",
            "openprogram_operations", "openprogram_operation_events")  # fmt: skip
 
@@ -77,8 +79,10 @@ def prune(
         parents = {info.parent for info in store.list_sessions() if info.parent is not None}
         readers = readers_of(connection, p)
         going: list[tuple[str, int]] = []
-        for id, key, nodes, unfinished, failed, leased, state in candidates:
+        for id, key, nodes, unfinished, failed, leased, state, operating in candidates:
             why = _why_kept(id, unfinished, failed, leased, state, parents, keep_failed)
+            if why is None and operating:
+                why = "an operation of it is pending, running or unknown"
             if why is None and id in readers:
                 names = readers[id]
                 why = f"{names[0]} reads it" if len(names) == 1 else f"{', '.join(names)} read it"
@@ -104,9 +108,11 @@ def prune(
 
 
 def _candidates(connection: Any, p: str, cutoff: float, runs: bool) -> list[tuple[Any, ...]]:
-    """(id, key, nodes, unfinished nodes, failed top-level nodes, leased, run state) of
-    each session created before `cutoff` whose last record is before it too."""
+    """(id, key, nodes, unfinished nodes, failed top-level nodes, leased, run state, open
+    operations) of each session created before `cutoff` whose last record is before it
+    too."""
     unfinished = ", ".join(f"'{s}'" for s in _UNFINISHED)
+    operations = ", ".join(f"'{s}'" for s in _OPEN_OPERATIONS)
     run_state = "(SELECT r.state FROM openprogram_runs r WHERE r.id = s.id)" if runs else "NULL"
     statement = (
         "SELECT s.id, s.key, "
@@ -116,7 +122,8 @@ def _candidates(connection: Any, p: str, cutoff: float, runs: bool) -> list[tupl
         "(SELECT count(*) FROM openprogram_nodes n WHERE n.session = s.key "
         "AND n.parent IS NULL AND n.status = 'error'), "
         "(SELECT count(*) FROM openprogram_leases l WHERE l.session = s.key), "
-        f"{run_state} FROM openprogram_sessions s WHERE s.created_at < {p} "
+        f"{run_state}, (SELECT count(*) FROM openprogram_operations o WHERE o.session = s.key "
+        f"AND o.state IN ({operations})) FROM openprogram_sessions s WHERE s.created_at < {p} "
         "AND NOT EXISTS (SELECT 1 FROM openprogram_nodes n WHERE n.session = s.key "
         f"AND (n.started_at >= {p} OR n.ended_at >= {p})) ORDER BY s.created_at"
     )

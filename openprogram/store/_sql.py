@@ -489,11 +489,12 @@ class SQLStore(SQLOperations, SQLBudgets, SQLReaders, ABC):
     ) -> PruneReport:
         """Remove finished sessions whose last record is older than `older_than` seconds,
         and the images only they used; never a session with a call running, waiting for
-        a person or unknown, one a writer holds, one a fork or a noted reader reads
-        (read_by(): a dataset made from it, a saved eval report), or a queued, running
-        or waiting run (keep_failed: nor a failed one). dry_run: only say what would go.
-        compact: shrink the file (SQLite VACUUM) or the tables (PostgreSQL VACUUM FULL,
-        which locks each table while it runs). Returns a PruneReport (store/_prune.py)."""
+        a person or unknown, or an operation not ended, one a writer holds, one a fork or
+        a noted reader reads (read_by(): a dataset made from it, a saved eval report), or
+        a queued, running or waiting run (keep_failed: nor a failed one). dry_run: only
+        say what would go. compact: shrink the file (SQLite VACUUM) or the tables
+        (PostgreSQL VACUUM FULL, which locks each table while it runs). Returns a
+        PruneReport (store/_prune.py)."""
         self._check_writable("prune sessions")
         return prune(
             self, older_than=older_than, keep_failed=keep_failed, dry_run=dry_run,

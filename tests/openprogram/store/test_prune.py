@@ -1,19 +1,32 @@
 """Store.prune and `openprogram sessions prune` on SQLite and PostgreSQL: finished
 sessions and the images only they used go, and the store shrinks; a session with a call
-waiting for a person or unknown, one a writer holds, one a fork reads and a queued run
-stay (a failed one too, with keep_failed)."""
+waiting for a person or unknown, one with an operation not ended, one a writer holds,
+one a fork or a noted reader reads and a queued run stay (a failed one too, with
+keep_failed)."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 from PIL import Image as PILImage
 
-from openprogram import Image, Session, agentic_function, ask_user
+from openprogram import (
+    Image,
+    Runtime,
+    ScriptedModel,
+    Session,
+    agentic_function,
+    ask_user,
+    llm,
+    operation_kind,
+    operation_tools,
+)
 from openprogram.cli import cli
 from openprogram.errors import UsageError
+from openprogram.operations import Operation, operation_tool
 from openprogram.runs import RunQueue, submit
 from openprogram.store import open_store
 
@@ -41,6 +54,23 @@ def asking() -> str:
 @agentic_function(effect="once")
 def paying() -> None:
     raise KeyboardInterrupt  # cut mid-body: its effect is unknown
+
+
+_GO = {"May": threading.Event(), "June": threading.Event()}
+
+
+@operation_kind("tests.prune.build", effect="idempotent")
+def _build(args: dict[str, Any], context: Any) -> str:
+    while not _GO[args["month"]].wait(0.01):
+        context.heartbeat()
+        context.check()
+    return "built"
+
+
+@operation_tool(background=True)
+def start_build(month: str) -> Operation:
+    """Start building the month's report; returns a handle."""
+    return Operation("tests.prune.build", {"month": month})
 
 
 def build(store: str) -> None:
@@ -209,6 +239,37 @@ def test_the_commands_say_which_reader_keeps_a_session_and_let_it_go(durable_sto
     done = run("prune", "--older-than", "0s")
     assert done.exit_code == 0 and "removed 3 sessions" in done.output
     assert run("readers").output == "no reader noted: prune keeps no session for a reader\n"
+
+
+def test_prune_keeps_a_session_whose_operation_has_not_ended(durable_store: str) -> None:
+    def started(month: str) -> Any:
+        asks = {"tool_calls": [{"name": "start_build", "arguments": {"month": month}}]}
+        with Runtime(ScriptedModel([asks, "Started."])):
+            llm("build it", tools=[start_build, *operation_tools()])
+
+    for go in _GO.values():
+        go.clear()
+    try:
+        with Session(durable_store, id="building") as session:
+            started("May")  # left running when the session closes
+            assert [o.state for o in session.operations()] in (["pending"], ["running"])
+        with Session(durable_store, id="built") as session:
+            started("June")
+            _GO["June"].set()
+            (job,) = session.operations()
+            waits = {"tool_calls": [{"name": "wait_operation", "arguments": {"operation": job.id}}]}
+            with Runtime(ScriptedModel([waits, "Done."])):
+                llm("ready?", tools=operation_tools())
+            assert session.operations()[0].state == "done"
+        store = opened(durable_store)
+        try:
+            report = store.prune(older_than=0)
+        finally:
+            store.close()
+        assert report.removed == ["built"]
+        assert report.kept == {"building": "an operation of it is pending, running or unknown"}
+    finally:
+        _GO["May"].set()
 
 
 def test_a_negative_age_is_refused(durable_store: str) -> None:
