@@ -52,7 +52,7 @@ def evaluate(
     repeat: int = 1,
     concurrency: int = 1,
     model: Any = None,
-    store: Any = None,
+    store: object = None,
     name: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     id: str | None = None,
@@ -112,11 +112,10 @@ def evaluate(
             f"runtime_env={echo(runtime_env, 60)} is a dict for engine='ray' (Ray's runtime "
             "environment: working_dir, pip, env_vars...)"
         )
-    if engine == "ray":
-        store = worker_store(store, address)
+    ray_store = worker_store(store, address) if engine == "ray" else ""  # a URL workers open
     function = getattr(fn, "__name__", type(fn).__name__)
     plan = Plan(scorers, function, scorer_timeout)
-    resolved, owns = open_store(store)
+    resolved, owns = open_store(ray_store or store)
     report = report_type(
         id=id or uuid.uuid4().hex[:8],
         name=name or f"{dataset.name}: {function}",
@@ -152,7 +151,7 @@ def evaluate(
             scorers,
             function,
             sessions=lambda job: _session_id(report.id, job[0], job[2]),
-            store=store,
+            store=ray_store,
             model=model,
             address=address,
             runtime_env=runtime_env,

@@ -206,7 +206,7 @@ def write_html(
     report: ReportData,
     target: Path,
     *,
-    store: Any = None,
+    store: object = None,
     links: Mapping[tuple[str, int], str] | None = None,
     extra_html: str | None = None,
     baseline: ReportData | None = None,
@@ -247,7 +247,7 @@ def run_file_names(report: ReportData) -> dict[tuple[str, int], str]:
     return names
 
 
-def _write_runs(report: ReportData, folder: Path, store: Any) -> dict[tuple[str, int], str]:
+def _write_runs(report: ReportData, folder: Path, store: object) -> dict[tuple[str, int], str]:
     """Each run's session report in `folder`; their hrefs, relative to its parent."""
     from openprogram.display.report import write_report
 

@@ -29,7 +29,7 @@ def _ray() -> Any:
     return import_ray("engine='ray'")
 
 
-def worker_store(store: Any, address: str | None) -> str:
+def worker_store(store: object, address: str | None) -> str:
     """The store URL every Ray worker opens (operations.ray.shared_store)."""
     return shared_store(store, address, who="engine='ray'")
 

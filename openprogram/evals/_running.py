@@ -30,6 +30,7 @@ from openprogram.evals.scorers import Scoring, apply_all, scorer_name
 
 if TYPE_CHECKING:
     from openprogram.session.session import Session
+    from openprogram.store.base import Store
 
 __all__ = [
     "Plan",
@@ -115,7 +116,7 @@ def run_case(
     repeat: int,
     plan: Plan,
     session_id: str,
-    store: Any,
+    store: Store | None,
     model: Any,
 ) -> tuple[RunResult, ContextDAG]:
     """One run of one case, in this (copied) context: its session, the call, the scores."""

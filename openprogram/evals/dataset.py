@@ -224,7 +224,7 @@ class DatasetData(BaseModel):
     @classmethod
     def from_sessions(
         cls: type[_D],
-        store: Any,
+        store: object,
         function: str,
         *,
         where: Callable[[Node], bool] | None = None,

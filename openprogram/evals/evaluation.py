@@ -48,7 +48,7 @@ class Dataset(DatasetData):
         repeat: int = 1,
         concurrency: int = 1,
         model: Any = None,
-        store: Any = None,
+        store: object = None,
         name: str | None = None,
         progress: Callable[[int, int], None] | None = None,
         id: str | None = None,
@@ -93,7 +93,7 @@ class EvalReport(ReportData):
     dataset: Dataset
 
     # -- replay tiers --------------------------------------------------------------------
-    def calls(self, function: str, *, store: Any = None) -> Dataset:
+    def calls(self, function: str, *, store: object = None) -> Dataset:
         """A dataset of every completed call of `function` in this report's runs (at any
         depth): its recorded input, and its recorded output as `expected`; metadata names
         the case, repeat, session and node. Evaluate a new version of one nested
@@ -124,7 +124,7 @@ class EvalReport(ReportData):
         self,
         scorers: Scorers,
         *,
-        store: Any = None,
+        store: object = None,
         name: str | None = None,
     ) -> EvalReport:
         """A new report with the same runs scored by `scorers`, calling nothing: outputs
@@ -160,7 +160,7 @@ class EvalReport(ReportData):
         fn: Callable[..., Any] | str,
         scorers: Scorers = (),
         *,
-        store: Any = None,
+        store: object = None,
         strict: bool = True,
         concurrency: int = 1,
     ) -> EvalReport:
@@ -196,7 +196,7 @@ class EvalReport(ReportData):
         scorers: Scorers = (),
         *,
         model: Any = None,
-        store: Any = None,
+        store: object = None,
     ) -> EvalReport:
         """Run `fn` (a new version of the nested function `function`) in place of each
         recorded call of it, in exactly the context that call had: the run's history up
@@ -212,7 +212,7 @@ class EvalReport(ReportData):
         scorers: Scorers = (),
         *,
         model: Any = None,
-        store: Any = None,
+        store: object = None,
     ) -> EvalReport:
         """Run `fn` (the program, perhaps a new version) again on each case from node `at`
         of its recorded run on ("review#1", "llm:write#2", or `dag -> node`): each run's
@@ -237,7 +237,7 @@ class EvalReport(ReportData):
         self,
         path: str | os.PathLike[str],
         *,
-        store: Any = None,
+        store: object = None,
         links: Mapping[tuple[str, int], str] | None = None,
         extra_html: str | None = None,
         baseline: EvalReport | None = None,

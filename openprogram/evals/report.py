@@ -263,7 +263,7 @@ class ReportData(BaseModel):
         return data
 
     # -- the DAGs ------------------------------------------------------------------------
-    def dag(self, run: RunResult, *, store: Any = None) -> ContextDAG:
+    def dag(self, run: RunResult, *, store: object = None) -> ContextDAG:
         """The recorded DAG of `run`: kept with the report, else read from its store
         (`store` overrides the report's, e.g. a URL whose password is not saved)."""
         found = self._dags.get((run.case, run.repeat))

@@ -42,7 +42,7 @@ def rerun(
     scorers: Scorers = (),
     *,
     model: Any = None,
-    store: Any = None,
+    store: object = None,
     name: str | None = None,
 ) -> _R:
     """A report (of `report`'s type) of `fn` run in place of each recorded call of
@@ -87,7 +87,7 @@ def fork(
     scorers: Scorers = (),
     *,
     model: Any = None,
-    store: Any = None,
+    store: object = None,
     name: str | None = None,
 ) -> _R:
     """A report (of `report`'s type) of `fn` (the program, perhaps a new version) run again

@@ -20,7 +20,7 @@ def submit(
     function: str,
     *args: Any,
     id: str,
-    store: Any,
+    store: object,
     queue: str = "default",
     priority: int = 0,
     delay: float = 0.0,
@@ -57,7 +57,7 @@ def submit(
     return Run(runs, id)
 
 
-def limit(store: Any, queue: str, concurrency: int | None) -> None:
+def limit(store: object, queue: str, concurrency: int | None) -> None:
     """At most `concurrency` runs of `queue` run at once over all workers (None: no
     limit)."""
     runs = RunQueue(store)
@@ -70,7 +70,7 @@ def limit(store: Any, queue: str, concurrency: int | None) -> None:
 class Run:
     """A submitted run: `Run(store, id)` from anywhere, or what submit() returns."""
 
-    def __init__(self, store: Any, id: str) -> None:
+    def __init__(self, store: object, id: str) -> None:
         self._queue = store if isinstance(store, RunQueue) else RunQueue(store)
         self.id = id
         if self._queue.get(id) is None:
