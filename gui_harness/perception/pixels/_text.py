@@ -265,9 +265,12 @@ def links(rgb: np.ndarray, texts: list[_Found]) -> list[_Found]:
         # Glyphs are 3 px high or more; a flat run is an underline, maybe the line above's.
         # A blue mark nearly the line's height and over twice as wide is a frame (a
         # selected tab's outline), not a glyph: letters stand apart, an underline is low.
+        # So is one over twice as wide at the line's very top (the top of a selected
+        # tab's frame, with its slanted corner): an underline is at the foot.
         _, labels, stats, _ = cv2.connectedComponentsWithStats(blue.view(np.uint8))
         high, wide = stats[:, cv2.CC_STAT_HEIGHT], stats[:, cv2.CC_STAT_WIDTH]
         frame = (high >= 0.7 * h) & (wide > 2 * h)
+        frame |= (wide > 2 * h) & (stats[:, cv2.CC_STAT_TOP] <= 1) & (high < 0.5 * h)
         glyphs = ((high >= 3) & ~frame)[labels] & blue
         # A lighter blue keeps only its stems above the threshold; its paler edges, still
         # bluish and in the glyphs' rows, close the gaps between the letters of a word.

@@ -23,6 +23,7 @@ from gui_harness.perception.component import (
     reading_order,
 )
 from gui_harness.perception.pixels._blobs import Sums, boxes_of, scratch
+from gui_harness.perception.pixels._framed import framed_tabs, stacked_arrows
 from gui_harness.perception.pixels._grid import find_grids, outside_grids
 from gui_harness.perception.pixels._parts import (
     PART_OF_CONTROL_H,
@@ -120,6 +121,7 @@ def detect_crop(
     if colour is not None:
         texts = links(colour, texts)
     found = web_parts(colour, grey, spin_buttons(grey, controls + texts), _detect_inside)
+    found = stacked_arrows(grey, framed_tabs(grey, found))
     shown = find_grids(grey) if grids is None else []
     found = outside_grids(found, shown if grids is None else grids)
     room = max(max_components - len(shown if grids is None else grids), 0)
