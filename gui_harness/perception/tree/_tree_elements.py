@@ -57,12 +57,15 @@ def components(
     open) is left out but for its text entry (with `on`, place() does that, keeping
     those on a popup window of their own: Qt never says its drop-down is open); an
     item that cannot be selected itself (Qt's tree row heads) names the unnamed
-    selectable cell in its place."""
+    selectable cell in its place, and so does a named one a menu hides (under a quarter
+    of it shows) where the unnamed one in its place still shows (Qt 5's side pane rows)."""
     found: list[Component] = []
     held: list[Surface | None] = []
     sources: list[Element] = []  # the element of each component found
     items: list[tuple[int, int, int, int]] = []  # unnamed cells of long lists, so far
     names: list[tuple[tuple[int, int, int, int], str]] = []  # unselectable named items
+    whole: dict[tuple[int, ...], tuple[int, int, int, int]] = {}  # boxes before a menu's cut
+    hidden: list[tuple[tuple[int, int, int, int], str]] = []  # named, under a menu: dropped
     closed = [
         e.order
         for e in elements
@@ -90,7 +93,10 @@ def components(
         dy += 0 if element.native else offset
         box = _clip((x + dx, y + dy, w, h), screen)
         if box is not None and popups:  # under a menu open over its window: not shown
+            whole[element.order] = box
             box = _tree_windows.popup_cut(box, element, popups)
+            if box is None and element.name.strip() and element.role in atspi.ROLE_KINDS:
+                hidden.append((whole[element.order], element.name))
         if box is None:
             continue
         label = _label(element.name)
@@ -176,6 +182,9 @@ def components(
     for number, component in enumerate(found):
         if component.label is None:
             name = next((n for b, n in names if _same_place(b, component.box)), None)
+            if name is None and hidden:  # its named twin in its place, mostly under a menu
+                uncut = whole.get(sources[number].order, component.box)
+                name = next((_label(n) for b, n in hidden if _same_place(b, uncut)), None)
             if name is not None:
                 found[number] = component.with_label(name)
     _name_by_labels(elements, found, sources, windows)
