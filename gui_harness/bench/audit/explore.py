@@ -99,9 +99,11 @@ class _Session:
         time.sleep(0.4)  # menus and dialogs publish their objects a moment after drawing
 
     def look(self) -> list[Component]:
-        """The components a planner gets once OCR has read this screen's labels."""
+        """The components a planner gets once OCR has read this screen's labels (a
+        screen of 50 label crops takes 3 s and more to read at load 20: what is not read
+        by then would be counted "left unlabelled" for the load, not for perception)."""
         self.perception.perceive(self.desktop.screenshot())
-        self.worker.wait_idle(timeout=3.0)
+        self.worker.wait_idle(timeout=min(15.0, max(3.0, self.left() / 4)))
         return list(self.perception.perceive(self.desktop.screenshot()).components)
 
     def check(self, screen: str) -> list[RawNode]:
