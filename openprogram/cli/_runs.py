@@ -269,6 +269,11 @@ def watch_command(session_id: str, store_spec: str, since: int, forever: bool) -
             runs = None
         try:
             ordinal = _Ordinals(store, session_id)
+            queued = None if runs is None else runs.get(session_id)
+            if queued is not None and queued.state == "queued":  # no worker has it yet
+                queue = "" if queued.queue == "default" else f" --queue {queued.queue}"
+                say(f"run {session_id} is queued: it starts when a worker takes it "
+                    f"(openprogram worker {mask_url(store_spec)}{queue})")  # fmt: skip
             with NodeEvents(Follow(store, session_id, since)) as events:
                 open_nodes: set[str] = set()
                 seen = False

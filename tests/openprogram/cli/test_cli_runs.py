@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from openprogram.cli import cli
 from openprogram.runs import Run, submit
+from tests.support.children import finish, start
 
 JOB = "tests.openprogram.runs.jobs:job"
 
@@ -88,3 +89,23 @@ def test_a_run_that_cannot_run_says_why_in_the_log_the_list_and_the_watch(
 
 def test_a_worker_of_a_store_that_cannot_hold_runs_says_why() -> None:
     assert "durable store" in run("worker", "memory", code=1)
+
+
+def test_watch_says_a_queued_run_waits_for_a_worker_then_follows_it(tmp_path: Path) -> None:
+    store = str(tmp_path / "runs.db")
+    submit(JOB, "q", 2, id="q", store=store).close()
+    watch = start(["-m", "openprogram", "sessions", "watch", "q", "--store", store])
+    try:
+        assert watch.stdout is not None
+        first = watch.stdout.readline()  # said before any worker runs
+        assert (
+            first
+            == f"run q is queued: it starts when a worker takes it (openprogram worker {store})\n"
+        )
+        run("worker", store, "--until-idle", "--import", "tests.openprogram.runs.jobs")
+        rest = finish(watch).splitlines()
+    finally:
+        if watch.poll() is None:
+            watch.kill()
+            watch.communicate(timeout=60)
+    assert "step #2" in "".join(rest) and rest[-1] == "run q completed"
