@@ -22,6 +22,7 @@ from openprogram.echo import echo, mask_url
 from openprogram.errors import UsageError
 from openprogram.evals._ray import run_on_ray, worker_store
 from openprogram.evals._running import (
+    EvalModel,
     Plan,
     Scorers,
     failed_run,
@@ -51,7 +52,7 @@ def evaluate(
     report_type: type[_R],
     repeat: int = 1,
     concurrency: int = 1,
-    model: Any = None,
+    model: EvalModel = None,
     store: object = None,
     name: str | None = None,
     progress: Callable[[int, int], None] | None = None,

@@ -14,7 +14,7 @@ from typing import Any
 from openprogram.core import _secrets
 from openprogram.echo import cut, echo
 from openprogram.errors import ConfigError, UsageError
-from openprogram.evals._running import Plan, resolve_function, run_case
+from openprogram.evals._running import EvalModel, Plan, Scorers, resolve_function, run_case
 from openprogram.evals.dataset import Case
 from openprogram.evals.report import RunResult
 from openprogram.operations.ray import import_ray, shared_store
@@ -54,11 +54,11 @@ def _remote_run(
     fn: Callable[..., Any] | str,
     case: dict[str, Any],
     repeat: int,
-    scorers: Any,
+    scorers: Scorers | None,
     function: str,
     session: str,
     store: str,
-    model: Any,
+    model: EvalModel,
 ) -> dict[str, Any]:
     """In a Ray worker: one run, recorded in session `session` of `store`; its result."""
     from openprogram.store.open import open_store
@@ -79,12 +79,12 @@ def _remote_run(
 def run_on_ray(
     jobs: Sequence[Job],
     fn: Callable[..., Any] | str,
-    scorers: Any,
+    scorers: Scorers | None,
     function: str,
     *,
     sessions: Callable[[Job], str],
     store: str,
-    model: Any,
+    model: EvalModel,
     address: str | None,
     concurrency: int,
     runtime_env: dict[str, Any] | None = None,

@@ -15,7 +15,7 @@ import inspect
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import nullcontext
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeGuard, cast
 
 from openprogram.core import _context, _secrets
 from openprogram.core.dag import ContextDAG, Node
@@ -29,10 +29,12 @@ from openprogram.evals.run import Run
 from openprogram.evals.scorers import Scoring, apply_all, scorer_name
 
 if TYPE_CHECKING:
+    from openprogram.models.model import Model
     from openprogram.session.session import Session
     from openprogram.store.base import Store
 
 __all__ = [
+    "EvalModel",
     "Plan",
     "Scorers",
     "error_text",
@@ -46,6 +48,11 @@ __all__ = [
 ]
 
 Scorers = Sequence[Scorer] | Mapping[str, Sequence[Scorer]]
+
+EvalModel: TypeAlias = "str | Model | Callable[[Case], str | Model] | None"
+"""The model an eval's runs use: a model string or object every run uses (a fresh
+Runtime each run), a callable `(case) -> model` making one per case, or None for the
+caller's ambient Runtime."""
 
 
 class Plan:
@@ -117,7 +124,7 @@ def run_case(
     plan: Plan,
     session_id: str,
     store: Store | None,
-    model: Any,
+    model: EvalModel,
 ) -> tuple[RunResult, ContextDAG]:
     """One run of one case, in this (copied) context: its session, the call, the scores."""
     from openprogram.session.session import Session
@@ -140,7 +147,7 @@ def run_in(
     case: Case,
     repeat: int,
     plan: Plan,
-    model: Any,
+    model: EvalModel,
     *,
     frame: str | None = None,
     after: int = -1,
@@ -156,7 +163,7 @@ def run_in(
     started = time.perf_counter()
     with session:
         try:
-            runtime = None if model is None else Runtime(model(case) if _factory(model) else model)
+            runtime = None if model is None else Runtime(_model_for(model, case))
         except Exception as exc:
             runtime, error = None, f"model {echo(model, 60)}: {error_text(exc)}"
         with runtime if runtime is not None else nullcontext():
@@ -375,12 +382,19 @@ def _stored(output: Any) -> Any:
         return {"$opaque": type(output).__qualname__, "error": error_text(exc)}
 
 
-def _factory(model: Any) -> bool:
+def _factory(model: EvalModel) -> TypeGuard[Callable[[Case], str | Model]]:
     """Whether `model` makes a model per case (a callable that is not itself a model)."""
     return callable(model) and not hasattr(model, "complete") and not isinstance(model, str)
 
 
-def model_label(model: Any) -> str | None:
+def _model_for(model: EvalModel, case: Case) -> str | Model | None:
+    """The model a run of `case` uses: what a per-case callable makes for it, else `model`."""
+    if _factory(model):
+        return model(case)
+    return cast("str | Model | None", model)  # a TypeGuard narrows its True side only
+
+
+def model_label(model: EvalModel) -> str | None:
     """How a report names the model its runs used (None: the ambient one)."""
     if model is None or isinstance(model, str):
         return model

@@ -20,7 +20,7 @@ from openprogram.core.values import rebuilt
 from openprogram.errors import UsageError
 from openprogram.evals._evaluating import evaluate
 from openprogram.evals._html import report_fragment, write_html
-from openprogram.evals._running import Plan, Scorers, score_run
+from openprogram.evals._running import EvalModel, Plan, Scorers, score_run
 from openprogram.evals._scores import TIMEOUT_S
 from openprogram.evals.compare import Comparison, compare
 from openprogram.evals.dataset import Case, DatasetData
@@ -47,7 +47,7 @@ class Dataset(DatasetData):
         *,
         repeat: int = 1,
         concurrency: int = 1,
-        model: Any = None,
+        model: EvalModel = None,
         store: object = None,
         name: str | None = None,
         progress: Callable[[int, int], None] | None = None,
@@ -195,7 +195,7 @@ class EvalReport(ReportData):
         fn: Callable[..., Any],
         scorers: Scorers = (),
         *,
-        model: Any = None,
+        model: EvalModel = None,
         store: object = None,
     ) -> EvalReport:
         """Run `fn` (a new version of the nested function `function`) in place of each
@@ -211,7 +211,7 @@ class EvalReport(ReportData):
         fn: Callable[..., Any],
         scorers: Scorers = (),
         *,
-        model: Any = None,
+        model: EvalModel = None,
         store: object = None,
     ) -> EvalReport:
         """Run `fn` (the program, perhaps a new version) again on each case from node `at`

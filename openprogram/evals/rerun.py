@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from openprogram.errors import UsageError
 from openprogram.evals._running import (
+    EvalModel,
     Plan,
     Scorers,
     error_text,
@@ -41,7 +42,7 @@ def rerun(
     fn: Callable[..., Any],
     scorers: Scorers = (),
     *,
-    model: Any = None,
+    model: EvalModel = None,
     store: object = None,
     name: str | None = None,
 ) -> _R:
@@ -86,7 +87,7 @@ def fork(
     fn: Callable[..., Any],
     scorers: Scorers = (),
     *,
-    model: Any = None,
+    model: EvalModel = None,
     store: object = None,
     name: str | None = None,
 ) -> _R:

@@ -14,7 +14,7 @@ import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -33,6 +33,9 @@ from openprogram.evals._scores import (
 )
 from openprogram.evals.dataset import Case
 from openprogram.evals.run import Run
+
+if TYPE_CHECKING:
+    from openprogram.models.model import Model
 
 __all__ = [
     "Score",
@@ -244,7 +247,11 @@ def max_latency(seconds: float) -> Scorer:
 
 
 def llm_judge(
-    rubric: str, *, model: Any = None, name: str = "llm_judge", timeout: float | None = TIMEOUT_S
+    rubric: str,
+    *,
+    model: str | Model | None = None,
+    name: str = "llm_judge",
+    timeout: float | None = TIMEOUT_S,
 ) -> Scorer:
     """A scorer that asks a model whether the output meets `rubric`.
 
