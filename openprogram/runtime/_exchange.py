@@ -29,7 +29,7 @@ from openprogram.runtime._guards import TOP_LEVEL_NAME, note_default_session, no
 from openprogram.runtime._ledger import Ledger
 from openprogram.runtime._step import reraise
 from openprogram.runtime.compaction import note_over_budget
-from openprogram.runtime.tools import ToolLoop
+from openprogram.runtime.streaming import ToolRounds
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -79,7 +79,7 @@ class Exchanges:
         model: Model,
         response_format: type[BaseModel] | None,
         options: dict[str, Any],
-        loop: ToolLoop | None = None,
+        loop: ToolRounds | None = None,
     ) -> tuple[Node, ModelRequest | None]:
         """Create the llm node and the request; no request when the exchange is replayed."""
         options = dict(options)

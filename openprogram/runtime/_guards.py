@@ -65,7 +65,7 @@ def _kernel_cell(loop: asyncio.AbstractEventLoop) -> bool:
     return str(module).startswith(("ipykernel", "IPython"))
 
 
-def check_model(model: Any) -> None:
+def check_model(model: object) -> None:
     """UsageError naming the fix when `model` is not a model string or a model object."""
     if model is None or isinstance(model, str):
         return

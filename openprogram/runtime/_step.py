@@ -10,7 +10,15 @@ thread (llm()), `adrive` awaits them (allm()). Start at drive().
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Iterator
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Sequence,
+)
 from typing import Any, NoReturn, Protocol, TypeVar
 
 from openprogram.agentic.function import is_async
@@ -129,21 +137,30 @@ class Sleep(Effect):
         await self.driver.asleep(self.seconds)
 
 
+class ToolRunner(Protocol):
+    """What runs a round of tool calls (tools.py's Toolbox, a layer above): the ids of
+    their code nodes."""
+
+    def run(self, calls: Sequence[ToolCall], asked_by: Node) -> list[str]: ...
+
+    async def arun(self, calls: Sequence[ToolCall], asked_by: Node) -> list[str]: ...
+
+
 class RunTools(Effect):
     """Run one round of tool calls (in order; concurrently under allm()); their node ids."""
 
     __slots__ = ("asked_by", "calls", "toolbox")
 
-    def __init__(self, toolbox: Any, calls: list[ToolCall], asked_by: Node) -> None:
+    def __init__(self, toolbox: ToolRunner, calls: list[ToolCall], asked_by: Node) -> None:
         self.toolbox = toolbox
         self.calls = calls
         self.asked_by = asked_by
 
     def run(self) -> list[str]:
-        return self.toolbox.run(self.calls, self.asked_by)  # type: ignore[no-any-return]
+        return self.toolbox.run(self.calls, self.asked_by)
 
     async def arun(self) -> list[str]:
-        return await self.toolbox.arun(self.calls, self.asked_by)  # type: ignore[no-any-return]
+        return await self.toolbox.arun(self.calls, self.asked_by)
 
 
 class Call(Effect):

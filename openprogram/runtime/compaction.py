@@ -18,11 +18,11 @@ from typing import Any, Protocol
 
 from openprogram.agentic.function import agentic_function
 from openprogram.core import _context
-from openprogram.core.dag import RenderRange, check_render_range
+from openprogram.core.dag import Node, RenderRange, check_render_range
 from openprogram.core.image import Image, is_image
 from openprogram.errors import RunStopped, UsageError
 from openprogram.render._tokens import counter
-from openprogram.render.render import render_context
+from openprogram.render.render import RenderedContext, render_context
 from openprogram.runtime._step import Call, Step
 
 __all__ = ["count_tokens", "summarize_history"]
@@ -174,7 +174,7 @@ def _plan(
     return compactor, "\n".join(lines), [first, fresh[-1].seq]
 
 
-def note_over_budget(node: Any, rendered: Any, warned: set[str]) -> None:
+def note_over_budget(node: Node, rendered: RenderedContext, warned: set[str]) -> None:
     """Say so when llm node `node`'s `{"tokens": N}` history does not fit even after
     compaction (what always shows is too big): an "over_budget" entry in its report, and
     a warning once per function name in `warned`."""

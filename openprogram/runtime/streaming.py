@@ -32,6 +32,7 @@ __all__ = [
     "AsyncToolTextStream",
     "PendingStream",
     "TextStream",
+    "ToolRounds",
     "ToolTextStream",
     "open_stream",
 ]
@@ -40,6 +41,25 @@ __all__ = [
 class _Settings(Protocol):
     @property
     def callbacks(self) -> Sequence[Any]: ...
+
+
+class _Toolbox(Protocol):
+    @property
+    def specs(self) -> list[dict[str, Any]]: ...
+
+
+class ToolRounds(Protocol):
+    """What a stream and its exchange use of their llm() call's tool loop (tools.py's
+    ToolLoop, beside this module): its tools (None: none offered), the llm nodes of its
+    turns so far, and noting a new turn's node."""
+
+    @property
+    def toolbox(self) -> _Toolbox | None: ...
+
+    @property
+    def nodes(self) -> list[str]: ...
+
+    def asked(self, node: Node) -> None: ...
 
 
 class Exchange(Driver, Protocol):
@@ -59,7 +79,7 @@ class Exchange(Driver, Protocol):
         model: Model,
         response_format: Any,
         options: dict[str, Any],
-        loop: Any = None,
+        loop: ToolRounds | None = None,
     ) -> tuple[Node, ModelRequest | None]: ...
 
     def finish(self, node: Node, reply: ModelReply) -> ModelReply: ...
@@ -248,7 +268,7 @@ def open_stream(
     content: Any,
     model: Model,
     options: dict[str, Any],
-    loop: Any = None,
+    loop: ToolRounds | None = None,
     asynchronous: bool = False,
     between_turns: BetweenTurns | None = None,
 ) -> Step[Any]:
@@ -271,13 +291,13 @@ def _turn(
     content: Any,
     model: Model,
     options: dict[str, Any],
-    loop: Any,
+    loop: ToolRounds | None,
 ) -> Step[Any]:
     """Create the llm node and open the model's stream as a `kind` stream; a replayed
     exchange streams its recorded text."""
     node, request = runtime.prepare(content, model, None, options, loop)
     tools = loop is not None and loop.toolbox is not None
-    if tools:
+    if loop is not None and tools:
         loop.asked(node)
     if request is None:  # replayed: the recorded text, in one piece
         source = yield Replayed(str(node.output or ""))
@@ -327,7 +347,7 @@ class _Turns:
         runtime: Exchange,
         model: Model,
         options: dict[str, Any],
-        loop: Any,
+        loop: ToolRounds,
         between_turns: BetweenTurns,
     ) -> None:
         self._runtime = runtime

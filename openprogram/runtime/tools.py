@@ -292,6 +292,7 @@ class ToolLoop:
         node. Before it runs: count it (ModelError when none may run) and ask the gates
         (RunStopped when one says stop)."""
         self.next_round(node, calls, records.mark_error)
+        assert self.toolbox is not None  # next_round raised ModelError without one
         frame = _context.current_session().dag.get(node.parent) if node.parent else None
         records.gate_or_stop(kind="tool_calls", frame=frame, calls=calls)
         self.nodes.extend((yield RunTools(self.toolbox, calls, node)))
