@@ -102,7 +102,8 @@ def run_on_ray(
     if owned:
         from openprogram.operations.ray import init_ray
 
-        options: dict[str, Any] = {"address": address, "log_to_driver": False}
+        # "local": a private Ray (address None would join any Ray running on the machine)
+        options: dict[str, Any] = {"address": address or "local", "log_to_driver": False}
         if runtime_env is not None:
             options["runtime_env"] = runtime_env
         if address is None:

@@ -131,7 +131,11 @@ class RayWorkers:
             if self._actors:
                 raise UsageError("these RayWorkers are started already: stop() them first")
             if not ray.is_initialized():
-                options: dict[str, Any] = {"address": self.address, "log_to_driver": False}
+                # "local": a private Ray; None would join any Ray running on the machine
+                # (Ray looks for one among the processes), whose workers have another
+                # environment
+                address = self.address or "local"
+                options: dict[str, Any] = {"address": address, "log_to_driver": False}
                 if self.address is None:
                     options["include_dashboard"] = False
                 options.update(self._init)

@@ -27,15 +27,9 @@ from ray.cluster_utils import Cluster  # noqa: E402 - only with Ray installed
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture
-def cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
-    """A head node of one CPU and a worker node of one CPU and the resource "doomed".
-
-    A node's start-up gives its raylet 30 s to register (hard-coded in ray._private.node);
-    on a machine loaded far beyond its 2 cores a raylet takes longer, and the cluster is
-    the test's stage, not its subject: the registration is waited for patiently."""
-    services = ray._private.services
-    get_node = services.get_node
+def _patient(services: object) -> object:
+    """services.get_node, asking the GCS again for up to 300 s."""
+    get_node = services.get_node  # type: ignore[attr-defined]
 
     def patient(*args: object, **kwargs: object) -> object:
         deadline = time.monotonic() + 300
@@ -47,7 +41,18 @@ def cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
                     raise
                 time.sleep(0.5)  # asking the GCS again, not waiting for a guess
 
-    monkeypatch.setattr(services, "get_node", patient)
+    return patient
+
+
+@pytest.fixture
+def cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
+    """A head node of one CPU and a worker node of one CPU and the resource "doomed".
+
+    A node's start-up gives its raylet 30 s to register (hard-coded in ray._private.node);
+    on a machine loaded far beyond its 2 cores a raylet takes longer, and the cluster is
+    the test's stage, not its subject: the registration is waited for patiently."""
+    services = ray._private.services
+    monkeypatch.setattr(services, "get_node", _patient(services))
     sigterm = signal.getsignal(signal.SIGTERM)
     cluster = Cluster()
     try:
@@ -137,7 +142,27 @@ def test_bad_arguments_are_refused_before_ray_starts(tmp_path: Path) -> None:
     assert not ray.is_initialized()
 
 
-def test_the_worker_command_runs_the_queue_on_a_private_ray_until_idle(tmp_path: Path) -> None:
+@pytest.fixture
+def bystander(monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
+    """Another Ray on the machine (one node, not joined here): Ray, asked for no
+    address, joins whatever Ray it finds among the machine's processes."""
+    monkeypatch.setattr(ray._private.services, "get_node", _patient(ray._private.services))
+    sigterm = signal.getsignal(signal.SIGTERM)
+    other = Cluster()
+    try:
+        other.add_node(num_cpus=1, include_dashboard=False, wait=False)
+        other.wait_for_nodes(timeout=300)
+        yield other
+    finally:
+        other.shutdown()
+        signal.signal(signal.SIGTERM, sigterm)
+
+
+def test_the_worker_command_runs_the_queue_on_a_private_ray_until_idle(
+    bystander: Cluster, tmp_path: Path
+) -> None:
+    # a private Ray even with another running here (the old code joined it, whose
+    # workers have another environment: the runs ran there, with no log to write to)
     log = tmp_path / "ran.log"
     log.touch()
     store = str(tmp_path / "runs.db")
