@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -18,6 +18,9 @@ from openprogram.cli._print import say
 from openprogram.core.dag import ContextDAG, Node
 from openprogram.echo import echo, mask_url
 from openprogram.errors import OpenProgramError
+
+if TYPE_CHECKING:
+    from openprogram.store.base import Store
 
 __all__ = ["find_node", "opened_session", "opened_store", "resolve_id"]
 
@@ -53,7 +56,7 @@ def opened_store(spec: str) -> Iterator[Any]:
         store.close()
 
 
-def resolve_id(store: Any, session_id: str) -> str:
+def resolve_id(store: Store, session_id: str) -> str:
     if store.session(text_argument(session_id, "ID")) is not None:
         return session_id
     known: list[str] = [info.id for info in store.list_sessions()]

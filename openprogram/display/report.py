@@ -24,7 +24,7 @@ from openprogram.pages import render, trusted, write_page
 __all__ = ["report_html", "write_report"]
 
 
-def _dag_of(source: Any) -> tuple[ContextDAG, str | None]:
+def _dag_of(source: object) -> tuple[ContextDAG, str | None]:
     if isinstance(source, ContextDAG):
         return source, None
     dag = getattr(source, "dag", None)
@@ -36,7 +36,7 @@ def _dag_of(source: Any) -> tuple[ContextDAG, str | None]:
     )
 
 
-def _operations_panel(source: Any, dag: ContextDAG) -> str:
+def _operations_panel(source: object, dag: ContextDAG) -> str:
     """The operations panel of a Session with operations (display/operations.py)."""
     if isinstance(source, ContextDAG):
         return ""
@@ -47,7 +47,7 @@ def _operations_panel(source: Any, dag: ContextDAG) -> str:
 
 
 def report_html(
-    source: Any,
+    source: object,
     *,
     title: str | None = None,
     focus: str | None = None,
@@ -80,7 +80,7 @@ def report_html(
 
 
 def write_report(
-    source: Any,
+    source: object,
     path: str | os.PathLike[str],
     *,
     title: str | None = None,

@@ -101,7 +101,7 @@ class Tasks:
 
     def __init__(
         self,
-        store: Any,
+        store: object,
         model: str | None,
         options: dict[str, Any],
         result: Callable[[Any], Any],

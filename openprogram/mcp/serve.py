@@ -97,7 +97,7 @@ def find_function(target: str) -> Callable[..., Any]:
 def build_server(
     functions: Sequence[Callable[..., Any]],
     *,
-    store: Any = None,
+    store: object = None,
     model: str | None = None,
     api_base: str | None = None,
     api_key: str | None = None,
@@ -220,7 +220,7 @@ class _Calls:
         tool: str,
         fn: Callable[..., Any],
         arguments: dict[str, Any],
-        store: Any,
+        store: object,
         model: str | None,
         options: dict[str, Any],
     ) -> Any:
@@ -296,7 +296,7 @@ class _Stop(Callback):
 def _run(
     fn: Callable[..., Any],
     arguments: dict[str, Any],
-    store: Any,
+    store: object,
     model: str | None,
     options: dict[str, Any],
     stop: _Stop,
@@ -404,7 +404,7 @@ def serve(
     transport: ServeTransport = "stdio",
     host: str = "127.0.0.1",
     port: int = 8000,
-    store: Any = None,
+    store: object = None,
     model: str | None = None,
     api_base: str | None = None,
     api_key: str | None = None,

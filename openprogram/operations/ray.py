@@ -206,7 +206,7 @@ def _local(address: str | None) -> bool:
     return True
 
 
-def shared_store(store: Any, address: str | None, *, who: str) -> str:
+def shared_store(store: object, address: str | None, *, who: str) -> str:
     """The store URL every Ray worker of the cluster at `address` opens: a PostgreSQL
     URL, or an SQLite file (its absolute path) when the workers share this machine.
     Checks that it opens, creating the file. `who` names the caller in errors. Raises

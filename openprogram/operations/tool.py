@@ -234,7 +234,7 @@ def settle_operation(
     session: TrackedSession,
     operation: str,
     *,
-    result: Any = None,
+    result: object = None,
     rerun: bool = False,
     by: str = "",
 ) -> OperationRecord:

@@ -414,7 +414,7 @@ class Tracker:
         return live.record
 
     def settle(
-        self, id: str, *, result: Any = None, rerun: bool = False, by: str = ""
+        self, id: str, *, result: object = None, rerun: bool = False, by: str = ""
     ) -> OperationRecord:
         """Settle an `unknown` operation by hand: it is done with `result`, or (rerun=True)
         pending again, to run when its tool call is resumed. Its event says who settled it

@@ -95,7 +95,7 @@ class RunQueue:
     StoreError when the database cannot be reached.
     """
 
-    def __init__(self, spec: Any) -> None:
+    def __init__(self, spec: object) -> None:
         if isinstance(spec, os.PathLike):
             spec = os.fspath(spec)
         if not isinstance(spec, str) or spec == "memory":

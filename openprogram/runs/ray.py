@@ -77,7 +77,7 @@ class RayWorkers:
 
     def __init__(
         self,
-        store: Any,
+        store: object,
         *,
         replicas: int = 1,
         queues: Sequence[str] = ("default",),

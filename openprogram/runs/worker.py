@@ -78,7 +78,7 @@ class Worker:
 
     def __init__(
         self,
-        store: Any,
+        store: object,
         *,
         queues: Sequence[str] = ("default",),
         concurrency: int = 1,
