@@ -28,6 +28,7 @@ from gui_harness.perception.component import Component
 from gui_harness.perception.fusion import fuse, to_image
 from gui_harness.perception.marks import describe, draw_marks
 from gui_harness.perception.memory.memory import ComponentMemory, MemoryEntry
+from gui_harness.perception.ocr._lines import lettered
 from gui_harness.perception.ocr.ocr import _name_toggles, ocr_available
 from gui_harness.perception.ocr.ocr_worker import OcrWorker
 from gui_harness.perception.pixels._changes import Redetector
@@ -171,7 +172,7 @@ class Perception:
                     grey, pixels, accessibility.windows, _scale(accessibility, picture.size)
                 )
         components = fuse(tree, pixels, max_components=self.max_components)
-        icons = [n for n, c in enumerate(components) if _icon_only(c)]
+        icons = [n for n, c in enumerate(components) if _icon_only(grey, c)]
         for n in icons:  # named by their icon, or not at all
             components[n] = _named_by_icon(grey, components[n])
         if self._worker is not None:
@@ -239,17 +240,23 @@ def _shared_worker() -> OcrWorker:
 _ICON = 48  # px: an unnamed control of the tree no larger either way is an icon
 
 
-def _icon_only(component: Component) -> bool:
-    """Whether `component` is a button or tab the tree reports without a name, icon-sized:
-    the app gave it no text (a drawn label would have named it), so what OCR reads off
-    it is its icon (a magnifier read as 'Q', a sidebar icon as '国'): no label is truer."""
-    return (
+def _icon_only(grey: np.ndarray, component: Component) -> bool:
+    """Whether `component` is a button or tab the tree reports without a name, icon-sized,
+    that draws no word: what OCR reads off an icon is no label (a magnifier read as 'Q', a
+    sidebar icon as '国'), but a small control may draw a short word the tree does not
+    give (GTK 4's column view heads, "Icon", "Name": _lines.lettered), which is read."""
+    if not (
         component.source == "accessibility"
         and component.label is None
         and component.kind in ("button", "tab")
         and component.box[2] <= _ICON
         and component.box[3] <= _ICON
-    )
+    ):
+        return False
+    x, y, w, h = component.box
+    inset = 2 if min(w, h) > 8 else 0  # inside its border
+    crop = grey[max(y + inset, 0) : y + h - inset, max(x + inset, 0) : x + w - inset]
+    return crop.size == 0 or not lettered(crop)
 
 
 def _named_by_icon(grey: np.ndarray, component: Component) -> Component:

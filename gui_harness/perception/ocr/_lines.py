@@ -12,7 +12,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-__all__ = ["Lines", "text_lines"]
+__all__ = ["Lines", "lettered", "text_lines"]
 
 _INK = 24  # grey levels off the crop's background that make a pixel ink (ocr_worker's)
 _LINE_H = (4, 64)  # px; a band of ink outside this is no line of text
@@ -22,6 +22,9 @@ _MAX_LINES = 3  # more lines than this are content (a text area), named by their
 _THIN = 4  # px; a rule is no deeper than this
 _MARGIN = 4  # px of background kept either side of a line's ink, and _EDGE above and below
 _EDGE = 2
+_WORD = 1.5  # a line of letters is this many times as wide as high, or more
+_LETTERS = 3  # separate marks in a word of them
+_CORE = 96  # grey levels off the background of a glyph's core (not its smoothed edge)
 
 
 class Lines(list[np.ndarray]):
@@ -36,15 +39,8 @@ def text_lines(crop: np.ndarray) -> Lines:
     and rows; a crop holding one band of ink is its own line (cut to the columns of its
     text where rules reach beyond it: a slider's track); none when it holds no ink but
     rules or marks taller than a line."""
-    background = int(np.median(crop))
-    ink = np.abs(crop.astype(np.int16) - background) > _INK
-    clean = ink.copy()
-    height, width = ink.shape
-    # along it, as long as a fifth of it and twice its height: borders, a track (either
-    # side of its knob), an underline; a letter's stroke is shorter than its line is high
-    clean[_runs(ink, max(width // 5, 2 * height, 2))] = False
-    # across it, taller than two lines of the largest text: a vertical track
-    clean[_runs(ink.T, max(height // 5, 2 * _LINE_H[1])).T] = False
+    ink, clean = _ink(crop)
+    height = ink.shape[0]
     bands = _bands(clean, ink)
     found = len(bands)
     if found > 1:  # an icon above a tile's name is no line of it
@@ -64,6 +60,42 @@ def text_lines(crop: np.ndarray) -> Lines:
         lines.append(crop[rows, max(left - _MARGIN, 0) : right + _MARGIN])
     lines.content = len(bands) > _MAX_LINES
     return lines
+
+
+def lettered(crop: np.ndarray) -> bool:
+    """Whether a grey `crop` holds a word rather than an icon: one line of ink (rules
+    left out) over _WORD times as wide as high, of _LETTERS separate marks or more (an
+    icon is one mark or a few about as wide as high: a magnifier, a grid's squares)."""
+    ink, clean = _ink(crop)
+    bands = _bands(clean, ink)
+    if len(bands) != 1:
+        return False
+    top, bottom = bands[0]
+    left, right = _columns(clean[top:bottom])
+    if right - left < _WORD * (bottom - top):
+        return False
+    # the glyphs' cores, four-connected: a small font's letters touch at their edges
+    core = clean[top:bottom, left:right] & (_contrast(crop[top:bottom, left:right]) > _CORE)
+    marks, _ = cv2.connectedComponents(core.astype(np.uint8), connectivity=4)
+    return marks - 1 >= _LETTERS
+
+
+def _contrast(crop: np.ndarray) -> np.ndarray:
+    """How far each pixel of `crop` is off its background (its median)."""
+    return np.abs(crop.astype(np.int16) - int(np.median(crop)))
+
+
+def _ink(crop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ink of `crop` (off its background), and that ink without rules."""
+    ink = _contrast(crop) > _INK
+    clean = ink.copy()
+    height, width = ink.shape
+    # along it, as long as a fifth of it and twice its height: borders, a track (either
+    # side of its knob), an underline; a letter's stroke is shorter than its line is high
+    clean[_runs(ink, max(width // 5, 2 * height, 2))] = False
+    # across it, taller than two lines of the largest text: a vertical track
+    clean[_runs(ink.T, max(height // 5, 2 * _LINE_H[1])).T] = False
+    return ink, clean
 
 
 def _runs(ink: np.ndarray, length: int) -> np.ndarray:
