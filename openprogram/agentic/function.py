@@ -414,7 +414,7 @@ class AsyncAgenticFunction(AgenticFunction[P, Awaitable[R]]):
         return result
 
 
-def is_async(fn: Any) -> bool:
+def is_async(fn: object) -> bool:
     """Whether calling `fn` gives an awaitable to await: a coroutine function, or a
     decorated one (which Python before 3.12 does not tell for one)."""
     return isinstance(fn, AsyncAgenticFunction) or inspect.iscoroutinefunction(fn)

@@ -110,7 +110,7 @@ def find(dag: ContextDAG, question_id: str) -> Node:
     )
 
 
-def check(asked: Question, value: Any) -> Any:
+def check(asked: Question, value: object) -> Any:
     """`value` as the JSON-able answer `asked` accepts: a choice, a value matching the
     schema, or text. A string is also read as JSON where the schema or a choice needs
     it (answers from the command line are strings). UsageError naming what is expected,
@@ -223,7 +223,7 @@ def answerer() -> str:
     return f"{user}@{socket.gethostname()} pid {os.getpid()}"
 
 
-def answered(node: Node, value: Any, dag: ContextDAG, *, at: float, by: str) -> Node:
+def answered(node: Node, value: object, dag: ContextDAG, *, at: float, by: str) -> Node:
     """A copy of ask node `node` as the answer `value` completes it: what the store is
     asked to record in its compare-and-set (the node itself changes only once it has)."""
     meta = {**node.meta, "answered_at": at, "answered_by": by}
@@ -234,7 +234,7 @@ def answered(node: Node, value: Any, dag: ContextDAG, *, at: float, by: str) -> 
     )  # fmt: skip
 
 
-def settled(asked: Question, node: Node, value: Any) -> None:
+def settled(asked: Question, node: Node, value: object) -> None:
     """Nothing when `node` (as stored) holds `value` as its answer already (answering
     again is idempotent); else UsageError naming who answered, when, and with what."""
     if node.status == "completed":

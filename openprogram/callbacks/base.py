@@ -89,7 +89,7 @@ def _persist_late(node: Node) -> None:
         dag.notify("completed", node)
 
 
-def transform(callbacks: Sequence[Any], hook: str, value: Any) -> Any:
+def transform(callbacks: Sequence[Any], hook: str, value: object) -> Any:
     """Chain transformer `hook` through the callbacks in order; errors propagate."""
     for callback in callbacks:
         method = getattr(callback, hook, None)

@@ -155,7 +155,7 @@ class PIIRedactor(Callback):
             self._counts.clear()
 
     # -- restoring -----------------------------------------------------------------------
-    def restore(self, value: Any) -> Any:
+    def restore(self, value: object) -> Any:
         """`value` with placeholders replaced by the originals, walking dicts, lists,
         tuples and pydantic models (a copy; the input is not changed). Unknown
         placeholders and other types are left as they are."""

@@ -210,7 +210,7 @@ class TrajectorySaver(Callback):
         _write_atomic(self._file(trajectory, "metadata.json"), data.encode("utf-8"))
 
     # -- GUI steps -----------------------------------------------------------------------
-    def on_screenshot(self, image: Any, step: int) -> None:
+    def on_screenshot(self, image: object, step: int) -> None:
         """Save `image` (PIL or openprogram.Image) as the screenshot of step `step`."""
         trajectory = self._trajectory()
         if trajectory is None:

@@ -24,7 +24,7 @@ class Styled(str):
     __slots__ = ()
 
 
-def styled(text: Any, *, newlines: bool = True, **style: Any) -> Styled:
+def styled(text: object, *, newlines: bool = True, **style: Any) -> Styled:
     """`text` escaped (`newlines=False`: newline and tab too), then click.style(**style)."""
     shown = printable(str(text), newlines=newlines)
     return Styled(click.style(shown, **style) if style else shown)
@@ -37,7 +37,7 @@ def say(*pieces: Any, err: bool = False, nl: bool = True) -> None:
     click.echo(text, err=err, nl=nl)
 
 
-def json_text(value: Any, **options: Any) -> Styled:
+def json_text(value: object, **options: Any) -> Styled:
     """`value` as JSON (json.dumps(**options)), as data_text() prints it: valid JSON."""
     return data_text(json.dumps(value, **options))
 

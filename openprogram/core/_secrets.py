@@ -154,7 +154,7 @@ _names: dict[str, str] = {}
 _names_for: re.Pattern[str] | None = None
 
 
-def scrub_value(value: Any) -> Any:
+def scrub_value(value: object) -> Any:
     """A copy of a JSON-able value with secret values scrubbed from every string (and
     dict key); other values are returned as they are."""
     pattern = _pattern()

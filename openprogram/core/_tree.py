@@ -118,7 +118,7 @@ def _badges(node: Node) -> list[str]:
     return badges
 
 
-def settled_text(meta: dict[str, Any], output: Any = None) -> str:
+def settled_text(meta: dict[str, Any], output: object = None) -> str:
     """How a settled `once` call was settled, by whom and when ("settled to run again by
     alice at 2026-12-07 02:30:31 UTC", "settled with "ch-0" by …": `output`, what it
     returns), from its meta; "" when it never was."""

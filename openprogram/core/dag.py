@@ -234,7 +234,7 @@ class ContextDAG:
         name: str,
         *,
         parent: str | None = None,
-        input: Any = None,
+        input: object = None,
         status: Status = "running",
         branch: str | None = None,
         **fields: Any,
@@ -314,7 +314,7 @@ class ContextDAG:
     def complete(
         self,
         node: Node,
-        output: Any = None,
+        output: object = None,
         *,
         status: Status = "completed",
         error: str | None = None,
@@ -337,7 +337,7 @@ class ContextDAG:
         for listener in self.listeners:
             listener(event, node)
 
-    def add_image(self, image: Any) -> ImageRef:
+    def add_image(self, image: object) -> ImageRef:
         """Store an image once by content hash and return its reference."""
         value = image if isinstance(image, Image) else Image(image)
         ref = value.ref()
@@ -351,7 +351,7 @@ class ContextDAG:
         except KeyError:
             raise UsageError(f"image sha256:{sha[:12]} is not in this DAG's blob table") from None
 
-    def jsonable(self, value: Any) -> Any:
+    def jsonable(self, value: object) -> Any:
         """`value` in JSON-able form, with images moved to the blob table as references."""
         return to_jsonable(value, self.add_image)
 

@@ -43,7 +43,7 @@ def _is_pil(value: Any) -> bool:
     return pil is not None and isinstance(value, pil.Image)
 
 
-def is_image(value: Any) -> bool:
+def is_image(value: object) -> bool:
     """Whether `value` is something the DAG stores as an image (PIL or openprogram.Image)."""
     return isinstance(value, Image) or _is_pil(value)
 
@@ -56,7 +56,7 @@ class Image:
 
     __slots__ = ("_pil", "_png", "_sha256")
 
-    def __init__(self, source: Any) -> None:
+    def __init__(self, source: object) -> None:
         self._pil: Any
         self._png: bytes | None = None
         self._sha256: str | None = None

@@ -87,7 +87,7 @@ def _usage_block(response: Any) -> Any:
 
 
 def usage_from_response(
-    response: Any, *, cost_usd: float | None = None, latency_s: float = 0.0
+    response: object, *, cost_usd: float | None = None, latency_s: float = 0.0
 ) -> Usage:
     """Normalise a response, or just its usage block, into one `Usage`.
 

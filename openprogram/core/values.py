@@ -63,7 +63,7 @@ _HEAP_TYPE, _IMMUTABLE_TYPE = 1 << 9, 1 << 8  # a class statement makes heap, mu
 
 
 def to_jsonable(
-    value: Any,
+    value: object,
     add_image: Callable[[Any], ImageRef] | None,
     opaque: list[str] | None = None,
     *,
@@ -330,7 +330,7 @@ def _fields(value: Any, kind: type) -> tuple[str, Any] | str | None:
 # -- reading stored values ------------------------------------------------------------------
 
 
-def from_jsonable(value: Any) -> Any:
+def from_jsonable(value: object) -> Any:
     """Inverse of the stored form's image part: `{"$image": ...}` dicts become ImageRefs."""
     if isinstance(value, dict):
         if "$image" in value and value["$image"] and "width" in value:
@@ -341,7 +341,7 @@ def from_jsonable(value: Any) -> Any:
     return value
 
 
-def with_image_dicts(value: Any) -> Any:
+def with_image_dicts(value: object) -> Any:
     """A stored value with its ImageRefs as `{"$image": ...}` dicts (the form on disk)."""
     if isinstance(value, ImageRef):
         return value.to_json()
@@ -352,7 +352,7 @@ def with_image_dicts(value: Any) -> Any:
     return value
 
 
-def stored_text(value: Any) -> str:
+def stored_text(value: object) -> str:
     """Canonical JSON text of a stored value (sorted keys, images by hash): what input
     hashes are taken of. Never fails: anything left over is written with str()."""
     return json.dumps(
@@ -364,7 +364,7 @@ def _image_json(item: Any) -> Any:
     return item.to_json() if isinstance(item, ImageRef) else str(item)
 
 
-def kinds(value: Any, *, skip: tuple[str, ...] = ()) -> tuple[bool, bool]:
+def kinds(value: object, *, skip: tuple[str, ...] = ()) -> tuple[bool, bool]:
     """(holds an opaque value, holds a typed value) of a stored value; `skip` names the
     top-level keys left out (hidden parameters)."""
     typed = False
@@ -384,7 +384,7 @@ def kinds(value: Any, *, skip: tuple[str, ...] = ()) -> tuple[bool, bool]:
     return False, typed
 
 
-def as_shown(value: Any) -> Any:
+def as_shown(value: object) -> Any:
     """A stored value as renders show it: objects as their fields, enums as their value,
     paths, dates and numbers as text, sets as lists, opaque values as `<type>`."""
     if isinstance(value, dict):
@@ -424,7 +424,7 @@ def _shown_tag(value: dict[str, Any]) -> Any:
     return as_shown(inner)
 
 
-def shown_json(value: Any, encode: Callable[[Any], str]) -> str:
+def shown_json(value: object, encode: Callable[[Any], str]) -> str:
     """`encode(value)`, of as_shown(value) when the value holds typed or opaque values."""
     text = encode(value)
     if '"$type":' in text or '"$opaque":' in text:
@@ -440,7 +440,7 @@ class NotRebuildable(Exception):
     """A stored value that rebuilt() cannot make into a live one."""
 
 
-def rebuilt(value: Any, *, fields: bool = False) -> Any:
+def rebuilt(value: object, *, fields: bool = False) -> Any:
     """A stored value made live again: standard types (ints, bytes, sets, dates, numbers,
     paths, dicts with other keys) are rebuilt; with `fields`, a typed object becomes its fields
     and an enum or path its value, for a validator that knows the type (nothing is

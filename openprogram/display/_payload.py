@@ -113,7 +113,7 @@ def _ref(value: Any) -> ImageRef | None:
     return None
 
 
-def image_refs(value: Any, found: list[ImageRef]) -> list[ImageRef]:
+def image_refs(value: object, found: list[ImageRef]) -> list[ImageRef]:
     """Every image reference inside a node value, in order (repeats included)."""
     ref = _ref(value)
     if ref is not None:

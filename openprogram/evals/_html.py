@@ -26,7 +26,7 @@ VALUE_LIMIT = 1500
 """Characters of an input, expected value or output a page shows."""
 
 
-def shown(value: Any, limit: int = VALUE_LIMIT) -> str:
+def shown(value: object, limit: int = VALUE_LIMIT) -> str:
     """A value as a page shows it: text as itself, anything else as indented JSON; cut."""
     if value is None:
         return "—"

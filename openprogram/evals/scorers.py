@@ -64,7 +64,7 @@ def scorer_name(scorer: Scorer) -> str:
 def apply(
     scorer: Scorer,
     case: Case,
-    output: Any,
+    output: object,
     run: Run,
     *,
     name: str,
@@ -168,7 +168,7 @@ def _comparable(value: Any) -> Any:
 
 
 # -- the built-ins ----------------------------------------------------------------------
-def equals(case: Case, output: Any, run: Run | None = None) -> Score:
+def equals(case: Case, output: object, run: Run | None = None) -> Score:
     """Whether the output equals the case's `expected`, compared in stored form: a
     pydantic model equals the same model, and its recorded form (from_sessions)."""
     stored = _comparable(output)

@@ -63,7 +63,7 @@ def bounded_validator(server: str, tool: str, schema: Any, *, what: str = "input
     return _bounded_class(cls)(schema, registry=Registry())
 
 
-def problems(validator: Any, instance: Any, seconds: float) -> list[ValidationError]:
+def problems(validator: Any, instance: object, seconds: float) -> list[ValidationError]:
     """The first MAX_ERRORS errors of `instance` (by path); SchemaTooSlow when checking
     takes longer than `seconds`."""
     token = _deadline.set(time.monotonic() + seconds)

@@ -26,7 +26,7 @@ from openprogram.store._operations import OperationRow
 __all__ = ["Live", "Shared", "masked_json", "masked_text", "new_row", "record_of", "to_json"]
 
 
-def to_json(value: Any) -> str:
+def to_json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 

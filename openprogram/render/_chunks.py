@@ -83,7 +83,7 @@ class Chunks(Generic[T]):
         items.extend(self._tail)
         return items
 
-    def bisect(self, value: Any, key: Callable[[T], Any], *, right: bool = False) -> int:
+    def bisect(self, value: object, key: Callable[[T], Any], *, right: bool = False) -> int:
         """Where `value` goes among the items, ordered by `key` (bisect_left or _right)."""
         full = self._full
         low, high = 0, len(full)

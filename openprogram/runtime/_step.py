@@ -169,7 +169,7 @@ class Call(Effect):
 
     __slots__ = ("argument", "function")
 
-    def __init__(self, function: Callable[[Any], Any], argument: Any) -> None:
+    def __init__(self, function: Callable[[Any], Any], argument: object) -> None:
         self.function = function
         self.argument = argument
 
@@ -254,14 +254,14 @@ def reraise(error: Exception, cause: Exception) -> NoReturn:
     raise error from cause
 
 
-def prepend(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
+def prepend(first: object, rest: Iterator[Any]) -> Iterator[Any]:
     """`first` (unless None), then the rest."""
     if first is not None:
         yield first
     yield from rest
 
 
-async def aprepend(first: Any, rest: AsyncIterator[Any]) -> AsyncIterator[Any]:
+async def aprepend(first: object, rest: AsyncIterator[Any]) -> AsyncIterator[Any]:
     if first is not None:
         yield first
     async for item in rest:

@@ -53,7 +53,7 @@ class StoredBlobs(dict[str, Image]):
                 raise
             return image
 
-    def get(self, sha: str, default: Any = None) -> Any:
+    def get(self, sha: str, default: object = None) -> Any:
         try:
             return self[sha]
         except KeyError:

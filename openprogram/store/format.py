@@ -214,7 +214,7 @@ else:  # pragma: no cover - interpreters without the C accelerator
 _IMAGE = re.compile(r'"\$image":"([0-9a-f]{64})"')
 
 
-def encode_json(value: Any, refs: list[str]) -> str:
+def encode_json(value: object, refs: list[str]) -> str:
     """Compact JSON of a node value; image references become `{"$image": sha256, ...}`
     and their hashes are appended to `refs` (so the store can save the blobs with it)."""
     try:
@@ -438,7 +438,7 @@ def reads_overlap(base: Sequence[str], reads: Sequence[str]) -> tuple[int, int] 
 _MIN_SHARED_READS = 4
 
 
-def image_refs(value: Any, into: set[str]) -> None:
+def image_refs(value: object, into: set[str]) -> None:
     """Add the sha256 of every ImageRef inside a decoded value to `into`."""
     if isinstance(value, ImageRef):
         into.add(value.sha256)
