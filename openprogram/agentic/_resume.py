@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 from openprogram.core._secrets import scrub
 from openprogram.core.dag import ContextDAG, Node
@@ -407,7 +407,7 @@ NOT_ANSWERED = object()
 def resumed_output(
     node: Node,
     legacy: bool,
-    adapter: Any,
+    adapter: TypeAdapter[Any] | None,
     revive: Callable[[Any], Any],
     convert: Callable[[Any], Any],
 ) -> Any:

@@ -10,7 +10,10 @@ import base64
 import io
 import threading
 from collections import OrderedDict
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from openprogram.core.image import Image
 
 __all__ = ["thumbnail_url"]
 
@@ -20,7 +23,7 @@ _lock = threading.Lock()
 _SMALL_PIXELS = 96 * 96
 
 
-def thumbnail_url(image: Any, max_px: int) -> str:
+def thumbnail_url(image: Image, max_px: int) -> str:
     """`image` (an openprogram.Image) shrunk to fit `max_px` × `max_px`, as a data URL."""
     key = (image.sha256, max_px)
     with _lock:

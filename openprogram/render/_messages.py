@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from json.encoder import encode_basestring
 from typing import Any, Protocol
 
@@ -194,11 +194,11 @@ def _canonical_value(part: dict[str, Any]) -> Any:
     return part
 
 
-def json_text(value: Any) -> str:
+def json_text(value: object) -> str:
     return _ENCODER.encode(value)
 
 
-def value_text(value: Any) -> str:
+def value_text(value: object) -> str:
     """A stored value as a line shows it: objects by their fields (values.as_shown)."""
     return shown_json(value, _ENCODER.encode)
 
@@ -225,7 +225,7 @@ def openai_call(call: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def shown(value: Any, budget: int | None, name: str, as_json: bool) -> tuple[str, str | None]:
+def shown(value: object, budget: int | None, name: str, as_json: bool) -> tuple[str, str | None]:
     """`value` as text (JSON, or a plain string for a tool message), cut to `budget`
     characters at whole list items or dict entries where it can, saying what was cut;
     and what was cut, for the report (None when nothing was)."""
@@ -257,7 +257,9 @@ def shown(value: Any, budget: int | None, name: str, as_json: bool) -> tuple[str
     return f"{text[:budget]}… [cut: {cut}; {hint}]", cut
 
 
-def content_parts(content: Any, cut: Any, node_id: str | None) -> list[dict[str, Any]]:
+def content_parts(
+    content: Any, cut: Callable[[str, str | None], str] | None, node_id: str | None
+) -> list[dict[str, Any]]:
     """Content (a str or a list of parts with ImageRefs) as internal message parts."""
     if content is None:
         return []

@@ -15,7 +15,10 @@ import threading
 import time
 from http.server import HTTPServer
 from socketserver import BaseRequestHandler, TCPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 __all__ = ["DeadlineReader", "LimitedServer"]
 
@@ -197,7 +200,7 @@ class DeadlineReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer: Any) -> int:
+    def readinto(self, buffer: WriteableBuffer) -> int:
         remaining = self._deadline - time.monotonic()
         if remaining <= 0:
             raise TimeoutError("the request's read deadline passed")
