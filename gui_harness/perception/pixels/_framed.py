@@ -1,7 +1,8 @@
 """Controls drawn as framed cells that detection reads as one line or one box: a tab
-strip's framed labels side by side on their page's top line (Swing's Metal tabs, Tk's
-notebook), and a spin box's up and down arrows stacked at its field's right end (Swing's
-JSpinner, Tk's spin boxes). Private to detect.py, which calls these on what it found.
+strip's framed labels side by side on their page's top line (Swing's tabs in the Metal,
+Nimbus, Motif and GTK looks, Tk's notebook), and a spin box's up and down arrows stacked
+at its field's right end (Swing's JSpinner, Tk's spin boxes). Private to detect.py,
+which calls these on what it found.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ _STRIP_H = (10, 48)  # px; the height of a tab strip's line
 _LINE_INK = 25  # grey levels a frame's line differs from its strip's background by
 _MARK_INK = 40  # grey levels an arrow differs from its button's face by
 _SEEDS = ("text", "link", "button", "tab")
+_GAP_KERNEL = np.ones((3, 1), np.uint8)
 
 
 def framed_tabs(grey: np.ndarray, found: list[Found]) -> list[Found]:
@@ -98,20 +100,22 @@ def _strip(grey: np.ndarray, box: Box) -> tuple[list[Box], tuple[int, int, int]]
     bx0, bx1 = max(x - h, 0), min(x + w + h, width)
     by0, by1 = max(y - 4, 0), min(y + h + 4, height)
     crop = grey[by0:by1, bx0:bx1].astype(np.int16)
-    ink = np.abs(crop - int(np.median(crop))) >= _LINE_INK
     ux0, ux1 = x - bx0, x + w - bx0  # the union's columns in the crop
     # The base: a line across the row's lower half that runs on past it by its height
-    # on one side (the page's top border).
-    lower = ink[y + h // 2 - by0 :]
-    runs_on = np.zeros(len(lower), bool)
-    for side in (lower[:, ux1 + 2 : ux1 + h], lower[:, max(ux0 - h, 0) : max(ux0 - 2, 0)]):
-        if side.shape[1] >= h // 2:
+    # on one side (the page's top border). Looked for first, beside the row only: most
+    # rows have none.
+    runs_on = np.zeros(by1 - (y + h // 2), bool)
+    for start, stop in ((ux1 + 2, ux1 + h), (max(ux0 - h, 0), max(ux0 - 2, 0))):
+        if stop - start >= h // 2 and stop <= crop.shape[1]:
+            side = _lines(crop[:, start:stop], axis=0)[y + h // 2 - by0 :]
             runs_on |= side.mean(axis=1) >= 0.9
     if not runs_on.any():
         return None
     base = y + h // 2 - by0 + int(np.argmax(runs_on))
+    # a gradient's fill (Nimbus's tabs) is no line
+    across, upright = _lines(crop, axis=0), _lines(crop, axis=1)
     # The top: the lowest line of the row's upper part across half its width.
-    coverage = ink[:, ux0:ux1].mean(axis=1)
+    coverage = across[:, ux0:ux1].mean(axis=1)
     tops = [r for r in range(max(y - 2 - by0, 0), y + h // 3 - by0) if coverage[r] >= 0.5]
     if not tops:
         return None
@@ -119,15 +123,15 @@ def _strip(grey: np.ndarray, box: Box) -> tuple[list[Box], tuple[int, int, int]]
     frame = base - top + 1
     if frame < _STRIP_H[0]:
         return None
-    dividers = _dividers(ink[top : base + 1])
-    bounds = [(0, 0), *dividers, (ink.shape[1], ink.shape[1])]
+    dividers = _dividers(upright[top : base + 1], room=h)
+    bounds = [(0, 0), *dividers, (crop.shape[1], crop.shape[1])]
     cells: list[tuple[int, int, int, int]] = []  # a label's [start, end), its dividers
     rows: list[tuple[int, int]] = []  # and its [top, bottom) rows
     for k in range(len(bounds) - 1):
         start, end = bounds[k][1] + 1, bounds[k + 1][0]
-        if end - start < h or not _framed_top(ink, top, start, end):
+        if end - start < h or not _framed_top(across, top, start, end):
             continue
-        label = _label(ink[top + 2 : base - 1, start:end])
+        label = _label(crop[top + 2 : base - 1, start:end])
         if label is not None:
             first, last, high, low = label
             cells.append((start + first, start + last, k, k + 1))
@@ -135,12 +139,12 @@ def _strip(grey: np.ndarray, box: Box) -> tuple[list[Box], tuple[int, int, int]]
     tabs, rows = _adjacent(cells, rows)
     if len(tabs) < 2:
         return None
-    below = ink[base + 2 : min(base + 2 + frame // 2, ink.shape[0])]
+    below = upright[base + 2 : min(base + 2 + frame // 2, crop.shape[0])]
     for cell in tabs[:-1]:  # the lines between two tabs
         d0, d1 = bounds[cell[3]]
         if len(below) and below[:, d0 : d1 + 1].any(axis=1).mean() >= 0.5:
             return None  # a column line runs on below: a table's header
-    bottom = ink[max(base - 3, 0) : base + 2]
+    bottom = across[max(base - 3, 0) : base + 2]
     open_ = sum(bottom[:, s:e].any(axis=0).mean() < 0.8 for s, e, _, _ in tabs)
     if open_ > 1:
         return None
@@ -161,7 +165,7 @@ def _strip(grey: np.ndarray, box: Box) -> tuple[list[Box], tuple[int, int, int]]
         else:
             pad = start - middles[k0]
             near = k1 < len(bounds) - 1 and bounds[k1][1] - end <= 2 * pad + 4
-            right = bounds[k1][1] if near else min(end + pad, ink.shape[1] - 1)
+            right = bounds[k1][1] if near else min(end + pad, crop.shape[1] - 1)
         # the label, padded by half the room its frame leaves it (a corner's slant
         # stays out of the label's crop)
         x0, x1 = start - max((start - left) // 2, 2), end + max((right - end) // 2, 2)
@@ -170,19 +174,40 @@ def _strip(grey: np.ndarray, box: Box) -> tuple[list[Box], tuple[int, int, int]]
     return boxes, (by0 + top - 1, by0 + base, bx0 + right + 1)
 
 
-def _dividers(ink: np.ndarray) -> list[tuple[int, int]]:
+def _lines(crop: np.ndarray, axis: int) -> np.ndarray:
+    """The pixels of `crop` (int16) on thin lines across it (`axis` 0) or up it (1):
+    darker, or lighter, by _LINE_INK or more than the pixels 1 or 2 px either side of
+    them (a line's width each way); a gradient or a flat fill's edge is no line."""
+    found = np.zeros(crop.shape, bool)
+    for k in (1, 2):
+        padded = np.pad(crop, [(k, k), (0, 0)] if axis == 0 else [(0, 0), (k, k)], "edge")
+        if axis == 0:
+            before, after = padded[: -2 * k], padded[2 * k :]
+        else:
+            before, after = padded[:, : -2 * k], padded[:, 2 * k :]
+        one, other = crop - before, crop - after
+        found |= ((one >= _LINE_INK) & (other >= _LINE_INK)) | (
+            (one <= -_LINE_INK) & (other <= -_LINE_INK)
+        )
+    return found
+
+
+def _dividers(ink: np.ndarray, room: int) -> list[tuple[int, int]]:
     """The [first, last] columns of each straight line that runs three quarters of the
-    way from `ink`'s top to its bottom (a tab's side); lines within 3 px of each other
-    are one (a 3-D border's light and dark lines)."""
+    way from `ink`'s top to its bottom (a tab's side), gaps of a pixel bridged (where a
+    focus ring's corner meets it, a side's pixel differs from one side only); lines
+    with less than `room` between them are one (a 3-D border's light and dark lines, a
+    tab's side and its focus ring's)."""
+    closed = cv2.morphologyEx(ink.astype(np.uint8), cv2.MORPH_CLOSE, _GAP_KERNEL) > 0
     runs = np.zeros(ink.shape[1], np.int32)
     longest = np.zeros(ink.shape[1], np.int32)
-    for row in ink:
+    for row in closed:
         runs = np.where(row, runs + 1, 0)
         np.maximum(longest, runs, out=longest)
     columns = np.flatnonzero(longest >= 0.75 * ink.shape[0])
     if not len(columns):
         return []
-    breaks = np.flatnonzero(np.diff(columns) > 3)
+    breaks = np.flatnonzero(np.diff(columns) > room)
     starts = np.concatenate([columns[:1], columns[breaks + 1]]).tolist()
     ends = np.concatenate([columns[breaks], columns[-1:]]).tolist()
     return list(zip(starts, ends, strict=True))
@@ -194,14 +219,16 @@ def _framed_top(ink: np.ndarray, top: int, start: int, end: int) -> bool:
     return band.size > 0 and band.any(axis=0).mean() >= 0.7
 
 
-def _label(inner: np.ndarray) -> tuple[int, int, int, int] | None:
-    """The [start, end) columns and [top, bottom) rows of the label in `inner` (a cell
-    between its sides), or None when it holds none: its marks, less those that touch
-    the cell's sides (a slanted corner) or span most of it (a focus ring, an inner
-    border), at least 6 px wide and 5 px high together."""
-    if inner.size == 0:
+def _label(cell: np.ndarray) -> tuple[int, int, int, int] | None:
+    """The [start, end) columns and [top, bottom) rows of the label in `cell` (grey, a
+    cell between its sides), or None when it holds none: its marks (off the cell's
+    median, so a gradient's fill is none), less those that touch the cell's sides (a
+    slanted corner) or span most of it (a focus ring, an inner border), at least 6 px
+    wide and 5 px high together."""
+    if cell.size == 0:
         return None
-    _, labels, stats, _ = cv2.connectedComponentsWithStats(inner.astype(np.uint8), connectivity=8)
+    inner = (np.abs(cell - int(np.median(cell))) >= _MARK_INK).astype(np.uint8)
+    _, labels, stats, _ = cv2.connectedComponentsWithStats(inner, connectivity=8)
     high, wide = inner.shape
     x, w, h = stats[:, cv2.CC_STAT_LEFT], stats[:, cv2.CC_STAT_WIDTH], stats[:, cv2.CC_STAT_HEIGHT]
     keep = (x > 0) & (x + w < wide) & (w < 0.8 * wide) & (h < 0.8 * high)

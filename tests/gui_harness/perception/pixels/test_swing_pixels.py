@@ -118,9 +118,17 @@ def _spin_value(seen: list[Component]) -> str | None:
     return fields[0].label if len(fields) == 1 else None
 
 
+def _drawn(seen: list[Component]) -> bool:
+    """Whether the form's General page looks drawn: its labels read, its tabs found (a
+    busy machine's JVM paints a while after its window maps)."""
+    labels = {c.label for c in seen}
+    tabs = {c.label for c in seen if c.kind == "tab"}
+    return {"Apply", "Cancel", "Name:"} <= labels and {"General", "Advanced"} <= tabs
+
+
 def test_a_swing_form_s_field_and_buttons_from_pixels_alone(form):
     _, look = form
-    seen = look()
+    seen = until(look, _drawn, limit=30.0)
     named = {c.label: c for c in seen if c.label}
     assert named.get("Apply") is not None and named["Apply"].kind == "button", seen
     assert named.get("Cancel") is not None and named["Cancel"].kind == "button", seen
@@ -135,7 +143,7 @@ def test_a_swing_form_s_field_and_buttons_from_pixels_alone(form):
 
 def test_a_swing_tab_strip_is_two_tabs_and_each_switches_its_page(form):
     desktop, look = form
-    seen = look()
+    seen = until(look, _drawn, limit=30.0)
     tabs = sorted((c for c in seen if c.kind == "tab"), key=lambda c: c.box[0])
     assert [t.label for t in tabs] == ["General", "Advanced"], seen
     general, advanced = tabs
@@ -182,3 +190,30 @@ def test_a_swing_spinner_s_arrows_are_buttons_beside_its_field(form):
     assert up.box[1] + up.box[3] <= down.box[1] + 1, arrows  # stacked, not overlapping
     seen = click_until(desktop, look, up, lambda s: _spin_value(s) == "3")
     click_until(desktop, look, down, lambda s: _spin_value(s) == "2")
+
+
+def test_a_nimbus_tab_strip_is_two_tabs(tmp_path):
+    """The same strip in Nimbus: rounded tabs filled with a gradient, whose fill is no
+    line (it was one frame-wide mark: no tab had a label)."""
+    reader = rapidocr_reader()
+    if reader is None:
+        pytest.skip("rapidocr-onnxruntime is not installed")
+    source = tmp_path / "Form.java"
+    source.write_text(FORM)
+    nimbus = "-Dswing.defaultlaf=javax.swing.plaf.nimbus.NimbusLookAndFeel"
+    app = App(["java", nimbus, str(source)], timeout=90.0, env={"HOME": str(tmp_path)})
+    worker = OcrWorker(reader)
+    try:
+        with VirtualDesktop((1280, 800), [app], accessibility=False) as desktop:
+
+            def look() -> list[Component]:
+                desktop.wait_settled(timeout=10.0)
+                seen = Perception(ocr=worker, first_look=60.0).perceive(desktop.screenshot())
+                return list(seen.components)
+
+            seen = until(look, lambda s: any(c.caption == "Name:" for c in s), limit=30.0)
+    finally:
+        worker.close()
+    tabs = sorted((c for c in seen if c.kind == "tab"), key=lambda c: c.box[0])
+    assert [t.label for t in tabs] == ["General", "Advanced"], seen
+    assert tabs[0].box[0] + tabs[0].box[2] <= tabs[1].box[0] + 2, seen

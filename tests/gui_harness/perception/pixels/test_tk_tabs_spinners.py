@@ -129,7 +129,7 @@ def test_tk_spin_boxes_arrows_are_buttons_beside_their_fields(form):
 
 def test_a_tk_notebook_s_strip_is_two_tabs_and_each_switches_its_page(form):
     desktop, look, _ = form
-    seen = look()
+    seen = until(look, lambda s: len([c for c in s if c.kind == "tab"]) >= 2, limit=30.0)
     tabs = sorted((c for c in seen if c.kind == "tab"), key=lambda c: c.box[0])
     assert [t.label for t in tabs] == ["General", "Advanced"], seen
     general, advanced = tabs
