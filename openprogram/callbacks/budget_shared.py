@@ -260,7 +260,9 @@ def _check_name(name: Any) -> None:
         )
 
 
-def check_limits(max_cost: Any, max_tokens: Any, max_requests: Any, max_tool_calls: Any) -> None:
+def check_limits(
+    max_cost: object, max_tokens: object, max_requests: object, max_tool_calls: object
+) -> None:
     """Raise UsageError naming the first limit that is not a finite number >= 0 (or None);
     a count's limit is at most what a store's 64-bit integer column holds."""
     if max_cost is not None and not _dollars(max_cost):

@@ -38,7 +38,7 @@ LABEL_LIMIT = 60
 """Characters of a case's inputs its label (and a name made from it) keeps."""
 
 
-def case_label(inputs: Any, limit: int = LABEL_LIMIT) -> str:
+def case_label(inputs: object, limit: int = LABEL_LIMIT) -> str:
     """A short line saying what a case asks: a text input itself (the user's text); of
     a dict, its longest text of several words (a message, a ticket), else its one text,
     else `key=value` pairs; anything else as compact JSON. Whitespace is folded, the

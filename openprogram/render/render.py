@@ -35,7 +35,7 @@ def render_context(
     render_range: RenderRange | dict[str, Any] | None = None,
     before: int | None = None,
     *,
-    content: Any = None,
+    content: object = None,
     system: str | None = None,
     max_images: int | None = 3,
     max_line_chars: int | None = 20_000,

@@ -23,7 +23,7 @@ __all__ = ["content_parts", "parse", "repair_prompt", "schema_instruction"]
 T = TypeVar("T", bound=BaseModel)
 
 
-def content_parts(content: Any, dag: ContextDAG) -> list[dict[str, Any]]:
+def content_parts(content: object, dag: ContextDAG) -> list[dict[str, Any]]:
     """llm() content as parts, images stored in the DAG and referenced."""
     if isinstance(content, str):
         return [{"type": "text", "text": content}]

@@ -75,7 +75,7 @@ class Exchanges:
 
     def prepare(
         self,
-        content: Any,
+        content: object,
         model: Model,
         response_format: type[BaseModel] | None,
         options: dict[str, Any],

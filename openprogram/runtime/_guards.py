@@ -12,7 +12,6 @@ import asyncio
 import inspect
 import os
 import sys
-from typing import Any
 
 from openprogram.agentic._resume import note_once
 from openprogram.core.dag import Node
@@ -81,7 +80,7 @@ def check_model(model: object) -> None:
         )
 
 
-def check_stream(response_format: Any) -> None:
+def check_stream(response_format: object) -> None:
     if response_format is not None:
         raise UsageError(
             "stream=True returns text chunks and does not combine with response_format=; "

@@ -45,7 +45,7 @@ def summarize_history(text: str, runtime: Any = None) -> str:
     return str(runtime.llm(SUMMARY_PROMPT + text))
 
 
-def count_tokens(content: Any, *, model: str | None = None) -> int:
+def count_tokens(content: object, *, model: str | None = None) -> int:
     """Tokens that `content` costs `model`, as a `{"tokens": N}` budget counts them:
     llm() content (a str, an image, or a list of text and image parts) or chat messages
     as sent (`RenderedContext.messages`: images as data URLs). litellm's counter for

@@ -214,7 +214,7 @@ class Runtime:
     # -- the exchange --------------------------------------------------------------------
     def llm(
         self,
-        content: Any,
+        content: object,
         *,
         response_format: type[T] | None = None,
         model: str | Model | None = None,
@@ -252,7 +252,7 @@ class Runtime:
 
     def allm(
         self,
-        content: Any,
+        content: object,
         *,
         response_format: type[T] | None = None,
         model: str | Model | None = None,
@@ -408,7 +408,7 @@ def current_runtime() -> Runtime:
 
 
 def llm(
-    content: Any,
+    content: object,
     *,
     response_format: type[T] | None = None,
     model: str | Model | None = None,
@@ -434,7 +434,7 @@ def llm(
 
 
 def allm(
-    content: Any,
+    content: object,
     *,
     response_format: type[T] | None = None,
     model: str | Model | None = None,

@@ -18,6 +18,8 @@ import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Any, NoReturn, Protocol
 
+from pydantic import BaseModel
+
 from openprogram.callbacks.base import notify
 from openprogram.core import _context
 from openprogram.core.dag import Node
@@ -75,9 +77,9 @@ class Exchange(Driver, Protocol):
 
     def prepare(
         self,
-        content: Any,
+        content: object,
         model: Model,
-        response_format: Any,
+        response_format: type[BaseModel] | None,
         options: dict[str, Any],
         loop: ToolRounds | None = None,
     ) -> tuple[Node, ModelRequest | None]: ...
@@ -265,7 +267,7 @@ class AsyncTextStream(_Stream):
 
 def open_stream(
     runtime: Exchange,
-    content: Any,
+    content: object,
     model: Model,
     options: dict[str, Any],
     loop: ToolRounds | None = None,
