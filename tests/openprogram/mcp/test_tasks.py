@@ -5,6 +5,8 @@ and takes up a task whose server was killed; ids that are no task are refused.""
 
 from __future__ import annotations
 
+import time
+
 import anyio
 import pytest
 from mcp import ClientSession
@@ -15,6 +17,19 @@ from openprogram.mcp._sdk import mcp_types as types
 from openprogram.mcp._tasks import RELATED_TASK
 from openprogram.mcp.serve import build_server
 from tests.openprogram.mcp.task_tools import build, hold, quick
+
+
+@pytest.fixture(autouse=True)
+def _operations_end():
+    """Wait (up to a minute) for the operations a test started to end once it released
+    them: run on the served Runtime, they count as live Runtimes until then, and a later
+    test of this process that looks for the one live Runtime found several."""
+    yield
+    from openprogram.core import _context
+
+    deadline = time.monotonic() + 60
+    while _context._live_runtimes and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 async def connected(server, work):
