@@ -284,14 +284,21 @@ def stacked_arrows(grey: np.ndarray, found: list[Found]) -> list[Found]:
     entry's plain inside set off from around the box, and whose right end holds exactly
     one up arrow above one down arrow (small solid triangles, wider than high, mirror
     images of each other, one above the other); the arrows' column, as wide as they
-    are centred in it, splits at the middle between them into the two buttons. What was
-    found inside the box gives way to the three."""
+    are centred in it, splits at the middle between them into the two buttons. An arrow
+    column found as a box of its own (Nimbus's gradient buttons) takes what was found
+    just left of it on its rows for its field, when that is an entry's plain inside.
+    What was found inside the spin box gives way to the three."""
     spins: list[tuple[Box, int, int, Box]] = []
-    for kind, box, _ in found:
+    for i, (kind, box, _) in enumerate(found):
         if kind in ("field", "dropdown", "text", "button"):
             split = _arrow_column(grey, box)
             if split is not None:
                 spins.append((box, *split))
+                continue
+        if kind in ("button", "icon"):
+            column = _column_beside(grey, found, i)
+            if column is not None:
+                spins.append(column)
     if not spins:
         return found
     result = [f for f in found if not any(_centre_in(f[1], box) for box, _, _, _ in spins)]
@@ -319,24 +326,10 @@ def _arrow_column(grey: np.ndarray, box: Box) -> tuple[int, int, Box] | None:
     if x < 3 or y < 3 or x + w + 3 > width or y + h + 3 > height:
         return None
     span = int(min(w / 2, 1.3 * h))
-    region = grey[y : y + h, x + w - span : x + w].astype(np.int16)
-    ink = (np.abs(region - int(np.median(region))) >= _MARK_INK).astype(np.uint8)
-    count, labels, stats, _ = cv2.connectedComponentsWithStats(ink, connectivity=8)
-    ups, downs = [], []
-    for i in range(1, count):
-        sx, sy, sw, sh = (int(v) for v in stats[i, :4])
-        if not (3 <= sw <= 0.6 * h and 2 <= sh <= 0.4 * h and sw >= sh):
-            continue
-        direction = _triangle(labels[sy : sy + sh, sx : sx + sw] == i)
-        if direction > 0:
-            ups.append((sx, sy, sw, sh))
-        elif direction < 0:
-            downs.append((sx, sy, sw, sh))
-    if len(ups) != 1 or len(downs) != 1:
+    pair = _arrow_pair(grey[y : y + h, x + w - span : x + w])
+    if pair is None:
         return None
-    (ux, uy, uw, uh), (dx, dy, dw, _) = ups[0], downs[0]
-    if dy < uy + uh or abs((2 * ux + uw) - (2 * dx + dw)) > 3 or abs(uw - dw) > 2:
-        return None
+    (ux, uy, uw, uh), (dx, dy, _, _) = pair
     centre = x + w - span + ux + uw / 2
     left = round(centre - (x + w - centre))
     if left - x < h:
@@ -368,6 +361,70 @@ def _field_box(grey: np.ndarray, box: Box, inside: float) -> Box:
     top = int(above[-1]) if len(above) else 0
     bottom = int(below[0]) + 1 if len(below) else h
     return x, y + top, w, bottom - top
+
+
+def _arrow_pair(region: np.ndarray) -> tuple[Box, Box] | None:
+    """The boxes (in `region`) of the one up arrow and the one down arrow stacked in
+    it, or None: small solid triangles, wider than high, mirror images of each other,
+    one above the other, off `region`'s median by _MARK_INK."""
+    h = region.shape[0]
+    ink = (np.abs(region.astype(np.int16) - int(np.median(region))) >= _MARK_INK).astype(np.uint8)
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(ink, connectivity=8)
+    ups, downs = [], []
+    for i in range(1, count):
+        sx, sy, sw, sh = (int(v) for v in stats[i, :4])
+        if not (3 <= sw <= 0.6 * h and 2 <= sh <= 0.4 * h and sw >= sh):
+            continue
+        direction = _triangle(labels[sy : sy + sh, sx : sx + sw] == i)
+        if direction > 0:
+            ups.append((sx, sy, sw, sh))
+        elif direction < 0:
+            downs.append((sx, sy, sw, sh))
+    if len(ups) != 1 or len(downs) != 1:
+        return None
+    (ux, uy, uw, uh), (dx, dy, dw, _) = ups[0], downs[0]
+    if dy < uy + uh or abs((2 * ux + uw) - (2 * dx + dw)) > 3 or abs(uw - dw) > 2:
+        return None
+    return ups[0], downs[0]
+
+
+def _column_beside(
+    grey: np.ndarray, found: list[Found], i: int
+) -> tuple[Box, int, int, Box] | None:
+    """`found[i]` as a spin box's arrow column found as a box of its own (Nimbus's),
+    with what was found just left of it on its rows taken for the field: the spin box's
+    box, where the column starts, where its buttons meet and the field's box; or None."""
+    x, y, w, h = found[i][1]
+    height, width = grey.shape
+    if not (14 <= h <= _STRIP_H[1] and 0.5 * h <= w <= 1.3 * h) or x < 3 or y < 3:
+        return None
+    if x + w + 3 > width or y + h + 3 > height:
+        return None
+    pair = _arrow_pair(grey[y : y + h, x : x + w])
+    if pair is None:
+        return None
+    (_, uy, _, uh), (_, dy, _, _) = pair
+    pieces = [
+        b
+        for j, (_, b, _) in enumerate(found)
+        if j != i
+        and abs(b[0] + b[2] - x) <= 4
+        and min(b[1] + b[3], y + h) - max(b[1], y) >= 0.6 * min(b[3], h)
+    ]
+    if not pieces:
+        return None
+    left = min(b[0] for b in pieces)
+    top, bottom = min(b[1] for b in pieces), max(b[1] + b[3] for b in pieces)
+    if x - left < h or left < 3 or bottom + 3 > height:
+        return None
+    inside = float(np.median(grey[top + 3 : bottom - 3, left + 3 : x - 2]))
+    ring = np.concatenate(
+        [grey[top - 3, left:x], grey[bottom + 2, left:x], grey[top:bottom, left - 3]]
+    ).astype(np.float64)
+    if not (inside >= 190 or inside <= 80) or abs(inside - float(np.median(ring))) < 10:
+        return None
+    spin = (left, min(top, y), x + w - left, max(bottom, y + h) - min(top, y))
+    return spin, x, y + (uy + uh + dy) // 2, (left, top, x + 1 - left, bottom - top)
 
 
 def _triangle(mark: np.ndarray) -> int:

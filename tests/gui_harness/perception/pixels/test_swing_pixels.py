@@ -170,6 +170,14 @@ def test_a_swing_tab_strip_is_two_tabs_and_each_switches_its_page(form):
 def test_a_swing_spinner_s_arrows_are_buttons_beside_its_field(form):
     desktop, look = form
     seen = until(look, lambda s: _spin_value(s) is not None, limit=30.0)
+    up, down = _spin_arrows(seen)
+    seen = click_until(desktop, look, up, lambda s: _spin_value(s) == "3")
+    click_until(desktop, look, down, lambda s: _spin_value(s) == "2")
+
+
+def _spin_arrows(seen: list[Component]) -> tuple[Component, Component]:
+    """The up and down buttons stacked at the right end of the field captioned
+    "Copies:", which reads 2."""
     (field,) = [c for c in seen if c.kind == "field" and c.caption == "Copies:"]
     assert field.label == "2", seen
     fx, fy, fw, fh = field.box
@@ -188,13 +196,18 @@ def test_a_swing_spinner_s_arrows_are_buttons_beside_its_field(form):
     up, down = arrows
     assert up.center[1] < fy + fh / 2 < down.center[1], arrows
     assert up.box[1] + up.box[3] <= down.box[1] + 1, arrows  # stacked, not overlapping
-    seen = click_until(desktop, look, up, lambda s: _spin_value(s) == "3")
-    click_until(desktop, look, down, lambda s: _spin_value(s) == "2")
+    return up, down
 
 
-def test_a_nimbus_tab_strip_is_two_tabs(tmp_path):
-    """The same strip in Nimbus: rounded tabs filled with a gradient, whose fill is no
-    line (it was one frame-wide mark: no tab had a label)."""
+def _tabs_and_spinner(seen: list[Component]) -> bool:
+    return len([c for c in seen if c.kind == "tab"]) >= 2 and _spin_value(seen) is not None
+
+
+def test_a_nimbus_tab_strip_and_spinner(tmp_path):
+    """The same form in Nimbus: rounded tabs filled with a gradient, whose fill is no
+    line (it was one frame-wide mark: no tab had a label, the tabs were buttons); the
+    spinner's arrows in a column of gradient buttons found as a box of its own, with
+    an icon and a button where the field is."""
     reader = rapidocr_reader()
     if reader is None:
         pytest.skip("rapidocr-onnxruntime is not installed")
@@ -211,9 +224,10 @@ def test_a_nimbus_tab_strip_is_two_tabs(tmp_path):
                 seen = Perception(ocr=worker, first_look=60.0).perceive(desktop.screenshot())
                 return list(seen.components)
 
-            seen = until(look, lambda s: any(c.caption == "Name:" for c in s), limit=30.0)
+            seen = until(look, _tabs_and_spinner, limit=30.0)
     finally:
         worker.close()
     tabs = sorted((c for c in seen if c.kind == "tab"), key=lambda c: c.box[0])
     assert [t.label for t in tabs] == ["General", "Advanced"], seen
     assert tabs[0].box[0] + tabs[0].box[2] <= tabs[1].box[0] + 2, seen
+    _spin_arrows(seen)
