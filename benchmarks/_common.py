@@ -1,7 +1,9 @@
-"""What every benchmark script shares: the description of the machine it ran on.
+"""What every benchmark script shares: the description of the machine it ran on, and a
+store of its own to measure on.
 
-Each script prints it beside its numbers, so that a table pasted into
-docs/performance.md carries the machine and the date. Start at machine().
+Each script prints the machine beside its numbers, so that a table pasted into
+docs/performance.md carries the machine and the date. Start at machine(); BenchStore
+is the store of the scripts that take `--postgres URL` or `--sqlite`.
 """
 
 from __future__ import annotations
@@ -9,9 +11,10 @@ from __future__ import annotations
 import os
 import platform
 import time
+import uuid
 from pathlib import Path
 
-__all__ = ["machine"]
+__all__ = ["BenchStore", "machine"]
 
 
 def machine() -> str:
@@ -30,3 +33,31 @@ def machine() -> str:
         f"Python {platform.python_version()}, {platform.system()}, "
         f"load {os.getloadavg()[0]:.2f}"
     )
+
+
+class BenchStore:
+    """The store URL a benchmark records into: a fresh schema of the PostgreSQL server
+    `server` (dropped after), or, with no server, the SQLite file `name`.db in `folder`.
+    A context manager giving the URL."""
+
+    def __init__(self, server: str | None, folder: Path, name: str) -> None:
+        self.server = server
+        self.schema = f"bench_{name}_{uuid.uuid4().hex[:8]}"
+        self.url = str(folder / f"{name}.db")
+
+    def __enter__(self) -> str:
+        if not self.server:
+            return self.url
+        import psycopg
+
+        with psycopg.connect(self.server, autocommit=True) as connection:
+            connection.execute(f"CREATE SCHEMA {self.schema}")
+        separator = "&" if "?" in self.server else "?"
+        return f"{self.server}{separator}options=-csearch_path%3D{self.schema}"
+
+    def __exit__(self, *exc: object) -> None:
+        if self.server:
+            import psycopg
+
+            with psycopg.connect(self.server, autocommit=True) as connection:
+                connection.execute(f"DROP SCHEMA {self.schema} CASCADE")

@@ -21,7 +21,6 @@ import contextlib
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
-from _common import machine  # noqa: E402
+from _common import BenchStore, machine  # noqa: E402
 from PIL import Image as PILImage  # noqa: E402
 
 from openprogram import Image, Session, agentic_function, ask_user  # noqa: E402
@@ -67,34 +66,11 @@ def main() -> None:
     options = parser.parse_args()
     if not options.postgres and not options.sqlite:
         parser.error("give --postgres URL or --sqlite")
-    with tempfile.TemporaryDirectory() as folder, _store(options, Path(folder)) as store:
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        BenchStore(options.postgres, Path(folder), "prune") as store,
+    ):
         bench(store, options)
-
-
-class _store:
-    """The store URL: a fresh schema of the PostgreSQL server (dropped after), or a file."""
-
-    def __init__(self, options: argparse.Namespace, folder: Path) -> None:
-        self.server = options.postgres
-        self.schema = f"bench_prune_{uuid.uuid4().hex[:8]}"
-        self.url = str(folder / "prune.db")
-
-    def __enter__(self) -> str:
-        if not self.server:
-            return self.url
-        import psycopg
-
-        with psycopg.connect(self.server, autocommit=True) as connection:
-            connection.execute(f"CREATE SCHEMA {self.schema}")
-        separator = "&" if "?" in self.server else "?"
-        return f"{self.server}{separator}options=-csearch_path%3D{self.schema}"
-
-    def __exit__(self, *exc: object) -> None:
-        if self.server:
-            import psycopg
-
-            with psycopg.connect(self.server, autocommit=True) as connection:
-                connection.execute(f"DROP SCHEMA {self.schema} CASCADE")
 
 
 def record(store: str, options: argparse.Namespace) -> set[str]:

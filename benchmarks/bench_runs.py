@@ -32,7 +32,6 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -40,7 +39,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
-from _common import machine  # noqa: E402
+from _common import BenchStore, machine  # noqa: E402
 
 from openprogram import Session  # noqa: E402
 from openprogram.runs import RunQueue  # noqa: E402
@@ -58,34 +57,11 @@ def main() -> None:
     options = parser.parse_args()
     if not options.postgres and not options.sqlite:
         parser.error("give --postgres URL or --sqlite")
-    with tempfile.TemporaryDirectory() as folder, _store(options, Path(folder)) as store:
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        BenchStore(options.postgres, Path(folder), "runs") as store,
+    ):
         bench(store, Path(folder), options)
-
-
-class _store:
-    """The store URL: a fresh schema of the PostgreSQL server (dropped after), or a file."""
-
-    def __init__(self, options: argparse.Namespace, folder: Path) -> None:
-        self.server = options.postgres
-        self.schema = f"bench_runs_{uuid.uuid4().hex[:8]}"
-        self.url = str(folder / "runs.db")
-
-    def __enter__(self) -> str:
-        if not self.server:
-            return self.url
-        import psycopg
-
-        with psycopg.connect(self.server, autocommit=True) as connection:
-            connection.execute(f"CREATE SCHEMA {self.schema}")
-        separator = "&" if "?" in self.server else "?"
-        return f"{self.server}{separator}options=-csearch_path%3D{self.schema}"
-
-    def __exit__(self, *exc: object) -> None:
-        if self.server:
-            import psycopg
-
-            with psycopg.connect(self.server, autocommit=True) as connection:
-                connection.execute(f"DROP SCHEMA {self.schema} CASCADE")
 
 
 WORKER = (sys.executable, "-m", "openprogram", "worker", "--queue", "bench")
