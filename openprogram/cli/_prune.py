@@ -100,7 +100,7 @@ def readers_command(store_spec: str, session_id: str | None) -> None:
         if session_id is not None:
             session_id = resolve_id(store, session_id)
             names = readers.get(session_id, [])
-            say(f"{session_id}: " + (", ".join(names) if names else "no reader noted"))
+            say(f"{session_id}: " + (_some(names) if names else "no reader noted"))
             return
     sessions: dict[str, list[str]] = {}
     for id, names in readers.items():
@@ -118,8 +118,8 @@ def readers_command(store_spec: str, session_id: str | None) -> None:
 @store_option
 def unread_command(store_spec: str, reader: str, session_ids: tuple[str, ...]) -> None:
     """READER ("dataset:NAME", "report:ID": see `sessions readers`) reads the sessions
-    ID... (default: every one it reads) no more: prune may remove them once nothing else
-    reads them."""
+    ID... (each a full id or a unique prefix; default: every one it reads) no more:
+    prune may remove them once nothing else reads them."""
     reader = text_argument(reader, "READER")
     with opened_store(store_spec) as store:
         readers = _readers_of(store)
@@ -129,5 +129,6 @@ def unread_command(store_spec: str, reader: str, session_ids: tuple[str, ...]) -
                 f"no reader {reader!r} in {store.url}"
                 + (f"; its readers: {_some(known)}" if known else "; it notes no reader")
             )
-        gone = store.unread(reader, list(session_ids) if session_ids else None)
+        ids = [resolve_id(store, id) for id in session_ids]  # a prefix, as everywhere
+        gone = store.unread(reader, ids or None)
     say(f"{reader} reads {_count(gone, 'session')} no more")

@@ -241,6 +241,28 @@ def test_the_commands_say_which_reader_keeps_a_session_and_let_it_go(durable_sto
     assert run("readers").output == "no reader noted: prune keeps no session for a reader\n"
 
 
+def test_unread_takes_a_session_by_a_unique_prefix_as_every_command_does(
+    durable_store: str,
+) -> None:
+    for id in ("tea", "toast"):
+        with Session(durable_store, id=id):
+            note(0, id)
+    store = opened(durable_store)
+    try:
+        store.read_by(["tea", "toast"], "report:weekly")
+    finally:
+        store.close()
+
+    def run(*arguments: str) -> Any:
+        return CliRunner().invoke(cli, ["sessions", *arguments, "--store", durable_store])
+
+    ambiguous = run("unread", "report:weekly", "t")
+    assert ambiguous.exit_code == 1 and "matches 2 sessions" in ambiguous.output
+    one = run("unread", "report:weekly", "te")
+    assert one.exit_code == 0 and one.output == "report:weekly reads 1 session no more\n"
+    assert run("readers", "toast").output == "toast: report:weekly\n"
+
+
 def test_prune_keeps_a_session_whose_operation_has_not_ended(durable_store: str) -> None:
     def started(month: str) -> Any:
         asks = {"tool_calls": [{"name": "start_build", "arguments": {"month": month}}]}
