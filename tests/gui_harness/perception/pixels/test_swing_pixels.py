@@ -178,8 +178,17 @@ def test_a_swing_spinner_s_arrows_are_buttons_beside_its_field(form):
 def _spin_arrows(seen: list[Component]) -> tuple[Component, Component]:
     """The up and down buttons stacked at the right end of the field captioned
     "Copies:", which reads 2."""
-    (field,) = [c for c in seen if c.kind == "field" and c.caption == "Copies:"]
+    field, up, down = spin(seen, "Copies:")
     assert field.label == "2", seen
+    return up, down
+
+
+def spin(seen: list[Component], caption: str) -> tuple[Component, Component, Component]:
+    """The field captioned `caption` and the two buttons stacked at its right end (any
+    toolkit's spin box read on pixels)."""
+    fields = [c for c in seen if c.kind == "field" and c.caption == caption]
+    assert len(fields) == 1, seen
+    (field,) = fields
     fx, fy, fw, fh = field.box
     arrows = sorted(
         (
@@ -196,7 +205,7 @@ def _spin_arrows(seen: list[Component]) -> tuple[Component, Component]:
     up, down = arrows
     assert up.center[1] < fy + fh / 2 < down.center[1], arrows
     assert up.box[1] + up.box[3] <= down.box[1] + 1, arrows  # stacked, not overlapping
-    return up, down
+    return field, up, down
 
 
 def _tabs_and_spinner(seen: list[Component]) -> bool:

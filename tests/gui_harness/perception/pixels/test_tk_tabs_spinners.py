@@ -17,7 +17,7 @@ import pytest
 from gui_harness.desktop.virtual import App, VirtualDesktop
 from gui_harness.perception import Component, Perception
 from gui_harness.perception.ocr.ocr_worker import OcrWorker, rapidocr_reader
-from tests.gui_harness.perception.pixels.test_swing_pixels import Look, click_until, until
+from tests.gui_harness.perception.pixels.test_swing_pixels import Look, click_until, spin, until
 
 pytestmark = [
     pytest.mark.x11,
@@ -80,30 +80,6 @@ def form(
         worker.close()
 
 
-def _spin(seen: list[Component], caption: str) -> tuple[Component, Component, Component]:
-    """The field captioned `caption` and the two buttons stacked at its right end."""
-    fields = [c for c in seen if c.kind == "field" and c.caption == caption]
-    assert len(fields) == 1, seen
-    (field,) = fields
-    fx, fy, fw, fh = field.box
-    arrows = sorted(
-        (
-            c
-            for c in seen
-            if c.kind == "button"
-            and abs(c.box[0] - (fx + fw)) <= 4
-            and fy - 3 <= c.box[1]
-            and c.box[1] + c.box[3] <= fy + fh + 3
-        ),
-        key=lambda c: c.box[1],
-    )
-    assert len(arrows) == 2, seen
-    up, down = arrows
-    assert up.center[1] < fy + fh / 2 < down.center[1], arrows
-    assert up.box[1] + up.box[3] <= down.box[1] + 1, arrows
-    return field, up, down
-
-
 def _probed(probe: Path) -> str | None:
     return probe.read_text() if probe.exists() else None
 
@@ -116,14 +92,14 @@ def _value(seen: list[Component], caption: str) -> str | None:
 def test_tk_spin_boxes_arrows_are_buttons_beside_their_fields(form):
     desktop, look, probe = form
     seen = until(look, lambda s: _value(s, "Copies:") == "2", limit=30.0)
-    field, up, _ = _spin(seen, "Copies:")
+    field, up, _ = spin(seen, "Copies:")
     assert field.label == "2", seen
-    pages, _, _ = _spin(seen, "Pages:")
+    pages, _, _ = spin(seen, "Pages:")
     assert pages.label == "1", seen
     assert not [c for c in seen if c.kind == "dropdown"], seen
     # the value the app took, not OCR's: Tk selects the field's text after a click
     seen = click_until(desktop, look, up, lambda _: _probed(probe) == "3")
-    _, _, down = _spin(seen, "Copies:")
+    _, _, down = spin(seen, "Copies:")
     click_until(desktop, look, down, lambda _: _probed(probe) == "2")
 
 
