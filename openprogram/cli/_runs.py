@@ -181,11 +181,15 @@ def submit_run(
     from openprogram.runs import submit
 
     values: list[Any] = []
-    for text in arguments:
+    for number, text in enumerate(arguments, 1):
         try:
             values.append(json.loads(text))
         except ValueError:
             values.append(text)
+        except RecursionError:
+            raise click.BadParameter(
+                f"ARG {number} is JSON nested too deep to queue", param_hint="ARG"
+            ) from None
     try:
         with submit(function, *values, id=run_id or uuid.uuid4().hex[:12], store=store_spec,
                     queue=queue, priority=priority, delay=delay) as run:  # fmt: skip

@@ -10,6 +10,7 @@ import json
 import time
 from typing import Any
 
+from openprogram.echo import echo
 from openprogram.errors import RunFailed, UsageError
 from openprogram.runs.queue import RunInfo, RunQueue
 
@@ -37,12 +38,13 @@ def submit(
     """
     if not isinstance(id, str) or not id or not id.isprintable():
         raise UsageError(
-            f"id={id!r}: submit(..., id=...) needs the run's id as printable text: a run "
+            f"id={echo(id)}: submit(..., id=...) needs the run's id as printable text: a run "
             "is found again by it (and the same id is one run)"
         )
     if not isinstance(function, str) or ":" not in function:
         raise UsageError(
-            f"function={function!r}: name it as 'package.module:function', which the worker imports"
+            f"function={echo(function)}: name it as 'package.module:function', which the "
+            "worker imports"
         )
     if not isinstance(priority, int):
         raise UsageError(f"priority={priority!r} must be a whole number (higher runs first)")

@@ -65,6 +65,12 @@ def test_runs_are_submitted_from_the_command_line_and_the_worker_reads_the_store
         assert c.result() == 0 + 1 + 4  # job("cli", 3)
         assert nine.result() == sum(i * i for i in range(20))  # job("9"): 20 steps
     assert "package.module:function" in run("runs", "submit", "nocolon", "--store", store, code=1)
+    # hostile input: an id of a megabyte is echoed cut short; JSON nested past what Python
+    # reads is refused by its position, not with a traceback
+    huge = run("runs", "submit", JOB, "--id", "x\n" * 500_000, "--store", store, code=1)
+    assert "printable text" in huge and len(huge) < 2_000
+    deep = run("runs", "submit", JOB, "[" * 100_000, "--store", store, code=2)
+    assert "ARG 1 is JSON nested too deep" in deep and len(deep) < 2_000
     assert "stopped: 0 runs" in run("worker", "--store", store, "--until-idle")
     assert "give the store once" in run("worker", store, "--store", store, code=2)
 
