@@ -49,6 +49,7 @@ from gui_harness.perception import (
 from gui_harness.perception._pixels import grey_array
 from tests.gui_harness.perception.screens import clicks_on as _clicks
 from tests.gui_harness.perception.screens import form_screen, iou
+from tests.gui_harness.perception.webapps import FRAMEWORKS
 
 DETECT_TARGET_MS = 20.0  # CPU per 1280×800 frame (issue 10); wall time depends on the load
 TUNED = [
@@ -292,8 +293,8 @@ def kits(sets: list[str], misses: Path | None) -> None:
 
 def webapps(frameworks: list[str], misses: Path | None, *, labels: bool = False) -> None:
     """Recall and "clickable" (as kits()) on real web apps made with Python web
-    frameworks (tests/gui_harness/perception/webapps: NiceGUI, and Bottle, Litestar
-    and Pyramid, held out), per page and per framework, with precision: the share of
+    frameworks (tests/gui_harness/perception/webapps; the held-out sets are named
+    there), per page and per framework, with precision: the share of
     detected boxes whose centre lands on a clickable element or that match a line of the
     page's text (none: no text truth), so here the share of boxes that are on some
     clickable element. With `labels`, instead what gui_agent sees with the tree
@@ -438,8 +439,8 @@ def main() -> None:
     parser.add_argument(
         "--webapps",
         nargs="+",
-        choices=["flask", "fastapi", "django", "nicegui", "bottle", "litestar", "pyramid"],
-        help="real web apps of Python frameworks (nicegui, bottle, litestar, pyramid held out)",
+        choices=FRAMEWORKS,
+        help="real web apps of Python frameworks (webapps.TUNING tuned on, the rest held out)",
     )
     parser.add_argument(
         "--labels", action="store_true", help="--webapps: clickable and labels right, tree off"

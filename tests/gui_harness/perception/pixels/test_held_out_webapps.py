@@ -67,3 +67,19 @@ def test_the_bench_scores_the_pixel_path_on_it(page):
     assert score_labels(page, exact) == (total, total, total, [])
     renamed = [c if c.label != "Save recipe" else c.with_label("Delete") for c in exact]
     assert score_labels(page, renamed)[:3] == (total, total - 1, total - 1)
+
+
+
+def test_a_third_held_out_app_drawn_by_script_is_read_once_drawn():
+    """PyWebIO draws its pages in the browser from what its script sends after the page
+    loads: the harness waits until they are drawn before it reads the truth."""
+    pytest.importorskip("pywebio", reason="needs the bench-apps dependency group")
+    from tests.gui_harness.perception.webapps import THIRD_HELD_OUT, webapp_pages
+
+    assert "pywebio" in THIRD_HELD_OUT
+    (page,) = webapp_pages(["pywebio"], {"pywebio": ["/?app=request"]})
+    named = dict(zip(page.names, (kind for kind, _ in page.interactive), strict=True))
+    assert named["Title"] == "input:text"
+    assert named["Why this book?"] == "textarea:textarea"
+    assert named["Send request"] == "button:submit"
+    assert {"Hardback", "Paperback", "E-book", "By email", "By text message"} <= set(page.names)
