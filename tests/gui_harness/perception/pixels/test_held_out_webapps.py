@@ -69,7 +69,6 @@ def test_the_bench_scores_the_pixel_path_on_it(page):
     assert score_labels(page, renamed)[:3] == (total, total - 1, total - 1)
 
 
-
 def test_a_third_held_out_app_drawn_by_script_is_read_once_drawn():
     """PyWebIO draws its pages in the browser from what its script sends after the page
     loads: the harness waits until they are drawn before it reads the truth."""
