@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeGuard, TypeVar
 
 from openprogram.errors import UsageError
 
@@ -24,6 +24,8 @@ __all__ = [
     "is_str",
     "leaf_result",
 ]
+
+T = TypeVar("T")
 
 # the replaceable leaves: how the loop calls each, and what each returns
 LEAVES: dict[str, tuple[tuple[str, ...], str]] = {
@@ -39,7 +41,7 @@ def expected(name: str) -> str:
     return f"@agentic_function def {name}({', '.join(params)}) -> {returns}"
 
 
-def check_leaf(name: str, fn: Any) -> Callable[..., Any]:
+def check_leaf(name: str, fn: object) -> Callable[..., Any]:
     """The user's replacement for leaf `name`, checked: an agentic, synchronous function
     the loop can call as it calls the stock one. UsageError otherwise."""
     if not callable(fn):
@@ -83,22 +85,22 @@ def check_perception(perception: Any) -> Any:
     return perception
 
 
-def leaf_result(name: str, fn: Any, value: Any, check: Callable[[Any], bool]) -> Any:
+def leaf_result(name: str, fn: object, value: object, check: Callable[[object], TypeGuard[T]]) -> T:
     if not check(value):
         label = getattr(fn, "__qualname__", repr(fn))
         raise UsageError(f"{name}={label} returned {value!r}; it must return {LEAVES[name][1]}")
     return value
 
 
-def is_str(value: Any) -> bool:
+def is_str(value: object) -> TypeGuard[str]:
     return isinstance(value, str)
 
 
-def is_dict(value: Any) -> bool:
+def is_dict(value: object) -> TypeGuard[dict[str, Any]]:
     return isinstance(value, dict)
 
 
-def is_plan(value: Any) -> bool:
+def is_plan(value: object) -> TypeGuard[dict[str, Any]]:
     if not isinstance(value, dict) or "action" not in value:
         return False
     action = value["action"]

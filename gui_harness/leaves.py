@@ -40,7 +40,7 @@ def verify_step(task: str, previous: dict[str, Any], step: int) -> dict[str, Any
     """Judge from the current screen whether the previous step's action worked."""
     observation = current_observation()
     prompt = current_prompts().verify_prompt(task, previous, observation.size, observation.text)
-    verdict = llm([prompt, observation.marked], response_format=Verification)
+    verdict: Verification = llm([prompt, observation.marked], response_format=Verification)
     return verdict.model_dump()
 
 
@@ -59,4 +59,5 @@ def conclusion(task: str, outcome: str) -> str:
     """Describe what the final screen shows and whether the task looks done."""
     final = look()
     prompt = current_prompts().conclusion_prompt(task, outcome, final.size, final.text)
-    return llm([prompt, final.marked], response_format=Conclusion).summary
+    said: Conclusion = llm([prompt, final.marked], response_format=Conclusion)
+    return said.summary

@@ -65,7 +65,7 @@ def make_gui_tool(
     default_steps = min(15, limit)
 
     @agentic_function
-    def gui_agent(task: Task, max_steps: Steps = default_steps) -> list[Any]:  # type: ignore[valid-type]  # bounds made above
+    def gui_agent(task: Task, max_steps: Steps = default_steps) -> list[Any]:
         """Do a task on a desktop with the GUI agent; the outcome and a final screenshot."""
         owned = None
         target = desktop() if desktop is not None else None
@@ -89,7 +89,7 @@ def make_gui_tool(
         outcome = "done" if result.success else f"not done ({result.stop_reason})"
         return [f"{outcome}: {result.summary}", screenshot]
 
-    return gui_agent  # type: ignore[no-any-return]
+    return gui_agent
 
 
 def _steps_limit() -> int:

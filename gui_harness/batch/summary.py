@@ -191,10 +191,13 @@ def summary_table(summary: dict[str, Any]) -> str:
         for r in rows
     ]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(_COLUMNS)]
-    line = lambda values: "  ".join(  # noqa: E731
-        v.ljust(w) if i == 0 else v.rjust(w)
-        for i, (v, w) in enumerate(zip(values, widths, strict=True))
-    )
+
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(
+            v.ljust(w) if i == 0 else v.rjust(w)
+            for i, (v, w) in enumerate(zip(values, widths, strict=True))
+        )
+
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([line(_COLUMNS), rule, *(line(c) for c in cells[:-1]), rule, line(cells[-1])])
 

@@ -158,7 +158,8 @@ class MiniWobPage:
         """The page's raw reward (-1 to 1; 0 while the episode runs), via miniwob."""
         from miniwob.reward import get_raw_reward
 
-        return get_raw_reward(self.metadata())
+        reward: float = get_raw_reward(self.metadata())
+        return reward
 
     def box(self, element: Any) -> tuple[int, int, int, int]:
         """Where a DOM element is on the screen: (x, y, width, height) in screen pixels."""

@@ -137,7 +137,7 @@ class DemoForm:
         self._write_pending = False
         self.write()
 
-    def _on_click(self, event: tk.Event) -> None:  # type: ignore[type-arg]
+    def _on_click(self, event: tk.Event) -> None:
         names = {str(widget): name for name, widget in self.widgets.items()}
         hit = names.get(str(event.widget))
         self.clicks.append({"x_root": event.x_root, "y_root": event.y_root, "widget": hit})

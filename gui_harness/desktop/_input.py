@@ -429,7 +429,8 @@ class XInput:
 
 def _char_keysym(char: str) -> int:
     if char in _CHAR_KEYSYMS:
-        return XK.string_to_keysym(_CHAR_KEYSYMS[char])
+        keysym: int = XK.string_to_keysym(_CHAR_KEYSYMS[char])
+        return keysym
     code = ord(char)
     if 0x20 <= code <= 0x7E or 0xA0 <= code <= 0xFF:
         return code  # Latin-1 keysyms equal their code points

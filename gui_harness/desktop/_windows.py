@@ -119,8 +119,8 @@ def _on_screen(window: Any, root: Any) -> bool:
     """Whether `window` shows at least a few pixels of the root (a window manager keeps
     its own check window mapped off-screen)."""
     box, screen = window.get_geometry(), root.get_geometry()
-    width = min(box.x + box.width, screen.width) - max(box.x, 0)
-    height = min(box.y + box.height, screen.height) - max(box.y, 0)
+    width: int = min(box.x + box.width, screen.width) - max(box.x, 0)
+    height: int = min(box.y + box.height, screen.height) - max(box.y, 0)
     return width > 1 and height > 1
 
 

@@ -169,7 +169,8 @@ class RemoteDesktop:
             request.add_header("Authorization", f"Bearer {self._token}")
         try:
             with self._opener.open(request, timeout=timeout or self.timeout) as response:
-                return response.read()
+                reply: bytes = response.read()
+                return reply
         except urllib.error.HTTPError as exc:
             with exc:
                 raw = exc.read()

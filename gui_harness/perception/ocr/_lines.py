@@ -158,4 +158,5 @@ def _columns(ink: np.ndarray) -> tuple[int, int]:
 def _square(ink: np.ndarray) -> bool:
     """Whether a band's ink is one mark about as wide as high (an icon), not a word."""
     left, right = _columns(ink)
-    return right - left <= 1.5 * ink.shape[0]
+    height: int = ink.shape[0]
+    return right - left <= 1.5 * height

@@ -93,7 +93,7 @@ def _rapidocr_engine() -> Any:
 @functools.cache
 def _load_rapidocr() -> Any:
     try:
-        from rapidocr_onnxruntime import RapidOCR  # type: ignore[import-untyped]
+        from rapidocr_onnxruntime import RapidOCR
     except ImportError:
         return None
     # one thread: OCR runs beside the agent's steps and must leave them a core

@@ -89,4 +89,5 @@ class Sums:
     def mean(self, x0: np.ndarray, y0: np.ndarray, x1: np.ndarray, y1: np.ndarray) -> np.ndarray:
         """Mean value inside each box [x0, x1) × [y0, y1), cut to the image."""
         total, area = self.sums(x0, y0, x1, y1)
-        return total / np.maximum(area, 1)
+        mean: np.ndarray = total / np.maximum(area, 1)
+        return mean

@@ -260,7 +260,10 @@ def _separator(glyph: np.ndarray, h: int) -> bool:
     if wide <= 2:
         return False  # a bar is an "l" or an "I" as often
     top, bottom = glyph[rows[0] : rows[0] + 2], glyph[rows[-1] - 1 : rows[-1] + 1]
-    left = lambda part: float(np.flatnonzero(part.any(axis=0)).mean())  # noqa: E731
+
+    def left(part: np.ndarray) -> float:
+        return float(np.flatnonzero(part.any(axis=0)).mean())
+
     if high >= 0.6 * h and left(top) - left(bottom) >= 0.4 * wide:
         return True  # a slash leans right
     middle = glyph[rows[0] + high // 2 - 1 : rows[0] + high // 2 + 1]

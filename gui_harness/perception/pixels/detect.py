@@ -358,7 +358,8 @@ def _lone(rings: np.ndarray, blobs: np.ndarray) -> np.ndarray:
     overlap = np.minimum(ry + rh, by + bh) - np.maximum(ry, by)
     gap = np.maximum(bx - (rx + rw), rx - (bx + bw))
     beside = (overlap >= 0.5 * np.minimum(rh, bh)) & (gap >= 0) & (gap <= 4)
-    return rings[~(beside & (bh >= 0.9 * rh)).any(axis=1)]
+    lone: np.ndarray = rings[~(beside & (bh >= 0.9 * rh)).any(axis=1)]
+    return lone
 
 
 def _symmetric(grey: np.ndarray, boxes: np.ndarray) -> np.ndarray:

@@ -411,7 +411,7 @@ def _match(
         taken.add(choice)
         window = windows[choice]
         sx, sy = surface.box[0], surface.box[1]
-        frame = getattr(window, "frame", None)
+        frame = _frame(window)
         if choice in framed and frame is not None and not _fits(surface, window):
             matched[surface] = (choice, (frame[0] - sx, frame[1] - sy))
             continue
@@ -424,7 +424,7 @@ def _match(
 def _framed(surface: Surface, window: WindowLike) -> bool:
     """Whether `surface` is as large as the frame the window manager draws around
     `window` (a window it frames: the frame is larger than the window)."""
-    frame = getattr(window, "frame", None)
+    frame = _frame(window)
     if frame is None or (frame[2], frame[3]) == (window.width, window.height):
         return False
     return abs(frame[2] - surface.box[2]) <= 1 and abs(frame[3] - surface.box[3]) <= 1
@@ -441,8 +441,15 @@ def _fits(surface: Surface, window: WindowLike) -> bool:
 def _drawn(window: WindowLike) -> tuple[int, int, int, int]:
     """What `window` covers: its frame (title bar and borders) when the window manager
     draws one, else its own box."""
-    frame = getattr(window, "frame", None)
-    return tuple(frame) if frame is not None else _rect(window)  # type: ignore[return-value]
+    frame = _frame(window)
+    return frame if frame is not None else _rect(window)
+
+
+def _frame(window: WindowLike) -> tuple[int, int, int, int] | None:
+    """(x, y, width, height) of the frame the window manager draws around `window`
+    (x11.Window's `frame`), or None: unframed, or a window that does not say."""
+    frame: tuple[int, int, int, int] | None = getattr(window, "frame", None)
+    return frame
 
 
 def _rect(window: WindowLike) -> tuple[int, int, int, int]:
