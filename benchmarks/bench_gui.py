@@ -54,7 +54,7 @@ _PHASES: list[tuple[Any, str, str]] = [
     (perceive_module, "fuse", "fuse"),
     (perceive_module, "to_image", "fuse"),
     (OcrWorker, "label", "OCR (cache look-up; reads are in the background)"),
-    (perceive_module, "_name_toggles", "OCR (cache look-up; reads are in the background)"),
+    (perceive_module, "name_toggles", "OCR (cache look-up; reads are in the background)"),
     (perceive_module, "describe", "text list"),
     (perceive_module, "draw_marks", "marks image"),
     (Image, "ref", "image hashing (once per picture)"),

@@ -29,7 +29,7 @@ from gui_harness.perception.fusion import fuse, to_image
 from gui_harness.perception.marks import describe, draw_marks
 from gui_harness.perception.memory.memory import ComponentMemory, MemoryEntry
 from gui_harness.perception.ocr._lines import lettered
-from gui_harness.perception.ocr.ocr import _name_toggles, ocr_available
+from gui_harness.perception.ocr.ocr import name_toggles, ocr_available
 from gui_harness.perception.ocr.ocr_worker import OcrWorker
 from gui_harness.perception.pixels._changes import Redetector
 from gui_harness.perception.pixels._decorations import decorate
@@ -182,7 +182,7 @@ class Perception:
             read = self._worker.label(grey, read, wait=wait)
             for n in icons:  # back in their places, unread
                 read.insert(n, components[n])
-            components = _name_toggles(read)
+            components = name_toggles(read)
         components = captioned(components)  # by the text read so far, tree or OCR
         notes = (accessibility.note,) if accessibility is not None and accessibility.note else ()
         return Observation(picture, tuple(components), describe(components), notes, accessibility)

@@ -27,10 +27,10 @@ from openprogram.core.node import (
     Status,
     _new_id,
     _new_node,
-    _view,
     by_seq,
     check_render_range,
     register_view,
+    registered_view,
 )
 from openprogram.core.values import from_jsonable, to_jsonable, with_image_dicts
 from openprogram.errors import UsageError
@@ -47,13 +47,14 @@ __all__ = [
     "RenderRange",
     "Status",
     "check_render_range",
+    "dag_of",
     "register_view",
 ]
 
 _DAG_SLOT = vars(Node)["_dag"]  # the slot's descriptor: a fast setter
 
 
-def _dag_of(node: Node) -> ContextDAG | None:
+def dag_of(node: Node) -> ContextDAG | None:
     """The live ContextDAG holding this very node (not a copy of it), or None."""
     ref = getattr(node, "_dag", None)
     dag = ref() if ref is not None else None
@@ -442,7 +443,7 @@ class ContextDAG:
         return f"<ContextDAG: {len(self._order):,} nodes>"
 
     def _repr_html_(self) -> str:
-        return _view("dag")(self)
+        return registered_view("dag")(self)
 
 
 def _node_json(node: Node) -> dict[str, Any]:

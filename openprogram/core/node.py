@@ -29,6 +29,7 @@ __all__ = [
     "by_seq",
     "check_render_range",
     "register_view",
+    "registered_view",
 ]
 
 Kind = Literal["user", "code", "llm"]
@@ -108,7 +109,9 @@ def register_view(
     _VIEWS[kind] = renderer
 
 
-def _view(kind: str) -> Callable[[Any], str]:
+def registered_view(kind: str) -> Callable[[Any], str]:
+    """The renderer registered for `kind` ("node", "dag", "context", "call"), importing
+    openprogram.display on first use so it registers them."""
     if kind not in _VIEWS:
         _wiring.factory("views")()  # imports openprogram.display, which registers them all
     return _VIEWS[kind]
@@ -154,7 +157,7 @@ class Node(BaseModel):
     """One recorded event: a call (code), a model exchange (llm) or an outside input (user)."""
 
     # A weak reference to the ContextDAG that holds the node, set when the DAG inserts it
-    # (_dag_of reads it). A slot, not a field or private attribute: pydantic leaves it out
+    # (dag_of reads it). A slot, not a field or private attribute: pydantic leaves it out
     # of equality, dumps, copies and pickles, so a copy or an unpickled node holds none.
     __slots__ = ("_dag",)
 
@@ -193,7 +196,7 @@ class Node(BaseModel):
         )
 
     def _repr_html_(self) -> str:
-        return _view("node")(self)
+        return registered_view("node")(self)
 
 
 _ids = random.Random()  # seeded from os.urandom; seeded again in a fork child (below)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from openprogram.core.dag import ContextDAG, Node
-from openprogram.core.node import _view
+from openprogram.core.node import registered_view
 from openprogram.display._hiding import (
     HiddenCode,
     call_of,
@@ -205,7 +205,7 @@ class CallView:
         )
 
     def _repr_html_(self) -> str:
-        return _view("call")(self)  # display/html.py's call_html, registered there
+        return registered_view("call")(self)  # display/html.py's call_html, registered there
 
 
 def resolve_node(dag: ContextDAG, reference: str) -> Node:

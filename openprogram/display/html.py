@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from openprogram.core.dag import _dag_of
+from openprogram.core.dag import dag_of
 from openprogram.core.node import register_view
 from openprogram.display._hiding import label
 from openprogram.display._images import thumbnail_url
@@ -175,7 +175,7 @@ def node_html(node: Node, dag: ContextDAG | None = None) -> str:
     Without `dag`, the DAG that holds this node is used (the node knows it while that
     DAG is alive); failing that, the node alone is shown.
     """
-    dag = dag or _dag_of(node)
+    dag = dag or dag_of(node)
     if dag is not None and node.kind == "llm":
         from openprogram.display.calls import CallView
 

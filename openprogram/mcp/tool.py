@@ -24,7 +24,7 @@ from openprogram.agentic.ask import ask_user
 from openprogram.agentic.function import agentic_function
 from openprogram.agentic.questions import approval
 from openprogram.core import _context
-from openprogram.core.dag import _dag_of
+from openprogram.core.dag import dag_of
 from openprogram.core.image import Image, ImageRef
 from openprogram.echo import cut, echo
 from openprogram.errors import ConfigError, MCPServerError
@@ -284,7 +284,7 @@ def _begin(server: str, tool: str) -> Any:
         return _LIVE
     if recorded.status != "completed":
         raise MCPServerError(f"{server}/{tool} (as recorded): {recorded.error}")
-    return _revive(recorded.output, _dag_of(recorded))
+    return _revive(recorded.output, dag_of(recorded))
 
 
 def _revive(value: Any, dag: Any) -> Any:

@@ -16,7 +16,7 @@ from typing import Any
 
 from openprogram.core.dag import ContextDAG
 from openprogram.core.image import ImageRef
-from openprogram.core.node import Node, RenderRange, _view, by_seq, check_render_range
+from openprogram.core.node import Node, RenderRange, by_seq, check_render_range, registered_view
 from openprogram.errors import UsageError
 from openprogram.render._compact import Fitted, fit
 from openprogram.render._history import History, Settings, build_history, render_history
@@ -400,4 +400,4 @@ class RenderedContext:
         return f"RenderedContext(nodes={len(self._nodes)}, messages={len(self._merged())})"
 
     def _repr_html_(self) -> str:
-        return _view("context")(self)
+        return registered_view("context")(self)

@@ -24,7 +24,7 @@ import numpy as np
 from gui_harness.perception._pixels import ImageLike, clip_box, grey_array
 from gui_harness.perception.component import Component
 
-__all__ = ["label_with_ocr", "ocr_available", "read_text"]
+__all__ = ["label_with_ocr", "name_toggles", "ocr_available", "read_text"]
 
 logger = logging.getLogger(__name__)
 
@@ -123,17 +123,17 @@ def label_with_ocr(
             x, y, w, h = box
             crops[position] = grey[y : y + h, x : x + w]
     if not crops:
-        return _name_toggles(labelled)
+        return name_toggles(labelled)
     with ThreadPoolExecutor(max_workers=workers or min(4, os.cpu_count() or 1)) as pool:
         read = pool.map(lambda crop: read_text(crop, timeout=timeout), crops.values())
         texts = dict(zip(crops, read, strict=True))
     for position, text in texts.items():
         if text and labelled[position].label is None:
             labelled[position] = labelled[position].with_label(text)
-    return _name_toggles(labelled)
+    return name_toggles(labelled)
 
 
-def _name_toggles(components: Sequence[Component]) -> list[Component]:
+def name_toggles(components: Sequence[Component]) -> list[Component]:
     """`components` with each unlabelled checkbox and radio named after the labelled
     text line just right of it (its caption)."""
     labelled = list(components)

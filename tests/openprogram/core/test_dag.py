@@ -173,19 +173,19 @@ def test_a_node_knows_the_dag_that_holds_it_and_a_copy_knows_none():
     import gc
     import pickle
 
-    from openprogram.core.dag import _dag_of
+    from openprogram.core.dag import dag_of
 
     dag = recorded(lambda: branch(2))
     node = dag.find(name="leaf")[1]
-    assert _dag_of(node) is dag
+    assert dag_of(node) is dag
     loaded = ContextDAG.from_dict(dag.to_dict())
-    assert _dag_of(loaded.node(node.id)) is loaded
+    assert dag_of(loaded.node(node.id)) is loaded
     forked = Session()
     for each in dag.nodes:
         forked.dag.restore(each.model_copy())
-    assert _dag_of(forked.dag.node(node.id)) is forked.dag
+    assert dag_of(forked.dag.node(node.id)) is forked.dag
     for twin in (node.model_copy(), copy.deepcopy(node), pickle.loads(pickle.dumps(node))):
-        assert twin == node and _dag_of(twin) is None  # equal, but in no DAG
+        assert twin == node and dag_of(twin) is None  # equal, but in no DAG
     del dag, loaded
     gc.collect()
-    assert _dag_of(node) is None  # the reference is weak: the node keeps no DAG alive
+    assert dag_of(node) is None  # the reference is weak: the node keeps no DAG alive
