@@ -20,6 +20,7 @@ lint:
 	.venv/bin/ruff format --check openprogram gui_harness tests examples benchmarks
 	.venv/bin/lint-imports
 	.venv/bin/python scripts/check_any_seams.py
+	.venv/bin/python scripts/check_private_imports.py
 
 format:
 	.venv/bin/ruff format openprogram gui_harness tests examples benchmarks

@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import PIL.Image
+
 from gui_harness.actions import Policy, Transform, resolve
 from gui_harness.desktop.base import Desktop
 from gui_harness.errors import InvalidAction
@@ -224,7 +226,13 @@ def _capture(run: _Run) -> tuple[Any, float, Any]:
     return image, scale, screenshot
 
 
-def _grab(run: _Run, part: tuple[int, int, int, int]) -> Any:
+def screen_part(part: tuple[int, int, int, int]) -> PIL.Image.Image:
+    """The screen's `part` (left, top, right, bottom in image pixels) as it is now, at the
+    current observation's scale (inside gui_agent(); UsageError outside)."""
+    return _grab(_current(), part)
+
+
+def _grab(run: _Run, part: tuple[int, int, int, int]) -> PIL.Image.Image:
     """The screen's `part` (left, top, right, bottom in image pixels) as it is now, at
     the observation's scale: through the desktop's `grab(box)` where it has one (a
     region, not the whole screen: a remote desktop sends less), else cut from a

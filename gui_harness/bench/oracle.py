@@ -15,7 +15,7 @@ from typing import Any
 from gui_harness._aim import Aim, aim, area, differs
 from gui_harness.bench._solvers import SOLVERS, Click, Key, Step, Type
 from gui_harness.bench.miniwob import MiniWobPage
-from gui_harness.current import _current, _grab, current_observation, latest_outcome
+from gui_harness.current import current_observation, latest_outcome, screen_part
 from openprogram import ModelRequest
 from openprogram.errors import UsageError
 
@@ -149,12 +149,11 @@ def _changed_since_seen(index: int | None) -> bool:
     """Whether the screen around component `index` (None: anywhere) changed since the
     observation: only that part of the screen is grabbed, nothing is perceived again."""
     seen = current_observation()
-    run = _current()
     if index is None:
-        return differs(seen.image, _grab(run, (0, 0, *seen.size)))
+        return differs(seen.image, screen_part((0, 0, *seen.size)))
     component = seen.component(index)
     part = area(component.center, component.box, seen.size)
-    return aim(seen.image, _grab(run, part), component.center, component.box) != Aim()
+    return aim(seen.image, screen_part(part), component.center, component.box) != Aim()
 
 
 def _fail(reason: str) -> dict[str, Any]:

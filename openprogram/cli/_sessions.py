@@ -199,7 +199,6 @@ def render_command(
     call (code node), shows what an llm() call inside it would see now.
     """
     from openprogram.display.calls import CallView, label
-    from openprogram.display.html import _counted, _names
     from openprogram.render.render import render_context
 
     with opened_session(store_spec, session_id) as session:
@@ -235,7 +234,7 @@ def render_command(
             say(styled(node.error, fg="red"))
         say(styled(f"── hidden from it: {len(view.hidden)} earlier nodes", dim=True))
         for group in view.hidden_groups():
-            say(f"  {group.rule} ({_counted(group)}): {_names(dag, group, limit=6)}")
+            say(f"  {group.rule} ({group.counted()}): {group.names(dag, limit=6)}")
         if diff and view.previous is not None:
             say(styled(f"── diff vs {label(dag, view.previous)}", dim=True))
             colours = {"+": "green", "-": "red", " ": None}

@@ -79,6 +79,19 @@ class HiddenGroup:
     frames: list[Node]
     nodes: list[Node]
 
+    def counted(self) -> str:
+        """How many nodes, in how many calls: `3 nodes in 2 calls`."""
+        nodes = f"{len(self.nodes)} node{'s' if len(self.nodes) != 1 else ''}"
+        if not self.frames:
+            return nodes
+        return f"{nodes} in {len(self.frames)} call{'s' if len(self.frames) != 1 else ''}"
+
+    def names(self, dag: ContextDAG, limit: int = 12) -> str:
+        """The labels of the calls (else the nodes), the first `limit` and how many more."""
+        shown = self.frames or self.nodes
+        names = ", ".join(label(dag, n) for n in shown[:limit])
+        return names + (f" and {len(shown) - limit} more" if len(shown) > limit else "")
+
 
 def group_hidden(dag: ContextDAG, hidden: list[HiddenNode]) -> list[HiddenGroup]:
     """Hidden nodes grouped by rule, in order of each group's first node."""

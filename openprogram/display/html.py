@@ -29,7 +29,7 @@ from openprogram.pages import render, trusted
 
 if TYPE_CHECKING:
     from openprogram.core.dag import ContextDAG, Node
-    from openprogram.display.calls import CallView, HiddenGroup
+    from openprogram.display.calls import CallView
     from openprogram.render.render import RenderedContext
 
 __all__ = ["call_html", "context_html", "dag_html", "node_html"]
@@ -248,19 +248,6 @@ def _turns(rendered: RenderedContext) -> list[dict[str, Any]]:
     return out
 
 
-def _counted(group: HiddenGroup) -> str:
-    nodes = f"{len(group.nodes)} node{'s' if len(group.nodes) != 1 else ''}"
-    if not group.frames:
-        return nodes
-    return f"{nodes} in {len(group.frames)} call{'s' if len(group.frames) != 1 else ''}"
-
-
-def _names(dag: ContextDAG, group: HiddenGroup, limit: int = 12) -> str:
-    shown = group.frames or group.nodes
-    names = ", ".join(label(dag, n) for n in shown[:limit])
-    return names + (f" and {len(shown) - limit} more" if len(shown) > limit else "")
-
-
 def call_html(view: CallView) -> str:
     """One llm call: its reply, the messages it saw (rebuilt), what was hidden from it
     and why, and the diff to the previous call of the same function."""
@@ -282,7 +269,7 @@ def call_html(view: CallView) -> str:
         report=view.rendered.report,
         hidden=len(view.hidden),
         groups=[
-            {"rule": g.rule, "counted": _counted(g), "names": _names(dag, g)}
+            {"rule": g.rule, "counted": g.counted(), "names": g.names(dag)}
             for g in view.hidden_groups()
         ],
         previous=None if view.previous is None else label(dag, view.previous),
