@@ -11,6 +11,7 @@ joins them. Start at Dataset.evaluate.
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -23,7 +24,7 @@ from openprogram.evals._html import report_fragment, write_html
 from openprogram.evals._running import EvalModel, Plan, Scorers, score_run
 from openprogram.evals._scores import TIMEOUT_S
 from openprogram.evals.compare import Comparison, compare
-from openprogram.evals.dataset import Case, DatasetData
+from openprogram.evals.dataset import Case, DatasetData, dataset_reader
 from openprogram.evals.report import ReportData
 from openprogram.evals.rerun import fork, rerun
 from openprogram.evals.run import Run
@@ -97,7 +98,19 @@ class EvalReport(ReportData):
         """A dataset of every completed call of `function` in this report's runs (at any
         depth): its recorded input, and its recorded output as `expected`; metadata names
         the case, repeat, session and node. Evaluate a new version of one nested
-        function on exactly what the old one was given. Raises UsageError when none."""
+        function on exactly what the old one was given. Raises UsageError when none.
+
+        When the runs are in a store, the dataset (named "REPORT: function (report ID)")
+        is noted there as a reader of the sessions its cases came from ("dataset:" and
+        its name), so `sessions prune` keeps them until `dataset.release(store)`; the
+        report's own reader (`reader`, noted by `save`) is another, let go apart."""
+        dataset = self._calls(function, store)
+        sessions = {str(c.metadata["session"]) for c in dataset.cases if c.metadata["session"]}
+        self._note_reader(sessions, dataset_reader(dataset.name), store)
+        return dataset
+
+    def _calls(self, function: str, store: object) -> Dataset:
+        """calls() without noting a reader: rerun() reads the calls only while it runs."""
         cases = []
         for run in self.runs:
             try:
@@ -118,7 +131,7 @@ class EvalReport(ReportData):
                 )  # fmt: skip
         if not cases:
             raise UsageError(f"no completed call of {function!r} in the runs of {self.name!r}")
-        return Dataset(name=f"{self.name}: {function}", cases=cases)
+        return Dataset(name=f"{self.name}: {function} (report {self.id})", cases=cases)
 
     def rescore(
         self,
@@ -129,12 +142,15 @@ class EvalReport(ReportData):
     ) -> EvalReport:
         """A new report with the same runs scored by `scorers`, calling nothing: outputs
         and DAGs come from the record (`store` overrides where the sessions are).
-        An llm_judge among them does call its model."""
+        An llm_judge among them does call its model. The copy has an id of its own, so
+        saved it is a reader ("report:ID") apart from this report: releasing either
+        lets go of nothing the other still reads."""
         from openprogram.session.session import Session
 
         function = self.function.rpartition(":")[2].rpartition(".")[2]
         plan = Plan(scorers, function)
-        report: EvalReport = self.model_copy(update={"runs": [], "name": name or self.name})
+        fresh = {"runs": [], "name": name or self.name, "id": uuid.uuid4().hex[:8]}
+        report: EvalReport = self.model_copy(update=fresh)
         report._dags = dict(self._dags)  # a copy of its own: model_copy shares it
         cases = {case.name: case for case in self.dataset.cases}
         for old in self.runs:
@@ -202,7 +218,7 @@ class EvalReport(ReportData):
         recorded call of it, in exactly the context that call had: the run's history up
         to it, its callers running, the recorded arguments. Only `fn` calls a model; the
         cases are `calls(function)`, so `equals` compares with the old output."""
-        calls = self.calls(function, store=store)
+        calls = self._calls(function, store)
         return rerun(self, function, calls, fn, scorers, model=model, store=store)
 
     def fork(

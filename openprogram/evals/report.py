@@ -310,11 +310,12 @@ class ReportData(BaseModel):
         text = _secrets.scrub_json(json.dumps(data, ensure_ascii=False, default=str)) or ""
         temporary.write_text(text, encoding="utf-8")
         os.replace(temporary, target)
-        self._note_reader(store)
+        self._note_reader({run.session for run in self.runs if run.session}, self.reader, store)
         return target
 
-    def _note_reader(self, store: object) -> None:
-        sessions = {run.session for run in self.runs if run.session is not None}
+    def _note_reader(self, sessions: set[str], reader: str, store: object) -> None:
+        """Note `reader` as a reader of `sessions` in the runs' store (`store` overrides
+        it); a store that cannot be reached or written is said so in the log."""
         spec = store or self.store
         if spec is None or not sessions:
             return
@@ -322,10 +323,10 @@ class ReportData(BaseModel):
             resolved, owns = _opened(spec)
         except (OpenProgramError, ImportError) as exc:
             log.warning("openprogram: %s: its sessions could not be kept from prune: %s",
-                        self.reader, exc)  # fmt: skip
+                        reader, exc)  # fmt: skip
             return
         try:
-            read_by(resolved, sessions, self.reader)
+            read_by(resolved, sessions, reader)
         finally:
             if owns and resolved is not None:
                 resolved.close()

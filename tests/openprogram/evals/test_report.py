@@ -243,8 +243,11 @@ def test_a_saved_report_keeps_its_runs_from_prune_until_it_is_released(
         loaded = EvalReport.load(path)
         assert loaded.reader == f"report:{report.id}"
         assert loaded.dag(loaded.runs[0]).find(name="review")  # the drill-down still works
-        assert len(loaded.calls("review", store=durable_store)) == 2
+        reviews = loaded.calls("review", store=durable_store)  # a reader of its own
+        assert len(reviews) == 2
         assert loaded.release(store=durable_store) == 2
+        assert store.prune(older_than=0).removed == []
+        assert reviews.release(durable_store) == 2
         assert loaded.release(store=durable_store) == 0
         assert sorted(store.prune(older_than=0).removed) == sorted(ran)
         with pytest.raises(OpenProgramError):
