@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 import tempfile
 import time
@@ -77,14 +78,18 @@ def record(store: str, options: argparse.Namespace) -> set[str]:
     """The sessions; returns the ids prune must keep."""
     keep: set[str] = set()
     text = "x" * 400
+    block = time.perf_counter()
     for i in range(options.sessions):
         with Session(store, id=f"done-{i:05d}"):
             for k in range(options.calls):
                 note(k, text)
             if i % 50 == 0:
                 picture(i)
-        if (i + 1) % 1000 == 0:
-            print(f"  recorded {i + 1} finished sessions", flush=True)
+        if (i + 1) % 1000 == 0:  # the creation rate as the store grows
+            rate = 1000 / (time.perf_counter() - block)
+            print(f"  recorded {i + 1} finished sessions: {rate:.1f} sessions/s over the "
+                  f"last 1000, load {os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
+            block = time.perf_counter()
     for i in range(50):
         with Session(store, id=f"waiting-{i}"), contextlib.suppress(Exception):
             asking()  # no one answers here: it waits

@@ -25,6 +25,7 @@ from openprogram.store._operations import tables
 from openprogram.store._sql import SQLStore
 from openprogram.store._statements import statements
 from openprogram.store._turns import immediate, turns
+from openprogram.store._whole import found_whole, note_whole, refresh
 from openprogram.store.format import FORMAT_VERSION, OLD_VALUES_MIGRATION, NodeRow
 from openprogram.store.journal import Journal, available, pending_dir, replay
 
@@ -77,8 +78,8 @@ class SQLiteStore(SQLStore):
     against power loss). timeout_s: how long a writer waits for another process's
     transaction. read_only: open for reading only (chosen by itself when the file or its
     folder is not writable). check: on first connecting, run SQLite's quick_check over
-    the tables sessions are read from (False: skip it; `sessions check` uses that to
-    look into a damaged file).
+    the tables sessions are read from, once per file in a process (store/_whole.py;
+    False: skip it; `sessions check` uses that to look into a damaged file).
     Raises StoreDamaged for a damaged file, UnsupportedFormatVersion for a file of another
     format version, StoreError for a file that is not an openprogram store.
     """
@@ -123,7 +124,9 @@ class SQLiteStore(SQLStore):
                 connection = self._open()
                 try:
                     if self.check and not self._checked:
-                        self._check_integrity(connection)
+                        if not found_whole(self.path):  # once per file and process
+                            self._check_integrity(connection)
+                            note_whole(self.path)
                         self._checked = True
                     version = self._version(connection)  # before anything writes to the file
                     if self.read_only:
@@ -318,7 +321,10 @@ class SQLiteStore(SQLStore):
                 self._checkpointer = None
             if not self.memory:
                 self._start_cursor = None
+                written = self._connection is not None and not self.read_only
                 super().close()
+                if written:  # closing folded the WAL into the file: our own write
+                    refresh(self.path)
 
     def _written(self, rows: int) -> None:
         """Count written rows; every _CHECKPOINT_EVERY of them, fold the WAL into the file."""
@@ -475,6 +481,7 @@ class _Checkpointer(threading.Thread):
                     return
                 try:
                     _checkpoint(connection, self._turn)
+                    refresh(self._path)  # our own write into the file
                 except sqlite3.Error as exc:  # busy or locked: the next wake tries again
                     log.debug("openprogram: WAL checkpoint of %s skipped: %s", self._path, exc)
         finally:
