@@ -36,7 +36,7 @@ Step = tuple[str, str, int]
 """(kind, name, ordinal among the parent's children of that kind and name)."""
 
 
-def input_hash(value: Any, hidden: Iterable[str] = ()) -> str:
+def input_hash(value: object, hidden: Iterable[str] = ()) -> str:
     """sha256 of a node input in its stored form (values.to_jsonable), as canonical JSON
     (sorted keys, images by hash); `hidden` parameters (handles such as a desktop, whose
     state changes as the program acts) are left out."""
@@ -53,7 +53,7 @@ def _digest(text: str) -> str:
 
 
 def legacy_input_hash(
-    value: Any, hidden: Iterable[str], add_image: Callable[[Any], ImageRef]
+    value: object, hidden: Iterable[str], add_image: Callable[[Any], ImageRef]
 ) -> tuple[str, bool]:
     """(input hash as format_version 5 and older took it, whether that form lost what the
     value was) of a live input: those versions stored what JSON cannot hold as its repr,
@@ -71,7 +71,7 @@ def legacy_input_hash(
     return _digest(text), bool(lossy)
 
 
-def recorded_legacy_hash(value: Any, hidden: Iterable[str]) -> str:
+def recorded_legacy_hash(value: object, hidden: Iterable[str]) -> str:
     """The format_version 5 input hash of a node recorded in that format."""
     if hidden and isinstance(value, dict):
         value = {k: v for k, v in value.items() if k not in hidden}
@@ -281,9 +281,9 @@ class Resumer:
         kind: str,
         name: str,
         parent: str | None,
-        value: Any,
+        value: object,
         hidden: Iterable[str],
-        raw: Any,
+        raw: object,
         add_image: Callable[[Any], ImageRef],
     ) -> tuple[Node | Divergence | None, str | None]:
         """match() for a live input (`value` stored, `raw` as given), and for a completed
@@ -328,7 +328,7 @@ _noted_lock = threading.Lock()
 
 def stored_value(
     function: str,
-    value: Any,
+    value: object,
     add_image: Callable[[Any], ImageRef],
     *,
     hidden: Iterable[str] = (),

@@ -95,7 +95,11 @@ def agentic_function(
     compactor: Callable[[str], str] | None = None,
     effect: Effect | None = None,
     on_code_change: str | None = None,
-) -> Any:
+) -> (
+    AgenticFunction[..., Any]
+    | AsyncAgenticFunction[..., Any]
+    | Callable[[Callable[..., Any]], AgenticFunction[..., Any]]
+):
     """Record every call of `fn` as a `code` node; used bare or with settings.
 
     expose: what callers' llm() calls see of this function (DESIGN.md §4).

@@ -12,12 +12,15 @@ import hashlib
 import io
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from pydantic import BaseModel, ConfigDict
 
 from openprogram.echo import echo
 from openprogram.errors import UsageError
+
+if TYPE_CHECKING:
+    import PIL.Image
 
 __all__ = ["Image", "ImageRef", "is_image"]
 
@@ -38,7 +41,7 @@ class ImageRef(BaseModel):
         return {"$image": self.sha256, "width": self.width, "height": self.height}
 
 
-def _is_pil(value: Any) -> bool:
+def _is_pil(value: object) -> TypeGuard[PIL.Image.Image]:
     pil = sys.modules.get("PIL.Image")
     return pil is not None and isinstance(value, pil.Image)
 
@@ -57,7 +60,7 @@ class Image:
     __slots__ = ("_pil", "_png", "_sha256")
 
     def __init__(self, source: object) -> None:
-        self._pil: Any
+        self._pil: PIL.Image.Image
         self._png: bytes | None = None
         self._sha256: str | None = None
         if isinstance(source, Image):  # a copy: the same pixels, PNG and hash, as made
@@ -89,13 +92,14 @@ class Image:
         return image
 
     @property
-    def pil(self) -> Any:
+    def pil(self) -> PIL.Image.Image:
         """The PIL image."""
         return self._pil
 
     @property
     def size(self) -> tuple[int, int]:
-        return tuple(self._pil.size)
+        width, height = self._pil.size
+        return width, height
 
     @property
     def sha256(self) -> str:

@@ -30,7 +30,7 @@ def _data(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str).replace("<", "\\u003c")
 
 
-def judge_prompt(rubric: str, inputs: Any, expected: Any, output: Any) -> str:
+def judge_prompt(rubric: str, inputs: object, expected: object, output: object) -> str:
     """The text the judge's model is asked (after JUDGE_SYSTEM): the rubric, then the
     case's values as tagged JSON data."""
     lines = [f"Rubric: {rubric}", f"<inputs>{_data(inputs)}</inputs>"]
@@ -49,7 +49,7 @@ _HIDDEN = {"hidden": True}
     system=JUDGE_SYSTEM,
     input={"rubric": _HIDDEN, "inputs": _HIDDEN, "expected": _HIDDEN, "output": _HIDDEN},
 )
-def judge(rubric: str, inputs: Any, expected: Any, output: Any) -> Verdict:
+def judge(rubric: str, inputs: object, expected: object, output: object) -> Verdict:
     """Whether `output` meets `rubric`, given the case's inputs and expected output."""
     verdict: Verdict = llm(judge_prompt(rubric, inputs, expected, output), response_format=Verdict)
     return verdict

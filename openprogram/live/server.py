@@ -20,13 +20,16 @@ import threading
 import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from openprogram.core import _secrets
 from openprogram.errors import OpenProgramError, UsageError
 from openprogram.live import page
 from openprogram.serving import Access, DeadlineReader, LimitedServer, is_loopback
+
+if TYPE_CHECKING:
+    from openprogram.store.base import Store
 
 __all__ = ["LiveServer"]
 
@@ -97,7 +100,7 @@ class LiveServer(LimitedServer):
         """The address to open, with the token."""
         return f"{self.origin}/?token={self.token}"
 
-    def open_store(self) -> Any:
+    def open_store(self) -> Store:
         """The store, opened for one request (a connection of its own: requests run on
         threads of their own)."""
         from openprogram.store import open_store
@@ -129,7 +132,7 @@ class LiveServer(LimitedServer):
         message = f"the server is busy: all {self.max_connections} connections are in use"
         return page.error_page(503, message + "; try again").encode(), "text/html; charset=utf-8"
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
+    def handle_error(self, request: object, client_address: Any) -> None:
         _log.exception("sessions serve failed on a request from %s", client_address[0])
 
 

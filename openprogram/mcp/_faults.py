@@ -78,7 +78,7 @@ def start_error(
     return error
 
 
-def too_large(exc: Any, limit: int) -> bool:
+def too_large(exc: MCPError, limit: int) -> bool:
     """Whether an MCPError says the server's answer was over max_result_bytes: our stdio
     reader's code, the SDK's parse error for an HTTP answer we cut, or its error for a
     server-sent event over the limit we gave it."""

@@ -19,6 +19,7 @@ from typing import Any
 import jsonschema
 import regex
 from jsonschema.exceptions import ValidationError
+from jsonschema.protocols import Validator
 from referencing import Registry
 from referencing.exceptions import Unresolvable
 
@@ -42,7 +43,7 @@ class SchemaTooSlow(Exception):
     """Checking a value against a schema ran past its deadline."""
 
 
-def bounded_validator(server: str, tool: str, schema: Any, *, what: str = "input") -> Any:
+def bounded_validator(server: str, tool: str, schema: object, *, what: str = "input") -> Validator:
     """A jsonschema validator for `schema`, which must be a JSON object schema within
     MAX_DEPTH and MAX_SUBSCHEMAS; ConfigError naming the server and tool otherwise."""
 
@@ -63,7 +64,7 @@ def bounded_validator(server: str, tool: str, schema: Any, *, what: str = "input
     return _bounded_class(cls)(schema, registry=Registry())
 
 
-def problems(validator: Any, instance: object, seconds: float) -> list[ValidationError]:
+def problems(validator: Validator, instance: object, seconds: float) -> list[ValidationError]:
     """The first MAX_ERRORS errors of `instance` (by path); SchemaTooSlow when checking
     takes longer than `seconds`."""
     token = _deadline.set(time.monotonic() + seconds)

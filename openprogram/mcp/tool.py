@@ -149,7 +149,7 @@ class MCPTool:
         approving._recorders = {}
         return approving
 
-    def validate(self, arguments: Any) -> tuple[dict[str, Any], str | None]:
+    def validate(self, arguments: object) -> tuple[dict[str, Any], str | None]:
         """(arguments, None), or ({}, what is wrong) for the model to read."""
         if not isinstance(arguments, dict):
             return {}, (

@@ -18,6 +18,7 @@ import signal
 import socket
 import threading
 import time
+from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -31,7 +32,7 @@ from openprogram.store.sqlite import SQLiteStore
 __all__ = ["RayOperations", "import_ray", "init_ray", "shared_store"]
 
 
-def import_ray(who: str = "RayOperations") -> Any:
+def import_ray(who: str = "RayOperations") -> ModuleType:
     """The ray module, with Ray's usage statistics off (nothing reaches the network
     unasked); ImportError naming `who` and the extra to install when Ray is missing."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -177,7 +178,7 @@ class RayOperations:
         return f"RayOperations(address={self._address!r})"
 
 
-def init_ray(ray: Any, **options: Any) -> None:
+def init_ray(ray: ModuleType, **options: Any) -> None:
     """ray.init(**options), then this process's SIGTERM handler as it was: Ray installs
     its own in the driver (sys.exit) and leaves it after shutdown, which would take the
     place of the graceful drain (and of whatever the program set), also in its fork

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from json.encoder import encode_basestring
 from typing import Any, Protocol
 
@@ -20,6 +20,14 @@ from openprogram.core.dag import ContextDAG, Node
 from openprogram.core.image import ImageRef
 from openprogram.core.values import as_shown, replace_surrogates, shown_json
 from openprogram.render._chunks import Chunks
+
+
+class HashState(Protocol):
+    """A messages hash as the stream feeds it (hashlib.sha256's object)."""
+
+    def update(self, data: bytes, /) -> None: ...
+    def copy(self) -> HashState: ...
+    def hexdigest(self) -> str: ...
 
 
 class Walk(Protocol):
@@ -69,11 +77,11 @@ class MessageStream:
 
     def __init__(self, *, continued: bool = True, hashed: bool = True) -> None:
         self.messages: Chunks[_Open] | list[_Open] = Chunks() if continued else []
-        self.hash = hashlib.sha256(b"[")
+        self.hash: HashState = hashlib.sha256(b"[")
         self._pending: list[str] = []  # canonical JSON not fed to the hash yet
         self.hashed = hashed  # False: only the messages are wanted (with_turn)
 
-    def restore(self, stream: MessageStream, count: int, last: int, state: Any) -> None:
+    def restore(self, stream: MessageStream, count: int, last: int, state: HashState) -> None:
         """Continue from an earlier point of `stream`: its first `count` messages, the
         last of them with its first `last` parts, and its hash state then."""
         if not count:
@@ -131,7 +139,7 @@ class MessageStream:
             messages.append(previous)  # type: ignore[arg-type]
             merging = role if extra is None and role != "system" else None
 
-    def state(self) -> Any:
+    def state(self) -> HashState:
         """A copy of the hash state as the messages stand (the last one still open)."""
         if self._pending:
             # surrogatepass: lone surrogates (a filename decoded with surrogateescape) hash
@@ -258,7 +266,9 @@ def shown(value: object, budget: int | None, name: str, as_json: bool) -> tuple[
 
 
 def content_parts(
-    content: Any, cut: Callable[[str, str | None], str] | None, node_id: str | None
+    content: str | Sequence[object] | None,
+    cut: Callable[[str, str | None], str] | None,
+    node_id: str | None,
 ) -> list[dict[str, Any]]:
     """Content (a str or a list of parts with ImageRefs) as internal message parts."""
     if content is None:

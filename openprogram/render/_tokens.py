@@ -15,6 +15,7 @@ import math
 import os
 import threading
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -68,7 +69,7 @@ def _litellm_count(model: str, text: str) -> Any:
     return import_litellm().token_counter(model=model, text=text)
 
 
-_litellm: Any = None
+_litellm: ModuleType | None = None
 _preload: threading.Thread | None = None
 _preload_lock = threading.Lock()
 
@@ -95,7 +96,7 @@ def _quiet_import() -> None:
         log.debug("importing litellm in the background failed", exc_info=True)
 
 
-def import_litellm() -> Any:
+def import_litellm() -> ModuleType:
     """Import litellm once, offline-safe and quiet: its cost map read from the installed
     package (not fetched: offline that is seconds of retries), telemetry off."""
     global _litellm

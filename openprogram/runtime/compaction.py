@@ -38,10 +38,17 @@ SUMMARY_PROMPT = (
 )
 
 
+class Asks(Protocol):
+    """What summarize_history uses of its runtime (a Runtime): one llm() call."""
+
+    def llm(self, content: object, /) -> object: ...
+
+
 @agentic_function(render_range={"callers": 0})
-def summarize_history(text: str, runtime: Any = None) -> str:
+def summarize_history(text: str, runtime: Asks | None = None) -> str:
     """Summarise an agent's earlier history so it can go on without it (the default
     compactor: one llm() call that sees nothing but this text)."""
+    assert runtime is not None  # @agentic_function passes the ambient one
     return str(runtime.llm(SUMMARY_PROMPT + text))
 
 

@@ -87,7 +87,7 @@ class LimitedServer(HTTPServer):
             self._release(request)
             self._refuse_busy(request)
 
-    def refused_busy(self, client_address: Any) -> None:
+    def refused_busy(self, client_address: object) -> None:
         """Called for each connection answered 503 (to log it, say); nothing by default."""
 
     def _work(self, request: socket.socket, client_address: Any) -> None:
@@ -184,7 +184,7 @@ class LimitedServer(HTTPServer):
         for request, _ in lingering:
             request.close()
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
+    def handle_error(self, request: object, client_address: object) -> None:
         """A worker's failure is its reply's business; a connection cut by the client or
         by stop() is nobody's: neither is printed."""
 
