@@ -204,12 +204,18 @@ def summary_table(summary: dict[str, Any]) -> str:
 
 def write_summary(result: BatchResult, directory: Path) -> Path:
     """Write summary.json and the EvalReport's report.json (each atomically) into
-    `directory`; returns summary.json's path (`result.eval_path` is report.json's)."""
+    `directory`; returns summary.json's path (`result.eval_path` is report.json's).
+
+    Both name the episodes' sessions, so saving report.json notes the batch as their
+    reader ("report:NAME"): `sessions prune` keeps them until `EvalReport.load(
+    "report.json").release(store=...)` or `openprogram sessions unread report:NAME`. The
+    note goes to the store the batch recorded into, not through the name the report
+    keeps of it (credentials masked, which may not open it)."""
     path = directory / "summary.json"
     partial = path.with_suffix(".json.partial")
     partial.write_text(json.dumps(result.to_dict(), indent=2, default=str), encoding="utf-8")
     os.replace(partial, path)
-    result.eval_path = result.report.save(directory / "report.json")
+    result.eval_path = result.report.save(directory / "report.json", store=result.store)
     return path
 
 

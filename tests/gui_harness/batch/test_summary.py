@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gui_harness.batch import BatchResult, summarise, summary_table
+from gui_harness.batch.summary import write_summary
 
 
 def _episode(name, success, steps, tokens=100, cost=0.01, seconds=2.0, status=None):
@@ -120,3 +121,34 @@ def test_the_batch_part_of_the_page_escapes_task_names_and_problems():
     assert (
         evil not in page and page.count("&lt;script&gt;alert(1)&lt;/script&gt;") == 2
     )  # the task, the problem
+
+
+def test_the_batch_result_keeps_its_episodes_sessions_from_prune_wherever_its_store_is(
+    tmp_path, caplog
+):
+    from openprogram import Session
+    from openprogram.evals import EvalReport
+    from openprogram.store import open_store
+
+    # a folder whose name the report's masking alters: the report cannot open the store
+    # by the name it keeps of it, but the batch recorded there and its sessions must stay
+    folder = tmp_path / "token=nightly"
+    folder.mkdir()
+    store = str(folder / "runs.db")
+    for session in ("b-cb0-a1", "b-cb1-a1", "other"):
+        with Session(store, id=session):
+            pass
+    episodes = [{**_episode("click-button", True, 2), "id": f"cb{i}", "session": f"b-cb{i}-a1"}
+                for i in range(2)]  # fmt: skip
+    result = BatchResult(episodes, name="b", store=store)
+    write_summary(result, tmp_path)
+    assert "could not be kept from prune" not in caplog.text
+    opened, _ = open_store(store)
+    try:
+        done = opened.prune(older_than=0)
+        assert done.removed == ["other"]
+        assert done.kept == {"b-cb0-a1": "report:b reads it", "b-cb1-a1": "report:b reads it"}
+        assert EvalReport.load(tmp_path / "report.json").release(store=store) == 2
+        assert sorted(opened.prune(older_than=0).removed) == ["b-cb0-a1", "b-cb1-a1"]
+    finally:
+        opened.close()
