@@ -74,7 +74,11 @@ class OtelCallback(Callback):
     attached (they may hold personal data).
     """
 
-    def __init__(self, tracer_provider: Any = None, logger_provider: Any = None) -> None:
+    def __init__(
+        self,
+        tracer_provider: trace.TracerProvider | None = None,
+        logger_provider: _logs.LoggerProvider | None = None,
+    ) -> None:
         provider = tracer_provider or trace.get_tracer_provider()
         self.tracer = provider.get_tracer("openprogram")
         self._logger_provider = logger_provider

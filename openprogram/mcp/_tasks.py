@@ -131,7 +131,7 @@ class Tasks:
         self._lock = threading.Lock()
 
     @staticmethod
-    def offers(fn: Any) -> bool:
+    def offers(fn: object) -> bool:
         """Whether `fn` is served as a task (a background operation tool)."""
         return bool(getattr(fn, "background", False))
 
