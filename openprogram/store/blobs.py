@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from openprogram.core.image import Image
 
 __all__ = ["StoredBlobs"]
+
+T = TypeVar("T")
 
 
 class StoredBlobs(dict[str, Image]):
@@ -53,7 +55,13 @@ class StoredBlobs(dict[str, Image]):
                 raise
             return image
 
-    def get(self, sha: str, default: object = None) -> Any:
+    @overload
+    def get(self, sha: str, default: None = None) -> Image | None: ...
+    @overload
+    def get(self, sha: str, default: Image) -> Image: ...
+    @overload
+    def get(self, sha: str, default: T) -> Image | T: ...
+    def get(self, sha: str, default: object = None) -> object:
         try:
             return self[sha]
         except KeyError:
