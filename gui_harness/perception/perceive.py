@@ -33,7 +33,7 @@ from gui_harness.perception.ocr.ocr import name_toggles, ocr_available
 from gui_harness.perception.ocr.ocr_worker import OcrWorker
 from gui_harness.perception.pixels._changes import Redetector
 from gui_harness.perception.pixels._decorations import decorate
-from gui_harness.perception.pixels._icons import icon_label
+from gui_harness.perception.pixels._icons import glyph_label, icon_label
 from gui_harness.perception.tree.accessibility import AccessibilitySnapshot, AccessibilitySource
 from openprogram.core.image import Image as OpenprogramImage
 from openprogram.errors import UsageError
@@ -183,6 +183,7 @@ class Perception:
             for n in icons:  # back in their places, unread
                 read.insert(n, components[n])
             components = name_toggles(read)
+            components = [_named_by_glyph(grey, c) for c in components]
         components = captioned(components)  # by the text read so far, tree or OCR
         notes = (accessibility.note,) if accessibility is not None and accessibility.note else ()
         return Observation(picture, tuple(components), describe(components), notes, accessibility)
@@ -264,6 +265,24 @@ def _named_by_icon(grey: np.ndarray, component: Component) -> Component:
     icon for a common action (a magnifier: "Search"; _icons.py)."""
     x, y, w, h = component.box
     label = icon_label(grey[max(y, 0) : y + h, max(x, 0) : x + w])
+    return component if label is None else component.with_label(label)
+
+
+def _named_by_glyph(grey: np.ndarray, component: Component) -> Component:
+    """`component` labelled "-" when it is a small button found on pixels that OCR left
+    unread and whose one mark inside its border is a minus (_icons.glyph_label)."""
+    x, y, w, h = component.box
+    if (
+        component.source != "pixels"
+        or component.label is not None
+        or component.kind not in ("button", "icon")
+        or not (8 <= w <= _ICON and 8 <= h <= _ICON)
+        or x < 0
+        or y < 0
+    ):
+        return component
+    inset = 3 if min(w, h) > 14 else 1  # inside its border
+    label = glyph_label(grey[y + inset : y + h - inset, x + inset : x + w - inset])
     return component if label is None else component.with_label(label)
 
 

@@ -1,8 +1,8 @@
 """Controls drawn as framed cells that detection reads as one line or one box: a tab
 strip's framed labels side by side on their page's top line (Swing's tabs in the Metal,
 Nimbus, Motif and GTK looks, Tk's notebook), and a spin box's up and down arrows stacked
-at its field's right end (Swing's JSpinner, Tk's spin boxes). Private to detect.py,
-which calls these on what it found.
+at its field's right end (Swing's JSpinner, Tk's spin boxes), and the names of a spin
+box's arrow buttons. Private to detect.py, which calls these on what it found.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 
 from gui_harness.perception.component import Kind
 
-__all__ = ["framed_tabs", "stacked_arrows"]
+__all__ = ["arrow_names", "framed_tabs", "stacked_arrows"]
 
 Found = tuple[Kind, tuple[int, int, int, int], float]
 Box = tuple[int, int, int, int]
@@ -20,6 +20,7 @@ Box = tuple[int, int, int, int]
 _STRIP_H = (10, 48)  # px; the height of a tab strip's line
 _LINE_INK = 25  # grey levels a frame's line differs from its strip's background by
 _MARK_INK = 40  # grey levels an arrow differs from its button's face by
+_ARROW_H = 30  # px; a spin box's arrow button is no higher
 _SEEDS = ("text", "link", "button", "tab")
 _GAP_KERNEL = np.ones((3, 1), np.uint8)
 
@@ -307,6 +308,35 @@ def stacked_arrows(grey: np.ndarray, found: list[Found]) -> list[Found]:
         result.append(("button", (left, y, x + w - left, middle - y), 0.6))
         result.append(("button", (left, middle, x + w - left, y + h - middle), 0.6))
     return result
+
+
+def arrow_names(grey: np.ndarray, found: list[Found]) -> dict[Box, str]:
+    """The names of the spin boxes' arrow buttons among `found`: '+' for the up one and
+    '-' for the down one (the names the tree path gives a spin button's parts,
+    fusion._spin_parts), by their boxes. Two buttons one on the other (the same columns
+    within 2 px, the lower starting where the upper ends), each at most 30 px high and
+    twice as wide as high, that hold one up arrow in the upper and one down arrow in the
+    lower between them (_arrow_pair): the arrows stacked_arrows and _parts.spin_buttons
+    part, or that were found apart."""
+    buttons = sorted((box for kind, box, _ in found if kind == "button"), key=lambda b: b[1])
+    names: dict[Box, str] = {}
+    height, width = grey.shape
+    for n, upper in enumerate(buttons):
+        x, y, w, h = upper
+        if not (4 <= h <= _ARROW_H and w <= 2 * h) or x < 0 or y < 0:
+            continue
+        for lower in buttons[n + 1 :]:
+            lx, ly, lw, lh = lower
+            if ly > y + h + 2:
+                break
+            if abs(lx - x) > 2 or abs(lw - w) > 2 or abs(ly - (y + h)) > 2 or lh > _ARROW_H:
+                continue
+            x0, x1 = min(x, lx), min(max(x + w, lx + lw), width)
+            pair = _arrow_pair(grey[y : min(ly + lh, height), x0:x1])
+            if pair is not None and pair[0][1] + pair[0][3] <= ly - y + 1 <= pair[1][1] + 1:
+                names[upper], names[lower] = "+", "-"
+                break
+    return names
 
 
 def _centre_in(box: Box, outer: Box) -> bool:

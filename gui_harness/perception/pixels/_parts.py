@@ -1,6 +1,7 @@
 """Controls made of parts that pixel detection reads inside one box: the buttons of a
 toolbar, the tabs of a tab strip (bordered, or a notebook's borderless labels), the two
-arrows of a spin box. Private to detect.py, which calls these on the boxes it found.
+arrows of a spin box, a drop-down's caret after its text. Private to detect.py, which
+calls these on the boxes it found.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ __all__ = [
     "PART_OF_CONTROL_H",
     "Found",
     "bar_cells",
+    "chevron_dropdowns",
     "field_buttons",
     "notebook_tabs",
     "spin_buttons",
@@ -375,3 +377,65 @@ def _arrow_halves(patch: np.ndarray) -> int | None:
     if not (symmetric and flipped and narrowing):
         return None
     return int(rows[gaps[0]] + rows[gaps[0] + 1] + 1) // 2
+
+
+def chevron_dropdowns(grey: np.ndarray, found: list[Found]) -> list[Found]:
+    """`found` with each button that ends in a drop-down's caret read as a drop-down: a
+    box of control height (14-48 px), at least 2.5 times as wide as high, whose last
+    mark (within 1.3 heights of its right end, inside its border) stands apart from the
+    marks before it (3 px or more) and is a caret (_caret: a small chevron or solid
+    triangle pointing down). A web page's plain <select> draws no divider before it."""
+    result: list[Found] = []
+    for kind, box, confidence in found:
+        x, y, w, h = box
+        if (
+            kind == "button"
+            and 14 <= h <= PART_OF_CONTROL_H
+            and w >= 2.5 * h
+            and x >= 0
+            and y >= 0
+            and x + w <= grey.shape[1]
+            and y + h <= grey.shape[0]
+            and _ends_in_caret(grey[y + 3 : y + h - 3, x + 3 : x + w - 3], h)
+        ):
+            result.append(("dropdown", box, 0.6))
+        else:
+            result.append((kind, box, confidence))
+    return result
+
+
+def _ends_in_caret(inside: np.ndarray, h: int) -> bool:
+    if inside.size == 0:
+        return False
+    ink = np.abs(inside.astype(np.int16) - int(np.median(inside))) >= _ICON_INK
+    columns = np.flatnonzero(ink.any(axis=0))
+    if len(columns) < 2:
+        return False
+    # the last mark: the columns of ink after the last gap of 3 px or more
+    gaps = np.flatnonzero(np.diff(columns) >= 4)
+    start = int(columns[gaps[-1] + 1]) if len(gaps) else int(columns[0])
+    end = int(columns[-1]) + 1
+    if not len(gaps) or inside.shape[1] - start > 1.3 * h:
+        return False
+    return _caret(ink[:, start:end])
+
+
+def _caret(mark: np.ndarray) -> bool:
+    """Whether `mark` (ink, cut to its columns) is a caret pointing down: 5-16 px wide,
+    2-10 px high, wider than high, mirror-symmetric left to right, its rows' spans
+    narrowing downwards to its middle from its widest, in its upper half."""
+    rows = np.flatnonzero(mark.any(axis=1))
+    if not len(rows):
+        return False
+    mark = mark[rows[0] : rows[-1] + 1]
+    high, wide = mark.shape
+    if not (5 <= wide <= 16 and 2 <= high <= 10 and wide >= 1.3 * high):
+        return False
+    if np.count_nonzero(mark != mark[:, ::-1]) > 0.2 * mark.size:
+        return False
+    first = np.argmax(mark, axis=1)
+    last = wide - 1 - np.argmax(mark[:, ::-1], axis=1)
+    spans = last - first
+    widest = int(np.argmax(spans))  # its top row may be fainter than the next (smoothing)
+    tail = spans[widest:]
+    return bool(widest <= high // 2 and (np.diff(tail) <= 0).all() and tail[0] >= tail[-1] + 3)

@@ -23,11 +23,12 @@ from gui_harness.perception.component import (
     reading_order,
 )
 from gui_harness.perception.pixels._blobs import Sums, boxes_of, scratch
-from gui_harness.perception.pixels._framed import framed_tabs, stacked_arrows
+from gui_harness.perception.pixels._framed import arrow_names, framed_tabs, stacked_arrows
 from gui_harness.perception.pixels._grid import find_grids, outside_grids
 from gui_harness.perception.pixels._parts import (
     PART_OF_CONTROL_H,
     bar_cells,
+    chevron_dropdowns,
     field_buttons,
     notebook_tabs,
     spin_buttons,
@@ -69,7 +70,8 @@ def detect_components(
 
     `image` is a PIL image or a uint8 numpy array (RGB, RGBA or grey); links are told
     from text by their colour, so only in a colour image. Returns at most
-    `max_components` components numbered in reading order, without labels; when there
+    `max_components` components numbered in reading order, without labels but a spin
+    box's arrow buttons' ('+' up, '-' down: _framed.arrow_names); when there
     are more, the controls a task acts on are kept before repetitive content (see
     _ranked). A ruled table or spreadsheet is one "grid" component whose `grid` names
     its cells, not a field per cell. Each
@@ -121,14 +123,15 @@ def detect_crop(
     if colour is not None:
         texts = links(colour, texts)
     found = web_parts(colour, grey, spin_buttons(grey, controls + texts), _detect_inside)
-    found = stacked_arrows(grey, framed_tabs(grey, found))
+    found = stacked_arrows(grey, framed_tabs(grey, chevron_dropdowns(grey, found)))
     shown = find_grids(grey) if grids is None else []
     found = outside_grids(found, shown if grids is None else grids)
     room = max(max_components - len(shown if grids is None else grids), 0)
     if len(found) > room:
         found = _ranked(found, grey.shape[0])[:room]
+    named = arrow_names(grey, found)
     return reading_order(
-        [Component(0, kind, box, None, confidence) for kind, box, confidence in found]
+        [Component(0, kind, box, named.get(box), confidence) for kind, box, confidence in found]
         + [Component(0, "grid", box, None, 0.7, grid=grid) for box, grid in shown][:max_components]
     )
 

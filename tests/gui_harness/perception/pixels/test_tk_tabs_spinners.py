@@ -103,6 +103,18 @@ def test_tk_spin_boxes_arrows_are_buttons_beside_their_fields(form):
     click_until(desktop, look, down, lambda _: _probed(probe) == "2")
 
 
+def test_tk_spin_boxes_arrows_are_named_up_and_down_and_captioned_as_their_field(form):
+    """A planner tells the arrows apart by name, not by their order: the up one '+',
+    the down one '-' (as the tree path names a spin button's parts), each captioned as
+    its field (on the old code: unnamed and uncaptioned)."""
+    _, look, _ = form
+    seen = until(look, lambda s: _value(s, "Copies:") is not None, limit=30.0)
+    for caption in ("Copies:", "Pages:"):
+        _, up, down = spin(seen, caption)
+        assert (up.label, down.label) == ("+", "-"), (up, down)
+        assert up.caption == down.caption == caption, (up, down)
+
+
 def test_a_tk_notebook_s_strip_is_two_tabs_and_each_switches_its_page(form):
     desktop, look, _ = form
     seen = until(look, lambda s: len([c for c in s if c.kind == "tab"]) >= 2, limit=30.0)

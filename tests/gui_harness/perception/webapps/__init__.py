@@ -242,6 +242,33 @@ def _ready(driver, framework: str) -> None:  # type: ignore[no-untyped-def]
         driver.execute_async_script(_READY, _DRAWN[framework])
 
 
+def html_page(html: str, task: str = "page") -> WebPage:
+    """A page of `html` (a whole document; its own styles, no network) rendered at
+    1280×800 in headless Chromium, with its clickable elements and their drawn names as
+    webapp_pages() gives them: the pages tests build for one class of controls."""
+    import tempfile
+    from pathlib import Path
+
+    driver = _driver(1.0)
+    try:
+        driver.execute_cdp_cmd(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": VIEWPORT[0], "height": VIEWPORT[1], "deviceScaleFactor": 1, "mobile": False},
+        )
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "page.html"
+            path.write_text(html, encoding="utf-8")
+            driver.get(path.as_uri())
+            driver.execute_async_script(_SETTLED)
+            clickable = driver.execute_script(_COLLECT_NAMED)
+            png = driver.get_screenshot_as_png()
+    finally:
+        driver.quit()
+    shot = Image.open(io.BytesIO(png)).convert("RGB")
+    interactive = [(kind, tuple(box)) for kind, box, _ in clickable]
+    return WebPage(task, 0, shot, [], interactive, tuple(name for _, _, name in clickable))
+
+
 def _log_in(driver, base: str) -> None:  # type: ignore[no-untyped-def]
     """Log in to Django's admin, unless logged in (its login page is measured logged out)."""
     from selenium.webdriver.common.by import By
