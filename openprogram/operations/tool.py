@@ -66,7 +66,7 @@ def operation_tool(
     *,
     background: bool = False,
     input: Mapping[str, Mapping[str, Any]] | None = None,
-) -> Any:
+) -> Callable[..., Any]:
     """Make `fn`, which returns Operation(s) instead of doing the work, a recorded tool.
 
     The call is recorded as a code node; the operations it returns are committed with
