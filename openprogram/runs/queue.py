@@ -34,6 +34,20 @@ _LOCK_ID = 0x6F70_7275_6E73  # "oprruns": creating the tables, once per database
 
 
 @dataclass(frozen=True)
+class _Outcome:
+    """What one statement gave, read while the queue's lock was held."""
+
+    rows: list[Any]
+    rowcount: int
+
+    def fetchone(self) -> Any:
+        return self.rows[0] if self.rows else None
+
+    def fetchall(self) -> list[Any]:
+        return self.rows
+
+
+@dataclass(frozen=True)
 class RunInfo:
     """A run as its row says: what it calls, where it is, how it ended."""
 
@@ -164,9 +178,13 @@ class RunQueue:
             why = mask_url(str(exc), self.spec)
             raise StoreError(f"the run queue in {self.url} could not {action}: {why}") from None
 
-    def _run(self, action: str, statement: str, params: Sequence[Any] = ()) -> Any:
+    def _run(self, action: str, statement: str, params: Sequence[Any] = ()) -> _Outcome:
+        # the rows are read under the lock too: a cursor read after it was let go fails if
+        # another thread closed the connection meanwhile (close(), or a driver error)
         with self._lock, self._translate(action):
-            return self._connect().execute(statement, tuple(params))
+            cursor = self._connect().execute(statement, tuple(params))
+            rows = cursor.fetchall() if cursor.description is not None else []
+            return _Outcome(rows, cursor.rowcount)
 
     def close(self) -> None:
         """Close the queue's connection and its store's (a later call reconnects)."""

@@ -129,6 +129,37 @@ def test_a_queue_limit_holds_over_all_slots(durable_store: str, _log: Path) -> N
     queue.close()
 
 
+def test_a_queue_read_while_another_thread_closes_it_reconnects_and_reads_all(
+    durable_store: str,
+) -> None:
+    # a worker's slots share one queue: a driver error in one closes its connection (the
+    # next call reconnects). A read under way in another slot must not fail for that: on
+    # a busy machine its rows were read after the close ("Cannot operate on a closed
+    # database") and the slot died
+    for i in range(12):
+        submit(JOB, f"c{i}", 2, id=f"c{i}", store=durable_store)
+    queue = RunQueue(durable_store)
+    stop = threading.Event()
+    closes = [0]
+
+    def closer() -> None:
+        while not stop.is_set():
+            queue.close()
+            closes[0] += 1
+
+    thread = threading.Thread(target=closer)
+    thread.start()
+    try:
+        for _ in range(200):
+            assert len(queue.list_runs()) == 12
+            assert queue.get(f"c{_ % 12}") is not None
+    finally:
+        stop.set()
+        thread.join()
+    assert closes[0] > 0
+    queue.close()
+
+
 def test_a_run_whose_end_the_store_refused_goes_back_and_ends_without_running_again(
     durable_store: str, _log: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
