@@ -43,6 +43,7 @@ _EDGE = 2  # px of background added above or below text cut by the crop's top or
 _GAP = 1.0  # a blank this many times a crop's height or longer is cut to that length
 _CUT = 3  # rows of ink in a crop's side column that make text cut by the side
 _MIN_RATIO = 3.0  # a shorter crop is padded to this width: a lone letter reads better
+_UNDERLINE = 3  # rows of ink an underline is at most
 _WIDE_LINE = 6  # a paragraph's lines are this many times as wide as high, or more
 _PARAGRAPH = 3  # lines at one x, each right under the last: a paragraph, content
 _LONG = 25  # a crop this many times as wide as high is a line of content, not a label
@@ -355,6 +356,7 @@ def _inked(crop: np.ndarray) -> np.ndarray:
     columns = np.flatnonzero(ink.any(axis=0))
     if not len(columns):
         return crop
+    crop, ink = _without_underline(crop, ink, columns, background)
     left, right = max(int(columns[0]) - _MARGIN, 0), int(columns[-1]) + 1 + _MARGIN
     cut = _squeezed(crop[:, left:right], ink[:, left:right])
     pad_left = _MARGIN * _cut_text(ink[:, 0], ink[:, 1:2])
@@ -368,6 +370,30 @@ def _inked(crop: np.ndarray) -> np.ndarray:
     return cv2.copyMakeBorder(
         cut, pad_top, pad_bottom, pad_left, pad_right, cv2.BORDER_CONSTANT, value=background
     )
+
+
+def _without_underline(
+    crop: np.ndarray, ink: np.ndarray, columns: np.ndarray, background: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """`crop` and its `ink` with a link's underline painted over with `background`: one
+    to _UNDERLINE rows of ink across nine tenths or more of the ink's width (twice as
+    wide as high or more: a word), in the lower half of the ink's rows, with ink above
+    them. It joined the words into one
+    blob, and OCR read 'Report to the board' as 'Reporttotheboard', the line under a
+    space as '_' ('Weekly_report')."""
+    left, right = int(columns[0]), int(columns[-1]) + 1
+    rows = np.flatnonzero(ink.any(axis=1))
+    if right - left < 2 * (int(rows[-1]) - int(rows[0]) + 1):
+        return crop, ink  # a letter or two: an 'L''s foot is no underline
+    full = np.flatnonzero(ink[:, left:right].mean(axis=1) >= 0.9)
+    middle = (int(rows[0]) + int(rows[-1])) / 2
+    full = full[full > middle]
+    if not len(full) or full[-1] - full[0] >= _UNDERLINE or not ink[: full[0]].any():
+        return crop, ink
+    crop, ink = crop.copy(), ink.copy()
+    crop[full[0] : full[-1] + 1] = background
+    ink[full[0] : full[-1] + 1] = False
+    return crop, ink
 
 
 def _squeezed(crop: np.ndarray, ink: np.ndarray) -> np.ndarray:
