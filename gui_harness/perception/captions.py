@@ -41,7 +41,8 @@ _TOGGLE_H = 28  # px: a control no higher, at most _TOGGLE_W times as wide, is a
 _TOGGLE_W = 2.5
 _NO_CAPTION = frozenset({"text", "grid", "link", "tab"})  # named by what they draw
 _PARTED = frozenset({"field", "dropdown", "button"})  # kinds whose parts take their caption
-_PART_END = 40  # px a part ends left of the right end of the control it is part of, at most
+_PART_END = 40  # px a part of a taller control ends left of its right end, at most
+_CONTROL_H = 64  # px: a control no higher holds its parts anywhere inside it
 
 
 def caption_of(box: Box, texts: Sequence[tuple[Box, str]], controls: Sequence[Box]) -> str | None:
@@ -94,8 +95,8 @@ def captioned(components: Sequence[Component]) -> list[Component]:
     text that says a word (not a value, '3'), when pixels found it (the tree names its
     own and links its captions, tree/_tree_elements.py); a
     toggle-sized one (no higher than 28 px, at most 2.5 times as wide) first by the text
-    starting just right of it on its row, as a check box is named. A control, or an
-    unread text, that is part of a larger control takes that one's caption, else its
+    starting just right of it on its row, as a check box is named. A control that draws
+    no word, or a text, that is part of a larger control takes its caption, else its
     label when that says a word (as the tree path's spin parts: fusion._spin_parts),
     instead (_outer: a spin box's arrows, a date field's calendar, a text area's grip)."""
     texts = [(c.box, c.label) for c in components if c.kind == "text" and c.label]
@@ -147,16 +148,16 @@ def _lettered(word: str) -> bool:
 
 def _outer(component: Component, components: Sequence[Component]) -> int | None:
     """The position of the smallest field, drop-down or button, larger than `component`,
-    that holds its centre and ends near where it ends (within 1.5 × the larger one's
-    height, at most 40 px: a part at its right end), or that it starts just right of
+    that holds its centre (anywhere in one up to 64 px high: a button's icon, a
+    field's magnifier; in a taller one, ending near its right end, within 1.5 × its
+    height and at most 40 px: a text area's grip), or that it starts just right of
     (within 3 px) on its rows (a spin box's arrows beside its field), when `component`
-    is a control found on pixels that draws no word, or a text OCR read nothing in;
-    else None."""
+    is found on pixels and draws no word (unread()), or is a text (a field's value;
+    in a button only one that draws no word); else None."""
     if component.source != "pixels" or component.kind in ("grid", "link", "tab"):
         return None
-    if not unread(component.label):
-        return None
-    if component.kind == "text" and component.label is not None:
+    value = component.kind == "text"  # a field's own text, its value: any words
+    if not value and not unread(component.label):
         return None
     x, y, w, h = component.box
     cx, cy = x + w / 2, y + h / 2
@@ -165,9 +166,12 @@ def _outer(component: Component, components: Sequence[Component]) -> int | None:
         ox, oy, ow, oh = other.box
         if other.kind not in _PARTED or ow * oh <= w * h or other is component:
             continue
+        if value and other.kind == "button" and not unread(component.label):
+            continue  # a button's text is its label, not a part
         if not oy <= cy <= oy + oh or (best is not None and ow * oh >= best[0]):
             continue
-        inside = ox <= cx <= ox + ow and ox + ow - (x + w) <= min(1.5 * oh, _PART_END)
+        near_end = oh <= _CONTROL_H or ox + ow - (x + w) <= min(1.5 * oh, _PART_END)
+        inside = ox <= cx <= ox + ow and near_end
         beside = abs(x - (ox + ow)) <= 3 and h <= oh + 4
         if inside or beside:
             best = (ow * oh, n)
