@@ -220,6 +220,10 @@ class Resumer:
         self._counts: dict[tuple[str | None, str, str], int] = {}
         self._by_parent: dict[str | None, list[Node]] = {}
         self.reused: set[str] = set()
+        self.last_alive = max(
+            (t for n in dag.nodes for t in (n.started_at, n.ended_at) if t is not None),
+            default=0.0,
+        )  # the last time the run before was seen alive: its latest record
         on_chain = {n.id for n in top_level_chain(dag)}
         for node in dag.nodes:
             if node.kind == "user" or (node.parent is None and node.id not in on_chain):

@@ -107,7 +107,8 @@ def show_command(
             styled(f"session {session.id}", newlines=False, bold=True),
             f"  {total['nodes']:,} nodes · {total['kinds']['llm']:,} llm calls · "
             f"{total['input_tokens'] + total['output_tokens']:,} tokens · "
-            f"${total['cost_usd']:.4f} · {_duration(total['duration_s'])}",
+            f"${total['cost_usd']:.4f} · {_duration(total['duration_s'])}"
+            + (f" (+{_duration(total['down_s'])} down, resumed)" if total["down_s"] else ""),
             styled(f" · {statuses['error']} errors", fg="red") if statuses["error"] else "",
             *(
                 styled(f" · {statuses[status]} {status}", fg=_COLOUR[status])

@@ -48,6 +48,8 @@ class Node(Protocol):
     @property
     def duration_s(self) -> float | None: ...
     @property
+    def down_s(self) -> float: ...
+    @property
     def input(self) -> Any: ...
     @property
     def meta(self) -> dict[str, Any]: ...
@@ -114,7 +116,8 @@ def _badges(node: Node) -> list[str]:
     if resumed:
         again = f"; ran again: {node.meta['rerun']}" if node.meta.get("rerun") else ""
         times = f" ×{resumed}" if isinstance(resumed, int) and resumed > 1 else ""
-        badges.append(f"[resumed{times}{again[:80]}]")
+        down = f" after {_duration(node.down_s)} down" if node.down_s else ""
+        badges.append(f"[resumed{times}{down}{again[:80]}]")
     return badges
 
 

@@ -7,6 +7,7 @@ that orders nodes lives in dag.py. Start at Node.
 
 from __future__ import annotations
 
+import math
 import os
 import random
 from collections.abc import Callable, Mapping
@@ -186,7 +187,21 @@ class Node(BaseModel):
 
     @property
     def duration_s(self) -> float | None:
-        return None if self.ended_at is None else self.ended_at - self.started_at
+        """Seconds the call ran: from its start to its end, less the time no process ran
+        it (`down_s`: a resumed call's, between the crash or stop and the resume)."""
+        if self.ended_at is None:
+            return None
+        return max(0.0, self.ended_at - self.started_at - self.down_s)
+
+    @property
+    def down_s(self) -> float:
+        """Seconds between its start and end when no process ran it: from the last sign
+        of its run alive to each resume that took it up again (meta["down_s"]); 0.0 for
+        a call never resumed."""
+        down = self.meta.get("down_s")
+        if isinstance(down, bool) or not isinstance(down, (int, float)):
+            return 0.0
+        return float(down) if math.isfinite(down) and down > 0 else 0.0
 
     def __repr__(self) -> str:
         # the whole record (inputs, outputs, screenshots' references) runs to kilobytes

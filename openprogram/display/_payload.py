@@ -167,6 +167,7 @@ def summary(dag: ContextDAG, nodes: list[Node] | None = None) -> dict[str, Any]:
     tokens_in = tokens_out = unpriced = 0
     cost = 0.0
     start = end = None
+    down = _down(nodes)
     for node in nodes:
         kinds[node.kind] = kinds.get(node.kind, 0) + 1
         statuses[node.status] = statuses.get(node.status, 0) + 1
@@ -188,8 +189,29 @@ def summary(dag: ContextDAG, nodes: list[Node] | None = None) -> dict[str, Any]:
         "output_tokens": tokens_out,
         "cost_usd": cost,
         "unpriced_calls": unpriced,
-        "duration_s": (end - start) if start is not None and end is not None else 0.0,
+        "duration_s": max(0.0, end - start - down)
+        if start is not None and end is not None
+        else 0.0,
+        "down_s": down,
     }
+
+
+def _down(nodes: list[Node]) -> float:
+    """Seconds no process ran the outermost of `nodes` (resumed calls' down_s): the
+    union of each one's downtime, ending at its last resume, so that two calls taken up
+    by one resume count it once."""
+    ids = {node.id for node in nodes}
+    spans = []
+    for node in nodes:
+        at = node.meta.get("resumed_at")
+        if node.parent not in ids and node.down_s and isinstance(at, (int, float)):
+            spans.append((float(at) - node.down_s, float(at)))
+    total, reach = 0.0, float("-inf")
+    for begin, stop in sorted(spans):
+        if stop > reach:
+            total += stop - max(begin, reach)
+            reach = stop
+    return total
 
 
 def build_payload(

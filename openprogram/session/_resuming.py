@@ -12,6 +12,8 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import math
+import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -185,6 +187,7 @@ class Resuming:
             node.meta.setdefault("previous_errors", []).append(node.error or node.status)
         node.meta.pop("settled", None)  # settled to run again: a new interruption is unknown
         node.meta["resumed"] = int(node.meta.get("resumed", 0)) + 1
+        _note_downtime(node, self._resumer.last_alive)
         if kind == "llm":
             node.meta.update(extra)
         elif (code := extra.get("meta", {}).get("code")) is not None:
@@ -217,6 +220,20 @@ class Resuming:
                     log.warning("openprogram: %s", exc)
             else:
                 self.dag.complete(node, None, status="cancelled", error=_INTERRUPTED)
+
+
+def _note_downtime(node: Node, last_alive: float) -> None:
+    """Add to the reopened `node`'s meta["down_s"] the seconds no process ran it: from
+    the last sign of its run being alive (the latest record of the session as the resume
+    found it, its own start, or its last resume) to now; its duration_s leaves them out.
+    meta["resumed_at"] is when this resume took it up."""
+    now = time.time()
+    resumed_at = node.meta.get("resumed_at")
+    last = max(last_alive, node.started_at)
+    if isinstance(resumed_at, (int, float)) and math.isfinite(resumed_at):
+        last = max(last, float(resumed_at))
+    node.meta["down_s"] = node.down_s + max(0.0, now - last)
+    node.meta["resumed_at"] = now
 
 
 def _preview(value: Any, limit: int = 200) -> str:

@@ -115,7 +115,7 @@ def test_show_marks_calls_a_resumed_run_continued(tmp_path):
         assert job() == "5"
     output = run("sessions", "show", "run", "--store", store).output
     [line] = [line for line in output.splitlines() if "job #1" in line]
-    assert "[resumed]" in line
+    assert "[resumed after " in line and " down]" in line  # the downtime said apart
 
 
 @pytest.mark.slow
