@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import random
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -77,3 +79,23 @@ def test_a_damaged_file_is_checked_again_each_time_it_is_opened(tmp_path: Path) 
     for _ in range(2):  # never noted as whole
         with pytest.raises(StoreDamaged):
             Session.open(path, "run")
+
+
+def test_a_file_another_process_wrote_is_checked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checked = _checks(monkeypatch)
+    path = tmp_path / "runs.db"
+    with Session(path, id="here"):
+        programs.count(0)
+    assert checked == [path]
+    other = (
+        "import sys\nfrom openprogram import Session\n"
+        "from tests.openprogram.store import programs\n"
+        "with Session(sys.argv[1], id='there'):\n    programs.count(1)\n"
+    )
+    root = Path(__file__).resolve().parents[3]
+    subprocess.run([sys.executable, "-c", other, str(path)], cwd=root, check=True, timeout=120)
+    with Session.open(path, "there") as there:
+        assert len(there.dag) == 1
+    assert checked == [path, path]
