@@ -52,7 +52,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group("heavy-apps"))
         elif _shares_a_module_fixture(item):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
-    if config.getvalue("loadgroup"):  # set on the workers of --dist loadgroup
+    if getattr(config.option, "loadgroup", False):  # set on the workers of --dist loadgroup
         _name_the_groups(items)
 
 
