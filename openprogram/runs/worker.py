@@ -226,11 +226,17 @@ class Worker:
                 log.warning("openprogram: could not hand back run %s: %s", claimed.run.id, exc)
 
     def _idle(self) -> bool:
-        """Whether no run of this worker's queues is running or due."""
-        now = self.queue.now()
+        """Whether no run of this worker's queues is running or due (not idle when the
+        store could not say: the slot looks again after its pause)."""
+        try:
+            now = self.queue.now()
+            runs = self.queue.list_runs()
+        except StoreError as exc:
+            log.warning("openprogram: worker could not read its queues: %s", exc)
+            return False
         return not any(
             r.state == "running" or (r.state == "queued" and r.run_at <= now)
-            for r in self.queue.list_runs()
+            for r in runs
             if r.queue in self.queues
         )
 

@@ -185,6 +185,27 @@ def test_a_run_whose_end_the_store_refused_goes_back_and_ends_without_running_ag
     run.close()
 
 
+def test_a_slot_that_cannot_read_its_queues_looks_again_instead_of_dying(
+    durable_store: str, _log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # deciding whether it is idle, a slot reads the queues; a store that refuses that read
+    # (locked past its timeout) must not end the slot, and with it the worker's work
+    listed = RunQueue.list_runs
+    refused: list[int] = []
+
+    def refuse_once(self: RunQueue, state: str | None = None) -> list[object]:
+        if not refused:  # a run comes in while the store refuses the look
+            refused.append(1)
+            submit(JOB, "i1", 1, id="i1", store=durable_store).close()
+            raise StoreError("the run queue could not list runs: database is locked")
+        return listed(self, state)  # type: ignore[return-value]
+
+    monkeypatch.setattr(RunQueue, "list_runs", refuse_once)
+    work(durable_store, concurrency=1)  # nothing queued yet: its first look is refused
+    assert refused == [1]
+    assert Run(durable_store, "i1").status() == "completed"
+
+
 def test_only_the_workers_queues_are_taken(durable_store: str, _log: Path) -> None:
     submit(JOB, "a", 1, id="a", store=durable_store, queue="a")
     submit(JOB, "b", 1, id="b", store=durable_store, queue="b")
