@@ -15,9 +15,7 @@ import shutil
 
 import pytest
 
-from gui_harness.perception import Perception
-from gui_harness.perception.ocr.ocr_worker import OcrWorker, rapidocr_reader
-from tests.gui_harness.perception.webapps import html_page, score_labels
+from tests.gui_harness.perception.webapps import perceived_page, score_labels
 
 pytestmark = [
     pytest.mark.browser,
@@ -61,19 +59,7 @@ input, select, textarea { font: 15px sans-serif; }
 
 @pytest.fixture(scope="module")
 def seen():
-    pytest.importorskip("selenium", reason='needs pip install "openprogram[bench]"')
-    reader = rapidocr_reader()
-    if reader is None:
-        pytest.skip("rapidocr-onnxruntime is not installed")
-    page = html_page(FORM, "shipment")
-    worker = OcrWorker(reader)
-    try:
-        # every label waited for (a first look at a busy machine reads slowly)
-        perception = Perception(ocr=worker, first_look=120.0, incremental=False)
-        components = perception.perceive(page.image).components
-    finally:
-        worker.close()
-    return page, components
+    return perceived_page(FORM, "shipment")
 
 
 def test_the_page_is_the_form(seen):

@@ -9,10 +9,8 @@ import shutil
 
 import pytest
 
-from gui_harness.perception import Perception
-from gui_harness.perception.ocr.ocr_worker import OcrWorker, rapidocr_reader
 from tests.gui_harness.perception.screens import clicks_on
-from tests.gui_harness.perception.webapps import html_page
+from tests.gui_harness.perception.webapps import perceived_page
 
 pytestmark = [
     pytest.mark.browser,
@@ -41,18 +39,7 @@ body { font: 16px serif; margin: 30px 40px; }
 
 @pytest.fixture(scope="module")
 def seen():
-    pytest.importorskip("selenium", reason='needs pip install "openprogram[bench]"')
-    reader = rapidocr_reader()
-    if reader is None:
-        pytest.skip("rapidocr-onnxruntime is not installed")
-    page = html_page(BASKET, "basket")
-    worker = OcrWorker(reader)
-    try:
-        perception = Perception(ocr=worker, first_look=120.0, incremental=False)
-        components = perception.perceive(page.image).components
-    finally:
-        worker.close()
-    return page, components
+    return perceived_page(BASKET, "basket")
 
 
 def test_each_stepper_button_is_labelled_by_its_glyph(seen):

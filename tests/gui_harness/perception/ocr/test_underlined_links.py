@@ -10,9 +10,7 @@ import shutil
 
 import pytest
 
-from gui_harness.perception import Perception
-from gui_harness.perception.ocr.ocr_worker import OcrWorker, rapidocr_reader
-from tests.gui_harness.perception.webapps import html_page, score_labels
+from tests.gui_harness.perception.webapps import perceived_page, score_labels
 
 pytestmark = [
     pytest.mark.browser,
@@ -32,17 +30,7 @@ body { font: 15px sans-serif; margin: 30px 40px; } li { margin: 10px 0; }
 
 
 def test_underlined_links_read_as_their_words():
-    pytest.importorskip("selenium", reason='needs pip install "openprogram[bench]"')
-    reader = rapidocr_reader()
-    if reader is None:
-        pytest.skip("rapidocr-onnxruntime is not installed")
-    page = html_page(REPORTS, "reports")
-    worker = OcrWorker(reader)
-    try:
-        perception = Perception(ocr=worker, first_look=120.0, incremental=False)
-        components = perception.perceive(page.image).components
-    finally:
-        worker.close()
+    page, components = perceived_page(REPORTS, "reports")
     links = [c.label for c in components if c.kind == "link"]
     assert links and not [label for label in links if label is None or "_" in label], links
     found, right, _, wrong = score_labels(page, components)

@@ -269,6 +269,28 @@ def html_page(html: str, task: str = "page") -> WebPage:
     return WebPage(task, 0, shot, [], interactive, tuple(name for _, _, name in clickable))
 
 
+def perceived_page(html: str, task: str = "page") -> tuple[WebPage, list[Component]]:
+    """html_page(html, task) and the components perception with OCR (RapidOCR, the tree
+    switched off) finds on it, every label waited for (a first look on a busy machine
+    reads slowly). Skips the calling test without selenium or RapidOCR."""
+    import pytest
+
+    from gui_harness.perception import Perception
+    from gui_harness.perception.ocr.ocr_worker import OcrWorker, rapidocr_reader
+
+    pytest.importorskip("selenium", reason='needs pip install "openprogram[bench]"')
+    reader = rapidocr_reader()
+    if reader is None:
+        pytest.skip("rapidocr-onnxruntime is not installed")
+    page = html_page(html, task)
+    worker = OcrWorker(reader)
+    try:
+        perception = Perception(ocr=worker, first_look=120.0, incremental=False)
+        return page, list(perception.perceive(page.image).components)
+    finally:
+        worker.close()
+
+
 def _log_in(driver, base: str) -> None:  # type: ignore[no-untyped-def]
     """Log in to Django's admin, unless logged in (its login page is measured logged out)."""
     from selenium.webdriver.common.by import By
