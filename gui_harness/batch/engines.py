@@ -179,7 +179,9 @@ class RayEngine:
             if address is None:
                 options.update(num_cpus=num_cpus, include_dashboard=False)
             try:
-                init_ray(ray, address=address, **options)
+                # "local": a private Ray; None would join any Ray running on the machine
+                # (Ray looks for one among the processes) and refuse num_cpus there
+                init_ray(ray, address=address or "local", **options)
             except (ConnectionError, RuntimeError) as exc:
                 raise ConfigError(f"cannot start or join Ray at {address!r}: {exc}") from exc
         self._remote = ray.remote(num_cpus=1, memory=_EPISODE_MEMORY, max_retries=0)(_ray_episode)
