@@ -85,6 +85,38 @@ def test_serve_model_stops_when_sigint_reaches_a_server_thread() -> None:
     assert process.returncode == 0 and "stopped after 0 request(s)" in errors
 
 
+def _sigint_ignored() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _sigint_blocked() -> None:
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "inherited", [_sigint_ignored, _sigint_blocked], ids=["ignored", "blocked"]
+)
+def test_serve_model_stops_on_ctrl_c_whatever_its_parent_left(inherited) -> None:  # type: ignore[no-untyped-def]
+    """A parent that ignores or blocks SIGINT hands that on to its children (a test
+    runner's worker did, now and then): Python then raises no KeyboardInterrupt and
+    serve-model slept through Ctrl-C. It puts SIGINT back to stopping it."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", "from openprogram.cli import main; main()", "serve-model"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=inherited,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONFAULTHANDLER": "1"},
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline().startswith("http://127.0.0.1:")
+        errors = interrupted(process)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0 and "stopped after 0 request(s)" in errors
+
+
 @pytest.mark.slow
 def test_serve_model_answers_a_scripted_tool_loop_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     script = tmp_path / "script.json"
