@@ -5,42 +5,24 @@ skips them; an unreachable cluster is refused before any episode starts."""
 from __future__ import annotations
 
 import shutil
-import signal
 import socket
-from collections.abc import Iterator
 
 import pytest
 
 from gui_harness.batch import run_batch, session_id
 from openprogram.errors import ConfigError
 from openprogram.store.open import open_store
+from tests.support.ray_bystander import bystander  # noqa: F401 - a fixture
 
 pytest.importorskip("ray", reason='needs pip install "openprogram[ray]"')
 pytest.importorskip("miniwob", reason='needs pip install "openprogram[bench]"')
-
-
-@pytest.fixture
-def bystander() -> Iterator[object]:
-    """Another Ray on the machine (one node, not joined here): Ray, asked for no
-    address, joins whatever Ray it finds among the machine's processes."""
-    from ray.cluster_utils import Cluster
-
-    sigterm = signal.getsignal(signal.SIGTERM)
-    other = Cluster()
-    try:
-        other.add_node(num_cpus=1, include_dashboard=False, wait=False)
-        other.wait_for_nodes(timeout=300)
-        yield other
-    finally:
-        other.shutdown()
-        signal.signal(signal.SIGTERM, sigterm)
 
 
 @pytest.mark.postgres
 @pytest.mark.x11
 @pytest.mark.browser
 @pytest.mark.skipif(shutil.which("chromedriver") is None, reason="chromedriver is not installed")
-def test_ray_runs_episodes_into_postgres_and_a_rerun_skips_them(bystander, postgres_url, tmp_path):
+def test_ray_runs_episodes_into_postgres_and_a_rerun_skips_them(bystander, postgres_url, tmp_path):  # noqa: F811
     # a private Ray even with another running here (the old code joined it and failed:
     # "When connecting to an existing cluster, num_cpus and num_gpus must not be provided")
     tasks = [

@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,28 +19,12 @@ from openprogram.runs import RayWorkers, submit
 from tests.openprogram.runs import jobs
 from tests.openprogram.runs.workers import pids, ran
 from tests.support.children import ROOT
+from tests.support.ray_bystander import bystander, patient_get_node  # noqa: F401 - a fixture
 
 ray = pytest.importorskip("ray", reason='needs pip install "openprogram[ray]"')
 from ray.cluster_utils import Cluster  # noqa: E402 - only with Ray installed
 
 pytestmark = pytest.mark.slow
-
-
-def _patient(services: object) -> object:
-    """services.get_node, asking the GCS again for up to 300 s."""
-    get_node = services.get_node  # type: ignore[attr-defined]
-
-    def patient(*args: object, **kwargs: object) -> object:
-        deadline = time.monotonic() + 300
-        while True:
-            try:
-                return get_node(*args, **kwargs)
-            except RuntimeError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)  # asking the GCS again, not waiting for a guess
-
-    return patient
 
 
 @pytest.fixture
@@ -52,7 +35,7 @@ def cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
     on a machine loaded far beyond its 2 cores a raylet takes longer, and the cluster is
     the test's stage, not its subject: the registration is waited for patiently."""
     services = ray._private.services
-    monkeypatch.setattr(services, "get_node", _patient(services))
+    monkeypatch.setattr(services, "get_node", patient_get_node(services))
     sigterm = signal.getsignal(signal.SIGTERM)
     cluster = Cluster()
     try:
@@ -142,24 +125,9 @@ def test_bad_arguments_are_refused_before_ray_starts(tmp_path: Path) -> None:
     assert not ray.is_initialized()
 
 
-@pytest.fixture
-def bystander(monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
-    """Another Ray on the machine (one node, not joined here): Ray, asked for no
-    address, joins whatever Ray it finds among the machine's processes."""
-    monkeypatch.setattr(ray._private.services, "get_node", _patient(ray._private.services))
-    sigterm = signal.getsignal(signal.SIGTERM)
-    other = Cluster()
-    try:
-        other.add_node(num_cpus=1, include_dashboard=False, wait=False)
-        other.wait_for_nodes(timeout=300)
-        yield other
-    finally:
-        other.shutdown()
-        signal.signal(signal.SIGTERM, sigterm)
-
-
 def test_the_worker_command_runs_the_queue_on_a_private_ray_until_idle(
-    bystander: Cluster, tmp_path: Path
+    bystander: Cluster,  # noqa: F811 - the fixture imported above
+    tmp_path: Path,
 ) -> None:
     # a private Ray even with another running here (the old code joined it, whose
     # workers have another environment: the runs ran there, with no log to write to)
