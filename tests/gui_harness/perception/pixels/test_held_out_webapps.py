@@ -82,3 +82,19 @@ def test_a_third_held_out_app_drawn_by_script_is_read_once_drawn():
     assert named["Why this book?"] == "textarea:textarea"
     assert named["Send request"] == "button:submit"
     assert {"Hardback", "Paperback", "E-book", "By email", "By text message"} <= set(page.names)
+
+
+def test_a_fourth_held_out_admin_kit_serves_from_its_own_process_logged_in():
+    """django-unfold themes Django's admin in a child process of its own (Django's
+    settings are one per process): the harness logs in through its login form and reads
+    the truth of a change form by the names Unfold draws."""
+    pytest.importorskip("unfold", reason="needs the bench-apps dependency group")
+    from tests.gui_harness.perception.webapps import FOURTH_HELD_OUT, webapp_pages
+
+    assert "unfold" in FOURTH_HELD_OUT
+    (page,) = webapp_pages(["unfold"], {"unfold": ["/admin/library/book/add/"]})
+    named = dict(zip(page.names, (kind for kind, _ in page.interactive), strict=True))
+    assert named["Title:"] == "input:text"
+    assert named["Summary:"] == "textarea:textarea"
+    assert named["Save and add another"] == "button:submit"
+    assert named["In print"] == "input:checkbox"

@@ -15,8 +15,10 @@ _APP = None
 USER, PASSWORD = "admin", "correct horse battery"
 
 
-def app():  # type: ignore[no-untyped-def]
-    """The WSGI app: the admin at /admin/, a superuser USER and a few books."""
+def app(themes: tuple[str, ...] = (), **more: object):  # type: ignore[no-untyped-def]
+    """The WSGI app: the admin at /admin/, a superuser USER and a few books; `themes` are
+    admin themes' apps put before Django's admin (an admin kit's child process, _jazzmin.py,
+    _unfold.py), `more` further settings."""
     global _APP
     if _APP is not None:
         return _APP
@@ -30,6 +32,7 @@ def app():  # type: ignore[no-untyped-def]
         ALLOWED_HOSTS=["127.0.0.1", "localhost"],
         ROOT_URLCONF=__name__,
         INSTALLED_APPS=[
+            *themes,
             "django.contrib.admin",
             "django.contrib.auth",
             "django.contrib.contenttypes",
@@ -62,6 +65,7 @@ def app():  # type: ignore[no-untyped-def]
         STATIC_URL="/static/",
         USE_TZ=True,
         DEFAULT_AUTO_FIELD="django.db.models.AutoField",
+        **more,
     )
     django.setup()
     from django.contrib import admin
@@ -99,3 +103,15 @@ def app():  # type: ignore[no-untyped-def]
         )
     _APP = StaticFilesHandler(get_wsgi_application())
     return _APP
+
+
+def serve(port: int, themes: tuple[str, ...], then=None, **more: object) -> None:  # type: ignore[no-untyped-def]
+    """app(themes, **more) served on 127.0.0.1:`port` until the process ends (an admin
+    kit's child process: Django's settings are its process's); `then()` is called once
+    the app is made, before it serves."""
+    from werkzeug.serving import make_server
+
+    wsgi = app(themes, **more)
+    if then is not None:
+        then()
+    make_server("127.0.0.1", port, wsgi, threaded=True).serve_forever()
