@@ -73,8 +73,9 @@ if TYPE_CHECKING:
         view_image_tool,
     )
     from openprogram.render.render import RenderedContext, render_context
+    from openprogram.runtime.ambient import allm, llm
     from openprogram.runtime.compaction import count_tokens, summarize_history
-    from openprogram.runtime.runtime import Runtime, allm, current_runtime, llm
+    from openprogram.runtime.runtime import Runtime, current_runtime
     from openprogram.runtime.streaming import AsyncTextStream, TextStream
     from openprogram.session.effects import idempotency_key
     from openprogram.session.replay import ReplayModel
@@ -239,9 +240,9 @@ _HOMES: dict[str, str] = {
     "count_tokens": "openprogram.runtime.compaction",
     "summarize_history": "openprogram.runtime.compaction",
     "Runtime": "openprogram.runtime.runtime",
-    "allm": "openprogram.runtime.runtime",
+    "allm": "openprogram.runtime.ambient",
     "current_runtime": "openprogram.runtime.runtime",
-    "llm": "openprogram.runtime.runtime",
+    "llm": "openprogram.runtime.ambient",
     "AsyncTextStream": "openprogram.runtime.streaming",
     "TextStream": "openprogram.runtime.streaming",
     "idempotency_key": "openprogram.session.effects",

@@ -13,7 +13,7 @@ from typing import Any
 
 from openprogram.agentic.function import agentic_function
 from openprogram.evals._scores import Verdict
-from openprogram.runtime.runtime import llm
+from openprogram.runtime.ambient import llm
 
 __all__ = ["JUDGE_SYSTEM", "judge", "judge_prompt"]
 

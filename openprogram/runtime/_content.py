@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -18,7 +19,7 @@ from openprogram.core.image import Image, is_image
 from openprogram.echo import cut, echo
 from openprogram.errors import UsageError
 
-__all__ = ["content_parts", "parse", "repair_prompt", "schema_instruction"]
+__all__ = ["Invalid", "content_parts", "parse", "repair_prompt", "schema_instruction"]
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -80,7 +81,16 @@ def repair_prompt(problem: str) -> str:
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
-def parse(reply: str, response_format: type[T]) -> tuple[T | None, str | None]:
+@dataclass(frozen=True)
+class Invalid:
+    """A reply that did not validate: what to repair."""
+
+    problem: str
+
+
+def parse(reply: str, response_format: type[T]) -> T | Invalid:
+    """The reply as a `response_format` instance (fenced or embedded JSON too), or what
+    did not validate."""
     text = reply.strip()
     fenced = _FENCE.search(text)
     if fenced:
@@ -88,10 +98,10 @@ def parse(reply: str, response_format: type[T]) -> tuple[T | None, str | None]:
     elif not text.startswith(("{", "[")) and "{" in text:
         text = text[text.index("{") : text.rindex("}") + 1]
     try:
-        return response_format.model_validate_json(text), None
+        return response_format.model_validate_json(text)
     except ValidationError as exc:
         problems = "; ".join(
             f"{cut('.'.join(str(p) for p in e['loc']) or 'reply')}: {cut(e['msg'])}"
             for e in exc.errors()[:5]
         )
-        return None, problems
+        return Invalid(problems)

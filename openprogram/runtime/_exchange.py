@@ -24,7 +24,7 @@ from openprogram.echo import echo
 from openprogram.errors import ModelError, ModelOutputError, ModelUnavailable, RunError, RunStopped
 from openprogram.models.model import Model, ModelReply, ModelRequest, ToolCall
 from openprogram.render.render import RenderedContext, render_context
-from openprogram.runtime._content import content_parts, parse, schema_instruction
+from openprogram.runtime._content import Invalid, content_parts, parse, schema_instruction
 from openprogram.runtime._guards import TOP_LEVEL_NAME, note_default_session, note_undecorated
 from openprogram.runtime._ledger import Ledger
 from openprogram.runtime._step import reraise
@@ -220,13 +220,13 @@ class Exchanges:
         _context.current_session().dag.notify("completed", node)
 
     def parsed_or_raise(self, node: Node, reply: str, response_format: type[T]) -> T:
-        parsed, problem = parse(reply, response_format)
-        if problem is None:
-            return parsed  # type: ignore[return-value]
-        self.mark_invalid(node, problem)
+        parsed = parse(reply, response_format)
+        if not isinstance(parsed, Invalid):
+            return parsed
+        self.mark_invalid(node, parsed.problem)
         raise ModelOutputError(
             f"the model's reply did not match {response_format.__name__} even after one "
-            f"repair: {problem}. Check the prompt, or use a model that supports "
+            f"repair: {parsed.problem}. Check the prompt, or use a model that supports "
             f"structured output. The reply was: {echo(reply)}",
             node_id=node.id,
             reply=reply,

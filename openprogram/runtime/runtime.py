@@ -1,4 +1,4 @@
-"""Runtime and llm(): asking a model from inside an agentic function.
+"""Runtime: how a model is asked from inside an agentic function, one exchange at a time.
 
 Owns one exchange end to end: the llm node, the render of what the model sees, the
 callbacks around it, retries with backoff, usage and cost (tallied by _ledger.py, which
@@ -6,15 +6,16 @@ also reserves requests on their way), structured output (validated, one repair
 re-ask), the tool loop (tools run in tools.py) and opening a stream (streaming.py).
 Each is a step written once (_step.py), which llm() drives blocking and allm() awaits;
 what one exchange records (its node, request, tally and end) is _exchange.py's.
-Provider calls are in _litellm.py. Start at Runtime.llm().
+Provider calls are in _litellm.py; the ambient llm()/allm() in ambient.py. Start at
+Runtime.llm().
 """
 
 from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar, cast
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any, Literal, TypeVar, cast, overload
 
 from pydantic import BaseModel
 
@@ -29,7 +30,7 @@ from openprogram.errors import (
 from openprogram.models._openai import needs_litellm
 from openprogram.models.model import Model, ModelReply, ToolCall
 from openprogram.render._tokens import preload_litellm
-from openprogram.runtime._content import parse, repair_prompt
+from openprogram.runtime._content import Invalid, parse, repair_prompt
 from openprogram.runtime._exchange import Exchanges, name_of, recorded_reply
 from openprogram.runtime._guards import (
     BLOCKING,
@@ -40,10 +41,17 @@ from openprogram.runtime._guards import (
 from openprogram.runtime._ledger import estimated_usage
 from openprogram.runtime._step import Complete, Step, adrive, drive, retrying
 from openprogram.runtime.compaction import compacting
-from openprogram.runtime.streaming import PendingStream, open_stream
+from openprogram.runtime.streaming import (
+    AsyncTextStream,
+    AsyncToolTextStream,
+    PendingStream,
+    TextStream,
+    ToolTextStream,
+    open_stream,
+)
 from openprogram.runtime.tools import ToolLoop
 
-__all__ = ["Runtime", "allm", "current_runtime", "llm"]
+__all__ = ["Runtime", "current_runtime"]
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -212,6 +220,49 @@ class Runtime:
         return model
 
     # -- the exchange --------------------------------------------------------------------
+    @overload
+    def llm(
+        self,
+        content: object,
+        *,
+        response_format: None = None,
+        model: str | Model | None = None,
+        render_range: dict[str, Any] | None = None,
+        tools: Sequence[Callable[..., Any]] | None = None,
+        max_tool_turns: int = 8,
+        stream: Literal[False] = False,
+        **kwargs: Any,
+    ) -> str: ...
+
+    @overload
+    def llm(
+        self,
+        content: object,
+        *,
+        response_format: type[T],
+        model: str | Model | None = None,
+        render_range: dict[str, Any] | None = None,
+        tools: Sequence[Callable[..., Any]] | None = None,
+        max_tool_turns: int = 8,
+        stream: Literal[False] = False,
+        **kwargs: Any,
+    ) -> T: ...
+
+    @overload
+    def llm(
+        self,
+        content: object,
+        *,
+        response_format: None = None,
+        model: str | Model | None = None,
+        render_range: dict[str, Any] | None = None,
+        tools: Sequence[Callable[..., Any]] | None = None,
+        max_tool_turns: int = 8,
+        stream: Literal[True],
+        **kwargs: Any,
+    ) -> TextStream | ToolTextStream: ...
+
+    @overload
     def llm(
         self,
         content: object,
@@ -223,7 +274,20 @@ class Runtime:
         max_tool_turns: int = 8,
         stream: bool = False,
         **kwargs: Any,
-    ) -> Any:
+    ) -> str | T | TextStream | ToolTextStream: ...
+
+    def llm(
+        self,
+        content: object,
+        *,
+        response_format: type[T] | None = None,
+        model: str | Model | None = None,
+        render_range: dict[str, Any] | None = None,
+        tools: Sequence[Callable[..., Any]] | None = None,
+        max_tool_turns: int = 8,
+        stream: bool = False,
+        **kwargs: Any,
+    ) -> str | T | TextStream | ToolTextStream:
         """Ask the model; returns the reply text, or a `response_format` instance.
 
         render_range overrides the calling function's own setting for this call only.
@@ -250,6 +314,49 @@ class Runtime:
             return drive(self._opening(content, resolved, kwargs, loop, False))
         return drive(self._step(content, resolved, response_format, kwargs, loop))
 
+    @overload
+    def allm(
+        self,
+        content: object,
+        *,
+        response_format: None = None,
+        model: str | Model | None = None,
+        render_range: dict[str, Any] | None = None,
+        tools: Sequence[Callable[..., Any]] | None = None,
+        max_tool_turns: int = 8,
+        stream: Literal[False] = False,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, str]: ...
+
+    @overload
+    def allm(
+        self,
+        content: object,
+        *,
+        response_format: type[T],
+        model: str | Model | None = None,
+        render_range: dict[str, Any] | None = None,
+        tools: Sequence[Callable[..., Any]] | None = None,
+        max_tool_turns: int = 8,
+        stream: Literal[False] = False,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, T]: ...
+
+    @overload
+    def allm(
+        self,
+        content: object,
+        *,
+        response_format: None = None,
+        model: str | Model | None = None,
+        render_range: dict[str, Any] | None = None,
+        tools: Sequence[Callable[..., Any]] | None = None,
+        max_tool_turns: int = 8,
+        stream: Literal[True],
+        **kwargs: Any,
+    ) -> PendingStream: ...
+
+    @overload
     def allm(
         self,
         content: object,
@@ -261,7 +368,20 @@ class Runtime:
         max_tool_turns: int = 8,
         stream: bool = False,
         **kwargs: Any,
-    ) -> Any:
+    ) -> Coroutine[Any, Any, str | T] | PendingStream: ...
+
+    def allm(
+        self,
+        content: object,
+        *,
+        response_format: type[T] | None = None,
+        model: str | Model | None = None,
+        render_range: dict[str, Any] | None = None,
+        tools: Sequence[Callable[..., Any]] | None = None,
+        max_tool_turns: int = 8,
+        stream: bool = False,
+        **kwargs: Any,
+    ) -> Coroutine[Any, Any, str | T] | PendingStream:
         """Async twin of llm(): `await allm(...)`; tool calls of one reply run
         concurrently. With stream=True it returns a PendingStream, read either way:
         `async for chunk in allm(..., stream=True)` or `async for chunk in await
@@ -288,33 +408,55 @@ class Runtime:
 
     def _step(
         self,
-        content: Any,
+        content: object,
         model: Model,
         response_format: type[T] | None,
         options: dict[str, Any],
         loop: ToolLoop,
-    ) -> Step[Any]:
+    ) -> Step[str | T]:
         """One llm() call: compaction, the exchanges and their tool rounds, and one repair
         re-ask when a structured reply does not validate."""
         yield from compacting(self.exchanges, options.get("_render_range"), name_of(model))
         node, reply = yield from self._turns(content, model, response_format, options, loop)
-        result, problem = self._check(node, reply, response_format)
-        if problem is None:
-            return result
-        assert response_format is not None  # only structured replies need repairing
+        if response_format is None:
+            return reply
+        parsed = parse(reply, response_format)
+        if not isinstance(parsed, Invalid):
+            return parsed
+        self.exchanges.mark_invalid(node, parsed.problem)
         node, reply = yield from self._turns(
-            repair_prompt(problem), model, response_format, options, loop
+            repair_prompt(parsed.problem), model, response_format, options, loop
         )
         return self.exchanges.parsed_or_raise(node, reply, response_format)
 
+    @overload
     def _opening(
         self,
-        content: Any,
+        content: object,
+        model: Model,
+        options: dict[str, Any],
+        loop: ToolLoop,
+        asynchronous: Literal[False],
+    ) -> Step[TextStream | ToolTextStream]: ...
+
+    @overload
+    def _opening(
+        self,
+        content: object,
+        model: Model,
+        options: dict[str, Any],
+        loop: ToolLoop,
+        asynchronous: Literal[True],
+    ) -> Step[AsyncTextStream | AsyncToolTextStream]: ...
+
+    def _opening(
+        self,
+        content: object,
         model: Model,
         options: dict[str, Any],
         loop: ToolLoop,
         asynchronous: bool,
-    ) -> Step[Any]:
+    ) -> Step[TextStream | ToolTextStream | AsyncTextStream | AsyncToolTextStream]:
         """llm(..., stream=True): compaction, then the stream opened (streaming.py)."""
         yield from compacting(self.exchanges, options.get("_render_range"), name_of(model))
 
@@ -334,9 +476,9 @@ class Runtime:
 
     def _turns(
         self,
-        content: Any,
+        content: object,
         model: Model,
-        response_format: Any,
+        response_format: type[BaseModel] | None,
         options: dict[str, Any],
         loop: ToolLoop,
     ) -> Step[tuple[Node, str]]:
@@ -365,9 +507,9 @@ class Runtime:
 
     def _ask(
         self,
-        content: Any,
+        content: object,
         model: Model,
-        response_format: Any,
+        response_format: type[BaseModel] | None,
         options: dict[str, Any],
         loop: ToolLoop | None = None,
     ) -> Step[tuple[Node, ModelReply]]:
@@ -387,17 +529,6 @@ class Runtime:
             raise
         return node, self.exchanges.finish(node, reply)
 
-    def _check(
-        self, node: Node, reply: str, response_format: type[BaseModel] | None
-    ) -> tuple[Any, str | None]:
-        """(the value to return, None), or (None, what to repair) after marking the node."""
-        if response_format is None:
-            return reply, None
-        parsed, problem = parse(reply, response_format)
-        if problem is not None:
-            self.exchanges.mark_invalid(node, problem)
-        return parsed, problem
-
 
 def current_runtime() -> Runtime:
     """The ambient Runtime: this context's (innermost `with Runtime()`); else, in a plain
@@ -405,54 +536,3 @@ def current_runtime() -> Runtime:
     UsageError when this context has none and several are live (DESIGN.md §3)."""
     # the ambient runtime is one a `with Runtime()` or a `runtime=` argument made so
     return cast(Runtime, _context.current_runtime())
-
-
-def llm(
-    content: object,
-    *,
-    response_format: type[T] | None = None,
-    model: str | Model | None = None,
-    render_range: dict[str, Any] | None = None,
-    tools: Sequence[Callable[..., Any]] | None = None,
-    max_tool_turns: int = 8,
-    stream: bool = False,
-    **kwargs: Any,
-) -> Any:
-    """Ask the ambient runtime's model (see Runtime.llm); records one llm node per
-    exchange, and one code node per tool call."""
-    return current_runtime().llm(
-        content,
-        response_format=response_format,
-        model=model,
-        render_range=render_range,
-        tools=tools,
-        max_tool_turns=max_tool_turns,
-        stream=stream,
-        _stacklevel=3,
-        **kwargs,
-    )
-
-
-def allm(
-    content: object,
-    *,
-    response_format: type[T] | None = None,
-    model: str | Model | None = None,
-    render_range: dict[str, Any] | None = None,
-    tools: Sequence[Callable[..., Any]] | None = None,
-    max_tool_turns: int = 8,
-    stream: bool = False,
-    **kwargs: Any,
-) -> Any:
-    """Async twin of llm(): `await allm(...)`; with stream=True, `async for chunk in
-    allm(...)` works with or without `await` (see Runtime.allm)."""
-    return current_runtime().allm(
-        content,
-        response_format=response_format,
-        model=model,
-        render_range=render_range,
-        tools=tools,
-        max_tool_turns=max_tool_turns,
-        stream=stream,
-        **kwargs,
-    )

@@ -15,8 +15,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from typing import Any, NoReturn, Protocol
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Sequence
+from typing import Any, Literal, NoReturn, Protocol, Self, TypeVar, overload
 
 from pydantic import BaseModel
 
@@ -265,6 +265,42 @@ class AsyncTextStream(_Stream):
             self._break(None)
 
 
+@overload
+def open_stream(
+    runtime: Exchange,
+    content: object,
+    model: Model,
+    options: dict[str, Any],
+    loop: ToolRounds | None = None,
+    asynchronous: Literal[False] = False,
+    between_turns: BetweenTurns | None = None,
+) -> Step[TextStream | ToolTextStream]: ...
+
+
+@overload
+def open_stream(
+    runtime: Exchange,
+    content: object,
+    model: Model,
+    options: dict[str, Any],
+    loop: ToolRounds | None,
+    asynchronous: Literal[True],
+    between_turns: BetweenTurns | None = None,
+) -> Step[AsyncTextStream | AsyncToolTextStream]: ...
+
+
+@overload
+def open_stream(
+    runtime: Exchange,
+    content: object,
+    model: Model,
+    options: dict[str, Any],
+    loop: ToolRounds | None,
+    asynchronous: bool,
+    between_turns: BetweenTurns | None = None,
+) -> Step[TextStream | ToolTextStream | AsyncTextStream | AsyncToolTextStream]: ...
+
+
 def open_stream(
     runtime: Exchange,
     content: object,
@@ -273,28 +309,32 @@ def open_stream(
     loop: ToolRounds | None = None,
     asynchronous: bool = False,
     between_turns: BetweenTurns | None = None,
-) -> Step[Any]:
+) -> Step[TextStream | ToolTextStream | AsyncTextStream | AsyncToolTextStream]:
     """The step opening `llm(..., stream=True)`'s stream (TextStream; with tools
     ToolTextStream; the Async ones for allm()): its first turn's llm node and the model's
     stream, retrying transient errors until the first chunk arrives. `loop` (a ToolLoop)
     offers its tools: a reply may then ask for them."""
     if loop is not None and loop.toolbox is not None:
-        turns = AsyncToolTextStream if asynchronous else ToolTextStream
         assert between_turns is not None  # a tool loop's streams run tools between turns
-        opened = turns(runtime, model, options, loop, between_turns)
-        return (yield from opened.open(content))
-    kind = AsyncTextStream if asynchronous else TextStream
-    return (yield from _turn(kind, runtime, content, model, options, loop))
+        if asynchronous:
+            return AsyncToolTextStream(runtime, model, options, loop, between_turns).open(content)
+        return ToolTextStream(runtime, model, options, loop, between_turns).open(content)
+    if asynchronous:
+        return _turn(AsyncTextStream, runtime, content, model, options, loop)
+    return _turn(TextStream, runtime, content, model, options, loop)
+
+
+S = TypeVar("S", bound=_Stream)
 
 
 def _turn(
-    kind: type[Any],
+    kind: type[S],
     runtime: Exchange,
-    content: Any,
+    content: object,
     model: Model,
     options: dict[str, Any],
     loop: ToolRounds | None,
-) -> Step[Any]:
+) -> Step[S]:
     """Create the llm node and open the model's stream as a `kind` stream; a replayed
     exchange streams its recorded text."""
     node, request = runtime.prepare(content, model, None, options, loop)
@@ -374,7 +414,7 @@ class _Turns:
     def done(self) -> bool:
         return self._done
 
-    def open(self, content: Any) -> Step[Any]:
+    def open(self, content: object) -> Step[Self]:
         """The step opening a turn (the first with `content`); itself."""
         self._turn = yield from _turn(
             self._kind, self._runtime, content, self._model, self._options, self._loop
@@ -477,18 +517,20 @@ class PendingStream:
     AsyncToolTextStream with tools). The llm node is created when it is first awaited
     or iterated, in that task's context."""
 
-    def __init__(self, opener: Callable[[], Awaitable[Any]]) -> None:
+    def __init__(
+        self, opener: Callable[[], Awaitable[AsyncTextStream | AsyncToolTextStream]]
+    ) -> None:
         self._opener = opener
-        self._stream: Any = None
+        self._stream: AsyncTextStream | AsyncToolTextStream | None = None
         self._asked = False
 
-    async def _opened(self) -> Any:
+    async def _opened(self) -> AsyncTextStream | AsyncToolTextStream:
         if self._stream is None:
             self._asked = True
             self._stream = await self._opener()
         return self._stream
 
-    def __await__(self) -> Any:
+    def __await__(self) -> Generator[Any, None, AsyncTextStream | AsyncToolTextStream]:
         return self._opened().__await__()
 
     def __aiter__(self) -> PendingStream:

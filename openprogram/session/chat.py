@@ -16,7 +16,7 @@ from openprogram.agentic.function import agentic_function
 from openprogram.core import _context
 from openprogram.errors import UsageError
 from openprogram.render._walk import CONVERSATION
-from openprogram.runtime.runtime import llm
+from openprogram.runtime.ambient import llm
 from openprogram.session.session import Session, current_frame
 
 __all__ = ["chat_turn", "respond"]
