@@ -4,8 +4,9 @@ Owns one D-Bus connection to the AT-SPI bus that listens for the apps' object ev
 (registered with the AT-SPI registry, so apps send them at all), a reader thread that
 notes when they come, and the settle rule: after an action, wait for the first event,
 then for a quiet spell; no event within an adaptive first wait means nothing changed.
-AccessibilitySource owns a watch and offers it as mark() / wait_caught_up(); reading
-the tree is accessibility.py's job.
+AccessibilitySource owns a watch and offers it as mark() / wait_caught_up(), and sends
+`announcement()` before it reads an app new on the bus; reading the tree is
+accessibility.py's job.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["CHANGES", "EVENTS", "WINDOWS", "TreeWatch", "patience"]
+__all__ = ["CHANGES", "EVENTS", "WINDOWS", "TreeWatch", "announcement", "patience"]
 
 EVENTS: dict[str, str] = {
     "StateChanged": "object:state-changed",
@@ -314,6 +315,29 @@ class TreeWatch:
         if connection is not None:
             with contextlib.suppress(OSError):  # already broken: nothing left to close
                 connection.close()
+
+
+def announcement() -> list[Any]:
+    """Calls to the AT-SPI registry that make every app on the bus ask it again which
+    events are listened for: a listener registered and deregistered at once (the
+    registry signals both to every app), by whoever sends them (not the watch: its
+    own registrations stay).
+
+    An app starting while a watch registers may never learn of it, and sends none of
+    the events its tree's readers count on: Qt asks the registry which events are
+    listened for, then subscribes to the registry's news of new listeners, so a watch
+    that registers between the two goes unheard (at load 2-3, one Qt app in four).
+    Sent before an app new on the bus is first read: the registry signals before it
+    replies, and Qt answers calls in the order they came, so every call sent after the
+    replies is answered by an app that knows the watch (and tells what changes)."""
+    from jeepney import DBusAddress, new_method_call
+
+    registry = DBusAddress(_REGISTRY[1], _REGISTRY[0], _REGISTRY[2])
+    event = CHANGES["ChildrenChanged"]
+    return [
+        new_method_call(registry, method, "s", (event,))
+        for method in ("RegisterEvent", "DeregisterEvent")
+    ]
 
 
 def _replies(connection: Any, calls: list[Any], deadline: float) -> list[Any]:

@@ -28,7 +28,7 @@ from gui_harness.perception.tree import _atspi as atspi
 from gui_harness.perception.tree._atspi import ROLE_KINDS
 from gui_harness.perception.tree._tree_elements import components as _components
 from gui_harness.perception.tree._tree_node import Element
-from gui_harness.perception.tree._tree_settle import TreeWatch, patience
+from gui_harness.perception.tree._tree_settle import TreeWatch, announcement, patience
 from gui_harness.perception.tree._tree_walk import AppWalk
 from gui_harness.perception.tree._tree_windows import Surface, WindowLike, place, unlisted
 
@@ -298,27 +298,41 @@ class AccessibilitySource:
 
     def _learn_toolkits(self, pipeline: atspi.Pipeline, apps: list[str], deadline: float) -> None:
         """What each new app is: its toolkit's name and version, its own name and its
-        process (whose windows are its own: _tree_windows.place)."""
+        process (whose windows are its own: _tree_windows.place). With the watch on,
+        asked once the registry answered its announcement (_tree_settle.announcement):
+        an app that started while the watch registered knows of it from then on, so
+        nothing read of it is kept past a change it did not tell."""
         for gone in set(self._trees) - set(apps):
             del self._trees[gone]
         for gone in set(self._toolkits) - set(apps):  # a bus name is never reused
             del self._toolkits[gone]
         for gone in set(self._offsets) - set(apps):
             del self._offsets[gone]
-        for app in apps:
-            if len(self._toolkits.get(app, ())) == 4:
-                continue  # known (an app that did not answer in time is asked again)
+        # known apps are skipped (one that did not answer in time is asked again)
+        new = [app for app in apps if len(self._toolkits.get(app, ())) != 4]
+        for app in new:
             self._toolkits[app] = {}
-            for what, interface, name in (
-                ("toolkit", "org.a11y.atspi.Application", "ToolkitName"),
-                ("version", "org.a11y.atspi.Application", "Version"),
-                ("name", atspi.ACCESSIBLE, "Name"),
-            ):
-                pipeline.send(
-                    atspi.get_property(app, atspi.ROOT, interface, name),
-                    functools.partial(self._got_toolkit, app, what),
-                )
-            pipeline.send(atspi.process_of(app), functools.partial(self._got_pid, app))
+
+        def ask(_: tuple[Any, ...] | None = None) -> None:
+            for app in new:
+                for what, interface, name in (
+                    ("toolkit", "org.a11y.atspi.Application", "ToolkitName"),
+                    ("version", "org.a11y.atspi.Application", "Version"),
+                    ("name", atspi.ACCESSIBLE, "Name"),
+                ):
+                    pipeline.send(
+                        atspi.get_property(app, atspi.ROOT, interface, name),
+                        functools.partial(self._got_toolkit, app, what),
+                    )
+                pipeline.send(atspi.process_of(app), functools.partial(self._got_pid, app))
+
+        if new and self._watch is not None and self._watch.watching:
+            *first, last = announcement()
+            for message in first:
+                pipeline.send(message, lambda _: None, optional=True)
+            pipeline.send(last, ask, optional=True)  # (no registry: asked all the same)
+        else:
+            ask()
         # a third of what is left: a hung new app must leave the others time to be read
         pipeline.run(min(deadline, time.monotonic() + (deadline - time.monotonic()) / 3))
 
