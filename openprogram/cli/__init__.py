@@ -30,7 +30,7 @@ from openprogram.cli._print import say
 from openprogram.cli._progress import Progress
 from openprogram.cli._prune import prune_command, readers_command, unread_command
 from openprogram.cli._questions import question_commands
-from openprogram.cli._root import PLUGINS, cli, run_command
+from openprogram.cli._root import PLUGINS, cli, restore_ctrl_c, run_command
 from openprogram.cli._runs import runs_group, watch_command, worker_command
 from openprogram.cli._sessions import sessions
 from openprogram.cli._stores import find_node, opened_session, opened_store, resolve_id
@@ -66,7 +66,9 @@ sessions.add_command(operations_command(opened_store, resolve_id, store_option))
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `openprogram` script. A missing optional extra (an ImportError
-    naming its `pip install` line) is one line, not a traceback."""
+    naming its `pip install` line) is one line, not a traceback. Ctrl-C stops every
+    command, whatever the parent process left SIGINT as (restore_ctrl_c)."""
+    restore_ctrl_c()
     try:
         cli.main(args=argv, prog_name="openprogram")
     except ImportError as exc:

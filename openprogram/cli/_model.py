@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 import threading
 import time
@@ -51,11 +50,6 @@ def serve_model(port: int, script: Path | None) -> None:
         server = OpenAIServer(responder, port=port)
     except OSError as exc:
         raise click.ClickException(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}") from exc
-    if threading.current_thread() is threading.main_thread():
-        # Ctrl-C stops it whatever its parent left: a SIGINT the parent ignored or blocked
-        # is ignored or blocked here too (Python then raises no KeyboardInterrupt)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     try:
         say(server.url)
         say("serving an OpenAI-compatible model; Ctrl-C stops", err=True)

@@ -1,10 +1,13 @@
 """The `openprogram` command's root: its click group, the commands plugins register under
 the `openprogram.commands` entry-point group (loaded when listed or run; one that cannot
-load says what to install), and run_command for plugin commands. Start at cli.
+load says what to install), run_command for plugin commands, and restore_ctrl_c, which
+the process's entry point (main) calls first. Start at cli.
 """
 
 from __future__ import annotations
 
+import signal
+import threading
 from collections.abc import Callable
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
@@ -15,7 +18,7 @@ from openprogram.cli._print import say
 from openprogram.echo import printable
 from openprogram.errors import OpenProgramError
 
-__all__ = ["PLUGINS", "cli", "run_command"]
+__all__ = ["PLUGINS", "cli", "restore_ctrl_c", "run_command"]
 
 PLUGINS = "openprogram.commands"
 """The entry-point group plugins register their click commands under (gui_harness: demo,
@@ -170,3 +173,15 @@ def run_command(start: Callable[[], int]) -> int:
         say("interrupted", err=True)
         return 130
     return int(code or 0)
+
+
+def restore_ctrl_c() -> None:
+    """Make Ctrl-C (SIGINT) raise KeyboardInterrupt in this process, whatever its parent
+    left: a parent that ignored or blocked SIGINT (a shell's background job, a test
+    runner's worker) hands that on, and every long-running command (serve-model,
+    sessions serve, worker, mcp serve, sessions watch, the plugins' servers) would
+    then sleep through the Ctrl-C it promises stops it. For the process's entry point
+    only: a program embedding `cli` keeps its own signal handling."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})

@@ -3,10 +3,8 @@ litellm over HTTP by a Runtime with a tool."""
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -15,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from openprogram import Runtime, Session, agentic_function, llm
+from tests.support.interrupting import FAULTHANDLER, interrupted
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -33,36 +32,8 @@ def serve(*arguments: str) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
         # faulthandler: a server that does not stop is made to say where it hangs
-        env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONFAULTHANDLER": "1"},
+        env={**os.environ, "PYTHONPATH": str(ROOT), **FAULTHANDLER},
     )  # fmt: skip
-
-
-def interrupted(process: subprocess.Popen[str], *, thread: bool = False) -> str:
-    """SIGINT `process` (delivered to one of its server threads when `thread`, as the
-    kernel may deliver it) and its stderr once it has exited; a process still running
-    after 60 s is killed (never left behind) and the test fails."""
-    if thread:  # tgkill: signal one thread, not the process
-        tids = [int(t) for t in os.listdir(f"/proc/{process.pid}/task") if int(t) != process.pid]
-        libc = ctypes.CDLL(None, use_errno=True)
-        assert libc.syscall(_TGKILL, process.pid, tids[0], signal.SIGINT) == 0
-    else:
-        process.send_signal(signal.SIGINT)
-    try:
-        return process.communicate(timeout=60)[1]
-    except subprocess.TimeoutExpired:
-        process.send_signal(signal.SIGABRT)  # faulthandler prints every thread's stack
-        try:
-            errors = process.communicate(timeout=20)[1]
-        except subprocess.TimeoutExpired:
-            process.kill()
-            errors = process.communicate()[1]
-        pytest.fail(
-            "serve-model was still running 60 s after SIGINT (aborted); its threads:\n"
-            + errors[-6000:]
-        )
-
-
-_TGKILL = 234  # x86_64's syscall number
 
 
 @pytest.mark.slow
@@ -78,38 +49,6 @@ def test_serve_model_stops_when_sigint_reaches_a_server_thread() -> None:
         assert process.stdout is not None
         assert process.stdout.readline().startswith("http://127.0.0.1:")
         errors = interrupted(process, thread=True)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-    assert process.returncode == 0 and "stopped after 0 request(s)" in errors
-
-
-def _sigint_ignored() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _sigint_blocked() -> None:
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    "inherited", [_sigint_ignored, _sigint_blocked], ids=["ignored", "blocked"]
-)
-def test_serve_model_stops_on_ctrl_c_whatever_its_parent_left(inherited) -> None:  # type: ignore[no-untyped-def]
-    """A parent that ignores or blocks SIGINT hands that on to its children (a test
-    runner's worker did, now and then): Python then raises no KeyboardInterrupt and
-    serve-model slept through Ctrl-C. It puts SIGINT back to stopping it."""
-    process = subprocess.Popen(
-        [sys.executable, "-c", "from openprogram.cli import main; main()", "serve-model"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=inherited,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONFAULTHANDLER": "1"},
-    )  # fmt: skip
-    try:
-        assert process.stdout is not None
-        assert process.stdout.readline().startswith("http://127.0.0.1:")
-        errors = interrupted(process)
     finally:
         if process.poll() is None:
             process.kill()
