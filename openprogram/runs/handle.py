@@ -47,9 +47,9 @@ def submit(
             "worker imports"
         )
     if not isinstance(priority, int):
-        raise UsageError(f"priority={priority!r} must be a whole number (higher runs first)")
+        raise UsageError(f"priority={echo(priority)} must be a whole number (higher runs first)")
     if delay < 0 or (at is not None and not isinstance(at, (int, float))):
-        raise UsageError(f"delay={delay!r} must be >= 0 and at={at!r} a time in seconds")
+        raise UsageError(f"delay={echo(delay)} must be >= 0 and at={echo(at)} a time in seconds")
     runs = RunQueue(store)
     try:
         runs.submit(id, function, args, kwargs, queue=queue, priority=priority, delay=delay, at=at)
@@ -77,7 +77,7 @@ class Run:
         self.id = id
         if self._queue.get(id) is None:
             self._queue.close()
-            raise UsageError(f"no run {id!r} in {self._queue.url}")
+            raise UsageError(f"no run {echo(id)} in {self._queue.url}")
 
     @property
     def store(self) -> str:
@@ -87,7 +87,7 @@ class Run:
         """The run's row: state, queue, attempts, takeovers, times, result or error."""
         found = self._queue.get(self.id)
         if found is None:  # pruned meanwhile
-            raise UsageError(f"run {self.id!r} is no longer in {self._queue.url}")
+            raise UsageError(f"run {echo(self.id)} is no longer in {self._queue.url}")
         return found
 
     def status(self) -> str:
@@ -108,7 +108,7 @@ class Run:
                 return None if info.result is None else json.loads(info.result)
             if info.finished or info.state == "waiting":
                 raise RunFailed(
-                    f"run {self.id!r} {info.state}: {info.error or 'no error recorded'}"
+                    f"run {echo(self.id)} {info.state}: {info.error or 'no error recorded'}"
                     + (
                         ". Answer its question or settle its call (`openprogram sessions "
                         f"pending --store ... {self.id}`), then Run(store, id).requeue()"
@@ -119,7 +119,7 @@ class Run:
                 )
             if deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError(
-                    f"run {self.id!r} is still {info.state} after {timeout} s; result() "
+                    f"run {echo(self.id)} is still {info.state} after {timeout} s; result() "
                     "again later (it goes on without you)"
                 )
             wait = pause if deadline is None else min(pause, max(0.0, deadline - time.monotonic()))

@@ -229,22 +229,22 @@ class RunQueue:
             encoded = json.dumps([list(args), kwargs], allow_nan=False, sort_keys=True)
         except (TypeError, ValueError) as exc:
             raise UsageError(
-                f"the arguments of run {id!r} are not JSON ({exc}): a run is started by "
+                f"the arguments of run {echo(id)} are not JSON ({exc}): a run is started by "
                 "another process, which gets its arguments from the store. Pass JSON values "
                 "(strings, numbers, lists, dicts) and build richer ones inside the function"
             ) from None
         values = (id, queue, function, encoded, int(priority), at, float(delay))
         if self.store.session(id) is not None and self.get(id) is None:
             raise UsageError(
-                f"{self.url} holds session {id!r} already, and it is not a run: choose another "
+                f"{self.url} holds session {echo(id)} already, and it is not a run: choose another "
                 "run id (a run's id is its session's)"
             )
-        created = self._run(f"submit run {id!r}", self.dialect.insert, values).rowcount
+        created = self._run(f"submit run {echo(id)}", self.dialect.insert, values).rowcount
         found = self.get(id)
         assert found is not None
         if not created and (found.function, found.args) != (function, encoded):
             raise UsageError(
-                f"run {id!r} exists already with another call ({found.function} with "
+                f"run {echo(id)} exists already with another call ({echo(found.function)} with "
                 f"{_cut(found.args)}); the same id is one run. Submit this call under "
                 "another id"
             )
@@ -259,12 +259,12 @@ class RunQueue:
         """At most `concurrency` runs of `queue` run at once, over all workers (None: no
         limit)."""
         if concurrency is not None and (not isinstance(concurrency, int) or concurrency < 1):
-            raise UsageError(f"concurrency={concurrency!r} must be a whole number >= 1 or None")
-        self._run(f"limit queue {queue!r}", self.dialect.set_limit, (queue, concurrency))
+            raise UsageError(f"concurrency={echo(concurrency)} must be a whole number >= 1 or None")
+        self._run(f"limit queue {echo(queue)}", self.dialect.set_limit, (queue, concurrency))
 
     # -- reading -------------------------------------------------------------------------
     def get(self, id: str) -> RunInfo | None:
-        found = self._run(f"read run {id!r}", self.dialect.select, (id,)).fetchone()
+        found = self._run(f"read run {echo(id)}", self.dialect.select, (id,)).fetchone()
         return None if found is None else RunInfo(*found)
 
     def list_runs(self, state: str | None = None) -> list[RunInfo]:
@@ -348,7 +348,7 @@ class RunQueue:
             return True
         id, owner = claimed.run.id, claimed.owner
         d = self.dialect
-        with self._lock, self._translate(f"hand back run {id!r}"):
+        with self._lock, self._translate(f"hand back run {echo(id)}"):
             connection = self._connect()
             with self._transaction(connection):
                 back = connection.execute(d.unclaim(), (id, id, owner)).rowcount
@@ -375,7 +375,7 @@ class RunQueue:
 
     def requeue_orphan(self, id: str, worker: str) -> bool:
         """Put run `id` back in its queue if `worker` still has it (a compare-and-set)."""
-        changed = self._run(f"requeue run {id!r}", self.dialect.orphaned, (id, worker)).rowcount
+        changed = self._run(f"requeue run {echo(id)}", self.dialect.orphaned, (id, worker)).rowcount
         return bool(changed)
 
     def finish(
@@ -383,27 +383,27 @@ class RunQueue:
     ) -> bool:
         """End run `id` as `state`, only while `owner` holds its session's writer lease."""
         params = (state, result, error, id, id, owner)
-        return bool(self._run(f"end run {id!r}", self.dialect.finish(), params).rowcount)
+        return bool(self._run(f"end run {echo(id)}", self.dialect.finish(), params).rowcount)
 
     def hand_back(self, id: str, owner: str) -> bool:
         """Queue run `id` again now (a drained worker's), fenced like finish()."""
-        done = self._run(f"hand back run {id!r}", self.dialect.hand_back(), (id, id, owner))
+        done = self._run(f"hand back run {echo(id)}", self.dialect.hand_back(), (id, id, owner))
         return bool(done.rowcount)
 
     def release(self, id: str, owner: str, *, delay: float = 0.0) -> None:
         """Queue a claimed run again, due in `delay` seconds, whose session this worker
         could not open or whose lease a live writer holds."""
-        self._run(f"release run {id!r}", self.dialect.release, (delay, id, owner))
+        self._run(f"release run {echo(id)}", self.dialect.release, (delay, id, owner))
 
     def cancel(self, id: str, reason: str) -> str:
         """Cancel run `id`: at once when queued or waiting; a running one stops at its
         next call (its worker looks). Returns its state after."""
         d = self.dialect
-        if not self._run(f"cancel run {id!r}", d.cancel_queued, (reason, id)).rowcount:
-            self._run(f"cancel run {id!r}", d.cancel_running, (id,))
+        if not self._run(f"cancel run {echo(id)}", d.cancel_queued, (reason, id)).rowcount:
+            self._run(f"cancel run {echo(id)}", d.cancel_running, (id,))
         found = self.get(id)
         if found is None:
-            raise UsageError(f"no run {id!r} in {self.url}")
+            raise UsageError(f"no run {echo(id)} in {self.url}")
         return found.state
 
     def cancelled(self, owner: str) -> list[str]:
@@ -412,7 +412,7 @@ class RunQueue:
 
     def requeue(self, id: str) -> bool:
         """Queue a waiting run again (its question answered, its effect settled)."""
-        return bool(self._run(f"requeue run {id!r}", self.dialect.requeue, (id,)).rowcount)
+        return bool(self._run(f"requeue run {echo(id)}", self.dialect.requeue, (id,)).rowcount)
 
     def __repr__(self) -> str:
         return f"RunQueue({self.url!r})"

@@ -27,7 +27,7 @@ from openprogram import Session
 from openprogram.agentic import _drain
 from openprogram.core._secrets import scrub
 from openprogram.core.values import to_jsonable
-from openprogram.echo import elide
+from openprogram.echo import echo, elide
 from openprogram.errors import (
     EffectUnknown,
     RunStopped,
@@ -53,19 +53,19 @@ def resolve(name: str) -> Callable[..., Any]:
     UsageError when it cannot be imported or is not callable."""
     module_name, _, attribute = name.partition(":")
     if not module_name or not attribute:
-        raise UsageError(f"{name!r} names no function: write 'package.module:function'")
+        raise UsageError(f"{echo(name)} names no function: write 'package.module:function'")
     try:
         target: Any = importlib.import_module(module_name)
         for part in attribute.split("."):
             target = getattr(target, part)
     except (ImportError, AttributeError) as exc:
         raise UsageError(
-            f"cannot load {name!r}: {type(exc).__name__}: {exc}. The worker imports it by "
+            f"cannot load {echo(name)}: {type(exc).__name__}: {exc}. The worker imports it by "
             "that name: run the worker where the module is importable (its folder on "
             "PYTHONPATH, or --import it)"
         ) from None
     if not callable(target):
-        raise UsageError(f"{name!r} is a {type(target).__name__}, not a function")
+        raise UsageError(f"{echo(name)} is a {type(target).__name__}, not a function")
     return target  # type: ignore[no-any-return]
 
 
@@ -86,9 +86,9 @@ class Worker:
         watch_s: float = 0.5,
     ) -> None:
         if not isinstance(concurrency, int) or concurrency < 1:
-            raise UsageError(f"concurrency={concurrency!r} must be a whole number >= 1")
+            raise UsageError(f"concurrency={echo(concurrency)} must be a whole number >= 1")
         if not queues or not all(isinstance(q, str) and q for q in queues):
-            raise UsageError(f"queues={queues!r} must name at least one queue")
+            raise UsageError(f"queues={echo(queues)} must name at least one queue")
         self.queue = RunQueue(store)
         self.spec = self.queue.spec
         self.queues = tuple(queues)

@@ -7,6 +7,7 @@ processes killed and stopped are test_takeover.py.
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 from openprogram import Session
 from openprogram.errors import RunFailed, StoreError, UsageError
 from openprogram.runs import Run, RunQueue, Worker, limit, submit
+from openprogram.runs.worker import resolve
 from tests.openprogram.runs import jobs
 
 JOB = "tests.openprogram.runs.jobs:job"
@@ -85,6 +87,41 @@ def test_bad_submissions_say_what_to_do(durable_store: str) -> None:
     with pytest.raises(UsageError, match="id"):
         submit(JOB, id="", store=durable_store)
     assert RunQueue(durable_store).list_runs() == []
+
+
+def test_a_long_id_is_echoed_cut_short_by_run_and_the_queue(durable_store: str) -> None:
+    """Run(store, id), its waits and the queue's own refusals quote an id (or a name) the
+    way `runs submit` does: cut to a few hundred characters, saying how much was cut. (A
+    megabyte where nothing is stored; a stored id stays under PostgreSQL's index row.)"""
+    huge, long = "x" * 1_000_000, "y" * 5_000
+    messages: list[str] = []
+    with pytest.raises(UsageError, match="no run") as missing:
+        Run(durable_store, huge)
+    messages.append(str(missing.value))
+    with submit(JOB, 1, id=long, store=durable_store) as run:
+        with pytest.raises(TimeoutError, match="still queued") as waiting:
+            run.result(timeout=0)
+        messages.append(str(waiting.value))
+        with pytest.raises(UsageError, match="exists already with another call") as other:
+            submit(JOB, 2, id=long, store=durable_store)
+        messages.append(str(other.value))
+        run.cancel()
+        with pytest.raises(RunFailed, match="cancelled") as cancelled:
+            run.result(timeout=0)
+        messages.append(str(cancelled.value))
+    with RunQueue(durable_store) as queue:
+        with pytest.raises(UsageError, match="no run") as unknown:
+            queue.cancel(huge, "not wanted")
+        messages.append(str(unknown.value))
+        with pytest.raises(UsageError, match="must be a whole number") as limit_text:
+            queue.set_limit("default", "9" * 1_000_000)  # type: ignore[arg-type]
+        messages.append(str(limit_text.value))
+    with pytest.raises(UsageError, match="names no function") as unnamed:
+        resolve(huge)
+    messages.append(str(unnamed.value))
+    for message in messages:
+        assert len(message) < 1_000, message[:400]
+        assert re.search(r"'…\[cut [0-9 ]+ of [0-9 ]+ characters\]", message), message
 
 
 def test_a_function_that_cannot_be_loaded_fails_its_run(durable_store: str) -> None:
