@@ -17,8 +17,8 @@ import hashlib
 import inspect
 import keyword
 import re
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import Any, Protocol
 
 from openprogram.agentic.ask import ask_user
 from openprogram.agentic.function import agentic_function
@@ -32,7 +32,7 @@ from openprogram.mcp import _loop
 from openprogram.mcp._schema import SchemaTooSlow, bounded_validator, problems
 from openprogram.session.replay import ReplayModel
 
-__all__ = ["MCPTool", "check_namespace", "public_names", "tool_name", "tool_prefix"]
+__all__ = ["MCPTool", "ToolServer", "check_namespace", "public_names", "tool_name", "tool_prefix"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _RESERVED = {"runtime", "self", "cls", "arguments"}
@@ -91,6 +91,19 @@ def public_names(server: str, tools: list[str]) -> dict[str, str]:
     return names
 
 
+class ToolServer(Protocol):
+    """What a tool uses of its server (client.py's MCPServer, the layer above): its name,
+    its timeout in seconds, and a call of one of its tools, run on the MCP loop."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def timeout(self) -> float: ...
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> Coroutine[Any, Any, object]: ...
+
+
 @dataclasses.dataclass(init=False, eq=False, repr=False)
 class MCPTool:
     """A tool of an MCPServer. Pass it in `llm(tools=[...])` (or the whole
@@ -109,7 +122,7 @@ class MCPTool:
 
     def __init__(
         self,
-        server: Any,
+        server: ToolServer,
         described: Any,
         *,
         render_output: Callable[[Any], Any] | None = None,
@@ -304,7 +317,7 @@ def _described(errors: list[Any]) -> str:
     )
 
 
-def _value(server: Any, tool: str, result: Any, output: Any) -> Any:
+def _value(server: ToolServer, tool: str, result: Any, output: Any) -> Any:
     """A CallToolResult as the call's value: the structured content when there is
     some, else the text (one text block), an Image, or a list of texts and Images.
     A result marked as an error, or structured content that does not match the tool's
@@ -341,7 +354,7 @@ def _value(server: Any, tool: str, result: Any, output: Any) -> Any:
     return parts
 
 
-def _check_output(server: Any, tool: str, structured: Any, output: Any) -> None:
+def _check_output(server: ToolServer, tool: str, structured: Any, output: Any) -> None:
     where = f"{server.name}/{tool}"
     if structured is None:
         raise MCPServerError(f"{where} has an output schema but sent no structured content")

@@ -54,10 +54,10 @@ class Effect:
 
     __slots__ = ()
 
-    def run(self) -> Any:  # pragma: no cover - every effect overrides it
+    def run(self) -> object:  # pragma: no cover - every effect overrides it
         raise NotImplementedError
 
-    async def arun(self) -> Any:  # pragma: no cover
+    async def arun(self) -> object:  # pragma: no cover
         raise NotImplementedError
 
 
@@ -173,10 +173,10 @@ class Call(Effect):
         self.function = function
         self.argument = argument
 
-    def run(self) -> Any:
+    def run(self) -> object:
         return self.function(self.argument)
 
-    async def arun(self) -> Any:
+    async def arun(self) -> object:
         if is_async(self.function):
             return await self.function(self.argument)
         return await asyncio.to_thread(self.function, self.argument)

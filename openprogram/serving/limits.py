@@ -73,7 +73,7 @@ class LimitedServer(HTTPServer):
         with self._active_lock:
             return len(self._active)
 
-    def process_request(self, request: Any, client_address: Any) -> None:
+    def process_request(self, request: Any, client_address: object) -> None:
         if not self._slots.acquire(blocking=False):
             self.refused_busy(client_address)
             self._refuse_busy(request)

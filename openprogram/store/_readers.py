@@ -11,11 +11,11 @@ tables are): an older openprogram ignores it. Start at SQLReaders.read_by().
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from openprogram.errors import UsageError
 
-__all__ = ["TABLE", "SQLReaders", "readers_of"]
+__all__ = ["TABLE", "Connection", "SQLReaders", "readers_of"]
 
 TABLE = "openprogram_readers"
 _CREATE = (
@@ -23,6 +23,21 @@ _CREATE = (
     "created_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (session, reader))"
 )
 _BATCH = 500
+
+
+class Cursor(Protocol):
+    """What readers_of() reads of a statement's rows."""
+
+    def fetchone(self) -> tuple[object, ...] | None: ...
+
+    def fetchall(self) -> list[tuple[object, ...]]: ...
+
+
+class Connection(Protocol):
+    """What readers_of() reads through: a DB-API connection's execute (sqlite3's, or
+    psycopg's with `%s` placeholders)."""
+
+    def execute(self, sql: str, parameters: tuple[str, ...] = ..., /) -> Cursor: ...
 
 
 class SQLReaders:
@@ -94,7 +109,7 @@ class SQLReaders:
             return readers_of(connection, p, session)
 
 
-def readers_of(connection: Any, p: str, session: str | None = None) -> dict[str, list[str]]:
+def readers_of(connection: Connection, p: str, session: str | None = None) -> dict[str, list[str]]:
     """Session id -> its readers, sorted; {} when no reader was ever noted."""
     if not _exists(connection, p):
         return {}
@@ -104,13 +119,14 @@ def readers_of(connection: Any, p: str, session: str | None = None) -> dict[str,
     ).fetchall()
     found: dict[str, list[str]] = {}
     for id, reader in rows:
-        found.setdefault(id, []).append(reader)
+        found.setdefault(str(id), []).append(str(reader))
     return found
 
 
-def _exists(connection: Any, p: str) -> bool:
+def _exists(connection: Connection, p: str) -> bool:
     if p == "%s":
-        return connection.execute("SELECT to_regclass(%s)", (TABLE,)).fetchone()[0] is not None
+        row = connection.execute("SELECT to_regclass(%s)", (TABLE,)).fetchone()
+        return row is not None and row[0] is not None
     found = connection.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (TABLE,)
     ).fetchone()

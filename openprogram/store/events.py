@@ -15,13 +15,13 @@ import asyncio
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 from openprogram.core.dag import Node
 from openprogram.errors import StoreError
 from openprogram.store.format import ROW_COLUMNS, NodeRow, decode_after
 
-__all__ = ["CHANNEL", "Follow", "NodeEvents"]
+__all__ = ["CHANNEL", "Follow", "Followed", "NodeEvents"]
 
 CHANNEL = "openprogram_nodes"
 _OPEN = ("running", "waiting")
@@ -39,6 +39,17 @@ _TRIGGER = (
 _TRIGGER_LOCK = 0x6F70_6576_656E_7473  # "opevents": installing the trigger
 
 
+class Followed(Protocol):
+    """What a Follow reads of its store (any Store): its URL, for messages, and a
+    session's rows, for a store it has no connection of its own to. A SQLite store's
+    `path` and a PostgreSQL store's `new_connection()` are used when it has them."""
+
+    @property
+    def url(self) -> str: ...
+
+    def rows(self, session: str) -> list[NodeRow]: ...
+
+
 class Follow:
     """The records of session `session` of `store` as they are committed, from the first
     seq after `since` (nodes at or before it count as seen; their later changes are
@@ -46,7 +57,13 @@ class Follow:
     now was yielded. `poll(timeout)` returns what arrived within `timeout` seconds."""
 
     def __init__(
-        self, store: Any, session: str, since: int = 0, *, poll_s: float = 0.05, wait: bool = True
+        self,
+        store: Followed,
+        session: str,
+        since: int = 0,
+        *,
+        poll_s: float = 0.05,
+        wait: bool = True,
     ) -> None:
         self.store = store
         self.session = session
@@ -56,10 +73,10 @@ class Follow:
         self._open: dict[int, str] = {}  # seq -> status, of rows still running or waiting
         self._queue: list[NodeRow] = []
         self._connection: Any = None
-        self._postgres = hasattr(store, "new_connection")  # a PostgresStore
-        self._sqlite = getattr(store, "path", None) is not None and not getattr(
-            store, "memory", False
-        )
+        self._new_connection = getattr(store, "new_connection", None)  # a PostgresStore's
+        self._postgres = self._new_connection is not None
+        self._path = None if getattr(store, "memory", False) else getattr(store, "path", None)
+        self._sqlite = self._path is not None
         self._key: int | None = None
         self._version: int | None = None
         self._connect()
@@ -68,8 +85,8 @@ class Follow:
     # -- connection ----------------------------------------------------------------------
     def _connect(self) -> None:
         try:
-            if self._postgres:
-                self._connection = self.store.new_connection()
+            if self._new_connection is not None:
+                self._connection = self._new_connection()
                 with self._connection.transaction():
                     self._connection.execute("SELECT pg_advisory_xact_lock(%s)", (_TRIGGER_LOCK,))
                     for statement in _TRIGGER:
@@ -77,7 +94,7 @@ class Follow:
                 self._connection.execute(f"LISTEN {CHANNEL}")
             elif self._sqlite:
                 self._connection = sqlite3.connect(
-                    f"file:{self.store.path}?mode=ro", uri=True, check_same_thread=False,
+                    f"file:{self._path}?mode=ro", uri=True, check_same_thread=False,
                     isolation_level=None, timeout=30.0,
                 )  # fmt: skip
             if self._connection is not None:
