@@ -49,10 +49,11 @@ def caption_of(box: Box, texts: Sequence[tuple[Box, str]], controls: Sequence[Bo
     """The text among `texts` (boxes and their text) that captions the control at `box`:
     left of it on its row (its middle within the control's rows, ending at most
     max(2 × height, 120) px left of it, the nearest: a form may stand its captions in
-    a column of their own; up to 300 px when another text starting where it starts
-    stands so on the row of another control starting where this one starts: a column of
-    captions beside a column of fields), else above it (ending at most 14 px above its top, starting
-    within 16 px of its left edge, the nearest); never
+    a column of their own), else above it (ending at most 14 px above its top, starting
+    within 16 px of its left edge, the nearest), else left of it up to 300 px when
+    another text starting where it starts stands so on the row of another control
+    starting where this one starts (a column of captions beside a column of fields; a
+    sidebar's links beside a form captioned above are no such column); never
     one with another of `controls` between them, nor one inside the control, nor a long
     line (over 10 words on its row, 6 above it). None when there is none."""
     x, y, w, h = box
@@ -74,8 +75,6 @@ def caption_of(box: Box, texts: Sequence[tuple[Box, str]], controls: Sequence[Bo
             far = (gap, (tx, ty, tw, th), text)
     if best is not None:
         return best[1]
-    if far is not None and _in_columns(far[1], box, texts, controls):
-        return far[2]
     for (tx, ty, _, th), text in texts:
         if not _short(text):
             continue
@@ -84,7 +83,11 @@ def caption_of(box: Box, texts: Sequence[tuple[Box, str]], controls: Sequence[Bo
             between = (x, ty + th, w, max(gap, 0))
             if not _any_inside(between, controls, box):
                 best = (gap, text)
-    return best[1] if best is not None else None
+    if best is not None:  # a caption above comes before a far column's (a sidebar's)
+        return best[1]
+    if far is not None and _in_columns(far[1], box, texts, controls):
+        return far[2]
+    return None
 
 
 def captioned(components: Sequence[Component]) -> list[Component]:

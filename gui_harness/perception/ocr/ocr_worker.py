@@ -390,6 +390,11 @@ def _without_underline(
     full = full[full > middle]
     if not len(full) or full[-1] - full[0] >= _UNDERLINE or not ink[: full[0]].any():
         return crop, ink
+    # an underline stands a row below the letters' feet, with only descenders crossing
+    # that row; serifs at the feet ('All' in a bold serif, read 'A11' without them) sit
+    # on the letters' stems
+    if ink[full[0] - 1, left:right].mean() > 0.3:
+        return crop, ink
     crop, ink = crop.copy(), ink.copy()
     crop[full[0] : full[-1] + 1] = background
     ink[full[0] : full[-1] + 1] = False

@@ -5,21 +5,25 @@ A ruling line is a run of pixels darker (or lighter) than the pixels two above a
 below it (two left and right for a vertical one), at least _RUN long. A grid is a
 connected lattice of such lines with three or more rows and two or more columns of cells
 of control height, neighbouring lines a cell apart (the two outlines of separate
-buttons, a few pixels apart, are no grid). Private to detect.py.
+buttons, a few pixels apart, are no grid). `cell_contents()` looks again at what the
+cells hold with the rules painted over (a web table's check boxes, icon links, values).
+Private to detect.py.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TypeVar
 
 import cv2
 import numpy as np
 
 from gui_harness.perception.cells import Grid
+from gui_harness.perception.component import Component, Kind
 
 _T = TypeVar("_T", bound=tuple[str, tuple[int, int, int, int], float])
 
-__all__ = ["find_grids", "outside_grids"]
+__all__ = ["cell_contents", "find_grids"]
 
 _STEP = 10  # grey levels a ruling line differs from both sides by (Calc's: 63 on white)
 _RUN = 40  # px; a shorter straight run is a control's side or a glyph's stroke
@@ -117,32 +121,76 @@ def _grids_in(grey: np.ndarray) -> list[tuple[tuple[int, int, int, int], Grid]]:
     return grids
 
 
-def outside_grids(found: list[_T], grids: list[tuple[tuple[int, int, int, int], Grid]]) -> list[_T]:
-    """`found` without what a grid stands for: whatever sits in a header cell (the grid
-    names those cells), and boxes inside a body cell that fill half of it or more (a
-    cell read as a field, a row as a list item). Text, and controls much smaller than
-    their cell (a check box in a table), stay."""
+def cell_contents(
+    image: np.ndarray | None,
+    grey: np.ndarray,
+    found: list[_T],
+    grids: list[tuple[tuple[int, int, int, int], Grid]],
+    detect: Callable[[np.ndarray, np.ndarray, int], list[Component]],
+) -> list[_T | tuple[Kind, tuple[int, int, int, int], float]]:
+    """`found` with what each grid's cells hold looked for again inside the grid, its
+    rules painted over with the fill beside them: a ruled cell's outline made a field or
+    a button of it, which swallowed what it holds (a web table's check boxes, icon links,
+    sort links, values). What `found` has inside a grid gives way to that look; in a
+    header cell only text goes (the grid names those cells); links and controls stay.
+    `image`: the screen's RGB (None: grey only); `detect`: detection on a crop that
+    touches no screen edge (detect.py's, grids left out)."""
     if not grids:
-        return found
-    kept = []
-    for item in found:
-        kind, (x, y, w, h), _ = item
-        cx, cy = x + w / 2, y + h / 2
-        keep = True
-        for (gx, gy, gw, gh), grid in grids:
-            if not (gx <= cx < gx + gw and gy <= cy < gy + gh):
+        return list(found)
+    height, width = grey.shape
+    kept: list[_T | tuple[Kind, tuple[int, int, int, int], float]] = [
+        item for item in found if _grid_at(item[1], grids) is None
+    ]
+    for (gx, gy, gw, gh), grid in grids:
+        x0, y0 = max(gx, 0), max(gy, 0)
+        x1, y1 = min(gx + gw, width), min(gy + gh, height)
+        if x1 - x0 < 10 or y1 - y0 < 10:
+            continue
+        crop = np.array(grey[y0:y1, x0:x1])
+        colour = np.array(image[y0:y1, x0:x1]) if image is not None else crop
+        for rows, axis in ((grid.rows, 0), (grid.columns, 1)):
+            origin = y0 if axis == 0 else x0
+            for line in rows:
+                _paint_over(crop, line - origin, axis)
+                if colour is not crop:
+                    _paint_over(colour, line - origin, axis)
+        for c in detect(colour, crop, 200):
+            box = (c.box[0] + x0, c.box[1] + y0, c.box[2], c.box[3])
+            where = _grid_at(box, [((gx, gy, gw, gh), grid)])
+            if where is not None and where[2] and c.kind == "text":
                 continue
+            kept.append((c.kind, box, c.confidence))
+    return kept
+
+
+def _paint_over(pixels: np.ndarray, line: int, axis: int) -> None:
+    """Paint the rule at `line` (a row when `axis` is 0, a column when 1) of `pixels`,
+    up to 4 px thick from a pixel before it, with the pixels 3 before it (after it at
+    the crop's start)."""
+    size = pixels.shape[axis]
+    start, stop = max(line - 1, 0), min(line + 4, size)
+    if start >= stop:
+        return
+    source = line - 3 if line - 3 >= 0 else min(stop, size - 1)
+    if axis == 0:
+        pixels[start:stop] = pixels[source : source + 1]
+    else:
+        pixels[:, start:stop] = pixels[:, source : source + 1]
+
+
+def _grid_at(
+    box: tuple[int, int, int, int], grids: list[tuple[tuple[int, int, int, int], Grid]]
+) -> tuple[int, int, bool] | None:
+    """(row, column, in a header) of the cell of `grids` `box`'s centre is in; None when
+    it is in no grid."""
+    x, y, w, h = box
+    cx, cy = x + w / 2, y + h / 2
+    for (gx, gy, gw, gh), grid in grids:
+        if gx <= cx < gx + gw and gy <= cy < gy + gh:
             c = min(int(np.searchsorted(grid.columns, cx, side="right")) - 1, len(grid.columns) - 2)
             r = min(int(np.searchsorted(grid.rows, cy, side="right")) - 1, len(grid.rows) - 2)
-            cell_w = grid.columns[c + 1] - grid.columns[c]
-            cell_h = grid.rows[r + 1] - grid.rows[r]
-            small = w * h < 0.5 * cell_w * cell_h and w < 0.8 * cell_w
-            header = r < grid.header_rows or c < grid.header_columns
-            keep = not header and (kind in ("text", "link") or small)
-            break
-        if keep:
-            kept.append(item)
-    return kept
+            return r, c, r < grid.header_rows or c < grid.header_columns
+    return None
 
 
 def _lines(grey: np.ndarray, *, axis: int, gap: int, run: int = _RUN) -> np.ndarray:
@@ -229,15 +277,20 @@ def _extend(boundaries: list[int], lines: list[np.ndarray]) -> list[int]:
 
 def _headers(grey: np.ndarray, columns: tuple[int, ...], rows: tuple[int, ...]) -> tuple[int, int]:
     """Whether the first row and the first column are headers: their cells' fill (the
-    median inside each, off the lines) differs from the body's by _HEADER_STEP or more."""
+    median inside each, off the lines) differs by _HEADER_STEP or more from the body's
+    on every body row (a striped table's rows take turns; its first row is the fill of
+    one of them, its first column the fill of each row, and neither is a header)."""
 
     def fill(x0: int, x1: int, y0: int, y1: int) -> float:
         inside = grey[y0 + 2 : y1 - 1, x0 + 2 : x1 - 1]
         return float(np.median(inside)) if inside.size else -1.0
 
-    body = fill(columns[1], columns[-1], rows[1], rows[-1])
+    body = [fill(columns[1], columns[-1], rows[r], rows[r + 1]) for r in range(1, len(rows) - 1)]
+    left = [fill(columns[0], columns[1], rows[r], rows[r + 1]) for r in range(1, len(rows) - 1)]
     top = fill(columns[1], columns[-1], rows[0], rows[1])
-    left = fill(columns[0], columns[1], rows[1], rows[-1])
-    header_rows = int(abs(top - body) >= _HEADER_STEP)
-    header_columns = int(abs(left - body) >= _HEADER_STEP)
+    header_rows = int(min(abs(top - b) for b in set(body)) >= _HEADER_STEP)
+    header_columns = int(
+        np.median(np.abs(np.array(left) - np.array(body))) >= _HEADER_STEP
+        and abs(np.median(left) - np.median(body)) >= _HEADER_STEP
+    )
     return header_rows, header_columns

@@ -290,6 +290,17 @@ def links(rgb: np.ndarray, texts: list[_Found]) -> list[_Found]:
         band = below[:, :, 2] - np.maximum(below[:, :, 0], below[:, :, 1]) >= _LINK_BLUE
         under_row = int(np.argmax(band.sum(axis=1)))
         underline = band[under_row]
+        # a dashed or dotted underline below the glyphs (an editable value's, an
+        # abbreviation's) is one line: its gaps cut no link (flat-bottomed digits' foot,
+        # '12', is no underline; solid underlines stay as they are: two links side by
+        # side are two)
+        lower = rgb[foot + 1 : foot + 7, x : x + w].astype(np.int16)
+        lower_band = lower[:, :, 2] - np.maximum(lower[:, :, 0], lower[:, :, 1]) >= _LINK_BLUE
+        for row, line in enumerate(lower_band):
+            dashed = _closed(line, 4)
+            if dashed[columns[0] : columns[-1] + 1].mean() >= 0.8 and _dashes(line):
+                under_row, underline = foot + 1 + row - max(foot - 2, 0), dashed
+                break
         # A link starts at its line's top and reaches down to its underline.
         bottom = max(foot, max(foot - 2, 0) + under_row if underline.any() else 0) + 1
         gaps = np.diff(columns)
@@ -320,6 +331,23 @@ def links(rgb: np.ndarray, texts: list[_Found]) -> list[_Found]:
         if w - left >= 4:
             out.append(("text", (x + left, y, w - left, h), confidence))
     return out
+
+
+def _dashes(row: np.ndarray) -> bool:
+    """Whether `row` (booleans) is a dashed or dotted line: three runs or more, most of
+    them 4 px long at most."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], row.astype(np.int8), [0]])))
+    lengths = edges[1::2] - edges[::2]
+    return len(lengths) >= 3 and float(np.median(lengths)) <= 4
+
+
+def _closed(row: np.ndarray, gap: int) -> np.ndarray:
+    """`row` (booleans) with its runs of False up to `gap` long between two True ones
+    made True."""
+    closed: np.ndarray = cv2.morphologyEx(
+        row.astype(np.uint8)[None, :], cv2.MORPH_CLOSE, np.ones((1, gap + 1), np.uint8)
+    )[0].astype(bool)
+    return closed
 
 
 def _split_lines(free: np.ndarray, boxes: np.ndarray) -> np.ndarray:

@@ -26,7 +26,7 @@ the crop's components, in the crop's pixels (detect.py's detect_crop, grids left
 _ROW_ASPECT = 8  # a row is at least this many times as wide as it is high
 _ROW_H = (14, 64)
 _TINT = 24  # RGB spread of an alert's background; an entry field's is grey or white
-_ICON_ASPECT = (0.75, 1.35)
+_ICON_ASPECT = (0.75, 1.5)  # an eye is wider than high
 _CAPTION_H = (14, 60)
 _CONTROLS = ("button", "link", "field", "dropdown", "checkbox", "radio", "tab")
 
@@ -152,13 +152,22 @@ def _inside(
     if x1 - x0 < 10 or y1 - y0 < 8:
         return None
     crop = grey[y0:y1, x0:x1]
-    if _groups(crop, gap=max(h, 12)) < 2:
+    # items of a dark bar (a navbar: light words on a dark fill) are set apart by their
+    # padding, less than its height; a dark entry's words by a space
+    gap = max(h // 5, 8) if _dark_bar(crop) else max(h, 12)
+    if _groups(crop, gap=gap) < (3 if gap < h else 2):
         return None  # one run of ink: an entry's text, a button's label
     colour = image[y0:y1, x0:x1] if image is not None else crop
     inner = detect(np.ascontiguousarray(colour), np.ascontiguousarray(crop), 50)
     return [
         (c.kind, (c.box[0] + x0, c.box[1] + y0, c.box[2], c.box[3]), c.confidence) for c in inner
     ]
+
+
+def _dark_bar(crop: np.ndarray) -> bool:
+    """Whether `crop` is a dark fill (grey 80 or darker) with light ink on it."""
+    fill = int(np.median(crop))
+    return fill <= 80 and int(np.percentile(crop, 99)) >= fill + 100
 
 
 def _groups(crop: np.ndarray, gap: int) -> int:
@@ -278,9 +287,10 @@ def _separator(glyph: np.ndarray, h: int) -> bool:
 def _icon_run(
     grey: np.ndarray, box: tuple[int, int, int, int]
 ) -> list[tuple[int, int, int, int]] | None:
-    """The icons of a line that is a run of two or more square glyphs of the line's full
-    height a few pixels apart (a table row's view, edit and delete), else None. A word's
-    letters are lower than the line or narrower than high; a word is rarely square."""
+    """The icons of a line that is a run of two or more squarish glyphs of nearly the
+    line's full height (one of them its full height; an eye is wider and lower) a few
+    pixels apart (a table row's view, edit and delete), else None. A word's letters are
+    lower than the line or narrower than high; a word is rarely square."""
     x, y, w, h = box
     if not 12 <= h <= 28 or w < 2 * h:
         return None
@@ -296,9 +306,11 @@ def _icon_run(
     for start, end in zip(starts, ends, strict=True):
         rows = np.flatnonzero(ink[:, start:end].any(axis=1))
         high = int(rows[-1] - rows[0]) + 1
-        if high < 0.75 * h or not _ICON_ASPECT[0] <= (end - start) / high <= _ICON_ASPECT[1]:
+        if high < 0.7 * h or not _ICON_ASPECT[0] <= (end - start) / high <= _ICON_ASPECT[1]:
             return None
         icons.append((x + start, y + int(rows[0]), end - start, high))
+    if max(box[3] for box in icons) < 0.9 * h:
+        return None  # none of the line's full height: letters of one case
     return icons
 
 

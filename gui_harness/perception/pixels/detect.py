@@ -24,7 +24,7 @@ from gui_harness.perception.component import (
 )
 from gui_harness.perception.pixels._blobs import Sums, boxes_of, scratch
 from gui_harness.perception.pixels._framed import arrow_names, framed_tabs, stacked_arrows
-from gui_harness.perception.pixels._grid import find_grids, outside_grids
+from gui_harness.perception.pixels._grid import cell_contents, find_grids
 from gui_harness.perception.pixels._parts import (
     PART_OF_CONTROL_H,
     bar_cells,
@@ -125,7 +125,7 @@ def detect_crop(
     found = web_parts(colour, grey, spin_buttons(grey, controls + texts), _detect_inside)
     found = stacked_arrows(grey, framed_tabs(grey, chevron_dropdowns(grey, found)))
     shown = find_grids(grey) if grids is None else []
-    found = outside_grids(found, shown if grids is None else grids)
+    found = cell_contents(colour, grey, found, shown if grids is None else grids, _detect_inside)
     room = max(max_components - len(shown if grids is None else grids), 0)
     if len(found) > room:
         found = _ranked(found, grey.shape[0])[:room]
