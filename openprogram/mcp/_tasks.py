@@ -69,7 +69,7 @@ class _Key:
 
     __slots__ = ("_of",)
 
-    def __init__(self, of: Any) -> None:
+    def __init__(self, of: object) -> None:
         self._of = of
 
     def __hash__(self) -> int:
@@ -83,7 +83,7 @@ def _iso(at: float) -> str:
     return datetime.datetime.fromtimestamp(at, datetime.timezone.utc).isoformat()
 
 
-def client(context: Any) -> Any:
+def client(context: object) -> object:
     """The connection a request came over (the SDK makes a ServerSession per request and
     has no public name for the connection it holds), or None."""
     session = getattr(context, "session", None)
@@ -176,7 +176,7 @@ class Tasks:
         server.get_capabilities = with_tasks
 
     # -- starting ------------------------------------------------------------------------
-    def start(self, fn: Any, arguments: dict[str, Any], client: Any = None) -> Any:
+    def start(self, fn: Any, arguments: dict[str, Any], client: object = None) -> Any:
         """Run a background tool's call as a new task (blocking until the call has
         returned its handles): the CallToolResult naming its task. Its session stays
         open on a thread of its own until the call's operations end. `client`: the
@@ -236,7 +236,7 @@ class Tasks:
         result.meta = {"openprogram/session": task_id, RELATED_TASK: {"taskId": task_id}}
         return result
 
-    def _admit(self, client: Any) -> str | None:
+    def _admit(self, client: object) -> str | None:
         """Count a new task of `client` as working; why not, when a limit is reached."""
         with self._lock:
             total = sum(self._working.values())
@@ -257,7 +257,7 @@ class Tasks:
             self._working[_Key(client)] = mine + 1
         return None
 
-    def _leave(self, client: Any) -> None:
+    def _leave(self, client: object) -> None:
         """A task of `client` stopped working."""
         with self._lock:
             key = _Key(client)

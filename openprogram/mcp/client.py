@@ -106,7 +106,7 @@ class MCPServer:
         self._holder: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
         self._lock: asyncio.Lock | None = None
-        self._listing: list[Any] | None = None
+        self._listing: list[mcp_types.Tool] | None = None
         self._stale = False
         self._started = False
         self._closed = False
@@ -261,7 +261,7 @@ class MCPServer:
 
     def _wrap(
         self,
-        listing: list[Any],
+        listing: list[mcp_types.Tool],
         render_output: Callable[[Any], Any] | None,
         only: str | None = None,
     ) -> list[MCPTool]:
@@ -378,9 +378,9 @@ class MCPServer:
     def _start_error(self, exc: BaseException) -> BaseException:
         return start_error(self.name, self.transport, self._target, self.max_result_bytes, exc)
 
-    async def _list_all(self, session: Any) -> list[Any]:
+    async def _list_all(self, session: Any) -> list[mcp_types.Tool]:
         """Every page of the server's tools, up to max_tools (a warning says when more)."""
-        tools: list[Any] = []
+        tools: list[mcp_types.Tool] = []
         cursor = None
         while True:
             params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
@@ -397,7 +397,7 @@ class MCPServer:
             if not cursor:
                 return tools
 
-    async def _list(self) -> list[Any]:
+    async def _list(self) -> list[mcp_types.Tool]:
         await self._connect(first=not self._started)
         if self._stale and self._session is not None:
             self._stale = False

@@ -32,7 +32,15 @@ from openprogram.mcp import _loop
 from openprogram.mcp._schema import SchemaTooSlow, bounded_validator, problems
 from openprogram.session.replay import ReplayModel
 
-__all__ = ["MCPTool", "ToolServer", "check_namespace", "public_names", "tool_name", "tool_prefix"]
+__all__ = [
+    "DescribedTool",
+    "MCPTool",
+    "ToolServer",
+    "check_namespace",
+    "public_names",
+    "tool_name",
+    "tool_prefix",
+]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _RESERVED = {"runtime", "self", "cls", "arguments"}
@@ -104,6 +112,20 @@ class ToolServer(Protocol):
     def call(self, tool: str, arguments: dict[str, Any]) -> Coroutine[Any, Any, object]: ...
 
 
+class DescribedTool(Protocol):
+    """A tool as its server lists it (the SDK's `Tool`): its name, description and input
+    schema; an `output_schema` is read when it has one."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str | None: ...
+
+    @property
+    def input_schema(self) -> dict[str, Any]: ...
+
+
 @dataclasses.dataclass(init=False, eq=False, repr=False)
 class MCPTool:
     """A tool of an MCPServer. Pass it in `llm(tools=[...])` (or the whole
@@ -123,7 +145,7 @@ class MCPTool:
     def __init__(
         self,
         server: ToolServer,
-        described: Any,
+        described: DescribedTool,
         *,
         render_output: Callable[[Any], Any] | None = None,
         name: str | None = None,

@@ -501,7 +501,7 @@ class Tracker:
                     self._move(live, ("pending", "running"), "pending", detail=text)
                 live.started = False
 
-    def results(self, node: Node, ids: Sequence[str]) -> Any:
+    def results(self, node: Node, ids: Sequence[str]) -> object:
         """The results of a foreground tool call's operations (one value for one
         operation, else a list); raises EffectUnknown or OperationFailed."""
         records = self.wait(ids)
