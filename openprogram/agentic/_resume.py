@@ -337,7 +337,7 @@ def stored_value(
     *,
     hidden: Iterable[str] = (),
     returned: bool = False,
-) -> Any:
+) -> object:
     """values.to_jsonable(value), warning (note_opaque) about what has no stored form."""
     opaque: list[str] = []
     form = to_jsonable(value, add_image, opaque, hidden=tuple(hidden))
@@ -414,7 +414,7 @@ def resumed_output(
     adapter: TypeAdapter[Any] | None,
     revive: Callable[[Any], Any],
     convert: Callable[[Any], Any],
-) -> Any:
+) -> object:
     """The value a completed recorded call hands back, or NOT_ANSWERED (it runs again).
 
     Plain JSON comes back as recorded (validated into the return annotation when there

@@ -110,7 +110,7 @@ def find(dag: ContextDAG, question_id: str) -> Node:
     )
 
 
-def check(asked: Question, value: object) -> Any:
+def check(asked: Question, value: object) -> object:
     """`value` as the JSON-able answer `asked` accepts: a choice, a value matching the
     schema, or text. A string is also read as JSON where the schema or a choice needs
     it (answers from the command line are strings). UsageError naming what is expected,

@@ -483,8 +483,9 @@ def _action_json(action: Any) -> dict[str, Any]:
     if isinstance(action, BaseModel):
         return action.model_dump(mode="json")
     if isinstance(action, Mapping):
-        dumped: dict[str, Any] = to_jsonable(dict(action), None)  # a dict stays a dict
-        return dumped
+        dumped = to_jsonable(dict(action), None)
+        if isinstance(dumped, dict):  # a dict stays a dict
+            return dumped
     return {"type": type(action).__name__, "repr": repr(action)}
 
 

@@ -352,7 +352,7 @@ class ContextDAG:
         except KeyError:
             raise UsageError(f"image sha256:{sha[:12]} is not in this DAG's blob table") from None
 
-    def jsonable(self, value: object) -> Any:
+    def jsonable(self, value: object) -> object:
         """`value` in JSON-able form, with images moved to the blob table as references."""
         return to_jsonable(value, self.add_image)
 

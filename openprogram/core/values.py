@@ -68,7 +68,7 @@ def to_jsonable(
     opaque: list[str] | None = None,
     *,
     hidden: Collection[str] = (),
-) -> Any:
+) -> object:
     """The stored form of a live `value`. With `add_image`, images become ImageRef
     objects (the in-memory form); without it, `{"$image": ...}` dicts.
 
@@ -330,7 +330,7 @@ def _fields(value: Any, kind: type) -> tuple[str, Any] | str | None:
 # -- reading stored values ------------------------------------------------------------------
 
 
-def from_jsonable(value: object) -> Any:
+def from_jsonable(value: object) -> object:
     """Inverse of the stored form's image part: `{"$image": ...}` dicts become ImageRefs."""
     if isinstance(value, dict):
         if "$image" in value and value["$image"] and "width" in value:
@@ -341,7 +341,7 @@ def from_jsonable(value: object) -> Any:
     return value
 
 
-def with_image_dicts(value: object) -> Any:
+def with_image_dicts(value: object) -> object:
     """A stored value with its ImageRefs as `{"$image": ...}` dicts (the form on disk)."""
     if isinstance(value, ImageRef):
         return value.to_json()
@@ -384,7 +384,7 @@ def kinds(value: object, *, skip: tuple[str, ...] = ()) -> tuple[bool, bool]:
     return False, typed
 
 
-def as_shown(value: object) -> Any:
+def as_shown(value: object) -> object:
     """A stored value as renders show it: objects as their fields, enums as their value,
     paths, dates and numbers as text, sets as lists, opaque values as `<type>`."""
     if isinstance(value, dict):
@@ -440,7 +440,7 @@ class NotRebuildable(Exception):
     """A stored value that rebuilt() cannot make into a live one."""
 
 
-def rebuilt(value: object, *, fields: bool = False) -> Any:
+def rebuilt(value: object, *, fields: bool = False) -> object:
     """A stored value made live again: standard types (ints, bytes, sets, dates, numbers,
     paths, dicts with other keys) are rebuilt; with `fields`, a typed object becomes its fields
     and an enum or path its value, for a validator that knows the type (nothing is

@@ -68,7 +68,7 @@ class Resuming:
     _adapters: dict[Any, Any]
     rewrite: Callable[[Node], None]
 
-    def resumed_output(self, node: Node, fn: object) -> Any:
+    def resumed_output(self, node: Node, fn: object) -> object:
         """The value a resumed call returns instead of running: its recorded output,
         validated into `fn`'s return annotation when it has one (so a pydantic model
         comes back as that model), images as PIL images. A record that cannot stand for
