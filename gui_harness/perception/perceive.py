@@ -318,10 +318,11 @@ class _Query:
 
     def result(self) -> AccessibilitySnapshot:
         # snapshot() keeps to its own timeout; the margin only guards against a bug there
-        self._thread.join(self._source.timeout + 2.0)
+        longest = self._source.first_timeout
+        self._thread.join(longest + 2.0)
         if self._snapshot is None:
             return AccessibilitySnapshot(
                 screen=self._source.screen,
-                note=f"the accessibility query overran its {self._source.timeout}s; pixels only",
+                note=f"the accessibility query overran its {longest:.2f}s; pixels only",
             )
         return self._snapshot

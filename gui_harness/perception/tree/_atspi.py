@@ -157,9 +157,11 @@ class Pipeline:
             self._optional.add(serial)
         self.sent += 1
 
-    def run(self, deadline: float) -> bool:
+    def run(self, deadline: float, *, idle: float | None = None, keep: bool = False) -> bool:
         """Dispatch replies until none is outstanding (True) or `deadline` (False; what
-        is still outstanding is forgotten)."""
+        is still outstanding is forgotten, unless `keep`: then a later run() may still
+        take it), or, with `idle`, until no reply came for that many seconds (False
+        likewise: a hung app is not waited for to the end)."""
         from jeepney import HeaderFields, MessageType
 
         while self._waiting:
@@ -167,7 +169,9 @@ class Pipeline:
             if remaining <= 0:
                 break
             try:
-                message = self.connection.receive(timeout=remaining)
+                message = self.connection.receive(
+                    timeout=remaining if idle is None else min(remaining, idle)
+                )
             except TimeoutError:
                 break
             serial = message.header.fields.get(HeaderFields.reply_serial)
@@ -182,18 +186,25 @@ class Pipeline:
                 callback(None)
             self._optional.discard(serial)
         done = not self._waiting
+        if not keep:
+            self.forget()
+        return done
+
+    def forget(self) -> None:
+        """Drop the calls still outstanding: their late replies are ignored."""
         self._waiting.clear()
         self._optional.clear()
-        return done
 
 
 class Calls:
     """One reader's calls on a Pipeline, counted until answered (a pipeline may carry
-    several readers' calls at once: each asks whether its own are all in)."""
+    several readers' calls at once: each asks whether its own are all in, and whether
+    its app answered any)."""
 
     def __init__(self, pipeline: Pipeline) -> None:
         self.pipeline = pipeline
         self.pending = 0
+        self.answered = 0
 
     def send(self, message: Any, callback: Callback, *, optional: bool = False) -> None:
         """Send `message` on the pipeline; its reply goes to `callback` (`optional`: see
@@ -202,6 +213,7 @@ class Calls:
 
         def answered(body: tuple[Any, ...] | None) -> None:
             self.pending -= 1
+            self.answered += 1
             callback(body)
 
         self.pipeline.send(message, answered, optional=optional)

@@ -66,6 +66,11 @@ class TreeRead:
         self._calls = atspi.Calls(pipeline)
 
     @property
+    def answered(self) -> int:
+        """How many of the walk's calls on its current pipeline were answered."""
+        return self._calls.answered
+
+    @property
     def lists(self) -> list[Element]:
         """The lists that manage their items, read: Qt adds, removes and scrolls their
         items without an event (a file view filled after the dialog showed), so each

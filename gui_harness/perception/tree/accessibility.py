@@ -37,6 +37,7 @@ __all__ = ["ROLE_KINDS", "AccessibilitySnapshot", "AccessibilitySource"]
 _MATCH_ALL, _MATCH_ANY = 1, 2
 _SORT_CANONICAL = 1
 _ROLE_CACHE = 20_000  # (app, object path) → role entries kept between snapshots
+_FIRST_TIMEOUT = 10.0  # s: an app read with nothing of it kept (AccessibilitySource)
 _QUERIED_TOOLKITS = frozenset({"chromium", "gecko"})  # browsers: one Collection query each
 # LibreOffice on its GTK 3 plugin places what it draws itself (toolbars, the sheet) as if
 # its GTK menu bar were not there: _tree_walk moves those boxes down by the bar's height
@@ -133,7 +134,9 @@ class AccessibilitySource:
     hundred calls waits its turn for a CPU; see _tree_settle.patience, at most 8×). Apps
     are read side by side, so a slow one costs its own tree only: what it had not told by
     then is left out, or its tree from an earlier snapshot is kept, and the snapshot's
-    note names it. `address=None` gives empty snapshots noting `note` (why there is no
+    note names it. An app with no tree kept is waited for longer, while it answers, up to
+    `first_timeout` (stretched likewise; None: 10 s, or `timeout` if longer; see
+    snapshot()). `address=None` gives empty snapshots noting `note` (why there is no
     bus). Thread-safe; the connection is opened on first use and reopened after a
     failure.
 
@@ -157,21 +160,32 @@ class AccessibilitySource:
         *,
         screen: tuple[int, int],
         timeout: float = 0.5,
+        first_timeout: float | None = None,
         note: str | None = None,
         windows: Callable[[], Sequence[WindowLike]] | None = None,
     ) -> None:
+        if first_timeout is None:
+            first_timeout = max(timeout, _FIRST_TIMEOUT)
+        if not 0 < timeout <= first_timeout:
+            raise ValueError(
+                f"timeout={timeout!r} and first_timeout={first_timeout!r}: both must be more "
+                "than 0 seconds, and first_timeout at least timeout"
+            )
         self.address = address
         self.windows = windows
         self._window_set: tuple[tuple[int, ...], ...] | None = None
         self.screen = (int(screen[0]), int(screen[1]))
         self.base_timeout = timeout
         """The `timeout` given, before the load stretches it."""
+        self.base_first_timeout = first_timeout
+        """The `first_timeout` given, before the load stretches it."""
         self._missing = note or "no accessibility bus is known for this desktop"
         self._connection: Any = None
         self._roles: dict[tuple[str, str], int] = {}
         self._toolkits: dict[str, dict[str, str]] = {}
         self._trees: dict[str, _AppTree] = {}
         self._offsets: dict[str, int] = {}  # app → AppWalk.offset as last measured
+        self._silent: set[str] = set()  # new apps that answered nothing in a long wait
         self._lock = threading.Lock()
         self._pipeline: atspi.Pipeline | None = None  # the latest snapshot's
         self._watch = TreeWatch(address, timeout=timeout) if address is not None else None
@@ -183,6 +197,12 @@ class AccessibilitySource:
     def timeout(self) -> float:
         """Seconds a snapshot taken now may take: `base_timeout` stretched by the load."""
         return self.base_timeout * patience()
+
+    @property
+    def first_timeout(self) -> float:
+        """Seconds a snapshot taken now may take to read an app it keeps nothing of:
+        `base_first_timeout` stretched by the load (the longest a snapshot can take)."""
+        return self.base_first_timeout * patience()
 
     def close(self) -> None:
         """Close the D-Bus connections (the next snapshot or mark opens new ones)."""
@@ -210,7 +230,14 @@ class AccessibilitySource:
         """Read every app: the showing, on-screen interactive elements, in tree order.
         Never raises for bus or app failures; returns within about `timeout` stretched by
         the load (twice that the first time, when it also starts listening for tree
-        events)."""
+        events). An app it keeps nothing of (a new app; every app once the desktop's
+        windows changed) that has not answered whole by then is waited for while it keeps
+        answering (no reply for a quarter of `first_timeout` ends the wait), up to
+        `first_timeout`: a tree
+        read in part leaves the rest to pixels, which offer a list under a popover, or a
+        check box in a list for the check button the tree would have named. An app that
+        answered nothing in that wait is not waited for again until it answers (a hung
+        app costs it once, not every snapshot)."""
         if self._watch is not None and not self._watch.watching:
             # before the query: then every app has heard of the listener before it answers
             self._watch.start()
@@ -218,7 +245,8 @@ class AccessibilitySource:
         with self._lock:
             self._pipeline = None
             listed = self._visible_windows()
-            components, apps, note, shown = self._read(started + self.timeout, listed)
+            deadlines = (started + self.timeout, started + self.first_timeout)
+            components, apps, note, shown = self._read(deadlines, listed)
             calls = self._pipeline.sent if self._pipeline is not None else 0
         return AccessibilitySnapshot(
             components=tuple(components),
@@ -248,12 +276,14 @@ class AccessibilitySource:
         return shown
 
     def _read(
-        self, deadline: float, shown: Sequence[WindowLike] = ()
+        self, deadlines: tuple[float, float], shown: Sequence[WindowLike] = ()
     ) -> tuple[list[Component], int, str | None, Sequence[WindowLike]]:
         """The components of every app, placed in `shown` (the windows listed before the
         read), or in the windows listed again after it when an app showed a window that
         was not listed yet (mapped while the trees were read: placed in the old list, the
-        windows it covers would keep their controls); the notes; the windows used."""
+        windows it covers would keep their controls); the notes; the windows used.
+        `deadlines`: the snapshot's, and a first read's (snapshot())."""
+        deadline = deadlines[0]
         limit = round(deadline - time.monotonic(), 2)  # the timeout, stretched by the load
         if self.address is None:
             return [], 0, self._missing, shown
@@ -271,8 +301,8 @@ class AccessibilitySource:
                 silent = f"the accessibility registry did not answer within {limit}s"
                 return [], 0, f"{silent}; pixels only", shown
             apps = [name for name, _ in registry]
-            self._learn_toolkits(pipeline, apps, deadline)
-            found, on, notes = self._read_apps(pipeline, apps, deadline, limit)
+            self._learn_toolkits(pipeline, apps, deadlines)
+            found, on, notes = self._read_apps(pipeline, apps, deadlines, deadline - limit)
             pids = {a: int(f["pid"]) for a, f in self._toolkits.items() if f.get("pid")}
             if shown and unlisted(on, shown):
                 shown = self._listed_again(shown)
@@ -296,18 +326,25 @@ class AccessibilitySource:
         self._window_set = tuple((w.x, w.y, w.width, w.height) for w in again)
         return again
 
-    def _learn_toolkits(self, pipeline: atspi.Pipeline, apps: list[str], deadline: float) -> None:
+    def _learn_toolkits(
+        self, pipeline: atspi.Pipeline, apps: list[str], deadlines: tuple[float, float]
+    ) -> None:
         """What each new app is: its toolkit's name and version, its own name and its
         process (whose windows are its own: _tree_windows.place). With the watch on,
         asked once the registry answered its announcement (_tree_settle.announcement):
         an app that started while the watch registered knows of it from then on, so
-        nothing read of it is kept past a change it did not tell."""
+        nothing read of it is kept past a change it did not tell. A new app that has not
+        told by a third of the snapshot's time is waited for as snapshot() says, to a
+        third of the first read's (read with the wrong toolkit, a Qt app's tabs would be
+        trusted); one that does not tell even then is not waited for again."""
+        deadline, longest = deadlines
         for gone in set(self._trees) - set(apps):
             del self._trees[gone]
         for gone in set(self._toolkits) - set(apps):  # a bus name is never reused
             del self._toolkits[gone]
         for gone in set(self._offsets) - set(apps):
             del self._offsets[gone]
+        self._silent &= set(apps)
         # known apps are skipped (one that did not answer in time is asked again)
         new = [app for app in apps if len(self._toolkits.get(app, ())) != 4]
         for app in new:
@@ -334,7 +371,22 @@ class AccessibilitySource:
         else:
             ask()
         # a third of what is left: a hung new app must leave the others time to be read
-        pipeline.run(min(deadline, time.monotonic() + (deadline - time.monotonic()) / 3))
+        now = time.monotonic()
+        pipeline.run(min(deadline, now + (deadline - now) / 3), keep=True)
+        facts = self._toolkits
+
+        def told(app: str) -> bool:  # anything of its own (the bus gives the pid)
+            return any(what != "pid" for what in facts[app])
+
+        untold = [a for a in new if len(facts[a]) < 4 and (a not in self._silent or told(a))]
+        if untold:
+            pipeline.run(now + (longest - now) / 3, idle=self.first_timeout / 4, keep=True)
+        pipeline.forget()
+        for app in new:  # silent: it told nothing, even when waited for
+            if told(app):
+                self._silent.discard(app)
+            elif app in untold:
+                self._silent.add(app)
 
     def _got_toolkit(self, app: str, what: str, body: tuple[Any, ...] | None) -> None:
         self._toolkits[app][what] = str(body[0][1]).lower() if body else ""  # "": none
@@ -343,8 +395,13 @@ class AccessibilitySource:
         self._toolkits[app]["pid"] = str(int(body[0])) if body else ""
 
     def _read_apps(
-        self, pipeline: atspi.Pipeline, apps: list[str], deadline: float, limit: float
+        self,
+        pipeline: atspi.Pipeline,
+        apps: list[str],
+        deadlines: tuple[float, float],
+        started: float,
     ) -> tuple[list[Component], list[Surface | None], list[str]]:
+        deadline, first = deadlines
         watching = self._watch is not None and self._watch.watching
         reads: dict[str, tuple[AppWalk | _Query, int]] = {}
         for app in apps:
@@ -383,7 +440,25 @@ class AccessibilitySource:
                 )
             reader.start()
             reads[app] = (reader, events)
-        pipeline.run(deadline)
+        pipeline.run(deadline, keep=True)
+        # an app read in part with nothing of it kept: the rest would come from pixels
+        waited = {
+            app
+            for app, (reader, _) in reads.items()
+            if not reader.complete
+            and app not in self._trees
+            and (app not in self._silent or reader.answered)
+        }
+        if waited:  # for as long as they keep answering
+            pipeline.run(first, idle=self.first_timeout / 4, keep=True)
+            deadline = max(deadline, min(first, time.monotonic()))
+        pipeline.forget()
+        for app, (reader, _) in reads.items():
+            if reader.answered:
+                self._silent.discard(app)
+            elif app in waited:
+                self._silent.add(app)
+        limit = round(time.monotonic() - started, 2)  # what the slow ones were given
         if len(self._roles) > _ROLE_CACHE:
             self._roles.clear()
         notes: list[str] = []
@@ -511,6 +586,10 @@ class _Query:
     @property
     def complete(self) -> bool:
         return self._calls.pending == 0
+
+    @property
+    def answered(self) -> int:
+        return self._calls.answered
 
     def start(self) -> None:
         self._send(

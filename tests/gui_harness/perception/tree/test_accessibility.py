@@ -4,6 +4,7 @@ cases that must fall back to pixels (no bus, an app without a tree, a hung app).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import time
@@ -169,6 +170,57 @@ def test_a_hung_app_costs_its_tree_not_the_observation(factory):
     again = wait_for(source, lambda s: s.apps == 1 and bool(s.components))
     source.close()
     assert again.note is None and named(again, "radio", "Page 1")
+
+
+def test_an_app_read_with_nothing_kept_is_waited_for_while_it_answers(factory):
+    """The first read of an app (or of every app once the windows changed) is waited for
+    past `timeout` while the app answers: a tree read in part leaves the rest to pixels,
+    which offered gui_agent a check box in the factory's list, read off its pixels, for
+    the check buttons the tree had not told yet. 10 ms reads nothing of its ~700 calls."""
+    desktop, _ = factory
+    source = AccessibilitySource(
+        desktop.accessibility_bus, screen=desktop.size, timeout=0.01, first_timeout=120.0
+    )
+    try:
+        first = source.snapshot()
+        assert first.note is None and first.apps == 1
+        assert len(named(first, "checkbox", "checkbutton")) >= 2
+        assert source.snapshot().note is None  # kept: only what changed is asked again
+    finally:
+        source.close()
+
+
+def _waited(note: str | None) -> float:
+    """The wait a snapshot's note says an app did not answer within, in seconds."""
+    assert note is not None and "did not answer" in note, note
+    found = re.search(r"within ([0-9.]+)s", note)
+    assert found is not None, note
+    return float(found.group(1))
+
+
+def test_a_hung_app_is_waited_for_longer_once_until_it_answers(factory):
+    """A hung app (stopped) gets the longer first wait once, then the plain `timeout`
+    while it answers nothing: it must not cost every observation the longer wait. Once
+    it answers again it is waited for again, and read whole (0.05 s never would)."""
+    desktop, _ = factory
+    source = AccessibilitySource(
+        desktop.accessibility_bus, screen=desktop.size, timeout=0.05, first_timeout=4.0
+    )
+    app_pid = desktop.pids[-1]
+    os.killpg(app_pid, signal.SIGSTOP)
+    try:
+        first, second = source.snapshot(), source.snapshot()
+    finally:
+        os.killpg(app_pid, signal.SIGCONT)
+    try:
+        assert first.apps == 0 and second.apps == 0
+        # waited for a quarter of first_timeout with no answer, then 0.05 s (each
+        # stretched by the load as its snapshot starts): 20× apart
+        assert _waited(first.note) > 5 * _waited(second.note)
+        again = wait_for(source, lambda s: s.apps == 1 and s.note is None)
+        assert again.note is None and named(again, "radio", "Page 1")
+    finally:
+        source.close()
 
 
 def test_no_bus_gives_pixels_and_a_note_saying_why():
