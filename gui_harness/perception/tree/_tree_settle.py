@@ -177,7 +177,8 @@ class TreeWatch:
         `quiet` defaults to QUIET_S stretched by the machine's load (see patience()).
         """
         stretch = patience()
-        first_wait = min(_FIRST_MAX_S, self.first_wait * stretch)
+        # (stretched past _FIRST_MAX_S: a busy browser's first event can come 1 s late)
+        first_wait = self.first_wait * stretch
         if quiet is None:
             quiet = min(_QUIET_MAX_S, QUIET_S * stretch)
         with self._changed:

@@ -89,6 +89,29 @@ def test_an_action_without_events_settles_after_the_first_wait(bus):
     watch.close()  # twice is fine
 
 
+def test_a_first_event_late_for_the_load_is_waited_for(bus, monkeypatch):
+    """Under load (8× patience) an app's first event may come later than the unloaded
+    first wait's 0.5 s cap: the wait stretches past the cap, so an action whose events
+    come 1 s late is not called one that changed nothing (gui_agent then looked before
+    Chromium's checkbox was ticked, and read it unticked)."""
+    from gui_harness.perception.tree import _tree_settle
+
+    monkeypatch.setattr(_tree_settle, "patience", lambda: 8.0)
+    address, _ = bus
+    watch = TreeWatch(address)
+    with open_dbus_connection(address) as app:
+        assert watch.start()
+        watch.mark()
+        late = threading.Timer(1.0, send, (app,))  # the app's latency, not a synchronisation
+        late.start()
+        try:
+            assert watch.settle(timeout=NEVER)
+        finally:
+            late.join()
+        assert watch.events == 1
+    watch.close()
+
+
 def test_an_app_that_floods_events_is_bounded_by_the_timeout(bus):
     address, _ = bus
     watch = TreeWatch(address)
