@@ -204,7 +204,7 @@ class ConsoleAsk:
         self._read = read
         self._write = write
 
-    def __call__(self, asked: Question) -> Any:
+    def __call__(self, asked: Question) -> object:
         with _TERMINAL:  # tool calls run in parallel may ask at once: one at a time
             return self._ask(asked)
 

@@ -104,8 +104,8 @@ class Tasks:
         store: object,
         model: str | None,
         options: dict[str, Any],
-        result: Callable[[Any], Any],
-        error: Callable[[str], Any],
+        result: Callable[[Any], mcp_types.CallToolResult],
+        error: Callable[[str], mcp_types.CallToolResult],
         *,
         max_tasks: int = DEFAULT_MAX_TASKS,
         max_client_tasks: int = DEFAULT_MAX_CLIENT_TASKS,
@@ -176,7 +176,9 @@ class Tasks:
         server.get_capabilities = with_tasks
 
     # -- starting ------------------------------------------------------------------------
-    def start(self, fn: Any, arguments: dict[str, Any], client: object = None) -> Any:
+    def start(
+        self, fn: Any, arguments: dict[str, Any], client: object = None
+    ) -> mcp_types.CallToolResult:
         """Run a background tool's call as a new task (blocking until the call has
         returned its handles): the CallToolResult naming its task. Its session stays
         open on a thread of its own until the call's operations end. `client`: the

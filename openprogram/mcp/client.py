@@ -102,7 +102,7 @@ class MCPServer:
         self.max_tools = max_tools
         self.restarts = 0
         self._target = target
-        self._session: Any = None
+        self._session: ClientSession | None = None
         self._holder: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
         self._lock: asyncio.Lock | None = None
@@ -410,7 +410,7 @@ class MCPServer:
         elif isinstance(message, Exception):
             self._last_fault = f"{type(message).__name__}: {cut(str(message))}"
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
+    async def call(self, tool: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
         """Call `tool` on the MCP loop: the CallToolResult, or MCPServerError for a
         timeout, a protocol error or a broken connection (restarted on next use)."""
         session = await self._ready_session()
@@ -429,7 +429,7 @@ class MCPServer:
                     f"MCP server {self.name!r} refused {tool} on a new session too: {exc}"
                 ) from None
 
-    async def _ready_session(self) -> Any:
+    async def _ready_session(self) -> ClientSession:
         try:
             await self._connect(first=not self._started)
             if session_closed(self._session):  # it died while idle: restart before sending
@@ -441,7 +441,9 @@ class MCPServer:
             raise MCPServerError(f"MCP server {self.name!r} is not connected")
         return self._session
 
-    async def _call_on(self, session: Any, tool: str, arguments: dict[str, Any]) -> Any:
+    async def _call_on(
+        self, session: ClientSession, tool: str, arguments: dict[str, Any]
+    ) -> mcp_types.CallToolResult:
         self._last_fault = None
         request = mcp_types.CallToolRequest(
             params=mcp_types.CallToolRequestParams(name=tool, arguments=arguments)

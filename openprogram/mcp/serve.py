@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
@@ -46,6 +46,9 @@ from openprogram.mcp._tasks import DEFAULT_MAX_CLIENT_TASKS, DEFAULT_MAX_TASKS, 
 from openprogram.runtime.runtime import Runtime
 from openprogram.serving import is_loopback
 from openprogram.session.session import Session
+
+if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
 
 __all__ = ["DEFAULT_MAX_CALLS", "TOOLS_GROUP", "build_server", "find_function", "serve"]
 
@@ -105,7 +108,7 @@ def build_server(
     max_calls: int = DEFAULT_MAX_CALLS,
     max_tasks: int = DEFAULT_MAX_TASKS,
     max_client_tasks: int = DEFAULT_MAX_CLIENT_TASKS,
-) -> Any:
+) -> Server:
     """The SDK's low-level MCP Server offering `functions` (their `.spec`) as tools, each
     call run in its own Session on `store` (None: kept in memory only), with a Runtime
     of `model` (None: OPENPROGRAM_MODEL) at `api_base` (None: the provider's), with
@@ -348,7 +351,7 @@ def _problems(exc: ValidationError) -> str:
     return "; ".join(problems) + (f"; and {more} more" if more > 0 else "")
 
 
-def _scrubbed(result: Any) -> Any:
+def _scrubbed(result: mcp_types.CallToolResult) -> mcp_types.CallToolResult:
     """`result` with every known secret value masked, as the stored session has it: text
     of an error also loses key-like strings, as stored errors do."""
     for block in result.content:
@@ -359,17 +362,17 @@ def _scrubbed(result: Any) -> Any:
     return result
 
 
-def _scrubbed_error(message: str) -> Any:
+def _scrubbed_error(message: str) -> mcp_types.CallToolResult:
     return _scrubbed(_error(message))
 
 
-def _error(message: str) -> Any:
+def _error(message: str) -> mcp_types.CallToolResult:
     return mcp_types.CallToolResult(
         content=[mcp_types.TextContent(type="text", text=message)], is_error=True
     )
 
 
-def _result(value: Any) -> Any:
+def _result(value: Any) -> mcp_types.CallToolResult:
     """A return value as MCP content: text as text, images as images, a list of those as
     several blocks, anything else as JSON text (and as structured content when a dict)."""
     items = value if isinstance(value, list) and value and all(_simple(v) for v in value) else None
