@@ -71,15 +71,18 @@ class TreeRead:
         return self._calls.answered
 
     @property
-    def lists(self) -> list[Element]:
-        """The lists that manage their items, read: Qt adds, removes and scrolls their
-        items without an event (a file view filled after the dialog showed), so each
-        snapshot of a kept walk asks them again (check())."""
+    def unsaid(self) -> list[Element]:
+        """The parts read that the toolkit changes without an event, which each snapshot
+        of a kept walk asks again (AppWalk.check()): the lists that manage their items
+        (Qt adds, removes and scrolls their items unsaid: a file view filled after the
+        dialog showed) and, with `quiet_tabs`, the tab lists that show (Qt adds a tab,
+        or moves the selection between tabs, unsaid)."""
         return [
             e
             for e in self.elements
             if e.run is not None
             or (e.grid is None and "count" in e.answered and e.states & _MANAGES)
+            or (self.quiet_tabs and e.role == atspi.PAGE_TAB_LIST and "children" in e.answered)
         ]
 
     def _send(self, message: Any, callback: Any) -> None:
@@ -365,6 +368,8 @@ class TreeRead:
         def got(body: tuple[Any, ...] | None) -> None:
             if body is None:
                 return
+            parent.count = len(body[0])
+            parent.answered.add("children")
             for number, (app, path) in enumerate(body[0]):
                 self._visit(
                     str(app),

@@ -5,7 +5,8 @@ has millions of cells), kept current across snapshots.
 Owns `AppWalk` (an element read is _tree_node.py's `Element`; what each object is asked,
 and descending into what shows, is _tree_read.py's `TreeRead`, its base). start() reads
 the app's windows and all that shows in them; refresh() reads again what the tree's
-events say changed, check() the managed lists that change unsaid; finish() measures how
+events say changed, check() what the toolkit changes unsaid (`unsaid`: managed lists,
+Qt's tab lists); finish() measures how
 far LibreOffice misplaces what it draws itself. Every call is pipelined
 (_atspi.Pipeline), so the walk costs the app's own answering time, bounded by a node cap
 and the caller's deadline. Turning elements into components is accessibility.py's job.
@@ -55,8 +56,9 @@ class AppWalk(TreeRead):
     for LibreOffice on GTK 3, which reports what it draws itself (all but the GTK widgets,
     whose attributes say toolkit=gtk) as if its GTK menu bar took no room: finish() moves
     those boxes down by the menu bar's height. `quiet_tabs=True` is for Qt, which adds a
-    tab or moves the selection between tabs without a word: its tab bars are read again
-    whenever its tree changed (refresh()), so no tab is missing and no two say "selected".
+    tab or moves the selection between tabs without a word: its tab bars are among what
+    each snapshot asks whether it changed (check()), and are read again whenever its tree
+    changed (refresh()), so no tab is missing and no two say "selected".
     `quiet_moves=True` is for GTK 4, which reports a widget's new size but not a move:
     when anything in a window changed size or what it holds, every box in that window is
     read again (what comes after an expander that opened has moved down, unsaid).
@@ -149,7 +151,7 @@ class AppWalk(TreeRead):
         for element in shallow:
             if element.path in again:
                 self._reread(element)
-        for element in self.lists:  # the managed lists kept: changed unsaid? (see check())
+        for element in self.unsaid:  # the parts kept that change unsaid (see check())
             if not within(element, inside) and not within(element, shifted):
                 self._check(element)
         for path, events in paths.items():
@@ -177,17 +179,21 @@ class AppWalk(TreeRead):
         self._calls.send(message, parent, optional=True)  # (it may be gone again)
 
     def check(self, pipeline: atspi.Pipeline) -> None:
-        """Ask each managed list (`lists`), on `pipeline`, whether it still holds and
-        shows what was read: its child count, and for a long list the box of the last
-        visible child read. A list where either changed, or a long list where no child
-        was seen showing, is read again with all below it; the rest of the last walk is
-        kept. The pipeline's run() does the reading. refresh() checks the lists it does
-        not read again the same way."""
+        """Ask each part the toolkit changes unsaid (`unsaid`), on `pipeline`, whether
+        it still holds and shows what was read: its child count; for a long list the box
+        of the last visible child read; for a tab list which of its tabs are selected. A
+        part where any of these changed, or a long list where no child was seen showing,
+        is read again with all below it (a tab list with the pages it switches: what
+        holds it); the rest of the last walk is kept. The pipeline's run() does the
+        reading. refresh() checks the parts it does not read again the same way."""
         self._on(pipeline)
-        for element in self.lists:
+        for element in self.unsaid:
             self._check(element)
 
     def _check(self, element: Element) -> None:
+        if element.role == atspi.PAGE_TAB_LIST and element.run is None:
+            self._check_tabs(element)
+            return
         last = element.run.last if element.run is not None else None
         if element.run is not None and last is None:
             self._again(element)  # nothing seen showing yet (still laid out, or filled)
@@ -213,6 +219,31 @@ class AppWalk(TreeRead):
             again(now != box)
 
         child_box(self._send, element.app, element.path, index, placed)
+
+    def _check_tabs(self, tabs: Element) -> None:
+        """A tab list's count and its tabs' selected states asked again: when either
+        changed, what holds the list (its pages too) is read again."""
+        holder = next((e for e in self.elements if e.order == tabs.order[:-1]), tabs)
+        stale: list[bool] = []
+
+        def again(changed: bool) -> None:
+            if changed and not stale:
+                stale.append(True)
+                self._again(holder)
+
+        def counted(body: tuple[Any, ...] | None) -> None:
+            again(body is None or int(body[0][1]) != tabs.count)
+
+        self._send(atspi.get_property(tabs.app, tabs.path, atspi.ACCESSIBLE, "ChildCount"), counted)
+        selected = 1 << atspi.SELECTED
+        for tab in self.elements:
+            if tab.order[:-1] != tabs.order or tab.role != atspi.PAGE_TAB:
+                continue
+
+            def stated(body: tuple[Any, ...] | None, was: int = tab.states & selected) -> None:
+                again(body is None or atspi.state_bits(body) & selected != was)
+
+            self._send(atspi.call(tab.app, tab.path, atspi.ACCESSIBLE, "GetState"), stated)
 
     def _on(self, pipeline: atspi.Pipeline) -> None:
         """Read on `pipeline` from now on (a new snapshot's)."""

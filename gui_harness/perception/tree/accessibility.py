@@ -408,7 +408,7 @@ class AccessibilitySource:
             events = self._watch.events_from(app) if self._watch is not None else 0
             kept = self._trees.get(app)
             if watching and kept is not None and kept.events == events:
-                if kept.walk is not None and kept.walk.lists:  # they may change unsaid
+                if kept.walk is not None and kept.walk.unsaid:  # they may change unsaid
                     kept.walk.check(pipeline)
                     reads[app] = (kept.walk, events)
                 continue  # nothing changed in its tree since it was read
