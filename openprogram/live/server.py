@@ -132,8 +132,9 @@ class LiveServer(LimitedServer):
         message = f"the server is busy: all {self.max_connections} connections are in use"
         return page.error_page(503, message + "; try again").encode(), "text/html; charset=utf-8"
 
-    def handle_error(self, request: object, client_address: Any) -> None:
-        _log.exception("sessions serve failed on a request from %s", client_address[0])
+    def handle_error(self, request: object, client_address: object) -> None:
+        host = client_address[0] if isinstance(client_address, tuple) else client_address
+        _log.exception("sessions serve failed on a request from %s", host)
 
 
 class _Handler(BaseHTTPRequestHandler):

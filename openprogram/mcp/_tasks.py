@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from openprogram.agentic.function import AgenticFunction
 from openprogram.core import _secrets
 from openprogram.echo import elide, printable
 from openprogram.errors import SessionLocked
@@ -177,7 +178,7 @@ class Tasks:
 
     # -- starting ------------------------------------------------------------------------
     def start(
-        self, fn: Any, arguments: dict[str, Any], client: object = None
+        self, fn: AgenticFunction[..., Any], arguments: dict[str, Any], client: object = None
     ) -> mcp_types.CallToolResult:
         """Run a background tool's call as a new task (blocking until the call has
         returned its handles): the CallToolResult naming its task. Its session stays

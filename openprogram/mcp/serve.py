@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
-from openprogram.agentic.function import is_async
+from openprogram.agentic.function import AgenticFunction, is_async
 from openprogram.callbacks.base import Callback
 from openprogram.core import _secrets
 from openprogram.core.image import Image, is_image
@@ -67,7 +67,7 @@ TOOLS_GROUP = "openprogram.mcp_tools"
 ServeTransport = Literal["stdio", "http"]
 
 
-def find_function(target: str) -> Callable[..., Any]:
+def find_function(target: str) -> AgenticFunction[..., Any]:
     """`MODULE:FUNCTION` (or a name registered under TOOLS_GROUP) to an agentic function;
     ConfigError saying what is wrong otherwise."""
     if ":" not in target:
@@ -89,16 +89,16 @@ def find_function(target: str) -> Callable[..., Any]:
             fn = getattr(fn, part, None)
             if fn is None:
                 raise ConfigError(f"module {module_name!r} has no {attribute!r}")
-    if not getattr(fn, "__agentic__", False):
+    if not isinstance(fn, AgenticFunction):
         raise ConfigError(
             f"{target!r} is not an agentic function; decorate it with @agentic_function "
             "(its .spec is the tool's schema)"
         )
-    return fn  # type: ignore[no-any-return]
+    return fn
 
 
 def build_server(
-    functions: Sequence[Callable[..., Any]],
+    functions: Sequence[AgenticFunction[..., Any]],
     *,
     store: object = None,
     model: str | None = None,
@@ -128,18 +128,18 @@ def build_server(
     ):  # fmt: skip
         if type(value) is not int or value < 1:
             raise UsageError(f"{option}={value!r} must be a whole number >= 1")
-    tools: dict[str, Callable[..., Any]] = {}
+    tools: dict[str, AgenticFunction[..., Any]] = {}
     for fn in functions:
-        spec_name = fn.spec["name"]  # type: ignore[attr-defined]
+        spec_name = fn.spec["name"]
         if spec_name in tools:
             raise UsageError(f"two functions are named {spec_name!r}; tool names must be unique")
         tools[spec_name] = fn
     listing = mcp_types.ListToolsResult(
         tools=[
             mcp_types.Tool(
-                name=fn.spec["name"],  # type: ignore[attr-defined]
-                description=fn.spec.get("description") or None,  # type: ignore[attr-defined]
-                input_schema=fn.spec["parameters"],  # type: ignore[attr-defined]
+                name=fn.spec["name"],
+                description=fn.spec.get("description") or None,
+                input_schema=fn.spec["parameters"],
                 execution=mcp_types.ToolExecution(task_support="optional")
                 if Tasks.offers(fn)  # a background tool: its call is a task (_tasks.py)
                 else None,
@@ -221,7 +221,7 @@ class _Calls:
     async def run(
         self,
         tool: str,
-        fn: Callable[..., Any],
+        fn: AgenticFunction[..., Any],
         arguments: dict[str, Any],
         store: object,
         model: str | None,
@@ -297,7 +297,7 @@ class _Stop(Callback):
 
 
 def _run(
-    fn: Callable[..., Any],
+    fn: AgenticFunction[..., Any],
     arguments: dict[str, Any],
     store: object,
     model: str | None,
@@ -306,11 +306,11 @@ def _run(
 ) -> Any:
     """One call in its own recorded session: the result as MCP content, the error as
     an error result; the session's id in the result's `_meta`."""
-    schema = fn.arguments_model  # type: ignore[attr-defined]
+    schema = fn.arguments_model
     try:
         parsed = schema.model_validate(arguments)
     except ValidationError as exc:
-        return _error(f"invalid arguments for {fn.spec['name']}: {_problems(exc)}")  # type: ignore[attr-defined]
+        return _error(f"invalid arguments for {fn.spec['name']}: {_problems(exc)}")
     kwargs = {name: getattr(parsed, name) for name in parsed.model_fields_set}
     with Session(store) as session, Runtime(model, callbacks=[stop], **options):
         try:
@@ -402,7 +402,7 @@ def _block(value: Any) -> Any:
 
 
 def serve(
-    functions: Sequence[Callable[..., Any]],
+    functions: Sequence[AgenticFunction[..., Any]],
     *,
     transport: ServeTransport = "stdio",
     host: str = "127.0.0.1",
