@@ -1,7 +1,7 @@
 """Controls made of parts that pixel detection reads inside one box: the buttons of a
 toolbar, the tabs of a tab strip (bordered, or a notebook's borderless labels), the two
-arrows of a spin box, a drop-down's caret after its text. Private to detect.py, which
-calls these on the boxes it found.
+arrows of a spin box, a drop-down's caret after its text, a slider's thumb on its track.
+Private to detect.py, which calls these on the boxes it found.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ __all__ = [
     "chevron_dropdowns",
     "field_buttons",
     "notebook_tabs",
+    "sliders",
     "spin_buttons",
     "tabs",
 ]
@@ -439,3 +440,60 @@ def _caret(mark: np.ndarray) -> bool:
     widest = int(np.argmax(spans))  # its top row may be fainter than the next (smoothing)
     tail = spans[widest:]
     return bool(widest <= high // 2 and (np.diff(tail) <= 0).all() and tail[0] >= tail[-1] + 3)
+
+
+_TRACK_STEP = 10  # grey levels a slider's track differs from the page by
+
+
+def sliders(grey: np.ndarray, found: list[Found]) -> list[Found]:
+    """`found` with each slider one control across its track: a thumb (an icon, a mark
+    read as text, a link or a button, 10-28 px high) on a straight track 3 px thick or more (a
+    fill, or two sides) that runs on at its middle, thinner than it, three times its
+    height or more (60 px or more in all) beyond it. A web range input is such a thumb
+    and track; found as its thumb alone, a click landed on it but no caption named it
+    (it stands above the track's start, not the thumb's)."""
+    height = grey.shape[0]
+    tracks: list[Box] = []
+    for kind, (x, y, w, h), _ in found:
+        if kind not in ("icon", "text", "link", "button", "radio", "checkbox") or not 10 <= h <= 28:
+            continue
+        if y < 3 or y + h + 3 > height or any(_within(t, (x, y, w, h)) for t in tracks):
+            continue
+        track = _track(grey, (x, y, w, h))
+        if track is not None:
+            tracks.append(track)
+    if not tracks:
+        return found
+    kept = [item for item in found if not any(_within(t, item[1]) for t in tracks)]
+    return kept + [("button", track, 0.6) for track in tracks]
+
+
+def _track(grey: np.ndarray, box: Box) -> Box | None:
+    """The slider's box whose thumb `box` may be (see sliders), else None."""
+    x, y, w, h = box
+    cy = y + h // 2
+    rows = grey[[y + 1, *range(cy - 4, cy + 5), y + h - 2]].astype(np.int16)
+    background = int(np.median(grey[y - 3]))
+    off = np.abs(rows - background) >= _TRACK_STEP
+    middle = off[1:-1]
+    # the track: off the page both above and below its middle (its two sides, or a fill
+    # 3 px thick or more: a 1-2 px rule is no track), the rows by the thumb's ends not
+    # (a bar as high as the thumb, a title bar holding its close button, is no track)
+    across = (middle[:4].any(axis=0) & middle[5:].any(axis=0)) | middle[3:6].all(axis=0)
+    on = across & ~off[0] & ~off[-1]
+    left, right = x, x + w
+    while left > 0 and on[left - 1]:
+        left -= 1
+    while right < grey.shape[1] and on[right]:
+        right += 1
+    beyond = (x - left) + (right - x - w)
+    if beyond < 3 * h or right - left < 60 or not across[x : x + w].mean() >= 0.5:
+        return None
+    return (left, y, right - left, h)
+
+
+def _within(outer: Box, inner: Box) -> bool:
+    """Whether `inner`'s centre lies inside `outer`."""
+    ox, oy, ow, oh = outer
+    cx, cy = inner[0] + inner[2] / 2, inner[1] + inner[3] / 2
+    return ox <= cx < ox + ow and oy <= cy < oy + oh

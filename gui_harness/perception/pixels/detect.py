@@ -31,6 +31,7 @@ from gui_harness.perception.pixels._parts import (
     chevron_dropdowns,
     field_buttons,
     notebook_tabs,
+    sliders,
     spin_buttons,
     tabs,
 )
@@ -124,6 +125,7 @@ def detect_crop(
         texts = links(colour, texts)
     found = web_parts(colour, grey, spin_buttons(grey, controls + texts), _detect_inside)
     found = stacked_arrows(grey, framed_tabs(grey, chevron_dropdowns(grey, found)))
+    found = sliders(grey, found)
     shown = find_grids(grey) if grids is None else []
     found = cell_contents(colour, grey, found, shown if grids is None else grids, _detect_inside)
     room = max(max_components - len(shown if grids is None else grids), 0)
