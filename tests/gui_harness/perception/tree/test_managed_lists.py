@@ -306,13 +306,14 @@ def test_a_file_view_filled_after_it_was_read_gives_the_new_files(tmp_path):
         try:
             wait_for(source, lambda s: any(c.label == "Open" for c in s.components))
             desktop.execute(Keypress(keys=["ctrl", "o"]))
-            three = wait_for(source, lambda s: len(files(s)) == 3, limit=30)
+            three = wait_for(source, lambda s: len(files(s)) == 3, limit=60)
             assert sorted(files(three)) == ["file0001.txt", "file0002.txt", "file0003.txt"]
             add(4, 8)
-            eight = wait_for(source, lambda s: len(files(s)) == 8, limit=30)
-            assert sorted(files(eight)) == [f"file{n:04d}.txt" for n in range(1, 9)]
+            eight = wait_for(source, lambda s: len(files(s)) == 8, limit=60)
+            want = [f"file{n:04d}.txt" for n in range(1, 9)]
+            assert sorted(files(eight)) == want, _kept(source, eight)
             add(9, 1008)
-            long = wait_for(source, lambda s: "file0012.txt" in files(s), limit=30)
+            long = wait_for(source, lambda s: "file0012.txt" in files(s), limit=60)
             fresh = AccessibilitySource(desktop.accessibility_bus, screen=desktop.size, timeout=10)
             whole = fresh.snapshot()
             fresh.close()
