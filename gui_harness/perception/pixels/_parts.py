@@ -479,7 +479,8 @@ def _track(grey: np.ndarray, box: Box) -> Box | None:
     # the track: off the page both above and below its middle (its two sides, or a fill
     # 3 px thick or more: a 1-2 px rule is no track), the rows by the thumb's ends not
     # (a bar as high as the thumb, a title bar holding its close button, is no track)
-    across = (middle[:4].any(axis=0) & middle[5:].any(axis=0)) | middle[3:6].all(axis=0)
+    sides = middle[:4].any(axis=0) & middle[5:].any(axis=0)
+    across = np.asarray(sides | middle[3:6].all(axis=0))
     on = across & ~off[0] & ~off[-1]
     left, right = x, x + w
     while left > 0 and on[left - 1]:
