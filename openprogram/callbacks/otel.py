@@ -14,8 +14,8 @@ import contextlib
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, Generic, Protocol, TypeVar
 
 try:
     from opentelemetry import _logs, trace
@@ -36,7 +36,7 @@ from openprogram.core.dag import ContextDAG, Node
 from openprogram.core.usage import Usage
 from openprogram.echo import elide
 
-__all__ = ["EVALUATION_EVENT", "OtelCallback"]
+__all__ = ["EVALUATION_EVENT", "EvaluatedReport", "OtelCallback"]
 
 _NS = 1_000_000_000
 _REMEMBERED = 10_000  # runs' span contexts kept for the eval events that judge them
@@ -55,6 +55,61 @@ _PROVIDERS = {
     "xai": "x_ai",
     "watsonx": "ibm.watsonx.ai",
 }
+
+
+class _Scored(Protocol):
+    """One score of a run, as an eval report keeps it (evals' ScoreResult)."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def value(self) -> float | None: ...
+    @property
+    def binary(self) -> bool: ...
+    @property
+    def reason(self) -> str | None: ...
+    @property
+    def error(self) -> str | None: ...
+
+
+class _Run(Protocol):
+    """One run of a case (evals' RunResult)."""
+
+    @property
+    def case(self) -> str: ...
+    @property
+    def repeat(self) -> int: ...
+    @property
+    def session(self) -> str | None: ...
+    @property
+    def scores(self) -> Sequence[_Scored]: ...
+
+
+class _Case(Protocol):
+    @property
+    def name(self) -> str | None: ...
+
+
+class _Cases(Protocol):
+    @property
+    def cases(self) -> Sequence[_Case]: ...
+
+
+R = TypeVar("R", bound=_Run)
+
+
+class EvaluatedReport(Protocol, Generic[R]):
+    """What record_evaluation() reads of an eval report (openprogram.evals' EvalReport,
+    a layer above): its id, its dataset's cases, its runs and each run's DAG."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def dataset(self) -> _Cases: ...
+    @property
+    def runs(self) -> Sequence[R]: ...
+
+    def dag(self, run: R, *, store: object = None) -> ContextDAG: ...
 
 
 class OtelCallback(Callback):
@@ -161,7 +216,7 @@ class OtelCallback(Callback):
         with scope(self):
             yield
 
-    def record_evaluation(self, report: Any, *, store: object = None) -> int:
+    def record_evaluation(self, report: EvaluatedReport[R], *, store: object = None) -> int:
         """Emit one `gen_ai.evaluation.result` event per score of every run of `report`
         (an openprogram.evals.EvalReport); returns how many. Attributes:
         `gen_ai.evaluation.name` (the score's key: `scorer` or `function/scorer`),
@@ -270,13 +325,13 @@ class OtelCallback(Callback):
 
 
 def _judged(
-    report: Any, run: Any, store: Any, *, conversational: bool
+    report: EvaluatedReport[R], run: R, store: object, *, conversational: bool
 ) -> tuple[Node | None, str | None] | None:
     """The call a run's scores judge (its session's first top-level call; None for a
     conversation, a call per turn) and the id of the last model reply in it (in the
     whole run for a conversation); None when the report has no DAG for the run."""
     try:
-        dag: ContextDAG = report.dag(run, store=store)
+        dag = report.dag(run, store=store)
     except Exception:  # no DAG kept, no store to read it from: the score still goes out
         return None
     node = None
@@ -297,7 +352,7 @@ def _descendants(dag: ContextDAG, node: Node) -> list[Node]:
     return found
 
 
-def _score_attributes(score: Any) -> dict[str, Any]:
+def _score_attributes(score: _Scored) -> dict[str, Any]:
     """A ScoreResult as the event's gen_ai.evaluation.* (and error.type) attributes."""
     attributes: dict[str, Any] = {"gen_ai.evaluation.name": str(score.key)}
     if score.value is not None:
