@@ -13,18 +13,19 @@ from __future__ import annotations
 import asyncio
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TypeAlias
 
 from openprogram.core import _secrets
 from openprogram.echo import cut, mask_url
 from openprogram.errors import ConfigError
 from openprogram.mcp._http import TOO_LARGE
-from openprogram.mcp._sdk import MCPError, mcp_types
+from openprogram.mcp._sdk import MCPError, StdioServerParameters, mcp_types
 from openprogram.mcp._stdio import RESULT_TOO_LARGE
 
 __all__ = [
     "HTTP_REFUSALS",
     "StaleSession",
+    "Target",
     "first_cause",
     "session_closed",
     "start_error",
@@ -37,27 +38,32 @@ HTTP_REFUSALS = (mcp_types.INVALID_REQUEST, mcp_types.INTERNAL_ERROR)
 another 4xx/5xx); a session the server no longer knows is refused this way."""
 
 
+Target: TypeAlias = StdioServerParameters | tuple[str, dict[str, str]]
+"""What a server is reached by: the command a stdio server is started with, or an HTTP
+server's URL and the headers sent with every request."""
+
+
 class StaleSession(Exception):
     """The server refused a request and a ping on the same session: it lost the session."""
 
 
-def where(transport: str, target: Any) -> str:
+def where(target: Target) -> str:
     """The server's command line or URL, for messages (never its environment)."""
-    if transport == "stdio":
-        argv = [target.command, *target.args]
-        return f"command {cut(_secrets.scrub(repr(argv)), 500)}"
-    return f"URL {_secrets.scrub(mask_url(target[0]))}"
+    if isinstance(target, tuple):
+        return f"URL {_secrets.scrub(mask_url(target[0]))}"
+    argv = [target.command, *target.args]
+    return f"command {cut(_secrets.scrub(repr(argv)), 500)}"
 
 
 def start_error(
-    name: str, transport: str, target: Any, max_result_bytes: int, exc: BaseException
+    name: str, target: Target, max_result_bytes: int, exc: BaseException
 ) -> BaseException:
     """Why server `name` could not be started, as the ConfigError to raise (a
     cancellation or a ConfigError already said is `exc` itself)."""
     if isinstance(exc, (ConfigError, asyncio.CancelledError)):
         return exc
     cause = first_cause(exc)
-    if transport == "stdio":
+    if not isinstance(target, tuple):
         command = target.command
         missing = isinstance(cause, FileNotFoundError) or shutil.which(command) is None
         if missing and not Path(command).exists():
@@ -67,11 +73,11 @@ def start_error(
             )
     if isinstance(cause, MCPError) and too_large(cause, max_result_bytes):
         return ConfigError(
-            f"MCP server {name!r} ({where(transport, target)}) sent its tools in a message "
+            f"MCP server {name!r} ({where(target)}) sent its tools in a message "
             f"too large: {cause.message}; raise max_result_bytes"
         )
     error = ConfigError(
-        f"MCP server {name!r} ({where(transport, target)}) could not be started: "
+        f"MCP server {name!r} ({where(target)}) could not be started: "
         f"{type(cause).__name__}: {cut(str(cause))}"
     )
     error.__cause__ = cause

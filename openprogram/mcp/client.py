@@ -27,6 +27,7 @@ from openprogram.mcp import _loop
 from openprogram.mcp._faults import (
     HTTP_REFUSALS,
     StaleSession,
+    Target,
     session_closed,
     start_error,
     too_large,
@@ -74,7 +75,7 @@ class MCPServer:
     def __init__(
         self,
         transport: Transport,
-        target: Any,
+        target: Target,
         *,
         name: str,
         timeout: float = 60.0,
@@ -359,14 +360,14 @@ class MCPServer:
             self._session = None
 
     def _transport(self) -> Any:
-        if self.transport == "stdio":
-            return stdio_client(self._target, errlog=_errlog(), max_bytes=self.max_result_bytes)
-        url, headers = self._target
-        return http_client(url, headers=headers, max_bytes=self.max_result_bytes)
+        if isinstance(self._target, tuple):
+            url, headers = self._target
+            return http_client(url, headers=headers, max_bytes=self.max_result_bytes)
+        return stdio_client(self._target, errlog=_errlog(), max_bytes=self.max_result_bytes)
 
     def _where(self) -> str:
         """The server's command line or URL, for messages (never its environment)."""
-        return where(self.transport, self._target)
+        return where(self._target)
 
     def _no_answer(self) -> str:
         return (
@@ -376,7 +377,7 @@ class MCPServer:
         )
 
     def _start_error(self, exc: BaseException) -> BaseException:
-        return start_error(self.name, self.transport, self._target, self.max_result_bytes, exc)
+        return start_error(self.name, self._target, self.max_result_bytes, exc)
 
     async def _list_all(self, session: Any) -> list[mcp_types.Tool]:
         """Every page of the server's tools, up to max_tools (a warning says when more)."""
