@@ -12,9 +12,9 @@ from __future__ import annotations
 import hashlib
 import inspect
 import types
-from typing import Any
+from typing import Any, Protocol
 
-__all__ = ["ON_CODE_CHANGE", "code_identity"]
+__all__ = ["ON_CODE_CHANGE", "Identified", "code_identity"]
 
 ON_CODE_CHANGE = ("keep", "refuse", "latest")
 """What a resumed run does with a completed call whose recorded code identity differs
@@ -24,7 +24,16 @@ run the latest code again (never an `effect="once"` call's body)."""
 _LENGTH = 12
 
 
-def code_identity(wrapper: Any) -> str:
+class Identified(Protocol):
+    """What code_identity() keeps its result on: a decorated function (function.py's
+    AgenticFunction, the layer above), callable, its code behind `__wrapped__`."""
+
+    __code_identity__: str | None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> object: ...
+
+
+def code_identity(wrapper: Identified) -> str:
     """The identity of decorated function `wrapper` (12 hex digits), computed once."""
     found = getattr(wrapper, "__code_identity__", None)
     if found is None:

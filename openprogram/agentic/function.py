@@ -218,6 +218,7 @@ class AgenticFunction(Generic[P, R]):
     the `arguments_model` a model's tool arguments are validated with."""
 
     __agentic__: ClassVar[bool] = True
+    __code_identity__: str | None = None  # computed on its first call (_identity.py)
     __wrapped__: Callable[P, R]
     __name__: str
     __qualname__: str
