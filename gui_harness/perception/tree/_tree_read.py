@@ -27,6 +27,29 @@ __all__ = ["MAX_CHILDREN", "MAX_NODES", "TreeRead"]
 MAX_NODES = 4000
 """Objects one walk of one app reads at most."""
 _MANAGES = 1 << atspi.MANAGES_DESCENDANTS
+
+
+def window_part(element: Element) -> bool:
+    """Whether `element` is a part of a window (its child) that shows, with a box: a GTK 3
+    popover is one, drawn over an earlier part (_tree_windows.popup_covers)."""
+    return (
+        len(element.order) == 2
+        and element.run is None
+        and element.grid is None
+        and "box" in element.answered
+        and element.box is not None
+        and shows(element)
+    )
+
+
+def _overlap(one: Element, other: Element) -> bool:
+    """Whether the boxes of `one` and `other` (both known) share any pixel."""
+    assert one.box is not None and other.box is not None
+    x, y, w, h = one.box
+    ox, oy, ow, oh = other.box
+    return x < ox + ow and ox < x + w and y < oy + oh and oy < y + h
+
+
 MAX_CHILDREN = 400
 """Children a container may have for the walk to enumerate them (a managed list with
 more gives the ones that show: _tree_list.ListRead)."""
@@ -48,10 +71,12 @@ class TreeRead:
         own_drawing_offset: bool = False,
         quiet_tabs: bool = False,
         quiet_moves: bool = False,
+        quiet_popovers: bool = False,
     ) -> None:
         self.pipeline = pipeline
         self.quiet_tabs = quiet_tabs
         self.quiet_moves = quiet_moves
+        self.quiet_popovers = quiet_popovers
         self.app = app
         self.screen = screen
         self.showing_reported = showing_reported
@@ -75,14 +100,24 @@ class TreeRead:
         """The parts read that the toolkit changes without an event, which each snapshot
         of a kept walk asks again (AppWalk.check()): the lists that manage their items
         (Qt adds, removes and scrolls their items unsaid: a file view filled after the
-        dialog showed) and, with `quiet_tabs`, the tab lists that show (Qt adds a tab,
-        or moves the selection between tabs, unsaid)."""
+        dialog showed); with `quiet_tabs`, the tab lists that show (Qt adds a tab, or
+        moves the selection between tabs, unsaid); and with `quiet_popovers`, a window's
+        parts drawn over an earlier part (`window_part`: GTK 3 draws a popover as one,
+        and slides it into place with no event but bounds-changed, which is not watched;
+        Qt's windows hold all their widgets as overlapping parts, 15 calls a dialog)."""
+        parts = sorted((e for e in self.elements if window_part(e)), key=lambda e: e.order)
+        over = {
+            id(e)
+            for n, e in enumerate(parts)
+            if self.quiet_popovers and any(_overlap(e, p) for p in parts[:n])
+        }
         return [
             e
             for e in self.elements
             if e.run is not None
             or (e.grid is None and "count" in e.answered and e.states & _MANAGES)
             or (self.quiet_tabs and e.role == atspi.PAGE_TAB_LIST and "children" in e.answered)
+            or id(e) in over
         ]
 
     def _send(self, message: Any, callback: Any) -> None:

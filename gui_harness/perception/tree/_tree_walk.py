@@ -29,7 +29,7 @@ from gui_harness.perception.tree._tree_node import (
     shows,
     within,
 )
-from gui_harness.perception.tree._tree_read import TreeRead
+from gui_harness.perception.tree._tree_read import TreeRead, window_part
 
 __all__ = ["AppWalk"]
 
@@ -59,6 +59,10 @@ class AppWalk(TreeRead):
     tab or moves the selection between tabs without a word: its tab bars are among what
     each snapshot asks whether it changed (check()), and are read again whenever its tree
     changed (refresh()), so no tab is missing and no two say "selected".
+    `quiet_popovers=True` is for GTK 3, which draws a popover as a part of its window
+    over the others and slides it into place (or moves it) telling only bounds-changed:
+    such a part's box is among what each snapshot asks again (check()), and a part that
+    moved is read again with its items.
     `quiet_moves=True` is for GTK 4, which reports a widget's new size but not a move:
     when anything in a window changed size or what it holds, every box in that window is
     read again (what comes after an expander that opened has moved down, unsaid).
@@ -194,6 +198,10 @@ class AppWalk(TreeRead):
         if element.role == atspi.PAGE_TAB_LIST and element.run is None:
             self._check_tabs(element)
             return
+        managed = element.states & (1 << atspi.MANAGES_DESCENDANTS) and "count" in element.answered
+        if window_part(element) and not managed:
+            self._check_place(element)
+            return
         last = element.run.last if element.run is not None else None
         if element.run is not None and last is None:
             self._again(element)  # nothing seen showing yet (still laid out, or filled)
@@ -219,6 +227,17 @@ class AppWalk(TreeRead):
             again(now != box)
 
         child_box(self._send, element.app, element.path, index, placed)
+
+    def _check_place(self, part: Element) -> None:
+        """A window's part asked its box again: when it moved or changed size (a GTK 3
+        popover sliding into place), it is read again with all it holds."""
+
+        def placed(body: tuple[Any, ...] | None) -> None:
+            now = tuple(int(v) for v in body[0]) if body is not None else None
+            if now != part.box:
+                self._again(part)
+
+        self._send(extents(part), placed)
 
     def _check_tabs(self, tabs: Element) -> None:
         """A tab list's count and its tabs' selected states asked again: when either

@@ -437,6 +437,7 @@ class AccessibilitySource:
                     own_drawing_offset=facts.get("name") in _MENU_BAR_OFFSET_APPS,
                     quiet_tabs=toolkit == "qt",
                     quiet_moves=gtk4,
+                    quiet_popovers=toolkit == "gtk" and major == "3",
                 )
             reader.start()
             reads[app] = (reader, events)

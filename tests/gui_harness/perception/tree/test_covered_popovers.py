@@ -8,6 +8,8 @@ installs)."""
 from __future__ import annotations
 
 import shutil
+import time
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +17,7 @@ from gui_harness.actions import Click
 from gui_harness.desktop.virtual import App, VirtualDesktop
 from gui_harness.perception import AccessibilitySnapshot, AccessibilitySource, Component
 from tests.gui_harness.perception.tree.test_desktop_accessibility import labelled, wait_for
+from tests.gui_harness.perception.tree.test_gtk3_tabs import _PYTHON, _has_gtk3
 from tests.support.toolkits import ACCESSIBLE
 
 pytestmark = [
@@ -69,3 +72,90 @@ def _under(seen: AccessibilitySnapshot) -> list[Component]:
         and y0 <= c.center[1] < y1
         and c.label not in ("Dark Theme", "Slide Pages")  # the popover's check boxes
     ]
+
+
+# a GTK 3 popover that moves with no event but bounds-changed (not watched) when the app
+# finds a file named "move" beside this script: pointed at the far end of its wide button
+_MOVING = """
+import os, sys
+import gi
+gi.require_version('Gtk', '3.0')
+gi.require_version('Gdk', '3.0')
+from gi.repository import GLib, Gdk, Gtk
+window = Gtk.Window(title='Moving popover')
+window.set_default_size(900, 500)
+box = Gtk.Box(orientation=Gtk.Orientation.VERTICAL)
+anchor = Gtk.Button(label='Anchor')
+anchor.set_size_request(800, 40)
+box.pack_start(anchor, False, False, 20)
+box.pack_start(Gtk.Entry(text='under the popover'), False, False, 0)
+window.add(box)
+popover = Gtk.Popover.new(anchor)
+popover.set_modal(False)
+items = Gtk.Box(orientation=Gtk.Orientation.VERTICAL)
+for name in ('Alpha', 'Beta'):
+    items.pack_start(Gtk.Button(label=name), False, False, 2)
+popover.add(items)
+moved = os.path.join(os.path.dirname(sys.argv[0]), 'move')
+def point(x):
+    where = Gdk.Rectangle()
+    where.x, where.y, where.width, where.height = x, 0, 20, 40
+    popover.set_pointing_to(where)
+point(20)
+def poll():
+    if os.path.exists(moved):
+        point(700)
+        return False
+    return True
+window.connect('destroy', Gtk.main_quit)
+window.show_all()
+items.show_all()
+popover.popup()
+GLib.timeout_add(100, poll)
+Gtk.main()
+"""
+
+
+@pytest.mark.skipif(not _has_gtk3(), reason="no GTK 3 for python3")
+def test_a_gtk3_popover_that_moved_unsaid_is_read_where_it_is_now(tmp_path: Path) -> None:
+    """A kept tree asks a window's later parts where they are each snapshot: GTK 3 slides
+    a popover into place (and moves one pointed elsewhere) telling only bounds-changed,
+    so the popover and its items were kept where they were first read (the page under
+    it offered, clicks on its items landing beside them)."""
+    script = tmp_path / "moving.py"
+    script.write_text(_MOVING)
+    with VirtualDesktop((1024, 768), [App([_PYTHON, str(script)], timeout=60.0)]) as d:
+        kept = AccessibilitySource(
+            d.accessibility_bus, screen=d.size, timeout=5.0, windows=d.desktop.visible_windows
+        )
+        try:
+            before = wait_for(kept, lambda s: bool(labelled(s, "button", "Alpha")))
+            (alpha,) = labelled(before, "button", "Alpha")
+            (tmp_path / "move").touch()
+
+            def fresh() -> AccessibilitySnapshot:
+                source = AccessibilitySource(
+                    d.accessibility_bus, screen=d.size, windows=d.desktop.visible_windows
+                )
+                try:
+                    return source.snapshot()
+                finally:
+                    source.close()
+
+            deadline = time.monotonic() + 60
+            while True:
+                found = labelled(fresh(), "button", "Alpha")
+                if found and found[0].box != alpha.box:
+                    break
+                assert time.monotonic() < deadline, "the app never moved its popover"
+                time.sleep(0.2)
+            (now,) = found
+            assert now.box[0] > alpha.box[0] + 300  # pointed 680 px further right
+            seen = wait_for(
+                kept,
+                lambda s: [c.box for c in labelled(s, "button", "Alpha")] == [now.box],
+                limit=30,
+            )
+        finally:
+            kept.close()
+    assert [c.box for c in labelled(seen, "button", "Alpha")] == [now.box]
