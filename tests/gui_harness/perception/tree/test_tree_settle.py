@@ -101,14 +101,21 @@ def test_a_first_event_late_for_the_load_is_waited_for(bus, monkeypatch):
     watch = TreeWatch(address)
     with open_dbus_connection(address) as app:
         assert watch.start()
+        # an earlier action answered in 0.2 s: the first wait is at its 0.5 s cap, 4 s
+        # stretched (0.5 s capped, on the old code)
         watch.mark()
-        late = threading.Timer(1.0, send, (app,))  # the app's latency, not a synchronisation
+        time.sleep(0.2)  # the app's latency, not a synchronisation
+        send(app)
+        assert watch.settle(timeout=NEVER) and watch.events == 1
+        assert watch.first_wait == 0.5
+        watch.mark()
+        late = threading.Timer(1.0, send, (app,))  # likewise
         late.start()
         try:
             assert watch.settle(timeout=NEVER)
         finally:
             late.join()
-        assert watch.events == 1
+        assert watch.events == 2
     watch.close()
 
 
