@@ -2,12 +2,12 @@
 
 Owns `AccessibilitySource` and `AccessibilitySnapshot`, what one read saw. Each app is
 read its own way, all pipelined on one D-Bus connection against one deadline: a browser
-(Chromium, Gecko) by one Collection.GetMatches query, every other app by a bounded walk
-of its tree (_tree_walk.py: GTK 4 and Qt have no Collection, and LibreOffice's would
-enumerate millions of cells). An app's components are kept between snapshots and read
-again only after it sent tree events (TreeWatch) or when its read was cut short; its
-lists that manage their items are asked each time whether they changed (Qt says
-nothing when it fills or scrolls one). The
+(Chromium, Gecko) by one Collection.GetMatches query (_tree_query.py), every other app
+by a bounded walk of its tree (_tree_walk.py: GTK 4 and Qt have no Collection, and
+LibreOffice's would enumerate millions of cells). An app's components are kept between
+snapshots and read again only after it sent tree events (TreeWatch) or when its read
+was cut short; what a toolkit changes unsaid is asked each time (AppWalk.unsaid). An
+app read with nothing kept is waited for longer while it answers (snapshot()). The
 D-Bus client is jeepney (docs/gui.md says why). Waiting for a tree to catch up after an
 action is _tree_settle.py's; fusing with pixels is fusion.py's job; starting the buses
 is gui_harness.desktop.buses'. Start at AccessibilitySource.snapshot().
@@ -19,7 +19,7 @@ import contextlib
 import functools
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,43 +27,20 @@ from gui_harness.perception.component import Component
 from gui_harness.perception.tree import _atspi as atspi
 from gui_harness.perception.tree._atspi import ROLE_KINDS
 from gui_harness.perception.tree._tree_elements import components as _components
-from gui_harness.perception.tree._tree_node import Element
+from gui_harness.perception.tree._tree_query import CollectionQuery
 from gui_harness.perception.tree._tree_settle import TreeWatch, announcement, patience
 from gui_harness.perception.tree._tree_walk import AppWalk
 from gui_harness.perception.tree._tree_windows import Surface, WindowLike, place, unlisted
 
 __all__ = ["ROLE_KINDS", "AccessibilitySnapshot", "AccessibilitySource"]
 
-_MATCH_ALL, _MATCH_ANY = 1, 2
-_SORT_CANONICAL = 1
 _ROLE_CACHE = 20_000  # (app, object path) → role entries kept between snapshots
 _FIRST_TIMEOUT = 10.0  # s: an app read with nothing of it kept (AccessibilitySource)
+_REGISTRY = "(the registry)"  # in AccessibilitySource._silent: it did not answer a long wait
 _QUERIED_TOOLKITS = frozenset({"chromium", "gecko"})  # browsers: one Collection query each
 # LibreOffice on its GTK 3 plugin places what it draws itself (toolbars, the sheet) as if
 # its GTK menu bar were not there: _tree_walk moves those boxes down by the bar's height
 _MENU_BAR_OFFSET_APPS = frozenset({"soffice"})
-
-
-def _role_bits(roles: Iterable[int]) -> list[int]:
-    words = [0] * 5
-    for role in roles:
-        words[role // 32] |= 1 << (role % 32)
-    return [w - (1 << 32) if w >= 1 << 31 else w for w in words]  # D-Bus "ai" is signed
-
-
-# Showing and visible (ALL of both), any attributes and interfaces (ALL of none), and ANY
-# of our roles: the app filters, so only what can be on screen crosses the bus.
-_RULE: tuple[Any, ...] = (
-    [(1 << atspi.SHOWING) | (1 << atspi.VISIBLE), 0],
-    _MATCH_ALL,
-    {},
-    _MATCH_ALL,
-    _role_bits(set(ROLE_KINDS) - atspi.COLUMN_HEADERS),  # a page's table heads are no controls
-    _MATCH_ANY,
-    [],
-    _MATCH_ALL,
-    False,
-)
 
 
 @dataclass(frozen=True)
@@ -233,11 +210,11 @@ class AccessibilitySource:
         events). An app it keeps nothing of (a new app; every app once the desktop's
         windows changed) that has not answered whole by then is waited for while it keeps
         answering (no reply for a quarter of `first_timeout` ends the wait), up to
-        `first_timeout`: a tree
-        read in part leaves the rest to pixels, which offer a list under a popover, or a
-        check box in a list for the check button the tree would have named. An app that
-        answered nothing in that wait is not waited for again until it answers (a hung
-        app costs it once, not every snapshot)."""
+        `first_timeout`, and so is the registry when no app is kept: a tree read in part
+        leaves the rest to pixels, which offer a list under a popover, or a check box in
+        a list for the check button the tree would have named. An app (or the registry)
+        that answered nothing in that wait is not waited for again until it answers (a
+        hung app costs it once, not every snapshot)."""
         if self._watch is not None and not self._watch.watching:
             # before the query: then every app has heard of the listener before it answers
             self._watch.start()
@@ -296,7 +273,16 @@ class AccessibilitySource:
                     (str(n), str(p)) for n, p in (body[0] if body else ())
                 ),
             )
-            answered = pipeline.run(deadline)
+            answered = pipeline.run(deadline, keep=True)
+            if not answered and not self._trees and _REGISTRY not in self._silent:
+                # nothing kept to show meanwhile: waited for as a new app is (snapshot())
+                answered = pipeline.run(deadlines[1], idle=self.first_timeout / 4, keep=True)
+                if not answered:
+                    limit = round(time.monotonic() - (deadline - limit), 2)
+                    self._silent.add(_REGISTRY)
+            pipeline.forget()
+            if answered:
+                self._silent.discard(_REGISTRY)
             if not answered:
                 silent = f"the accessibility registry did not answer within {limit}s"
                 return [], 0, f"{silent}; pixels only", shown
@@ -344,7 +330,7 @@ class AccessibilitySource:
             del self._toolkits[gone]
         for gone in set(self._offsets) - set(apps):
             del self._offsets[gone]
-        self._silent &= set(apps)
+        self._silent &= {*apps, _REGISTRY}
         # known apps are skipped (one that did not answer in time is asked again)
         new = [app for app in apps if len(self._toolkits.get(app, ())) != 4]
         for app in new:
@@ -403,7 +389,7 @@ class AccessibilitySource:
     ) -> tuple[list[Component], list[Surface | None], list[str]]:
         deadline, first = deadlines
         watching = self._watch is not None and self._watch.watching
-        reads: dict[str, tuple[AppWalk | _Query, int]] = {}
+        reads: dict[str, tuple[AppWalk | CollectionQuery, int]] = {}
         for app in apps:
             events = self._watch.events_from(app) if self._watch is not None else 0
             kept = self._trees.get(app)
@@ -412,7 +398,7 @@ class AccessibilitySource:
                     kept.walk.check(pipeline)
                     reads[app] = (kept.walk, events)
                 continue  # nothing changed in its tree since it was read
-            reader: AppWalk | _Query
+            reader: AppWalk | CollectionQuery
             if watching and kept is not None and kept.walk is not None:
                 assert self._watch is not None
                 paths = self._watch.paths_since(app, kept.events)
@@ -423,7 +409,7 @@ class AccessibilitySource:
             facts = self._toolkits.get(app, {})
             toolkit = facts.get("toolkit", "")
             if toolkit in _QUERIED_TOOLKITS:
-                reader = _Query(pipeline, app, self._roles)
+                reader = CollectionQuery(pipeline, app, self._roles)
             else:
                 # GTK 4.8 sets SHOWING on its windows only
                 major = facts.get("version", "").split(".")[0]
@@ -569,79 +555,3 @@ def _new_window(paths: dict[str, set[str]], walk: AppWalk) -> bool:
         return False
     known = {e.path for e in walk.elements}
     return any(p not in known for p in windows)
-
-
-class _Query:
-    """One app read by one Collection.GetMatches query, then each match's role, states,
-    name and box: what a browser answers fastest (its page can be large)."""
-
-    def __init__(
-        self, pipeline: atspi.Pipeline, app: str, roles: dict[tuple[str, str], int]
-    ) -> None:
-        self.pipeline = pipeline
-        self.app = app
-        self.roles = roles
-        self.elements: list[Element] = []
-        self._calls = atspi.Calls(pipeline)
-
-    @property
-    def complete(self) -> bool:
-        return self._calls.pending == 0
-
-    @property
-    def answered(self) -> int:
-        return self._calls.answered
-
-    def start(self) -> None:
-        self._send(
-            atspi.call(
-                self.app,
-                atspi.ROOT,
-                "org.a11y.atspi.Collection",
-                "GetMatches",
-                "(aiia{ss}iaiiasib)uib",
-                (_RULE, _SORT_CANONICAL, 0, True),
-            ),
-            self._got_matches,
-        )
-
-    def _send(self, message: Any, callback: Any) -> None:
-        self._calls.send(message, callback)
-
-    def _got_matches(self, body: tuple[Any, ...] | None) -> None:
-        if body is None:
-            return
-        for number, (name, path) in enumerate(body[0]):
-            element = Element(str(name), str(path), (number,))
-            self.elements.append(element)
-            role = self.roles.get((element.app, element.path))
-            if role is not None:
-                element.role = role
-                element.answered.add("role")
-            else:
-                self._detail(element, "role", atspi.call(name, path, atspi.ACCESSIBLE, "GetRole"))
-            self._detail(element, "states", atspi.call(name, path, atspi.ACCESSIBLE, "GetState"))
-            self._detail(element, "name", atspi.get_property(name, path, atspi.ACCESSIBLE, "Name"))
-            self._detail(
-                element,
-                "box",
-                atspi.call(name, path, atspi.COMPONENT, "GetExtents", "u", (atspi.COORDS_SCREEN,)),
-            )
-
-    def _detail(self, element: Element, what: str, message: Any) -> None:
-        def got(body: tuple[Any, ...] | None) -> None:
-            if body is None:
-                return
-            element.answered.add(what)
-            if what == "role":
-                element.role = int(body[0])
-                self.roles[(element.app, element.path)] = element.role
-            elif what == "states":
-                element.states = atspi.state_bits(body)
-            elif what == "name":
-                element.name = str(body[0][1])
-            else:
-                x, y, w, h = (int(v) for v in body[0])
-                element.box = (x, y, w, h)
-
-        self._send(message, got)
