@@ -222,8 +222,7 @@ class AccessibilitySource:
         with self._lock:
             self._pipeline = None
             listed = self._visible_windows()
-            deadlines = (started + self.timeout, started + self.first_timeout)
-            components, apps, note, shown = self._read(deadlines, listed)
+            components, apps, note, shown = self._read(started, listed)
             calls = self._pipeline.sent if self._pipeline is not None else 0
         return AccessibilitySnapshot(
             components=tuple(components),
@@ -253,15 +252,15 @@ class AccessibilitySource:
         return shown
 
     def _read(
-        self, deadlines: tuple[float, float], shown: Sequence[WindowLike] = ()
+        self, started: float, shown: Sequence[WindowLike] = ()
     ) -> tuple[list[Component], int, str | None, Sequence[WindowLike]]:
         """The components of every app, placed in `shown` (the windows listed before the
         read), or in the windows listed again after it when an app showed a window that
         was not listed yet (mapped while the trees were read: placed in the old list, the
         windows it covers would keep their controls); the notes; the windows used.
-        `deadlines`: the snapshot's, and a first read's (snapshot())."""
+        `started`: when the snapshot began (its deadlines count from then: snapshot())."""
+        deadlines = (started + self.timeout, started + self.first_timeout)
         deadline = deadlines[0]
-        limit = round(deadline - time.monotonic(), 2)  # the timeout, stretched by the load
         if self.address is None:
             return [], 0, self._missing, shown
         try:
@@ -276,19 +275,19 @@ class AccessibilitySource:
             answered = pipeline.run(deadline, keep=True)
             if not answered and not self._trees and _REGISTRY not in self._silent:
                 # nothing kept to show meanwhile: waited for as a new app is (snapshot())
-                answered = pipeline.run(deadlines[1], idle=self.first_timeout / 4, keep=True)
+                answered = self._wait_while_answering(pipeline, deadlines[1])
                 if not answered:
-                    limit = round(time.monotonic() - (deadline - limit), 2)
                     self._silent.add(_REGISTRY)
             pipeline.forget()
             if answered:
                 self._silent.discard(_REGISTRY)
             if not answered:
+                limit = round(time.monotonic() - started, 2)  # the timeout, or the wait
                 silent = f"the accessibility registry did not answer within {limit}s"
                 return [], 0, f"{silent}; pixels only", shown
             apps = [name for name, _ in registry]
             self._learn_toolkits(pipeline, apps, deadlines)
-            found, on, notes = self._read_apps(pipeline, apps, deadlines, deadline - limit)
+            found, on, notes = self._read_apps(pipeline, apps, deadlines, started)
             pids = {a: int(f["pid"]) for a, f in self._toolkits.items() if f.get("pid")}
             if shown and unlisted(on, shown):
                 shown = self._listed_again(shown)
@@ -300,6 +299,12 @@ class AccessibilitySource:
             notes.append(f"{pipeline.errors} accessibility call(s) failed")
         read = sum(1 for app in apps if app in self._trees)
         return found, read, "; ".join(notes) or None, shown
+
+    def _wait_while_answering(self, pipeline: atspi.Pipeline, until: float) -> bool:
+        """Run `pipeline` on to `until` while replies keep coming (none for a quarter of
+        `first_timeout` ends it): the longer wait snapshot() gives what nothing is kept
+        of. Whether every call was answered; what is left stays for forget()."""
+        return pipeline.run(until, idle=self.first_timeout / 4, keep=True)
 
     def _listed_again(self, shown: Sequence[WindowLike]) -> Sequence[WindowLike]:
         """The desktop's windows listed now; `shown` when listing fails. The trees just
@@ -366,7 +371,7 @@ class AccessibilitySource:
 
         untold = [a for a in new if len(facts[a]) < 4 and (a not in self._silent or told(a))]
         if untold:
-            pipeline.run(now + (longest - now) / 3, idle=self.first_timeout / 4, keep=True)
+            self._wait_while_answering(pipeline, now + (longest - now) / 3)
         pipeline.forget()
         for app in new:  # silent: it told nothing, even when waited for
             if told(app):
@@ -437,7 +442,7 @@ class AccessibilitySource:
             and (app not in self._silent or reader.answered)
         }
         if waited:  # for as long as they keep answering
-            pipeline.run(first, idle=self.first_timeout / 4, keep=True)
+            self._wait_while_answering(pipeline, first)
             deadline = max(deadline, min(first, time.monotonic()))
         pipeline.forget()
         for app, (reader, _) in reads.items():

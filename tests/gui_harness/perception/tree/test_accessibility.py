@@ -189,6 +189,14 @@ def test_an_app_read_with_nothing_kept_is_waited_for_while_it_answers(factory):
         source.close()
 
 
+@pytest.mark.parametrize(
+    ("timeout", "first_timeout"), [(0.5, 0.1), (0.0, 1.0), (-1.0, 1.0), (0.5, float("nan"))]
+)
+def test_timeouts_that_cannot_hold_are_refused(timeout: float, first_timeout: float) -> None:
+    with pytest.raises(ValueError, match="first_timeout"):
+        AccessibilitySource(None, screen=SCREEN, timeout=timeout, first_timeout=first_timeout)
+
+
 def _waited(note: str | None) -> float:
     """The wait a snapshot's note says an app did not answer within, in seconds."""
     assert note is not None and "did not answer" in note, note
