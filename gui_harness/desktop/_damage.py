@@ -20,6 +20,7 @@ import Xlib.display
 import Xlib.error
 from Xlib.ext import damage
 
+from gui_harness._load import patience
 from gui_harness.errors import DesktopError
 
 __all__ = ["DamageWatch"]
@@ -77,7 +78,10 @@ class DamageWatch:
         False when `timeout` seconds pass first (an animation that never stops).
 
         `quiet` defaults to QUIET_S, whatever the machine's load (the demo and MiniWoB
-        pages in Chromium settle right at a load average of 11–19 on 2 CPUs).
+        pages in Chromium settle right at a load average of 11–19 on 2 CPUs). The wait
+        for the first change is stretched by the load (gui_harness._load.patience): a
+        busy app that repaints after it would be taken as unchanged, and the next look
+        taken before its change.
         `early` is called (on this thread, at most twice) once the screen has been quiet
         for a few milliseconds, so work on the frame overlaps the rest of the quiet
         spell; its time counts towards the spell. Whether that frame is still the screen
@@ -86,7 +90,7 @@ class DamageWatch:
         with self._lock:
             start = time.monotonic()
             deadline = start + timeout
-            first_wait = self.first_wait
+            first_wait = self.first_wait * patience()
             if quiet is None:
                 quiet = QUIET_S
             last: float | None = None
@@ -137,7 +141,8 @@ class DamageWatch:
     @property
     def first_wait(self) -> float:
         """Seconds settle() waits for an action's first change before calling the screen
-        still: a few times the slowest answer lately, within fixed bounds."""
+        still, on an idle machine: a few times the slowest answer lately, within fixed
+        bounds (settle() stretches it by the machine's load)."""
         if not self._latencies:
             return 2 * _FIRST_MIN_S
         return min(_FIRST_MAX_S, max(_FIRST_MIN_S, _FIRST_FACTOR * max(self._latencies)))

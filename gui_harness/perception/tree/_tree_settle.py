@@ -19,7 +19,9 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["CHANGES", "EVENTS", "WINDOWS", "TreeWatch", "announcement", "patience"]
+from gui_harness._load import patience
+
+__all__ = ["CHANGES", "EVENTS", "WINDOWS", "TreeWatch", "announcement"]
 
 EVENTS: dict[str, str] = {
     "StateChanged": "object:state-changed",
@@ -61,7 +63,6 @@ _FIRST_MIN_S = 0.05
 _FIRST_MAX_S = 0.5
 _FIRST_FACTOR = 4  # the wait for a first event: this many times the slowest one seen lately
 _REMEMBERED = 8
-_MAX_PATIENCE = 8.0
 _RETRY_S = 10.0  # after a failed connect, actions go unwaited this long before a retry
 _RECENT = 4096  # objects whose latest tree-change events a watch keeps per app
 
@@ -174,7 +175,7 @@ class TreeWatch:
         True then, or at once when there is no bus; False when `timeout` seconds pass
         first (an app that keeps sending).
 
-        `quiet` defaults to QUIET_S stretched by the machine's load (see patience()).
+        `quiet` defaults to QUIET_S stretched by the machine's load (gui_harness._load).
         """
         stretch = patience()
         # (stretched past _FIRST_MAX_S: a busy browser's first event can come 1 s late)
@@ -392,13 +393,3 @@ def _is_event(message: Any) -> bool:
         and fields.get(HeaderFields.interface) == _OBJECT_EVENTS
         and fields.get(HeaderFields.member) in EVENTS
     )
-
-
-def patience() -> float:
-    """How many times longer than on an idle machine an app may take to get a CPU: the
-    runnable processes per CPU (1-minute load average), at least 1 and at most
-    _MAX_PATIENCE, so what it stretches stays bounded."""
-    try:
-        return min(_MAX_PATIENCE, max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1)))
-    except OSError:  # no load average on this platform
-        return 1.0

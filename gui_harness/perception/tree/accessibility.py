@@ -23,12 +23,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gui_harness._load import patience
 from gui_harness.perception.component import Component
 from gui_harness.perception.tree import _atspi as atspi
 from gui_harness.perception.tree._atspi import ROLE_KINDS
 from gui_harness.perception.tree._tree_elements import components as _components
 from gui_harness.perception.tree._tree_query import CollectionQuery
-from gui_harness.perception.tree._tree_settle import TreeWatch, announcement, patience
+from gui_harness.perception.tree._tree_settle import TreeWatch, announcement
 from gui_harness.perception.tree._tree_walk import AppWalk
 from gui_harness.perception.tree._tree_windows import Surface, WindowLike, place, unlisted
 
@@ -108,7 +109,7 @@ class AccessibilitySource:
     with less than 4 px either way are dropped (a window larger than the screen reports
     its off-screen widgets as showing). `timeout` (seconds) bounds one snapshot, whatever
     the bus or an app does, stretched by the machine's load (an app answering a few
-    hundred calls waits its turn for a CPU; see _tree_settle.patience, at most 8×). Apps
+    hundred calls waits its turn for a CPU; see gui_harness._load.patience, at most 8×). Apps
     are read side by side, so a slow one costs its own tree only: what it had not told by
     then is left out, or its tree from an earlier snapshot is kept, and the snapshot's
     note names it. An app with no tree kept is waited for longer, while it answers, up to

@@ -142,6 +142,42 @@ def test_a_screen_drawn_on_without_pause_does_not_settle_by_the_deadline() -> No
 
 
 @needs_xvfb
+def test_a_loaded_machine_waits_longer_for_an_apps_first_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On an idle machine the first change is waited for 0.1 s before any action was
+    measured; an app that repaints 0.3 s late on a machine at 40x load (patience() at
+    its bound, stretched further here) is still waited for, not taken as unchanged."""
+    from gui_harness.desktop import _damage
+
+    with VirtualDesktop((320, 240), accessibility=False) as desktop:
+        assert desktop.display is not None
+        watch = DamageWatch(desktop.display)
+        painter = Xlib.display.Display(desktop.display)
+
+        def repaint() -> None:  # the late app: one repaint, then still
+            root = painter.screen().root
+            root.fill_rectangle(root.create_gc(foreground=0xFF0000), 0, 0, 50, 50)
+            painter.sync()
+
+        late = threading.Timer(0.3, repaint)
+        try:
+            watch.mark()
+            assert watch.settle(timeout=60.0, quiet=0.5)  # the new desktop drawn and still
+            monkeypatch.setattr(_damage, "patience", lambda: 50.0)  # 0.1 s -> 5 s
+            watch.mark()
+            before = watch.changes
+            late.start()
+            assert watch.settle(timeout=30.0)
+            assert watch.changes > before, "settled before the late repaint came"
+        finally:
+            late.cancel()
+            late.join()
+            painter.close()
+            watch.close()
+
+
+@needs_xvfb
 def test_no_time_to_settle_is_not_settled_and_a_still_screen_is() -> None:
     with VirtualDesktop((320, 240), accessibility=False) as desktop:
         assert desktop.display is not None
