@@ -92,3 +92,5 @@ def serve_command(
               allow_remote=allow_remote, token_file=token_file)  # fmt: skip
     except OpenProgramError as exc:
         raise click.ClickException(str(exc)) from exc
+    except KeyboardInterrupt:  # Ctrl-C is how a server is stopped: not click's "Aborted!"
+        click.echo("openprogram mcp serve: stopped", err=True)
