@@ -4,7 +4,8 @@ Owns the order of the steps (accessibility query beside detection → memory lab
 title bars' parts for their pixels (_decorations.py) → fusion → OCR labels already
 read → describe) and the lazy set-of-marks image. Detection runs again only where the
 screen changed since the previous look (_changes.py). OCR itself runs in ocr_worker's
-thread; perceive() waits for it, bounded, only on a new screen's first look. Capture
+thread; perceive() waits for it, bounded, only on a new screen's first look, whose
+pixel components it starts reading while the tree is still being read. Capture
 belongs to gui_harness.desktop; resolving an action's element to coordinates to
 gui_harness.actions.
 """
@@ -159,10 +160,14 @@ class Perception:
         # the colour picture: links are told apart by their colour
         if not self.incremental:
             self._redetector.forget()
+        new = self._worker is not None and self._new_screen(grey)
         pixels = self._redetector.detect(picture, grey, max_components=self.max_components)
         if self.memory is not None:
             pixels = self.memory.label(grey, pixels, threshold=self.threshold)
         if query is not None:
+            if new and query.running():  # OCR reads what pixels found while the tree answers
+                assert self._worker is not None
+                self._worker.prefetch(grey, pixels)
             accessibility = query.result()
         tree: list[Component] = []
         if accessibility is not None:
@@ -176,7 +181,7 @@ class Perception:
         for n in icons:  # named by their icon, or not at all
             components[n] = _named_by_icon(grey, components[n])
         if self._worker is not None:
-            wait = self.first_look if self._new_screen(grey) else 0.0
+            wait = self.first_look if new else 0.0
             skip = set(icons)
             read = [c for n, c in enumerate(components) if n not in skip]
             read = self._worker.label(grey, read, wait=wait)
@@ -315,6 +320,10 @@ class _Query:
                 screen=self._source.screen,
                 note=f"the accessibility query failed ({type(exc).__name__}: {exc}); pixels only",
             )
+
+    def running(self) -> bool:
+        """Whether the snapshot is still being taken."""
+        return self._thread.is_alive()
 
     def result(self) -> AccessibilitySnapshot:
         # snapshot() keeps to its own timeout; the margin only guards against a bug there

@@ -123,6 +123,7 @@ class OcrWorker:
         self._batches: deque[deque[tuple[bytes, np.ndarray]]] = deque()
         self._closed = False
         self._waiting = 0  # label() calls waiting for their crops now
+        self._ahead: set[bytes] = set()  # keys prefetch() queued, not asked for since
         self.hits = self.queued = self.reads = 0
         self._thread = threading.Thread(target=self._run, name="ocr-worker", daemon=True)
         self._thread.start()
@@ -136,11 +137,13 @@ class OcrWorker:
         self, image: ImageLike, components: Sequence[Component], *, wait: float = 0.0
     ) -> list[Component]:
         """`components` with the labels OCR has already read for their crops; crops not
-        read yet are queued. Labels already set are kept, but for tree names that may not
-        be the text drawn (an identifier, a drop-down's name), which are read and checked
-        against it (_drawn.py). With `wait` (seconds), the call waits up to that long for
-        its own crops to be read (a new screen's first look) and fills what was read by
-        then; by default it never waits. A crop is read
+        read yet are queued (and what prefetch() queued that this call does not ask for
+        is dropped). Labels already set are kept, but for tree names that may not be the
+        text drawn (an identifier, a drop-down's name), which are read and checked
+        against it (_drawn.py) without being waited for: the name stands until the read.
+        With `wait` (seconds), the call waits up to that long for its own crops to be
+        read (a new screen's first look) and fills what was read by then; by default it
+        never waits. A crop is read
         line by line (_lines.py: a tile's name on two lines is one label, the lines
         joined by a space; a crop with no line of text, a slider's, is not read). It waits
         for labels, not content: ink over _LONG times as wide as its crop is high (a long
@@ -153,37 +156,22 @@ class OcrWorker:
         labelled = list(components)
         batch: deque[tuple[bytes, np.ndarray]] = deque()
         waiting: dict[tuple[int, int], bytes] = {}  # (position, crop) -> key not read yet
-        crops: dict[int, list[np.ndarray]] = {}
-        many: set[int] = set()  # crops of more lines than a label's: content
-        for position, component in enumerate(labelled):
-            if component.kind == "grid":
-                crops[position] = headers.crops(grey, component)
-            elif (component.label is None and component.kind in _READ_KINDS) or doubted(component):
-                crop = _crop(grey, component)
-                lines = text_lines(crop) if crop is not None else Lines()
-                crops[position] = lines
-                if lines.content:
-                    many.add(position)
+        crops, content = _planned(grey, labelled)
         read: dict[tuple[int, int], str | None] = {}
-        # a grid's headers first: a few crops that name every cell of the sheet; content
-        # last: a long line costs as much as a dozen labels; a glyph-sized blob as much
-        # as a word, and it is a drawn mark (an arrow, a bullet), not a label
-        content = (
-            _paragraphs(labelled)
-            | many
-            | {p for p in crops if _long(crops[p]) or _glyph(labelled[p])}
-        )
         order = sorted(
             crops, key=lambda position: (labelled[position].kind != "grid", position in content)
         )
+        asked: set[bytes] = set()
         for position in order:
             for number, crop in enumerate(crops[position]):
                 key, text = self._lookup(crop, batch)
+                asked.add(key)
                 if text is None and not self._closed and position not in content:
                     waiting[(position, number)] = key
                 read[(position, number)] = text
-        if batch:
-            with self._work:
+        with self._work:
+            self._drop_unasked(asked)
+            if batch:
                 self._batches.append(batch)
                 self._work.notify_all()  # the helper may be the one to wake
         if wait > 0 and waiting:
@@ -208,6 +196,42 @@ class OcrWorker:
                 else:  # a tree name checked against the text drawn (_drawn.py)
                     labelled[position] = reconciled(component, text)
         return labelled
+
+    def prefetch(self, image: ImageLike, components: Sequence[Component]) -> None:
+        """Start reading the crops a label() call with `components` would wait for, ahead
+        of that call: a first look queues its pixel components while the tree is still
+        being read, so OCR and the tree's read overlap. Read by the one reading thread
+        (the second reads only while a call waits). The next label() call drops what it
+        does not ask for and was not read yet (a pixel component the tree names)."""
+        grey = grey_array(image)
+        labelled = list(components)
+        crops, content = _planned(grey, labelled)
+        batch: deque[tuple[bytes, np.ndarray]] = deque()
+        for position in sorted(crops):
+            if position not in content:
+                for crop in crops[position]:
+                    self._lookup(crop, batch)
+        if batch:
+            with self._work:
+                self._ahead.update(key for key, _ in batch)
+                self._batches.append(batch)
+                self._work.notify_all()
+
+    def _drop_unasked(self, asked: set[bytes]) -> None:
+        """Drop the crops prefetch() queued that are not in `asked` (the keys of the
+        label() call after it) and are not read yet. Under the queue's lock."""
+        stale = self._ahead - asked
+        self._ahead.clear()
+        if not stale:
+            return
+        self._pending -= stale
+        for batch in self._batches:
+            kept = [item for item in batch if item[0] not in stale]
+            if len(kept) != len(batch):
+                batch.clear()
+                batch.extend(kept)
+        self._batches = deque(batch for batch in self._batches if batch)
+        self._idle.notify_all()
 
     def _lookup(
         self, crop: np.ndarray, batch: deque[tuple[bytes, np.ndarray]]
@@ -288,6 +312,40 @@ class OcrWorker:
             if not batch:
                 self._batches.pop()
             return item
+
+
+def _planned(
+    grey: np.ndarray, labelled: list[Component]
+) -> tuple[dict[int, list[np.ndarray]], set[int]]:
+    """What label() reads of `labelled` on `grey`: each position's crops (a grid's
+    header cells; a component's lines), and the positions it does not wait for. Those
+    are content (a long line, a paragraph's lines after its first, a crop of more lines
+    than a label has, a glyph-sized blob), read last, and the tree names checked
+    against the drawn text (_drawn.doubted): the tree's name stands until they are read."""
+    crops: dict[int, list[np.ndarray]] = {}
+    many: set[int] = set()  # crops of more lines than a label's: content
+    checked: set[int] = set()
+    for position, component in enumerate(labelled):
+        if component.kind == "grid":
+            crops[position] = headers.crops(grey, component)
+        elif (component.label is None and component.kind in _READ_KINDS) or doubted(component):
+            crop = _crop(grey, component)
+            lines = text_lines(crop) if crop is not None else Lines()
+            crops[position] = lines
+            if lines.content:
+                many.add(position)
+            if component.label is not None:
+                checked.add(position)
+    # a grid's headers first: a few crops that name every cell of the sheet; content
+    # last: a long line costs as much as a dozen labels; a glyph-sized blob as much
+    # as a word, and it is a drawn mark (an arrow, a bullet), not a label
+    content = (
+        _paragraphs(labelled)
+        | many
+        | checked
+        | {p for p in crops if _long(crops[p]) or _glyph(labelled[p])}
+    )
+    return crops, content
 
 
 def _crop(grey: np.ndarray, component: Component) -> np.ndarray | None:

@@ -240,3 +240,62 @@ def test_rapidocr_reads_lone_header_letters_cut_to_their_ink():
         ImageDraw.Draw(cell).text((39, 7), letter, font=font(11), fill=30, anchor="mm")
         read += reader(np.asarray(cell)).upper() == letter
     assert read >= 22  # 14 of 26 when the cell was read whole, padded to 320 px
+
+
+# -- the first look's reads ahead of the tree (issue 41) ---------------------------------
+
+
+def test_prefetched_crops_are_read_before_label_and_those_it_does_not_ask_for_dropped():
+    image, components = _lines("Save", "Open", "Quit", "Help")
+    started, gate = threading.Event(), threading.Event()
+    read: list[tuple[int, int]] = []
+
+    def reader(crop: np.ndarray) -> str:
+        started.set()
+        gate.wait(timeout=30)
+        read.append(crop.shape)
+        return "x"
+
+    worker = OcrWorker(reader)
+    try:
+        worker.prefetch(image, components)
+        assert started.wait(timeout=30)  # reading began with no label() call made
+        asked = [components[0], components[2]]  # the other two: named by the tree, say
+        worker.label(image, asked)
+        gate.set()
+        assert worker.wait_idle(timeout=30)
+        assert worker.queued == 4
+        # the first (in the reader's hands when label() came) and the third are read;
+        # the second and the fourth never are
+        assert len(read) == 2 and worker.reads == 2
+        assert all(c.label == "x" for c in worker.label(image, asked))
+        again = worker.label(image, components)  # dropped, so queued again
+        assert [c.label for c in again] == ["x", None, "x", None] and worker.queued == 6
+    finally:
+        gate.set()
+        worker.close()
+
+
+def test_a_waiting_call_does_not_wait_for_the_drawn_text_of_a_tree_name_it_checks():
+    image, (text,) = _lines("Serif")
+    x, y, w, h = text.box
+    box = (x - 6, y - 6, w + 60, h + 12)  # the text and room for an arrow
+    dropdown = Component(1, "dropdown", box, "Sans", 0.9, (), "accessibility")
+    returned = threading.Event()
+    overdue: list[bool] = []
+
+    def reader(crop: np.ndarray) -> str:
+        overdue.append(not returned.wait(timeout=20))  # read after the call returned
+        return "Serif"
+
+    worker = OcrWorker(reader)
+    try:
+        first = worker.label(image, [dropdown], wait=60.0)
+        returned.set()
+        assert first[0].label == "Sans" and worker.reads == 0  # the tree's name stands
+        assert worker.wait_idle(timeout=30) and overdue == [False]
+        later = worker.label(image, [dropdown])[0]  # checked against the drawn text
+        assert (later.label, later.caption) == ("Serif", "Sans")
+    finally:
+        returned.set()
+        worker.close()
