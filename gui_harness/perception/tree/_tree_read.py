@@ -72,8 +72,10 @@ class TreeRead:
         quiet_tabs: bool = False,
         quiet_moves: bool = False,
         quiet_popovers: bool = False,
+        tells_windows: bool = False,
     ) -> None:
         self.pipeline = pipeline
+        self.tells_windows = tells_windows
         self.quiet_tabs = quiet_tabs
         self.quiet_moves = quiet_moves
         self.quiet_popovers = quiet_popovers

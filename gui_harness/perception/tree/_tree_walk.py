@@ -66,6 +66,9 @@ class AppWalk(TreeRead):
     `quiet_moves=True` is for GTK 4, which reports a widget's new size but not a move:
     when anything in a window changed size or what it holds, every box in that window is
     read again (what comes after an expander that opened has moved down, unsaid).
+    `tells_windows=True` is for GTK 3, which tells when a window comes or goes (a menu's
+    own window): a kept walk then has its windows listed again (refresh(windows=True))
+    rather than the app read afresh.
 
     start() sends the first calls; the pipeline's run() does the rest. Afterwards
     `elements` holds what was read, `complete` says whether the walk finished, and
@@ -87,9 +90,14 @@ class AppWalk(TreeRead):
         """Read the app root's children (its windows), then all that shows in them."""
         self._children(Element(self.app, root))
 
-    def refresh(self, pipeline: atspi.Pipeline, paths: dict[str, set[str]]) -> None:
+    def refresh(
+        self, pipeline: atspi.Pipeline, paths: dict[str, set[str]], *, windows: bool = False
+    ) -> None:
         """Read again, on `pipeline`, the objects at `paths` (those that sent tree
-        events, with the events' names), keeping the rest of the last walk. An object
+        events, with the events' names), keeping the rest of the last walk. With
+        `windows` (a window came or went), the app's windows are listed again: one not
+        read before is read with all that shows in it, one gone is dropped with what it
+        held, the others are kept as the rest is (_relist). An object
         whose children changed, that showed or hid, or that expanded or collapsed, is
         walked again with all below it; one that moved or scrolled has the boxes below
         it read again; one that changed itself (a state, its name, its text), whether or
@@ -129,8 +137,8 @@ class AppWalk(TreeRead):
             else:
                 shallow.append(element)
         if self.quiet_moves and (moved or deep):  # the rest of their windows moved unsaid
-            windows = {e.order[:1] for e in moved + deep}
-            moved += [e for e in self.elements if e.order in windows and shows(e)]
+            tops = {e.order[:1] for e in moved + deep}
+            moved += [e for e in self.elements if e.order in tops and shows(e)]
         places = [m.order for m in moved]
         deep += [e for e in self.elements if e.run is not None and within(e, places)]
         if self.quiet_tabs:  # a few tabs each: their count and states read again
@@ -158,9 +166,43 @@ class AppWalk(TreeRead):
         for element in self.unsaid:  # the parts kept that change unsaid (see check())
             if not within(element, inside) and not within(element, shifted):
                 self._check(element)
+        if windows:  # (before the calls up from what was never read: a new window's items)
+            self._relist(inside)
         for path, events in paths.items():
-            if path not in by_path and events & (_SUBTREE_CHANGES | _GRID_MOVES):
+            if (
+                path != atspi.ROOT
+                and path not in by_path
+                and events & (_SUBTREE_CHANGES | _GRID_MOVES)
+            ):
                 self._from_known(path, _HOPS, inside)
+
+    def _relist(self, done: list[tuple[int, ...]]) -> None:
+        """The app root's children, its windows, listed again: a window not read before
+        is read with all that shows in it (numbered by its place among them, or after the
+        windows kept when a kept one holds that number; added to `done`, what this
+        refresh reads whole), one no longer listed is dropped with all below it, and the
+        windows read before are kept as they are."""
+
+        def listed(body: tuple[Any, ...] | None) -> None:
+            if body is None:
+                return
+            now = [(str(app), str(path)) for app, path in body[0]]
+            known = {e.path: e for e in self.elements if len(e.order) == 1}
+            paths = {path for _, path in now}
+            gone = [e.order for e in known.values() if e.path not in paths]
+            if gone:
+                self.elements = [e for e in self.elements if not within(e, gone)]
+                self._menu_bars = [b for b in self._menu_bars if not within(b, gone)]
+            used = {e.order[0] for e in known.values() if e.path in paths}
+            for number, (app, path) in enumerate(now):
+                if path in known:
+                    continue
+                index = number if number not in used else max(used) + 1
+                used.add(index)
+                done.append((index,))
+                self._visit(app, path, (index,))
+
+        self._send(atspi.call(self.app, atspi.ROOT, atspi.ACCESSIBLE, "GetChildren"), listed)
 
     def _from_known(self, path: str, hops: int, done: list[tuple[int, ...]]) -> None:
         """An object the walk never read moved or showed (Java's popup menu, added to its

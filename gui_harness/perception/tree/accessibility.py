@@ -100,6 +100,7 @@ class _AppTree:
     read_at: float
     walk: AppWalk | None = None  # the walk that read it, which refresh() brings up to date
     on: list[Surface | None] | None = None  # each component's window (_tree_windows)
+    relist: bool = False  # the desktop's windows came or went since: list its windows again
 
 
 class AccessibilitySource:
@@ -124,7 +125,9 @@ class AccessibilitySource:
     surface) and cuts it to what the windows stacked above leave showing, dropping what
     is hidden (an editor under its dialog, a field under a popover menu) or outside its
     own window; and a window that came or went has every app read afresh (GTK 4 tells
-    nothing when a popover opens). See _tree_windows.
+    nothing when a popover opens), but a GTK 3 app's windows listed again, its windows
+    kept (a menu that opens costs its own window's read) unless a window moved or
+    changed size. See _tree_windows.
 
     mark() before an action and wait_caught_up() after it wait until the apps' tree
     events stop, so the next snapshot sees what the action changed (see _tree_settle).
@@ -208,7 +211,7 @@ class AccessibilitySource:
         """Read every app: the showing, on-screen interactive elements, in tree order.
         Never raises for bus or app failures; returns within about `timeout` stretched by
         the load (twice that the first time, when it also starts listening for tree
-        events). An app it keeps nothing of (a new app; every app once the desktop's
+        events). An app it keeps nothing of (a new app; most apps once the desktop's
         windows changed) that has not answered whole by then is waited for while it keeps
         answering (no reply for a quarter of `first_timeout` ends the wait), up to
         `first_timeout`, and so is the registry when no app is kept: a tree read in part
@@ -248,9 +251,28 @@ class AccessibilitySource:
             return []
         now = tuple((w.x, w.y, w.width, w.height) for w in shown)
         if now != self._window_set:
-            self._window_set = now
-            self._trees.clear()
+            before, self._window_set = self._window_set, now
+            self._forget_windows(before or (), now)
         return shown
+
+    def _forget_windows(
+        self, before: tuple[tuple[int, ...], ...], now: tuple[tuple[int, ...], ...]
+    ) -> None:
+        """The desktop's windows changed from `before` to `now`: when windows only came
+        (a menu opened) or only went (it closed), each kept tree of an app that tells its
+        windows (AppWalk.tells_windows) is kept, to have its windows listed again (a new
+        one read whole, one gone dropped, the rest kept: their own events say what
+        changed in them); every other tree is forgotten, and every tree when a window
+        moved or changed size (its boxes moved with it, unsaid)."""
+        old, new = set(before), set(now)
+        if not (old <= new or new <= old):
+            self._trees.clear()
+            return
+        for app, tree in list(self._trees.items()):
+            if tree.walk is not None and tree.walk.tells_windows:
+                tree.relist = True
+            else:
+                del self._trees[app]
 
     def _read(
         self, started: float, shown: Sequence[WindowLike] = ()
@@ -399,7 +421,7 @@ class AccessibilitySource:
         for app in apps:
             events = self._watch.events_from(app) if self._watch is not None else 0
             kept = self._trees.get(app)
-            if watching and kept is not None and kept.events == events:
+            if watching and kept is not None and kept.events == events and not kept.relist:
                 if kept.walk is not None and kept.walk.unsaid:  # they may change unsaid
                     kept.walk.check(pipeline)
                     reads[app] = (kept.walk, events)
@@ -408,10 +430,12 @@ class AccessibilitySource:
             if watching and kept is not None and kept.walk is not None:
                 assert self._watch is not None
                 paths = self._watch.paths_since(app, kept.events)
-                if paths is not None and not _new_window(paths, kept.walk):
-                    kept.walk.refresh(pipeline, paths)
-                    reads[app] = (kept.walk, events)
-                    continue
+                if paths is not None:
+                    relist = kept.relist or _new_window(paths, kept.walk)
+                    if not relist or kept.walk.tells_windows:
+                        kept.walk.refresh(pipeline, paths, windows=relist)
+                        reads[app] = (kept.walk, events)
+                        continue
             facts = self._toolkits.get(app, {})
             toolkit = facts.get("toolkit", "")
             if toolkit in _QUERIED_TOOLKITS:
@@ -420,16 +444,18 @@ class AccessibilitySource:
                 # GTK 4.8 sets SHOWING on its windows only
                 major = facts.get("version", "").split(".")[0]
                 gtk4 = toolkit == "gtk" and major.isdigit() and int(major) >= 4
+                offset_app = facts.get("name") in _MENU_BAR_OFFSET_APPS
                 reader = AppWalk(
                     pipeline,
                     app,
                     self._roles,
                     self.screen,
                     showing_reported=not gtk4,
-                    own_drawing_offset=facts.get("name") in _MENU_BAR_OFFSET_APPS,
+                    own_drawing_offset=offset_app,
                     quiet_tabs=toolkit == "qt",
                     quiet_moves=gtk4,
                     quiet_popovers=toolkit == "gtk" and major == "3",
+                    tells_windows=toolkit == "gtk" and major == "3" and not offset_app,
                 )
             reader.start()
             reads[app] = (reader, events)
