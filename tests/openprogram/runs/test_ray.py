@@ -19,7 +19,7 @@ from openprogram.runs import RayWorkers, submit
 from tests.openprogram.runs import jobs
 from tests.openprogram.runs.workers import pids, ran
 from tests.support.children import ROOT
-from tests.support.ray_bystander import bystander, patient_get_node  # noqa: F401 - a fixture
+from tests.support.ray_bystander import patient_get_node
 
 ray = pytest.importorskip("ray", reason='needs pip install "openprogram[ray]"')
 from ray.cluster_utils import Cluster  # noqa: E402 - only with Ray installed
@@ -27,27 +27,49 @@ from ray.cluster_utils import Cluster  # noqa: E402 - only with Ray installed
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture
-def cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
-    """A head node of one CPU and a worker node of one CPU and the resource "doomed".
+@pytest.fixture(scope="module")
+def _cluster() -> Iterator[Cluster]:
+    """A head node of one CPU and a worker node of one CPU, started once for the module
+    (each start is a GCS, raylets and their Python helpers: the module's costliest part).
 
     A node's start-up gives its raylet 30 s to register (hard-coded in ray._private.node);
     on a machine loaded far beyond its 2 cores a raylet takes longer, and the cluster is
     the test's stage, not its subject: the registration is waited for patiently."""
     services = ray._private.services
+    sigterm = signal.getsignal(signal.SIGTERM)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(services, "get_node", patient_get_node(services))
+        cluster = Cluster()
+        try:
+            cluster.add_node(num_cpus=1, include_dashboard=False, wait=False)
+            cluster.add_node(num_cpus=1, wait=False)
+            cluster.wait_for_nodes(timeout=300)  # (its default, 30 s, is short at load 20)
+            signal.signal(signal.SIGTERM, sigterm)  # Ray's node sets its own, and leaves it
+            yield cluster
+        finally:
+            if ray.is_initialized():
+                ray.shutdown()
+            cluster.shutdown()
+            signal.signal(signal.SIGTERM, sigterm)
+
+
+@pytest.fixture
+def cluster(_cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
+    """The module's cluster, left as found: this process's Ray connection ended, Ray's
+    SIGTERM handler (a node added by the test sets one) taken back, added nodes removed."""
+    services = ray._private.services
     monkeypatch.setattr(services, "get_node", patient_get_node(services))
     sigterm = signal.getsignal(signal.SIGTERM)
-    cluster = Cluster()
+    nodes = list(_cluster.worker_nodes)
     try:
-        cluster.add_node(num_cpus=1, include_dashboard=False, wait=False)
-        cluster.add_node(num_cpus=1, resources={"doomed": 1}, wait=False)
-        cluster.wait_for_nodes(timeout=300)  # (its default, 30 s, is short at load 20)
-        yield cluster
+        yield _cluster
     finally:
         if ray.is_initialized():
             ray.shutdown()
-        cluster.shutdown()
-        signal.signal(signal.SIGTERM, sigterm)  # Ray's node sets its own, and leaves it
+        for node in list(_cluster.worker_nodes):
+            if node not in nodes:
+                _cluster.remove_node(node, allow_graceful=False)
+        signal.signal(signal.SIGTERM, sigterm)
 
 
 def test_a_lost_nodes_run_is_taken_over_by_a_replica_on_another_node(
@@ -59,8 +81,10 @@ def test_a_lost_nodes_run_is_taken_over_by_a_replica_on_another_node(
     store = str(tmp_path / "runs.db")
     environment = {jobs.LOG: str(log), jobs.FIFOS: str(fifos), "PYTHONPATH": str(ROOT)}
     options = {"address": cluster.address, "runtime_env": {"env_vars": environment}}
+    cluster.add_node(num_cpus=1, resources={"doomed": 1}, wait=False)  # removed below
+    cluster.wait_for_nodes(timeout=300)
     doomed = RayWorkers(store, resources={"doomed": 1}, max_restarts=0, **options)
-    other = RayWorkers(store, **options)  # the head's CPU: the doomed node has none left
+    other = RayWorkers(store, **options)  # another node's CPU: the doomed node has none left
     run = submit("tests.openprogram.runs.jobs:job", "n", 6, id="n", store=store)
     pause = fifos / "n-3"
     os.mkfifo(pause)  # (tests.openprogram.runs.workers.at_pause, with a start between)
@@ -126,11 +150,11 @@ def test_bad_arguments_are_refused_before_ray_starts(tmp_path: Path) -> None:
 
 
 def test_the_worker_command_runs_the_queue_on_a_private_ray_until_idle(
-    bystander: Cluster,  # noqa: F811 - the fixture imported above
-    tmp_path: Path,
+    cluster: Cluster, tmp_path: Path
 ) -> None:
-    # a private Ray even with another running here (the old code joined it, whose
-    # workers have another environment: the runs ran there, with no log to write to)
+    # a private Ray even with another running here, the module's cluster (the old code
+    # joined it, whose workers have another environment: the runs ran there, with no
+    # log to write to)
     log = tmp_path / "ran.log"
     log.touch()
     store = str(tmp_path / "runs.db")
