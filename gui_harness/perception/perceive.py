@@ -29,12 +29,14 @@ from gui_harness.perception.component import Component
 from gui_harness.perception.fusion import fuse, to_image
 from gui_harness.perception.marks import describe, draw_marks
 from gui_harness.perception.memory.memory import ComponentMemory, MemoryEntry
+from gui_harness.perception.ocr._drawn import program_name
 from gui_harness.perception.ocr._lines import lettered
 from gui_harness.perception.ocr.ocr import name_toggles, ocr_available
 from gui_harness.perception.ocr.ocr_worker import OcrWorker
 from gui_harness.perception.pixels._changes import Redetector
 from gui_harness.perception.pixels._decorations import decorate
-from gui_harness.perception.pixels._icons import glyph_label, icon_label
+from gui_harness.perception.pixels._glyphs import glyph_label
+from gui_harness.perception.pixels._icons import icon_label
 from gui_harness.perception.tree.accessibility import AccessibilitySnapshot, AccessibilitySource
 from openprogram.core.image import Image as OpenprogramImage
 from openprogram.errors import UsageError
@@ -244,6 +246,7 @@ def _shared_worker() -> OcrWorker:
 
 
 _ICON = 48  # px: an unnamed control of the tree no larger either way is an icon
+_GLYPH_KEY = (200, 80)  # px: a key that draws one symbol is no larger (a wide "=")
 
 
 def _icon_only(grey: np.ndarray, component: Component) -> bool:
@@ -274,16 +277,21 @@ def _named_by_icon(grey: np.ndarray, component: Component) -> Component:
 
 
 def _named_by_glyph(grey: np.ndarray, component: Component) -> Component:
-    """`component` labelled "-" when it is a small button found on pixels that OCR left
-    unread and whose one mark inside its border is a minus (_icons.glyph_label)."""
+    """`component` labelled by the one symbol drawn inside its border ("-", "+", "×", "÷",
+    "=", "."; _glyphs.glyph_label), which OCR does not read: a small button found on
+    pixels that OCR left unread, or a button of the tree named by the program's word for
+    it ("multiply", "numeric_point": _drawn.program_name) rather than by what it draws."""
     x, y, w, h = component.box
-    if (
-        component.source != "pixels"
-        or component.label is not None
-        or component.kind not in ("button", "icon")
-        or not (8 <= w <= _ICON and 8 <= h <= _ICON)
-        or x < 0
-        or y < 0
+    if x < 0 or y < 0 or component.kind not in ("button", "icon"):
+        return component
+    if component.source == "pixels":
+        if component.label is not None or not (8 <= w <= _ICON and 8 <= h <= _ICON):
+            return component
+    elif not (
+        component.kind == "button"
+        and program_name(component.label or "")
+        and 8 <= w <= _GLYPH_KEY[0]
+        and 8 <= h <= _GLYPH_KEY[1]
     ):
         return component
     inset = 3 if min(w, h) > 14 else 1  # inside its border

@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from gui_harness.perception.component import Component
 
-__all__ = ["doubted", "reconciled"]
+__all__ = ["doubted", "program_name", "reconciled"]
 
 _KINDS = frozenset({"button", "tab", "link", "dropdown"})  # named by text drawn in the box
 _IDENTIFIER = (
@@ -30,6 +30,7 @@ _IDENTIFIER = (
     re.compile(r"^[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+$"),  # camelCase: "applyButton"
     re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)+$"),  # kebab-case: "emblem-default"
 )
+_LOWER_WORD = re.compile(r"^[a-z]{2,}$")
 _SAME = 0.7  # similarity of name and drawn text (letters and digits only) that is agreement
 _ICON = 48  # px; a control no larger either way may draw an icon, not text
 
@@ -38,6 +39,13 @@ def identifier(name: str) -> bool:
     """Whether `name` is one identifier-like word ("start_group", "applyButton",
     "emblem-default"), a name for the program rather than words for the user."""
     return any(pattern.match(name) for pattern in _IDENTIFIER)
+
+
+def program_name(name: str) -> bool:
+    """Whether `name` is a word for the program, not one written for the user: an
+    identifier, or one lower-case word ("multiply", "result": a calculator's keys named
+    by what they do while they draw "×", "=")."""
+    return identifier(name) or bool(_LOWER_WORD.match(name))
 
 
 def doubted(component: Component) -> bool:

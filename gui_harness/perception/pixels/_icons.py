@@ -1,9 +1,8 @@
 """Names for icon-only buttons from the icon they draw: `icon_label()` matches a crop
 against the installed icon theme's symbolic icons for common actions (a magnifier is
 "Search", three bars "Main Menu") and says which, or None. Used for buttons the
-accessibility tree leaves unnamed (GTK 4.8 does not expose their tooltips).
-`glyph_label()` names a button whose one mark is a minus ("-"), which OCR does not read
-as text (it reads the "+" beside it).
+accessibility tree leaves unnamed (GTK 4.8 does not expose their tooltips). A button
+whose one mark is a symbol ("-", "×") is _glyphs.py's.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-__all__ = ["glyph_label", "icon_label"]
+__all__ = ["icon_label"]
 
 _THEMES = Path("/usr/share/icons")
 _SIZE = 16  # px: toolkits draw a button's symbolic icon at 16 px (scale 1)
@@ -80,28 +79,6 @@ def icon_label(crop: np.ndarray) -> str | None:
     best, score = ranked[0]
     second = ranked[1][1] if len(ranked) > 1 else -1.0
     return best if score >= _MATCH and score - second >= _MARGIN else None
-
-
-def glyph_label(crop: np.ndarray) -> str | None:
-    """ "-" when the only ink inside `crop` (grey, a button's box less its border) is one
-    short horizontal bar near its middle (1-4 px high, at least 3 times as wide as high,
-    a fifth to three quarters of the crop's width, centred within a quarter of it): a
-    minus; else None."""
-    if min(crop.shape) < 8:
-        return None
-    height, width = crop.shape
-    ink = (np.abs(crop.astype(np.int16) - int(np.median(crop))) > 2 * _INK).astype(np.uint8)
-    count, _, stats, _ = cv2.connectedComponentsWithStats(ink, connectivity=8)
-    if count != 2:
-        return None  # not one mark
-    x, y, w, h = (int(v) for v in stats[1, :4])
-    if not (1 <= h <= 4 and w >= 3 * h and width / 5 <= w <= 0.75 * width):
-        return None
-    if stats[1, 4] < 0.8 * w * h:
-        return None  # a bar is solid
-    if abs(x + w / 2 - width / 2) > width / 4 or abs(y + h / 2 - height / 2) > height / 4:
-        return None
-    return "-"
 
 
 @functools.cache
