@@ -153,8 +153,9 @@ def _outer(component: Component, components: Sequence[Component]) -> int | None:
     """The position of the smallest field, drop-down or button, larger than `component`,
     that holds its centre (anywhere in one up to 64 px high: a button's icon, a
     field's magnifier; in a taller one, ending near its right end, within 1.5 × its
-    height and at most 40 px: a text area's grip), or that it starts just right of
-    (within 3 px) on its rows (a spin box's arrows beside its field), when `component`
+    height and at most 40 px: a text area's grip), or, up to 64 px high, that it
+    starts just right of (within 3 px) on its rows (a spin box's arrows beside its
+    field, not a text area's scroll bar), when `component`
     is found on pixels and draws no word (unread()), or is a text (a field's value;
     in a button only one that draws no word); else None."""
     if component.source != "pixels" or component.kind in ("grid", "link", "tab"):
@@ -175,7 +176,9 @@ def _outer(component: Component, components: Sequence[Component]) -> int | None:
             continue
         near_end = oh <= _CONTROL_H or ox + ow - (x + w) <= min(1.5 * oh, _PART_END)
         inside = ox <= cx <= ox + ow and near_end
-        beside = abs(x - (ox + ow)) <= 3 and h <= oh + 4
+        # a spin box's arrows stand beside its field; beside a taller control (a text
+        # area) stands its scroll bar, no part of what the caption names
+        beside = abs(x - (ox + ow)) <= 3 and h <= oh + 4 and oh <= _CONTROL_H
         if inside or beside:
             best = (ow * oh, n)
     return None if best is None else best[1]
