@@ -128,13 +128,15 @@ def _clipboard(display: str | None, env: Mapping[str, str] | None) -> str:
 
 def names(component: Any) -> tuple[str, ...]:
     """What names `component` for a task's exact or partial match, case folded: its
-    label, and the caption beside it with and without its trailing colon (a drop-down Qt
-    names by its current option, "/root", captioned "Look in:")."""
+    label and the caption beside it, each with and without its trailing colon (a
+    drop-down Qt names by its current option, "/root", captioned "Look in:"; a field Qt
+    names by its buddy label, "File name:")."""
     label = (component.label or "").strip().casefold()
     caption = (getattr(component, "caption", None) or "").strip().casefold()
-    if not caption:
-        return (label,)
-    return (label, caption, caption.rstrip(":").rstrip())
+    found = [label, label.rstrip(":").rstrip()]
+    if caption:
+        found += [caption, caption.rstrip(":").rstrip()]
+    return tuple(dict.fromkeys(found))
 
 
 def _accessible(check: AccessibilityValue, components: Callable[[], Any] | None) -> Verdict:

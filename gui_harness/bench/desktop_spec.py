@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gui_harness.errors import InvalidTask
+from gui_harness.perception.component import Kind
 from openprogram.echo import echo
 
 __all__ = [
@@ -127,7 +128,7 @@ class AccessibilityValue(_Strict):
     type: Literal["accessibility"]
     label: str | None = None
     label_contains: str | None = None
-    kind: str | None = None
+    kind: Kind | None = None
     states: list[str] = Field(default_factory=list)
 
 
@@ -145,7 +146,7 @@ class Target(_Strict):
 
     label: str | None = None
     label_contains: str | None = None
-    kind: str | None = None
+    kind: Kind | None = None  # one of perception's kinds: a menu's items are buttons
     nth: int = Field(default=0, ge=0)
 
 

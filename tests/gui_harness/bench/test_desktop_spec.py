@@ -69,6 +69,11 @@ def test_a_good_task_file_loads_with_its_steps(tmp_path):
          "field evaluator.0.ods_cell.cell"),
         ({"oracle": [{"press": "x"}]}, "field oracle.0"),
         ({"oracle": [{"click": {"kind": "grid"}, "cell": "4B"}]}, "field oracle.0.ClickStep.cell"),
+        # a kind perception never gives (a menu's items are buttons): found nowhere, ever
+        ({"oracle": [{"click": {"label": "Save", "kind": "menu_item"}}]},
+         "field oracle.0.ClickStep.click.kind"),
+        ({"evaluator": [{"type": "accessibility", "label": "x", "kind": "menu"}]},
+         "field evaluator.0.accessibility.kind"),
         ({"surprise": 1}, "field surprise"),
     ],
 )  # fmt: skip

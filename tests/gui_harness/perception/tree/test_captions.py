@@ -82,6 +82,9 @@ def test_a_qt_drop_down_named_by_its_value_carries_the_caption_labelling_it(tmp_
             # an entry Qt names by its caption already: no second copy of it
             (entry,) = labelled(seen, "field", "File name:")
             assert entry.caption is None
+            # and a task names it as the user says it, with or without the colon
+            assert find_target(Target(label="File name"), seen.components) is entry
+            assert find_target(Target(label="File name:"), seen.components) is entry
             # a caption Qt does not link (Qt 5's file dialog): the label ending in a colon
             # just left of it on its row
             (types,) = labelled(seen, "dropdown", "All files (*)")
