@@ -8,6 +8,7 @@ wrong or missing output: that is a failure with its reason.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 import zipfile
@@ -26,7 +27,7 @@ from gui_harness.bench.desktop_spec import (
 )
 from openprogram.echo import echo
 
-__all__ = ["Verdict", "evaluate", "names"]
+__all__ = ["Verdict", "evaluate", "folded", "names"]
 
 Verdict = tuple[bool, str]
 """(passed, why): why the output is right or what is wrong with it."""
@@ -80,6 +81,14 @@ def _check(
 
 
 def _file_text(check: FileText, path: Path) -> Verdict:
+    if any(ch in str(path) for ch in "*?["):  # a file the app names itself (a uuid)
+        found = sorted(p for p in Path(path.anchor).glob(str(path.relative_to(path.anchor))))
+        files = [p for p in found if p.is_file()]
+        if len(files) != 1:
+            many = f"{len(files)} files match" if files else "no file matches"
+            some = f": {echo([p.name for p in files[:3]])}" if files else ""
+            return False, f"{many} {echo(path.name)}{some}"
+        path = files[0]
     if not path.is_file():
         return False, f"{path.name} was not saved"
     if path.suffix in (".odt", ".ods"):
@@ -127,23 +136,33 @@ def _clipboard(display: str | None, env: Mapping[str, str] | None) -> str:
 
 
 def names(component: Any) -> tuple[str, ...]:
-    """What names `component` for a task's exact or partial match, case folded: its
-    label and the caption beside it, each with and without its trailing colon (a
-    drop-down Qt names by its current option, "/root", captioned "Look in:"; a field Qt
-    names by its buddy label, "File name:")."""
-    label = (component.label or "").strip().casefold()
-    caption = (getattr(component, "caption", None) or "").strip().casefold()
-    found = [label, label.rstrip(":").rstrip()]
+    """What names `component` for a task's exact or partial match, in `folded()` form:
+    its label and the caption beside it, each with and without its trailing colon (a
+    drop-down Qt names by its current option, "/root", captioned "Look in:"; a control Qt
+    names by its buddy label, "File name:"). A text keeps its colon: "Title:" is the
+    caption, not the field it names."""
+    label = folded(component.label or "")
+    caption = folded(getattr(component, "caption", None) or "")
+    found = [label]
+    if component.kind != "text":
+        found.append(label.rstrip(":").rstrip())
     if caption:
         found += [caption, caption.rstrip(":").rstrip()]
     return tuple(dict.fromkeys(found))
 
 
+def folded(text: str) -> str:
+    """`text` as names are compared: trimmed, case folded, and an ellipsis written one
+    way whether the toolkit draws "…" (GTK), "..." (Qt, Tk) or OCR read two dots."""
+    text = text.strip().casefold().replace("…", "...")
+    return re.sub(r"\.{2,}$", "...", text)
+
+
 def _accessible(check: AccessibilityValue, components: Callable[[], Any] | None) -> Verdict:
     if components is None:
         return False, "the desktop has no accessibility bus to read"
-    want = check.label.casefold() if check.label is not None else None
-    part = check.label_contains.casefold() if check.label_contains is not None else None
+    want = folded(check.label) if check.label is not None else None
+    part = folded(check.label_contains) if check.label_contains is not None else None
     seen = []
     for component in components():
         named = names(component)

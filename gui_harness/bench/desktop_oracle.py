@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gui_harness._aim import shows_change
-from gui_harness.bench._desktop_eval import names
+from gui_harness.bench._desktop_eval import folded, names
 from gui_harness.bench.desktop_spec import (
     ClickStep,
     DesktopTask,
@@ -52,9 +52,10 @@ MAX_STILL = 10
 def find_target(target: Target, components: Any) -> Any:
     """The component `target` names among `components` (in reading order), or None: by
     its label, or by the caption beside it (a drop-down Qt names by its current option,
-    captioned "Look in:", matches "Look in:" and "Look in")."""
-    label = target.label.casefold() if target.label is not None else None
-    part = target.label_contains.casefold() if target.label_contains is not None else None
+    captioned "Look in:", matches "Look in:" and "Look in"; "Save As..." matches a menu
+    item GTK draws "Save As…")."""
+    label = folded(target.label) if target.label is not None else None
+    part = folded(target.label_contains) if target.label_contains is not None else None
     matches = [
         c
         for c in components

@@ -94,7 +94,9 @@ ConfigStep = Annotated[
 
 class FileText(_Strict):
     """The text of `path` (a .odt or .ods is read as its text) equals `expected` (after
-    trimming), or contains every string of `contains`."""
+    trimming), or contains every string of `contains`. `path` may hold a glob's `*`, `?`
+    and `[...]` (a file the app names itself, "{workdir}/store/*/*/.Radicale.props"):
+    exactly one file must match."""
 
     type: Literal["file_text"]
     path: str = Field(min_length=1, max_length=500)

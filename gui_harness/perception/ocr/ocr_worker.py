@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+import re
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
@@ -192,7 +193,7 @@ class OcrWorker:
             elif texts and all(text is not None for text in texts) and any(texts):
                 text = " ".join(t for t in texts if t)
                 if component.label is None:
-                    labelled[position] = component.with_label(text)
+                    labelled[position] = component.with_label(_unshortcut(text))
                 else:  # a tree name checked against the text drawn (_drawn.py)
                     labelled[position] = reconciled(component, text)
         return labelled
@@ -346,6 +347,23 @@ def _planned(
         | {p for p in crops if _long(crops[p]) or _glyph(labelled[p])}
     )
     return crops, content
+
+
+_SHORTCUT = re.compile(
+    r"^(?P<name>.*?[^\s+-])\s*(?:(?:ctrl|control|alt|shift|meta|super)[-+])+\S{1,9}$"
+    r"|^(?P<keyed>.*\S)\s+F(?:[1-9]|1[0-2])$",
+    re.IGNORECASE,
+)
+
+
+def _unshortcut(text: str) -> str:
+    """`text`, read off a menu item, less the keyboard shortcut drawn at its end
+    ("Checkout...Ctrl-O", "Reload F5"): a menu toolkit without a tree (Tk) draws both
+    in one row, which pixels find as one item; the user reads the name."""
+    found = _SHORTCUT.match(text)
+    if found is None:
+        return text
+    return found.group("name") or found.group("keyed")
 
 
 def _crop(grey: np.ndarray, component: Component) -> np.ndarray | None:

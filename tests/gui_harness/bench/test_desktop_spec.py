@@ -129,6 +129,9 @@ def test_evaluators_pass_the_right_output(tmp_path):
     assert _judge(tmp_path, type="ods_cell", path="{workdir}/s.ods", cell="A1", expected="Total")[0]
     assert _judge(tmp_path, type="file_text", path="{workdir}/t.txt", expected="hello")[0]
     assert _judge(tmp_path, type="file_text", path="{workdir}/t.txt", contains=["ell"])[0]
+    (tmp_path / "store" / "3f2a").mkdir(parents=True)  # a folder the app names itself
+    (tmp_path / "store" / "3f2a" / "props").write_text('{"title": "Team"}', encoding="utf-8")
+    assert _judge(tmp_path, type="file_text", path="{workdir}/store/*/props", contains=["Team"])[0]
     shown = [Component(1, "radio", (0, 0, 9, 9), "Page 2", states=("checked",))]
     verdict = _judge(tmp_path, lambda: shown, type="accessibility", label="page 2",
                      states=["checked"])  # fmt: skip
@@ -158,6 +161,10 @@ def test_wrong_missing_or_damaged_output_fails_with_its_reason(tmp_path):
          "t.txt holds 'hullo', not 'hello'"),
         ({"type": "file_text", "path": "{workdir}/t.txt", "contains": ["hell"]},
          "t.txt lacks ['hell']"),
+        ({"type": "file_text", "path": "{workdir}/*/none.txt", "contains": ["x"]},
+         "no file matches 'none.txt'"),
+        ({"type": "file_text", "path": "{workdir}/*.ods", "contains": ["x"]},
+         "2 files match '*.ods'"),
         ({"type": "clipboard", "expected": "42"}, "the desktop is not running"),
         ({"type": "accessibility", "label": "OK"}, "no accessibility bus"),
     ]  # fmt: skip
@@ -170,6 +177,15 @@ def test_wrong_missing_or_damaged_output_fails_with_its_reason(tmp_path):
     assert not passed and "'Page 2' is there with states [[]], not ['checked']" in why
     passed, why = _judge(tmp_path, lambda: shown, type="accessibility", label="Page 3")
     assert not passed and "no component labelled 'Page 3'" in why
+
+
+def test_a_target_finds_a_control_by_its_caption_not_the_caption_text():
+    caption = Component(1, "text", (0, 0, 40, 16), "Title:")
+    field = Component(2, "field", (0, 20, 200, 22), None, caption="Title:")
+    named = Component(3, "field", (0, 50, 200, 22), "File name:")  # Qt's buddy label
+    assert find_target(Target(label="Title"), [caption, field]) is field
+    assert find_target(Target(label="Title:"), [caption, field]) is caption
+    assert find_target(Target(label="File name"), [caption, field, named]) is named
 
 
 def test_the_oracle_finds_components_by_label_kind_and_rank():
