@@ -43,6 +43,7 @@ _NO_CAPTION = frozenset({"text", "grid", "link", "tab"})  # named by what they d
 _PARTED = frozenset({"field", "dropdown", "button"})  # kinds whose parts take their caption
 _PART_END = 40  # px a part of a taller control ends left of its right end, at most
 _CONTROL_H = 64  # px: a control no higher holds its parts anywhere inside it
+_BAND_H = 40  # px: a heading's bar found on pixels is no higher
 
 
 def caption_of(box: Box, texts: Sequence[tuple[Box, str]], controls: Sequence[Box]) -> str | None:
@@ -123,6 +124,7 @@ def captioned(components: Sequence[Component]) -> list[Component]:
             caption = caption or caption_of(component.box, words, controls)
         if caption is not None and _bare(caption) != _bare(component.label or ""):
             out[n] = replace(component, caption=caption)
+    out = _banded(out)
     for n, component in enumerate(components):
         part_of = inner[n]
         if part_of is None or component.caption is not None:
@@ -132,6 +134,52 @@ def captioned(components: Sequence[Component]) -> list[Component]:
         if name is not None:
             out[n] = replace(component, caption=name)
     return out
+
+
+def _banded(components: list[Component]) -> list[Component]:
+    """`components` with each field or drop-down of the tree that has neither name nor
+    caption captioned by a band just above it: a control found on pixels (the tree
+    lists no such control) that draws a few words in a bar (a panel's heading,
+    Poedit's "Translation" over its text box), which becomes the text it is."""
+    bands = {
+        n: c
+        for n, c in enumerate(components)
+        if c.source == "pixels"
+        and c.kind in ("field", "button")
+        and not unread(c.label)
+        and c.box[3] <= _BAND_H
+    }
+    if not bands:
+        return components
+    out = list(components)
+    for component in components:
+        if (
+            component.source != "accessibility"
+            or component.kind not in CAPTIONED
+            or component.label
+            or component.caption is not None
+        ):
+            continue
+        texts = [(band.box, band.label or "") for band in bands.values()]
+        controls = [c.box for c in components if c.kind not in ("text", "grid")]
+        caption = caption_of(component.box, texts, controls)
+        n = None if caption is None else _below(component.box, bands, caption)
+        if n is None:
+            continue
+        out[n] = replace(out[n], kind="text")
+        at = components.index(component)
+        out[at] = replace(out[at], caption=caption)
+    return out
+
+
+def _below(box: Box, bands: dict[int, Component], caption: str) -> int | None:
+    """The band labelled `caption` standing above `box` (its bottom at most 14 px above
+    the top of `box`), if it is one."""
+    for n, band in bands.items():
+        bottom = band.box[1] + band.box[3]
+        if band.label == caption and -2 <= box[1] - bottom <= _ABOVE:
+            return n
+    return None
 
 
 def unread(label: str | None) -> bool:
