@@ -25,6 +25,7 @@ from openprogram.errors import StoreError, UsageError
 from openprogram.runs._sql import FINISHED, POSTGRES, SQLITE, Dialect
 from openprogram.store import SessionInfo
 from openprogram.store.base import Store
+from openprogram.store.format import check_id_size
 from openprogram.store.lease import Holder, new_owner
 from openprogram.store.open import open_store
 
@@ -224,7 +225,9 @@ class RunQueue:
         at: float | None,
     ) -> RunInfo:
         """Record the run (and its session) unless run `id` exists; returns its row.
-        UsageError when `id` is a run of another call, or a session that is no run."""
+        UsageError when `id` is a run of another call, or a session that is no run, or
+        longer than any store indexes."""
+        check_id_size(id)
         try:
             encoded = json.dumps([list(args), kwargs], allow_nan=False, sort_keys=True)
         except (TypeError, ValueError) as exc:

@@ -40,7 +40,13 @@ from openprogram.session._resuming import Resuming
 from openprogram.store.base import Store
 from openprogram.store.blobs import StoredBlobs
 from openprogram.store.events import Follow, NodeEvents
-from openprogram.store.format import NodeRow, SessionInfo, decode_node, image_refs
+from openprogram.store.format import (
+    NodeRow,
+    SessionInfo,
+    check_id_size,
+    decode_node,
+    image_refs,
+)
 from openprogram.store.lease import new_owner
 from openprogram.store.open import open_store
 from openprogram.store.recorder import Recorder
@@ -532,8 +538,8 @@ _recording: weakref.WeakSet[Session] = weakref.WeakSet()
 
 
 def _check_id(id: object) -> None:
-    """UsageError for a session id no store can hold: not text, or not UTF-8 (a lone
-    surrogate, as a command line's undecodable bytes become)."""
+    """UsageError for a session id no store can hold: not text, not UTF-8 (a lone
+    surrogate, as a command line's undecodable bytes become), or too long to index."""
     if id is None:
         return
     if not isinstance(id, str):
@@ -545,3 +551,4 @@ def _check_id(id: object) -> None:
             f"id={id!r} is not valid text (it holds a lone surrogate, such as undecodable "
             "bytes on a command line become); give the session id as UTF-8 text"
         ) from None
+    check_id_size(id)

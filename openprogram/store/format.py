@@ -23,11 +23,13 @@ from openprogram.core._secrets import scrub_json
 from openprogram.core.dag import Node
 from openprogram.core.image import ImageRef
 from openprogram.core.values import escape_surrogates, from_jsonable, to_jsonable
-from openprogram.errors import StoreDamaged, StoreError, UnsupportedFormatVersion
+from openprogram.echo import echo
+from openprogram.errors import StoreDamaged, StoreError, UnsupportedFormatVersion, UsageError
 
 __all__ = [
     "FORMAT_VERSION",
     "LEASES_VERSION",
+    "MAX_ID_BYTES",
     "OLDEST_VERSION",
     "OLD_VALUES_MIGRATION",
     "ROW_COLUMNS",
@@ -35,6 +37,7 @@ __all__ = [
     "NodeRow",
     "SessionInfo",
     "check_format_version",
+    "check_id_size",
     "decode_after",
     "decode_node",
     "decode_rows",
@@ -104,6 +107,24 @@ ROW_COLUMNS = (
     "seq, id, kind, name, parent, status, started_at, ended_at, end_seq, input, output, data"
 )
 """NodeRow's fields as SQL column names, in order."""
+
+
+MAX_ID_BYTES = 2000
+"""The longest session (and run) id, in bytes of UTF-8, any store takes: PostgreSQL
+indexes an id in a btree row of at most about 2 700 bytes, and a store's ids are the
+same whatever backend holds them."""
+
+
+def check_id_size(id: str) -> None:
+    """UsageError for an id longer than MAX_ID_BYTES, before any store sees it (on
+    PostgreSQL the insert would fail in the driver, on SQLite a later move to it)."""
+    size = len(id.encode("utf-8", "surrogatepass"))
+    if size > MAX_ID_BYTES:
+        raise UsageError(
+            f"id={echo(id)} is {size} bytes of UTF-8; a session or run id is at most "
+            f"{MAX_ID_BYTES} (every store indexes it). Use a shorter id, e.g. a hash of "
+            "the long one (hashlib.sha256(text.encode()).hexdigest())"
+        )
 
 
 @dataclass(frozen=True, slots=True)

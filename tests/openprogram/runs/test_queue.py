@@ -7,7 +7,9 @@ processes killed and stopped are test_takeover.py.
 
 from __future__ import annotations
 
+import random
 import re
+import string
 import threading
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from openprogram import Session
 from openprogram.errors import RunFailed, StoreError, UsageError
 from openprogram.runs import Run, RunQueue, Worker, limit, submit
 from openprogram.runs.worker import resolve
+from openprogram.store.format import MAX_ID_BYTES
 from tests.openprogram.runs import jobs
 
 JOB = "tests.openprogram.runs.jobs:job"
@@ -89,11 +92,47 @@ def test_bad_submissions_say_what_to_do(durable_store: str) -> None:
     assert RunQueue(durable_store).list_runs() == []
 
 
+def test_an_id_longer_than_any_store_indexes_is_refused_before_it_reaches_one(
+    durable_store: str,
+) -> None:
+    """Random text (what a hash or a user's input is: nothing to compress) at the longest
+    id is stored on SQLite and PostgreSQL alike; one byte more is a UsageError from
+    Session(), fork(), Session.open() and submit(), which says what to do, and leaves the
+    store as it was (PostgreSQL's driver once refused it mid-insert: "index row size
+    exceeds btree maximum")."""
+    rng = random.Random(41)
+    longest = "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(MAX_ID_BYTES))
+    with Session(durable_store, id=longest) as made_longest:
+        assert jobs.step(longest, 3) == 9
+        (at,) = (node.id for node in made_longest.dag.children(None))
+    with submit(JOB, 1, id="r" + longest[1:], store=durable_store) as run:
+        assert run.status() == "queued"
+    over = "é" + longest[2:] + "x"  # MAX_ID_BYTES + 1 bytes of UTF-8 in fewer characters
+    refusals = []
+    with pytest.raises(UsageError, match=rf"is {MAX_ID_BYTES + 1} bytes") as made:
+        Session(durable_store, id=over)
+    refusals.append(made)
+    with pytest.raises(UsageError, match="at most") as opened:
+        Session.open(durable_store, over)
+    refusals.append(opened)
+    with Session.open(durable_store, longest) as kept, pytest.raises(UsageError) as forked:
+        kept.fork(at, id=over)
+    refusals.append(forked)
+    with pytest.raises(UsageError, match="at most") as submitted:
+        submit(JOB, 1, id=over, store=durable_store)
+    refusals.append(submitted)
+    for refusal in refusals:
+        assert "a hash of the long one" in str(refusal.value)
+        assert len(str(refusal.value)) < 1_000
+    with RunQueue(durable_store) as queue:
+        assert {s.id for s in queue.store.list_sessions()} == {longest, "r" + longest[1:]}
+
+
 def test_a_long_id_is_echoed_cut_short_by_run_and_the_queue(durable_store: str) -> None:
     """Run(store, id), its waits and the queue's own refusals quote an id (or a name) the
     way `runs submit` does: cut to a few hundred characters, saying how much was cut. (A
-    megabyte where nothing is stored; a stored id stays under PostgreSQL's index row.)"""
-    huge, long = "x" * 1_000_000, "y" * 5_000
+    megabyte where nothing is stored; a stored id at the longest any store takes.)"""
+    huge, long = "x" * 1_000_000, "y" * MAX_ID_BYTES
     messages: list[str] = []
     with pytest.raises(UsageError, match="no run") as missing:
         Run(durable_store, huge)
