@@ -51,8 +51,8 @@ def serve_command(
         raise click.ClickException(str(exc)) from exc
     except OSError as exc:
         raise click.ClickException(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}") from exc
-    say(f"serving {mask_url(server.store_url)}; open {server.url}", err=False)
-    try:
+    try:  # a Ctrl-C from the moment the URL is out stops it quietly
+        say(f"serving {mask_url(server.store_url)}; open {server.url}", err=False)
         server.serve_forever()
     except KeyboardInterrupt:
         pass

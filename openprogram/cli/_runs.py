@@ -84,10 +84,13 @@ def worker_command(
         worker = Worker(store, queues=queues, concurrency=concurrency)
     except OpenProgramError as exc:
         raise click.ClickException(str(exc)) from exc
-    say(f"worker {os.getpid()} ready: {worker.queue.url}, queues {', '.join(queues)}, "
-        f"{concurrency} at once", err=True)  # fmt: skip
     start = time.monotonic()
-    worker.run(until_idle=until_idle)
+    try:
+        say(f"worker {os.getpid()} ready: {worker.queue.url}, queues {', '.join(queues)}, "
+            f"{concurrency} at once", err=True)  # fmt: skip
+        worker.run(until_idle=until_idle)
+    except KeyboardInterrupt:  # before run() took SIGINT over (it drains on one): none taken
+        pass
     say(f"worker {os.getpid()} stopped: {worker.finished} runs in "
         f"{time.monotonic() - start:.1f} s", err=True)  # fmt: skip
 

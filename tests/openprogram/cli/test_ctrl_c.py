@@ -110,3 +110,40 @@ def test_a_long_running_command_stops_on_ctrl_c_whatever_its_parent_left(
     # Ctrl-C is how these are stopped: exit 0, never click's "Aborted!" (exit 1)
     assert "Aborted!" not in errors, errors
     assert process.returncode == 0 and command.stopped in errors, errors
+
+
+@pytest.mark.parametrize(
+    ("module", "argv", "ready"),
+    [
+        ("openprogram.cli._runs", "worker STORE --until-idle", "ready:"),
+        ("openprogram.cli._live", "sessions serve STORE --port 0", "serving "),
+    ],
+    ids=["worker", "sessions serve"],
+)
+def test_a_ctrl_c_as_the_ready_line_is_printed_stops_quietly(
+    module: str, argv: str, ready: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C that comes as the command says it is ready, before its own handling
+    begins (the worker's drain, the server's loop), stops it with exit 0 as a later one
+    does, not with click's "Aborted!" (exit 1)."""
+    import importlib
+
+    from click.testing import CliRunner
+
+    from openprogram.cli import cli
+
+    store = tmp_path / "sessions.db"
+    with Session(str(store), id="watched"):
+        noted("recorded")
+    commands = importlib.import_module(module)
+    said = commands.say
+
+    def say(text: str, **options: object) -> None:
+        said(text, **options)
+        if ready in text:
+            raise KeyboardInterrupt  # what SIGINT raises in the main thread
+
+    monkeypatch.setattr(commands, "say", say)
+    result = CliRunner().invoke(cli, [str(store) if w == "STORE" else w for w in argv.split()])
+    assert "Aborted!" not in result.output, result.output
+    assert result.exit_code == 0, result.output
