@@ -202,13 +202,17 @@ class OcrWorker:
         """Start reading the crops a label() call with `components` would wait for, ahead
         of that call: a first look queues its pixel components while the tree is still
         being read, so OCR and the tree's read overlap. Read by the one reading thread
-        (the second reads only while a call waits). The next label() call drops what it
-        does not ask for and was not read yet (a pixel component the tree names)."""
+        (the second reads only while a call waits), lines of text first. The next label()
+        call drops what it does not ask for and was not read yet (a pixel component the
+        tree names)."""
         grey = grey_array(image)
         labelled = list(components)
         crops, content = _planned(grey, labelled)
         batch: deque[tuple[bytes, np.ndarray]] = deque()
-        for position in sorted(crops):
+        # lines of text first: no tree names what is drawn as text alone (a tree's label
+        # is no control), while a button or field found on pixels is often one it names
+        order = sorted(crops, key=lambda position: (labelled[position].kind != "text", position))
+        for position in order:
             if position not in content:
                 for crop in crops[position]:
                     self._lookup(crop, batch)

@@ -299,3 +299,29 @@ def test_a_waiting_call_does_not_wait_for_the_drawn_text_of_a_tree_name_it_check
     finally:
         returned.set()
         worker.close()
+
+
+def test_prefetch_reads_lines_of_text_before_the_controls_a_tree_may_name():
+    image, (top, middle, bottom) = _lines("Open", "Save as", "Quit")
+    button = Component(1, "button", top.box)  # first in reading order
+    started, gate = threading.Event(), threading.Event()
+    read: list[int] = []
+
+    def reader(crop: np.ndarray) -> str:
+        started.set()
+        gate.wait(timeout=30)
+        read.append(crop.shape[1])
+        return "x"
+
+    worker = OcrWorker(reader)
+    try:
+        worker.prefetch(image, [bottom])  # holds the reader while the next is queued
+        assert started.wait(timeout=30)
+        worker.prefetch(image, [button, middle])
+        gate.set()
+        assert worker.wait_idle(timeout=30)
+        # the line of text first, then the button above it (a button's crop: inset 2 px)
+        assert read[1:] == [middle.box[2] + 6, top.box[2] - 4], (read, top.box, middle.box)
+    finally:
+        gate.set()
+        worker.close()
