@@ -13,7 +13,7 @@ once more when a click left the screen as it was even then (the app did not take
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from gui_harness._aim import shows_change
@@ -49,11 +49,13 @@ MAX_STILL = 10
 """Looks a step waits for the screen to hold still (a spinner never does)."""
 
 
-def find_target(target: Target, components: Any) -> Any:
+def find_target(target: Target, components: Any, windows: Sequence[Any] = ()) -> Any:
     """The component `target` names among `components` (in reading order), or None: by
     its label, or by the caption beside it (a drop-down Qt names by its current option,
     captioned "Look in:", matches "Look in:" and "Look in"; "Save As..." matches a menu
-    item GTK draws "Save As…")."""
+    item GTK draws "Save As…"). With the desktop's `windows` (bottom to top, boxes in
+    the components' pixels), only the matches in the topmost window that holds any
+    count: a dialog's "Save", not the toolbar's "Save" of the window under it."""
     label = folded(target.label) if target.label is not None else None
     part = folded(target.label_contains) if target.label_contains is not None else None
     matches = [
@@ -63,7 +65,31 @@ def find_target(target: Target, components: Any) -> Any:
         and (label is None or label in names(c))
         and (part is None or any(part in name for name in names(c)))
     ]
+    if len(matches) > 1 and windows:
+        ranks = [_window_of(c, windows) for c in matches]
+        top = max(ranks)
+        matches = [c for c, rank in zip(matches, ranks, strict=True) if rank == top]
     return matches[target.nth] if len(matches) > target.nth else None
+
+
+def _window_of(component: Any, windows: Sequence[Any]) -> int:
+    """The stacking rank of the topmost of `windows` holding `component`'s centre (-1:
+    none, a window manager's title bar)."""
+    x, y = component.center
+    for rank in range(len(windows) - 1, -1, -1):
+        window = windows[rank]
+        if window.x <= x < window.x + window.width and window.y <= y < window.y + window.height:
+            return rank
+    return -1
+
+
+def _windows(seen: Any) -> Sequence[Any]:
+    """The desktop's windows as `seen`'s tree query listed them, in its picture's
+    pixels (none without a tree, or when the picture is scaled)."""
+    snapshot = getattr(seen, "accessibility", None)
+    if snapshot is None or tuple(snapshot.screen) != tuple(seen.image.size):
+        return ()
+    return tuple(snapshot.windows)
 
 
 class DesktopOracle:
@@ -162,7 +188,7 @@ class DesktopOracle:
             text = self._expand(step.type)
             return {"goal": f"type {text!r}", "action": {"type": "type", "text": text}}
         target = step.click if isinstance(step, ClickStep) else step.wait_for
-        found = find_target(target, seen.components)
+        found = find_target(target, seen.components, _windows(seen))
         if found is not None and isinstance(step, ClickStep) and step.cell and found.grid is None:
             found = None  # a grid whose cells are not known (yet): nothing to address
         what = target.model_dump(exclude_defaults=True)
