@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 
 import numpy as np
@@ -325,3 +326,22 @@ def test_prefetch_reads_lines_of_text_before_the_controls_a_tree_may_name():
     finally:
         gate.set()
         worker.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "getpriority"), reason="no thread priorities here")
+def test_reads_ahead_are_scheduled_below_the_reads_a_call_waits_for():
+    image, (ahead, waited) = _lines("Open", "Save as")
+    nice: dict[int, int] = {}
+
+    def reader(crop: np.ndarray) -> str:
+        nice[crop.shape[1]] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        return "x"
+
+    worker = OcrWorker(reader)
+    try:
+        worker.prefetch(image, [ahead])
+        assert worker.wait_idle(timeout=30)
+        assert worker.label(image, [waited], wait=30.0)[0].label == "x"
+    finally:
+        worker.close()
+    assert nice[ahead.box[2] + 6] > nice[waited.box[2] + 6], nice  # (a text crop: 3 px more)
