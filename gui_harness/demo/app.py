@@ -15,9 +15,10 @@ import tkinter as tk
 from collections.abc import Sequence
 from pathlib import Path
 from tkinter import ttk
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gui_harness.desktop.virtual import App
+if TYPE_CHECKING:  # the app's own process needs Tk only, not the desktop (Xlib, PIL)
+    from gui_harness.desktop.virtual import App
 
 __all__ = ["DEMO_SCREEN", "DemoForm", "demo_app", "main", "read_state"]
 
@@ -44,6 +45,8 @@ def demo_app(state: str | os.PathLike[str], *, timeout: float = 20.0) -> App:
 
     Removes a stale `state` file first, so readiness always comes from the new process.
     """
+    from gui_harness.desktop.virtual import App
+
     path = Path(state)
     path.unlink(missing_ok=True)
     return App(

@@ -32,16 +32,20 @@ def test_openprogram_never_imports_gui_harness():
 def test_the_demo_app_and_a_desktop_load_neither_the_agent_nor_opencv():
     """The package root's names load on first use: the demo app's process (started for
     every demo and for a hundred tests) imported the agent, perception and OpenCV with
-    the root, a second of CPU it never used; `from gui_harness import Click` still works."""
+    the root, a second of CPU it never used, and needs Tk only (not Xlib or PIL); a
+    desktop loads no agent either; `from gui_harness import Click` still works."""
     import subprocess
     import sys
 
     code = (
-        "import sys, gui_harness.demo.app, gui_harness.desktop.virtual\n"
-        "heavy = ('gui_harness.agent', 'gui_harness.perception', 'cv2', 'openprogram.agentic')\n"
+        "import sys, gui_harness.demo.app\n"
+        "heavy = ('gui_harness.agent', 'gui_harness.perception', 'cv2', 'openprogram.agentic',"
+        " 'Xlib', 'PIL')\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
+        "import gui_harness.desktop.virtual\n"
+        "print(sorted(m for m in heavy[:4] if m in sys.modules))\n"
         "from gui_harness import Click, gui_agent\n"
         "print(Click.__module__, 'gui_harness.agent' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split("\n")[:2] == ["[]", "gui_harness.actions True"]
+    assert out.stdout.split("\n")[:3] == ["[]", "[]", "gui_harness.actions True"]
