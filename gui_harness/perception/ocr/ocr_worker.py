@@ -126,6 +126,7 @@ class OcrWorker:
         # one batch of (key, crop) per label() call; the newest is read first
         self._batches: deque[deque[tuple[bytes, np.ndarray]]] = deque()
         self._ahead_items: deque[tuple[bytes, np.ndarray]] = deque()  # prefetch()'s, to read
+        self._ahead_reading: tuple[bytes, np.ndarray] | None = None  # and the one in hand
         self._closed = False
         self._waiting = 0  # label() calls waiting for their crops now
         self._ahead: set[bytes] = set()  # keys prefetch() queued, not asked for since
@@ -183,6 +184,9 @@ class OcrWorker:
             self._drop_unasked(asked)
             batch.extend(self._ahead_items)  # what is left to read ahead: read as this call's
             self._ahead_items.clear()
+            hand = self._ahead_reading  # read again at full priority: its thread may starve
+            if hand is not None and hand[0] in asked:
+                batch.append(hand)
             if batch:
                 self._batches.append(batch)
                 self._work.notify_all()  # the helper may be the one to wake
@@ -216,7 +220,8 @@ class OcrWorker:
         lines of text first, scheduled lower than the rest (nice +10): on a busy machine
         the tree's read and the app answering it go first, and reads ahead take only the
         CPU they leave. The next label() call drops what it does not ask for and was not
-        read yet (a pixel component the tree names), and queues the rest as its own."""
+        read yet (a pixel component the tree names), and queues the rest as its own (the
+        crop in the low thread's hands too: a call never waits on that thread)."""
         grey = grey_array(image)
         labelled = list(components)
         crops, content = _planned(grey, labelled)
@@ -321,8 +326,12 @@ class OcrWorker:
         or prefetch()'s next for "ahead"; waiting for one; None once closed."""
         with self._work:
             if role == "ahead":
+                self._ahead_reading = None  # (the last one is read)
                 self._work.wait_for(lambda: self._ahead_items or self._closed)
-                return None if self._closed else self._ahead_items.popleft()
+                if self._closed:
+                    return None
+                self._ahead_reading = self._ahead_items.popleft()
+                return self._ahead_reading
             if role == "helper":
                 self._work.wait_for(lambda: (self._batches and self._waiting) or self._closed)
             else:

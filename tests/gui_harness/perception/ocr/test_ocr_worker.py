@@ -345,3 +345,26 @@ def test_reads_ahead_are_scheduled_below_the_reads_a_call_waits_for():
     finally:
         worker.close()
     assert nice[ahead.box[2] + 6] > nice[waited.box[2] + 6], nice  # (a text crop: 3 px more)
+
+
+def test_a_waiting_call_does_not_wait_on_the_thread_reading_ahead():
+    image, (line,) = _lines("Open")
+    holding, gate = threading.Event(), threading.Event()
+
+    def reader(crop: np.ndarray) -> str:
+        if threading.current_thread().name == "ocr-ahead":  # starved by a busy machine
+            holding.set()
+            gate.wait(timeout=30)
+        return "Open"
+
+    worker = OcrWorker(reader)
+    try:
+        worker.prefetch(image, [line])
+        assert holding.wait(timeout=30)
+        labelled = worker.label(image, [line], wait=20.0)  # read again at full priority
+        held = not gate.is_set()
+        gate.set()
+        assert labelled[0].label == "Open" and held
+    finally:
+        gate.set()
+        worker.close()
