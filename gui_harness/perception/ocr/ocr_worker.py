@@ -11,11 +11,9 @@ is on the screen now); RapidOCR reads each crop cut to its ink. Start at OcrWork
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import logging
-import os
 import re
 import threading
 from collections import OrderedDict, deque
@@ -52,7 +50,6 @@ _PARAGRAPH = 3  # lines at one x, each right under the last: a paragraph, conten
 _LONG = 25  # a crop this many times as wide as high is a line of content, not a label
 _GLYPH = 10  # px; a text blob no larger either way is one glyph: read, not waited for
 _MIN_H = 8  # px; a lower crop holds no readable text (a slider's track, a thin bar)
-_AHEAD_NICE = 10  # how much lower the thread reading ahead (prefetch) is scheduled
 
 
 def rapidocr_reader() -> Reader | None:
@@ -125,8 +122,6 @@ class OcrWorker:
         self._work = threading.Condition(self._lock)
         # one batch of (key, crop) per label() call; the newest is read first
         self._batches: deque[deque[tuple[bytes, np.ndarray]]] = deque()
-        self._ahead_items: deque[tuple[bytes, np.ndarray]] = deque()  # prefetch()'s, to read
-        self._ahead_reading: tuple[bytes, np.ndarray] | None = None  # and the one in hand
         self._closed = False
         self._waiting = 0  # label() calls waiting for their crops now
         self._ahead: set[bytes] = set()  # keys prefetch() queued, not asked for since
@@ -135,14 +130,9 @@ class OcrWorker:
         self._thread.start()
         # reads only while a caller waits (a first look): it is idle then, and a core free
         self._helper = threading.Thread(
-            target=self._run, args=("helper",), name="ocr-worker-2", daemon=True
+            target=self._run, args=(True,), name="ocr-worker-2", daemon=True
         )
         self._helper.start()
-        # reads ahead (prefetch) at a lower priority: with what CPU the rest leaves
-        self._reader_ahead = threading.Thread(
-            target=self._run, args=("ahead",), name="ocr-ahead", daemon=True
-        )
-        self._reader_ahead.start()
 
     def label(
         self, image: ImageLike, components: Sequence[Component], *, wait: float = 0.0
@@ -182,11 +172,6 @@ class OcrWorker:
                 read[(position, number)] = text
         with self._work:
             self._drop_unasked(asked)
-            batch.extend(self._ahead_items)  # what is left to read ahead: read as this call's
-            self._ahead_items.clear()
-            hand = self._ahead_reading  # read again at full priority: its thread may starve
-            if hand is not None and hand[0] in asked:
-                batch.append(hand)
             if batch:
                 self._batches.append(batch)
                 self._work.notify_all()  # the helper may be the one to wake
@@ -216,12 +201,10 @@ class OcrWorker:
     def prefetch(self, image: ImageLike, components: Sequence[Component]) -> None:
         """Start reading the crops a label() call with `components` would wait for, ahead
         of that call: a first look queues its pixel components while the tree is still
-        being read, so OCR and the tree's read overlap. Read by a thread of their own,
-        lines of text first, scheduled lower than the rest (nice +10): on a busy machine
-        the tree's read and the app answering it go first, and reads ahead take only the
-        CPU they leave. The next label() call drops what it does not ask for and was not
-        read yet (a pixel component the tree names), and queues the rest as its own (the
-        crop in the low thread's hands too: a call never waits on that thread)."""
+        being read, so OCR and the tree's read overlap. Read by the one reading thread
+        (the second reads only while a call waits), lines of text first. The next label()
+        call drops what it does not ask for and was not read yet (a pixel component the
+        tree names)."""
         grey = grey_array(image)
         labelled = list(components)
         crops, content = _planned(grey, labelled)
@@ -236,7 +219,7 @@ class OcrWorker:
         if batch:
             with self._work:
                 self._ahead.update(key for key, _ in batch)
-                self._ahead_items.extend(batch)
+                self._batches.append(batch)
                 self._work.notify_all()
 
     def _drop_unasked(self, asked: set[bytes]) -> None:
@@ -247,7 +230,12 @@ class OcrWorker:
         if not stale:
             return
         self._pending -= stale
-        self._ahead_items = deque(item for item in self._ahead_items if item[0] not in stale)
+        for batch in self._batches:
+            kept = [item for item in batch if item[0] not in stale]
+            if len(kept) != len(batch):
+                batch.clear()
+                batch.extend(kept)
+        self._batches = deque(batch for batch in self._batches if batch)
         self._idle.notify_all()
 
     def _lookup(
@@ -280,23 +268,16 @@ class OcrWorker:
             for batch in self._batches:
                 self._pending.difference_update(key for key, _ in batch)
             self._batches.clear()
-            self._pending.difference_update(key for key, _ in self._ahead_items)
-            self._ahead_items.clear()
             self._idle.notify_all()
             self._work.notify_all()
         if wait:
             self._thread.join()
             self._helper.join()
-            self._reader_ahead.join()
 
-    def _run(self, role: str = "main") -> None:
-        """A reading thread's loop: "main" reads whatever is queued, "helper" only while
-        a call waits, "ahead" only what prefetch() queued, at a lower priority."""
-        if role == "ahead":
-            _lower_priority()
+    def _run(self, helper: bool = False) -> None:
         # loaded before the first crop comes (RapidOCR's models: about 1 s), not after
-        reader = self._reader_once() if role == "main" else None
-        while (item := self._next(role)) is not None:
+        reader = None if helper else self._reader_once()
+        while (item := self._next(helper)) is not None:
             key, crop = item
             if reader is None:
                 reader = self._reader_once()
@@ -321,18 +302,11 @@ class OcrWorker:
                 self._reader = rapidocr_reader() or read_text
             return self._reader
 
-    def _next(self, role: str = "main") -> tuple[bytes, np.ndarray] | None:
-        """The next crop for a thread of `role` (_run) to read: the newest batch's first,
-        or prefetch()'s next for "ahead"; waiting for one; None once closed."""
+    def _next(self, helper: bool = False) -> tuple[bytes, np.ndarray] | None:
+        """The next crop to read (the newest batch's first), waiting for one (the
+        `helper` only while a caller waits); None once closed."""
         with self._work:
-            if role == "ahead":
-                self._ahead_reading = None  # (the last one is read)
-                self._work.wait_for(lambda: self._ahead_items or self._closed)
-                if self._closed:
-                    return None
-                self._ahead_reading = self._ahead_items.popleft()
-                return self._ahead_reading
-            if role == "helper":
+            if helper:
                 self._work.wait_for(lambda: (self._batches and self._waiting) or self._closed)
             else:
                 self._work.wait_for(lambda: self._batches or self._closed)
@@ -343,15 +317,6 @@ class OcrWorker:
             if not batch:
                 self._batches.pop()
             return item
-
-
-def _lower_priority() -> None:
-    """Lower the calling thread's scheduling priority by _AHEAD_NICE (Linux: a thread
-    is a task of its own); elsewhere, or when refused, it stays as it is."""
-    with contextlib.suppress(AttributeError, OSError):
-        tid = threading.get_native_id()
-        now = os.getpriority(os.PRIO_PROCESS, tid)
-        os.setpriority(os.PRIO_PROCESS, tid, min(now + _AHEAD_NICE, 19))
 
 
 def _planned(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 
 import numpy as np
@@ -323,48 +322,6 @@ def test_prefetch_reads_lines_of_text_before_the_controls_a_tree_may_name():
         assert worker.wait_idle(timeout=30)
         # the line of text first, then the button above it (a button's crop: inset 2 px)
         assert read[1:] == [middle.box[2] + 6, top.box[2] - 4], (read, top.box, middle.box)
-    finally:
-        gate.set()
-        worker.close()
-
-
-@pytest.mark.skipif(not hasattr(os, "getpriority"), reason="no thread priorities here")
-def test_reads_ahead_are_scheduled_below_the_reads_a_call_waits_for():
-    image, (ahead, waited) = _lines("Open", "Save as")
-    nice: dict[int, int] = {}
-
-    def reader(crop: np.ndarray) -> str:
-        nice[crop.shape[1]] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-        return "x"
-
-    worker = OcrWorker(reader)
-    try:
-        worker.prefetch(image, [ahead])
-        assert worker.wait_idle(timeout=30)
-        assert worker.label(image, [waited], wait=30.0)[0].label == "x"
-    finally:
-        worker.close()
-    assert nice[ahead.box[2] + 6] > nice[waited.box[2] + 6], nice  # (a text crop: 3 px more)
-
-
-def test_a_waiting_call_does_not_wait_on_the_thread_reading_ahead():
-    image, (line,) = _lines("Open")
-    holding, gate = threading.Event(), threading.Event()
-
-    def reader(crop: np.ndarray) -> str:
-        if threading.current_thread().name == "ocr-ahead":  # starved by a busy machine
-            holding.set()
-            gate.wait(timeout=30)
-        return "Open"
-
-    worker = OcrWorker(reader)
-    try:
-        worker.prefetch(image, [line])
-        assert holding.wait(timeout=30)
-        labelled = worker.label(image, [line], wait=20.0)  # read again at full priority
-        held = not gate.is_set()
-        gate.set()
-        assert labelled[0].label == "Open" and held
     finally:
         gate.set()
         worker.close()
