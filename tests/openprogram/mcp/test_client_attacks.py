@@ -53,7 +53,8 @@ def test_a_schema_too_deep_or_too_big_is_refused_when_listed_and_named(caplog):
             server.tool("doubling")
 
 
-@pytest.mark.timeout(60)  # today's code hangs in `re` (it checks signals, so this ends it)
+# (the old code hung in `re`; the suite's timeout ends such a hang. No shorter one here:
+# `regex` counts its 5 s in CPU seconds, two of them took over 60 s at a load of 10)
 @pytest.mark.slow
 def test_a_backtracking_pattern_is_checked_within_the_calls_timeout():
     with MCPServer.stdio(hostile("schemas"), name="hostile", timeout=5) as server:
@@ -71,7 +72,7 @@ def test_a_backtracking_pattern_is_checked_within_the_calls_timeout():
     assert fine.status == "completed" and fine.output == "evil ran"
 
 
-@pytest.mark.timeout(60)  # today's code hangs the MCP loop in the SDK's output check
+# (the old code hung the MCP loop in the SDK's output check; the suite's timeout ends it)
 @pytest.mark.slow
 def test_a_backtracking_output_schema_is_checked_within_the_calls_timeout():
     with MCPServer.stdio(hostile("schemas"), name="hostile", timeout=5) as server:
