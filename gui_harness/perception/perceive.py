@@ -4,8 +4,7 @@ Owns the order of the steps (accessibility query beside detection → memory lab
 title bars' parts for their pixels (_decorations.py) → fusion → OCR labels already
 read → describe) and the lazy set-of-marks image. Detection runs again only where the
 screen changed since the previous look (_changes.py). OCR itself runs in ocr_worker's
-thread; perceive() waits for it, bounded, only on a new screen's first look, whose
-pixel components it starts reading while the tree is still being read. Capture
+thread; perceive() waits for it, bounded, only on a new screen's first look. Capture
 belongs to gui_harness.desktop; resolving an action's element to coordinates to
 gui_harness.actions.
 """
@@ -167,9 +166,6 @@ class Perception:
         if self.memory is not None:
             pixels = self.memory.label(grey, pixels, threshold=self.threshold)
         if query is not None:
-            if new and query.running():  # OCR reads what pixels found while the tree answers
-                assert self._worker is not None
-                self._worker.prefetch(grey, pixels)
             accessibility = query.result()
         tree: list[Component] = []
         if accessibility is not None:
@@ -328,10 +324,6 @@ class _Query:
                 screen=self._source.screen,
                 note=f"the accessibility query failed ({type(exc).__name__}: {exc}); pixels only",
             )
-
-    def running(self) -> bool:
-        """Whether the snapshot is still being taken."""
-        return self._thread.is_alive()
 
     def result(self) -> AccessibilitySnapshot:
         # snapshot() keeps to its own timeout; the margin only guards against a bug there

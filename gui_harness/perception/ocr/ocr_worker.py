@@ -124,7 +124,6 @@ class OcrWorker:
         self._batches: deque[deque[tuple[bytes, np.ndarray]]] = deque()
         self._closed = False
         self._waiting = 0  # label() calls waiting for their crops now
-        self._ahead: set[bytes] = set()  # keys prefetch() queued, not asked for since
         self.hits = self.queued = self.reads = 0
         self._thread = threading.Thread(target=self._run, name="ocr-worker", daemon=True)
         self._thread.start()
@@ -138,8 +137,7 @@ class OcrWorker:
         self, image: ImageLike, components: Sequence[Component], *, wait: float = 0.0
     ) -> list[Component]:
         """`components` with the labels OCR has already read for their crops; crops not
-        read yet are queued (and what prefetch() queued that this call does not ask for
-        is dropped). Labels already set are kept, but for tree names that may not be the
+        read yet are queued. Labels already set are kept, but for tree names that may not be the
         text drawn (an identifier, a drop-down's name), which are read and checked
         against it (_drawn.py) without being waited for: the name stands until the read.
         With `wait` (seconds), the call waits up to that long for its own crops to be
@@ -162,17 +160,14 @@ class OcrWorker:
         order = sorted(
             crops, key=lambda position: (labelled[position].kind != "grid", position in content)
         )
-        asked: set[bytes] = set()
         for position in order:
             for number, crop in enumerate(crops[position]):
                 key, text = self._lookup(crop, batch)
-                asked.add(key)
                 if text is None and not self._closed and position not in content:
                     waiting[(position, number)] = key
                 read[(position, number)] = text
-        with self._work:
-            self._drop_unasked(asked)
-            if batch:
+        if batch:
+            with self._work:
                 self._batches.append(batch)
                 self._work.notify_all()  # the helper may be the one to wake
         if wait > 0 and waiting:
@@ -197,46 +192,6 @@ class OcrWorker:
                 else:  # a tree name checked against the text drawn (_drawn.py)
                     labelled[position] = reconciled(component, text)
         return labelled
-
-    def prefetch(self, image: ImageLike, components: Sequence[Component]) -> None:
-        """Start reading the crops a label() call with `components` would wait for, ahead
-        of that call: a first look queues its pixel components while the tree is still
-        being read, so OCR and the tree's read overlap. Read by the one reading thread
-        (the second reads only while a call waits), lines of text first. The next label()
-        call drops what it does not ask for and was not read yet (a pixel component the
-        tree names)."""
-        grey = grey_array(image)
-        labelled = list(components)
-        crops, content = _planned(grey, labelled)
-        batch: deque[tuple[bytes, np.ndarray]] = deque()
-        # lines of text first: no tree names what is drawn as text alone (a tree's label
-        # is no control), while a button or field found on pixels is often one it names
-        order = sorted(crops, key=lambda position: (labelled[position].kind != "text", position))
-        for position in order:
-            if position not in content:
-                for crop in crops[position]:
-                    self._lookup(crop, batch)
-        if batch:
-            with self._work:
-                self._ahead.update(key for key, _ in batch)
-                self._batches.append(batch)
-                self._work.notify_all()
-
-    def _drop_unasked(self, asked: set[bytes]) -> None:
-        """Drop the crops prefetch() queued that are not in `asked` (the keys of the
-        label() call after it) and are not read yet. Under the queue's lock."""
-        stale = self._ahead - asked
-        self._ahead.clear()
-        if not stale:
-            return
-        self._pending -= stale
-        for batch in self._batches:
-            kept = [item for item in batch if item[0] not in stale]
-            if len(kept) != len(batch):
-                batch.clear()
-                batch.extend(kept)
-        self._batches = deque(batch for batch in self._batches if batch)
-        self._idle.notify_all()
 
     def _lookup(
         self, crop: np.ndarray, batch: deque[tuple[bytes, np.ndarray]]

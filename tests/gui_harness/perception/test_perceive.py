@@ -11,7 +11,6 @@ import pytest
 
 import gui_harness.perception as perception
 from gui_harness.perception import (
-    AccessibilitySource,
     ComponentMemory,
     Observation,
     OcrWorker,
@@ -232,28 +231,3 @@ def test_only_a_new_screens_first_look_waits_for_ocr(form):
     assert waits == [1.5, 0.0, 1.5]
     with pytest.raises(UsageError, match="first_look"):
         Perception(ocr=False, first_look=-1)
-
-
-def test_a_first_look_reads_pixel_labels_while_the_tree_is_still_answering(form):
-    image, _ = form
-    reading = threading.Event()
-    read_first: list[bool] = []
-
-    class SlowTree(AccessibilitySource):  # an app that takes its time to answer
-        def snapshot(self):  # type: ignore[no-untyped-def]
-            read_first.append(reading.wait(timeout=20))
-            return super().snapshot()
-
-    def reader(crop: np.ndarray) -> str:
-        reading.set()
-        return "x"
-
-    worker = OcrWorker(reader)
-    try:
-        seen = Perception(ocr=worker, accessibility=SlowTree(None, screen=image.size)).perceive(
-            image
-        )
-    finally:
-        worker.close()
-    assert read_first == [True]  # OCR was reading the pixels' crops before the tree answered
-    assert any(c.label == "x" for c in seen.components)

@@ -242,38 +242,7 @@ def test_rapidocr_reads_lone_header_letters_cut_to_their_ink():
     assert read >= 22  # 14 of 26 when the cell was read whole, padded to 320 px
 
 
-# -- the first look's reads ahead of the tree (issue 41) ---------------------------------
-
-
-def test_prefetched_crops_are_read_before_label_and_those_it_does_not_ask_for_dropped():
-    image, components = _lines("Save", "Open", "Quit", "Help")
-    started, gate = threading.Event(), threading.Event()
-    read: list[tuple[int, int]] = []
-
-    def reader(crop: np.ndarray) -> str:
-        started.set()
-        gate.wait(timeout=30)
-        read.append(crop.shape)
-        return "x"
-
-    worker = OcrWorker(reader)
-    try:
-        worker.prefetch(image, components)
-        assert started.wait(timeout=30)  # reading began with no label() call made
-        asked = [components[0], components[2]]  # the other two: named by the tree, say
-        worker.label(image, asked)
-        gate.set()
-        assert worker.wait_idle(timeout=30)
-        assert worker.queued == 4
-        # the first (in the reader's hands when label() came) and the third are read;
-        # the second and the fourth never are
-        assert len(read) == 2 and worker.reads == 2
-        assert all(c.label == "x" for c in worker.label(image, asked))
-        again = worker.label(image, components)  # dropped, so queued again
-        assert [c.label for c in again] == ["x", None, "x", None] and worker.queued == 6
-    finally:
-        gate.set()
-        worker.close()
+# -- the first look waits for labels, not for checks of tree names (issue 41) ------------
 
 
 def test_a_waiting_call_does_not_wait_for_the_drawn_text_of_a_tree_name_it_checks():
@@ -298,30 +267,4 @@ def test_a_waiting_call_does_not_wait_for_the_drawn_text_of_a_tree_name_it_check
         assert (later.label, later.caption) == ("Serif", "Sans")
     finally:
         returned.set()
-        worker.close()
-
-
-def test_prefetch_reads_lines_of_text_before_the_controls_a_tree_may_name():
-    image, (top, middle, bottom) = _lines("Open", "Save as", "Quit")
-    button = Component(1, "button", top.box)  # first in reading order
-    started, gate = threading.Event(), threading.Event()
-    read: list[int] = []
-
-    def reader(crop: np.ndarray) -> str:
-        started.set()
-        gate.wait(timeout=30)
-        read.append(crop.shape[1])
-        return "x"
-
-    worker = OcrWorker(reader)
-    try:
-        worker.prefetch(image, [bottom])  # holds the reader while the next is queued
-        assert started.wait(timeout=30)
-        worker.prefetch(image, [button, middle])
-        gate.set()
-        assert worker.wait_idle(timeout=30)
-        # the line of text first, then the button above it (a button's crop: inset 2 px)
-        assert read[1:] == [middle.box[2] + 6, top.box[2] - 4], (read, top.box, middle.box)
-    finally:
-        gate.set()
         worker.close()
