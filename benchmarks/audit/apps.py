@@ -8,6 +8,8 @@ SHA-256 starts with an even hex digit (`held_out_rule()`; HELD_OUT is its answer
 so that a later rename cannot move an app across). The others are "tuned": seen before,
 or free to be looked at while fixing what the audit finds. (Python's turtledemo, first in
 the list, is not in Debian's python3; tkcon took its place, its part drawn by the rule.)
+The 16 apps of benchmarks/desktop_fresh came on 2026-12-08, their part drawn by that
+set's own rule (the lower half by SHA-256 of the name, its README) before any of them ran.
 """
 
 from __future__ import annotations
@@ -131,6 +133,19 @@ def _datasette(port: int) -> list[str]:
     return [str(AUDIT_VENV / "datasette"), "--memory", "-h", "127.0.0.1", "-p", str(port)]
 
 
+def _jupyter(port: int) -> list[str]:
+    notebooks = tempfile.mkdtemp(prefix="audit-jupyter-")
+    return ["/usr/bin/jupyter-notebook", "--no-browser", "--ip", "127.0.0.1", "--port",
+            str(port), "--NotebookApp.token=", "--NotebookApp.password=", "--notebook-dir",
+            notebooks]  # fmt: skip
+
+
+def _syncthing(port: int) -> list[str]:
+    home = tempfile.mkdtemp(prefix="audit-syncthing-")
+    return ["syncthing", "serve", "--no-browser", "--no-restart", f"--home={home}",
+            f"--gui-address=127.0.0.1:{port}"]  # fmt: skip
+
+
 def _git_repo() -> str:
     repo = tempfile.mkdtemp(prefix="audit-repo-")
     who = {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b"}
@@ -151,6 +166,7 @@ def _in_repo(argv: list[str]) -> Callable[[], list[App]]:
 _SWINGSET = "/usr/lib/jvm/java-17-openjdk-amd64/demo/jfc/SwingSet2/SwingSet2.jar"
 _NOTEPAD = "/usr/lib/jvm/java-17-openjdk-amd64/demo/jfc/Notepad/Notepad.jar"
 _STYLEPAD = "/usr/lib/jvm/java-17-openjdk-amd64/demo/jfc/Stylepad/Stylepad.jar"
+_LOGISIM = "/usr/share/logisim/logisim.jar"  # /usr/bin/logisim is the jar itself (binfmt)
 
 APPS: list[AuditApp] = [
     # GTK 3
@@ -235,6 +251,23 @@ APPS: list[AuditApp] = [
     AuditApp("pydoc-firefox", "Firefox", _web(_pydoc, browser="firefox"), "firefox-esr"),
     AuditApp("radicale-firefox", "Firefox", _web(_radicale, "/.web/", "firefox"), "firefox-esr"),
     AuditApp("datasette-firefox", "Firefox", _web(_datasette, browser="firefox"), "firefox-esr"),
+    # benchmarks/desktop_fresh's apps (added 2026-12-08; part as that set's README draws it)
+    AuditApp("geany", "GTK 3", _native(["geany", "-i"]), "geany"),
+    AuditApp("gtkhash", "GTK 3", _native(["gtkhash"]), "gtkhash"),
+    AuditApp("gtk4-print-editor", "GTK 4", _native(["gtk4-print-editor"]), "gtk4-print-editor"),
+    AuditApp("juffed", "Qt 5", _native(["juffed"]), "juffed"),
+    AuditApp("sqlitebrowser", "Qt 5", _native(["sqlitebrowser"]), "sqlitebrowser"),
+    AuditApp("focuswriter", "Qt 6", _native(["focuswriter"]), "focuswriter"),
+    AuditApp("qt6ct", "Qt 6", _native(["qt6ct"]), "qt6ct"),
+    AuditApp("xmlcopyeditor", "wx", _native(["xmlcopyeditor"]), "xmlcopyeditor"),
+    AuditApp("rhinote", "Tk", _native(["rhinote"]), "rhinote"),
+    AuditApp("logisim", "Swing", _native(["java", "-jar", _LOGISIM], timeout=60.0), _LOGISIM),
+    AuditApp("basex-gui", "Swing", _native(["basexgui"], timeout=60.0), "basexgui"),
+    AuditApp("fluid", "FLTK", _native(["fluid"]), "fluid"),
+    AuditApp("nedit", "Motif", _native(["nedit"]), "nedit"),
+    AuditApp("xedit", "Xaw", _native(["xedit"]), "xedit"),
+    AuditApp("jupyter-chromium", "Chromium", _web(_jupyter, "/tree"), "jupyter-notebook"),
+    AuditApp("syncthing-firefox", "Firefox", _web(_syncthing, browser="firefox"), "syncthing"),
 ]
 
 # Named by the repository's tests, benchmarks or task files before the audit (so seen
@@ -246,6 +279,12 @@ HELD_OUT: frozenset[str] = frozenset(
         "pluma", "mate-calc", "xfce4-dictionary", "gnome-mines", "gnome-sudoku", "qterminal",
         "qpdfview", "assistant-qt6", "filezilla", "poedit", "idle", "gitk", "git-gui",
         "swingset2", "gpsprune", "jedit", "datasette-chromium", "mkdocs-chromium",
+    }
+) | frozenset(
+    # benchmarks/desktop_fresh's held-out half, drawn by that set's rule (README there)
+    {
+        "juffed", "sqlitebrowser", "rhinote", "nedit", "basex-gui", "jupyter-chromium",
+        "fluid", "geany",
     }
 )  # fmt: skip
 

@@ -10,7 +10,8 @@ cd "$(dirname "$0")/../.."
 # GTK 3, GTK 4/libadwaita, Qt 5, Qt 6 (qt6-tools), wxWidgets (wxGTK 3 apps, and Python's
 # wx for wxGlade), Tk (IDLE, Thonny, gitk, git gui, tkcon), Java Swing (with
 # Debian's ATK wrapper, the bridge VirtualDesktop switches on), the browsers and the
-# Debian-packaged Python web apps (radicale, glances' web UI, mkdocs' dev server).
+# Debian-packaged Python web apps (radicale, glances' web UI, mkdocs' dev server);
+# FLTK, Motif and Xaw apps, which have no accessibility tree at all.
 packages=(
   gtk-3-examples mousepad galculator gucharmap pluma mate-calc xfce4-dict gnome-mines ristretto
   gtk-4-examples gnome-calculator gnome-text-editor gnome-font-viewer gnome-characters
@@ -21,6 +22,10 @@ packages=(
   python3-tk idle-python3.11 thonny gitk git-gui tkcon
   default-jre libatk-wrapper-java libatk-wrapper-java-jni gpsprune jedit openjdk-17-demo
   chromium firefox-esr radicale glances python3-bottle mkdocs
+  # benchmarks/desktop_fresh's apps: GTK 3, Qt 5, Qt 6, wx, Tk, Swing, FLTK, Motif, Xaw,
+  # Jupyter Notebook in Chromium and Syncthing in Firefox
+  geany gtkhash juffed sqlitebrowser focuswriter qt6ct xmlcopyeditor rhinote logisim basex
+  fluid nedit x11-apps jupyter-notebook syncthing
   xvfb openbox dbus at-spi2-core tesseract-ocr
 )
 sudo=""
