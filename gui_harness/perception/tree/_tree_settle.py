@@ -65,6 +65,8 @@ _FIRST_FACTOR = 4  # the wait for a first event: this many times the slowest one
 _REMEMBERED = 8
 _RETRY_S = 10.0  # after a failed connect, actions go unwaited this long before a retry
 _RECENT = 4096  # objects whose latest tree-change events a watch keeps per app
+_BATCH = 256  # messages read before the reader notes them (a flood is seen as it comes),
+_BATCH_S = 0.01  # or seconds spent reading them (well within settle()'s quiet spell)
 
 
 class TreeWatch:
@@ -265,7 +267,12 @@ class TreeWatch:
         return connection
 
     def _read(self, connection: Any, wake: int) -> None:
-        """The reader thread: note each event's time until close() or a lost bus."""
+        """The reader thread: note each event's time until close() or a lost bus. What
+        has arrived is read without waiting for more, and noted every _BATCH messages or
+        _BATCH_S seconds: an app that floods the bus (GTK 3's file chooser sends some
+        26 000 events after a click in a long folder) is seen sending while its flood is
+        read, not only once it ends (until then, settle() called the tree unchanged and
+        a snapshot kept the tree from before the click)."""
         while True:
             try:
                 readable, _, _ = select.select([connection.sock, wake], [], [])
@@ -276,6 +283,7 @@ class TreeWatch:
                 return
             events = 0
             senders: list[tuple[str, str, str]] = []
+            noted = time.monotonic()
             while True:  # everything that has arrived, without waiting for more
                 try:
                     message = connection.receive(timeout=0)
@@ -288,25 +296,33 @@ class TreeWatch:
                 if change is not None:
                     senders.append(change)
                     events += _is_event(message)
-            if senders:
-                with self._changed:
-                    for sender, path, member in senders:
-                        number = self._by_app[sender] = self._by_app.get(sender, 0) + 1
-                        recent = self._recent.setdefault(sender, collections.OrderedDict())
-                        recent.setdefault(path, {})[member] = number
-                        recent.move_to_end(path)
-                        if len(recent) > _RECENT:
-                            _, dropped = recent.popitem(last=False)
-                            newest = max(dropped.values())
-                            self._forgotten[sender] = max(self._forgotten.get(sender, 0), newest)
-            if events:
-                with self._changed:
-                    now = time.monotonic()
-                    self.events += events
-                    if self._marked is not None and self._first is None:
-                        self._first = now
-                    self._last = now
-                    self._changed.notify_all()
+                    if len(senders) >= _BATCH or time.monotonic() - noted > _BATCH_S:
+                        self._note(senders, events)
+                        events, senders, noted = 0, [], time.monotonic()
+            self._note(senders, events)
+
+    def _note(self, senders: list[tuple[str, str, str]], events: int) -> None:
+        """Count `senders`' changes (sender, path, member) and, when `events` of them are
+        events an action waits on, the time of the latest."""
+        if senders:
+            with self._changed:
+                for sender, path, member in senders:
+                    number = self._by_app[sender] = self._by_app.get(sender, 0) + 1
+                    recent = self._recent.setdefault(sender, collections.OrderedDict())
+                    recent.setdefault(path, {})[member] = number
+                    recent.move_to_end(path)
+                    if len(recent) > _RECENT:
+                        _, dropped = recent.popitem(last=False)
+                        newest = max(dropped.values())
+                        self._forgotten[sender] = max(self._forgotten.get(sender, 0), newest)
+        if events:
+            with self._changed:
+                now = time.monotonic()
+                self.events += events
+                if self._marked is not None and self._first is None:
+                    self._first = now
+                self._last = now
+                self._changed.notify_all()
 
     def _drop(self, cause: BaseException | None) -> None:
         with self._changed:

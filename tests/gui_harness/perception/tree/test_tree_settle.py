@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from jeepney import DBusAddress, new_signal
+from jeepney import DBusAddress, message_bus, new_method_call, new_signal
 from jeepney.io.blocking import DBusConnection, open_dbus_connection
 
 from gui_harness.actions import Click
@@ -116,6 +116,46 @@ def test_a_first_event_late_for_the_load_is_waited_for(bus, monkeypatch):
         finally:
             late.join()
         assert watch.events == 2
+    watch.close()
+
+
+def test_a_flood_is_counted_while_it_is_read(bus, monkeypatch):
+    """GTK 3's file chooser sends some 26 000 events after a click in a long folder; on
+    a loaded machine the reader takes longer to read them than the app takes to send.
+    The reader notes them as it reads, not once nothing more has arrived: until then
+    settle() called the click one that changed nothing and snapshots kept the tree from
+    before it (the old code noted nothing until the flood was read to its end)."""
+    from gui_harness.perception.tree import _tree_settle
+
+    address, _ = bus
+    watch = TreeWatch(address)
+    sent, counted, sender = threading.Event(), threading.Event(), []
+    seen = 0
+    change = _tree_settle._change
+
+    def reading(message):  # the reader, held while the app sends, then slow mid-flood
+        nonlocal seen
+        seen += 1
+        if seen == 1:
+            sent.wait(NEVER)
+        elif seen == 700:
+            counted.wait(10.0)
+        return change(message)
+
+    monkeypatch.setattr(_tree_settle, "_change", reading)
+    with open_dbus_connection(address) as app:
+        assert watch.start()
+        watch.mark()
+        for _ in range(1000):
+            send(app)
+        app.send_and_get_reply(
+            new_method_call(message_bus, "GetId"), timeout=NEVER
+        )  # the bus passed on what came before
+        sender.append(app.unique_name)
+        sent.set()
+        wait_until(lambda: watch.events_from(sender[0]) >= 256, limit=10.0)
+        counted.set()
+        wait_until(lambda: watch.events_from(sender[0]) == watch.events == 1000)
     watch.close()
 
 
