@@ -35,6 +35,7 @@ from gui_harness.perception.pixels._parts import (
     spin_buttons,
     tabs,
 )
+from gui_harness.perception.pixels._shading import banded, raised
 from gui_harness.perception.pixels._text import colour_of, large_text, links, list_rows, text_lines
 from gui_harness.perception.pixels._web import web_parts
 
@@ -333,13 +334,16 @@ def _controls(
         )
         for i in range(len(boxes))
     ]
+    kept = [_no_field(grey, f) for f in found]
     # A tall box holding three or more lines, or content hung from its top, is a list
     # or a panel: what it holds are the targets. One plain inside, like an entry's (a
     # list box, a text area, a menu), is a target too: its lines are read as a list's.
     # Its background, not its mean, says whether it is plain: text may fill a text area.
     # Above control height only such plain boxes stay (a text area, empty or not).
     controls, panels = [], []
-    for i, f in enumerate(found):
+    for i, f in enumerate(kept):
+        if f is None:
+            continue
         tall = f[1][3] > _CONTROL_H[1]
         if f[1][3] >= 40 and (tall or _panel(thin, f[1])):
             background = float(np.median(grey[iy0[i] : iy1[i], ix0[i] : ix1[i]]))
@@ -350,6 +354,20 @@ def _controls(
             controls.append(f)
     cells, controls = bar_cells(grey, thin, controls)
     return tabs(controls) + cells, panels
+
+
+def _no_field(grey: np.ndarray, found: _Found) -> _Found | None:
+    """`found`, unless it is a field that is none: a raised relief is a button or a bar
+    (a Tk menu bar on its page); a box with a side on a gradient's band (a Swing menu
+    bar's fill) is nothing: the words in it are found as text."""
+    kind, box, _ = found
+    if kind != "field":
+        return found
+    if raised(grey, box):
+        return ("button", box, 0.75)
+    if banded(grey, box):
+        return None
+    return found
 
 
 def _lone(rings: np.ndarray, blobs: np.ndarray) -> np.ndarray:
