@@ -71,7 +71,10 @@ def test_a_failing_eval_test_prints_its_failure_once(
     for variable in ("CI", "BUILD_NUMBER"):  # on CI pytest's summary repeats whole messages
         monkeypatch.delenv(variable, raising=False)
     pytester.makepyfile(test_once=TESTS)  # the plugin loads by its entry point
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-k", "all_must_pass")
+    # the web-app packages' unused plugins left out, as pyproject's addopts does (3 s)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:shiny-test", "-p", "no:faker", "-k", "all_must_pass"
+    )  # fmt: skip
     result.assert_outcomes(failed=1, deselected=1)
     output = result.stdout.str().split("short test summary info")[0]  # the failure itself
     assert output.count("equals: mean 0.500 < 1") == 1, output
