@@ -1,7 +1,8 @@
 """The desktop oracle: a test double that plays a desktop task's own `oracle` steps.
 
 Owns `DesktopOracle`, a ScriptedModel callable answering gui_agent's model calls. It
-knows the steps (click the component labelled X or a cell of a grid, press keys, type)
+knows the steps (click the component labelled X or a cell of a grid, turn the wheel over
+one, press keys, type)
 from the task file, but finds each component in the observation gui_agent made and acts
 only through its number, the cell's name, keys and typing — never through coordinates —
 so its success rate is the ceiling the harness's perception and input allow on real apps.
@@ -22,6 +23,7 @@ from gui_harness.bench.desktop_spec import (
     ClickStep,
     DesktopTask,
     KeysStep,
+    ScrollStep,
     Target,
     TypeStep,
     WaitStep,
@@ -187,7 +189,12 @@ class DesktopOracle:
             self.done += 1
             text = self._expand(step.type)
             return {"goal": f"type {text!r}", "action": {"type": "type", "text": text}}
-        target = step.click if isinstance(step, ClickStep) else step.wait_for
+        if isinstance(step, ClickStep):
+            target = step.click
+        elif isinstance(step, ScrollStep):
+            target = step.scroll
+        else:
+            target = step.wait_for
         found = find_target(target, seen.components, _windows(seen))
         if found is not None and isinstance(step, ClickStep) and step.cell and found.grid is None:
             found = None  # a grid whose cells are not known (yet): nothing to address
@@ -205,6 +212,10 @@ class DesktopOracle:
         self.done += 1
         if isinstance(step, WaitStep):
             return {"goal": f"{echo(what)} shows", "action": {"type": "wait", "ms": 0}}
+        if isinstance(step, ScrollStep):  # what it brings into view is looked for anew
+            self._pointed = True
+            scroll = {"type": "scroll", "element": found.index, "scroll_y": step.down}
+            return {"goal": f"scroll {step.down} over {echo(what)}", "action": scroll}
         kind = "double_click" if step.double else "click"
         action: dict[str, Any] = {"type": kind, "element": found.index}
         if step.cell is not None:

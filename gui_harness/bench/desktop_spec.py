@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gui_harness.errors import InvalidTask
 from gui_harness.perception.component import Kind
@@ -167,6 +167,20 @@ class WaitStep(_Strict):
     wait_for: Target
 
 
+class ScrollStep(_Strict):
+    """Turn the mouse wheel `down` clicks (negative: up) over the component `scroll`
+    names (waiting for it to show): a pane whose part is scrolled out of view."""
+
+    scroll: Target
+    down: int = Field(ge=-50, le=50)
+
+    @model_validator(mode="after")
+    def _check_down(self) -> ScrollStep:
+        if self.down == 0:
+            raise ValueError("a scroll step turns the wheel at least one click (down != 0)")
+        return self
+
+
 class KeysStep(_Strict):
     """Press one chord, e.g. ["ctrl", "s"]."""
 
@@ -179,7 +193,7 @@ class TypeStep(_Strict):
     type: str = Field(max_length=10_000)
 
 
-OracleStep = ClickStep | WaitStep | KeysStep | TypeStep
+OracleStep = ClickStep | WaitStep | ScrollStep | KeysStep | TypeStep
 
 
 class DesktopTask(_Strict):

@@ -2,12 +2,16 @@
 shows a sheet first without its cells (a tree read cut short), then with them: a click
 on a cell waits for the cells rather than answering what the harness would refuse, and
 an answer refused anyway (asked again on the same screen) is taken again on the next; a
-click that changed nothing on the (fake) screen is taken once more; and the first step
-waits until an app laying its window out again has done so."""
+click that changed nothing on the (fake) screen is taken once more; the first step
+waits until an app laying its window out again has done so; and a scroll step turns the
+wheel over its target, found by its label, by the target's number."""
 
 from __future__ import annotations
 
 from typing import Any
+
+import pytest
+from pydantic import ValidationError
 
 from gui_harness.agent import gui_agent
 from gui_harness.bench.desktop_oracle import DesktopOracle
@@ -126,3 +130,57 @@ def test_the_first_step_waits_until_the_first_screen_holds_still() -> None:
     actions = [n.input["action"] for n in session.dag.find(name="dispatch_action")]
     assert [a["type"] for a in actions][:3] == ["wait", "wait", "click"]
     assert next((a.x, a.y) for a in desktop.actions if a.type == "click") == (140, 115)
+
+
+class _Pane:
+    """A pane whose field shows only once the wheel turned over its text."""
+
+    def __init__(self, desktop: FakeDesktop) -> None:
+        self.desktop = desktop
+
+    def perceive(self, image: Any) -> Observation:
+        pane = Component(1, "text", (100, 300, 200, 20), "Source text", 1.0)
+        seen = [pane]
+        if any(a.type == "scroll" for a in self.desktop.actions):
+            seen.append(Component(2, "field", (100, 340, 300, 24), None, 1.0, caption="Note"))
+        return Observation(image, tuple(seen), describe(seen))
+
+
+def test_a_scroll_step_turns_the_wheel_over_its_target_by_its_number() -> None:
+    task = DesktopTask.model_validate(
+        {
+            "id": "scrolled",
+            "app": "fake",
+            "instruction": "Write in the note.",
+            "config": [{"type": "launch", "argv": ["true"]}],
+            "evaluator": [{"type": "clipboard", "expected": "x"}],
+            "oracle": [
+                {"scroll": {"label": "Source text"}, "down": 2},
+                {"click": {"label": "Note", "kind": "field"}},
+            ],
+        }
+    )
+    desktop = FakeDesktop.demo_form()
+    with Session() as session, Runtime(ScriptedModel(DesktopOracle(task))):
+        result = gui_agent("Write in the note.", desktop=desktop, perception=_Pane(desktop))
+    assert result.success
+    actions = [n.input["action"] for n in session.dag.find(name="dispatch_action")]
+    scroll = next(a for a in actions if a["type"] == "scroll")
+    assert (scroll["element"], scroll["scroll_y"]) == (1, 2)
+    ((x, y, down),) = [(a.x, a.y, a.scroll_y) for a in desktop.actions if a.type == "scroll"]
+    assert (x, y, down) == (200, 310, 2)
+    assert next((a.x, a.y) for a in desktop.actions if a.type == "click") == (250, 352)
+
+
+def test_a_scroll_step_of_no_click_is_refused() -> None:
+    step = {"scroll": {"label": "Pane"}, "down": 0}
+    task = {
+        "id": "still",
+        "app": "fake",
+        "instruction": "Scroll.",
+        "config": [{"type": "launch", "argv": ["true"]}],
+        "evaluator": [{"type": "clipboard", "expected": "x"}],
+        "oracle": [step],
+    }
+    with pytest.raises(ValidationError, match="at least one click"):
+        DesktopTask.model_validate(task)
