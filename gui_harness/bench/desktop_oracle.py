@@ -123,6 +123,7 @@ class DesktopOracle:
         self._clicked_on: Any = None  # the screen the latest click was planned on
         self._doubted: tuple[int, Any] | None = None  # a click that changed nothing, its screen
         self._retried: set[int] = set()  # click steps taken twice
+        self._again: int | None = None  # the click step being taken again, if any
 
     @property
     def finished(self) -> bool:
@@ -168,7 +169,7 @@ class DesktopOracle:
             step_index, before = self._doubted
             self._doubted = None
             if not shows_change(before, seen.image):  # not taken: click it again, once
-                self.done = step_index
+                self.done = self._again = step_index
                 self._retried.add(step_index)
         if self.finished:
             return {"goal": "finish", "action": {"type": "done", "reason": "all steps taken"}}
@@ -199,6 +200,12 @@ class DesktopOracle:
         if found is not None and isinstance(step, ClickStep) and step.cell and found.grid is None:
             found = None  # a grid whose cells are not known (yet): nothing to address
         what = target.model_dump(exclude_defaults=True)
+        if found is None and self._again == self.done:
+            # the click's target changed though the screen did not (a field the click
+            # focused, captioned anew): the click was taken, go on
+            self._again, self.done = None, self.done + 1
+            return {"goal": "the click was taken", "action": {"type": "wait", "ms": _WAIT_MS}}
+        self._again = None
         if found is None:
             self._waits += 1
             if self._waits > MAX_WAITS:

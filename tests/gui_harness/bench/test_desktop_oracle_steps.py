@@ -184,3 +184,36 @@ def test_a_scroll_step_of_no_click_is_refused() -> None:
     }
     with pytest.raises(ValidationError, match="at least one click"):
         DesktopTask.model_validate(task)
+
+
+class _Recaptioned:
+    """A field captioned "Note" until it is clicked; then (focused) captioned otherwise,
+    with the (fake) screen unchanged, as Linguist's translation box is once focused."""
+
+    def __init__(self, desktop: FakeDesktop) -> None:
+        self.desktop = desktop
+
+    def perceive(self, image: Any) -> Observation:
+        clicked = any(a.type == "click" for a in self.desktop.actions)
+        field = Component(1, "field", (100, 340, 300, 24), None, 1.0, caption="Source text")
+        if not clicked:
+            field = Component(1, "field", (100, 340, 300, 24), None, 1.0, caption="Note")
+        return Observation(image, (field,), describe([field]))
+
+
+def test_a_click_whose_target_changed_is_taken_though_the_screen_did_not() -> None:
+    task = DesktopTask.model_validate(
+        {
+            "id": "recaptioned",
+            "app": "fake",
+            "instruction": "Write in the note.",
+            "config": [{"type": "launch", "argv": ["true"]}],
+            "evaluator": [{"type": "clipboard", "expected": "x"}],
+            "oracle": [{"click": {"label": "Note", "kind": "field"}}, {"type": "hello"}],
+        }
+    )
+    desktop = FakeDesktop.demo_form()
+    with Runtime(ScriptedModel(DesktopOracle(task))):
+        result = gui_agent("Write in the note.", desktop=desktop, perception=_Recaptioned(desktop))
+    assert result.success, result.detail
+    assert [a.type for a in desktop.actions if a.type in ("click", "type")] == ["click", "type"]
