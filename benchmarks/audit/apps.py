@@ -136,8 +136,8 @@ def _datasette(port: int) -> list[str]:
 def _jupyter(port: int) -> list[str]:
     notebooks = tempfile.mkdtemp(prefix="audit-jupyter-")
     return ["/usr/bin/jupyter-notebook", "--no-browser", "--ip", "127.0.0.1", "--port",
-            str(port), "--NotebookApp.token=", "--NotebookApp.password=", "--notebook-dir",
-            notebooks]  # fmt: skip
+            str(port), "--NotebookApp.token=", "--NotebookApp.password=", "--allow-root",
+            "--notebook-dir", notebooks]  # fmt: skip
 
 
 def _syncthing(port: int) -> list[str]:
