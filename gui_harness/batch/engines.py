@@ -36,6 +36,10 @@ _EPISODE_MEMORY = 1 << 30  # bytes a Ray episode asks for: Xvfb, Chromium and th
 class Engine(Protocol):
     """Starts attempts and reports the ones that ended (with a crash message or None)."""
 
+    def open(self) -> None:
+        """Start or join what the attempts run on, before the first start (not called when
+        a rerun finds nothing left to run); raises ConfigError when that cannot be done."""
+
     def start(
         self, task: BatchTask, session: str, model: str, provider: dict[str, str] | None = None
     ) -> Hashable: ...
@@ -59,6 +63,9 @@ class LocalEngine:
     def __init__(self, store: str) -> None:
         self.store = store
         self._running: set[_Worker] = set()
+
+    def open(self) -> None:
+        pass  # each attempt starts its own process
 
     def start(
         self, task: BatchTask, session: str, model: str, provider: dict[str, str] | None = None
@@ -155,9 +162,10 @@ def check_address(address: str, timeout: float = 5.0) -> None:
 class RayEngine:
     """Each attempt is a Ray task asking for one CPU and 1 GiB of memory.
 
-    address None starts a private local Ray (`num_cpus` CPUs, no dashboard) and stops it
-    on close; otherwise connects to that cluster, whose workers need this package, Xvfb
-    and Chromium (docs/scale.md). Ray's own retries are off: the batch retries.
+    address None starts a private local Ray (`num_cpus` CPUs, no dashboard) when the
+    first attempt is to run (open) and stops it on close; otherwise joins that cluster
+    then, whose workers need this package, Xvfb and Chromium (docs/scale.md). Ray's own
+    retries are off: the batch retries.
     """
 
     def __init__(
@@ -173,22 +181,33 @@ class RayEngine:
         if address is not None:
             check_address(address)
         self._ray = ray
+        self._address = address
+        self._options: dict[str, Any] = {"runtime_env": runtime_env, "log_to_driver": False}
+        if address is None:
+            self._options.update(num_cpus=num_cpus, include_dashboard=False)
+        self._owned = False
+        self._remote: Any = None
+
+    def open(self) -> None:
+        """Start the private Ray, or join the cluster: only once there is an attempt to
+        run (a rerun that skips every episode starts none, seconds of CPU saved)."""
+        if self._remote is not None:
+            return
+        ray = self._ray
         self._owned = not ray.is_initialized()
         if self._owned:
-            options: dict[str, Any] = {"runtime_env": runtime_env, "log_to_driver": False}
-            if address is None:
-                options.update(num_cpus=num_cpus, include_dashboard=False)
             try:
                 # "local": a private Ray; None would join any Ray running on the machine
                 # (Ray looks for one among the processes) and refuse num_cpus there
-                init_ray(ray, address=address or "local", **options)
+                init_ray(ray, address=self._address or "local", **self._options)
             except (ConnectionError, RuntimeError) as exc:
-                raise ConfigError(f"cannot start or join Ray at {address!r}: {exc}") from exc
+                raise ConfigError(f"cannot start or join Ray at {self._address!r}: {exc}") from exc
         self._remote = ray.remote(num_cpus=1, memory=_EPISODE_MEMORY, max_retries=0)(_ray_episode)
 
     def start(
         self, task: BatchTask, session: str, model: str, provider: dict[str, str] | None = None
     ) -> Hashable:
+        self.open()
         ref: Hashable = self._remote.remote(
             task.model_dump(exclude_none=True), self.store, session, model, provider or {}
         )

@@ -193,6 +193,8 @@ def _drive(
         else:
             pending.append((task, _next(recorded, 0)))
     skipped = len(results)
+    if pending:  # a rerun with nothing left to run starts no Ray, no worker
+        engine.open()
     bar = _Progress(progress, len(todo), skipped)
     running: dict[Hashable, tuple[BatchTask, int]] = {}
     ran = retries = 0

@@ -9,8 +9,9 @@ import socket
 
 import pytest
 
-from gui_harness.batch import run_batch, session_id
+from gui_harness.batch import engines, run_batch, session_id
 from openprogram.errors import ConfigError
+from openprogram.operations.ray import init_ray
 from openprogram.store.open import open_store
 from tests.support.ray_bystander import bystander  # noqa: F401 - a fixture
 
@@ -22,7 +23,19 @@ pytest.importorskip("miniwob", reason='needs pip install "openprogram[bench]"')
 @pytest.mark.x11
 @pytest.mark.browser
 @pytest.mark.skipif(shutil.which("chromedriver") is None, reason="chromedriver is not installed")
-def test_ray_runs_episodes_into_postgres_and_a_rerun_skips_them(bystander, postgres_url, tmp_path):  # noqa: F811
+def test_ray_runs_episodes_into_postgres_and_a_rerun_skips_them(
+    bystander,  # noqa: F811
+    postgres_url,
+    tmp_path,
+    monkeypatch,
+):
+    starts = []
+
+    def counted_init_ray(*args, **kwargs):
+        starts.append(kwargs.get("address"))
+        return init_ray(*args, **kwargs)
+
+    monkeypatch.setattr(engines, "init_ray", counted_init_ray)
     # a private Ray even with another running here (the old code joined it and failed:
     # "When connecting to an existing cluster, num_cpus and num_gpus must not be provided")
     tasks = [
@@ -46,6 +59,7 @@ def test_ray_runs_episodes_into_postgres_and_a_rerun_skips_them(bystander, postg
     again = run_batch(tasks, workers=2, engine="ray", store=postgres_url, model="oracle",
                       name="ray", out=tmp_path)  # fmt: skip
     assert (again.ran, again.skipped) == (0, 2)
+    assert starts == ["local"]  # the rerun, with nothing left to run, started no Ray
 
 
 def test_an_unreachable_ray_cluster_is_refused_before_any_episode(tmp_path):
