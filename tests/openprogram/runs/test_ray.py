@@ -19,7 +19,7 @@ from openprogram.runs import RayWorkers, submit
 from tests.openprogram.runs import jobs
 from tests.openprogram.runs.workers import pids, ran
 from tests.support.children import ROOT
-from tests.support.ray_bystander import patient_get_node
+from tests.support.ray_bystander import patient_get_node, start_cluster
 
 ray = pytest.importorskip("ray", reason='needs pip install "openprogram[ray]"')
 from ray.cluster_utils import Cluster  # noqa: E402 - only with Ray installed
@@ -39,11 +39,10 @@ def _cluster() -> Iterator[Cluster]:
     sigterm = signal.getsignal(signal.SIGTERM)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(services, "get_node", patient_get_node(services))
-        cluster = Cluster()
+        # (start_cluster waits up to 300 s for the nodes, and starts them again when a
+        # raylet died starting; wait_for_nodes' default, 30 s, is short at load 20)
+        cluster = start_cluster({"num_cpus": 1, "include_dashboard": False}, {"num_cpus": 1})
         try:
-            cluster.add_node(num_cpus=1, include_dashboard=False, wait=False)
-            cluster.add_node(num_cpus=1, wait=False)
-            cluster.wait_for_nodes(timeout=300)  # (its default, 30 s, is short at load 20)
             signal.signal(signal.SIGTERM, sigterm)  # Ray's node sets its own, and leaves it
             yield cluster
         finally:
