@@ -36,6 +36,7 @@ from gui_harness.perception.pixels._changes import Redetector
 from gui_harness.perception.pixels._decorations import decorate
 from gui_harness.perception.pixels._glyphs import glyph_label
 from gui_harness.perception.pixels._icons import icon_label
+from gui_harness.perception.pixels._surfaces import split_at_windows
 from gui_harness.perception.tree.accessibility import AccessibilitySnapshot, AccessibilitySource
 from openprogram.core.image import Image as OpenprogramImage
 from openprogram.errors import UsageError
@@ -171,9 +172,9 @@ class Perception:
         if accessibility is not None:
             tree = to_image(accessibility.components, accessibility.screen, picture.size)
             if accessibility.windows:  # title bars: their title and buttons, not blobs
-                pixels = decorate(
-                    grey, pixels, accessibility.windows, _scale(accessibility, picture.size)
-                )
+                scale = _scale(accessibility, picture.size)
+                pixels = decorate(grey, pixels, accessibility.windows, scale)
+                pixels = split_at_windows(pixels, accessibility.windows, scale)
         components = fuse(tree, pixels, max_components=self.max_components)
         icons = [n for n, c in enumerate(components) if _icon_only(grey, c)]
         for n in icons:  # named by their icon, or not at all
