@@ -229,12 +229,20 @@ def test_a_caption_its_focus_ring_hugs_keeps_its_word_spaces(tmp_path):
         wait_file(focused)  # the app says when its caption has the focus
         desktop.wait_settled(timeout=10.0)
         # a generous bound for a loaded machine: the look returns once its crops are read
-        observation = Perception(ocr=worker, first_look=120).perceive(desktop.screenshot())
+        perception = Perception(ocr=worker, first_look=120)
+        observation = perception.perceive(desktop.screenshot())
+        expected = {"Email alerts", "Show hidden files", "Auto save", "Notifications"}
+        # at load 20 the first look's 120 s ran out with the captions unread (a whole run
+        # of the suite); the crops it queued are read meanwhile, and a later look of the
+        # same screen takes them: look again once the worker is idle, a few times
+        for _ in range(3):
+            if expected <= {c.label for c in observation.components}:
+                break
+            worker.wait_idle(timeout=300)
+            observation = perception.perceive(desktop.screenshot())
     worker.close()
     labels = {c.label for c in observation.components}
-    assert {"Email alerts", "Show hidden files", "Auto save", "Notifications"} <= labels, (
-        observation.text
-    )
+    assert expected <= labels, observation.text
 
 
 SLIM_DROP_DOWNS = """
