@@ -46,11 +46,14 @@ packages=(xvfb xdotool x11-utils python3-tk fonts-dejavu-core tesseract-ocr libg
 # page in Firefox (tests/gui_harness/desktop/test_toolkit_accessibility.py)
 # curl, x11-xserver-utils (xset): what cua-auto-harness's conformance run calls in its
 # guest (tests/gui_harness/bench/test_conformance.py; bubblewrap is that guest)
+# idle-python3.11 (Tk), mate-calc (GTK 3), poedit (wx), git-gui (Tk): the apps the
+# perception tests of issue 41's classes start (a Tk menu bar, lone-symbol keys, captions)
 [ "$dev" = 1 ] && packages+=(postgresql chromium chromium-driver gtk-3-examples eslint nodejs
   libreoffice-calc libreoffice-writer libreoffice-gtk3 gnome-calculator featherpad mousepad
   xclip bubblewrap gnome-text-editor libreoffice-impress pcmanfm-qt python3-pyqt6 python3-gi
   gir1.2-gtk-4.0 galculator gtk-4-examples openjdk-17-demo libatk-wrapper-java
-  libatk-wrapper-java-jni python3-wxgtk4.0 firefox-esr curl x11-xserver-utils)
+  libatk-wrapper-java-jni python3-wxgtk4.0 firefox-esr curl x11-xserver-utils
+  idle-python3.11 mate-calc poedit git-gui)
 
 sudo=""
 [ "$(id -u)" != 0 ] && sudo="sudo"

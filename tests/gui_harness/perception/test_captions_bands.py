@@ -22,7 +22,7 @@ from tests.support.toolkits import ACCESSIBLE
 
 pytestmark = [
     *ACCESSIBLE,
-    pytest.mark.skipif(shutil.which("poedit") is None, reason="benchmarks/audit/setup.sh"),
+    pytest.mark.skipif(shutil.which("poedit") is None, reason="scripts/setup.sh --dev installs it"),
 ]
 
 _PO = """msgid ""

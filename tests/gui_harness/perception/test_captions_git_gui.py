@@ -25,7 +25,7 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed"),
     pytest.mark.skipif(shutil.which("git") is None, reason="no git"),
     pytest.mark.skipif(
-        not Path("/usr/lib/git-core/git-gui").exists(), reason="benchmarks/audit/setup.sh"
+        not Path("/usr/lib/git-core/git-gui").exists(), reason="scripts/setup.sh --dev installs it"
     ),
 ]
 
