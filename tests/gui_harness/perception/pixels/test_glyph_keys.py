@@ -19,7 +19,9 @@ from tests.support.toolkits import ACCESSIBLE
 
 pytestmark = [
     *ACCESSIBLE,
-    pytest.mark.skipif(shutil.which("mate-calc") is None, reason="scripts/setup.sh --dev installs it"),
+    pytest.mark.skipif(
+        shutil.which("mate-calc") is None, reason="scripts/setup.sh --dev installs it"
+    ),
 ]
 
 _KEYS = {"×", "÷", "-", "=", ".", "+"}
