@@ -6,6 +6,8 @@ keep_failed)."""
 
 from __future__ import annotations
 
+import random
+import string
 import threading
 from typing import Any
 
@@ -74,9 +76,10 @@ def start_build(month: str) -> Operation:
 
 
 def build(store: str) -> None:
+    letters = random.Random(0)  # text no store compresses: 600 kB whatever it does
     with Session(store, id="done") as session:
         for i in range(300):
-            note(i, "x" * 2000)
+            note(i, "".join(letters.choices(string.ascii_letters, k=2000)))
         picture("red")
     with Session(store, id="shared-image") as session:
         picture("blue")
