@@ -14,7 +14,7 @@ import numpy as np
 
 from gui_harness.perception.component import Component
 
-__all__ = ["decorate"]
+__all__ = ["decorate", "window_box"]
 
 Box = tuple[int, int, int, int]
 Run = tuple[int, int, int, int]  # a run of inked columns: first, past the last, its rows
@@ -56,6 +56,12 @@ def decorate(
             if not any(_holds(above, centre) for above in outer[level + 1 :]):
                 parts.append(part)
     return kept + parts
+
+
+def window_box(window: Any, scale: tuple[float, float]) -> Box:
+    """`window`'s box on the picture (`scale` from screen pixels): its frame when it has
+    one, else its own box."""
+    return _frame(window, scale) or _client(window, scale)
 
 
 def _client(window: Any, scale: tuple[float, float]) -> Box:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gui_harness.perception.component import Component
+from gui_harness.perception.pixels._decorations import window_box
 
 __all__ = ["split_at_windows"]
 
@@ -26,7 +27,7 @@ def split_at_windows(
     `scale` mapping them onto the picture; a window's frame counts when it has one)
     where that side shows (no window above it there) cut into its parts on either
     side."""
-    boxes = [_box(window, scale) for window in windows]
+    boxes = [window_box(window, scale) for window in windows]
     if not boxes:
         return list(pixels)
     out: list[Component] = []
@@ -55,13 +56,6 @@ def split_at_windows(
                 box = (left, y, right - left, h)
                 out.append(Component(0, "text", box, None, component.confidence))
     return out
-
-
-def _box(window: Any, scale: tuple[float, float]) -> tuple[int, int, int, int]:
-    frame = getattr(window, "frame", None)
-    x, y, w, h = frame if frame else (window.x, window.y, window.width, window.height)
-    sx, sy = scale
-    return round(x * sx), round(y * sy), round(w * sx), round(h * sy)
 
 
 def _holds(box: tuple[int, int, int, int], x: int, y: int) -> bool:
