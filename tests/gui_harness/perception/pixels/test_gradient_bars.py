@@ -18,9 +18,9 @@ import pytest
 
 from gui_harness.actions import Click, Type
 from gui_harness.desktop.virtual import App, VirtualDesktop
-from gui_harness.perception import AccessibilitySource, Component, Perception
-from gui_harness.perception.ocr.ocr_worker import OcrWorker, rapidocr_reader
-from tests.gui_harness.perception.pixels.test_swing_pixels import Look, until
+from gui_harness.perception import Component
+from gui_harness.perception.ocr.ocr_worker import rapidocr_reader
+from tests.gui_harness.perception.pixels.test_swing_pixels import Look, looking_at, until
 
 NOTEPAD = Path("/usr/lib/jvm/java-17-openjdk-amd64/demo/jfc/Notepad/Notepad.jar")
 
@@ -37,31 +37,10 @@ pytestmark = [
 def notepad(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[VirtualDesktop, Look]]:
     """Notepad on its own Xvfb screen, and a fresh look at it as gui_agent's: its tree
     (through Debian's ATK wrapper, when installed), pixels and OCR."""
-    reader = rapidocr_reader()
-    if reader is None:
-        pytest.skip("rapidocr-onnxruntime is not installed")
     home = tmp_path_factory.mktemp("notepad")
     app = App(["java", "-jar", str(NOTEPAD)], timeout=90.0, env={"HOME": str(home)})
-    worker = OcrWorker(reader)
-    try:
-        with VirtualDesktop((1280, 800), [app]) as desktop:
-            source = AccessibilitySource(
-                desktop.accessibility_bus,
-                screen=desktop.size,
-                windows=lambda: desktop.desktop.visible_windows(),
-            )
-
-            def look() -> list[Component]:
-                desktop.wait_settled(timeout=10.0)
-                perception = Perception(accessibility=source, ocr=worker, first_look=60.0)
-                return list(perception.perceive(desktop.screenshot()).components)
-
-            try:
-                yield desktop, look
-            finally:
-                source.close()
-    finally:
-        worker.close()
+    with looking_at(app, tree=True) as seen:
+        yield seen
 
 
 def _menu_bar(seen: list[Component]) -> tuple[int, int] | None:

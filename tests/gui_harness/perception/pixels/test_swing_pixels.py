@@ -9,6 +9,7 @@ with no arrow to click."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -17,7 +18,7 @@ import pytest
 
 from gui_harness.actions import Click
 from gui_harness.desktop.virtual import App, VirtualDesktop
-from gui_harness.perception import Component, Perception
+from gui_harness.perception import AccessibilitySource, Component, Perception
 from gui_harness.perception.ocr.ocr_worker import OcrWorker, rapidocr_reader
 
 pytestmark = [
@@ -64,28 +65,50 @@ public class Form {
 Look = Callable[[], list[Component]]
 
 
-@pytest.fixture(scope="module")
-def form(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[VirtualDesktop, Look]]:
-    """The form on its own Xvfb screen, and a fresh look at it (pixels and OCR only)."""
+@contextlib.contextmanager
+def looking_at(app: App, *, tree: bool) -> Iterator[tuple[VirtualDesktop, Look]]:
+    """`app` on its own 1280×800 Xvfb screen, and a fresh look at it as gui_agent's:
+    pixels and OCR, and with `tree` the desktop's accessibility tree and window list.
+    Skips the test without an OCR reader."""
     reader = rapidocr_reader()
     if reader is None:
         pytest.skip("rapidocr-onnxruntime is not installed")
+    worker = OcrWorker(reader)
+    try:
+        with VirtualDesktop((1280, 800), [app], accessibility=tree) as desktop:
+            source = (
+                AccessibilitySource(
+                    desktop.accessibility_bus,
+                    screen=desktop.size,
+                    windows=lambda: desktop.desktop.visible_windows(),
+                )
+                if tree
+                else None
+            )
+
+            def look() -> list[Component]:
+                desktop.wait_settled(timeout=10.0)
+                perception = Perception(accessibility=source, ocr=worker, first_look=60.0)
+                return list(perception.perceive(desktop.screenshot()).components)
+
+            try:
+                yield desktop, look
+            finally:
+                if source is not None:
+                    source.close()
+    finally:
+        worker.close()
+
+
+@pytest.fixture(scope="module")
+def form(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[VirtualDesktop, Look]]:
+    """The form on its own Xvfb screen, and a fresh look at it (pixels and OCR only)."""
     home = tmp_path_factory.mktemp("swing")
     source = home / "Form.java"
     source.write_text(FORM)
     app = App(["java", str(source)], timeout=90.0, env={"HOME": str(home)})
-    worker = OcrWorker(reader)
-    try:
-        with VirtualDesktop((1280, 800), [app], accessibility=False) as desktop:
-
-            def look() -> list[Component]:
-                desktop.wait_settled(timeout=10.0)
-                seen = Perception(ocr=worker, first_look=60.0).perceive(desktop.screenshot())
-                return list(seen.components)
-
-            yield desktop, look
-    finally:
-        worker.close()
+    with looking_at(app, tree=False) as seen:
+        yield seen
 
 
 def until(look: Look, done: Callable[[list[Component]], bool], limit: float) -> list[Component]:

@@ -14,9 +14,13 @@ from itertools import pairwise
 import pytest
 
 from gui_harness.desktop.virtual import App, VirtualDesktop
-from gui_harness.perception import Component, Perception
-from gui_harness.perception.ocr.ocr_worker import OcrWorker, rapidocr_reader
-from tests.gui_harness.perception.pixels.test_swing_pixels import Look, click_until, until
+from gui_harness.perception import Component
+from tests.gui_harness.perception.pixels.test_swing_pixels import (
+    Look,
+    click_until,
+    looking_at,
+    until,
+)
 
 IDLE = shutil.which("idle-python3.11") or shutil.which("idle3") or shutil.which("idle")
 
@@ -28,24 +32,10 @@ MENUS = ["File", "Edit", "Shell", "Debug", "Options", "Window", "Help"]
 @pytest.fixture(scope="module")
 def idle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[VirtualDesktop, Look]]:
     """IDLE's shell on its own Xvfb screen, and a fresh look at it (pixels and OCR)."""
-    reader = rapidocr_reader()
-    if reader is None:
-        pytest.skip("rapidocr-onnxruntime is not installed")
     assert IDLE is not None
     home = tmp_path_factory.mktemp("idle")
-    worker = OcrWorker(reader)
-    try:
-        app = App([IDLE], timeout=60.0, env={"HOME": str(home)})
-        with VirtualDesktop((1280, 800), [app], accessibility=False) as desktop:
-
-            def look() -> list[Component]:
-                desktop.wait_settled(timeout=10.0)
-                seen = Perception(ocr=worker, first_look=60.0).perceive(desktop.screenshot())
-                return list(seen.components)
-
-            yield desktop, look
-    finally:
-        worker.close()
+    with looking_at(App([IDLE], timeout=60.0, env={"HOME": str(home)}), tree=False) as seen:
+        yield seen
 
 
 def _menus(seen: list[Component]) -> list[Component]:

@@ -12,9 +12,12 @@ from collections.abc import Iterator
 import pytest
 
 from gui_harness.desktop.virtual import App, VirtualDesktop
-from gui_harness.perception import AccessibilitySource, Component, Perception
-from gui_harness.perception.ocr.ocr_worker import OcrWorker, rapidocr_reader
-from tests.gui_harness.perception.pixels.test_swing_pixels import Look, click_until, until
+from tests.gui_harness.perception.pixels.test_swing_pixels import (
+    Look,
+    click_until,
+    looking_at,
+    until,
+)
 
 IDLE = shutil.which("idle-python3.11") or shutil.which("idle3") or shutil.which("idle")
 
@@ -25,32 +28,10 @@ pytestmark = [pytest.mark.x11, pytest.mark.skipif(IDLE is None, reason="IDLE is 
 def idle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[VirtualDesktop, Look]]:
     """IDLE's shell on its own Xvfb screen with its bus (Tk publishes no tree, but the
     desktop lists its windows), and a fresh look as gui_agent's."""
-    reader = rapidocr_reader()
-    if reader is None:
-        pytest.skip("rapidocr-onnxruntime is not installed")
     assert IDLE is not None
     home = tmp_path_factory.mktemp("idle")
-    worker = OcrWorker(reader)
-    try:
-        app = App([IDLE], timeout=60.0, env={"HOME": str(home)})
-        with VirtualDesktop((1280, 800), [app]) as desktop:
-            source = AccessibilitySource(
-                desktop.accessibility_bus,
-                screen=desktop.size,
-                windows=lambda: desktop.desktop.visible_windows(),
-            )
-
-            def look() -> list[Component]:
-                desktop.wait_settled(timeout=10.0)
-                perception = Perception(accessibility=source, ocr=worker, first_look=60.0)
-                return list(perception.perceive(desktop.screenshot()).components)
-
-            try:
-                yield desktop, look
-            finally:
-                source.close()
-    finally:
-        worker.close()
+    with looking_at(App([IDLE], timeout=60.0, env={"HOME": str(home)}), tree=True) as seen:
+        yield seen
 
 
 def test_a_popup_menus_item_is_not_joined_with_the_text_under_it(idle):
